@@ -1,0 +1,109 @@
+#include "config/options.hpp"
+
+#include <charconv>
+#include <string_view>
+
+namespace spool::config {
+
+namespace {
+
+/// Applies one named option; returns an error message or "".
+std::string apply(server_options& opts, std::string_view name,
+                  const std::string& value) {
+  if (name == "data-dir") {
+    if (value.empty())
+      return "data-dir must not be empty";
+    opts.data_dir = value;
+  } else if (name == "durability") {
+    if (value == "strict")
+      opts.durability = durability_mode::strict;
+    else if (value == "relaxed")
+      opts.durability = durability_mode::relaxed;
+    else
+      return "durability must be strict or relaxed, got '" + value + "'";
+  } else if (name == "log-level") {
+    static constexpr std::string_view levels[]
+      = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+    bool known = false;
+    for (auto l : levels)
+      known = known || value == l;
+    if (!known)
+      return "log-level must be one of trace, debug, info, warn, error, "
+             "critical, off; got '"
+             + value + "'";
+    opts.log_level = value;
+  } else if (name == "initial-map-mib") {
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(),
+                                     n);
+    if (ec != std::errc{} || end != value.data() + value.size() || n < 1
+        || n > (1u << 20))
+      return "initial-map-mib must be 1..1048576, got '" + value + "'";
+    opts.initial_map_mib = n;
+  } else {
+    return "unknown option --" + std::string{name};
+  }
+  return {};
+}
+
+} // namespace
+
+parse_result parse(const std::vector<std::string>& args,
+                   const std::function<const char*(const char*)>& getenv) {
+  parse_result result;
+  server_options opts;
+  static constexpr std::pair<const char*, std::string_view> env_names[] = {
+    {"SPOOL_DATA_DIR", "data-dir"},
+    {"SPOOL_DURABILITY", "durability"},
+    {"SPOOL_LOG_LEVEL", "log-level"},
+    {"SPOOL_INITIAL_MAP_MIB", "initial-map-mib"},
+  };
+  for (auto& [var, name] : env_names) {
+    if (const char* v = getenv(var); v != nullptr && *v != '\0') {
+      if (auto err = apply(opts, name, v); !err.empty()) {
+        result.error = std::string{var} + ": " + err;
+        return result;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      result.help = true;
+      return result;
+    }
+    if (arg.substr(0, 2) != "--") {
+      result.error = "unexpected argument '" + args[i] + "'";
+      return result;
+    }
+    arg.remove_prefix(2);
+    std::string value;
+    if (auto eq = arg.find('='); eq != std::string_view::npos) {
+      value = std::string{arg.substr(eq + 1)};
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      result.error = "option --" + std::string{arg} + " needs a value";
+      return result;
+    }
+    if (auto err = apply(opts, arg, value); !err.empty()) {
+      result.error = err;
+      return result;
+    }
+  }
+  result.options = std::move(opts);
+  return result;
+}
+
+std::string usage() {
+  return "usage: spoold [options]\n"
+         "  --data-dir DIR          LMDB folder (SPOOL_DATA_DIR, ./data)\n"
+         "  --durability MODE       strict (fsync, default) | relaxed "
+         "(SPOOL_DURABILITY)\n"
+         "  --log-level LEVEL       trace..off (SPOOL_LOG_LEVEL, info)\n"
+         "  --initial-map-mib N     first LMDB map size; grows on demand "
+         "(SPOOL_INITIAL_MAP_MIB, 1024)\n";
+}
+
+} // namespace spool::config

@@ -1,0 +1,41 @@
+#pragma once
+
+/// Server options: defaults, environment variables (SPOOL_*), command line
+/// (wins over the environment), and validation. No CAF, no storage types.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spool::config {
+
+enum class durability_mode : std::uint8_t { strict, relaxed };
+
+struct server_options {
+  /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
+  std::string data_dir = "./data";
+  /// strict = fsync per group commit (default); relaxed = no fsync.
+  durability_mode durability = durability_mode::strict;
+  /// spdlog level name (SPOOL_LOG_LEVEL, --log-level).
+  std::string log_level = "info";
+  /// First LMDB map size in MiB; the map grows on demand.
+  std::uint64_t initial_map_mib = 1024;
+};
+
+/// The result of parsing: options, a request for help, or an error message.
+struct parse_result {
+  std::optional<server_options> options;
+  bool help = false;
+  std::string error;
+};
+
+/// Reads `getenv`-style lookups, then `args` (argv without the program name).
+parse_result parse(const std::vector<std::string>& args,
+                   const std::function<const char*(const char*)>& getenv);
+
+/// Usage text for --help.
+std::string usage();
+
+} // namespace spool::config

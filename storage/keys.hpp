@@ -1,0 +1,99 @@
+#pragma once
+
+/// Key layout of the LMDB databases. Every key starts with the queue id so a
+/// queue's data is contiguous; integers are big-endian so LMDB's byte order is
+/// numeric order.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "storage/types.hpp"
+
+namespace spool::storage::keys {
+
+inline void put_u64(std::string& out, std::uint64_t x) {
+  for (int shift = 56; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((x >> shift) & 0xff));
+}
+
+inline std::uint64_t get_u64(std::string_view in, std::size_t pos) {
+  std::uint64_t x = 0;
+  for (std::size_t i = 0; i < 8; ++i)
+    x = (x << 8) | static_cast<std::uint8_t>(in[pos + i]);
+  return x;
+}
+
+/// Signed values keep their order with the sign bit flipped.
+inline void put_i64(std::string& out, std::int64_t x) {
+  put_u64(out, static_cast<std::uint64_t>(x) ^ (std::uint64_t{1} << 63));
+}
+
+inline std::int64_t get_i64(std::string_view in, std::size_t pos) {
+  return static_cast<std::int64_t>(get_u64(in, pos) ^ (std::uint64_t{1} << 63));
+}
+
+/// queue
+inline std::string queue(queue_id q) {
+  std::string k;
+  k.reserve(8);
+  put_u64(k, q.value);
+  return k;
+}
+
+/// queue · partition
+inline std::string partition(queue_id q, partition_id p) {
+  std::string k;
+  k.reserve(32);
+  put_u64(k, q.value);
+  put_u64(k, p.value);
+  return k;
+}
+
+/// queue · partition · base_offset (segments)
+inline std::string segment(queue_id q, partition_id p, offset base) {
+  auto k = partition(q, p);
+  put_i64(k, base.value);
+  return k;
+}
+
+/// queue · partition · created_at · base_offset (segment_time)
+inline std::string segment_time(queue_id q, partition_id p, micros created_at,
+                                offset base) {
+  auto k = partition(q, p);
+  put_i64(k, created_at);
+  put_i64(k, base.value);
+  return k;
+}
+
+/// queue · partition · name (cursors: group, dedup: transaction id)
+inline std::string partition_named(queue_id q, partition_id p,
+                                   std::string_view name) {
+  auto k = partition(q, p);
+  k.append(name);
+  return k;
+}
+
+/// queue · group (subscriptions)
+inline std::string queue_named(queue_id q, std::string_view name) {
+  auto k = queue(q);
+  k.append(name);
+  return k;
+}
+
+/// queue · group-length · group · dlq_id (dlq). The length byte keeps one
+/// group's entries apart from a group whose name extends it.
+inline std::string dlq_prefix(queue_id q, std::string_view group) {
+  auto k = queue(q);
+  k.push_back(static_cast<char>(group.size()));
+  k.append(group);
+  return k;
+}
+
+inline std::string dlq(queue_id q, std::string_view group, std::uint64_t id) {
+  auto k = dlq_prefix(q, group);
+  put_u64(k, id);
+  return k;
+}
+
+} // namespace spool::storage::keys

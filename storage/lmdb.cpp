@@ -1,0 +1,274 @@
+#include "storage/lmdb.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <system_error>
+
+namespace spool::storage {
+
+namespace {
+
+MDB_val to_val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+
+std::string_view from_val(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
+
+} // namespace
+
+error lmdb_error(int rc, std::string_view context) {
+  auto code = rc == MDB_MAP_FULL ? ec::storage_full : ec::lmdb_error;
+  return make_error(code, context, ": ", mdb_strerror(rc));
+}
+
+// -- cursor -------------------------------------------------------------------
+
+cursor::cursor(cursor&& other) noexcept
+  : cur_(std::exchange(other.cur_, nullptr)),
+    key_(other.key_),
+    value_(other.value_) {
+}
+
+cursor::~cursor() {
+  if (cur_ != nullptr)
+    mdb_cursor_close(cur_);
+}
+
+expected<bool> cursor::move(MDB_cursor_op op, std::string_view key) {
+  MDB_val k = to_val(key);
+  MDB_val v{0, nullptr};
+  auto rc = mdb_cursor_get(cur_, &k, &v, op);
+  if (rc == MDB_NOTFOUND)
+    return false;
+  if (rc != 0)
+    return lmdb_error(rc, "cursor move");
+  key_ = from_val(k);
+  value_ = from_val(v);
+  return true;
+}
+
+expected<bool> cursor::seek(std::string_view key) {
+  // LMDB rejects empty keys; every key is >= the empty one.
+  if (key.empty())
+    return move(MDB_FIRST);
+  return move(MDB_SET_RANGE, key);
+}
+
+expected<bool> cursor::seek_exact(std::string_view key) {
+  return move(MDB_SET_KEY, key);
+}
+
+expected<bool> cursor::first() {
+  return move(MDB_FIRST);
+}
+
+expected<bool> cursor::last() {
+  return move(MDB_LAST);
+}
+
+expected<bool> cursor::next() {
+  return move(MDB_NEXT);
+}
+
+expected<bool> cursor::prev() {
+  return move(MDB_PREV);
+}
+
+expected<void> cursor::del() {
+  if (auto rc = mdb_cursor_del(cur_, 0); rc != 0)
+    return lmdb_error(rc, "cursor delete");
+  return {};
+}
+
+// -- txn ----------------------------------------------------------------------
+
+txn::txn(txn&& other) noexcept
+  : txn_(std::exchange(other.txn_, nullptr)),
+    dbis_(other.dbis_),
+    lock_(std::move(other.lock_)) {
+}
+
+txn::~txn() {
+  abort();
+}
+
+expected<std::optional<std::string_view>> txn::get(MDB_dbi dbi,
+                                                   std::string_view key) {
+  MDB_val k = to_val(key);
+  MDB_val v{0, nullptr};
+  auto rc = mdb_get(txn_, dbi, &k, &v);
+  if (rc == MDB_NOTFOUND)
+    return std::optional<std::string_view>{};
+  if (rc != 0)
+    return lmdb_error(rc, "get");
+  return std::optional<std::string_view>{from_val(v)};
+}
+
+expected<void> txn::put(MDB_dbi dbi, std::string_view key,
+                        std::string_view value) {
+  MDB_val k = to_val(key);
+  MDB_val v = to_val(value);
+  if (auto rc = mdb_put(txn_, dbi, &k, &v, 0); rc != 0)
+    return lmdb_error(rc, "put");
+  return {};
+}
+
+expected<bool> txn::del(MDB_dbi dbi, std::string_view key) {
+  MDB_val k = to_val(key);
+  auto rc = mdb_del(txn_, dbi, &k, nullptr);
+  if (rc == MDB_NOTFOUND)
+    return false;
+  if (rc != 0)
+    return lmdb_error(rc, "delete");
+  return true;
+}
+
+expected<cursor> txn::open_cursor(MDB_dbi dbi) {
+  MDB_cursor* c = nullptr;
+  if (auto rc = mdb_cursor_open(txn_, dbi, &c); rc != 0)
+    return lmdb_error(rc, "open cursor");
+  return cursor{c};
+}
+
+expected<void> txn::scan_prefix(
+  MDB_dbi dbi, std::string_view prefix,
+  const std::function<bool(std::string_view, std::string_view)>& f) {
+  auto cur = open_cursor(dbi);
+  if (!cur)
+    return std::move(cur).err();
+  auto found = cur->seek(prefix);
+  while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
+    if (!f(cur->key(), cur->value()))
+      return {};
+    found = cur->next();
+  }
+  if (!found)
+    return std::move(found).err();
+  return {};
+}
+
+expected<txn> txn::begin_child() {
+  MDB_txn* child = nullptr;
+  if (auto rc = mdb_txn_begin(mdb_txn_env(txn_), txn_, 0, &child); rc != 0)
+    return lmdb_error(rc, "begin nested transaction");
+  return txn{child, dbis_, {}};
+}
+
+expected<void> txn::commit() {
+  auto* t = std::exchange(txn_, nullptr);
+  if (lock_.owns_lock())
+    lock_.unlock();
+  if (auto rc = mdb_txn_commit(t); rc != 0)
+    return lmdb_error(rc, "commit");
+  return {};
+}
+
+void txn::abort() noexcept {
+  if (txn_ != nullptr)
+    mdb_txn_abort(std::exchange(txn_, nullptr));
+  if (lock_.owns_lock())
+    lock_.unlock();
+}
+
+// -- env ----------------------------------------------------------------------
+
+expected<std::unique_ptr<env>> env::open(const env_options& opts) {
+  std::error_code fs_err;
+  std::filesystem::create_directories(opts.dir, fs_err);
+  if (fs_err)
+    return make_error(ec::io_error, "cannot create ", opts.dir.string(), ": ",
+                      fs_err.message());
+  MDB_env* raw = nullptr;
+  if (auto rc = mdb_env_create(&raw); rc != 0)
+    return lmdb_error(rc, "mdb_env_create");
+  std::unique_ptr<env> result{new env(raw, opts)};
+  // Start with the larger of the configured size and the file already there.
+  auto data_file = opts.dir / "data.mdb";
+  auto existing = std::filesystem::file_size(data_file, fs_err);
+  std::size_t map = opts.initial_map_bytes;
+  if (!fs_err)
+    map = std::max<std::size_t>(map, existing);
+  if (auto rc = mdb_env_set_mapsize(raw, map); rc != 0)
+    return lmdb_error(rc, "set map size");
+  if (auto rc = mdb_env_set_maxdbs(raw, 16); rc != 0)
+    return lmdb_error(rc, "set max dbs");
+  if (auto rc = mdb_env_set_maxreaders(raw, 512); rc != 0)
+    return lmdb_error(rc, "set max readers");
+  unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
+  if (opts.mode == durability::relaxed)
+    flags |= MDB_NOSYNC;
+  if (auto rc = mdb_env_open(raw, opts.dir.c_str(), flags, 0644); rc != 0)
+    return lmdb_error(rc, "open environment " + opts.dir.string());
+  // Clear reader slots of processes that died (kill -9) holding them.
+  int dead = 0;
+  mdb_reader_check(raw, &dead);
+  MDB_envinfo info;
+  mdb_env_info(raw, &info);
+  result->map_bytes_ = info.me_mapsize;
+  // Create the named databases.
+  MDB_txn* t = nullptr;
+  if (auto rc = mdb_txn_begin(raw, nullptr, 0, &t); rc != 0)
+    return lmdb_error(rc, "begin setup transaction");
+  auto& d = result->dbis_;
+  std::pair<const char*, MDB_dbi*> names[] = {
+    {"segments", &d.segments},   {"segment_time", &d.segment_time},
+    {"partitions", &d.partitions}, {"queues", &d.queues},
+    {"cursors", &d.cursors},     {"subscriptions", &d.subscriptions},
+    {"dedup", &d.dedup},         {"dlq", &d.dlq},
+    {"meta", &d.meta},
+  };
+  for (auto& [name, dbi] : names) {
+    if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {
+      mdb_txn_abort(t);
+      return lmdb_error(rc, std::string{"open database "} + name);
+    }
+  }
+  if (auto rc = mdb_txn_commit(t); rc != 0)
+    return lmdb_error(rc, "commit setup transaction");
+  return result;
+}
+
+env::~env() {
+  if (env_ != nullptr) {
+    if (opts_.mode == durability::relaxed)
+      mdb_env_sync(env_, 1);
+    mdb_env_close(env_);
+  }
+}
+
+expected<txn> env::read() {
+  std::shared_lock<std::shared_mutex> lock{resize_mtx_};
+  MDB_txn* t = nullptr;
+  if (auto rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t); rc != 0)
+    return lmdb_error(rc, "begin read transaction");
+  return txn{t, &dbis_, std::move(lock)};
+}
+
+expected<txn> env::write() {
+  MDB_txn* t = nullptr;
+  if (auto rc = mdb_txn_begin(env_, nullptr, 0, &t); rc != 0)
+    return lmdb_error(rc, "begin write transaction");
+  return txn{t, &dbis_, {}};
+}
+
+expected<void> env::grow() {
+  std::unique_lock<std::shared_mutex> lock{resize_mtx_};
+  if (map_bytes_ >= opts_.max_map_bytes)
+    return make_error(ec::storage_full, "map size limit of ",
+                      opts_.max_map_bytes, " bytes reached");
+  auto next = std::min(map_bytes_ * 2, opts_.max_map_bytes);
+  if (auto rc = mdb_env_set_mapsize(env_, next); rc != 0)
+    return lmdb_error(rc, "grow map to " + std::to_string(next));
+  map_bytes_ = next;
+  return {};
+}
+
+expected<void> env::sync() {
+  if (auto rc = mdb_env_sync(env_, 1); rc != 0)
+    return lmdb_error(rc, "sync");
+  return {};
+}
+
+} // namespace spool::storage

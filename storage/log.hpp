@@ -1,0 +1,130 @@
+#pragma once
+
+/// The partition log: the append side (`partition_log`, owned by exactly one
+/// thread or actor per partition) and the read side (free functions over a
+/// read transaction: reads across segments, the timestamp walk, retention
+/// planning). Reads see only committed, i.e. durable, segments.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "storage/error.hpp"
+#include "storage/lmdb.hpp"
+#include "storage/mutation.hpp"
+#include "storage/records.hpp"
+#include "storage/segment.hpp"
+
+namespace spool::storage {
+
+/// How frames are cut into segments (semantics.md §1).
+struct segment_limits {
+  std::size_t max_frames = 1000;
+  std::size_t max_bytes = std::size_t{1} << 20;
+};
+
+/// The outcome of appending one frame.
+struct frame_result {
+  enum status_t : std::uint8_t { queued, duplicate } status = queued;
+  /// The frame's offset, or the original's for a duplicate.
+  offset off;
+};
+
+/// Frames sealed into segments, waiting for their commit.
+struct sealed_append {
+  std::vector<mutation> mutations; ///< one append_segment per segment
+  std::vector<frame_result> results;
+  offset first;     ///< first offset assigned (== next when all duplicates)
+  offset next;      ///< next offset after this append
+  micros created_at = 0;
+  std::vector<std::string> pending_ids;
+};
+
+/// Append state of one partition. Not thread-safe: one owner serializes
+/// seal/durable/failed (the partition actor later).
+class partition_log {
+public:
+  partition_log(partition_record rec, segment_limits seg = {},
+                frame_limits frames = {});
+
+  /// The durable state (what a restart recovers).
+  const partition_record& record() const noexcept {
+    return durable_;
+  }
+  /// The next offset to assign (durable plus sealed in flight).
+  offset next_offset() const noexcept {
+    return next_;
+  }
+
+  /// Validates `frames`, answers duplicates of client-given ids (stored ones
+  /// within `dedup_window_s` of `now`, 0 = while retained, and ones in
+  /// flight), assigns dense offsets and one `created_at = max(now, last)`,
+  /// and encodes the rest into segments. Nothing changes on error.
+  expected<sealed_append> seal(txn& read, std::span<const frame> frames,
+                               micros now, segment_encoder& enc,
+                               std::int64_t dedup_window_s = 0);
+  /// The sealed append is durable.
+  void durable(const sealed_append& s);
+  /// The sealed append's commit failed: its ids are forgotten; its offsets
+  /// stay a gap (never reused while this log lives).
+  void failed(const sealed_append& s);
+  /// Retention or purge committed: moves the durable watermark.
+  void watermark_moved(offset watermark);
+
+private:
+  partition_record durable_;
+  segment_limits seg_;
+  frame_limits frames_;
+  offset next_;
+  micros last_stamp_ = 0;
+  /// Client ids sealed but not yet durable.
+  std::unordered_map<std::string, offset> in_flight_;
+};
+
+/// Frames read from a partition.
+struct read_result {
+  std::vector<stored_frame> frames;
+  /// Where the next read continues.
+  offset next;
+  /// Offsets below the watermark the read jumped over (retention gap).
+  std::optional<std::pair<offset, offset>> skipped;
+};
+
+/// Reads frames with offset >= `from`, at most `max_frames`, stopping before
+/// `max_bytes` of payload (at least one frame), across segment boundaries.
+/// Below the watermark the read resumes at the oldest retained offset.
+/// Errors: unknown partition, offset negative or beyond the next offset,
+/// corrupt segment (naming partition and offset).
+expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
+                                  offset from, std::size_t max_frames,
+                                  std::size_t max_bytes = SIZE_MAX);
+
+/// The timestamp walk via the time index, O(log segments): `base - 1` of the
+/// first retained segment with `created_at >= ts` (lowest base on ties), or
+/// the last offset when none is that recent.
+expected<offset> resolve_timestamp(txn& t, queue_id q, partition_id p,
+                                   micros ts);
+
+/// The same rule as a plain forward walk over the segments from the
+/// watermark (the reference the index is tested against).
+expected<offset> resolve_timestamp_by_walk(txn& t, queue_id q, partition_id p,
+                                           micros ts);
+
+/// Which segments a retention step may delete: oldest first, each only if
+/// created before `created_before` and ending at or below `through`.
+struct retention_rule {
+  micros created_before = INT64_MAX;
+  offset through{INT64_MAX};
+  std::size_t max_segments = 64; ///< bound of one step
+};
+
+/// Plans one bounded retention step: the delete_segments mutation, or
+/// nothing when no segment qualifies.
+expected<std::optional<mut::delete_segments>>
+plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule);
+
+} // namespace spool::storage

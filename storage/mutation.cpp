@@ -1,0 +1,243 @@
+#include "storage/mutation.hpp"
+
+#include <algorithm>
+
+#include "storage/keys.hpp"
+#include "storage/segment.hpp"
+#include "storage/tables.hpp"
+
+namespace spool::storage {
+
+namespace {
+
+std::string where(queue_id q, partition_id p) {
+  return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
+}
+
+/// Deletes every key with `prefix` from `dbi`.
+expected<void> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix) {
+  auto cur = t.open_cursor(dbi);
+  if (!cur)
+    return std::move(cur).err();
+  auto found = cur->seek(prefix);
+  while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
+    SPOOL_TRY(cur->del());
+    // After a delete the cursor points at the next entry; re-read it.
+    found = cur->seek(prefix);
+  }
+  if (!found)
+    return std::move(found).err();
+  return {};
+}
+
+expected<void> bump_counters(txn& t, std::uint64_t id_counters::*field,
+                             std::uint64_t used) {
+  auto c = tables::get_counters(t);
+  if (!c)
+    return std::move(c).err();
+  if ((*c).*field > used)
+    return {};
+  (*c).*field = used + 1;
+  return tables::put_counters(t, *c);
+}
+
+expected<void> apply_one(txn& t, const mut::create_queue& m) {
+  auto existing = tables::get_queue(t, m.rec.id);
+  if (!existing)
+    return std::move(existing).err();
+  if (*existing)
+    return make_error(ec::conflict, "queue ", m.rec.id.value, " exists");
+  SPOOL_TRY(tables::put_queue(t, m.rec));
+  return bump_counters(t, &id_counters::next_queue, m.rec.id.value);
+}
+
+expected<void> apply_one(txn& t, const mut::update_queue& m) {
+  auto existing = tables::get_queue(t, m.rec.id);
+  if (!existing)
+    return std::move(existing).err();
+  if (!*existing)
+    return make_error(ec::unknown_queue, "queue ", m.rec.id.value,
+                      " does not exist");
+  return tables::put_queue(t, m.rec);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_queue& m) {
+  auto existing = tables::get_queue(t, m.queue);
+  if (!existing)
+    return std::move(existing).err();
+  if (!*existing)
+    return make_error(ec::unknown_queue, "queue ", m.queue.value,
+                      " does not exist");
+  auto prefix = keys::queue(m.queue);
+  auto& d = t.db();
+  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
+                   d.subscriptions, d.dedup, d.dlq, d.queues})
+    SPOOL_TRY(delete_prefix(t, dbi, prefix));
+  return {};
+}
+
+expected<void> apply_one(txn& t, const mut::create_partition& m) {
+  auto q = tables::get_queue(t, m.rec.queue);
+  if (!q)
+    return std::move(q).err();
+  if (!*q)
+    return make_error(ec::unknown_queue, "queue ", m.rec.queue.value,
+                      " does not exist");
+  auto existing = tables::get_partition(t, m.rec.queue, m.rec.id);
+  if (!existing)
+    return std::move(existing).err();
+  if (*existing)
+    return make_error(ec::conflict, where(m.rec.queue, m.rec.id), " exists");
+  SPOOL_TRY(tables::put_partition(t, m.rec));
+  return bump_counters(t, &id_counters::next_partition, m.rec.id.value);
+}
+
+expected<void> apply_one(txn& t, const mut::append_segment& m) {
+  auto rec = tables::require_partition(t, m.queue, m.partition);
+  if (!rec)
+    return std::move(rec).err();
+  auto w = where(m.queue, m.partition);
+  if (m.base < rec->next_offset)
+    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
+                      " overlaps stored offsets below ",
+                      rec->next_offset.value);
+  if (m.created_at < rec->last_created_at)
+    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
+                      " stamped before the previous segment");
+  auto h = peek_segment_header(m.bytes, w);
+  if (!h)
+    return std::move(h).err();
+  if (h->base != m.base || h->frame_count != m.frame_count
+      || h->created_at != m.created_at)
+    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
+                      " does not match its mutation");
+  auto& d = t.db();
+  SPOOL_TRY(t.put(d.segments, keys::segment(m.queue, m.partition, m.base),
+                  m.bytes));
+  SPOOL_TRY(t.put(d.segment_time,
+                  keys::segment_time(m.queue, m.partition, m.created_at,
+                                     m.base),
+                  {}));
+  for (auto& [txid, off] : m.client_ids)
+    SPOOL_TRY(tables::put_dedup(t, m.queue, m.partition, txid,
+                                dedup_record{off, m.created_at}));
+  advance_partition(*rec, m.base, m.frame_count, m.created_at);
+  return tables::put_partition(t, *rec);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_segments& m) {
+  auto rec = tables::require_partition(t, m.queue, m.partition);
+  if (!rec)
+    return std::move(rec).err();
+  auto w = where(m.queue, m.partition);
+  if (m.new_watermark <= rec->watermark || m.new_watermark > rec->next_offset)
+    return make_error(ec::offset_out_of_range, w, ": new watermark ",
+                      m.new_watermark.value, " not in (",
+                      rec->watermark.value, ", ", rec->next_offset.value, "]");
+  auto& d = t.db();
+  auto cur = t.open_cursor(d.segments);
+  if (!cur)
+    return std::move(cur).err();
+  auto prefix = keys::partition(m.queue, m.partition);
+  auto found = cur->seek(prefix);
+  rec->watermark = rec->next_offset;
+  while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
+    auto h = peek_segment_header(cur->value(), w);
+    if (!h)
+      return std::move(h).err();
+    if (h->base >= m.new_watermark) {
+      rec->watermark = h->base;
+      break;
+    }
+    if (h->end() > m.new_watermark)
+      return make_error(ec::invalid_argument, w, ": watermark ",
+                        m.new_watermark.value,
+                        " is not a segment boundary (segment at offset ",
+                        h->base.value, " ends at ", h->end().value, ")");
+    SPOOL_TRY(t.del(d.segment_time, keys::segment_time(m.queue, m.partition,
+                                                       h->created_at,
+                                                       h->base)));
+    SPOOL_TRY(cur->del());
+    found = cur->seek(prefix);
+  }
+  if (!found)
+    return std::move(found).err();
+  // An id may have been reused after its dedup window: forget it only while
+  // it still points into the deleted range.
+  for (auto& txid : m.forget_ids) {
+    auto entry = tables::get_dedup(t, m.queue, m.partition, txid);
+    if (!entry)
+      return std::move(entry).err();
+    if (*entry && (*entry)->off < m.new_watermark)
+      SPOOL_TRY(tables::delete_dedup(t, m.queue, m.partition, txid));
+  }
+  return tables::put_partition(t, *rec);
+}
+
+expected<void> apply_one(txn& t, const mut::put_cursor& m) {
+  SPOOL_TRY(tables::require_partition(t, m.queue, m.partition));
+  return tables::put_cursor(t, m.queue, m.partition, m.group, m.rec);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_cursor& m) {
+  SPOOL_TRY(tables::delete_cursor(t, m.queue, m.partition, m.group));
+  return {};
+}
+
+expected<void> apply_one(txn& t, const mut::put_subscription& m) {
+  auto q = tables::get_queue(t, m.queue);
+  if (!q)
+    return std::move(q).err();
+  if (!*q)
+    return make_error(ec::unknown_queue, "queue ", m.queue.value,
+                      " does not exist");
+  return tables::put_subscription(t, m.queue, m.group, m.rec);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_subscription& m) {
+  SPOOL_TRY(tables::delete_subscription(t, m.queue, m.group));
+  return {};
+}
+
+expected<void> apply_one(txn& t, const mut::put_dlq& m) {
+  SPOOL_TRY(tables::require_partition(t, m.queue, m.entry.partition));
+  SPOOL_TRY(tables::put_dlq(t, m.queue, m.group, m.entry));
+  return bump_counters(t, &id_counters::next_dlq, m.entry.id);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_dlq& m) {
+  SPOOL_TRY(tables::delete_dlq(t, m.queue, m.group, m.id));
+  return {};
+}
+
+} // namespace
+
+std::size_t write_batch::byte_size() const noexcept {
+  std::size_t n = 0;
+  for (auto& m : mutations) {
+    n += 64;
+    if (auto* a = std::get_if<mut::append_segment>(&m))
+      n += a->bytes.size() + a->client_ids.size() * 48;
+  }
+  return n;
+}
+
+void advance_partition(partition_record& rec, offset base,
+                       std::uint32_t frame_count, micros created_at) {
+  if (rec.watermark >= rec.next_offset) // nothing retained so far
+    rec.watermark = base;
+  rec.next_offset = base + static_cast<std::int64_t>(frame_count);
+  rec.last_created_at = std::max(rec.last_created_at, created_at);
+}
+
+expected<void> apply(txn& t, const mutation& m) {
+  return std::visit([&t](const auto& x) { return apply_one(t, x); }, m);
+}
+
+expected<void> apply(txn& t, const write_batch& b) {
+  for (auto& m : b.mutations)
+    SPOOL_TRY(apply(t, m));
+  return {};
+}
+
+} // namespace spool::storage

@@ -1,0 +1,180 @@
+#pragma once
+
+/// Every durable change is a typed mutation: a plain serializable struct whose
+/// values (offsets, created_at, ids, epochs) were chosen by whoever made it.
+/// A write batch is a list of mutations, applied all or nothing by `apply`,
+/// one function per type. Replicas (later) apply the same lists.
+
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "storage/error.hpp"
+#include "storage/lmdb.hpp"
+#include "storage/records.hpp"
+
+namespace spool::storage {
+
+namespace mut {
+
+/// Creates a queue (conflict if the id exists); bumps the id counter.
+struct create_queue {
+  queue_record rec;
+  template <class F>
+  friend auto inspect(F& f, create_queue& x) {
+    return f(x.rec);
+  }
+};
+
+/// Replaces a queue's record (options, namespace, task).
+struct update_queue {
+  queue_record rec;
+  template <class F>
+  friend auto inspect(F& f, update_queue& x) {
+    return f(x.rec);
+  }
+};
+
+/// Removes a queue with every segment, cursor, record and DLQ entry of it.
+struct delete_queue {
+  queue_id queue;
+  template <class F>
+  friend auto inspect(F& f, delete_queue& x) {
+    return f(x.queue);
+  }
+};
+
+/// Creates a partition (conflict if it exists); bumps the id counter.
+struct create_partition {
+  partition_record rec;
+  template <class F>
+  friend auto inspect(F& f, create_partition& x) {
+    return f(x.rec);
+  }
+};
+
+/// Stores one sealed segment and indexes its time and client ids.
+struct append_segment {
+  queue_id queue;
+  partition_id partition;
+  offset base;
+  std::uint32_t frame_count = 0;
+  micros created_at = 0;
+  std::string bytes;
+  std::vector<std::pair<std::string, offset>> client_ids;
+  template <class F>
+  friend auto inspect(F& f, append_segment& x) {
+    return f(x.queue, x.partition, x.base, x.frame_count, x.created_at, x.bytes,
+             x.client_ids);
+  }
+};
+
+/// Deletes whole segments below `new_watermark` (a segment boundary) and
+/// forgets the listed dedup ids.
+struct delete_segments {
+  queue_id queue;
+  partition_id partition;
+  offset new_watermark;
+  std::vector<std::string> forget_ids;
+  template <class F>
+  friend auto inspect(F& f, delete_segments& x) {
+    return f(x.queue, x.partition, x.new_watermark, x.forget_ids);
+  }
+};
+
+struct put_cursor {
+  queue_id queue;
+  partition_id partition;
+  std::string group;
+  cursor_record rec;
+  template <class F>
+  friend auto inspect(F& f, put_cursor& x) {
+    return f(x.queue, x.partition, x.group, x.rec);
+  }
+};
+
+struct delete_cursor {
+  queue_id queue;
+  partition_id partition;
+  std::string group;
+  template <class F>
+  friend auto inspect(F& f, delete_cursor& x) {
+    return f(x.queue, x.partition, x.group);
+  }
+};
+
+struct put_subscription {
+  queue_id queue;
+  std::string group;
+  subscription_record rec;
+  template <class F>
+  friend auto inspect(F& f, put_subscription& x) {
+    return f(x.queue, x.group, x.rec);
+  }
+};
+
+struct delete_subscription {
+  queue_id queue;
+  std::string group;
+  template <class F>
+  friend auto inspect(F& f, delete_subscription& x) {
+    return f(x.queue, x.group);
+  }
+};
+
+/// Inserts a dead-letter entry; bumps the DLQ id counter.
+struct put_dlq {
+  queue_id queue;
+  std::string group;
+  dlq_entry entry;
+  template <class F>
+  friend auto inspect(F& f, put_dlq& x) {
+    return f(x.queue, x.group, x.entry);
+  }
+};
+
+struct delete_dlq {
+  queue_id queue;
+  std::string group;
+  std::uint64_t id = 0;
+  template <class F>
+  friend auto inspect(F& f, delete_dlq& x) {
+    return f(x.queue, x.group, x.id);
+  }
+};
+
+} // namespace mut
+
+using mutation
+  = std::variant<mut::create_queue, mut::update_queue, mut::delete_queue,
+                 mut::create_partition, mut::append_segment,
+                 mut::delete_segments, mut::put_cursor, mut::delete_cursor,
+                 mut::put_subscription, mut::delete_subscription, mut::put_dlq,
+                 mut::delete_dlq>;
+
+/// Mutations applied together, all or nothing.
+struct write_batch {
+  std::vector<mutation> mutations;
+
+  /// Approximate bytes this batch writes (for sizing commit groups).
+  std::size_t byte_size() const noexcept;
+
+  template <class F>
+  friend auto inspect(F& f, write_batch& x) {
+    return f(x.mutations);
+  }
+};
+
+/// Advances a partition record over an appended segment (shared by the
+/// writer's apply and the partition's in-memory view).
+void advance_partition(partition_record& rec, offset base,
+                       std::uint32_t frame_count, micros created_at);
+
+/// Applies one mutation inside `t`. On error the caller aborts `t`.
+expected<void> apply(txn& t, const mutation& m);
+
+/// Applies every mutation of `b` inside `t`, stopping at the first error.
+expected<void> apply(txn& t, const write_batch& b);
+
+} // namespace spool::storage

@@ -1,0 +1,192 @@
+#pragma once
+
+/// Metadata records stored beside the segments (DESIGN.md, "Storage layout").
+/// Plain structs with `inspect`, serialized by serial.hpp.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "storage/types.hpp"
+
+namespace spool::storage {
+
+/// Queue options, Queen's names (semantics.md §9). Stored as given; the
+/// broker validates them when a queue is configured.
+struct queue_options {
+  std::int64_t lease_time_s = 300;
+  std::int64_t retry_limit = 3;
+  std::int64_t retry_delay_ms = 0;
+  std::vector<std::int64_t> retry_backoff_ms;
+  std::int64_t max_deliveries = 0;
+  std::int64_t max_size = 0;
+  std::int64_t delayed_processing_s = 0;
+  std::int64_t window_buffer_s = 0;
+  std::optional<std::int64_t> window_buffer_max_s;
+  bool retention_enabled = true;
+  std::int64_t retention_s = 0;
+  std::int64_t completed_retention_s = 0;
+  std::int64_t max_wait_time_s = 0;
+  std::optional<bool> dead_letter_queue;
+  std::optional<bool> dlq_after_max_retries;
+  std::int64_t dlq_retention_s = 14 * 24 * 3600;
+  std::int64_t dedup_window_s = 0;
+  std::int64_t group_idle_s = 0;
+  std::int64_t priority = 0;
+  std::int64_t ttl_s = 0;
+  bool encryption_enabled = false;
+
+  friend bool operator==(const queue_options&, const queue_options&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, queue_options& x) {
+    return f(x.lease_time_s, x.retry_limit, x.retry_delay_ms,
+             x.retry_backoff_ms, x.max_deliveries, x.max_size,
+             x.delayed_processing_s, x.window_buffer_s, x.window_buffer_max_s,
+             x.retention_enabled, x.retention_s, x.completed_retention_s,
+             x.max_wait_time_s, x.dead_letter_queue, x.dlq_after_max_retries,
+             x.dlq_retention_s, x.dedup_window_s, x.group_idle_s, x.priority,
+             x.ttl_s, x.encryption_enabled);
+  }
+};
+
+struct queue_record {
+  queue_id id;
+  std::string name;
+  std::string name_space; ///< "namespace" (a keyword in C++)
+  std::string task;
+  queue_options options;
+  micros created_at = 0;
+
+  friend bool operator==(const queue_record&, const queue_record&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, queue_record& x) {
+    return f(x.id, x.name, x.name_space, x.task, x.options, x.created_at);
+  }
+};
+
+/// A partition's durable state. lastOffset = next_offset - 1; the watermark is
+/// the lowest retained offset (next_offset when nothing is retained).
+struct partition_record {
+  queue_id queue;
+  partition_id id;
+  std::string name;
+  std::string uuid;
+  offset next_offset{0};
+  micros last_created_at = 0;
+  offset watermark{0};
+  micros created_at = 0;
+
+  offset last_offset() const noexcept {
+    return next_offset - 1;
+  }
+
+  friend bool operator==(const partition_record&, const partition_record&)
+    = default;
+
+  template <class F>
+  friend auto inspect(F& f, partition_record& x) {
+    return f(x.queue, x.id, x.name, x.uuid, x.next_offset, x.last_created_at,
+             x.watermark, x.created_at);
+  }
+};
+
+/// Durable delivery counters of one frame above `committed`.
+struct frame_counters {
+  offset off;
+  std::uint32_t deliveries = 0;
+  std::uint32_t failures = 0;
+
+  friend bool operator==(const frame_counters&, const frame_counters&)
+    = default;
+
+  template <class F>
+  friend auto inspect(F& f, frame_counters& x) {
+    return f(x.off, x.deliveries, x.failures);
+  }
+};
+
+/// A consumer group's cursor on one partition (leases live in memory).
+struct cursor_record {
+  offset committed{-1};
+  std::uint64_t lease_epoch = 0;
+  /// Frames to deliver one per lease after a multi-frame lease expired.
+  std::optional<std::pair<offset, offset>> isolated;
+  std::vector<frame_counters> counters;
+  micros last_activity = 0;
+
+  friend bool operator==(const cursor_record&, const cursor_record&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, cursor_record& x) {
+    return f(x.committed, x.lease_epoch, x.isolated, x.counters,
+             x.last_activity);
+  }
+};
+
+enum class subscription_mode : std::uint8_t { all = 0, new_only = 1, timestamp = 2 };
+
+/// Where a group starts on partitions of a queue (product document).
+struct subscription_record {
+  subscription_mode mode = subscription_mode::all;
+  micros timestamp = 0;
+  subscription_mode registered_mode = subscription_mode::all;
+  micros registered_at = 0;
+
+  friend bool operator==(const subscription_record&, const subscription_record&)
+    = default;
+
+  template <class F>
+  friend auto inspect(F& f, subscription_record& x) {
+    return f(x.mode, x.timestamp, x.registered_mode, x.registered_at);
+  }
+};
+
+/// A dead-lettered message of one (queue, group).
+struct dlq_entry {
+  std::uint64_t id = 0;
+  partition_id partition;
+  stored_frame message;
+  std::string error;
+  std::uint32_t deliveries = 0;
+  micros failed_at = 0;
+
+  friend bool operator==(const dlq_entry&, const dlq_entry&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, dlq_entry& x) {
+    return f(x.id, x.partition, x.message, x.error, x.deliveries, x.failed_at);
+  }
+};
+
+/// What the dedup index keeps per client-given transaction id.
+struct dedup_record {
+  offset off;
+  micros created_at = 0;
+
+  friend bool operator==(const dedup_record&, const dedup_record&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, dedup_record& x) {
+    return f(x.off, x.created_at);
+  }
+};
+
+/// Id counters (never reused, also after deletions).
+struct id_counters {
+  std::uint64_t next_queue = 1;
+  std::uint64_t next_partition = 1;
+  std::uint64_t next_dlq = 1;
+
+  friend bool operator==(const id_counters&, const id_counters&) = default;
+
+  template <class F>
+  friend auto inspect(F& f, id_counters& x) {
+    return f(x.next_queue, x.next_partition, x.next_dlq);
+  }
+};
+
+} // namespace spool::storage

@@ -1,0 +1,107 @@
+#pragma once
+
+/// The segment format (semantics.md §1): one segment is written by exactly one
+/// commit and never appended to. Layout:
+///
+///   header, 40 bytes, big-endian:
+///     u8 magic 'S' | u8 format version | u8 codec | u8 flags
+///     u32 frame count | i64 base offset | i64 created_at µs
+///     u32 raw size | u32 stored size | u64 xxh64(header[0..32) + body)
+///   body: `stored size` bytes; the frames, zstd-compressed when codec = 1.
+///   frame: u8 flags (bit0 binary payload, bit1 client-given id)
+///          varint-length-prefixed transaction id, trace id, producer sub,
+///          varint header count + (key, value) pairs, payload.
+///
+/// Decoding verifies sizes and the checksum before looking at the frames, so
+/// corrupt or truncated bytes are reported, never returned as data.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.hpp"
+#include "storage/types.hpp"
+
+namespace spool::storage {
+
+inline constexpr std::uint8_t segment_format_version = 1;
+inline constexpr std::size_t segment_header_size = 40;
+
+enum class segment_codec : std::uint8_t { none = 0, zstd = 1 };
+
+/// Header flag: at least one frame carries a client-given (indexed) id.
+inline constexpr std::uint8_t segment_flag_client_ids = 1;
+
+/// Whether the encoder may compress.
+enum class compression : std::uint8_t {
+  off,               ///< store frames raw
+  zstd_when_smaller, ///< zstd level 1, kept only when it shrinks the body
+};
+
+struct segment_header {
+  std::uint8_t version = segment_format_version;
+  segment_codec codec = segment_codec::none;
+  std::uint8_t flags = 0;
+  std::uint32_t frame_count = 0;
+  offset base;
+  micros created_at = 0;
+  std::uint32_t raw_size = 0;
+  std::uint32_t stored_size = 0;
+  std::uint64_t checksum = 0;
+
+  offset last() const noexcept {
+    return base + (static_cast<std::int64_t>(frame_count) - 1);
+  }
+  offset end() const noexcept {
+    return base + static_cast<std::int64_t>(frame_count);
+  }
+};
+
+/// Checks one frame against the limits; the error names the field.
+expected<void> check_frame(const frame& f, const frame_limits& limits);
+
+/// Builds segments. Owns a zstd context; one per thread/actor.
+class segment_encoder {
+public:
+  explicit segment_encoder(compression mode = compression::zstd_when_smaller);
+  ~segment_encoder();
+  segment_encoder(const segment_encoder&) = delete;
+  segment_encoder& operator=(const segment_encoder&) = delete;
+
+  /// Encodes `frames` (1..n, already validated) as one segment.
+  expected<std::string> encode(offset base, micros created_at,
+                               std::span<const frame> frames);
+  expected<std::string> encode(offset base, micros created_at,
+                               std::span<const frame* const> frames);
+
+private:
+  struct impl;
+  compression mode_;
+  std::unique_ptr<impl> impl_;
+  std::string raw_;
+};
+
+/// Reads and validates the fixed header (sizes, magic, version) without
+/// verifying the checksum. `where` prefixes error messages.
+expected<segment_header> peek_segment_header(std::string_view bytes,
+                                             std::string_view where);
+
+/// Fully verifies the segment and appends frames with offset >= `from` to
+/// `out`, at most `max_frames`, stopping before `max_bytes` of payload is
+/// exceeded; a frame is always taken while `out` is empty, so a read across
+/// segments into one vector returns at least one frame. Returns the header.
+expected<segment_header> decode_segment(std::string_view bytes,
+                                        std::string_view where,
+                                        std::vector<stored_frame>& out,
+                                        offset from = offset{0},
+                                        std::size_t max_frames = SIZE_MAX,
+                                        std::size_t max_bytes = SIZE_MAX);
+
+/// The client-given transaction ids in a segment, with their offsets.
+expected<std::vector<std::pair<std::string, offset>>>
+segment_client_ids(std::string_view bytes, std::string_view where);
+
+} // namespace spool::storage

@@ -1,0 +1,91 @@
+#include "storage/store.hpp"
+
+#include <cstdio>
+
+#include "storage/tables.hpp"
+
+namespace spool::storage {
+
+expected<std::unique_ptr<store>> store::open(store_options opts) {
+  auto e = env::open(opts.env);
+  if (!e)
+    return std::move(e).err();
+  std::unique_ptr<store> s{new store()};
+  s->env_ = std::move(*e);
+  auto cat = s->load_catalog();
+  if (!cat)
+    return std::move(cat).err();
+  s->recovered_ = std::move(*cat);
+  s->next_queue_ = s->recovered_.counters.next_queue;
+  s->next_partition_ = s->recovered_.counters.next_partition;
+  s->next_dlq_ = s->recovered_.counters.next_dlq;
+  std::random_device rd;
+  s->rng_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
+  s->writer_ = std::make_unique<group_commit>(*s->env_, opts.commit);
+  return s;
+}
+
+store::~store() {
+  close();
+}
+
+void store::close() {
+  if (writer_)
+    writer_->stop();
+  writer_.reset();
+  env_.reset();
+}
+
+expected<catalog> store::load_catalog() {
+  auto t = env_->read();
+  if (!t)
+    return std::move(t).err();
+  catalog cat;
+  auto queues = tables::all_queues(*t);
+  if (!queues)
+    return std::move(queues).err();
+  cat.queues = std::move(*queues);
+  auto parts = tables::all_partitions(*t);
+  if (!parts)
+    return std::move(parts).err();
+  cat.partitions = std::move(*parts);
+  auto counters = tables::get_counters(*t);
+  if (!counters)
+    return std::move(counters).err();
+  cat.counters = *counters;
+  return cat;
+}
+
+queue_id store::next_queue_id() noexcept {
+  return queue_id{next_queue_.fetch_add(1)};
+}
+
+partition_id store::next_partition_id() noexcept {
+  return partition_id{next_partition_.fetch_add(1)};
+}
+
+std::uint64_t store::next_dlq_id() noexcept {
+  return next_dlq_.fetch_add(1);
+}
+
+std::string store::make_uuid() {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  {
+    std::lock_guard<std::mutex> guard{rng_mtx_};
+    hi = rng_();
+    lo = rng_();
+  }
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL; // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; // variant 10
+  char buf[37];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xffff),
+                static_cast<unsigned>(hi & 0xffff),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xffffffffffffULL));
+  return buf;
+}
+
+} // namespace spool::storage

@@ -1,0 +1,76 @@
+#pragma once
+
+/// The node's store: the LMDB environment, the group-commit writer and what
+/// recovery found on open (queues, partitions, id counters).
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "storage/error.hpp"
+#include "storage/group_commit.hpp"
+#include "storage/lmdb.hpp"
+#include "storage/records.hpp"
+
+namespace spool::storage {
+
+struct store_options {
+  env_options env;
+  commit_options commit;
+};
+
+/// What the store holds after recovery.
+struct catalog {
+  std::vector<queue_record> queues;
+  std::vector<partition_record> partitions;
+  id_counters counters;
+};
+
+class store {
+public:
+  /// Opens (creating if needed) the store in `opts.env.dir` and recovers the
+  /// catalog. Fails with a precise error, never half-open.
+  static expected<std::unique_ptr<store>> open(store_options opts);
+  ~store();
+
+  env& db() noexcept {
+    return *env_;
+  }
+  group_commit& writer() noexcept {
+    return *writer_;
+  }
+  /// The catalog as recovered on open (not updated afterwards).
+  const catalog& recovered() const noexcept {
+    return recovered_;
+  }
+  /// Re-reads the catalog from storage.
+  expected<catalog> load_catalog();
+
+  /// Fresh ids; they travel in the create mutations.
+  queue_id next_queue_id() noexcept;
+  partition_id next_partition_id() noexcept;
+  std::uint64_t next_dlq_id() noexcept;
+
+  /// A random RFC 4122 version 4 UUID in text form.
+  std::string make_uuid();
+
+  /// Stops the writer after committing what is queued, then closes.
+  void close();
+
+private:
+  store() = default;
+
+  std::unique_ptr<env> env_;
+  std::unique_ptr<group_commit> writer_;
+  catalog recovered_;
+  std::atomic<std::uint64_t> next_queue_{1};
+  std::atomic<std::uint64_t> next_partition_{1};
+  std::atomic<std::uint64_t> next_dlq_{1};
+  std::mutex rng_mtx_;
+  std::mt19937_64 rng_;
+};
+
+} // namespace spool::storage

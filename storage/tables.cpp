@@ -1,0 +1,234 @@
+#include "storage/tables.hpp"
+
+#include "storage/keys.hpp"
+#include "storage/serial.hpp"
+
+namespace spool::storage::tables {
+
+namespace {
+
+constexpr char record_version = 1;
+constexpr std::string_view counters_key = "counters";
+
+template <class T>
+expected<void> put_record(txn& t, MDB_dbi dbi, std::string_view key,
+                          const T& rec) {
+  std::string value(1, record_version);
+  append_bytes(value, rec);
+  return t.put(dbi, key, value);
+}
+
+template <class T>
+expected<T> decode_record(std::string_view value, const char* table) {
+  T rec;
+  if (value.empty() || value[0] != record_version
+      || !from_bytes(value.substr(1), rec))
+    return make_error(ec::corrupt_record, "table ", table,
+                      ": record does not decode");
+  return rec;
+}
+
+template <class T>
+expected<std::optional<T>> get_record(txn& t, MDB_dbi dbi,
+                                      std::string_view key, const char* table) {
+  auto v = t.get(dbi, key);
+  if (!v)
+    return std::move(v).err();
+  if (!*v)
+    return std::optional<T>{};
+  auto rec = decode_record<T>(**v, table);
+  if (!rec)
+    return std::move(rec).err();
+  return std::optional<T>{std::move(*rec)};
+}
+
+/// Decodes every record under `prefix`; `name_of` extracts the key suffix.
+template <class T>
+expected<std::vector<std::pair<std::string, T>>>
+named_records(txn& t, MDB_dbi dbi, const std::string& prefix,
+              const char* table) {
+  std::vector<std::pair<std::string, T>> out;
+  std::optional<error> failure;
+  auto scanned = t.scan_prefix(dbi, prefix, [&](auto key, auto value) {
+    auto rec = decode_record<T>(value, table);
+    if (!rec) {
+      failure = std::move(rec).err();
+      return false;
+    }
+    out.emplace_back(std::string{key.substr(prefix.size())}, std::move(*rec));
+    return true;
+  });
+  if (!scanned)
+    return std::move(scanned).err();
+  if (failure)
+    return std::move(*failure);
+  return out;
+}
+
+template <class T>
+expected<std::vector<T>> records(txn& t, MDB_dbi dbi, const std::string& prefix,
+                                 const char* table) {
+  auto named = named_records<T>(t, dbi, prefix, table);
+  if (!named)
+    return std::move(named).err();
+  std::vector<T> out;
+  out.reserve(named->size());
+  for (auto& [_, rec] : *named)
+    out.push_back(std::move(rec));
+  return out;
+}
+
+} // namespace
+
+expected<void> put_queue(txn& t, const queue_record& rec) {
+  return put_record(t, t.db().queues, keys::queue(rec.id), rec);
+}
+
+expected<std::optional<queue_record>> get_queue(txn& t, queue_id q) {
+  return get_record<queue_record>(t, t.db().queues, keys::queue(q), "queues");
+}
+
+expected<std::vector<queue_record>> all_queues(txn& t) {
+  return records<queue_record>(t, t.db().queues, "", "queues");
+}
+
+expected<void> put_partition(txn& t, const partition_record& rec) {
+  return put_record(t, t.db().partitions, keys::partition(rec.queue, rec.id),
+                    rec);
+}
+
+expected<std::optional<partition_record>> get_partition(txn& t, queue_id q,
+                                                        partition_id p) {
+  return get_record<partition_record>(t, t.db().partitions,
+                                      keys::partition(q, p), "partitions");
+}
+
+expected<partition_record> require_partition(txn& t, queue_id q,
+                                             partition_id p) {
+  auto rec = get_partition(t, q, p);
+  if (!rec)
+    return std::move(rec).err();
+  if (!*rec)
+    return make_error(ec::unknown_partition, "partition ", q.value, "/",
+                      p.value, " does not exist");
+  return std::move(**rec);
+}
+
+expected<std::vector<partition_record>> all_partitions(txn& t) {
+  return records<partition_record>(t, t.db().partitions, "", "partitions");
+}
+
+expected<std::vector<partition_record>> partitions_of(txn& t, queue_id q) {
+  return records<partition_record>(t, t.db().partitions, keys::queue(q),
+                                   "partitions");
+}
+
+expected<void> put_cursor(txn& t, queue_id q, partition_id p,
+                          std::string_view group, const cursor_record& rec) {
+  return put_record(t, t.db().cursors, keys::partition_named(q, p, group), rec);
+}
+
+expected<std::optional<cursor_record>>
+get_cursor(txn& t, queue_id q, partition_id p, std::string_view group) {
+  return get_record<cursor_record>(t, t.db().cursors,
+                                   keys::partition_named(q, p, group),
+                                   "cursors");
+}
+
+expected<bool> delete_cursor(txn& t, queue_id q, partition_id p,
+                             std::string_view group) {
+  return t.del(t.db().cursors, keys::partition_named(q, p, group));
+}
+
+expected<std::vector<std::pair<std::string, cursor_record>>>
+cursors_of(txn& t, queue_id q, partition_id p) {
+  return named_records<cursor_record>(t, t.db().cursors, keys::partition(q, p),
+                                      "cursors");
+}
+
+expected<void> put_subscription(txn& t, queue_id q, std::string_view group,
+                                const subscription_record& rec) {
+  return put_record(t, t.db().subscriptions, keys::queue_named(q, group), rec);
+}
+
+expected<std::optional<subscription_record>>
+get_subscription(txn& t, queue_id q, std::string_view group) {
+  return get_record<subscription_record>(t, t.db().subscriptions,
+                                         keys::queue_named(q, group),
+                                         "subscriptions");
+}
+
+expected<bool> delete_subscription(txn& t, queue_id q, std::string_view group) {
+  return t.del(t.db().subscriptions, keys::queue_named(q, group));
+}
+
+expected<std::vector<std::pair<std::string, subscription_record>>>
+subscriptions_of(txn& t, queue_id q) {
+  return named_records<subscription_record>(t, t.db().subscriptions,
+                                            keys::queue(q), "subscriptions");
+}
+
+expected<void> put_dlq(txn& t, queue_id q, std::string_view group,
+                       const dlq_entry& e) {
+  return put_record(t, t.db().dlq, keys::dlq(q, group, e.id), e);
+}
+
+expected<std::optional<dlq_entry>> get_dlq(txn& t, queue_id q,
+                                           std::string_view group,
+                                           std::uint64_t id) {
+  return get_record<dlq_entry>(t, t.db().dlq, keys::dlq(q, group, id), "dlq");
+}
+
+expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
+                          std::uint64_t id) {
+  return t.del(t.db().dlq, keys::dlq(q, group, id));
+}
+
+expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
+                        const std::function<bool(const dlq_entry&)>& f) {
+  std::optional<error> failure;
+  auto scanned = t.scan_prefix(t.db().dlq, keys::dlq_prefix(q, group),
+                               [&](auto, auto value) {
+                                 auto rec = decode_record<dlq_entry>(value,
+                                                                     "dlq");
+                                 if (!rec) {
+                                   failure = std::move(rec).err();
+                                   return false;
+                                 }
+                                 return f(*rec);
+                               });
+  if (!scanned)
+    return scanned;
+  if (failure)
+    return std::move(*failure);
+  return {};
+}
+
+expected<void> put_dedup(txn& t, queue_id q, partition_id p,
+                         std::string_view txid, const dedup_record& rec) {
+  return put_record(t, t.db().dedup, keys::partition_named(q, p, txid), rec);
+}
+
+expected<std::optional<dedup_record>>
+get_dedup(txn& t, queue_id q, partition_id p, std::string_view txid) {
+  return get_record<dedup_record>(t, t.db().dedup,
+                                  keys::partition_named(q, p, txid), "dedup");
+}
+
+expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
+                            std::string_view txid) {
+  return t.del(t.db().dedup, keys::partition_named(q, p, txid));
+}
+
+expected<id_counters> get_counters(txn& t) {
+  auto rec = get_record<id_counters>(t, t.db().meta, counters_key, "meta");
+  if (!rec)
+    return std::move(rec).err();
+  return rec->value_or(id_counters{});
+}
+
+expected<void> put_counters(txn& t, const id_counters& c) {
+  return put_record(t, t.db().meta, counters_key, c);
+}
+
+} // namespace spool::storage::tables

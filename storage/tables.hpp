@@ -1,0 +1,77 @@
+#pragma once
+
+/// Typed access to the metadata tables. Every record is stored as one version
+/// byte followed by its serialization; a record that does not decode is an
+/// `ec::corrupt_record` error naming the table and key, never a crash.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/error.hpp"
+#include "storage/lmdb.hpp"
+#include "storage/records.hpp"
+
+namespace spool::storage::tables {
+
+// -- queues -------------------------------------------------------------------
+expected<void> put_queue(txn& t, const queue_record& rec);
+expected<std::optional<queue_record>> get_queue(txn& t, queue_id q);
+expected<std::vector<queue_record>> all_queues(txn& t);
+
+// -- partitions ---------------------------------------------------------------
+expected<void> put_partition(txn& t, const partition_record& rec);
+expected<std::optional<partition_record>> get_partition(txn& t, queue_id q,
+                                                        partition_id p);
+/// A partition that must exist (ec::unknown_partition otherwise).
+expected<partition_record> require_partition(txn& t, queue_id q,
+                                             partition_id p);
+expected<std::vector<partition_record>> all_partitions(txn& t);
+expected<std::vector<partition_record>> partitions_of(txn& t, queue_id q);
+
+// -- cursors (queue · partition · group) ---------------------------------------
+expected<void> put_cursor(txn& t, queue_id q, partition_id p,
+                          std::string_view group, const cursor_record& rec);
+expected<std::optional<cursor_record>>
+get_cursor(txn& t, queue_id q, partition_id p, std::string_view group);
+expected<bool> delete_cursor(txn& t, queue_id q, partition_id p,
+                             std::string_view group);
+expected<std::vector<std::pair<std::string, cursor_record>>>
+cursors_of(txn& t, queue_id q, partition_id p);
+
+// -- subscriptions (queue · group) ---------------------------------------------
+expected<void> put_subscription(txn& t, queue_id q, std::string_view group,
+                                const subscription_record& rec);
+expected<std::optional<subscription_record>>
+get_subscription(txn& t, queue_id q, std::string_view group);
+expected<bool> delete_subscription(txn& t, queue_id q, std::string_view group);
+expected<std::vector<std::pair<std::string, subscription_record>>>
+subscriptions_of(txn& t, queue_id q);
+
+// -- dead letters (queue · group · id) -----------------------------------------
+expected<void> put_dlq(txn& t, queue_id q, std::string_view group,
+                       const dlq_entry& e);
+expected<std::optional<dlq_entry>> get_dlq(txn& t, queue_id q,
+                                           std::string_view group,
+                                           std::uint64_t id);
+expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
+                          std::uint64_t id);
+/// Entries of one (queue, group) in id order; `f` returns false to stop.
+expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
+                        const std::function<bool(const dlq_entry&)>& f);
+
+// -- dedup (queue · partition · transaction id) --------------------------------
+expected<void> put_dedup(txn& t, queue_id q, partition_id p,
+                         std::string_view txid, const dedup_record& rec);
+expected<std::optional<dedup_record>>
+get_dedup(txn& t, queue_id q, partition_id p, std::string_view txid);
+expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
+                            std::string_view txid);
+
+// -- id counters --------------------------------------------------------------
+expected<id_counters> get_counters(txn& t);
+expected<void> put_counters(txn& t, const id_counters& c);
+
+} // namespace spool::storage::tables

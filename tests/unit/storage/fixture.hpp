@@ -1,0 +1,151 @@
+#pragma once
+
+// Test fixture for storage: a store in a fresh temporary folder plus helpers
+// to create partitions and append synchronously (seal, commit, durable).
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/log.hpp"
+#include "storage/store.hpp"
+#include "storage/tables.hpp"
+
+namespace spool::test {
+
+namespace st = spool::storage;
+
+/// A temporary folder removed at the end of the test.
+struct temp_dir {
+  std::filesystem::path path;
+  temp_dir() {
+    std::string tmpl = (std::filesystem::temp_directory_path()
+                        / "spool-test-XXXXXX")
+                         .string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
+
+/// A frame with `payload` and, when given, a client transaction id.
+inline st::frame msg(std::string payload, std::string txid = {}) {
+  st::frame f;
+  f.payload = std::move(payload);
+  if (!txid.empty()) {
+    f.transaction_id = std::move(txid);
+    f.origin = st::txid_origin::client;
+  }
+  return f;
+}
+
+/// `n` frames "<prefix>0", "<prefix>1", ...
+inline std::vector<st::frame> msgs(std::size_t n, const std::string& prefix = "m") {
+  std::vector<st::frame> out;
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(msg(prefix + std::to_string(i)));
+  return out;
+}
+
+struct store_fixture {
+  temp_dir dir;
+  st::store_options opts;
+  std::unique_ptr<st::store> store;
+  st::segment_encoder enc;
+
+  explicit store_fixture(std::size_t initial_map = std::size_t{64} << 20) {
+    opts.env.dir = dir.path / "db";
+    opts.env.initial_map_bytes = initial_map;
+    open();
+  }
+
+  void open() {
+    auto s = st::store::open(opts);
+    if (!s)
+      FAIL("store::open: " << st::to_string(s.err()));
+    store = std::move(*s);
+  }
+
+  void reopen() {
+    store.reset();
+    open();
+  }
+
+  st::expected<void> commit(st::write_batch b) {
+    return store->writer().submit(std::move(b)).get();
+  }
+
+  /// Creates queue `queue` (once) and a partition in it.
+  st::partition_record make_partition(const std::string& name = "Default",
+                                      st::micros now = 1'000'000) {
+    st::write_batch b;
+    if (!queue_) {
+      st::queue_record q;
+      q.id = store->next_queue_id();
+      q.name = "orders";
+      q.created_at = now;
+      queue_ = q.id;
+      b.mutations.emplace_back(st::mut::create_queue{q});
+    }
+    st::partition_record p;
+    p.queue = *queue_;
+    p.id = store->next_partition_id();
+    p.name = name;
+    p.uuid = store->make_uuid();
+    p.created_at = now;
+    b.mutations.emplace_back(st::mut::create_partition{p});
+    auto ok = commit(std::move(b));
+    REQUIRE(ok);
+    return p;
+  }
+
+  /// Seals and commits; the log learns the outcome.
+  st::expected<st::sealed_append> append(st::partition_log& log,
+                                         const std::vector<st::frame>& frames,
+                                         st::micros now,
+                                         std::int64_t dedup_window_s = 0) {
+    auto t = store->db().read();
+    REQUIRE(t);
+    auto sealed = log.seal(*t, frames, now, enc, dedup_window_s);
+    t->abort();
+    if (!sealed)
+      return sealed;
+    auto ok = commit(st::write_batch{sealed->mutations});
+    if (!ok) {
+      log.failed(*sealed);
+      return std::move(ok).err();
+    }
+    log.durable(*sealed);
+    return sealed;
+  }
+
+  st::read_result read(const st::partition_record& p, st::offset from,
+                       std::size_t max_frames = SIZE_MAX,
+                       std::size_t max_bytes = SIZE_MAX) {
+    auto t = store->db().read();
+    REQUIRE(t);
+    auto r = st::read_frames(*t, p.queue, p.id, from, max_frames, max_bytes);
+    REQUIRE(r);
+    return std::move(*r);
+  }
+
+  st::partition_record stored(const st::partition_record& p) {
+    auto t = store->db().read();
+    REQUIRE(t);
+    auto r = st::tables::require_partition(*t, p.queue, p.id);
+    REQUIRE(r);
+    return *r;
+  }
+
+  std::optional<st::queue_id> queue_;
+};
+
+} // namespace spool::test

@@ -1,0 +1,203 @@
+// The append and read side of the partition log.
+
+#include "unit/storage/fixture.hpp"
+
+using namespace spool::test;
+using spool::storage::ec;
+using spool::storage::frame_result;
+using spool::storage::offset;
+using spool::storage::partition_log;
+
+TEST_CASE("offsets are dense from 0 across appends and segments",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 3, .max_bytes = 1 << 20}};
+  std::int64_t expected_off = 0;
+  for (int round = 0; round < 4; ++round) {
+    auto r = fx.append(log, msgs(5, "r" + std::to_string(round) + "-"),
+                       2'000'000 + round);
+    REQUIRE(r);
+    CHECK(r->mutations.size() == 2); // 5 frames, 3 per segment
+    for (auto& res : r->results) {
+      CHECK(res.status == frame_result::queued);
+      CHECK(res.off == offset{expected_off++});
+    }
+  }
+  auto all = fx.read(p, offset{0});
+  REQUIRE(all.frames.size() == 20);
+  for (std::size_t i = 0; i < all.frames.size(); ++i)
+    CHECK(all.frames[i].off == offset{static_cast<std::int64_t>(i)});
+  CHECK(all.frames[7].data.payload == "r1-2");
+  CHECK(all.next == offset{20});
+  CHECK(fx.stored(p).next_offset == offset{20});
+}
+
+TEST_CASE("created_at stays monotone when the wall clock steps back",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, msgs(2), 5'000'000));
+  auto back = fx.append(log, msgs(2), 3'000'000); // clock stepped back 2 s
+  REQUIRE(back);
+  CHECK(back->created_at == 5'000'000);
+  auto later = fx.append(log, msgs(1), 6'000'000);
+  REQUIRE(later);
+  CHECK(later->created_at == 6'000'000);
+  auto all = fx.read(p, offset{0});
+  REQUIRE(all.frames.size() == 5);
+  for (std::size_t i = 1; i < all.frames.size(); ++i)
+    CHECK(all.frames[i - 1].created_at <= all.frames[i].created_at);
+  CHECK(fx.stored(p).last_created_at == 6'000'000);
+}
+
+TEST_CASE("reads cross segment boundaries and honour frame and byte limits",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 4, .max_bytes = 1 << 20}};
+  REQUIRE(fx.append(log, msgs(10), 1'000'000));
+  auto mid = fx.read(p, offset{2}, 5);
+  REQUIRE(mid.frames.size() == 5);
+  CHECK(mid.frames.front().off == offset{2});
+  CHECK(mid.frames.back().off == offset{6});
+  CHECK(mid.next == offset{7});
+  // Payloads are 2 bytes ("m0".."m9"): a 5-byte budget takes 2 frames.
+  auto by_bytes = fx.read(p, offset{3}, 100, 5);
+  CHECK(by_bytes.frames.size() == 2);
+  // A budget smaller than one frame still returns one.
+  auto one = fx.read(p, offset{3}, 100, 1);
+  CHECK(one.frames.size() == 1);
+  auto end = fx.read(p, offset{10});
+  CHECK(end.frames.empty());
+  CHECK(end.next == offset{10});
+}
+
+TEST_CASE("reads of a bad offset or unknown partition are errors",
+          "[storage][log][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, msgs(3), 1'000'000));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto beyond = spool::storage::read_frames(*t, p.queue, p.id, offset{4}, 10);
+  REQUIRE(!beyond);
+  CHECK(beyond.err().code == ec::offset_out_of_range);
+  auto negative = spool::storage::read_frames(*t, p.queue, p.id, offset{-1}, 10);
+  REQUIRE(!negative);
+  CHECK(negative.err().code == ec::offset_out_of_range);
+  auto unknown = spool::storage::read_frames(*t, p.queue,
+                                             spool::storage::partition_id{999},
+                                             offset{0}, 10);
+  REQUIRE(!unknown);
+  CHECK(unknown.err().code == ec::unknown_partition);
+  CHECK(unknown.err().message.find("999") != std::string::npos);
+}
+
+TEST_CASE("an append with an oversized frame fails and stores nothing",
+          "[storage][log][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  spool::storage::frame_limits limits;
+  limits.max_payload_bytes = 100;
+  partition_log log{p, {}, limits};
+  auto frames = msgs(3);
+  frames[1].payload.assign(101, 'x');
+  auto r = fx.append(log, frames, 1'000'000);
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::frame_too_large);
+  CHECK(r.err().message.find("frames[1]") != std::string::npos);
+  CHECK(log.next_offset() == offset{0});
+  CHECK(fx.stored(p).next_offset == offset{0});
+  frames[1].headers.assign(65, {"k", "v"});
+  frames[1].payload = "ok";
+  auto too_many_headers = fx.append(log, frames, 1'000'000);
+  REQUIRE(!too_many_headers);
+  CHECK(too_many_headers.err().code == ec::frame_too_large);
+}
+
+TEST_CASE("an append to an unknown partition is refused by the writer",
+          "[storage][log][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto ghost = p;
+  ghost.id = spool::storage::partition_id{4242};
+  partition_log log{ghost};
+  auto r = fx.append(log, msgs(1), 1'000'000);
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::unknown_partition);
+}
+
+TEST_CASE("a client transaction id is appended once per partition",
+          "[storage][log][dedup]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  // Duplicate inside one request.
+  auto first = fx.append(log, {msg("a", "tx-1"), msg("b", "tx-1"), msg("c")},
+                         1'000'000);
+  REQUIRE(first);
+  CHECK(first->results[0].status == frame_result::queued);
+  CHECK(first->results[1].status == frame_result::duplicate);
+  CHECK(first->results[1].off == offset{0});
+  CHECK(first->results[2].off == offset{1});
+  // Duplicate in a later request, found in storage.
+  auto later = fx.append(log, {msg("d", "tx-1"), msg("e", "tx-2")}, 2'000'000);
+  REQUIRE(later);
+  CHECK(later->results[0].status == frame_result::duplicate);
+  CHECK(later->results[0].off == offset{0});
+  CHECK(later->results[1].off == offset{2});
+  // Only duplicates: nothing is written, offsets do not move.
+  auto dup_only = fx.append(log, {msg("f", "tx-2")}, 3'000'000);
+  REQUIRE(dup_only);
+  CHECK(dup_only->mutations.empty());
+  CHECK(fx.stored(p).next_offset == offset{3});
+  // Another partition has its own ids.
+  auto p2 = fx.make_partition("other");
+  partition_log log2{p2};
+  auto other = fx.append(log2, {msg("g", "tx-1")}, 3'000'000);
+  REQUIRE(other);
+  CHECK(other->results[0].status == frame_result::queued);
+}
+
+TEST_CASE("a transaction id in flight is a duplicate before it is durable",
+          "[storage][log][dedup]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::vector<spool::storage::frame> one{msg("a", "tx-9")};
+  auto s1 = log.seal(*t, one, 1'000'000, fx.enc);
+  auto s2 = log.seal(*t, one, 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(s1);
+  REQUIRE(s2);
+  CHECK(s1->results[0].status == frame_result::queued);
+  CHECK(s2->results[0].status == frame_result::duplicate);
+  CHECK(s2->results[0].off == s1->results[0].off);
+  // A failed commit forgets the id: a retry is queued again.
+  log.failed(*s1);
+  auto t2 = fx.store->db().read();
+  REQUIRE(t2);
+  auto s3 = log.seal(*t2, one, 1'000'000, fx.enc);
+  REQUIRE(s3);
+  CHECK(s3->results[0].status == frame_result::queued);
+}
+
+TEST_CASE("a dedup window lets an old transaction id be appended again",
+          "[storage][log][dedup]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, {msg("a", "tx")}, 1'000'000, 10));
+  auto inside = fx.append(log, {msg("b", "tx")}, 9'000'000, 10);
+  REQUIRE(inside);
+  CHECK(inside->results[0].status == frame_result::duplicate);
+  auto outside = fx.append(log, {msg("c", "tx")}, 12'000'000, 10);
+  REQUIRE(outside);
+  CHECK(outside->results[0].status == frame_result::queued);
+  CHECK(outside->results[0].off == offset{1});
+}
