@@ -1,0 +1,83 @@
+// The group-commit writer: many callers, one transaction per group, map growth.
+
+#include "unit/storage/fixture.hpp"
+
+#include <atomic>
+#include <thread>
+
+using namespace spool::test;
+using namespace spool::storage;
+
+TEST_CASE("concurrent batches are committed together and all reported durable",
+          "[storage][group-commit]") {
+  store_fixture fx;
+  constexpr int threads = 4;
+  constexpr int per_thread = 200;
+  std::vector<partition_record> parts;
+  for (int i = 0; i < threads; ++i)
+    parts.push_back(fx.make_partition("p" + std::to_string(i)));
+  auto before = fx.store->writer().stats();
+  std::atomic<int> durable{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i) {
+    workers.emplace_back([&, i] {
+      partition_log log{parts[i]};
+      segment_encoder enc;
+      std::vector<std::future<expected<void>>> pending;
+      for (int n = 0; n < per_thread; ++n) {
+        auto t = fx.store->db().read();
+        auto sealed = log.seal(*t, msgs(3), 1'000'000 + n, enc);
+        t->abort();
+        pending.push_back(fx.store->writer().submit(write_batch{sealed->mutations}));
+      }
+      for (auto& f : pending)
+        if (f.get())
+          ++durable;
+    });
+  }
+  for (auto& w : workers)
+    w.join();
+  CHECK(durable == threads * per_thread);
+  auto after = fx.store->writer().stats();
+  CHECK(after.batches - before.batches == threads * per_thread);
+  // Group commit: fewer commits (syncs) than batches.
+  CHECK(after.commits - before.commits < after.batches - before.batches);
+  for (auto& p : parts) {
+    auto r = fx.read(p, offset{0});
+    CHECK(r.frames.size() == 3 * per_thread);
+    CHECK(fx.stored(p).next_offset == offset{3 * per_thread});
+  }
+}
+
+TEST_CASE("the map grows on demand instead of failing when full",
+          "[storage][group-commit]") {
+  store_fixture fx{std::size_t{1} << 20}; // 1 MiB map
+  auto p = fx.make_partition();
+  partition_log log{p, {}, {}};
+  segment_encoder plain{compression::off};
+  std::string payload(64 * 1024, 'x');
+  for (int i = 0; i < 80; ++i) { // 5 MiB in total
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    std::vector<frame> one{msg(payload + std::to_string(i))};
+    auto sealed = log.seal(*t, one, 1'000'000, plain);
+    t->abort();
+    REQUIRE(sealed);
+    auto ok = fx.commit(write_batch{sealed->mutations});
+    if (!ok)
+      FAIL(to_string(ok.err()));
+    log.durable(*sealed);
+  }
+  CHECK(fx.store->db().map_bytes() >= (std::size_t{4} << 20));
+  CHECK(fx.read(p, offset{0}).frames.size() == 80);
+}
+
+TEST_CASE("a stopped writer refuses new batches with a clear error",
+          "[storage][group-commit]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  fx.store->writer().stop();
+  auto r = fx.store->writer().submit(write_batch{}).get();
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::shutting_down);
+}

@@ -1,0 +1,174 @@
+// Metadata tables and all-or-nothing write batches.
+
+#include "unit/storage/fixture.hpp"
+
+#include "storage/group_commit.hpp"
+#include "storage/keys.hpp"
+
+using namespace spool::test;
+using namespace spool::storage;
+
+TEST_CASE("metadata tables store, return and list typed records",
+          "[storage][tables]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto p2 = fx.make_partition("second");
+  cursor_record c;
+  c.committed = offset{41};
+  c.lease_epoch = 7;
+  c.counters = {{offset{42}, 3, 2}};
+  subscription_record s{subscription_mode::timestamp, 123,
+                        subscription_mode::new_only, 100};
+  dlq_entry e;
+  e.id = fx.store->next_dlq_id();
+  e.partition = p.id;
+  e.message.off = offset{5};
+  e.message.data.payload = "poison";
+  e.error = "boom";
+  e.deliveries = 4;
+  write_batch b;
+  b.mutations.emplace_back(mut::put_cursor{p.queue, p.id, "billing", c});
+  b.mutations.emplace_back(mut::put_cursor{p.queue, p.id, "billing-eu", c});
+  b.mutations.emplace_back(mut::put_cursor{p.queue, p2.id, "billing", c});
+  b.mutations.emplace_back(mut::put_subscription{p.queue, "billing", s});
+  b.mutations.emplace_back(mut::put_dlq{p.queue, "billing", e});
+  b.mutations.emplace_back(mut::put_dlq{p.queue, "billing-eu", e});
+  REQUIRE(fx.commit(b));
+
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto got = tables::get_cursor(*t, p.queue, p.id, "billing");
+  REQUIRE(got);
+  REQUIRE(*got);
+  CHECK(**got == c);
+  auto missing = tables::get_cursor(*t, p.queue, p.id, "nobody");
+  REQUIRE(missing);
+  CHECK(!*missing);
+  auto cursors = tables::cursors_of(*t, p.queue, p.id);
+  REQUIRE(cursors);
+  REQUIRE(cursors->size() == 2);
+  CHECK((*cursors)[0].first == "billing");
+  CHECK((*cursors)[1].first == "billing-eu");
+  auto subs = tables::subscriptions_of(*t, p.queue);
+  REQUIRE(subs);
+  REQUIRE(subs->size() == 1);
+  CHECK(subs->front().second == s);
+  std::vector<dlq_entry> entries;
+  REQUIRE(tables::scan_dlq(*t, p.queue, "billing", [&](const dlq_entry& x) {
+    entries.push_back(x);
+    return true;
+  }));
+  REQUIRE(entries.size() == 1); // "billing-eu" is another group
+  CHECK(entries.front() == e);
+  auto parts = tables::partitions_of(*t, p.queue);
+  REQUIRE(parts);
+  CHECK(parts->size() == 2);
+  auto q = tables::get_queue(*t, p.queue);
+  REQUIRE(q);
+  REQUIRE(*q);
+  CHECK((*q)->name == "orders");
+}
+
+TEST_CASE("a write batch spanning tables and partitions is all or nothing",
+          "[storage][tables][group-commit]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto p2 = fx.make_partition("second");
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto sealed = log.seal(*t, msgs(3), 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(sealed);
+  write_batch doomed{sealed->mutations};
+  doomed.mutations.emplace_back(mut::put_cursor{p.queue, p2.id, "g", {}});
+  doomed.mutations.emplace_back(mut::put_subscription{p.queue, "g", {}});
+  // The last mutation fails: its partition does not exist.
+  doomed.mutations.emplace_back(
+    mut::put_cursor{p.queue, partition_id{999}, "g", {}});
+  write_batch fine{{mut::put_cursor{p.queue, p2.id, "other", {}}}};
+  std::vector<const write_batch*> group{&doomed, &fine};
+  auto results = commit_group(fx.store->db(), group);
+  REQUIRE(results.size() == 2);
+  REQUIRE(!results[0]);
+  CHECK(results[0].err().code == ec::unknown_partition);
+  CHECK(results[1]);
+  auto r = fx.store->db().read();
+  REQUIRE(r);
+  CHECK(tables::require_partition(*r, p.queue, p.id)->next_offset == offset{0});
+  CHECK(!*tables::get_cursor(*r, p.queue, p2.id, "g"));
+  CHECK(!*tables::get_subscription(*r, p.queue, "g"));
+  CHECK(*tables::get_cursor(*r, p.queue, p2.id, "other"));
+  auto segs = read_frames(*r, p.queue, p.id, offset{0}, 10);
+  REQUIRE(segs);
+  CHECK(segs->frames.empty());
+}
+
+TEST_CASE("a segment that contradicts stored offsets is refused",
+          "[storage][tables][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, msgs(5), 1'000'000));
+  // A second writer that believes the partition is empty.
+  partition_log stale{p};
+  auto r = fx.append(stale, msgs(1), 2'000'000);
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::conflict);
+  CHECK(fx.read(fx.stored(p), offset{0}).frames.size() == 5);
+}
+
+TEST_CASE("a record that does not decode is an error naming its table",
+          "[storage][tables][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  {
+    auto w = fx.store->db().write();
+    REQUIRE(w);
+    REQUIRE(w->put(w->db().cursors, keys::partition_named(p.queue, p.id, "g"),
+                   std::string("\x01\xff\xff", 3)));
+    REQUIRE(w->put(w->db().segments, keys::segment(p.queue, p.id, offset{0}),
+                   "garbage"));
+    REQUIRE(w->commit());
+  }
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto c = tables::get_cursor(*t, p.queue, p.id, "g");
+  REQUIRE(!c);
+  CHECK(c.err().code == ec::corrupt_record);
+  CHECK(c.err().message.find("cursors") != std::string::npos);
+  auto all = tables::cursors_of(*t, p.queue, p.id);
+  CHECK(!all);
+}
+
+TEST_CASE("deleting a queue removes all of its data and nothing else",
+          "[storage][tables]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, {msg("a", "tx")}, 1'000'000));
+  REQUIRE(fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", {}},
+                                 mut::put_subscription{p.queue, "g", {}}}}));
+  // A second queue that must survive.
+  queue_record q2;
+  q2.id = fx.store->next_queue_id();
+  q2.name = "other";
+  partition_record p2;
+  p2.queue = q2.id;
+  p2.id = fx.store->next_partition_id();
+  p2.name = "Default";
+  REQUIRE(fx.commit(write_batch{{mut::create_queue{q2},
+                                 mut::create_partition{p2}}}));
+  REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  CHECK(!*tables::get_queue(*t, p.queue));
+  CHECK(!*tables::get_partition(*t, p.queue, p.id));
+  CHECK(!*tables::get_cursor(*t, p.queue, p.id, "g"));
+  CHECK(!*tables::get_subscription(*t, p.queue, "g"));
+  CHECK(!*tables::get_dedup(*t, p.queue, p.id, "tx"));
+  CHECK(*tables::get_partition(*t, q2.id, p2.id));
+  auto again = fx.commit(write_batch{{mut::delete_queue{p.queue}}});
+  REQUIRE(!again);
+  CHECK(again.err().code == ec::unknown_queue);
+}
