@@ -23,7 +23,7 @@ std::string apply(server_options& opts, std::string_view name,
       return "durability must be strict or relaxed, got '" + value + "'";
   } else if (name == "log-level") {
     static constexpr std::string_view levels[]
-      = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+        = {"trace", "debug", "info", "warn", "error", "critical", "off"};
     bool known = false;
     for (auto l : levels)
       known = known || value == l;
@@ -34,8 +34,8 @@ std::string apply(server_options& opts, std::string_view name,
     opts.log_level = value;
   } else if (name == "initial-map-mib") {
     std::uint64_t n = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(),
-                                     n);
+    auto [end, ec]
+        = std::from_chars(value.data(), value.data() + value.size(), n);
     if (ec != std::errc{} || end != value.data() + value.size() || n < 1
         || n > (1u << 20))
       return "initial-map-mib must be 1..1048576, got '" + value + "'";
@@ -53,10 +53,10 @@ parse_result parse(const std::vector<std::string>& args,
   parse_result result;
   server_options opts;
   static constexpr std::pair<const char*, std::string_view> env_names[] = {
-    {"SPOOL_DATA_DIR", "data-dir"},
-    {"SPOOL_DURABILITY", "durability"},
-    {"SPOOL_LOG_LEVEL", "log-level"},
-    {"SPOOL_INITIAL_MAP_MIB", "initial-map-mib"},
+      {"SPOOL_DATA_DIR", "data-dir"},
+      {"SPOOL_DURABILITY", "durability"},
+      {"SPOOL_LOG_LEVEL", "log-level"},
+      {"SPOOL_INITIAL_MAP_MIB", "initial-map-mib"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {

@@ -16,13 +16,13 @@
 
 namespace {
 
-spool::storage::store_options to_store_options(
-  const spool::config::server_options& opts) {
+spool::storage::store_options
+to_store_options(const spool::config::server_options& opts) {
   spool::storage::store_options s;
   s.env.dir = opts.data_dir;
   s.env.mode = opts.durability == spool::config::durability_mode::strict
-                 ? spool::storage::durability::strict
-                 : spool::storage::durability::relaxed;
+                   ? spool::storage::durability::strict
+                   : spool::storage::durability::relaxed;
   s.env.initial_map_bytes = static_cast<std::size_t>(opts.initial_map_mib)
                             << 20;
   return s;
@@ -32,9 +32,8 @@ spool::storage::store_options to_store_options(
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto parsed = spool::config::parse(args, [](const char* name) {
-    return std::getenv(name);
-  });
+  auto parsed = spool::config::parse(
+      args, [](const char* name) { return std::getenv(name); });
   if (parsed.help) {
     std::fputs(spool::config::usage().c_str(), stdout);
     return 0;
@@ -56,8 +55,8 @@ int main(int argc, char** argv) {
 
   spdlog::info("spoold starting: data dir {}, durability {}", opts.data_dir,
                opts.durability == spool::config::durability_mode::strict
-                 ? "strict"
-                 : "relaxed");
+                   ? "strict"
+                   : "relaxed");
   auto st = spool::storage::store::open(to_store_options(opts));
   if (!st) {
     spdlog::critical("cannot open the store: {}", to_string(st.err()));

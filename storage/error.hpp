@@ -14,19 +14,19 @@ namespace spool::storage {
 /// Stable error numbers of the storage component. Never renumber.
 enum class ec : std::uint8_t {
   none = 0,
-  lmdb_error = 1,           ///< LMDB returned an unexpected error code.
-  corrupt_segment = 2,      ///< Checksum, header or frame layout mismatch.
-  corrupt_record = 3,       ///< A metadata record could not be decoded.
-  unknown_queue = 4,        ///< No queue with that id.
-  unknown_partition = 5,    ///< No partition with that id.
-  offset_out_of_range = 6,  ///< Offset negative or above the next offset.
-  frame_too_large = 7,      ///< A frame or field exceeds its limit.
-  invalid_argument = 8,     ///< A parameter is malformed (empty batch, ...).
-  conflict = 9,             ///< A mutation contradicts stored state.
-  compression_error = 10,   ///< zstd failed to compress or decompress.
-  io_error = 11,            ///< File system error (open, sync, ...).
-  storage_full = 12,        ///< The map could not grow (disk or limit).
-  shutting_down = 13,       ///< The writer no longer takes batches.
+  lmdb_error = 1,          ///< LMDB returned an unexpected error code.
+  corrupt_segment = 2,     ///< Checksum, header or frame layout mismatch.
+  corrupt_record = 3,      ///< A metadata record could not be decoded.
+  unknown_queue = 4,       ///< No queue with that id.
+  unknown_partition = 5,   ///< No partition with that id.
+  offset_out_of_range = 6, ///< Offset negative or above the next offset.
+  frame_too_large = 7,     ///< A frame or field exceeds its limit.
+  invalid_argument = 8,    ///< A parameter is malformed (empty batch, ...).
+  conflict = 9,            ///< A mutation contradicts stored state.
+  compression_error = 10,  ///< zstd failed to compress or decompress.
+  io_error = 11,           ///< File system error (open, sync, ...).
+  storage_full = 12,       ///< The map could not grow (disk or limit).
+  shutting_down = 13,      ///< The writer no longer takes batches.
 };
 
 const char* to_string(ec code) noexcept;

@@ -70,8 +70,8 @@ commit_group(env& e, std::span<const write_batch* const> batches) {
   return results;
 }
 
-group_commit::group_commit(env& e, commit_options opts)
-  : env_(e), opts_(opts), thread_([this] { run(); }) {
+group_commit::group_commit(env& e, commit_options opts) :
+    env_(e), opts_(opts), thread_([this] { run(); }) {
 }
 
 group_commit::~group_commit() {

@@ -28,8 +28,8 @@ namespace spool::storage {
 /// batches in the parent transaction; if one fails, the group is redone with
 /// each batch in a nested transaction so only the failing ones are dropped.
 /// Grows the map and retries when it is full.
-std::vector<expected<void>> commit_group(env& e,
-                                         std::span<const write_batch* const> batches);
+std::vector<expected<void>>
+commit_group(env& e, std::span<const write_batch* const> batches);
 
 struct commit_options {
   /// A group stops taking batches at this many bytes (LMDB caps the dirty

@@ -25,8 +25,8 @@ error lmdb_error(int rc, std::string_view context) {
 
 // -- cursor -------------------------------------------------------------------
 
-cursor::cursor(cursor&& other) noexcept
-  : cur_(std::exchange(other.cur_, nullptr)),
+cursor::cursor(cursor&& other) noexcept :
+    cur_(std::exchange(other.cur_, nullptr)),
     key_(other.key_),
     value_(other.value_) {
 }
@@ -84,8 +84,8 @@ expected<void> cursor::del() {
 
 // -- txn ----------------------------------------------------------------------
 
-txn::txn(txn&& other) noexcept
-  : txn_(std::exchange(other.txn_, nullptr)),
+txn::txn(txn&& other) noexcept :
+    txn_(std::exchange(other.txn_, nullptr)),
     dbis_(other.dbis_),
     lock_(std::move(other.lock_)) {
 }
@@ -133,8 +133,8 @@ expected<cursor> txn::open_cursor(MDB_dbi dbi) {
 }
 
 expected<void> txn::scan_prefix(
-  MDB_dbi dbi, std::string_view prefix,
-  const std::function<bool(std::string_view, std::string_view)>& f) {
+    MDB_dbi dbi, std::string_view prefix,
+    const std::function<bool(std::string_view, std::string_view)>& f) {
   auto cur = open_cursor(dbi);
   if (!cur)
     return std::move(cur).err();
@@ -213,11 +213,15 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
     return lmdb_error(rc, "begin setup transaction");
   auto& d = result->dbis_;
   std::pair<const char*, MDB_dbi*> names[] = {
-    {"segments", &d.segments},   {"segment_time", &d.segment_time},
-    {"partitions", &d.partitions}, {"queues", &d.queues},
-    {"cursors", &d.cursors},     {"subscriptions", &d.subscriptions},
-    {"dedup", &d.dedup},         {"dlq", &d.dlq},
-    {"meta", &d.meta},
+      {"segments", &d.segments},
+      {"segment_time", &d.segment_time},
+      {"partitions", &d.partitions},
+      {"queues", &d.queues},
+      {"cursors", &d.cursors},
+      {"subscriptions", &d.subscriptions},
+      {"dedup", &d.dedup},
+      {"dlq", &d.dlq},
+      {"meta", &d.meta},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {

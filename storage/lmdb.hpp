@@ -130,8 +130,8 @@ public:
 
 private:
   friend class env;
-  txn(MDB_txn* t, const dbis* d, std::shared_lock<std::shared_mutex> lock)
-    : txn_(t), dbis_(d), lock_(std::move(lock)) {
+  txn(MDB_txn* t, const dbis* d, std::shared_lock<std::shared_mutex> lock) :
+      txn_(t), dbis_(d), lock_(std::move(lock)) {
   }
 
   MDB_txn* txn_ = nullptr;

@@ -31,8 +31,8 @@ bool has_prefix(std::string_view key, std::string_view prefix) {
 // -- partition_log ------------------------------------------------------------
 
 partition_log::partition_log(partition_record rec, segment_limits seg,
-                             frame_limits frames)
-  : durable_(std::move(rec)),
+                             frame_limits frames) :
+    durable_(std::move(rec)),
     seg_(seg),
     frames_(frames),
     next_(durable_.next_offset),
@@ -48,8 +48,8 @@ expected<sealed_append> partition_log::seal(txn& read,
     return make_error(ec::invalid_argument, w, ": append without frames");
   for (std::size_t i = 0; i < frames.size(); ++i)
     if (auto ok = check_frame(frames[i], frames_); !ok)
-      return make_error(ok.err().code, w, ": frames[", i, "]: ",
-                        ok.err().message);
+      return make_error(ok.err().code, w, ": frames[", i,
+                        "]: ", ok.err().message);
   sealed_append out;
   out.first = next_;
   out.results.reserve(frames.size());
@@ -275,29 +275,29 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   std::size_t count = 0;
   std::optional<error> failure;
   auto scanned = t.scan_prefix(
-    t.db().segments, keys::partition(q, p), [&](auto, auto value) {
-      if (count >= rule.max_segments)
-        return false;
-      auto h = peek_segment_header(value, w);
-      if (!h) {
-        failure = std::move(h).err();
-        return false;
-      }
-      if (h->created_at >= rule.created_before || h->last() > rule.through)
-        return false;
-      if (h->flags & segment_flag_client_ids) {
-        auto ids = segment_client_ids(value, w);
-        if (!ids) {
-          failure = std::move(ids).err();
+      t.db().segments, keys::partition(q, p), [&](auto, auto value) {
+        if (count >= rule.max_segments)
+          return false;
+        auto h = peek_segment_header(value, w);
+        if (!h) {
+          failure = std::move(h).err();
           return false;
         }
-        for (auto& [id, _] : *ids)
-          m.forget_ids.push_back(std::move(id));
-      }
-      m.new_watermark = h->end();
-      ++count;
-      return true;
-    });
+        if (h->created_at >= rule.created_before || h->last() > rule.through)
+          return false;
+        if (h->flags & segment_flag_client_ids) {
+          auto ids = segment_client_ids(value, w);
+          if (!ids) {
+            failure = std::move(ids).err();
+            return false;
+          }
+          for (auto& [id, _] : *ids)
+            m.forget_ids.push_back(std::move(id));
+        }
+        m.new_watermark = h->end();
+        ++count;
+        return true;
+      });
   if (!scanned)
     return std::move(scanned).err();
   if (failure)

@@ -38,8 +38,8 @@ struct frame_result {
 struct sealed_append {
   std::vector<mutation> mutations; ///< one append_segment per segment
   std::vector<frame_result> results;
-  offset first;     ///< first offset assigned (== next when all duplicates)
-  offset next;      ///< next offset after this append
+  offset first; ///< first offset assigned (== next when all duplicates)
+  offset next;  ///< next offset after this append
   micros created_at = 0;
   std::vector<std::string> pending_ids;
 };

@@ -112,12 +112,11 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " does not match its mutation");
   auto& d = t.db();
-  SPOOL_TRY(t.put(d.segments, keys::segment(m.queue, m.partition, m.base),
-                  m.bytes));
-  SPOOL_TRY(t.put(d.segment_time,
-                  keys::segment_time(m.queue, m.partition, m.created_at,
-                                     m.base),
-                  {}));
+  SPOOL_TRY(
+      t.put(d.segments, keys::segment(m.queue, m.partition, m.base), m.bytes));
+  SPOOL_TRY(t.put(
+      d.segment_time,
+      keys::segment_time(m.queue, m.partition, m.created_at, m.base), {}));
   for (auto& [txid, off] : m.client_ids)
     SPOOL_TRY(tables::put_dedup(t, m.queue, m.partition, txid,
                                 dedup_record{off, m.created_at}));
@@ -132,8 +131,8 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
   auto w = where(m.queue, m.partition);
   if (m.new_watermark <= rec->watermark || m.new_watermark > rec->next_offset)
     return make_error(ec::offset_out_of_range, w, ": new watermark ",
-                      m.new_watermark.value, " not in (",
-                      rec->watermark.value, ", ", rec->next_offset.value, "]");
+                      m.new_watermark.value, " not in (", rec->watermark.value,
+                      ", ", rec->next_offset.value, "]");
   auto& d = t.db();
   auto cur = t.open_cursor(d.segments);
   if (!cur)
@@ -154,9 +153,9 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
                         m.new_watermark.value,
                         " is not a segment boundary (segment at offset ",
                         h->base.value, " ends at ", h->end().value, ")");
-    SPOOL_TRY(t.del(d.segment_time, keys::segment_time(m.queue, m.partition,
-                                                       h->created_at,
-                                                       h->base)));
+    SPOOL_TRY(
+        t.del(d.segment_time, keys::segment_time(m.queue, m.partition,
+                                                 h->created_at, h->base)));
     SPOOL_TRY(cur->del());
     found = cur->seek(prefix);
   }

@@ -147,11 +147,11 @@ struct delete_dlq {
 } // namespace mut
 
 using mutation
-  = std::variant<mut::create_queue, mut::update_queue, mut::delete_queue,
-                 mut::create_partition, mut::append_segment,
-                 mut::delete_segments, mut::put_cursor, mut::delete_cursor,
-                 mut::put_subscription, mut::delete_subscription, mut::put_dlq,
-                 mut::delete_dlq>;
+    = std::variant<mut::create_queue, mut::update_queue, mut::delete_queue,
+                   mut::create_partition, mut::append_segment,
+                   mut::delete_segments, mut::put_cursor, mut::delete_cursor,
+                   mut::put_subscription, mut::delete_subscription,
+                   mut::put_dlq, mut::delete_dlq>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

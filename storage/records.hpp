@@ -85,7 +85,7 @@ struct partition_record {
   }
 
   friend bool operator==(const partition_record&, const partition_record&)
-    = default;
+      = default;
 
   template <class F>
   friend auto inspect(F& f, partition_record& x) {
@@ -101,7 +101,7 @@ struct frame_counters {
   std::uint32_t failures = 0;
 
   friend bool operator==(const frame_counters&, const frame_counters&)
-    = default;
+      = default;
 
   template <class F>
   friend auto inspect(F& f, frame_counters& x) {
@@ -127,7 +127,11 @@ struct cursor_record {
   }
 };
 
-enum class subscription_mode : std::uint8_t { all = 0, new_only = 1, timestamp = 2 };
+enum class subscription_mode : std::uint8_t {
+  all = 0,
+  new_only = 1,
+  timestamp = 2
+};
 
 /// Where a group starts on partitions of a queue (product document).
 struct subscription_record {
@@ -137,7 +141,7 @@ struct subscription_record {
   micros registered_at = 0;
 
   friend bool operator==(const subscription_record&, const subscription_record&)
-    = default;
+      = default;
 
   template <class F>
   friend auto inspect(F& f, subscription_record& x) {

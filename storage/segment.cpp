@@ -157,8 +157,8 @@ struct segment_encoder::impl {
   }
 };
 
-segment_encoder::segment_encoder(compression mode)
-  : mode_(mode), impl_(std::make_unique<impl>()) {
+segment_encoder::segment_encoder(compression mode) :
+    mode_(mode), impl_(std::make_unique<impl>()) {
 }
 
 segment_encoder::~segment_encoder() = default;
@@ -209,8 +209,8 @@ segment_encoder::encode(offset base, micros created_at,
   if (mode_ == compression::zstd_when_smaller && raw_.size() >= 64) {
     auto& out = impl_->compressed;
     out.resize(ZSTD_compressBound(raw_.size()));
-    auto n = ZSTD_compressCCtx(impl_->cctx, out.data(), out.size(),
-                               raw_.data(), raw_.size(), 1);
+    auto n = ZSTD_compressCCtx(impl_->cctx, out.data(), out.size(), raw_.data(),
+                               raw_.size(), 1);
     if (ZSTD_isError(n))
       return make_error(ec::compression_error, "zstd: ", ZSTD_getErrorName(n));
     if (n < raw_.size()) {

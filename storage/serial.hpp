@@ -84,7 +84,7 @@ private:
     } else if constexpr (std::is_integral_v<T>) {
       auto v = static_cast<std::int64_t>(x);
       put_varint(out_, (static_cast<std::uint64_t>(v) << 1)
-                         ^ static_cast<std::uint64_t>(v >> 63));
+                           ^ static_cast<std::uint64_t>(v >> 63));
     } else if constexpr (std::is_same_v<T, std::string>) {
       put_varint(out_, x.size());
       out_.append(x);
@@ -210,8 +210,8 @@ private:
 
   template <class V, std::size_t... Is>
   void read_variant(V& x, std::uint64_t idx, std::index_sequence<Is...>) {
-    bool found = ((idx == Is ? (read(x.template emplace<Is>()), true) : false)
-                  || ...);
+    bool found
+        = ((idx == Is ? (read(x.template emplace<Is>()), true) : false) || ...);
     if (!found)
       ok_ = false;
   }

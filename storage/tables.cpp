@@ -29,8 +29,8 @@ expected<T> decode_record(std::string_view value, const char* table) {
 }
 
 template <class T>
-expected<std::optional<T>> get_record(txn& t, MDB_dbi dbi,
-                                      std::string_view key, const char* table) {
+expected<std::optional<T>> get_record(txn& t, MDB_dbi dbi, std::string_view key,
+                                      const char* table) {
   auto v = t.get(dbi, key);
   if (!v)
     return std::move(v).err();
@@ -130,9 +130,8 @@ expected<void> put_cursor(txn& t, queue_id q, partition_id p,
 
 expected<std::optional<cursor_record>>
 get_cursor(txn& t, queue_id q, partition_id p, std::string_view group) {
-  return get_record<cursor_record>(t, t.db().cursors,
-                                   keys::partition_named(q, p, group),
-                                   "cursors");
+  return get_record<cursor_record>(
+      t, t.db().cursors, keys::partition_named(q, p, group), "cursors");
 }
 
 expected<bool> delete_cursor(txn& t, queue_id q, partition_id p,
@@ -153,9 +152,8 @@ expected<void> put_subscription(txn& t, queue_id q, std::string_view group,
 
 expected<std::optional<subscription_record>>
 get_subscription(txn& t, queue_id q, std::string_view group) {
-  return get_record<subscription_record>(t, t.db().subscriptions,
-                                         keys::queue_named(q, group),
-                                         "subscriptions");
+  return get_record<subscription_record>(
+      t, t.db().subscriptions, keys::queue_named(q, group), "subscriptions");
 }
 
 expected<bool> delete_subscription(txn& t, queue_id q, std::string_view group) {
@@ -173,9 +171,8 @@ expected<void> put_dlq(txn& t, queue_id q, std::string_view group,
   return put_record(t, t.db().dlq, keys::dlq(q, group, e.id), e);
 }
 
-expected<std::optional<dlq_entry>> get_dlq(txn& t, queue_id q,
-                                           std::string_view group,
-                                           std::uint64_t id) {
+expected<std::optional<dlq_entry>>
+get_dlq(txn& t, queue_id q, std::string_view group, std::uint64_t id) {
   return get_record<dlq_entry>(t, t.db().dlq, keys::dlq(q, group, id), "dlq");
 }
 
@@ -187,16 +184,15 @@ expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f) {
   std::optional<error> failure;
-  auto scanned = t.scan_prefix(t.db().dlq, keys::dlq_prefix(q, group),
-                               [&](auto, auto value) {
-                                 auto rec = decode_record<dlq_entry>(value,
-                                                                     "dlq");
-                                 if (!rec) {
-                                   failure = std::move(rec).err();
-                                   return false;
-                                 }
-                                 return f(*rec);
-                               });
+  auto scanned = t.scan_prefix(
+      t.db().dlq, keys::dlq_prefix(q, group), [&](auto, auto value) {
+        auto rec = decode_record<dlq_entry>(value, "dlq");
+        if (!rec) {
+          failure = std::move(rec).err();
+          return false;
+        }
+        return f(*rec);
+      });
   if (!scanned)
     return scanned;
   if (failure)

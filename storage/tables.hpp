@@ -31,7 +31,8 @@ expected<partition_record> require_partition(txn& t, queue_id q,
 expected<std::vector<partition_record>> all_partitions(txn& t);
 expected<std::vector<partition_record>> partitions_of(txn& t, queue_id q);
 
-// -- cursors (queue · partition · group) ---------------------------------------
+// -- cursors (queue · partition · group)
+// ---------------------------------------
 expected<void> put_cursor(txn& t, queue_id q, partition_id p,
                           std::string_view group, const cursor_record& rec);
 expected<std::optional<cursor_record>>
@@ -41,7 +42,8 @@ expected<bool> delete_cursor(txn& t, queue_id q, partition_id p,
 expected<std::vector<std::pair<std::string, cursor_record>>>
 cursors_of(txn& t, queue_id q, partition_id p);
 
-// -- subscriptions (queue · group) ---------------------------------------------
+// -- subscriptions (queue · group)
+// ---------------------------------------------
 expected<void> put_subscription(txn& t, queue_id q, std::string_view group,
                                 const subscription_record& rec);
 expected<std::optional<subscription_record>>
@@ -50,19 +52,20 @@ expected<bool> delete_subscription(txn& t, queue_id q, std::string_view group);
 expected<std::vector<std::pair<std::string, subscription_record>>>
 subscriptions_of(txn& t, queue_id q);
 
-// -- dead letters (queue · group · id) -----------------------------------------
+// -- dead letters (queue · group · id)
+// -----------------------------------------
 expected<void> put_dlq(txn& t, queue_id q, std::string_view group,
                        const dlq_entry& e);
-expected<std::optional<dlq_entry>> get_dlq(txn& t, queue_id q,
-                                           std::string_view group,
-                                           std::uint64_t id);
+expected<std::optional<dlq_entry>>
+get_dlq(txn& t, queue_id q, std::string_view group, std::uint64_t id);
 expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
                           std::uint64_t id);
 /// Entries of one (queue, group) in id order; `f` returns false to stop.
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f);
 
-// -- dedup (queue · partition · transaction id) --------------------------------
+// -- dedup (queue · partition · transaction id)
+// --------------------------------
 expected<void> put_dedup(txn& t, queue_id q, partition_id p,
                          std::string_view txid, const dedup_record& rec);
 expected<std::optional<dedup_record>>

@@ -20,7 +20,8 @@ struct strong_id {
   constexpr strong_id() = default;
   constexpr explicit strong_id(Rep v) : value(v) {
   }
-  friend constexpr auto operator<=>(const strong_id&, const strong_id&) = default;
+  friend constexpr auto operator<=>(const strong_id&, const strong_id&)
+      = default;
 
   template <class F>
   friend auto inspect(F& f, strong_id& x) {

@@ -27,24 +27,26 @@ TEST_CASE("options default to strict durability in ./data", "[config]") {
 }
 
 TEST_CASE("the command line wins over the environment", "[config]") {
-  auto r = parse({"--data-dir", "/tmp/a", "--durability=relaxed"},
-                 env_of({{"SPOOL_DATA_DIR", "/tmp/b"},
-                         {"SPOOL_LOG_LEVEL", "debug"}}));
+  auto r = parse(
+      {"--data-dir", "/tmp/a", "--durability=relaxed"},
+      env_of({{"SPOOL_DATA_DIR", "/tmp/b"}, {"SPOOL_LOG_LEVEL", "debug"}}));
   REQUIRE(r.options);
   CHECK(r.options->data_dir == "/tmp/a");
   CHECK(r.options->durability == durability_mode::relaxed);
   CHECK(r.options->log_level == "debug");
 }
 
-TEST_CASE("bad options are refused with a precise message", "[config][bad-input]") {
+TEST_CASE("bad options are refused with a precise message",
+          "[config][bad-input]") {
   CHECK(parse({"--durability", "sometimes"}, env_of({})).error
         == "durability must be strict or relaxed, got 'sometimes'");
   CHECK(parse({"--nope", "1"}, env_of({})).error == "unknown option --nope");
   CHECK(parse({"--data-dir"}, env_of({})).error
         == "option --data-dir needs a value");
   CHECK(parse({"stray"}, env_of({})).error == "unexpected argument 'stray'");
-  CHECK(parse({}, env_of({{"SPOOL_INITIAL_MAP_MIB", "0"}})).error
-        == "SPOOL_INITIAL_MAP_MIB: initial-map-mib must be 1..1048576, got '0'");
+  CHECK(
+      parse({}, env_of({{"SPOOL_INITIAL_MAP_MIB", "0"}})).error
+      == "SPOOL_INITIAL_MAP_MIB: initial-map-mib must be 1..1048576, got '0'");
   CHECK(!parse({"--log-level", "loud"}, env_of({})).options);
   CHECK(parse({"--help"}, env_of({})).help);
 }

@@ -28,8 +28,8 @@ constexpr int partitions = 3;
 /// The payload of every frame is a function of where it is stored, so the
 /// parent can check every byte without the child telling it.
 std::string payload_for(int part, std::int64_t off) {
-  std::string s = "{\"p\":" + std::to_string(part) + ",\"o\":"
-                  + std::to_string(off) + ",\"pad\":\"";
+  std::string s = "{\"p\":" + std::to_string(part)
+                  + ",\"o\":" + std::to_string(off) + ",\"pad\":\"";
   s.append(static_cast<std::size_t>((off * 7 + part) % 300), 'a' + off % 26);
   s += "\"}";
   return s;
@@ -48,8 +48,7 @@ void write_all(int fd, const std::string& s) {
 }
 
 /// The child: append forever; report "part next" for each durable batch.
-[[noreturn]] void child_main(const store_options& opts, int fd,
-                             unsigned seed) {
+[[noreturn]] void child_main(const store_options& opts, int fd, unsigned seed) {
   auto st = store::open(opts);
   if (!st) {
     write_all(fd, "ERR " + to_string(st.err()) + "\n");
@@ -75,8 +74,8 @@ void write_all(int fd, const std::string& s) {
       std::vector<frame> frames;
       auto n = 1 + rng() % 20;
       for (std::size_t i = 0; i < n; ++i)
-        frames.push_back(msg(payload_for(part, log.next_offset().value
-                                                 + static_cast<std::int64_t>(i))));
+        frames.push_back(msg(payload_for(
+            part, log.next_offset().value + static_cast<std::int64_t>(i))));
       auto t = (*st)->db().read();
       auto sealed = log.seal(*t, frames, now += rng() % 1000, enc);
       t->abort();
@@ -90,14 +89,14 @@ void write_all(int fd, const std::string& s) {
                 + "\n";
     }
     in_flight.acquire();
-    (*st)->writer().submit(std::move(batch),
-                           [fd, report, &in_flight](expected<void> r) {
-                             if (!r)
-                               write_all(fd, "ERR " + to_string(r.err()) + "\n");
-                             else
-                               write_all(fd, report);
-                             in_flight.release();
-                           });
+    (*st)->writer().submit(
+        std::move(batch), [fd, report, &in_flight](expected<void> r) {
+          if (!r)
+            write_all(fd, "ERR " + to_string(r.err()) + "\n");
+          else
+            write_all(fd, report);
+          in_flight.release();
+        });
   }
 }
 
@@ -187,8 +186,8 @@ TEST_CASE("every batch reported durable survives kill -9 and no partial "
         if (f.off.value != static_cast<std::int64_t>(k)
             || f.data.payload != payload_for(i, f.off.value)
             || f.created_at < last)
-          first_bad = "partition " + std::to_string(i) + " frame " +
-                      std::to_string(k) + " is not what was appended";
+          first_bad = "partition " + std::to_string(i) + " frame "
+                      + std::to_string(k) + " is not what was appended";
         last = f.created_at;
       }
       CHECK(first_bad.empty());
@@ -198,6 +197,6 @@ TEST_CASE("every batch reported durable survives kill -9 and no partial "
   }
   // The test is only meaningful if the children got work done.
   CHECK(total_reports > cycles);
-  WARN("crash test: " << total_reports << " durable reports, "
-                      << frames_checked << " frame checks");
+  WARN("crash test: " << total_reports << " durable reports, " << frames_checked
+                      << " frame checks");
 }

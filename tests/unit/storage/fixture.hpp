@@ -23,9 +23,9 @@ namespace st = spool::storage;
 struct temp_dir {
   std::filesystem::path path;
   temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path()
-                        / "spool-test-XXXXXX")
-                         .string();
+    std::string tmpl
+        = (std::filesystem::temp_directory_path() / "spool-test-XXXXXX")
+              .string();
     path = ::mkdtemp(tmpl.data());
   }
   ~temp_dir() {
@@ -48,7 +48,8 @@ inline st::frame msg(std::string payload, std::string txid = {}) {
 }
 
 /// `n` frames "<prefix>0", "<prefix>1", ...
-inline std::vector<st::frame> msgs(std::size_t n, const std::string& prefix = "m") {
+inline std::vector<st::frame> msgs(std::size_t n,
+                                   const std::string& prefix = "m") {
   std::vector<st::frame> out;
   for (std::size_t i = 0; i < n; ++i)
     out.push_back(msg(prefix + std::to_string(i)));

@@ -28,7 +28,8 @@ TEST_CASE("concurrent batches are committed together and all reported durable",
         auto t = fx.store->db().read();
         auto sealed = log.seal(*t, msgs(3), 1'000'000 + n, enc);
         t->abort();
-        pending.push_back(fx.store->writer().submit(write_batch{sealed->mutations}));
+        pending.push_back(
+            fx.store->writer().submit(write_batch{sealed->mutations}));
       }
       for (auto& f : pending)
         if (f.get())

@@ -85,12 +85,12 @@ TEST_CASE("reads of a bad offset or unknown partition are errors",
   auto beyond = spool::storage::read_frames(*t, p.queue, p.id, offset{4}, 10);
   REQUIRE(!beyond);
   CHECK(beyond.err().code == ec::offset_out_of_range);
-  auto negative = spool::storage::read_frames(*t, p.queue, p.id, offset{-1}, 10);
+  auto negative
+      = spool::storage::read_frames(*t, p.queue, p.id, offset{-1}, 10);
   REQUIRE(!negative);
   CHECK(negative.err().code == ec::offset_out_of_range);
-  auto unknown = spool::storage::read_frames(*t, p.queue,
-                                             spool::storage::partition_id{999},
-                                             offset{0}, 10);
+  auto unknown = spool::storage::read_frames(
+      *t, p.queue, spool::storage::partition_id{999}, offset{0}, 10);
   REQUIRE(!unknown);
   CHECK(unknown.err().code == ec::unknown_partition);
   CHECK(unknown.err().message.find("999") != std::string::npos);

@@ -28,11 +28,13 @@ TEST_CASE("reopening recovers every partition and table exactly",
   e.id = fx.store->next_dlq_id();
   e.partition = p.id;
   e.error = "x";
-  REQUIRE(fx.commit(write_batch{
-    {**m, mut::put_cursor{p.queue, p.id, "g", c},
-     mut::put_subscription{p.queue, "g",
-                           {subscription_mode::new_only, 9, subscription_mode::new_only, 9}},
-     mut::put_dlq{p.queue, "g", e}}}));
+  REQUIRE(fx.commit(
+      write_batch{{**m, mut::put_cursor{p.queue, p.id, "g", c},
+                   mut::put_subscription{p.queue,
+                                         "g",
+                                         {subscription_mode::new_only, 9,
+                                          subscription_mode::new_only, 9}},
+                   mut::put_dlq{p.queue, "g", e}}}));
   auto before = fx.store->load_catalog();
   REQUIRE(before);
 

@@ -119,8 +119,8 @@ TEST_CASE("a dedup id is forgotten when its segment is deleted",
   CHECK(m->forget_ids == std::vector<std::string>{"tx-old"});
   REQUIRE(fx.commit(spool::storage::write_batch{{*m}}));
   log.watermark_moved(m->new_watermark);
-  auto again = fx.append(log, {msg("a2", "tx-old"), msg("c2", "tx-kept")},
-                         3'000'000);
+  auto again
+      = fx.append(log, {msg("a2", "tx-old"), msg("c2", "tx-kept")}, 3'000'000);
   REQUIRE(again);
   CHECK(again->results[0].status == frame_result::queued);
   CHECK(again->results[1].status == frame_result::duplicate);

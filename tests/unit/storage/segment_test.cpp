@@ -179,7 +179,8 @@ TEST_CASE("frames beyond their limits are refused with the field named",
   CHECK(check_frame(f, limits));
 }
 
-TEST_CASE("an empty segment cannot be encoded", "[storage][segment][bad-input]") {
+TEST_CASE("an empty segment cannot be encoded",
+          "[storage][segment][bad-input]") {
   segment_encoder enc;
   auto r = enc.encode(offset{0}, 1, std::span<const frame>{});
   REQUIRE(!r);

@@ -35,7 +35,8 @@ write_batch sample_batch() {
   c.lease_epoch = 3;
   c.isolated = std::pair{offset{4}, offset{9}};
   c.counters = {{offset{4}, 2, 1}};
-  b.mutations.emplace_back(mut::put_cursor{queue_id{7}, partition_id{9}, "g", c});
+  b.mutations.emplace_back(
+      mut::put_cursor{queue_id{7}, partition_id{9}, "g", c});
   dlq_entry e;
   e.id = 11;
   e.partition = partition_id{9};
@@ -43,8 +44,8 @@ write_batch sample_batch() {
   e.message.data.payload = "{}";
   e.error = "boom";
   b.mutations.emplace_back(mut::put_dlq{queue_id{7}, "g", e});
-  b.mutations.emplace_back(mut::delete_segments{queue_id{7}, partition_id{9},
-                                                offset{100}, {"a", "b"}});
+  b.mutations.emplace_back(mut::delete_segments{
+      queue_id{7}, partition_id{9}, offset{100}, {"a", "b"}});
   return b;
 }
 
@@ -83,11 +84,12 @@ TEST_CASE("truncated or garbage bytes never decode as a write batch",
     for (auto& ch : junk)
       ch = static_cast<char>(rng());
     write_batch w;
-    (void) from_bytes(junk, w); // must not crash or allocate wildly
+    (void)from_bytes(junk, w); // must not crash or allocate wildly
   }
 }
 
-TEST_CASE("an unknown mutation index is rejected", "[storage][serial][bad-input]") {
+TEST_CASE("an unknown mutation index is rejected",
+          "[storage][serial][bad-input]") {
   std::string bytes;
   put_varint(bytes, 1);  // one mutation
   put_varint(bytes, 99); // no such alternative

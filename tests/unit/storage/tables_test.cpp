@@ -85,7 +85,7 @@ TEST_CASE("a write batch spanning tables and partitions is all or nothing",
   doomed.mutations.emplace_back(mut::put_subscription{p.queue, "g", {}});
   // The last mutation fails: its partition does not exist.
   doomed.mutations.emplace_back(
-    mut::put_cursor{p.queue, partition_id{999}, "g", {}});
+      mut::put_cursor{p.queue, partition_id{999}, "g", {}});
   write_batch fine{{mut::put_cursor{p.queue, p2.id, "other", {}}}};
   std::vector<const write_batch*> group{&doomed, &fine};
   auto results = commit_group(fx.store->db(), group);
@@ -157,8 +157,8 @@ TEST_CASE("deleting a queue removes all of its data and nothing else",
   p2.queue = q2.id;
   p2.id = fx.store->next_partition_id();
   p2.name = "Default";
-  REQUIRE(fx.commit(write_batch{{mut::create_queue{q2},
-                                 mut::create_partition{p2}}}));
+  REQUIRE(fx.commit(
+      write_batch{{mut::create_queue{q2}, mut::create_partition{p2}}}));
   REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
   auto t = fx.store->db().read();
   REQUIRE(t);

@@ -30,8 +30,8 @@ struct walk_fixture : store_fixture {
     auto t = store->db().read();
     REQUIRE(t);
     auto by_index = spool::storage::resolve_timestamp(*t, p.queue, p.id, ts);
-    auto by_walk = spool::storage::resolve_timestamp_by_walk(*t, p.queue, p.id,
-                                                            ts);
+    auto by_walk
+        = spool::storage::resolve_timestamp_by_walk(*t, p.queue, p.id, ts);
     REQUIRE(by_index);
     REQUIRE(by_walk);
     CHECK(*by_index == *by_walk);
@@ -65,8 +65,8 @@ TEST_CASE("a timestamp older than retention resolves to the oldest retained "
   fx.three_segments();
   auto t = fx.store->db().read();
   REQUIRE(t);
-  auto plan = spool::storage::plan_retention(*t, fx.p.queue, fx.p.id,
-                                             {.created_before = ten_o_clock + 1});
+  auto plan = spool::storage::plan_retention(
+      *t, fx.p.queue, fx.p.id, {.created_before = ten_o_clock + 1});
   t->abort();
   REQUIRE(plan);
   REQUIRE(*plan);
@@ -122,9 +122,9 @@ TEST_CASE("the time index agrees with the forward walk on random logs",
         auto t = fx.store->db().read();
         REQUIRE(t);
         auto plan = spool::storage::plan_retention(
-          *t, fx.p.queue, fx.p.id,
-          {.created_before = clock - static_cast<micros>(rng() % 5) * minute,
-           .max_segments = 1 + rng() % 3});
+            *t, fx.p.queue, fx.p.id,
+            {.created_before = clock - static_cast<micros>(rng() % 5) * minute,
+             .max_segments = 1 + rng() % 3});
         t->abort();
         REQUIRE(plan);
         if (*plan)
