@@ -57,6 +57,11 @@ inline std::string segment(queue_id q, partition_id p, offset base) {
   return k;
 }
 
+/// The base offset of a `segments` key.
+inline offset segment_base(std::string_view key) {
+  return offset{get_i64(key, 16)};
+}
+
 /// queue · partition · created_at · base_offset (segment_time)
 inline std::string segment_time(queue_id q, partition_id p, micros created_at,
                                 offset base) {

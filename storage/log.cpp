@@ -10,10 +10,6 @@ namespace spool::storage {
 
 namespace {
 
-std::string where(queue_id q, partition_id p) {
-  return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
-}
-
 std::size_t approx_size(const frame& f) {
   std::size_t n = 16 + f.transaction_id.size() + f.trace_id.size()
                   + f.producer_sub.size() + f.payload.size();
@@ -43,7 +39,7 @@ expected<sealed_append> partition_log::seal(txn& read,
                                             std::span<const frame> frames,
                                             micros now, segment_encoder& enc,
                                             std::int64_t dedup_window_s) {
-  auto w = where(durable_.queue, durable_.id);
+  auto w = describe_partition(durable_.queue, durable_.id);
   if (frames.empty())
     return make_error(ec::invalid_argument, w, ": append without frames");
   for (std::size_t i = 0; i < frames.size(); ++i)
@@ -153,7 +149,7 @@ expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
   auto rec = tables::require_partition(t, q, p);
   if (!rec)
     return std::move(rec).err();
-  auto w = where(q, p);
+  auto w = describe_partition(q, p);
   if (from.value < 0 || from > rec->next_offset)
     return make_error(ec::offset_out_of_range, w, ": offset ", from.value,
                       " out of range [0, ", rec->next_offset.value, "]");
@@ -180,7 +176,8 @@ expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
       return std::move(moved).err();
     bool use_prev = false;
     if (*moved && has_prefix(cur->key(), prefix)) {
-      auto h = peek_segment_header(cur->value(), w);
+      auto h = peek_segment_header(cur->value(),
+                                   {w, keys::segment_base(cur->key())});
       if (!h)
         return std::move(h).err();
       use_prev = h->end() > from;
@@ -198,8 +195,8 @@ expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
   while (out.size() < max_frames && has_prefix(cur->key(), prefix)) {
     auto before = out.size();
     auto budget = max_bytes > bytes ? max_bytes - bytes : 0;
-    auto h = decode_segment(cur->value(), w, out, from, max_frames - out.size(),
-                            budget);
+    auto h = decode_segment(cur->value(), {w, keys::segment_base(cur->key())},
+                            out, from, max_frames - out.size(), budget);
     if (!h)
       return std::move(h).err();
     for (auto i = before; i < out.size(); ++i)
@@ -242,20 +239,20 @@ expected<offset> resolve_timestamp_by_walk(txn& t, queue_id q, partition_id p,
     return std::move(rec).err();
   std::optional<offset> hit;
   std::optional<error> failure;
-  auto w = where(q, p);
-  auto scanned = t.scan_prefix(t.db().segments, keys::partition(q, p),
-                               [&](auto, auto value) {
-                                 auto h = peek_segment_header(value, w);
-                                 if (!h) {
-                                   failure = std::move(h).err();
-                                   return false;
-                                 }
-                                 if (h->created_at >= ts) {
-                                   hit = h->base - 1;
-                                   return false;
-                                 }
-                                 return true;
-                               });
+  auto w = describe_partition(q, p);
+  auto scanned = t.scan_prefix(
+      t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
+        auto h = peek_segment_header(value, {w, keys::segment_base(key)});
+        if (!h) {
+          failure = std::move(h).err();
+          return false;
+        }
+        if (h->created_at >= ts) {
+          hit = h->base - 1;
+          return false;
+        }
+        return true;
+      });
   if (!scanned)
     return std::move(scanned).err();
   if (failure)
@@ -268,17 +265,18 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   auto rec = tables::require_partition(t, q, p);
   if (!rec)
     return std::move(rec).err();
-  auto w = where(q, p);
+  auto w = describe_partition(q, p);
   mut::delete_segments m;
   m.queue = q;
   m.partition = p;
   std::size_t count = 0;
   std::optional<error> failure;
   auto scanned = t.scan_prefix(
-      t.db().segments, keys::partition(q, p), [&](auto, auto value) {
+      t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
+        segment_location at{w, keys::segment_base(key)};
         if (count >= rule.max_segments)
           return false;
-        auto h = peek_segment_header(value, w);
+        auto h = peek_segment_header(value, at);
         if (!h) {
           failure = std::move(h).err();
           return false;
@@ -286,7 +284,7 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
         if (h->created_at >= rule.created_before || h->last() > rule.through)
           return false;
         if (h->flags & segment_flag_client_ids) {
-          auto ids = segment_client_ids(value, w);
+          auto ids = segment_client_ids(value, at);
           if (!ids) {
             failure = std::move(ids).err();
             return false;

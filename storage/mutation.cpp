@@ -10,10 +10,6 @@ namespace spool::storage {
 
 namespace {
 
-std::string where(queue_id q, partition_id p) {
-  return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
-}
-
 /// Deletes every key with `prefix` from `dbi`.
 expected<void> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix) {
   auto cur = t.open_cursor(dbi);
@@ -87,7 +83,8 @@ expected<void> apply_one(txn& t, const mut::create_partition& m) {
   if (!existing)
     return std::move(existing).err();
   if (*existing)
-    return make_error(ec::conflict, where(m.rec.queue, m.rec.id), " exists");
+    return make_error(ec::conflict, describe_partition(m.rec.queue, m.rec.id),
+                      " exists");
   SPOOL_TRY(tables::put_partition(t, m.rec));
   return bump_counters(t, &id_counters::next_partition, m.rec.id.value);
 }
@@ -96,7 +93,7 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
   auto rec = tables::require_partition(t, m.queue, m.partition);
   if (!rec)
     return std::move(rec).err();
-  auto w = where(m.queue, m.partition);
+  auto w = describe_partition(m.queue, m.partition);
   if (m.base < rec->next_offset)
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " overlaps stored offsets below ",
@@ -104,7 +101,7 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
   if (m.created_at < rec->last_created_at)
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " stamped before the previous segment");
-  auto h = peek_segment_header(m.bytes, w);
+  auto h = peek_segment_header(m.bytes, {w, m.base});
   if (!h)
     return std::move(h).err();
   if (h->base != m.base || h->frame_count != m.frame_count
@@ -128,7 +125,7 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
   auto rec = tables::require_partition(t, m.queue, m.partition);
   if (!rec)
     return std::move(rec).err();
-  auto w = where(m.queue, m.partition);
+  auto w = describe_partition(m.queue, m.partition);
   if (m.new_watermark <= rec->watermark || m.new_watermark > rec->next_offset)
     return make_error(ec::offset_out_of_range, w, ": new watermark ",
                       m.new_watermark.value, " not in (", rec->watermark.value,
@@ -141,7 +138,8 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
   auto found = cur->seek(prefix);
   rec->watermark = rec->next_offset;
   while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
-    auto h = peek_segment_header(cur->value(), w);
+    auto h = peek_segment_header(cur->value(),
+                                 {w, keys::segment_base(cur->key())});
     if (!h)
       return std::move(h).err();
     if (h->base >= m.new_watermark) {

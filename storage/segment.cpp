@@ -95,22 +95,25 @@ bool parse_frame(std::string_view& in, frame_view& f) {
 }
 
 /// Verifies the checksum and yields the raw (decompressed) frame bytes.
+error corrupt(const segment_location& at, std::string_view problem) {
+  return make_error(ec::corrupt_segment, at.partition, ": segment at offset ",
+                    at.base.value, ": ", problem);
+}
+
 expected<std::string_view> verified_body(std::string_view bytes,
                                          const segment_header& h,
-                                         std::string_view where,
+                                         const segment_location& at,
                                          std::string& scratch) {
   auto body = bytes.substr(segment_header_size);
   if (checksum_of(bytes, body) != h.checksum)
-    return make_error(ec::corrupt_segment, where, ": segment at offset ",
-                      h.base.value, ": checksum mismatch");
+    return corrupt(at, "checksum mismatch");
   if (h.codec == segment_codec::none)
     return body;
   scratch.resize(h.raw_size);
   auto n = ZSTD_decompressDCtx(thread_dctx(), scratch.data(), scratch.size(),
                                body.data(), body.size());
   if (ZSTD_isError(n) || n != h.raw_size)
-    return make_error(ec::corrupt_segment, where, ": segment at offset ",
-                      h.base.value, ": decompression failed");
+    return corrupt(at, "decompression failed");
   return std::string_view{scratch};
 }
 
@@ -238,21 +241,20 @@ segment_encoder::encode(offset base, micros created_at,
 // -- decoding -----------------------------------------------------------------
 
 expected<segment_header> peek_segment_header(std::string_view bytes,
-                                             std::string_view where) {
+                                             const segment_location& at) {
   if (bytes.size() < segment_header_size)
-    return make_error(ec::corrupt_segment, where, ": segment truncated (",
-                      bytes.size(), " bytes)");
+    return corrupt(at, "truncated header (" + std::to_string(bytes.size())
+                           + " bytes)");
   segment_header h;
   const char* p = bytes.data();
   if (static_cast<std::uint8_t>(p[0]) != magic)
-    return make_error(ec::corrupt_segment, where, ": bad segment magic");
+    return corrupt(at, "bad magic");
   h.version = static_cast<std::uint8_t>(p[1]);
   if (h.version != segment_format_version)
-    return make_error(ec::corrupt_segment, where,
-                      ": unknown segment format version ", h.version);
+    return corrupt(at, "unknown format version " + std::to_string(h.version));
   auto codec = static_cast<std::uint8_t>(p[2]);
   if (codec > 1)
-    return make_error(ec::corrupt_segment, where, ": unknown codec ", codec);
+    return corrupt(at, "unknown codec " + std::to_string(codec));
   h.codec = static_cast<segment_codec>(codec);
   h.flags = static_cast<std::uint8_t>(p[3]);
   h.frame_count = get_u32(p + 4);
@@ -261,34 +263,36 @@ expected<segment_header> peek_segment_header(std::string_view bytes,
   h.raw_size = get_u32(p + 24);
   h.stored_size = get_u32(p + 28);
   h.checksum = keys::get_u64(bytes, 32);
-  if (h.frame_count == 0 || h.base.value < 0)
-    return make_error(ec::corrupt_segment, where, ": bad segment header");
+  if (h.frame_count == 0)
+    return corrupt(at, "no frames");
+  if (h.base != at.base)
+    return corrupt(at, "header names offset " + std::to_string(h.base.value));
   if (bytes.size() != segment_header_size + h.stored_size)
-    return make_error(ec::corrupt_segment, where, ": segment at offset ",
-                      h.base.value, " truncated: ", bytes.size(), " of ",
-                      segment_header_size + h.stored_size, " bytes");
+    return corrupt(at, "truncated body (" + std::to_string(bytes.size())
+                           + " of "
+                           + std::to_string(segment_header_size + h.stored_size)
+                           + " bytes)");
   if (h.codec == segment_codec::none && h.raw_size != h.stored_size)
-    return make_error(ec::corrupt_segment, where, ": segment at offset ",
-                      h.base.value, ": size mismatch");
+    return corrupt(at, "size mismatch");
   return h;
 }
 
 expected<segment_header> decode_segment(std::string_view bytes,
-                                        std::string_view where,
+                                        const segment_location& at,
                                         std::vector<stored_frame>& out,
                                         offset from, std::size_t max_frames,
                                         std::size_t max_bytes) {
-  auto h = peek_segment_header(bytes, where);
+  auto h = peek_segment_header(bytes, at);
   if (!h)
     return h;
   std::string scratch;
-  auto raw = verified_body(bytes, *h, where, scratch);
+  auto raw = verified_body(bytes, *h, at, scratch);
   if (!raw)
     return std::move(raw).err();
   std::string_view in = *raw;
   auto bad_frame = [&](std::uint32_t i) {
-    return make_error(ec::corrupt_segment, where, ": frame at offset ",
-                      h->base.value + i, " malformed");
+    return corrupt(at, "frame at offset " + std::to_string(h->base.value + i)
+                           + " malformed");
   };
   frame_view fv;
   std::size_t taken = 0;
@@ -322,29 +326,28 @@ expected<segment_header> decode_segment(std::string_view bytes,
     bytes_taken += fv.payload.size();
   }
   if (!in.empty())
-    return make_error(ec::corrupt_segment, where, ": segment at offset ",
-                      h->base.value, ": trailing bytes after the frames");
+    return corrupt(at, "trailing bytes after the frames");
   return h;
 }
 
 expected<std::vector<std::pair<std::string, offset>>>
-segment_client_ids(std::string_view bytes, std::string_view where) {
-  auto h = peek_segment_header(bytes, where);
+segment_client_ids(std::string_view bytes, const segment_location& at) {
+  auto h = peek_segment_header(bytes, at);
   if (!h)
     return std::move(h).err();
   std::vector<std::pair<std::string, offset>> ids;
   if ((h->flags & segment_flag_client_ids) == 0)
     return ids;
   std::string scratch;
-  auto raw = verified_body(bytes, *h, where, scratch);
+  auto raw = verified_body(bytes, *h, at, scratch);
   if (!raw)
     return std::move(raw).err();
   std::string_view in = *raw;
   frame_view fv;
   for (std::uint32_t i = 0; i < h->frame_count; ++i) {
     if (!parse_frame(in, fv))
-      return make_error(ec::corrupt_segment, where, ": frame at offset ",
-                        h->base.value + i, " malformed");
+      return corrupt(at, "frame at offset " + std::to_string(h->base.value + i)
+                             + " malformed");
     if (fv.flags & frame_flag_client_id)
       ids.emplace_back(std::string{fv.txid}, h->base + i);
   }

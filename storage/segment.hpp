@@ -60,6 +60,13 @@ struct segment_header {
   }
 };
 
+/// Where a segment is stored: names it in errors and is checked against the
+/// header, so a segment under the wrong key is corrupt too.
+struct segment_location {
+  std::string_view partition; ///< e.g. "partition 3/7"
+  offset base;                ///< the base offset of its key
+};
+
 /// Checks one frame against the limits; the error names the field.
 expected<void> check_frame(const frame& f, const frame_limits& limits);
 
@@ -84,17 +91,18 @@ private:
   std::string raw_;
 };
 
-/// Reads and validates the fixed header (sizes, magic, version) without
-/// verifying the checksum. `where` prefixes error messages.
+/// Reads and validates the fixed header (sizes, magic, version, base offset)
+/// without verifying the checksum. Errors read "<partition>: segment at offset
+/// <base>: <problem>".
 expected<segment_header> peek_segment_header(std::string_view bytes,
-                                             std::string_view where);
+                                             const segment_location& at);
 
 /// Fully verifies the segment and appends frames with offset >= `from` to
 /// `out`, at most `max_frames`, stopping before `max_bytes` of payload is
 /// exceeded; a frame is always taken while `out` is empty, so a read across
 /// segments into one vector returns at least one frame. Returns the header.
 expected<segment_header> decode_segment(std::string_view bytes,
-                                        std::string_view where,
+                                        const segment_location& at,
                                         std::vector<stored_frame>& out,
                                         offset from = offset{0},
                                         std::size_t max_frames = SIZE_MAX,
@@ -102,6 +110,6 @@ expected<segment_header> decode_segment(std::string_view bytes,
 
 /// The client-given transaction ids in a segment, with their offsets.
 expected<std::vector<std::pair<std::string, offset>>>
-segment_client_ids(std::string_view bytes, std::string_view where);
+segment_client_ids(std::string_view bytes, const segment_location& at);
 
 } // namespace spool::storage

@@ -58,6 +58,11 @@ struct offset {
   }
 };
 
+/// "partition <queue>/<partition>", the prefix of storage error messages.
+inline std::string describe_partition(queue_id q, partition_id p) {
+  return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
+}
+
 /// Wall-clock time in microseconds since the Unix epoch (UTC).
 using micros = std::int64_t;
 

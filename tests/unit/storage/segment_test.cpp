@@ -29,6 +29,10 @@ std::vector<frame> sample_frames() {
   return out;
 }
 
+segment_location at(std::int64_t base) {
+  return {"partition orders/7", offset{base}};
+}
+
 std::string random_bytes(std::size_t n, unsigned seed) {
   std::mt19937 rng{seed};
   std::string s(n, '\0');
@@ -46,7 +50,7 @@ TEST_CASE("a segment round-trips every frame field", "[storage][segment]") {
     auto bytes = enc.encode(offset{40}, 1'700'000'000'000'000, frames);
     REQUIRE(bytes);
     std::vector<stored_frame> out;
-    auto h = decode_segment(*bytes, "partition 1/2", out);
+    auto h = decode_segment(*bytes, at(40), out);
     REQUIRE(h);
     CHECK(h->base == offset{40});
     CHECK(h->frame_count == 3);
@@ -69,7 +73,7 @@ TEST_CASE("zstd is used only when it makes the segment smaller",
     f.payload = R"({"customer":"c-0042","status":"paid","amount":17.35})";
   auto small = enc.encode(offset{0}, 1, compressible);
   REQUIRE(small);
-  auto h = peek_segment_header(*small, "p");
+  auto h = peek_segment_header(*small, at(0));
   REQUIRE(h);
   CHECK(h->codec == segment_codec::zstd);
   CHECK(h->stored_size < h->raw_size);
@@ -77,13 +81,13 @@ TEST_CASE("zstd is used only when it makes the segment smaller",
   random[0].payload = random_bytes(4096, 7);
   auto big = enc.encode(offset{0}, 1, random);
   REQUIRE(big);
-  auto hb = peek_segment_header(*big, "p");
+  auto hb = peek_segment_header(*big, at(0));
   REQUIRE(hb);
   CHECK(hb->codec == segment_codec::none);
   segment_encoder plain{compression::off};
   auto off = plain.encode(offset{0}, 1, compressible);
   REQUIRE(off);
-  CHECK(peek_segment_header(*off, "p")->codec == segment_codec::none);
+  CHECK(peek_segment_header(*off, at(0))->codec == segment_codec::none);
 }
 
 TEST_CASE("a corrupt segment is an error naming partition and offset",
@@ -100,20 +104,33 @@ TEST_CASE("a corrupt segment is an error naming partition and offset",
       auto bad = *bytes;
       bad[i] = static_cast<char>(bad[i] ^ 0x5a);
       std::vector<stored_frame> out;
-      auto h = decode_segment(bad, "partition orders/7", out);
+      auto h = decode_segment(bad, at(120), out);
       REQUIRE(!h);
       CHECK(h.err().code == ec::corrupt_segment);
-      CHECK(h.err().message.find("partition orders/7") == 0);
+      CHECK(h.err().message.find("partition orders/7: segment at offset 120: ")
+            == 0);
       CHECK(out.empty());
     }
     std::vector<stored_frame> out;
     auto flipped = *bytes;
     flipped.back() ^= 1;
-    auto h = decode_segment(flipped, "partition orders/7", out);
+    auto h = decode_segment(flipped, at(120), out);
     REQUIRE(!h);
     CHECK(h.err().message
           == "partition orders/7: segment at offset 120: checksum mismatch");
   }
+}
+
+TEST_CASE("a segment stored under another offset is corrupt",
+          "[storage][segment][bad-input]") {
+  segment_encoder enc;
+  auto bytes = enc.encode(offset{7}, 1, sample_frames());
+  REQUIRE(bytes);
+  std::vector<stored_frame> out;
+  auto h = decode_segment(*bytes, at(8), out);
+  REQUIRE(!h);
+  CHECK(h.err().message
+        == "partition orders/7: segment at offset 8: header names offset 7");
 }
 
 TEST_CASE("a truncated segment is an error, never data",
@@ -123,7 +140,7 @@ TEST_CASE("a truncated segment is an error, never data",
   REQUIRE(bytes);
   for (std::size_t n = 0; n < bytes->size(); ++n) {
     std::vector<stored_frame> out;
-    auto h = decode_segment(std::string_view{*bytes}.substr(0, n), "p", out);
+    auto h = decode_segment(std::string_view{*bytes}.substr(0, n), at(0), out);
     REQUIRE(!h);
     CHECK(h.err().code == ec::corrupt_segment);
   }
@@ -134,7 +151,7 @@ TEST_CASE("random bytes never decode as a segment",
   for (unsigned seed = 0; seed < 500; ++seed) {
     auto junk = random_bytes(seed % 200, seed);
     std::vector<stored_frame> out;
-    auto h = decode_segment(junk, "p", out);
+    auto h = decode_segment(junk, at(0), out);
     CHECK(!h);
   }
 }
@@ -148,12 +165,12 @@ TEST_CASE("a decode takes frames from an offset within limits",
   auto bytes = enc.encode(offset{100}, 1, frames);
   REQUIRE(bytes);
   std::vector<stored_frame> out;
-  REQUIRE(decode_segment(*bytes, "p", out, offset{104}, 3));
+  REQUIRE(decode_segment(*bytes, at(100), out, offset{104}, 3));
   REQUIRE(out.size() == 3);
   CHECK(out[0].off == offset{104});
   CHECK(out[0].data.payload == std::string(10, 'e'));
   out.clear();
-  REQUIRE(decode_segment(*bytes, "p", out, offset{100}, 100, 25));
+  REQUIRE(decode_segment(*bytes, at(100), out, offset{100}, 100, 25));
   CHECK(out.size() == 2);
 }
 
