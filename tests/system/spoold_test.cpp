@@ -1,0 +1,88 @@
+// System tests of the real spoold binary.
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "system/process.hpp"
+#include "unit/storage/fixture.hpp"
+
+using namespace std::chrono_literals;
+using namespace spool::test;
+namespace st = spool::storage;
+
+TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
+          "[system][spoold]") {
+  temp_dir dir;
+  auto data = (dir.path / "data").string();
+  {
+    // A store with one queue, one partition and five messages.
+    st::store_options opts;
+    opts.env.dir = data;
+    auto s = st::store::open(opts);
+    REQUIRE(s);
+    st::queue_record q;
+    q.id = (*s)->next_queue_id();
+    q.name = "orders";
+    st::partition_record p;
+    p.queue = q.id;
+    p.id = (*s)->next_partition_id();
+    p.name = "eu";
+    p.uuid = (*s)->make_uuid();
+    REQUIRE((*s)->writer()
+                .submit(st::write_batch{
+                    {st::mut::create_queue{q}, st::mut::create_partition{p}}})
+                .get());
+    st::partition_log log{p};
+    st::segment_encoder enc;
+    auto t = (*s)->db().read();
+    auto sealed = log.seal(*t, msgs(5), 1'000'000, enc);
+    t->abort();
+    REQUIRE(sealed);
+    REQUIRE((*s)->writer().submit(st::write_batch{sealed->mutations}).get());
+  }
+  child_process spoold{SPOOLD_PATH,
+                       {"--data-dir", data, "--initial-map-mib", "16"}};
+  REQUIRE(spoold.started());
+  REQUIRE(spoold.wait_for_output("serves nothing", 10s));
+  CHECK_THAT(spoold.output(),
+             Catch::Contains("recovered 1 queue(s), 1 partition(s)"));
+  CHECK_THAT(spoold.output(), Catch::Contains("partition 'eu'"));
+  CHECK_THAT(spoold.output(), Catch::Contains("lastOffset 4, watermark 0"));
+  spoold.signal(SIGTERM);
+  auto code = spoold.wait_exit(10s);
+  INFO(spoold.output());
+  REQUIRE(code);
+  CHECK(*code == 0);
+  CHECK_THAT(spoold.output(), Catch::Contains("store closed"));
+  // The store is intact and closed: it opens again with the same contents.
+  st::store_options opts;
+  opts.env.dir = data;
+  auto again = st::store::open(opts);
+  REQUIRE(again);
+  CHECK((*again)->recovered().partitions.at(0).next_offset == st::offset{5});
+}
+
+TEST_CASE("spoold refuses a bad option with a message and exit code 2",
+          "[system][spoold][bad-input]") {
+  child_process spoold{SPOOLD_PATH, {"--durability", "maybe"}};
+  REQUIRE(spoold.started());
+  auto code = spoold.wait_exit(10s);
+  REQUIRE(code);
+  CHECK(*code == 2);
+  CHECK_THAT(spoold.output(),
+             Catch::Contains("durability must be strict or relaxed"));
+}
+
+TEST_CASE("spoold fails cleanly when its data folder cannot be created",
+          "[system][spoold][bad-input]") {
+  temp_dir dir;
+  auto file = dir.path / "a-file";
+  { std::ofstream{file} << "x"; }
+  child_process spoold{SPOOLD_PATH, {"--data-dir", (file / "sub").string()}};
+  REQUIRE(spoold.started());
+  auto code = spoold.wait_exit(10s);
+  REQUIRE(code);
+  CHECK(*code == 1);
+  CHECK_THAT(spoold.output(), Catch::Contains("cannot open the store"));
+}
