@@ -99,13 +99,15 @@ struct frame_counters {
   offset off;
   std::uint32_t deliveries = 0;
   std::uint32_t failures = 0;
+  /// Completed or dead-lettered while an earlier frame is not.
+  bool done = false;
 
   friend bool operator==(const frame_counters&, const frame_counters&)
       = default;
 
   template <class F>
   friend auto inspect(F& f, frame_counters& x) {
-    return f(x.off, x.deliveries, x.failures);
+    return f(x.off, x.deliveries, x.failures, x.done);
   }
 };
 
@@ -115,6 +117,9 @@ struct cursor_record {
   std::uint64_t lease_epoch = 0;
   /// Frames to deliver one per lease after a multi-frame lease expired.
   std::optional<std::pair<offset, offset>> isolated;
+  /// The range of the lease in flight when this record was written; a lease
+  /// still recorded at start-up was lost to a restart and ends as expired.
+  std::optional<std::pair<offset, offset>> leased;
   std::vector<frame_counters> counters;
   micros last_activity = 0;
 
@@ -122,7 +127,7 @@ struct cursor_record {
 
   template <class F>
   friend auto inspect(F& f, cursor_record& x) {
-    return f(x.committed, x.lease_epoch, x.isolated, x.counters,
+    return f(x.committed, x.lease_epoch, x.isolated, x.leased, x.counters,
              x.last_activity);
   }
 };

@@ -1,0 +1,379 @@
+#include "actors/cursor/cursor_core.hpp"
+
+#include <algorithm>
+
+namespace spool::core {
+
+cursor_policy cursor_policy::from(const storage::queue_options& opts) {
+  cursor_policy p;
+  p.lease_time = milliseconds{opts.lease_time_s * 1000};
+  p.retry_limit = opts.retry_limit;
+  p.retry_delay = milliseconds{opts.retry_delay_ms};
+  for (auto ms : opts.retry_backoff_ms)
+    p.retry_backoff.emplace_back(ms);
+  p.max_deliveries = opts.max_deliveries;
+  return p;
+}
+
+const char* to_string(ack_error e) noexcept {
+  switch (e) {
+  case ack_error::none:
+    return "";
+  case ack_error::invalid_lease:
+    return "Invalid or expired lease";
+  case ack_error::not_in_lease:
+    return "Message not in lease";
+  case ack_error::not_found:
+    return "Message not found";
+  }
+  return "unknown";
+}
+
+const char* to_string(extend_error e) noexcept {
+  switch (e) {
+  case extend_error::none:
+    return "";
+  case extend_error::not_found:
+    return "Lease not found";
+  case extend_error::expired:
+    return "Lease already expired";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::optional<offset_range>
+to_range(const std::optional<std::pair<offset, offset>>& p) {
+  if (!p)
+    return std::nullopt;
+  return offset_range{p->first, p->second};
+}
+
+std::optional<std::pair<offset, offset>>
+to_pair(const std::optional<offset_range>& r) {
+  if (!r)
+    return std::nullopt;
+  return std::pair{r->first, r->last};
+}
+
+} // namespace
+
+cursor_core::cursor_core(storage::cursor_record rec, cursor_policy policy) :
+    policy_(std::move(policy)),
+    committed_(rec.committed),
+    epoch_(rec.lease_epoch),
+    isolated_(to_range(rec.isolated)),
+    leased_(to_range(rec.leased)),
+    last_activity_(rec.last_activity) {
+  for (auto& c : rec.counters)
+    if (c.off > committed_)
+      counters_.emplace(c.off, c);
+}
+
+// -- inspection ---------------------------------------------------------------
+
+storage::cursor_record cursor_core::record() const {
+  storage::cursor_record rec;
+  rec.committed = committed_;
+  rec.lease_epoch = epoch_;
+  rec.isolated = to_pair(isolated_);
+  rec.leased = to_pair(leased_);
+  rec.counters.reserve(counters_.size());
+  for (auto& [_, c] : counters_)
+    rec.counters.push_back(c);
+  rec.last_activity = last_activity_;
+  return rec;
+}
+
+std::uint32_t cursor_core::head_failures() const {
+  auto it = counters_.find(committed_ + 1);
+  return it == counters_.end() ? 0 : it->second.failures;
+}
+
+std::uint32_t cursor_core::deliveries_of(offset off) const {
+  auto it = counters_.find(off);
+  return it == counters_.end() ? 0 : it->second.deliveries;
+}
+
+std::optional<mono_time> cursor_core::next_deadline() const {
+  std::optional<mono_time> result = not_before_;
+  if (lease_ && (!result || lease_->expires < *result))
+    result = lease_->expires;
+  return result;
+}
+
+// -- delivery -----------------------------------------------------------------
+
+std::variant<delivery_plan, empty_reason>
+cursor_core::plan(mono_time now, offset watermark, offset last_visible,
+                  std::size_t max_frames) const {
+  if (lease_)
+    return empty_reason::lease_held;
+  if (not_before_ && now < *not_before_)
+    return empty_reason::delayed;
+  delivery_plan p;
+  auto start = committed_ + 1;
+  if (start < watermark) {
+    p.skipped = offset_range{start, watermark - 1};
+    start = watermark;
+  }
+  std::size_t limit = std::max<std::size_t>(max_frames, 1);
+  if (isolated_ && start <= isolated_->last)
+    limit = 1;
+  for (auto o = start;
+       o <= last_visible && p.deliver.size() < limit && p.dead.size() < limit;
+       o = o + 1) {
+    if (is_done(o))
+      continue;
+    if (policy_.max_deliveries > 0
+        && deliveries_of(o)
+               >= static_cast<std::uint64_t>(policy_.max_deliveries)) {
+      p.dead.push_back(o);
+      continue;
+    }
+    p.deliver.push_back(o);
+  }
+  if (p.deliver.empty() && p.dead.empty())
+    return empty_reason::empty;
+  return p;
+}
+
+grant_result cursor_core::grant(const delivery_plan& plan,
+                                std::size_t delivered, std::string lease_id,
+                                mono_time now) {
+  grant_result result;
+  if (plan.skipped && plan.skipped->last > committed_) {
+    committed_ = plan.skipped->last;
+    counters_.erase(counters_.begin(), counters_.upper_bound(committed_));
+  }
+  for (auto o : plan.dead)
+    result.dead.push_back(bury(o, "maxDeliveries reached"));
+  delivered = std::min(delivered, plan.deliver.size());
+  not_before_.reset();
+  if (delivered > 0) {
+    lease_offsets_.assign(plan.deliver.begin(),
+                          plan.deliver.begin()
+                              + static_cast<std::ptrdiff_t>(delivered));
+    for (auto o : lease_offsets_) {
+      auto& c = counters(o);
+      c.deliveries += 1;
+      result.delivery_counts.emplace_back(o, c.deliveries);
+    }
+    epoch_ += 1;
+    lease_ = lease_info{std::move(lease_id),
+                        epoch_,
+                        now + policy_.lease_time,
+                        {lease_offsets_.front(), lease_offsets_.back()}};
+    leased_ = lease_->range;
+    settled_.clear();
+    result.lease = lease_;
+  }
+  advance();
+  return result;
+}
+
+bool cursor_core::release_unwritten(const std::string& lease_id) {
+  if (!lease_ || lease_->id != lease_id)
+    return false;
+  for (auto o : lease_offsets_) {
+    auto it = counters_.find(o);
+    if (it == counters_.end())
+      continue;
+    auto& c = it->second;
+    if (c.deliveries > 0)
+      c.deliveries -= 1;
+    if (c.deliveries == 0 && c.failures == 0 && !c.done)
+      counters_.erase(it);
+  }
+  lease_.reset();
+  leased_.reset();
+  lease_offsets_.clear();
+  settled_.clear();
+  not_before_.reset();
+  return true;
+}
+
+// -- settlement ---------------------------------------------------------------
+
+ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
+                             mono_time now) {
+  ack_outcome out;
+  bool live = lease_ && now < lease_->expires;
+  if (req.lease_id || req.lease_epoch) {
+    if (!live || (req.lease_id && *req.lease_id != lease_->id)
+        || (req.lease_epoch && *req.lease_epoch != lease_->epoch)) {
+      out.error = ack_error::invalid_lease;
+      return out;
+    }
+  }
+  if (req.off.value < 0 || req.off > last_offset) {
+    out.error = ack_error::not_found;
+    return out;
+  }
+  // Settled already: idempotent success, nothing changes.
+  if (req.off <= committed_ || is_done(req.off) || settled_.contains(req.off))
+    return out;
+  if (!live) {
+    out.error = ack_error::invalid_lease;
+    return out;
+  }
+  if (std::find(lease_offsets_.begin(), lease_offsets_.end(), req.off)
+      == lease_offsets_.end()) {
+    out.error = ack_error::not_in_lease;
+    return out;
+  }
+  out.changed = true;
+  switch (req.status) {
+  case ack_status::completed:
+    counters(req.off).done = true;
+    settled_.insert(req.off);
+    break;
+  case ack_status::dlq:
+    out.dead = bury(req.off, req.error);
+    settled_.insert(req.off);
+    break;
+  case ack_status::failed: {
+    out.dead = charge(req.off, req.error);
+    auto delay
+        = req.delay ? *req.delay : retry_delay_for(counters(req.off).failures);
+    end_lease(now, delay);
+    out.lease_released = true;
+    break;
+  }
+  case ack_status::retry:
+    end_lease(now, req.delay.value_or(milliseconds{0}));
+    out.lease_released = true;
+    break;
+  }
+  if (lease_ && unsettled_in_lease().empty()) {
+    end_lease(now, milliseconds{0});
+    out.lease_released = true;
+  }
+  advance();
+  return out;
+}
+
+std::pair<bool, std::vector<dead_letter>> cursor_core::expire(mono_time now) {
+  std::vector<dead_letter> dead;
+  if (!lease_ || now < lease_->expires)
+    return {false, std::move(dead)};
+  auto unsettled = unsettled_in_lease();
+  if (unsettled.size() == 1) {
+    if (auto d = charge(unsettled.front(), "lease expired"))
+      dead.push_back(std::move(*d));
+  } else if (unsettled.size() > 1) {
+    isolated_ = offset_range{unsettled.front(), unsettled.back()};
+  }
+  end_lease(now, milliseconds{0});
+  advance();
+  return {true, std::move(dead)};
+}
+
+std::pair<bool, std::vector<dead_letter>> cursor_core::recover_lost_lease() {
+  std::vector<dead_letter> dead;
+  if (!leased_)
+    return {false, std::move(dead)};
+  std::vector<offset> unsettled;
+  for (auto o = std::max(leased_->first, committed_ + 1); o <= leased_->last;
+       o = o + 1)
+    if (!is_done(o))
+      unsettled.push_back(o);
+  if (unsettled.size() == 1) {
+    if (auto d = charge(unsettled.front(), "lease lost to a restart"))
+      dead.push_back(std::move(*d));
+  } else if (unsettled.size() > 1) {
+    isolated_ = offset_range{unsettled.front(), unsettled.back()};
+  }
+  leased_.reset();
+  advance();
+  return {true, std::move(dead)};
+}
+
+std::variant<mono_time, extend_error>
+cursor_core::extend(const std::string& lease_id, milliseconds by,
+                    mono_time now) {
+  if (!lease_ || lease_->id != lease_id)
+    return extend_error::not_found;
+  if (now >= lease_->expires)
+    return extend_error::expired;
+  lease_->expires = std::max(lease_->expires, now + by);
+  return lease_->expires;
+}
+
+void cursor_core::seek(offset new_committed) {
+  committed_ = new_committed;
+  epoch_ += 1;
+  lease_.reset();
+  leased_.reset();
+  isolated_.reset();
+  counters_.clear();
+  lease_offsets_.clear();
+  settled_.clear();
+  not_before_.reset();
+}
+
+// -- internals ----------------------------------------------------------------
+
+storage::frame_counters& cursor_core::counters(offset off) {
+  auto [it, _] = counters_.try_emplace(off, storage::frame_counters{off});
+  return it->second;
+}
+
+bool cursor_core::is_done(offset off) const {
+  auto it = counters_.find(off);
+  return it != counters_.end() && it->second.done;
+}
+
+void cursor_core::advance() {
+  for (auto it = counters_.begin();
+       it != counters_.end() && it->first == committed_ + 1 && it->second.done;
+       it = counters_.erase(it))
+    committed_ = it->first;
+  if (isolated_ && committed_ >= isolated_->last)
+    isolated_.reset();
+}
+
+void cursor_core::end_lease(mono_time now, milliseconds delay) {
+  lease_.reset();
+  leased_.reset();
+  lease_offsets_.clear();
+  settled_.clear();
+  if (delay.count() > 0)
+    not_before_ = now + delay;
+  else
+    not_before_.reset();
+}
+
+std::optional<dead_letter> cursor_core::charge(offset off,
+                                               const std::string& error) {
+  auto& c = counters(off);
+  c.failures += 1;
+  if (static_cast<std::int64_t>(c.failures) > policy_.retry_limit)
+    return bury(off, error);
+  return std::nullopt;
+}
+
+dead_letter cursor_core::bury(offset off, std::string error) {
+  auto& c = counters(off);
+  c.done = true;
+  return dead_letter{off, std::move(error), c.deliveries, c.failures};
+}
+
+std::vector<offset> cursor_core::unsettled_in_lease() const {
+  std::vector<offset> out;
+  for (auto o : lease_offsets_)
+    if (!settled_.contains(o) && !is_done(o))
+      out.push_back(o);
+  return out;
+}
+
+milliseconds cursor_core::retry_delay_for(std::uint32_t failures) const {
+  if (policy_.retry_backoff.empty() || failures == 0)
+    return policy_.retry_delay;
+  auto idx
+      = std::min<std::size_t>(failures - 1, policy_.retry_backoff.size() - 1);
+  return policy_.retry_backoff[idx];
+}
+
+} // namespace spool::core

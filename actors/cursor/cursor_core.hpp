@@ -1,0 +1,225 @@
+#pragma once
+
+/// The cursor of one consumer group on one partition, as a pure state
+/// machine (semantics.md §3–4): committed position, the one lease in flight,
+/// acks, retries, delivery and failure counts, isolation after a multi-frame
+/// expiry, dead-lettering, seek. No CAF, no storage access: the cursor actor
+/// feeds it `now`, the partition's watermark and visible range, and persists
+/// `record()` after every change that returns `changed`.
+///
+/// Delivery is two steps because the partition reads the frames in between:
+/// `plan` says which offsets to deliver (and which to dead-letter because of
+/// maxDeliveries); the partition reads them, may cut the tail by bytes, and
+/// `grant` takes the lease on what is actually delivered.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "storage/records.hpp"
+
+namespace spool::core {
+
+using storage::offset;
+using mono_clock = std::chrono::steady_clock;
+using mono_time = mono_clock::time_point;
+using std::chrono::milliseconds;
+
+/// The queue options the cursor obeys.
+struct cursor_policy {
+  milliseconds lease_time{300'000};
+  std::int64_t retry_limit = 3;
+  milliseconds retry_delay{0};
+  std::vector<milliseconds> retry_backoff;
+  std::int64_t max_deliveries = 0; ///< 0 = unlimited
+
+  static cursor_policy from(const storage::queue_options& opts);
+};
+
+enum class ack_status : std::uint8_t { completed, failed, dlq, retry };
+
+/// Per-item ack errors (api.md); `none` is success.
+enum class ack_error : std::uint8_t {
+  none,
+  invalid_lease, ///< "Invalid or expired lease"
+  not_in_lease,  ///< "Message not in lease"
+  not_found,     ///< "Message not found"
+};
+
+const char* to_string(ack_error e) noexcept;
+
+/// Why a plan delivers nothing.
+enum class empty_reason : std::uint8_t {
+  empty,      ///< nothing deliverable up to the visible end
+  lease_held, ///< the group's lease on this partition is live
+  delayed,    ///< redelivery waits for a retry delay
+};
+
+struct offset_range {
+  offset first;
+  offset last;
+  friend bool operator==(const offset_range&, const offset_range&) = default;
+};
+
+/// The live lease.
+struct lease_info {
+  std::string id;
+  std::uint64_t epoch = 0;
+  mono_time expires;
+  offset_range range;
+};
+
+/// A frame the cursor sends to the group's dead-letter queue.
+struct dead_letter {
+  offset off;
+  std::string error;
+  std::uint32_t deliveries = 0;
+  std::uint32_t failures = 0;
+};
+
+/// What a pop should deliver.
+struct delivery_plan {
+  /// Offsets to deliver, in order (never empty in a plan).
+  std::vector<offset> deliver;
+  /// Offsets past maxDeliveries: dead-lettered instead of delivered.
+  std::vector<offset> dead;
+  /// Offsets below the retention watermark the cursor jumps over.
+  std::optional<offset_range> skipped;
+};
+
+/// A granted lease with the delivery count of each delivered frame.
+struct grant_result {
+  std::optional<lease_info> lease; ///< none when everything was dead
+  std::vector<std::pair<offset, std::uint32_t>> delivery_counts;
+  std::vector<dead_letter> dead;
+};
+
+struct ack_request {
+  std::optional<std::string> lease_id;
+  std::optional<std::uint64_t> lease_epoch;
+  offset off;
+  ack_status status = ack_status::completed;
+  std::string error;                 ///< failure text (failed, dlq)
+  std::optional<milliseconds> delay; ///< delayMs (failed, retry)
+};
+
+struct ack_outcome {
+  ack_error error = ack_error::none;
+  bool changed = false;        ///< the record must be persisted
+  bool lease_released = false; ///< the ack ended the lease
+  std::optional<dead_letter> dead;
+};
+
+/// The outcome of an extend.
+enum class extend_error : std::uint8_t { none, not_found, expired };
+const char* to_string(extend_error e) noexcept;
+
+class cursor_core {
+public:
+  cursor_core(storage::cursor_record rec, cursor_policy policy);
+
+  // -- inspection -------------------------------------------------------------
+
+  /// The durable state (what a restart recovers).
+  storage::cursor_record record() const;
+  offset committed() const noexcept {
+    return committed_;
+  }
+  std::uint64_t lease_epoch() const noexcept {
+    return epoch_;
+  }
+  const std::optional<lease_info>& lease() const noexcept {
+    return lease_;
+  }
+  const std::optional<offset_range>& isolated() const noexcept {
+    return isolated_;
+  }
+  /// Failures of the head frame (the product document's "retry budget").
+  std::uint32_t head_failures() const;
+  std::uint32_t deliveries_of(offset off) const;
+  /// The next time something changes by itself (lease expiry, retry delay).
+  std::optional<mono_time> next_deadline() const;
+  void set_policy(cursor_policy policy) {
+    policy_ = std::move(policy);
+  }
+
+  // -- delivery ---------------------------------------------------------------
+
+  /// Which offsets a pop may deliver: from the first offset above committed
+  /// that is not done (and not below `watermark`) to `last_visible`, at most
+  /// `max_frames` (one while isolated).
+  std::variant<delivery_plan, empty_reason> plan(mono_time now,
+                                                 offset watermark,
+                                                 offset last_visible,
+                                                 std::size_t max_frames) const;
+
+  /// Takes the lease on `delivered` (a prefix of plan.deliver, possibly
+  /// shorter after a byte cap) and dead-letters plan.dead. Always changes the
+  /// record.
+  grant_result grant(const delivery_plan& plan, std::size_t delivered,
+                     std::string lease_id, mono_time now);
+
+  /// The response carrying the lease could not be written: the lease ends at
+  /// once, its deliveries are not counted, nothing is charged.
+  bool release_unwritten(const std::string& lease_id);
+
+  // -- settlement -------------------------------------------------------------
+
+  /// Settles one frame (semantics.md §4). `last_offset` tells unknown frames
+  /// apart. Errors change nothing.
+  ack_outcome ack(const ack_request& req, offset last_offset, mono_time now);
+
+  /// Ends the lease if it expired at `now`: one unsettled frame is charged,
+  /// several are isolated. Returns whether the record changed and any frame
+  /// dead-lettered by the charge.
+  std::pair<bool, std::vector<dead_letter>> expire(mono_time now);
+
+  /// After a restart: a lease recorded in the record was lost; ends it as an
+  /// expiry would.
+  std::pair<bool, std::vector<dead_letter>> recover_lost_lease();
+
+  /// New expiry = max(current, now + by).
+  std::variant<mono_time, extend_error> extend(const std::string& lease_id,
+                                               milliseconds by, mono_time now);
+
+  /// Sets committed (backwards too), ends the lease, bumps the epoch, resets
+  /// failures, delivery counts, isolation and retry delays.
+  void seek(offset new_committed);
+
+private:
+  storage::frame_counters& counters(offset off);
+  bool is_done(offset off) const;
+  /// Moves committed over the contiguous prefix of done frames.
+  void advance();
+  /// Ends the lease; the unsettled frames wait `delay` before redelivery.
+  void end_lease(mono_time now, milliseconds delay);
+  /// failures + 1 on `off`; dead-letters it past the retry limit.
+  std::optional<dead_letter> charge(offset off, const std::string& error);
+  /// Marks `off` dead-lettered (done).
+  dead_letter bury(offset off, std::string error);
+  std::vector<offset> unsettled_in_lease() const;
+  milliseconds retry_delay_for(std::uint32_t failures) const;
+
+  cursor_policy policy_;
+  offset committed_;
+  std::uint64_t epoch_ = 0;
+  std::optional<offset_range> isolated_;
+  std::optional<offset_range> leased_; ///< durable copy of the lease range
+  std::map<offset, storage::frame_counters> counters_;
+  storage::micros last_activity_ = 0;
+  std::optional<lease_info> lease_;
+  /// The frames the live lease delivered, in order.
+  std::vector<offset> lease_offsets_;
+  /// Frames of the live lease that were settled.
+  std::set<offset> settled_;
+  /// Redelivery waits until then (retry delay).
+  std::optional<mono_time> not_before_;
+};
+
+} // namespace spool::core
