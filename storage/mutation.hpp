@@ -22,7 +22,7 @@ namespace mut {
 struct create_queue {
   queue_record rec;
   template <class F>
-  friend auto inspect(F& f, create_queue& x) {
+  friend auto fields(F& f, create_queue& x) {
     return f(x.rec);
   }
 };
@@ -31,7 +31,7 @@ struct create_queue {
 struct update_queue {
   queue_record rec;
   template <class F>
-  friend auto inspect(F& f, update_queue& x) {
+  friend auto fields(F& f, update_queue& x) {
     return f(x.rec);
   }
 };
@@ -40,7 +40,7 @@ struct update_queue {
 struct delete_queue {
   queue_id queue;
   template <class F>
-  friend auto inspect(F& f, delete_queue& x) {
+  friend auto fields(F& f, delete_queue& x) {
     return f(x.queue);
   }
 };
@@ -49,7 +49,7 @@ struct delete_queue {
 struct create_partition {
   partition_record rec;
   template <class F>
-  friend auto inspect(F& f, create_partition& x) {
+  friend auto fields(F& f, create_partition& x) {
     return f(x.rec);
   }
 };
@@ -64,7 +64,7 @@ struct append_segment {
   std::string bytes;
   std::vector<std::pair<std::string, offset>> client_ids;
   template <class F>
-  friend auto inspect(F& f, append_segment& x) {
+  friend auto fields(F& f, append_segment& x) {
     return f(x.queue, x.partition, x.base, x.frame_count, x.created_at, x.bytes,
              x.client_ids);
   }
@@ -78,7 +78,7 @@ struct delete_segments {
   offset new_watermark;
   std::vector<std::string> forget_ids;
   template <class F>
-  friend auto inspect(F& f, delete_segments& x) {
+  friend auto fields(F& f, delete_segments& x) {
     return f(x.queue, x.partition, x.new_watermark, x.forget_ids);
   }
 };
@@ -89,7 +89,7 @@ struct put_cursor {
   std::string group;
   cursor_record rec;
   template <class F>
-  friend auto inspect(F& f, put_cursor& x) {
+  friend auto fields(F& f, put_cursor& x) {
     return f(x.queue, x.partition, x.group, x.rec);
   }
 };
@@ -99,7 +99,7 @@ struct delete_cursor {
   partition_id partition;
   std::string group;
   template <class F>
-  friend auto inspect(F& f, delete_cursor& x) {
+  friend auto fields(F& f, delete_cursor& x) {
     return f(x.queue, x.partition, x.group);
   }
 };
@@ -109,7 +109,7 @@ struct put_subscription {
   std::string group;
   subscription_record rec;
   template <class F>
-  friend auto inspect(F& f, put_subscription& x) {
+  friend auto fields(F& f, put_subscription& x) {
     return f(x.queue, x.group, x.rec);
   }
 };
@@ -118,7 +118,7 @@ struct delete_subscription {
   queue_id queue;
   std::string group;
   template <class F>
-  friend auto inspect(F& f, delete_subscription& x) {
+  friend auto fields(F& f, delete_subscription& x) {
     return f(x.queue, x.group);
   }
 };
@@ -129,7 +129,7 @@ struct put_dlq {
   std::string group;
   dlq_entry entry;
   template <class F>
-  friend auto inspect(F& f, put_dlq& x) {
+  friend auto fields(F& f, put_dlq& x) {
     return f(x.queue, x.group, x.entry);
   }
 };
@@ -139,7 +139,7 @@ struct delete_dlq {
   std::string group;
   std::uint64_t id = 0;
   template <class F>
-  friend auto inspect(F& f, delete_dlq& x) {
+  friend auto fields(F& f, delete_dlq& x) {
     return f(x.queue, x.group, x.id);
   }
 };
@@ -161,7 +161,7 @@ struct write_batch {
   std::size_t byte_size() const noexcept;
 
   template <class F>
-  friend auto inspect(F& f, write_batch& x) {
+  friend auto fields(F& f, write_batch& x) {
     return f(x.mutations);
   }
 };

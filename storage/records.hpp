@@ -1,7 +1,7 @@
 #pragma once
 
 /// Metadata records stored beside the segments (DESIGN.md, "Storage layout").
-/// Plain structs with `inspect`, serialized by serial.hpp.
+/// Plain structs with `fields` (their member list), serialized by serial.hpp.
 
 #include <cstdint>
 #include <optional>
@@ -41,7 +41,7 @@ struct queue_options {
   friend bool operator==(const queue_options&, const queue_options&) = default;
 
   template <class F>
-  friend auto inspect(F& f, queue_options& x) {
+  friend auto fields(F& f, queue_options& x) {
     return f(x.lease_time_s, x.retry_limit, x.retry_delay_ms,
              x.retry_backoff_ms, x.max_deliveries, x.max_size,
              x.delayed_processing_s, x.window_buffer_s, x.window_buffer_max_s,
@@ -63,7 +63,7 @@ struct queue_record {
   friend bool operator==(const queue_record&, const queue_record&) = default;
 
   template <class F>
-  friend auto inspect(F& f, queue_record& x) {
+  friend auto fields(F& f, queue_record& x) {
     return f(x.id, x.name, x.name_space, x.task, x.options, x.created_at);
   }
 };
@@ -88,7 +88,7 @@ struct partition_record {
       = default;
 
   template <class F>
-  friend auto inspect(F& f, partition_record& x) {
+  friend auto fields(F& f, partition_record& x) {
     return f(x.queue, x.id, x.name, x.uuid, x.next_offset, x.last_created_at,
              x.watermark, x.created_at);
   }
@@ -106,7 +106,7 @@ struct frame_counters {
       = default;
 
   template <class F>
-  friend auto inspect(F& f, frame_counters& x) {
+  friend auto fields(F& f, frame_counters& x) {
     return f(x.off, x.deliveries, x.failures, x.done);
   }
 };
@@ -126,7 +126,7 @@ struct cursor_record {
   friend bool operator==(const cursor_record&, const cursor_record&) = default;
 
   template <class F>
-  friend auto inspect(F& f, cursor_record& x) {
+  friend auto fields(F& f, cursor_record& x) {
     return f(x.committed, x.lease_epoch, x.isolated, x.leased, x.counters,
              x.last_activity);
   }
@@ -149,7 +149,7 @@ struct subscription_record {
       = default;
 
   template <class F>
-  friend auto inspect(F& f, subscription_record& x) {
+  friend auto fields(F& f, subscription_record& x) {
     return f(x.mode, x.timestamp, x.registered_mode, x.registered_at);
   }
 };
@@ -166,7 +166,7 @@ struct dlq_entry {
   friend bool operator==(const dlq_entry&, const dlq_entry&) = default;
 
   template <class F>
-  friend auto inspect(F& f, dlq_entry& x) {
+  friend auto fields(F& f, dlq_entry& x) {
     return f(x.id, x.partition, x.message, x.error, x.deliveries, x.failed_at);
   }
 };
@@ -179,7 +179,7 @@ struct dedup_record {
   friend bool operator==(const dedup_record&, const dedup_record&) = default;
 
   template <class F>
-  friend auto inspect(F& f, dedup_record& x) {
+  friend auto fields(F& f, dedup_record& x) {
     return f(x.off, x.created_at);
   }
 };
@@ -193,7 +193,7 @@ struct id_counters {
   friend bool operator==(const id_counters&, const id_counters&) = default;
 
   template <class F>
-  friend auto inspect(F& f, id_counters& x) {
+  friend auto fields(F& f, id_counters& x) {
     return f(x.next_queue, x.next_partition, x.next_dlq);
   }
 };

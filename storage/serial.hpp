@@ -1,6 +1,6 @@
 #pragma once
 
-/// Compact binary serialization for every type with an `inspect` overload
+/// Compact binary serialization for every type with a `fields` overload
 /// (records, mutations, frames). Integers are LEB128 varints (signed ones
 /// zig-zag), strings and vectors are length-prefixed. The reader checks every
 /// length against the bytes left, so garbage input fails instead of
@@ -60,7 +60,7 @@ inline bool get_varint(std::string_view& in, std::uint64_t& x) {
   return false;
 }
 
-/// Serializes inspectable values into a byte string.
+/// Serializes values with `fields` overloads into a byte string.
 class bin_writer {
 public:
   explicit bin_writer(std::string& out) : out_(out) {
@@ -103,7 +103,7 @@ private:
       put_varint(out_, x.index());
       std::visit([this](auto& y) { write(y); }, x);
     } else {
-      inspect(*this, x);
+      fields(*this, x);
     }
   }
 
@@ -204,7 +204,7 @@ private:
         return;
       read_variant(x, idx, std::make_index_sequence<std::variant_size_v<T>>{});
     } else {
-      inspect(*this, x);
+      fields(*this, x);
     }
   }
 

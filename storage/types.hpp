@@ -24,7 +24,7 @@ struct strong_id {
       = default;
 
   template <class F>
-  friend auto inspect(F& f, strong_id& x) {
+  friend auto fields(F& f, strong_id& x) {
     return f(x.value);
   }
 };
@@ -53,7 +53,7 @@ struct offset {
   }
 
   template <class F>
-  friend auto inspect(F& f, offset& x) {
+  friend auto fields(F& f, offset& x) {
     return f(x.value);
   }
 };
@@ -86,7 +86,7 @@ struct frame {
   friend bool operator==(const frame&, const frame&) = default;
 
   template <class F>
-  friend auto inspect(F& f, frame& x) {
+  friend auto fields(F& f, frame& x) {
     return f(x.transaction_id, x.origin, x.trace_id, x.headers, x.producer_sub,
              x.encoding, x.payload);
   }
@@ -101,7 +101,7 @@ struct stored_frame {
   friend bool operator==(const stored_frame&, const stored_frame&) = default;
 
   template <class F>
-  friend auto inspect(F& f, stored_frame& x) {
+  friend auto fields(F& f, stored_frame& x) {
     return f(x.off, x.created_at, x.data);
   }
 };
