@@ -322,7 +322,8 @@ store_result run_store(const options& o, std::string name, std::size_t batch,
   if (!cat || stored != static_cast<std::int64_t>(r.msgs))
     die(r.name + ": " + std::to_string(r.msgs) + " durable, stored "
         + std::to_string(stored));
-  s.close();
+  if (auto closed = s.close(); !closed)
+    die(r.name + ": close: " + st::to_string(closed.err()));
   opened->reset();
   // The matched raw baseline, in the same directory.
   r.raw = run_raw(dir.path, std::max<std::size_t>(r.bytes_per_commit(), 4096),

@@ -76,7 +76,10 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("signal {} received: closing the store", sig);
-  (*st)->close();
+  if (auto closed = (*st)->close(); !closed) {
+    spdlog::critical("closing the store failed: {}", to_string(closed.err()));
+    return 1;
+  }
   spdlog::info("store closed; bye");
   return 0;
 }

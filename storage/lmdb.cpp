@@ -158,9 +158,10 @@ expected<txn> txn::begin_child() {
 
 expected<void> txn::commit() {
   auto* t = std::exchange(txn_, nullptr);
-  if (lock_.owns_lock())
+  auto rc = mdb_txn_commit(t);
+  if (lock_.owns_lock()) // only once the transaction is over
     lock_.unlock();
-  if (auto rc = mdb_txn_commit(t); rc != 0)
+  if (rc != 0)
     return lmdb_error(rc, "commit");
   return {};
 }
@@ -243,7 +244,12 @@ env::~env() {
 }
 
 expected<txn> env::read() {
+  // Pass the gate first: while a grow waits for running readers to finish,
+  // it holds the gate, so new readers queue behind it (writer preference;
+  // glibc's shared_mutex alone prefers readers and could starve the grow).
+  std::unique_lock<std::mutex> gate{gate_};
   std::shared_lock<std::shared_mutex> lock{resize_mtx_};
+  gate.unlock();
   MDB_txn* t = nullptr;
   if (auto rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t); rc != 0)
     return lmdb_error(rc, "begin read transaction");
@@ -258,6 +264,7 @@ expected<txn> env::write() {
 }
 
 expected<void> env::grow() {
+  std::lock_guard<std::mutex> gate{gate_};
   std::unique_lock<std::shared_mutex> lock{resize_mtx_};
   if (map_bytes_ >= opts_.max_map_bytes)
     return make_error(ec::storage_full, "map size limit of ",
@@ -267,6 +274,12 @@ expected<void> env::grow() {
     return lmdb_error(rc, "grow map to " + std::to_string(next));
   map_bytes_ = next;
   return {};
+}
+
+unsigned env::flags() const {
+  unsigned f = 0;
+  mdb_env_get_flags(env_, &f);
+  return f;
 }
 
 expected<void> env::sync() {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -161,11 +162,13 @@ public:
   expected<txn> read();
   /// The write transaction (writer thread only).
   expected<txn> write();
-  /// Doubles the map size (writer only, no write txn open). Blocks new
-  /// readers until the running ones finish.
+  /// Doubles the map size (writer only, no write txn open). New readers wait
+  /// while it waits for the running ones to finish.
   expected<void> grow();
   /// Forces an fsync of everything committed (relaxed mode at shutdown).
   expected<void> sync();
+  /// The LMDB environment flags (MDB_NOSYNC in relaxed mode, ...).
+  unsigned flags() const;
 
 private:
   env(MDB_env* e, env_options opts) : env_(e), opts_(std::move(opts)) {
@@ -175,6 +178,7 @@ private:
   env_options opts_;
   dbis dbis_;
   std::size_t map_bytes_ = 0;
+  std::mutex gate_;
   std::shared_mutex resize_mtx_;
 };
 

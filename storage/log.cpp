@@ -53,21 +53,28 @@ expected<sealed_append> partition_log::seal(txn& read,
   stored.reserve(frames.size());
   std::unordered_map<std::string_view, offset> in_request;
   auto next = next_;
-  const micros window_start = now - dedup_window_s * 1'000'000;
+  // Stored ids count while younger than the window (0 = while retained).
+  micros window_start = INT64_MIN;
+  if (dedup_window_s > 0 && dedup_window_s < now / 1'000'000)
+    window_start = now - dedup_window_s * 1'000'000;
   for (auto& f : frames) {
     if (f.origin == txid_origin::client) {
       std::optional<offset> original;
       if (auto it = in_request.find(f.transaction_id); it != in_request.end())
         original = it->second;
       else if (auto jt = in_flight_.find(f.transaction_id);
-               jt != in_flight_.end())
+               jt != in_flight_.end()) {
         original = jt->second;
-      else {
+        out.mutations.emplace_back(mut::expect_dedup{
+            durable_.queue, durable_.id, f.transaction_id, jt->second});
+      } else {
         auto rec = tables::get_dedup(read, durable_.queue, durable_.id,
                                      f.transaction_id);
         if (!rec)
           return std::move(rec).err();
-        if (*rec && (dedup_window_s == 0 || (*rec)->created_at >= window_start))
+        // Ids of deleted segments are forgotten; ignore any left behind.
+        if (*rec && (*rec)->off >= durable_.watermark
+            && (*rec)->created_at >= window_start)
           original = (*rec)->off;
       }
       if (original) {
@@ -271,31 +278,36 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   m.partition = p;
   std::size_t count = 0;
   std::optional<error> failure;
+  // The new watermark is the base of the first segment kept (a later one
+  // than the end of the last deleted segment when a failed write left a gap).
+  auto next_retained = rec->next_offset;
   auto scanned = t.scan_prefix(
       t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
         segment_location at{w, keys::segment_base(key)};
-        if (count >= rule.max_segments)
+        if (count >= rule.max_segments) {
+          next_retained = at.base;
           return false;
+        }
         auto h = peek_segment_header(value, at);
         if (!h) {
           failure = std::move(h).err();
           return false;
         }
-        if (h->created_at >= rule.created_before || h->last() > rule.through)
+        if (h->created_at >= rule.created_before || h->last() > rule.through) {
+          next_retained = at.base;
           return false;
-        if (h->flags & segment_flag_client_ids) {
-          auto ids = segment_client_ids(value, at);
-          if (!ids) {
-            failure = std::move(ids).err();
-            return false;
-          }
-          for (auto& [id, _] : *ids)
-            m.forget_ids.push_back(std::move(id));
         }
-        m.new_watermark = h->end();
+        auto ids = segment_client_ids(value, at);
+        if (!ids) {
+          failure = std::move(ids).err();
+          return false;
+        }
+        for (auto& [id, _] : *ids)
+          m.forget_ids.push_back(std::move(id));
         ++count;
         return true;
       });
+  m.new_watermark = next_retained;
   if (!scanned)
     return std::move(scanned).err();
   if (failure)

@@ -36,7 +36,10 @@ struct frame_result {
 
 /// Frames sealed into segments, waiting for their commit.
 struct sealed_append {
-  std::vector<mutation> mutations; ///< one append_segment per segment
+  /// One append_segment per segment, plus an expect_dedup guard for each
+  /// duplicate of an id still in flight (its answer holds only if the
+  /// original commits: commit the batches in seal order).
+  std::vector<mutation> mutations;
   std::vector<frame_result> results;
   offset first; ///< first offset assigned (== next when all duplicates)
   offset next;  ///< next offset after this append

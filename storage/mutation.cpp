@@ -94,6 +94,11 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
   if (!rec)
     return std::move(rec).err();
   auto w = describe_partition(m.queue, m.partition);
+  if (m.frame_count == 0 || m.base.value < 0
+      || m.base.value > INT64_MAX - m.frame_count)
+    return make_error(ec::invalid_argument, w, ": segment at offset ",
+                      m.base.value, " with ", m.frame_count,
+                      " frames is out of range");
   if (m.base < rec->next_offset)
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " overlaps stored offsets below ",
@@ -101,13 +106,18 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
   if (m.created_at < rec->last_created_at)
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " stamped before the previous segment");
-  auto h = peek_segment_header(m.bytes, {w, m.base});
+  // The checksum is cheap (no decompression) and keeps a damaged segment
+  // from ever being stored; the frames were built by our own encoder.
+  auto h = verify_segment(m.bytes, {w, m.base});
   if (!h)
     return std::move(h).err();
-  if (h->base != m.base || h->frame_count != m.frame_count
-      || h->created_at != m.created_at)
+  if (h->frame_count != m.frame_count || h->created_at != m.created_at)
     return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
                       " does not match its mutation");
+  for (auto& [txid, off] : m.client_ids)
+    if (off < m.base || off >= h->end())
+      return make_error(ec::invalid_argument, w, ": transactionId '", txid,
+                        "' at offset ", off.value, " is outside its segment");
   auto& d = t.db();
   SPOOL_TRY(
       t.put(d.segments, keys::segment(m.queue, m.partition, m.base), m.bytes));
@@ -169,6 +179,18 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
       SPOOL_TRY(tables::delete_dedup(t, m.queue, m.partition, txid));
   }
   return tables::put_partition(t, *rec);
+}
+
+expected<void> apply_one(txn& t, const mut::expect_dedup& m) {
+  auto entry = tables::get_dedup(t, m.queue, m.partition, m.transaction_id);
+  if (!entry)
+    return std::move(entry).err();
+  if (!*entry || (*entry)->off != m.off)
+    return make_error(ec::conflict, describe_partition(m.queue, m.partition),
+                      ": transactionId '", m.transaction_id,
+                      "': its original at offset ", m.off.value,
+                      " was not stored");
+  return {};
 }
 
 expected<void> apply_one(txn& t, const mut::put_cursor& m) {

@@ -83,6 +83,20 @@ struct delete_segments {
   }
 };
 
+/// A guard, not a change: fails the batch unless the dedup index maps
+/// `transaction_id` to `off`. A duplicate of an id still in flight carries
+/// it, so the duplicate is answered only if its original was stored.
+struct expect_dedup {
+  queue_id queue;
+  partition_id partition;
+  std::string transaction_id;
+  offset off;
+  template <class F>
+  friend auto fields(F& f, expect_dedup& x) {
+    return f(x.queue, x.partition, x.transaction_id, x.off);
+  }
+};
+
 struct put_cursor {
   queue_id queue;
   partition_id partition;
@@ -149,9 +163,9 @@ struct delete_dlq {
 using mutation
     = std::variant<mut::create_queue, mut::update_queue, mut::delete_queue,
                    mut::create_partition, mut::append_segment,
-                   mut::delete_segments, mut::put_cursor, mut::delete_cursor,
-                   mut::put_subscription, mut::delete_subscription,
-                   mut::put_dlq, mut::delete_dlq>;
+                   mut::delete_segments, mut::expect_dedup, mut::put_cursor,
+                   mut::delete_cursor, mut::put_subscription,
+                   mut::delete_subscription, mut::put_dlq, mut::delete_dlq>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

@@ -138,6 +138,10 @@ enum class subscription_mode : std::uint8_t {
   timestamp = 2
 };
 
+constexpr subscription_mode enum_limit(subscription_mode) {
+  return subscription_mode::timestamp;
+}
+
 /// Where a group starts on partitions of a queue (product document).
 struct subscription_record {
   subscription_mode mode = subscription_mode::all;

@@ -87,10 +87,12 @@ bool parse_frame(std::string_view& in, frame_view& f) {
   std::uint64_t n = 0;
   if (!get_varint(in, n) || n > in.size())
     return false;
-  f.headers.resize(n);
-  for (auto& [k, v] : f.headers)
+  f.headers.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    auto& [k, v] = f.headers.emplace_back();
     if (!get_str(in, k) || !get_str(in, v))
       return false;
+  }
   return get_str(in, f.payload);
 }
 
@@ -100,13 +102,19 @@ error corrupt(const segment_location& at, std::string_view problem) {
                     at.base.value, ": ", problem);
 }
 
+expected<void> verify_checksum(std::string_view bytes, const segment_header& h,
+                               const segment_location& at) {
+  if (checksum_of(bytes, bytes.substr(segment_header_size)) != h.checksum)
+    return corrupt(at, "checksum mismatch");
+  return {};
+}
+
 expected<std::string_view> verified_body(std::string_view bytes,
                                          const segment_header& h,
                                          const segment_location& at,
                                          std::string& scratch) {
   auto body = bytes.substr(segment_header_size);
-  if (checksum_of(bytes, body) != h.checksum)
-    return corrupt(at, "checksum mismatch");
+  SPOOL_TRY(verify_checksum(bytes, h, at));
   if (h.codec == segment_codec::none)
     return body;
   scratch.resize(h.raw_size);
@@ -265,6 +273,8 @@ expected<segment_header> peek_segment_header(std::string_view bytes,
   h.checksum = keys::get_u64(bytes, 32);
   if (h.frame_count == 0)
     return corrupt(at, "no frames");
+  if (h.base.value < 0 || h.base.value > INT64_MAX - h.frame_count)
+    return corrupt(at, "base offset out of range");
   if (h.base != at.base)
     return corrupt(at, "header names offset " + std::to_string(h.base.value));
   if (bytes.size() != segment_header_size + h.stored_size)
@@ -274,6 +284,15 @@ expected<segment_header> peek_segment_header(std::string_view bytes,
                            + " bytes)");
   if (h.codec == segment_codec::none && h.raw_size != h.stored_size)
     return corrupt(at, "size mismatch");
+  return h;
+}
+
+expected<segment_header> verify_segment(std::string_view bytes,
+                                        const segment_location& at) {
+  auto h = peek_segment_header(bytes, at);
+  if (!h)
+    return h;
+  SPOOL_TRY(verify_checksum(bytes, *h, at));
   return h;
 }
 
@@ -336,6 +355,8 @@ segment_client_ids(std::string_view bytes, const segment_location& at) {
   if (!h)
     return std::move(h).err();
   std::vector<std::pair<std::string, offset>> ids;
+  // Trust the flag only once the checksum says the header is intact.
+  SPOOL_TRY(verify_checksum(bytes, *h, at));
   if ((h->flags & segment_flag_client_ids) == 0)
     return ids;
   std::string scratch;

@@ -97,6 +97,11 @@ private:
 expected<segment_header> peek_segment_header(std::string_view bytes,
                                              const segment_location& at);
 
+/// Checks the header and the checksum of the stored bytes, without
+/// decompressing: what the writer checks before storing a segment.
+expected<segment_header> verify_segment(std::string_view bytes,
+                                        const segment_location& at);
+
 /// Fully verifies the segment and appends frames with offset >= `from` to
 /// `out`, at most `max_frames`, stopping before `max_bytes` of payload is
 /// exceeded; a frame is always taken while `out` is empty, so a read across

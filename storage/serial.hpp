@@ -45,7 +45,7 @@ inline void put_varint(std::string& out, std::uint64_t x) {
   out.push_back(static_cast<char>(x));
 }
 
-/// Reads a LEB128 varint; false on truncation or overlong encoding.
+/// Reads a LEB128 varint; false on truncation or a value beyond 64 bits.
 inline bool get_varint(std::string_view& in, std::uint64_t& x) {
   x = 0;
   for (int shift = 0; shift < 64; shift += 7) {
@@ -53,6 +53,8 @@ inline bool get_varint(std::string_view& in, std::uint64_t& x) {
       return false;
     auto byte = static_cast<std::uint8_t>(in.front());
     in.remove_prefix(1);
+    if (shift == 63 && byte > 1)
+      return false; // the tenth byte holds only the 64th bit
     x |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
     if ((byte & 0x80) == 0)
       return true;
@@ -149,9 +151,14 @@ private:
       x = in_[0] == 1;
       in_.remove_prefix(1);
     } else if constexpr (std::is_enum_v<T>) {
+      // Every serialized enum declares its highest value (found by ADL).
       std::uint64_t v = 0;
-      if (varint(v))
-        x = static_cast<T>(v);
+      if (varint(v)) {
+        if (v > static_cast<std::uint64_t>(enum_limit(T{})))
+          ok_ = false;
+        else
+          x = static_cast<T>(v);
+      }
     } else if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T>) {
       std::uint64_t v = 0;
       if (varint(v)) {
@@ -182,10 +189,11 @@ private:
         ok_ = false;
         return;
       }
+      // Grow as elements decode: memory stays proportional to the input
+      // actually consumed, whatever count a hostile prefix claims.
       x.clear();
-      x.resize(n);
-      for (auto& y : x)
-        read(y);
+      for (std::uint64_t i = 0; i < n && ok_; ++i)
+        read(x.emplace_back());
     } else if constexpr (detail::is_optional<T>::value) {
       bool present = false;
       read(present);

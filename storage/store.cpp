@@ -26,14 +26,18 @@ expected<std::unique_ptr<store>> store::open(store_options opts) {
 }
 
 store::~store() {
-  close();
+  (void)close();
 }
 
-void store::close() {
+expected<void> store::close() {
   if (writer_)
     writer_->stop();
   writer_.reset();
+  expected<void> synced;
+  if (env_ && env_->mode() == durability::relaxed)
+    synced = env_->sync();
   env_.reset();
+  return synced;
 }
 
 expected<catalog> store::load_catalog() {

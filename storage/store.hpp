@@ -57,8 +57,9 @@ public:
   /// A random RFC 4122 version 4 UUID in text form.
   std::string make_uuid();
 
-  /// Stops the writer after committing what is queued, then closes.
-  void close();
+  /// Stops the writer after committing what is queued, syncs (relaxed
+  /// mode), then closes. Reports a failed final sync.
+  expected<void> close();
 
 private:
   store() = default;

@@ -73,6 +73,14 @@ enum class payload_encoding : std::uint8_t { json = 0, binary = 1 };
 /// indexed for deduplication.
 enum class txid_origin : std::uint8_t { generated = 0, client = 1 };
 
+/// The highest value of each serialized enum (the decoder rejects others).
+constexpr payload_encoding enum_limit(payload_encoding) {
+  return payload_encoding::binary;
+}
+constexpr txid_origin enum_limit(txid_origin) {
+  return txid_origin::client;
+}
+
 /// One message as a producer hands it to storage.
 struct frame {
   std::string transaction_id;

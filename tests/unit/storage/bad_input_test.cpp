@@ -120,3 +120,31 @@ TEST_CASE("an append without frames is refused", "[storage][bad-input]") {
   auto r = fx.append(log, {}, 1'000'000);
   check_error(r, ec::invalid_argument, "without frames");
 }
+
+TEST_CASE("a segment damaged after encoding is never stored",
+          "[storage][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto sealed = log.seal(*t, msgs(5), 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(sealed);
+  auto m = std::get<mut::append_segment>(sealed->mutations.front());
+  auto damaged = m;
+  damaged.bytes.back() ^= 1; // a body bit: the header still parses
+  check_error(fx.commit(write_batch{{damaged}}), ec::corrupt_segment,
+              "checksum mismatch");
+  auto ghost_id = m;
+  ghost_id.client_ids = {{"ghost", offset{12345}}};
+  check_error(fx.commit(write_batch{{ghost_id}}), ec::invalid_argument,
+              "outside its segment");
+  auto huge = m;
+  huge.base = offset{INT64_MAX - 1};
+  check_error(fx.commit(write_batch{{huge}}), ec::invalid_argument,
+              "out of range");
+  CHECK(fx.read(p, offset{0}).frames.empty());
+  auto r = fx.store->db().read();
+  CHECK(!*tables::get_dedup(*r, p.queue, p.id, "ghost"));
+}

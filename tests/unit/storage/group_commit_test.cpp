@@ -82,3 +82,56 @@ TEST_CASE("a stopped writer refuses new batches with a clear error",
   REQUIRE(!r);
   CHECK(r.err().code == ec::shutting_down);
 }
+
+TEST_CASE("the map grows while readers keep reading",
+          "[storage][group-commit]") {
+  store_fixture fx{std::size_t{1} << 20};
+  auto p = fx.make_partition();
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 3; ++i)
+    readers.emplace_back([&] {
+      while (!stop) {
+        auto t = fx.store->db().read();
+        if (t) {
+          auto r = read_frames(*t, p.queue, p.id, offset{0}, 4);
+          (void)r;
+          ++reads;
+        }
+      }
+    });
+  partition_log log{p};
+  segment_encoder plain{compression::off};
+  std::string payload(64 * 1024, 'y');
+  for (int i = 0; i < 60; ++i) {
+    std::vector<frame> one{msg(payload)};
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto sealed = log.seal(*t, one, 1'000'000, plain);
+    t->abort();
+    REQUIRE(sealed);
+    REQUIRE(fx.commit(write_batch{sealed->mutations}));
+    log.durable(*sealed);
+  }
+  stop = true;
+  for (auto& r : readers)
+    r.join();
+  CHECK(fx.store->db().map_bytes() >= (std::size_t{4} << 20));
+  CHECK(reads > 0);
+}
+
+TEST_CASE("strict durability syncs every commit and relaxed does not",
+          "[storage][group-commit]") {
+  temp_dir dir;
+  for (auto mode : {durability::strict, durability::relaxed}) {
+    store_options opts;
+    opts.env.dir = dir.path / (mode == durability::strict ? "s" : "r");
+    opts.env.mode = mode;
+    auto st = store::open(opts);
+    REQUIRE(st);
+    bool nosync = ((*st)->db().flags() & MDB_NOSYNC) != 0;
+    CHECK(nosync == (mode == durability::relaxed));
+    CHECK((*st)->close());
+  }
+}

@@ -162,29 +162,48 @@ TEST_CASE("a client transaction id is appended once per partition",
   CHECK(other->results[0].status == frame_result::queued);
 }
 
-TEST_CASE("a transaction id in flight is a duplicate before it is durable",
+TEST_CASE("a duplicate of an id in flight is answered only if its original "
+          "is stored",
           "[storage][log][dedup]") {
   store_fixture fx;
   auto p = fx.make_partition();
   partition_log log{p};
-  auto t = fx.store->db().read();
-  REQUIRE(t);
+  auto seal = [&](const std::vector<spool::storage::frame>& frames) {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto s = log.seal(*t, frames, 1'000'000, fx.enc);
+    REQUIRE(s);
+    return *s;
+  };
   std::vector<spool::storage::frame> one{msg("a", "tx-9")};
-  auto s1 = log.seal(*t, one, 1'000'000, fx.enc);
-  auto s2 = log.seal(*t, one, 1'000'000, fx.enc);
-  t->abort();
-  REQUIRE(s1);
-  REQUIRE(s2);
-  CHECK(s1->results[0].status == frame_result::queued);
-  CHECK(s2->results[0].status == frame_result::duplicate);
-  CHECK(s2->results[0].off == s1->results[0].off);
-  // A failed commit forgets the id: a retry is queued again.
-  log.failed(*s1);
-  auto t2 = fx.store->db().read();
-  REQUIRE(t2);
-  auto s3 = log.seal(*t2, one, 1'000'000, fx.enc);
-  REQUIRE(s3);
-  CHECK(s3->results[0].status == frame_result::queued);
+  auto s1 = seal(one);
+  auto s2 = seal(one);
+  CHECK(s1.results[0].status == frame_result::queued);
+  CHECK(s2.results[0].status == frame_result::duplicate);
+  CHECK(s2.results[0].off == s1.results[0].off);
+  SECTION("the original fails: so does the duplicate") {
+    // s1's batch fails as a whole (it also names a missing partition).
+    spool::storage::write_batch b1{s1.mutations};
+    b1.mutations.emplace_back(spool::storage::mut::put_cursor{
+        p.queue, spool::storage::partition_id{999}, "g", {}});
+    spool::storage::write_batch b2{s2.mutations};
+    std::vector<const spool::storage::write_batch*> group{&b1, &b2};
+    auto results = spool::storage::commit_group(fx.store->db(), group);
+    CHECK(!results[0]);
+    REQUIRE(!results[1]);
+    CHECK(results[1].err().code == ec::conflict);
+    log.failed(s1);
+    log.failed(s2);
+    // The client's retry is appended for real.
+    auto s3 = seal(one);
+    CHECK(s3.results[0].status == frame_result::queued);
+    REQUIRE(fx.commit(spool::storage::write_batch{s3.mutations}));
+    CHECK(fx.read(p, offset{0}).frames.size() == 1);
+  }
+  SECTION("the original is stored: the duplicate holds") {
+    REQUIRE(fx.commit(spool::storage::write_batch{s1.mutations}));
+    REQUIRE(fx.commit(spool::storage::write_batch{s2.mutations}));
+  }
 }
 
 TEST_CASE("a dedup window lets an old transaction id be appended again",

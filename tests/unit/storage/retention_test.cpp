@@ -144,3 +144,32 @@ TEST_CASE("a watermark inside a segment is refused and deletes nothing",
   REQUIRE(!r2);
   CHECK(r2.err().code == ec::offset_out_of_range);
 }
+
+TEST_CASE("retention across a failed write moves the watermark to the next "
+          "stored segment",
+          "[storage][retention]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 10, .max_bytes = 1 << 20}};
+  REQUIRE(fx.append(log, msgs(10), 1'000'000));
+  {
+    // Offsets 10..19 are sealed but their commit fails: a gap.
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto lost = log.seal(*t, msgs(10), 1'000'000, fx.enc);
+    REQUIRE(lost);
+    log.failed(*lost);
+  }
+  REQUIRE(fx.append(log, msgs(10), 2'000'000));
+  auto m = plan(fx, p, {.created_before = 1'500'000});
+  REQUIRE(m);
+  CHECK(m->new_watermark == offset{20});
+  REQUIRE(fx.commit(spool::storage::write_batch{{*m}}));
+  log.watermark_moved(m->new_watermark);
+  CHECK(fx.stored(p).watermark == offset{20});
+  CHECK(log.record().watermark == offset{20});
+  auto r = fx.read(p, offset{0}, 1);
+  REQUIRE(r.skipped);
+  CHECK(r.skipped->second == offset{19});
+  CHECK(r.frames.front().off == offset{20});
+}

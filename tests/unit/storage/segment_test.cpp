@@ -4,6 +4,9 @@
 
 #include <random>
 
+#include <xxhash.h>
+
+#include "storage/keys.hpp"
 #include "storage/segment.hpp"
 
 using namespace spool::storage;
@@ -202,4 +205,38 @@ TEST_CASE("an empty segment cannot be encoded",
   auto r = enc.encode(offset{0}, 1, std::span<const frame>{});
   REQUIRE(!r);
   CHECK(r.err().code == ec::invalid_argument);
+}
+
+TEST_CASE("a random body with a valid header and checksum never crashes the "
+          "frame parser",
+          "[storage][segment][bad-input]") {
+  segment_encoder enc{compression::off};
+  auto good = enc.encode(offset{0}, 1, sample_frames());
+  REQUIRE(good);
+  std::mt19937 rng{99};
+  for (int i = 0; i < 2000; ++i) {
+    auto body = random_bytes(1 + rng() % 120, static_cast<unsigned>(i));
+    std::string seg = good->substr(0, segment_header_size) + body;
+    // Patch sizes and checksum so only the frame parser can object.
+    auto put32 = [&](std::size_t at, std::uint32_t v) {
+      for (int k = 0; k < 4; ++k)
+        seg[at + k] = static_cast<char>((v >> (24 - 8 * k)) & 0xff);
+    };
+    put32(24, static_cast<std::uint32_t>(body.size()));
+    put32(28, static_cast<std::uint32_t>(body.size()));
+    XXH64_state_t* st = XXH64_createState();
+    XXH64_reset(st, 0);
+    XXH64_update(st, seg.data(), 32);
+    XXH64_update(st, body.data(), body.size());
+    auto sum = XXH64_digest(st);
+    XXH64_freeState(st);
+    for (int k = 0; k < 8; ++k)
+      seg[32 + k] = static_cast<char>((sum >> (56 - 8 * k)) & 0xff);
+    std::vector<stored_frame> out;
+    auto h = decode_segment(seg, at(0), out);
+    if (!h)
+      CHECK(h.err().code == ec::corrupt_segment);
+    else
+      CHECK(out.size() == h->frame_count);
+  }
 }

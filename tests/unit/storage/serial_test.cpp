@@ -96,3 +96,39 @@ TEST_CASE("an unknown mutation index is rejected",
   write_batch back;
   CHECK(!from_bytes(bytes, back));
 }
+
+TEST_CASE("an enum value beyond its type is rejected",
+          "[storage][serial][bad-input]") {
+  subscription_record rec;
+  auto bytes = to_bytes(rec);
+  bytes[0] = static_cast<char>(3); // mode: no such subscription mode
+  subscription_record back;
+  CHECK(!from_bytes(bytes, back));
+  bytes[0] = static_cast<char>(2);
+  CHECK(from_bytes(bytes, back));
+  CHECK(back.mode == subscription_mode::timestamp);
+}
+
+TEST_CASE("a varint beyond 64 bits is rejected",
+          "[storage][serial][bad-input]") {
+  std::string max;
+  put_varint(max, UINT64_MAX);
+  std::string_view in = max;
+  std::uint64_t x = 0;
+  CHECK(get_varint(in, x));
+  CHECK(x == UINT64_MAX);
+  std::string over = max;
+  over.back() = 0x02; // a 65th bit
+  in = over;
+  CHECK(!get_varint(in, x));
+}
+
+TEST_CASE("a hostile element count fails without decoding past the input",
+          "[storage][serial][bad-input]") {
+  std::string bytes;
+  put_varint(bytes, 1'000'000); // claims a million mutations
+  bytes.append(50, '\0');
+  write_batch back;
+  CHECK(!from_bytes(bytes, back));
+  CHECK(back.mutations.size() <= 50);
+}

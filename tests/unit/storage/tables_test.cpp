@@ -127,8 +127,6 @@ TEST_CASE("a record that does not decode is an error naming its table",
     REQUIRE(w);
     REQUIRE(w->put(w->db().cursors, keys::partition_named(p.queue, p.id, "g"),
                    std::string("\x01\xff\xff", 3)));
-    REQUIRE(w->put(w->db().segments, keys::segment(p.queue, p.id, offset{0}),
-                   "garbage"));
     REQUIRE(w->commit());
   }
   auto t = fx.store->db().read();
