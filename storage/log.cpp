@@ -123,6 +123,19 @@ expected<sealed_append> partition_log::seal(txn& read,
     begin = end;
   }
   // Commit the in-memory state only now that nothing can fail.
+  if (!stored.empty()) {
+    pending_seal ps{out.first, pending_seal::in_flight, {}};
+    for (auto& m : out.mutations)
+      if (auto* a = std::get_if<mut::append_segment>(&m))
+        ps.segments.push_back(mut::append_segment{a->queue,
+                                                  a->partition,
+                                                  a->base,
+                                                  a->frame_count,
+                                                  a->created_at,
+                                                  {},
+                                                  {}});
+    order_.push_back(std::move(ps));
+  }
   next_ = next;
   if (!stored.empty())
     last_stamp_ = out.created_at;
@@ -132,16 +145,31 @@ expected<sealed_append> partition_log::seal(txn& read,
 }
 
 void partition_log::durable(const sealed_append& s) {
-  for (auto& m : s.mutations)
-    if (auto* a = std::get_if<mut::append_segment>(&m))
-      advance_partition(durable_, a->base, a->frame_count, a->created_at);
-  for (auto& id : s.pending_ids)
-    in_flight_.erase(id);
+  settle(s, pending_seal::durable);
 }
 
 void partition_log::failed(const sealed_append& s) {
+  settle(s, pending_seal::failed);
+}
+
+void partition_log::settle(const sealed_append& s,
+                           pending_seal::state_t outcome) {
   for (auto& id : s.pending_ids)
     in_flight_.erase(id);
+  // Only seals that stored frames are tracked (an all-duplicate seal shares
+  // its `first` with the next seal).
+  for (auto& ps : order_)
+    if (s.next > s.first && ps.first == s.first
+        && ps.state == pending_seal::in_flight) {
+      ps.state = outcome;
+      break;
+    }
+  while (!order_.empty() && order_.front().state != pending_seal::in_flight) {
+    if (order_.front().state == pending_seal::durable)
+      for (auto& a : order_.front().segments)
+        advance_partition(durable_, a.base, a.frame_count, a.created_at);
+    order_.pop_front();
+  }
 }
 
 void partition_log::watermark_moved(offset watermark) {

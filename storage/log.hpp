@@ -6,6 +6,7 @@
 /// planning). Reads see only committed, i.e. durable, segments.
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,7 +55,10 @@ public:
   partition_log(partition_record rec, segment_limits seg = {},
                 frame_limits frames = {});
 
-  /// The durable state (what a restart recovers).
+  /// The durable state readers may use: the record advanced over the
+  /// contiguous prefix of settled seals. `record().next_offset` is the
+  /// readable end: a seal committed before an earlier one still in flight
+  /// stays invisible until that one settles (see `durable`).
   const partition_record& record() const noexcept {
     return durable_;
   }
@@ -70,11 +74,17 @@ public:
   expected<sealed_append> seal(txn& read, std::span<const frame> frames,
                                micros now, segment_encoder& enc,
                                std::int64_t dedup_window_s = 0);
-  /// The sealed append is durable.
+  /// The sealed append is durable. Seals may become durable out of order
+  /// (a multi-partition batch can wait for another partition); the record
+  /// advances only over the settled prefix, in seal order.
   void durable(const sealed_append& s);
   /// The sealed append's commit failed: its ids are forgotten; its offsets
   /// stay a gap (never reused while this log lives).
   void failed(const sealed_append& s);
+  /// Seals neither durable nor failed yet.
+  std::size_t in_flight() const noexcept {
+    return order_.size();
+  }
   /// Retention or purge committed: moves the durable watermark.
   void watermark_moved(offset watermark);
 
@@ -86,6 +96,14 @@ private:
   micros last_stamp_ = 0;
   /// Client ids sealed but not yet durable.
   std::unordered_map<std::string, offset> in_flight_;
+  /// Seals with stored frames, in seal order, until their prefix settles.
+  struct pending_seal {
+    offset first;
+    enum state_t : std::uint8_t { in_flight, durable, failed } state;
+    std::vector<mut::append_segment> segments; ///< without their bytes
+  };
+  std::deque<pending_seal> order_;
+  void settle(const sealed_append& s, pending_seal::state_t outcome);
 };
 
 /// Frames read from a partition.

@@ -89,6 +89,51 @@ expected<void> apply_one(txn& t, const mut::create_partition& m) {
   return bump_counters(t, &id_counters::next_partition, m.rec.id.value);
 }
 
+/// A segment below the partition's next offset must fill a hole that a
+/// later segment, committed first, left: no overlap with its neighbours, a
+/// stamp between theirs, not below what retention deleted.
+expected<void> check_hole(txn& t, const partition_record& rec,
+                          const mut::append_segment& m, const std::string& w) {
+  auto refuse = [&](std::string_view why) {
+    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
+                      " ", why);
+  };
+  if (m.base < rec.deleted_below)
+    return refuse("is below what retention deleted");
+  auto end = m.base + static_cast<std::int64_t>(m.frame_count);
+  auto prefix = keys::partition(m.queue, m.partition);
+  auto cur = t.open_cursor(t.db().segments);
+  if (!cur)
+    return std::move(cur).err();
+  auto found = cur->seek(keys::segment(m.queue, m.partition, m.base));
+  if (!found)
+    return std::move(found).err();
+  if (*found && cur->key().substr(0, prefix.size()) == prefix) {
+    auto next = peek_segment_header(cur->value(),
+                                    {w, keys::segment_base(cur->key())});
+    if (!next)
+      return std::move(next).err();
+    if (next->base < end)
+      return refuse("overlaps stored offsets");
+    if (next->created_at < m.created_at)
+      return refuse("is stamped after the segment that follows it");
+  }
+  auto moved = *found ? cur->prev() : cur->last();
+  if (!moved)
+    return std::move(moved).err();
+  if (*moved && cur->key().substr(0, prefix.size()) == prefix) {
+    auto prev = peek_segment_header(cur->value(),
+                                    {w, keys::segment_base(cur->key())});
+    if (!prev)
+      return std::move(prev).err();
+    if (prev->end() > m.base)
+      return refuse("overlaps stored offsets");
+    if (prev->created_at > m.created_at)
+      return refuse("is stamped before the segment that precedes it");
+  }
+  return {};
+}
+
 expected<void> apply_one(txn& t, const mut::append_segment& m) {
   auto rec = tables::require_partition(t, m.queue, m.partition);
   if (!rec)
@@ -99,13 +144,13 @@ expected<void> apply_one(txn& t, const mut::append_segment& m) {
     return make_error(ec::invalid_argument, w, ": segment at offset ",
                       m.base.value, " with ", m.frame_count,
                       " frames is out of range");
-  if (m.base < rec->next_offset)
-    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
-                      " overlaps stored offsets below ",
-                      rec->next_offset.value);
-  if (m.created_at < rec->last_created_at)
-    return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
-                      " stamped before the previous segment");
+  if (m.base >= rec->next_offset) {
+    if (m.created_at < rec->last_created_at)
+      return make_error(ec::conflict, w, ": segment at offset ", m.base.value,
+                        " stamped before the previous segment");
+  } else {
+    SPOOL_TRY(check_hole(t, *rec, m, w));
+  }
   // The checksum is cheap (no decompression) and keeps a damaged segment
   // from ever being stored; the frames were built by our own encoder.
   auto h = verify_segment(m.bytes, {w, m.base});
@@ -169,6 +214,7 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
   }
   if (!found)
     return std::move(found).err();
+  rec->deleted_below = std::max(rec->deleted_below, m.new_watermark);
   // An id may have been reused after its dedup window: forget it only while
   // it still points into the deleted range.
   for (auto& txid : m.forget_ids) {
@@ -245,7 +291,10 @@ void advance_partition(partition_record& rec, offset base,
                        std::uint32_t frame_count, micros created_at) {
   if (rec.watermark >= rec.next_offset) // nothing retained so far
     rec.watermark = base;
-  rec.next_offset = base + static_cast<std::int64_t>(frame_count);
+  else
+    rec.watermark = std::min(rec.watermark, base); // a hole filled
+  rec.next_offset = std::max(rec.next_offset,
+                             base + static_cast<std::int64_t>(frame_count));
   rec.last_created_at = std::max(rec.last_created_at, created_at);
 }
 

@@ -79,6 +79,8 @@ struct partition_record {
   micros last_created_at = 0;
   offset watermark{0};
   micros created_at = 0;
+  /// Everything below was deleted by retention or purge (never refilled).
+  offset deleted_below{0};
 
   offset last_offset() const noexcept {
     return next_offset - 1;
@@ -90,7 +92,7 @@ struct partition_record {
   template <class F>
   friend auto fields(F& f, partition_record& x) {
     return f(x.queue, x.id, x.name, x.uuid, x.next_offset, x.last_created_at,
-             x.watermark, x.created_at);
+             x.watermark, x.created_at, x.deleted_below);
   }
 };
 

@@ -220,3 +220,93 @@ TEST_CASE("a dedup window lets an old transaction id be appended again",
   CHECK(outside->results[0].status == frame_result::queued);
   CHECK(outside->results[0].off == offset{1});
 }
+
+TEST_CASE("seals committed out of order become readable in offset order",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto seal = [&](std::size_t n, spool::storage::micros now) {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto s
+        = log.seal(*t, msgs(n, "s" + std::to_string(now) + "-"), now, fx.enc);
+    REQUIRE(s);
+    return *s;
+  };
+  auto s1 = seal(10, 1'000'000);
+  auto s2 = seal(10, 2'000'000);
+  // The later seal commits first (its batch did not wait for another
+  // partition); it is stored but not yet readable through the log.
+  REQUIRE(fx.commit(spool::storage::write_batch{s2.mutations}));
+  log.durable(s2);
+  CHECK(log.record().next_offset == offset{0});
+  CHECK(log.in_flight() == 2);
+  REQUIRE(fx.commit(spool::storage::write_batch{s1.mutations}));
+  log.durable(s1);
+  CHECK(log.record().next_offset == offset{20});
+  CHECK(log.in_flight() == 0);
+  CHECK(log.record() == fx.stored(p));
+  auto all = fx.read(p, offset{0});
+  REQUIRE(all.frames.size() == 20);
+  CHECK(all.frames[0].data.payload == "s1000000-0");
+  CHECK(all.frames[10].data.payload == "s2000000-0");
+}
+
+TEST_CASE("a failed seal before a durable one leaves a gap readers skip",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto s1 = log.seal(*t, msgs(5), 1'000'000, fx.enc);
+  auto s2 = log.seal(*t, msgs(5, "b"), 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(s1);
+  REQUIRE(s2);
+  REQUIRE(fx.commit(spool::storage::write_batch{s2->mutations}));
+  log.durable(*s2);
+  log.failed(*s1);
+  CHECK(log.record() == fx.stored(p));
+  CHECK(log.record().next_offset == offset{10});
+  CHECK(log.record().watermark == offset{5});
+  auto r = fx.read(p, offset{0});
+  REQUIRE(r.frames.size() == 5);
+  CHECK(r.frames.front().off == offset{5});
+}
+
+TEST_CASE("a late segment may fill a hole but never overlap or break stamp "
+          "order",
+          "[storage][log][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto s1 = log.seal(*t, msgs(5), 1'000'000, fx.enc);
+  auto s2 = log.seal(*t, msgs(5), 2'000'000, fx.enc);
+  t->abort();
+  REQUIRE(fx.commit(spool::storage::write_batch{s2->mutations}));
+  // A forged filler stamped after its successor is refused.
+  spool::storage::segment_encoder enc;
+  auto frames = msgs(5);
+  auto late
+      = std::get<spool::storage::mut::append_segment>(s1->mutations.front());
+  late.created_at = 3'000'000;
+  late.bytes = *enc.encode(offset{0}, 3'000'000, frames);
+  auto r = fx.commit(spool::storage::write_batch{{late}});
+  REQUIRE(!r);
+  CHECK(r.err().message.find("stamped after") != std::string::npos);
+  // One that overlaps the stored segment is refused.
+  auto overlap
+      = std::get<spool::storage::mut::append_segment>(s1->mutations.front());
+  overlap.base = offset{3};
+  overlap.bytes = *enc.encode(offset{3}, 1'000'000, frames);
+  auto r2 = fx.commit(spool::storage::write_batch{{overlap}});
+  REQUIRE(!r2);
+  CHECK(r2.err().message.find("overlaps") != std::string::npos);
+  // The real one fills the hole.
+  REQUIRE(fx.commit(spool::storage::write_batch{s1->mutations}));
+  CHECK(fx.read(p, offset{0}).frames.size() == 10);
+}

@@ -173,3 +173,24 @@ TEST_CASE("retention across a failed write moves the watermark to the next "
   CHECK(r.skipped->second == offset{19});
   CHECK(r.frames.front().off == offset{20});
 }
+
+TEST_CASE("a late segment below what retention deleted is refused",
+          "[storage][retention][bad-input]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto s1 = log.seal(*t, msgs(5), 1'000'000, fx.enc);
+  auto s2 = log.seal(*t, msgs(5), 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(fx.commit(spool::storage::write_batch{s2->mutations}));
+  auto m = plan(fx, p, {});
+  REQUIRE(m);
+  CHECK(m->new_watermark == offset{10});
+  REQUIRE(fx.commit(spool::storage::write_batch{{*m}}));
+  auto r = fx.commit(spool::storage::write_batch{s1->mutations});
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::conflict);
+  CHECK(r.err().message.find("retention") != std::string::npos);
+}
