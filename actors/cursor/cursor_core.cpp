@@ -29,6 +29,22 @@ const char* to_string(ack_error e) noexcept {
   return "unknown";
 }
 
+const char* to_string(empty_reason r) noexcept {
+  switch (r) {
+  case empty_reason::empty:
+    return "empty";
+  case empty_reason::lease_held:
+    return "lease_held";
+  case empty_reason::delayed:
+    return "delayed";
+  case empty_reason::window_buffer:
+    return "window_buffer";
+  case empty_reason::no_partition:
+    return "no_partition";
+  }
+  return "unknown";
+}
+
 const char* to_string(extend_error e) noexcept {
   switch (e) {
   case extend_error::none:

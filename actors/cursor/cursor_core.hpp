@@ -54,12 +54,18 @@ enum class ack_error : std::uint8_t {
 
 const char* to_string(ack_error e) noexcept;
 
-/// Why a plan delivers nothing.
+/// Why a pop delivers nothing (semantics.md §3). The cursor core answers
+/// the first three; the partition adds `window_buffer` and a delayed
+/// `delayedProcessing` frame, the queue `no_partition`.
 enum class empty_reason : std::uint8_t {
-  empty,      ///< nothing deliverable up to the visible end
-  lease_held, ///< the group's lease on this partition is live
-  delayed,    ///< redelivery waits for a retry delay
+  empty,         ///< nothing deliverable up to the visible end
+  lease_held,    ///< the group's lease on this partition is live
+  delayed,       ///< a retry delay or delayedProcessing holds frames back
+  window_buffer, ///< the partition is still inside its windowBuffer
+  no_partition,  ///< the queue or partition does not exist (yet)
 };
+
+const char* to_string(empty_reason r) noexcept;
 
 struct offset_range {
   offset first;
