@@ -1,0 +1,326 @@
+// Message flow: the partition forwards pop / ack / extend with a view of
+// itself (watermark, readable end, newest stamp). A pop plans with the core,
+// reads the planned frames, cuts them by visibility and bytes, grants the
+// lease, writes the cursor record (+ dead letters) and answers when that
+// write is durable. Acks that change state answer after their write too.
+// The one timer (`expire_atom` with an id; stale ids are ignored) ends
+// expired leases.
+
+#include "actors/cursor/cursor_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/local_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "storage/tables.hpp"
+
+namespace spool::actors {
+
+namespace {
+
+struct cursor_state {
+  static inline const char* name = "spool.cursor";
+  cursor_config cfg;
+  std::optional<core::cursor_core> core;
+  /// The deadline the pending timer fires at, and its id.
+  std::optional<core::mono_time> armed;
+  std::uint64_t timer_id = 0;
+};
+
+using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
+
+/// Reads the frames at `offsets` (sorted) in one short read transaction.
+storage::expected<std::map<storage::offset, storage::stored_frame>>
+load_frames(const cursor_config& cfg,
+            const std::vector<storage::offset>& offs) {
+  std::map<storage::offset, storage::stored_frame> out;
+  if (offs.empty())
+    return out;
+  auto [lo, hi] = std::minmax_element(offs.begin(), offs.end());
+  auto t = cfg.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto r = storage::read_frames(*t, cfg.queue, cfg.partition, *lo,
+                                static_cast<std::size_t>(*hi - *lo + 1));
+  if (!r)
+    return std::move(r).err();
+  for (auto& f : r->frames)
+    if (std::binary_search(offs.begin(), offs.end(), f.off))
+      out.emplace(f.off, std::move(f));
+  return out;
+}
+
+/// The cursor record plus the dead letters, as one batch.
+storage::write_batch
+state_batch(const cursor_config& cfg, const core::cursor_core& core,
+            const std::vector<core::dead_letter>& dead,
+            const std::map<storage::offset, storage::stored_frame>& frames) {
+  storage::write_batch b;
+  b.mutations.emplace_back(storage::mut::put_cursor{cfg.queue, cfg.partition,
+                                                    cfg.group, core.record()});
+  for (auto& d : dead) {
+    storage::dlq_entry e;
+    e.id = cfg.store->next_dlq_id();
+    e.partition = cfg.partition;
+    if (auto it = frames.find(d.off); it != frames.end())
+      e.message = it->second;
+    else
+      e.message.off = d.off; // deleted by retention meanwhile
+    e.error = d.error;
+    e.deliveries = d.deliveries;
+    e.failed_at = cfg.wall();
+    b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, e});
+  }
+  return b;
+}
+
+/// Builds the batch for `dead` (reading their frames) and writes it; `then`
+/// gets the write's error, if any.
+template <class F>
+void persist(cursor_ptr self, const std::vector<core::dead_letter>& dead,
+             const std::map<storage::offset, storage::stored_frame>& known,
+             F then) {
+  auto& st = self->state;
+  auto frames = known;
+  std::vector<storage::offset> missing;
+  for (auto& d : dead)
+    if (!frames.contains(d.off))
+      missing.push_back(d.off);
+  std::sort(missing.begin(), missing.end());
+  if (auto more = load_frames(st.cfg, missing))
+    frames.merge(*more);
+  auto batch = state_batch(st.cfg, *st.core, dead, frames);
+  self->request(st.cfg.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([then](write_result& r) mutable { then(std::move(r.failure)); },
+            [then](caf::error& err) mutable {
+              then(storage::make_error(
+                  storage::ec::io_error,
+                  "writer unreachable: ", caf::to_string(err)));
+            });
+}
+
+/// Keeps one timer at the core's next deadline.
+void arm(cursor_ptr self) {
+  auto& st = self->state;
+  auto deadline = st.core->next_deadline();
+  if (!deadline || (st.armed && *st.armed <= *deadline))
+    return;
+  st.armed = deadline;
+  auto delay = std::max(*deadline - self->clock().now(),
+                        core::mono_clock::duration::zero());
+  self->delayed_send(self, delay, expire_atom::value, ++st.timer_id);
+}
+
+caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
+                                              const partition_view& view) {
+  auto& st = self->state;
+  auto& core = *st.core;
+  auto rp = self->make_response_promise<pop_reply>();
+  auto now = self->clock().now();
+  auto wall = st.cfg.wall();
+  auto [expired, dead] = core.expire(now);
+  auto answer
+      = [self,
+         rp](pop_reply reply, bool write, std::vector<core::dead_letter> dead,
+             std::map<storage::offset, storage::stored_frame> frames) mutable {
+          if (!write) {
+            rp.deliver(std::move(reply));
+            return;
+          }
+          persist(self, dead, frames,
+                  [rp, reply = std::move(reply)](
+                      std::optional<storage::error> failure) mutable {
+                    if (failure) {
+                      reply = pop_reply{};
+                      reply.failure = std::move(failure);
+                    }
+                    rp.deliver(std::move(reply));
+                  });
+        };
+  auto planned
+      = core.plan(now, view.watermark, view.readable_end - 1, req.batch);
+  if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
+    pop_reply reply;
+    reply.reason = *reason;
+    answer(std::move(reply), expired, std::move(dead), {});
+    arm(self);
+    return rp;
+  }
+  auto& plan = std::get<core::delivery_plan>(planned);
+  std::vector<storage::offset> wanted = plan.deliver;
+  wanted.insert(wanted.end(), plan.dead.begin(), plan.dead.end());
+  std::sort(wanted.begin(), wanted.end());
+  auto frames = load_frames(st.cfg, wanted);
+  if (!frames) {
+    pop_reply reply;
+    reply.failure = frames.err();
+    answer(std::move(reply), expired, std::move(dead), {});
+    return rp;
+  }
+  // Frames missing from the read (deleted meanwhile) end the deliverable run.
+  std::vector<storage::micros> stamps;
+  for (auto off : plan.deliver) {
+    auto it = frames->find(off);
+    if (it == frames->end())
+      break;
+    stamps.push_back(it->second.created_at);
+  }
+  auto vis = core::visible_prefix(stamps, view.newest_created_at, wall,
+                                  st.cfg.visibility);
+  std::size_t n = 0;
+  std::size_t bytes = 0;
+  for (; n < vis.count; ++n) {
+    auto size = frames->at(plan.deliver[n]).data.payload.size();
+    if (n > 0 && bytes + size > req.max_bytes)
+      break;
+    bytes += size;
+  }
+  if (n == 0 && plan.dead.empty()) {
+    pop_reply reply;
+    reply.reason = vis.held_back.value_or(core::empty_reason::empty);
+    answer(std::move(reply), expired, std::move(dead), {});
+    arm(self);
+    return rp;
+  }
+  auto granted = core.grant(plan, n, req.lease_id, now);
+  dead.insert(dead.end(), granted.dead.begin(), granted.dead.end());
+  pop_reply reply;
+  reply.skipped = plan.skipped;
+  for (std::size_t i = 0; i < n; ++i)
+    reply.messages.push_back(delivered_frame{
+        frames->at(plan.deliver[i]), granted.delivery_counts[i].second});
+  if (req.auto_ack && granted.lease) {
+    for (auto& m : reply.messages) {
+      core::ack_request a;
+      a.lease_id = granted.lease->id;
+      a.off = m.frame.off;
+      (void)core.ack(a, view.readable_end - 1, now);
+    }
+  } else {
+    reply.lease = granted.lease;
+  }
+  if (reply.messages.empty())
+    reply.reason = core::empty_reason::empty;
+  answer(std::move(reply), true, std::move(dead), std::move(*frames));
+  arm(self);
+  return rp;
+}
+
+caf::typed_response_promise<ack_reply>
+on_ack(cursor_ptr self, core::ack_request& req, const partition_view& view) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<ack_reply>();
+  auto out = st.core->ack(req, view.readable_end - 1, self->clock().now());
+  ack_reply reply;
+  reply.error = out.error;
+  reply.lease_released = out.lease_released;
+  reply.dead_lettered = out.dead.has_value();
+  if (!out.changed) {
+    rp.deliver(std::move(reply));
+    return rp;
+  }
+  std::vector<core::dead_letter> dead;
+  if (out.dead)
+    dead.push_back(*out.dead);
+  persist(self, dead, {},
+          [rp, reply](std::optional<storage::error> failure) mutable {
+            reply.failure = std::move(failure);
+            rp.deliver(std::move(reply));
+          });
+  arm(self);
+  return rp;
+}
+
+void on_expire(cursor_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.timer_id)
+    return; // superseded by an earlier deadline
+  st.armed.reset();
+  auto [changed, dead] = st.core->expire(self->clock().now());
+  if (changed)
+    persist(self, dead, {}, [self](std::optional<storage::error> failure) {
+      if (failure)
+        self->quit(caf::make_error(caf::sec::runtime_error,
+                                   storage::to_string(*failure)));
+    });
+  arm(self);
+}
+
+cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
+                                   storage::cursor_record rec, bool lost) {
+  self->state.cfg = std::move(cfg);
+  self->state.core.emplace(std::move(rec), self->state.cfg.policy);
+  if (lost) {
+    // A lease recorded before a restart ends as an expiry would.
+    auto [changed, dead] = self->state.core->recover_lost_lease();
+    if (changed)
+      persist(self, dead, {}, [](std::optional<storage::error>) {});
+  }
+  arm(self);
+  return {
+      [self](pop_atom, pop_request& req, const partition_view& view) {
+        return on_pop(self, req, view);
+      },
+      [self](ack_atom, core::ack_request& req, const partition_view& view) {
+        return on_ack(self, req, view);
+      },
+      [self](extend_atom, const std::string& lease_id,
+             std::chrono::milliseconds by) {
+        extend_reply reply;
+        auto r = self->state.core->extend(lease_id, by, self->clock().now());
+        if (auto* t = std::get_if<core::mono_time>(&r))
+          reply.expires = *t;
+        else
+          reply.error = std::get<core::extend_error>(r);
+        arm(self);
+        return reply;
+      },
+      [self](expire_atom, std::uint64_t id) { on_expire(self, id); },
+  };
+}
+
+} // namespace
+
+storage::expected<void> cursor_config::validate() const {
+  if (store == nullptr)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "cursor: no store");
+  if (!writer)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "cursor: no writer");
+  if (!wall)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "cursor: no wall clock");
+  if (group.empty())
+    return storage::make_error(storage::ec::invalid_argument,
+                               "cursor: empty group name");
+  return {};
+}
+
+storage::expected<cursor_actor> spawn_cursor(caf::local_actor* parent,
+                                             cursor_config cfg) {
+  SPOOL_TRY(cfg.validate());
+  auto t = cfg.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto rec
+      = storage::tables::get_cursor(*t, cfg.queue, cfg.partition, cfg.group);
+  t->abort();
+  if (!rec)
+    return std::move(rec).err();
+  bool existed = rec->has_value();
+  storage::cursor_record initial;
+  initial.committed = cfg.initial_committed;
+  auto record = existed ? std::move(**rec) : initial;
+  bool lost = existed && record.leased.has_value();
+  return parent->spawn<caf::linked>(cursor, std::move(cfg), std::move(record),
+                                    lost);
+}
+
+} // namespace spool::actors

@@ -1,0 +1,42 @@
+#pragma once
+
+/// The cursor actor: one consumer group on one partition, a child of the
+/// partition actor. A thin shell over `core::cursor_core`: it reads frames in
+/// short read transactions of its own, persists the cursor record (and dead
+/// letters) through the writer before answering, and keeps one timer for its
+/// next deadline.
+
+#include <caf/fwd.hpp>
+
+#include <functional>
+#include <string>
+
+#include "actors/interfaces.hpp"
+#include "actors/partition/visibility.hpp"
+#include "storage/store.hpp"
+
+namespace spool::actors {
+
+struct cursor_config {
+  storage::store* store = nullptr;
+  writer_actor writer;
+  storage::queue_id queue;
+  storage::partition_id partition;
+  std::string group;
+  core::cursor_policy policy;
+  core::visibility_policy visibility;
+  /// Wall clock in µs (created_at comparisons, DLQ failure times).
+  std::function<storage::micros()> wall;
+  /// Where a cursor the group never had starts: committed = this.
+  storage::offset initial_committed{-1};
+
+  storage::expected<void> validate() const;
+};
+
+/// Validates `cfg`, loads the group's cursor record (a lease recorded there
+/// was lost to a restart and ends as an expiry) and spawns the cursor as a
+/// child of `parent`.
+storage::expected<cursor_actor> spawn_cursor(caf::local_actor* parent,
+                                             cursor_config cfg);
+
+} // namespace spool::actors

@@ -1,0 +1,182 @@
+// Message flow: a push seals the frames with the partition log (dedup,
+// offsets, one created_at), sends the batch to the writer and answers when it
+// is durable; only then do the frames become readable (`log.record()`
+// advances over settled seals in seal order). Pops, acks and extends go to
+// the group's cursor child, spawned on first contact, with the partition's
+// view (watermark, readable end, newest stamp).
+
+#include "actors/partition/partition_actor.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <memory>
+#include <unordered_map>
+
+#include "actors/cursor/cursor_actor.hpp"
+
+namespace spool::actors {
+
+namespace {
+
+struct partition_state {
+  static inline const char* name = "spool.partition";
+  partition_config cfg;
+  std::unique_ptr<storage::partition_log> log;
+  std::unique_ptr<storage::segment_encoder> enc;
+  std::unordered_map<std::string, cursor_actor> cursors;
+};
+
+using partition_ptr = partition_actor::stateful_pointer<partition_state>;
+
+partition_view view_of(const storage::partition_log& log) {
+  auto& rec = log.record();
+  return {rec.watermark, rec.next_offset, rec.last_created_at};
+}
+
+/// The group's cursor, spawned on first contact.
+storage::expected<cursor_actor> cursor_for(partition_ptr self,
+                                           const std::string& group) {
+  auto& st = self->state;
+  if (auto it = st.cursors.find(group); it != st.cursors.end())
+    return it->second;
+  cursor_config cc;
+  cc.store = st.cfg.store;
+  cc.writer = st.cfg.writer;
+  cc.queue = st.cfg.record.queue;
+  cc.partition = st.cfg.record.id;
+  cc.group = group;
+  cc.policy = core::cursor_policy::from(st.cfg.options);
+  cc.visibility = core::visibility_policy::from(st.cfg.options);
+  cc.wall = st.cfg.wall;
+  // Until subscription modes exist, a new group starts at the oldest
+  // retained frame (mode `all`, the default).
+  cc.initial_committed = st.log->record().watermark - 1;
+  auto c = spawn_cursor(self, std::move(cc));
+  if (c)
+    st.cursors.emplace(group, *c);
+  return c;
+}
+
+caf::typed_response_promise<push_reply>
+on_push(partition_ptr self, std::vector<storage::frame>& frames) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<push_reply>();
+  auto t = st.cfg.store->db().read();
+  if (!t) {
+    rp.deliver(push_reply{{}, 0, t.err()});
+    return rp;
+  }
+  auto sealed = st.log->seal(*t, frames, st.cfg.wall(), *st.enc,
+                             st.cfg.options.dedup_window_s);
+  t->abort();
+  if (!sealed) {
+    rp.deliver(push_reply{{}, 0, sealed.err()});
+    return rp;
+  }
+  auto s = std::make_shared<storage::sealed_append>(std::move(*sealed));
+  if (s->mutations.empty()) { // only duplicates of stored frames
+    st.log->durable(*s);
+    rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
+    return rp;
+  }
+  self->request(st.cfg.writer, caf::infinite, write_atom::value,
+                storage::write_batch{s->mutations})
+      .then(
+          [self, rp, s](write_result& r) mutable {
+            if (r.ok()) {
+              self->state.log->durable(*s);
+              rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
+            } else {
+              self->state.log->failed(*s);
+              rp.deliver(push_reply{{}, 0, r.failure});
+            }
+          },
+          [self, rp, s](caf::error& err) mutable {
+            self->state.log->failed(*s);
+            rp.deliver(push_reply{{},
+                                  0,
+                                  storage::make_error(storage::ec::io_error,
+                                                      "writer unreachable: ",
+                                                      caf::to_string(err))});
+          });
+  return rp;
+}
+
+partition_actor::behavior_type partition(partition_ptr self,
+                                         partition_config cfg) {
+  auto& st = self->state;
+  st.cfg = std::move(cfg);
+  st.log = std::make_unique<storage::partition_log>(
+      st.cfg.record, st.cfg.segments, st.cfg.frames);
+  st.enc = std::make_unique<storage::segment_encoder>(st.cfg.codec);
+  auto failed = [](const storage::error& err) {
+    pop_reply r;
+    r.failure = err;
+    return r;
+  };
+  return {
+      [self](push_atom, std::vector<storage::frame>& frames) {
+        return on_push(self, frames);
+      },
+      [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
+        auto c = cursor_for(self, req.group);
+        if (!c) {
+          auto rp = self->make_response_promise<pop_reply>();
+          rp.deliver(failed(c.err()));
+          return {};
+        }
+        return self->delegate(*c, pop_atom::value, std::move(req),
+                              view_of(*self->state.log));
+      },
+      [self](ack_atom, const std::string& group,
+             core::ack_request& req) -> caf::delegated<ack_reply> {
+        auto c = cursor_for(self, group);
+        if (!c) {
+          auto rp = self->make_response_promise<ack_reply>();
+          rp.deliver(ack_reply{core::ack_error::none, false, false, c.err()});
+          return {};
+        }
+        return self->delegate(*c, ack_atom::value, std::move(req),
+                              view_of(*self->state.log));
+      },
+      [self](extend_atom, const std::string& group, const std::string& lease_id,
+             std::chrono::milliseconds by) -> caf::delegated<extend_reply> {
+        auto c = cursor_for(self, group);
+        if (!c) {
+          auto rp = self->make_response_promise<extend_reply>();
+          rp.deliver(extend_reply{core::extend_error::not_found, std::nullopt});
+          return {};
+        }
+        return self->delegate(*c, extend_atom::value, lease_id, by);
+      },
+  };
+}
+
+} // namespace
+
+storage::expected<void> partition_config::validate() const {
+  if (store == nullptr)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "partition: no store");
+  if (!writer)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "partition: no writer");
+  if (!wall)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "partition: no wall clock");
+  if (segments.max_frames == 0 || segments.max_bytes == 0)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "partition: segment limits must be positive");
+  return {};
+}
+
+storage::expected<partition_actor> spawn_partition(caf::actor_system& sys,
+                                                   partition_config cfg) {
+  SPOOL_TRY(cfg.validate());
+  return sys.spawn(partition, std::move(cfg));
+}
+
+} // namespace spool::actors

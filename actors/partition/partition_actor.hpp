@@ -1,0 +1,34 @@
+#pragma once
+
+/// The partition actor: owns its log (seal, dedup, offsets, created_at) and
+/// spawns one cursor child per consumer group on first contact, forwarding
+/// pops, acks and extends to it with a view of the partition.
+
+#include <caf/fwd.hpp>
+
+#include <functional>
+
+#include "actors/interfaces.hpp"
+#include "actors/partition/visibility.hpp"
+#include "storage/store.hpp"
+
+namespace spool::actors {
+
+struct partition_config {
+  storage::store* store = nullptr;
+  writer_actor writer;
+  storage::partition_record record;
+  storage::queue_options options;
+  storage::segment_limits segments;
+  storage::frame_limits frames;
+  storage::compression codec = storage::compression::zstd_when_smaller;
+  /// Wall clock in µs (created_at stamps, visibility).
+  std::function<storage::micros()> wall;
+
+  storage::expected<void> validate() const;
+};
+
+storage::expected<partition_actor> spawn_partition(caf::actor_system& sys,
+                                                   partition_config cfg);
+
+} // namespace spool::actors

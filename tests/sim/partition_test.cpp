@@ -1,0 +1,285 @@
+// The partition and cursor actors under the test coordinator: push, pop,
+// ack, lease expiry on the simulated clock, autoAck, restart.
+
+#include "sim/sim_fixture.hpp"
+
+#include "actors/partition/partition_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+#include "unit/storage/fixture.hpp"
+
+using namespace spool;
+using namespace spool::test;
+using namespace std::chrono_literals;
+using storage::offset;
+
+namespace {
+
+struct partition_fixture : sim_fixture {
+  store_fixture store;
+  actors::writer_actor writer;
+  storage::partition_record rec;
+  storage::queue_options options;
+  actors::partition_actor part;
+  storage::micros wall_base = 1'785'000'000'000'000;
+  caf::actor_clock::time_point start;
+
+  partition_fixture() {
+    start = now();
+    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    REQUIRE(w);
+    writer = *w;
+    rec = store.make_partition();
+    options.lease_time_s = 30;
+    options.retry_limit = 2;
+    spawn();
+  }
+
+  /// Wall clock that moves with the simulated clock.
+  std::function<storage::micros()> wall() {
+    return [this] {
+      return wall_base
+             + std::chrono::duration_cast<std::chrono::microseconds>(now()
+                                                                     - start)
+                   .count();
+    };
+  }
+
+  /// (Re)spawns the partition actor: a restart of the actors over the same
+  /// store (the old one is told to quit).
+  void spawn() {
+    if (part)
+      caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
+    run();
+    actors::partition_config cfg;
+    cfg.store = store.store.get();
+    cfg.writer = writer;
+    cfg.record = store.stored(rec);
+    cfg.options = options;
+    cfg.wall = wall();
+    auto p = actors::spawn_partition(sys, cfg);
+    REQUIRE(p);
+    part = *p;
+  }
+
+  actors::push_reply push(std::vector<storage::frame> frames) {
+    auto r = request<actors::push_reply>(part, actors::push_atom::value,
+                                         std::move(frames));
+    REQUIRE(r);
+    REQUIRE(!r->failure);
+    return *r;
+  }
+
+  actors::pop_reply pop(std::size_t batch, std::string group = "g",
+                        bool auto_ack = false) {
+    actors::pop_request req;
+    req.group = std::move(group);
+    req.batch = batch;
+    req.lease_id = "lease-" + std::to_string(++leases);
+    req.auto_ack = auto_ack;
+    auto r = request<actors::pop_reply>(part, actors::pop_atom::value, req);
+    REQUIRE(r);
+    REQUIRE(!r->failure);
+    return *r;
+  }
+
+  actors::ack_reply ack(const actors::pop_reply& p, std::int64_t off,
+                        core::ack_status status = core::ack_status::completed,
+                        std::string group = "g") {
+    core::ack_request a;
+    a.lease_id = p.lease ? std::optional{p.lease->id} : std::nullopt;
+    a.off = offset{off};
+    a.status = status;
+    a.error = "handler failed";
+    auto r
+        = request<actors::ack_reply>(part, actors::ack_atom::value, group, a);
+    REQUIRE(r);
+    REQUIRE(!r->failure);
+    return *r;
+  }
+
+  storage::cursor_record stored_cursor(const std::string& group = "g") {
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto c = storage::tables::get_cursor(*t, rec.queue, rec.id, group);
+    REQUIRE(c);
+    REQUIRE(*c);
+    return **c;
+  }
+
+  int leases = 0;
+};
+
+std::vector<std::int64_t> offsets(const actors::pop_reply& r) {
+  std::vector<std::int64_t> out;
+  for (auto& m : r.messages)
+    out.push_back(m.frame.off.value);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a push is answered when durable and pops deliver it in order",
+          "[sim][partition]") {
+  partition_fixture fx;
+  auto pushed = fx.push(msgs(5));
+  REQUIRE(pushed.results.size() == 5);
+  CHECK(pushed.results[4].off == offset{4});
+  CHECK(fx.store.stored(fx.rec).next_offset == offset{5});
+  auto p = fx.pop(3);
+  CHECK(offsets(p) == std::vector<std::int64_t>{0, 1, 2});
+  REQUIRE(p.lease);
+  CHECK(p.lease->epoch == 1);
+  CHECK(p.messages[0].delivery_count == 1);
+  CHECK(p.messages[1].frame.data.payload == "m1");
+  // The delivery counts were durable before the answer.
+  CHECK(fx.stored_cursor().leased);
+}
+
+TEST_CASE("a pop while the group's lease is live answers lease_held and "
+          "other groups are independent",
+          "[sim][partition]") {
+  partition_fixture fx;
+  fx.push(msgs(3));
+  fx.pop(1);
+  auto again = fx.pop(1);
+  CHECK(again.messages.empty());
+  CHECK(again.reason == core::empty_reason::lease_held);
+  auto other = fx.pop(3, "other");
+  CHECK(offsets(other) == std::vector<std::int64_t>{0, 1, 2});
+}
+
+TEST_CASE("a lease expires at exactly leaseTime on the actor clock",
+          "[sim][partition][expiry]") {
+  partition_fixture fx;
+  fx.push(msgs(2));
+  auto first = fx.pop(1);
+  fx.advance(30s - 1ms);
+  CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
+  fx.advance(1ms); // the cursor's one timer fires
+  CHECK(fx.stored_cursor().counters.at(0).failures == 1);
+  auto again = fx.pop(1);
+  CHECK(offsets(again) == std::vector<std::int64_t>{0});
+  CHECK(again.messages[0].delivery_count == 2);
+  CHECK(again.lease->epoch == first.lease->epoch + 1);
+}
+
+TEST_CASE("acks commit the contiguous prefix durably before answering",
+          "[sim][partition][ack]") {
+  partition_fixture fx;
+  fx.push(msgs(4));
+  auto p = fx.pop(4);
+  CHECK(fx.ack(p, 1).error == core::ack_error::none);
+  CHECK(fx.stored_cursor().committed == offset{-1});
+  fx.ack(p, 0);
+  CHECK(fx.stored_cursor().committed == offset{1});
+  fx.ack(p, 2);
+  auto last = fx.ack(p, 3);
+  CHECK(last.lease_released);
+  CHECK(fx.stored_cursor().committed == offset{3});
+  CHECK(!fx.stored_cursor().leased);
+  CHECK(fx.ack(actors::pop_reply{}, 9).error == core::ack_error::not_found);
+}
+
+TEST_CASE("autoAck commits what the pop returns, durably, before answering",
+          "[sim][partition][autoack]") {
+  partition_fixture fx;
+  fx.push(msgs(3));
+  auto p = fx.pop(2, "g", true);
+  CHECK(offsets(p) == std::vector<std::int64_t>{0, 1});
+  CHECK(!p.lease);
+  CHECK(fx.stored_cursor().committed == offset{1});
+  CHECK(offsets(fx.pop(5, "g", true)) == std::vector<std::int64_t>{2});
+}
+
+TEST_CASE("autoAck obeys a lease held by another pop of the group",
+          "[sim][partition][autoack]") {
+  partition_fixture fx;
+  fx.push(msgs(3));
+  fx.pop(1);
+  auto p = fx.pop(2, "g", true);
+  CHECK(p.messages.empty());
+  CHECK(p.reason == core::empty_reason::lease_held);
+}
+
+TEST_CASE("a failed ack past retryLimit stores the message in the group's "
+          "dead-letter queue",
+          "[sim][partition][dlq]") {
+  partition_fixture fx; // retryLimit 2
+  fx.push({msg(R"({"poison":true})"), msg("ok")});
+  for (int i = 0; i < 3; ++i) {
+    auto p = fx.pop(2);
+    REQUIRE(offsets(p).front() == 0);
+    auto r = fx.ack(p, 0, core::ack_status::failed);
+    CHECK(r.dead_lettered == (i == 2));
+  }
+  std::vector<storage::dlq_entry> dlq;
+  auto t = fx.store.store->db().read();
+  REQUIRE(storage::tables::scan_dlq(*t, fx.rec.queue, "g",
+                                    [&](const storage::dlq_entry& e) {
+                                      dlq.push_back(e);
+                                      return true;
+                                    }));
+  REQUIRE(dlq.size() == 1);
+  CHECK(dlq[0].message.data.payload == R"({"poison":true})");
+  CHECK(dlq[0].error == "handler failed");
+  CHECK(dlq[0].deliveries == 3);
+  t->abort();
+  CHECK(offsets(fx.pop(2)) == std::vector<std::int64_t>{1});
+}
+
+TEST_CASE("after a restart every lease is gone and its batch is delivered "
+          "again",
+          "[sim][partition][restart]") {
+  partition_fixture fx;
+  fx.push(msgs(3));
+  auto before = fx.pop(3);
+  fx.spawn(); // the actors restart over the same store
+  // A multi-frame lease lost to a restart isolates its frames.
+  auto p = fx.pop(3);
+  CHECK(offsets(p) == std::vector<std::int64_t>{0});
+  CHECK(p.messages[0].delivery_count == 2);
+  CHECK(p.lease->epoch > before.lease->epoch);
+  // The old lease is gone for good.
+  CHECK(fx.ack(before, 1).error == core::ack_error::invalid_lease);
+}
+
+TEST_CASE("a failed ack redelivers the unsettled remainder after retryDelay",
+          "[sim][partition][retry]") {
+  partition_fixture fx;
+  fx.options.retry_delay_ms = 500;
+  fx.spawn();
+  fx.push(msgs(3));
+  auto p = fx.pop(3);
+  fx.ack(p, 0);
+  fx.ack(p, 1, core::ack_status::failed);
+  CHECK(fx.pop(3).reason == core::empty_reason::delayed);
+  fx.advance(500ms);
+  CHECK(offsets(fx.pop(3)) == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("delayedProcessing keeps frames invisible until they are old enough",
+          "[sim][partition][delayed]") {
+  partition_fixture fx;
+  fx.options.delayed_processing_s = 10;
+  fx.spawn();
+  fx.push(msgs(2));
+  CHECK(fx.pop(2).reason == core::empty_reason::delayed);
+  fx.advance(10s);
+  CHECK(offsets(fx.pop(2)) == std::vector<std::int64_t>{0, 1});
+}
+
+TEST_CASE("a lease extend keeps the lease past leaseTime",
+          "[sim][partition][extend]") {
+  partition_fixture fx;
+  fx.push(msgs(1));
+  auto p = fx.pop(1);
+  fx.advance(20s);
+  auto r = fx.request<actors::extend_reply>(fx.part, actors::extend_atom::value,
+                                            std::string{"g"}, p.lease->id,
+                                            std::chrono::milliseconds{60'000});
+  REQUIRE(r);
+  CHECK(r->error == core::extend_error::none);
+  fx.advance(30s); // past the original expiry
+  CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
+  CHECK(fx.ack(p, 0).error == core::ack_error::none);
+}
