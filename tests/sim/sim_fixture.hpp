@@ -61,11 +61,15 @@ struct sim_fixture {
   template <class R, class Handle, class... Ts>
   std::optional<R> request(const Handle& dest, Ts... xs) {
     auto result = std::make_shared<std::optional<R>>();
-    sys.spawn([=](caf::event_based_actor* self) {
-      self->request(dest, caf::infinite, xs...)
-          .then([=](R& r) { *result = std::move(r); },
-                [=](caf::error&) { /* left empty */ });
-    });
+    // The unused int works around CAF 0.17's init_fun_factory, which binds
+    // a reference through a null shared_ptr for argument-less spawns (UBSan).
+    sys.spawn(
+        [=](caf::event_based_actor* self, int) {
+          self->request(dest, caf::infinite, xs...)
+              .then([=](R& r) { *result = std::move(r); },
+                    [=](caf::error&) { /* left empty */ });
+        },
+        0);
     run();
     return *result;
   }
@@ -75,10 +79,13 @@ struct sim_fixture {
   std::shared_ptr<std::optional<R>> request_later(const Handle& dest,
                                                   Ts... xs) {
     auto result = std::make_shared<std::optional<R>>();
-    sys.spawn([=](caf::event_based_actor* self) {
-      self->request(dest, caf::infinite, xs...)
-          .then([=](R& r) { *result = std::move(r); }, [=](caf::error&) {});
-    });
+    sys.spawn(
+        [=](caf::event_based_actor* self, int) {
+          self->request(dest, caf::infinite, xs...)
+              .then([=](R& r) { *result = std::move(r); },
+                    [=](caf::error&) {});
+        },
+        0);
     return result;
   }
 };
