@@ -13,6 +13,7 @@
 #include <caf/typed_actor.hpp>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ using pop_atom = caf::atom_constant<caf::atom("pop")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using extend_atom = caf::atom_constant<caf::atom("extend")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using seal_atom = caf::atom_constant<caf::atom("seal")>;
+using settle_atom = caf::atom_constant<caf::atom("settle")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -90,6 +94,60 @@ struct extend_reply {
   std::optional<core::mono_time> expires;
 };
 
+/// Frames sealed by a partition, waiting for the commit of the batch that
+/// carries them (see `partition_actor`'s seal/settle).
+using sealed_ptr = std::shared_ptr<storage::sealed_append>;
+
+struct seal_reply {
+  sealed_ptr sealed;
+  std::optional<storage::error> failure;
+};
+
+/// One item of a queue push.
+struct push_item {
+  std::string partition; ///< name; "Default" when the client named none
+  storage::frame frame;
+};
+
+/// The outcome of one push item.
+struct push_item_result {
+  std::string partition;
+  std::string partition_uuid;
+  storage::frame_result result;
+};
+
+struct queue_push_reply {
+  std::vector<push_item_result> results; ///< in input order
+  storage::micros created_at = 0;
+  std::optional<storage::error> failure;
+};
+
+/// A pop on a queue: one named partition, or any (wildcard).
+struct queue_pop_request {
+  std::optional<std::string> partition;
+  std::string group;
+  std::size_t batch = 1;      ///< a global cap across partitions
+  std::size_t partitions = 1; ///< wildcard: how many partitions to claim
+  std::size_t max_bytes = SIZE_MAX;
+  bool auto_ack = false;
+  bool wait = false;
+  std::chrono::milliseconds timeout{30'000};
+  std::string lease_id; ///< one id for every partition claimed
+};
+
+/// What one claimed partition delivered.
+struct partition_delivery {
+  std::string partition;
+  std::string partition_uuid;
+  pop_reply reply;
+};
+
+struct queue_pop_reply {
+  std::vector<partition_delivery> claimed;
+  core::empty_reason reason = core::empty_reason::empty;
+  std::optional<storage::error> failure;
+};
+
 /// What a cursor needs to know of its partition with each request.
 struct partition_view {
   storage::offset watermark;
@@ -129,6 +187,11 @@ using cursor_actor = caf::typed_actor<
 using partition_actor = caf::typed_actor<
     /// Appends frames (one commit, one or more segments); replies when durable.
     caf::replies_to<push_atom, std::vector<storage::frame>>::with<push_reply>,
+    /// Seals frames (offsets, created_at, dedup) for a batch the caller
+    /// commits; the caller must settle every successful seal.
+    caf::replies_to<seal_atom, std::vector<storage::frame>>::with<seal_reply>,
+    /// The batch carrying a seal was durable (true) or failed (false).
+    caf::reacts_to<settle_atom, sealed_ptr, bool>,
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
     /// Acks one frame for a group (forwarded to the group's cursor).
@@ -137,9 +200,29 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<extend_atom, std::string, std::string,
                     std::chrono::milliseconds>::with<extend_reply>>;
 
+/// A queue's coordinator: partitions by name, created on first push;
+/// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
+/// acks routed by partition name.
+using queue_actor = caf::typed_actor<
+    /// Pushes items to partitions of this queue in one durable batch.
+    caf::replies_to<push_atom, std::vector<push_item>>::with<queue_push_reply>,
+    /// Pops; with `wait`, parks until something is deliverable or timeout.
+    caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
+    /// Acks one frame of a named partition for a group.
+    caf::replies_to<ack_atom, std::string, std::string,
+                    core::ack_request>::with<ack_reply>,
+    /// Internal: the one timer for the earliest parked pop's deadline.
+    caf::reacts_to<timeout_atom, std::uint64_t>>;
+
 } // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::write_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sealed_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seal_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::push_item>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_push_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_reply)

@@ -60,23 +60,30 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   return c;
 }
 
+/// Seals `frames`; nothing changes on error.
+storage::expected<sealed_ptr> seal(partition_ptr self,
+                                   const std::vector<storage::frame>& frames) {
+  auto& st = self->state;
+  auto t = st.cfg.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto sealed = st.log->seal(*t, frames, st.cfg.wall(), *st.enc,
+                             st.cfg.options.dedup_window_s);
+  if (!sealed)
+    return std::move(sealed).err();
+  return std::make_shared<storage::sealed_append>(std::move(*sealed));
+}
+
 caf::typed_response_promise<push_reply>
 on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   auto& st = self->state;
   auto rp = self->make_response_promise<push_reply>();
-  auto t = st.cfg.store->db().read();
-  if (!t) {
-    rp.deliver(push_reply{{}, 0, t.err()});
-    return rp;
-  }
-  auto sealed = st.log->seal(*t, frames, st.cfg.wall(), *st.enc,
-                             st.cfg.options.dedup_window_s);
-  t->abort();
+  auto sealed = seal(self, frames);
   if (!sealed) {
     rp.deliver(push_reply{{}, 0, sealed.err()});
     return rp;
   }
-  auto s = std::make_shared<storage::sealed_append>(std::move(*sealed));
+  auto s = *sealed;
   if (s->mutations.empty()) { // only duplicates of stored frames
     st.log->durable(*s);
     rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
@@ -120,6 +127,18 @@ partition_actor::behavior_type partition(partition_ptr self,
   return {
       [self](push_atom, std::vector<storage::frame>& frames) {
         return on_push(self, frames);
+      },
+      [self](seal_atom, const std::vector<storage::frame>& frames) {
+        auto sealed = seal(self, frames);
+        if (!sealed)
+          return seal_reply{nullptr, sealed.err()};
+        return seal_reply{*sealed, std::nullopt};
+      },
+      [self](settle_atom, const sealed_ptr& s, bool durable) {
+        if (durable)
+          self->state.log->durable(*s);
+        else
+          self->state.log->failed(*s);
       },
       [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
         auto c = cursor_for(self, req.group);

@@ -15,6 +15,10 @@ using storage::offset;
 namespace {
 
 struct partition_fixture : sim_fixture {
+  ~partition_fixture() {
+    drain(); // before `store` is destroyed
+  }
+
   store_fixture store;
   actors::writer_actor writer;
   storage::partition_record rec;

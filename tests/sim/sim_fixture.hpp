@@ -35,7 +35,13 @@ struct sim_fixture {
   }
 
   ~sim_fixture() {
-    // Drain: actors with pending timers never end otherwise.
+    drain();
+  }
+
+  /// Runs everything left, timers included: actors with pending timers never
+  /// end otherwise. Fixtures holding a store call it in their destructor,
+  /// before the store goes away under the actors.
+  void drain() {
     for (int i = 0;
          i < 1000 && (sched.run() > 0 || sched.trigger_timeouts() > 0); ++i) {
     }
@@ -82,8 +88,7 @@ struct sim_fixture {
     sys.spawn(
         [=](caf::event_based_actor* self, int) {
           self->request(dest, caf::infinite, xs...)
-              .then([=](R& r) { *result = std::move(r); },
-                    [=](caf::error&) {});
+              .then([=](R& r) { *result = std::move(r); }, [=](caf::error&) {});
         },
         0);
     return result;

@@ -11,6 +11,10 @@ using namespace spool::test;
 namespace {
 
 struct writer_fixture : sim_fixture {
+  ~writer_fixture() {
+    drain(); // before `store` is destroyed
+  }
+
   store_fixture store;
   actors::writer_actor writer;
 

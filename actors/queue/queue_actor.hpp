@@ -1,0 +1,46 @@
+#pragma once
+
+/// The queue coordinator: one per queue. Owns the queue's partitions by name
+/// (created on first push), makes a push spanning partitions one durable
+/// batch, serves pops on a named partition or any (wildcard, rotating so no
+/// partition starves), parks long-poll pops and wakes them when a push
+/// lands or their timeout passes, and routes acks by partition name.
+
+#include <caf/fwd.hpp>
+
+#include <functional>
+#include <vector>
+
+#include "actors/interfaces.hpp"
+#include "storage/store.hpp"
+
+namespace spool::actors {
+
+struct queue_config {
+  storage::store* store = nullptr;
+  writer_actor writer;
+  storage::queue_record record;
+  /// The queue's partitions as recovered (spawned at start).
+  std::vector<storage::partition_record> partitions;
+  storage::segment_limits segments;
+  storage::frame_limits frames;
+  storage::compression codec = storage::compression::zstd_when_smaller;
+  std::function<storage::micros()> wall;
+  /// Parked long-poll pops on this queue beyond which a pop is refused.
+  std::size_t max_parked = 10'000;
+
+  storage::expected<void> validate() const;
+};
+
+storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,
+                                           queue_config cfg);
+
+/// Partition indices in the order a wildcard pop considers them: all `n`,
+/// starting at `start` (the one after the group's last claim), wrapping.
+std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start);
+
+/// Checks a partition name (semantics.md §1): 1..255 bytes, no `/`, no
+/// control characters, not reserved (`__` prefix).
+storage::expected<void> check_partition_name(const std::string& name);
+
+} // namespace spool::actors

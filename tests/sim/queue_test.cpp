@@ -1,0 +1,239 @@
+// The queue coordinator: pushes across partitions, wildcard rotation, the
+// global batch cap, long poll.
+
+#include "sim/sim_fixture.hpp"
+
+#include <set>
+
+#include "actors/queue/queue_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+#include "unit/storage/fixture.hpp"
+
+using namespace spool;
+using namespace spool::test;
+using namespace std::chrono_literals;
+using storage::offset;
+
+namespace {
+
+struct queue_fixture : sim_fixture {
+  ~queue_fixture() {
+    drain(); // before `store` is destroyed
+  }
+
+  store_fixture store;
+  actors::writer_actor writer;
+  actors::queue_actor queue;
+  storage::queue_record rec;
+  int pops = 0;
+
+  queue_fixture() {
+    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    REQUIRE(w);
+    writer = *w;
+    rec.id = store.store->next_queue_id();
+    rec.name = "orders";
+    rec.options.lease_time_s = 30;
+    REQUIRE(
+        store.commit(storage::write_batch{{storage::mut::create_queue{rec}}}));
+    actors::queue_config cfg;
+    cfg.store = store.store.get();
+    cfg.writer = writer;
+    cfg.record = rec;
+    cfg.wall = [this] {
+      return storage::micros{1'785'000'000'000'000}
+             + std::chrono::duration_cast<std::chrono::microseconds>(
+                   now().time_since_epoch())
+                   .count();
+    };
+    auto q = actors::spawn_queue(sys, cfg);
+    REQUIRE(q);
+    queue = *q;
+  }
+
+  actors::queue_push_reply
+  push(std::vector<std::pair<std::string, std::string>> items) {
+    std::vector<actors::push_item> v;
+    for (auto& [part, payload] : items)
+      v.push_back({part, msg(payload)});
+    auto r
+        = request<actors::queue_push_reply>(queue, actors::push_atom::value, v);
+    REQUIRE(r);
+    return *r;
+  }
+
+  actors::queue_pop_request req(std::size_t batch = 1,
+                                std::size_t partitions = 1) {
+    actors::queue_pop_request r;
+    r.group = "g";
+    r.batch = batch;
+    r.partitions = partitions;
+    r.lease_id = "L" + std::to_string(++pops);
+    return r;
+  }
+
+  actors::queue_pop_reply pop(actors::queue_pop_request r) {
+    auto reply
+        = request<actors::queue_pop_reply>(queue, actors::pop_atom::value, r);
+    REQUIRE(reply);
+    REQUIRE(!reply->failure);
+    return *reply;
+  }
+
+  void ack_all(const actors::queue_pop_reply& r) {
+    for (auto& c : r.claimed)
+      for (auto& m : c.reply.messages) {
+        core::ack_request a;
+        a.lease_id = c.reply.lease->id;
+        a.off = m.frame.off;
+        auto res = request<actors::ack_reply>(queue, actors::ack_atom::value,
+                                              c.partition, std::string{"g"}, a);
+        REQUIRE(res);
+        REQUIRE(res->error == core::ack_error::none);
+      }
+  }
+};
+
+} // namespace
+
+TEST_CASE("a push creates partitions on first use and answers in input order",
+          "[sim][queue][push]") {
+  queue_fixture fx;
+  auto r = fx.push({{"a", "1"}, {"b", "2"}, {"a", "3"}});
+  REQUIRE(!r.failure);
+  REQUIRE(r.results.size() == 3);
+  CHECK(r.results[0].partition == "a");
+  CHECK(r.results[0].result.off == offset{0});
+  CHECK(r.results[1].partition == "b");
+  CHECK(r.results[1].result.off == offset{0});
+  CHECK(r.results[2].result.off == offset{1});
+  CHECK(r.results[0].partition_uuid == r.results[2].partition_uuid);
+  CHECK(r.results[0].partition_uuid != r.results[1].partition_uuid);
+  auto t = fx.store.store->db().read();
+  auto parts = storage::tables::partitions_of(*t, fx.rec.id);
+  REQUIRE(parts);
+  CHECK(parts->size() == 2);
+}
+
+TEST_CASE("a push with an invalid item stores nothing of it",
+          "[sim][queue][push][bad-input]") {
+  queue_fixture fx;
+  std::vector<actors::push_item> items{{"a", msg("ok")}, {"b", msg("ok")}};
+  items[1].frame.payload.assign((8u << 20) + 1, 'x');
+  auto r = fx.request<actors::queue_push_reply>(
+      fx.queue, actors::push_atom::value, items);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1]") == 0);
+  auto bad_name = fx.push({{"__x", "1"}});
+  REQUIRE(bad_name.failure);
+  CHECK(bad_name.failure->message
+        == "items[0].partition must not start "
+           "with __ (reserved)");
+  auto t = fx.store.store->db().read();
+  CHECK(storage::tables::partitions_of(*t, fx.rec.id)->empty());
+}
+
+TEST_CASE("wildcard pops rotate so every partition is served within "
+          "ceil(P / partitions) pops",
+          "[sim][queue][pop][fairness]") {
+  queue_fixture fx;
+  fx.push({{"a", "a0"},
+           {"b", "b0"},
+           {"c", "c0"},
+           {"a", "a1"},
+           {"b", "b1"},
+           {"c", "c1"}});
+  std::vector<std::string> served;
+  for (int i = 0; i < 6; ++i) {
+    auto r = fx.pop(fx.req(1, 1));
+    REQUIRE(r.claimed.size() == 1);
+    served.push_back(r.claimed[0].partition);
+    fx.ack_all(r);
+  }
+  CHECK(served == std::vector<std::string>{"a", "b", "c", "a", "b", "c"});
+}
+
+TEST_CASE("batch is a global cap across the partitions a wildcard pop claims, "
+          "under one lease id",
+          "[sim][queue][pop]") {
+  queue_fixture fx;
+  fx.push({{"a", "a0"}, {"a", "a1"}, {"b", "b0"}, {"b", "b1"}, {"c", "c0"}});
+  auto r = fx.pop(fx.req(3, 3));
+  std::size_t total = 0;
+  std::set<std::string> ids;
+  for (auto& c : r.claimed) {
+    total += c.reply.messages.size();
+    ids.insert(c.reply.lease->id);
+  }
+  CHECK(total == 3);
+  CHECK(r.claimed.size() == 2);
+  CHECK(ids.size() == 1);
+}
+
+TEST_CASE("a pop on a partition that does not exist answers no_partition",
+          "[sim][queue][pop]") {
+  queue_fixture fx;
+  auto r = fx.req();
+  r.partition = "nope";
+  CHECK(fx.pop(r).reason == core::empty_reason::no_partition);
+  CHECK(fx.pop(fx.req()).reason == core::empty_reason::no_partition);
+}
+
+TEST_CASE("a parked pop is answered as soon as a push lands",
+          "[sim][queue][long-poll]") {
+  queue_fixture fx;
+  auto r = fx.req();
+  r.wait = true;
+  r.timeout = 10s;
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r);
+  fx.run();
+  CHECK(!*parked); // still waiting, no time passed
+  fx.push({{"a", "hello"}});
+  REQUIRE(*parked);
+  REQUIRE((*parked)->claimed.size() == 1);
+  CHECK((*parked)->claimed[0].reply.messages[0].frame.data.payload == "hello");
+}
+
+TEST_CASE("a parked pop times out empty at its timeout",
+          "[sim][queue][long-poll]") {
+  queue_fixture fx;
+  auto r = fx.req();
+  r.wait = true;
+  r.timeout = 5s;
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r);
+  fx.run();
+  fx.advance(5s - 1ms);
+  CHECK(!*parked);
+  fx.advance(1ms);
+  REQUIRE(*parked);
+  CHECK((*parked)->claimed.empty());
+}
+
+TEST_CASE("parked pops of a group are served in arrival order",
+          "[sim][queue][long-poll]") {
+  queue_fixture fx;
+  auto r1 = fx.req();
+  r1.wait = true;
+  r1.timeout = 10s;
+  auto r2 = fx.req();
+  r2.wait = true;
+  r2.timeout = 10s;
+  auto first = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r1);
+  fx.run();
+  auto second = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r2);
+  fx.run();
+  fx.push({{"a", "one"}});
+  REQUIRE(*first);
+  CHECK((*first)->claimed.size() == 1);
+  CHECK(!*second);     // the lease on "a" holds it back
+  fx.ack_all(**first); // releasing the lease wakes it; nothing left
+  CHECK(!*second);
+  fx.push({{"a", "two"}});
+  REQUIRE(*second);
+  CHECK((*second)->claimed[0].reply.messages[0].frame.data.payload == "two");
+}
