@@ -174,9 +174,10 @@ using cursor_actor = caf::typed_actor<
     /// Delivers up to `batch` frames under a new lease (or settles them at
     /// once with autoAck); empty answers carry a reason.
     caf::replies_to<pop_atom, pop_request, partition_view>::with<pop_reply>,
-    /// Settles one frame of the live lease (semantics.md §4).
-    caf::replies_to<ack_atom, core::ack_request,
-                    partition_view>::with<ack_reply>,
+    /// Settles frames of the live lease (semantics.md §4), one reply per
+    /// request, persisted in one write.
+    caf::replies_to<ack_atom, std::vector<core::ack_request>,
+                    partition_view>::with<std::vector<ack_reply>>,
     /// Moves the live lease's expiry to max(current, now + by).
     caf::replies_to<extend_atom, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
@@ -194,8 +195,9 @@ using partition_actor = caf::typed_actor<
     caf::reacts_to<settle_atom, sealed_ptr, bool>,
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
-    /// Acks one frame for a group (forwarded to the group's cursor).
-    caf::replies_to<ack_atom, std::string, core::ack_request>::with<ack_reply>,
+    /// Acks frames for a group (forwarded to the group's cursor).
+    caf::replies_to<ack_atom, std::string, std::vector<core::ack_request>>::
+        with<std::vector<ack_reply>>,
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
                     std::chrono::milliseconds>::with<extend_reply>>;
@@ -208,9 +210,10 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<push_atom, std::vector<push_item>>::with<queue_push_reply>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
-    /// Acks one frame of a named partition for a group.
-    caf::replies_to<ack_atom, std::string, std::string,
-                    core::ack_request>::with<ack_reply>,
+    /// Acks frames of a named partition for a group, one reply each.
+    caf::replies_to<
+        ack_atom, std::string, std::string,
+        std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
 
@@ -231,5 +234,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ack_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::extend_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::ack_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)

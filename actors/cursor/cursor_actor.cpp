@@ -212,26 +212,36 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   return rp;
 }
 
-caf::typed_response_promise<ack_reply>
-on_ack(cursor_ptr self, core::ack_request& req, const partition_view& view) {
+caf::typed_response_promise<std::vector<ack_reply>>
+on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
+       const partition_view& view) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<ack_reply>();
-  auto out = st.core->ack(req, view.readable_end - 1, self->clock().now());
-  ack_reply reply;
-  reply.error = out.error;
-  reply.lease_released = out.lease_released;
-  reply.dead_lettered = out.dead.has_value();
-  if (!out.changed) {
-    rp.deliver(std::move(reply));
+  auto rp = self->make_response_promise<std::vector<ack_reply>>();
+  auto now = self->clock().now();
+  std::vector<ack_reply> replies;
+  std::vector<core::dead_letter> dead;
+  bool changed = false;
+  replies.reserve(reqs.size());
+  for (auto& req : reqs) {
+    auto out = st.core->ack(req, view.readable_end - 1, now);
+    changed = changed || out.changed;
+    if (out.dead)
+      dead.push_back(*out.dead);
+    replies.push_back(ack_reply{out.error, out.lease_released,
+                                out.dead.has_value(), std::nullopt});
+  }
+  if (!changed) {
+    rp.deliver(std::move(replies));
     return rp;
   }
-  std::vector<core::dead_letter> dead;
-  if (out.dead)
-    dead.push_back(*out.dead);
+  // One write for the whole list; every changed item waits for it.
   persist(self, dead, {},
-          [rp, reply](std::optional<storage::error> failure) mutable {
-            reply.failure = std::move(failure);
-            rp.deliver(std::move(reply));
+          [rp, replies = std::move(replies)](
+              std::optional<storage::error> failure) mutable {
+            if (failure)
+              for (auto& r : replies)
+                r.failure = failure;
+            rp.deliver(std::move(replies));
           });
   arm(self);
   return rp;
@@ -267,9 +277,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](pop_atom, pop_request& req, const partition_view& view) {
         return on_pop(self, req, view);
       },
-      [self](ack_atom, core::ack_request& req, const partition_view& view) {
-        return on_ack(self, req, view);
-      },
+      [self](ack_atom, std::vector<core::ack_request>& reqs,
+             const partition_view& view) { return on_ack(self, reqs, view); },
       [self](extend_atom, const std::string& lease_id,
              std::chrono::milliseconds by) {
         extend_reply reply;

@@ -151,14 +151,17 @@ partition_actor::behavior_type partition(partition_ptr self,
                               view_of(*self->state.log));
       },
       [self](ack_atom, const std::string& group,
-             core::ack_request& req) -> caf::delegated<ack_reply> {
+             std::vector<core::ack_request>& reqs)
+          -> caf::delegated<std::vector<ack_reply>> {
         auto c = cursor_for(self, group);
         if (!c) {
-          auto rp = self->make_response_promise<ack_reply>();
-          rp.deliver(ack_reply{core::ack_error::none, false, false, c.err()});
+          auto rp = self->make_response_promise<std::vector<ack_reply>>();
+          rp.deliver(std::vector<ack_reply>(
+              reqs.size(),
+              ack_reply{core::ack_error::none, false, false, c.err()}));
           return {};
         }
-        return self->delegate(*c, ack_atom::value, std::move(req),
+        return self->delegate(*c, ack_atom::value, std::move(reqs),
                               view_of(*self->state.log));
       },
       [self](extend_atom, const std::string& group, const std::string& lease_id,

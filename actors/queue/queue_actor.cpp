@@ -428,28 +428,31 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
 
 // -- ack ----------------------------------------------------------------------
 
-caf::typed_response_promise<ack_reply> on_ack(queue_ptr self,
-                                              const std::string& partition,
-                                              const std::string& group,
-                                              core::ack_request& req) {
-  auto rp = self->make_response_promise<ack_reply>();
+caf::typed_response_promise<std::vector<ack_reply>>
+on_ack(queue_ptr self, const std::string& partition, const std::string& group,
+       std::vector<core::ack_request>& reqs) {
+  auto rp = self->make_response_promise<std::vector<ack_reply>>();
   auto it = self->state.partitions.find(partition);
   if (it == self->state.partitions.end()) {
-    rp.deliver(ack_reply{core::ack_error::not_found, false, false, {}});
+    rp.deliver(std::vector<ack_reply>(
+        reqs.size(), ack_reply{core::ack_error::not_found, false, false, {}}));
     return rp;
   }
+  auto n = reqs.size();
   self->request(it->second.actor, caf::infinite, ack_atom::value, group,
-                std::move(req))
+                std::move(reqs))
       .then(
-          [self, rp](ack_reply& r) mutable {
-            bool released = r.lease_released;
-            rp.deliver(std::move(r));
+          [self, rp](std::vector<ack_reply>& rs) mutable {
+            bool released = std::any_of(
+                rs.begin(), rs.end(), [](auto& r) { return r.lease_released; });
+            rp.deliver(std::move(rs));
             if (released)
               wake(self);
           },
-          [rp](caf::error& err) mutable {
-            rp.deliver(ack_reply{core::ack_error::none, false, false,
-                                 writer_error(err)});
+          [rp, n](caf::error& err) mutable {
+            rp.deliver(std::vector<ack_reply>(
+                n, ack_reply{core::ack_error::none, false, false,
+                             writer_error(err)}));
           });
   return rp;
 }
@@ -467,8 +470,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
       [self](ack_atom, const std::string& partition, const std::string& group,
-             core::ack_request& req) {
-        return on_ack(self, partition, group, req);
+             std::vector<core::ack_request>& reqs) {
+        return on_ack(self, partition, group, reqs);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
   };

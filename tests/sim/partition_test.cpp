@@ -94,11 +94,12 @@ struct partition_fixture : sim_fixture {
     a.off = offset{off};
     a.status = status;
     a.error = "handler failed";
-    auto r
-        = request<actors::ack_reply>(part, actors::ack_atom::value, group, a);
+    auto r = request<std::vector<actors::ack_reply>>(
+        part, actors::ack_atom::value, group, std::vector{a});
     REQUIRE(r);
-    REQUIRE(!r->failure);
-    return *r;
+    REQUIRE(r->size() == 1);
+    REQUIRE(!r->front().failure);
+    return r->front();
   }
 
   storage::cursor_record stored_cursor(const std::string& group = "g") {
@@ -286,4 +287,24 @@ TEST_CASE("a lease extend keeps the lease past leaseTime",
   fx.advance(30s); // past the original expiry
   CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
   CHECK(fx.ack(p, 0).error == core::ack_error::none);
+}
+
+TEST_CASE("a list of acks is settled with one write and one reply per item",
+          "[sim][partition][ack]") {
+  partition_fixture fx;
+  fx.push(msgs(3));
+  auto p = fx.pop(3);
+  std::vector<core::ack_request> acks(4);
+  for (std::int64_t i = 0; i < 4; ++i) {
+    acks[i].lease_id = p.lease->id;
+    acks[i].off = offset{i < 3 ? i : 7};
+  }
+  auto r = fx.request<std::vector<actors::ack_reply>>(
+      fx.part, actors::ack_atom::value, std::string{"g"}, acks);
+  REQUIRE(r);
+  REQUIRE(r->size() == 4);
+  CHECK((*r)[0].error == core::ack_error::none);
+  CHECK((*r)[2].lease_released);
+  CHECK((*r)[3].error == core::ack_error::invalid_lease); // lease ended at [2]
+  CHECK(fx.stored_cursor().committed == offset{2});
 }

@@ -81,16 +81,20 @@ struct queue_fixture : sim_fixture {
   }
 
   void ack_all(const actors::queue_pop_reply& r) {
-    for (auto& c : r.claimed)
+    for (auto& c : r.claimed) {
+      std::vector<core::ack_request> acks;
       for (auto& m : c.reply.messages) {
         core::ack_request a;
         a.lease_id = c.reply.lease->id;
         a.off = m.frame.off;
-        auto res = request<actors::ack_reply>(queue, actors::ack_atom::value,
-                                              c.partition, std::string{"g"}, a);
-        REQUIRE(res);
-        REQUIRE(res->error == core::ack_error::none);
+        acks.push_back(a);
       }
+      auto res = request<std::vector<actors::ack_reply>>(
+          queue, actors::ack_atom::value, c.partition, std::string{"g"}, acks);
+      REQUIRE(res);
+      for (auto& x : *res)
+        REQUIRE(x.error == core::ack_error::none);
+    }
   }
 };
 
