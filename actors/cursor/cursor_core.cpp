@@ -183,6 +183,7 @@ grant_result cursor_core::grant(const delivery_plan& plan,
                         {lease_offsets_.front(), lease_offsets_.back()}};
     leased_ = lease_->range;
     settled_.clear();
+    unsettled_ = lease_offsets_.size();
     result.lease = lease_;
   }
   advance();
@@ -234,8 +235,10 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
     out.error = ack_error::invalid_lease;
     return out;
   }
-  if (std::find(lease_offsets_.begin(), lease_offsets_.end(), req.off)
-      == lease_offsets_.end()) {
+  // The lease's offsets are ascending: a binary search keeps a list of n
+  // acks O(n log n).
+  if (!std::binary_search(lease_offsets_.begin(), lease_offsets_.end(),
+                          req.off)) {
     out.error = ack_error::not_in_lease;
     return out;
   }
@@ -244,10 +247,12 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
   case ack_status::completed:
     counters(req.off).done = true;
     settled_.insert(req.off);
+    --unsettled_;
     break;
   case ack_status::dlq:
     out.dead = bury(req.off, req.error);
     settled_.insert(req.off);
+    --unsettled_;
     break;
   case ack_status::failed: {
     out.dead = charge(req.off, req.error);
@@ -262,7 +267,7 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
     out.lease_released = true;
     break;
   }
-  if (lease_ && unsettled_in_lease().empty()) {
+  if (lease_ && unsettled_ == 0) {
     end_lease(now, milliseconds{0});
     out.lease_released = true;
   }

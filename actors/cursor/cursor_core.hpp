@@ -224,6 +224,8 @@ private:
   std::vector<offset> lease_offsets_;
   /// Frames of the live lease that were settled.
   std::set<offset> settled_;
+  /// Frames of the live lease not settled yet (the lease ends at zero).
+  std::size_t unsettled_ = 0;
   /// Redelivery waits until then (retry delay).
   std::optional<mono_time> not_before_;
 };

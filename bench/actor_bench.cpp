@@ -1,0 +1,310 @@
+// actor_bench: push -> pop -> ack throughput through the actors, in process
+// (a report, not a test). A real actor system (2 scheduler threads), the
+// store writer detached on its own thread, one queue with --partitions
+// partitions, durability strict. A producer actor keeps --inflight pushes of
+// --batch 100-byte messages in flight (one partition per push, rotating);
+// --consumers consumer actors of one group loop: wildcard long-poll pop of
+// --batch, then one ack list per pop. Reports msgs/s end to end (all
+// messages acked), the push rate, and CPU-seconds (user+sys, whole process)
+// per million messages.
+//
+// Run: build/bench/actor_bench [--messages 1000000] [--partitions 4]
+//        [--batch 1000] [--inflight 8] [--consumers 2] [--dir /tmp]
+
+#include <sys/resource.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <string>
+
+#include "actors/queue/queue_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+
+namespace {
+
+namespace st = spool::storage;
+namespace ac = spool::actors;
+using steady = std::chrono::steady_clock;
+
+struct options {
+  std::size_t messages = 1'000'000;
+  std::size_t partitions = 4;
+  std::size_t batch = 1000;
+  std::size_t inflight = 8;
+  std::size_t consumers = 2;
+  std::filesystem::path parent = std::filesystem::temp_directory_path();
+};
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "actor_bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc)
+        die(a + " needs a value");
+      return argv[++i];
+    };
+    auto num = [&] { return static_cast<std::size_t>(std::stoull(next())); };
+    if (a == "--messages")
+      o.messages = num();
+    else if (a == "--partitions")
+      o.partitions = num();
+    else if (a == "--batch")
+      o.batch = num();
+    else if (a == "--inflight")
+      o.inflight = num();
+    else if (a == "--consumers")
+      o.consumers = num();
+    else if (a == "--dir")
+      o.parent = next();
+    else
+      die("unknown option " + a);
+  }
+  if (o.messages == 0 || o.partitions == 0 || o.batch == 0 || o.inflight == 0
+      || o.consumers == 0)
+    die("all counts must be positive");
+  return o;
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
+         + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+st::micros wall_now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string payload_for(std::size_t i) {
+  char buf[128];
+  std::snprintf(buf, sizeof(buf),
+                R"({"order":%zu,"customer":"c-%04zu","amount":%zu.%02zu,"s":")",
+                i, i % 9973, i % 500, i % 100);
+  std::string s = buf;
+  while (s.size() < 98)
+    s.push_back(static_cast<char>('a' + (i + s.size()) % 26));
+  return s + "\"}";
+}
+
+struct shared_counters {
+  std::atomic<std::size_t> acked{0};
+  std::atomic<bool> pushed_all{false};
+  steady::time_point push_done;
+  std::promise<void> done;
+  std::atomic<bool> finished{false};
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto o = parse(argc, argv);
+  std::string tmpl = (o.parent / "spool-actor-bench-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    die("mkdtemp failed");
+  std::filesystem::path dir = tmpl;
+  st::store_options so;
+  so.env.dir = dir / "db";
+  auto opened = st::store::open(so);
+  if (!opened)
+    die(st::to_string(opened.err()));
+  auto& store = **opened;
+  st::queue_record q;
+  q.id = store.next_queue_id();
+  q.name = "bench";
+  if (auto r = store.writer()
+                   .submit(st::write_batch{{st::mut::create_queue{q}}})
+                   .get();
+      !r)
+    die(st::to_string(r.err()));
+  store.writer().stop(); // from here on the writer actor writes
+
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", 2);
+  auto counters = std::make_shared<shared_counters>();
+  auto done = counters->done.get_future();
+  double cpu0 = 0;
+  steady::time_point t0;
+  {
+    caf::actor_system sys{cfg};
+    auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
+    if (!writer)
+      die(st::to_string(writer.err()));
+    ac::queue_config qc;
+    qc.store = &store;
+    qc.writer = *writer;
+    qc.record = q;
+    qc.wall = wall_now;
+    auto queue = ac::spawn_queue(sys, qc);
+    if (!queue)
+      die(st::to_string(queue.err()));
+    // Partitions exist before timing starts.
+    std::vector<std::string> names;
+    for (std::size_t p = 0; p < o.partitions; ++p)
+      names.push_back("p" + std::to_string(p));
+    {
+      std::vector<ac::push_item> init;
+      std::promise<void> ready;
+      auto f = ready.get_future();
+      for (auto& n : names)
+        init.push_back({n, st::frame{}});
+      init.clear();
+      for (auto& n : names) {
+        st::frame fr;
+        fr.payload = "{}";
+        init.push_back({n, fr});
+      }
+      auto total_init = init.size();
+      counters->acked = 0;
+      sys.spawn(
+          [&, init](caf::event_based_actor* self, int) {
+            self->request(*queue, caf::infinite, ac::push_atom::value, init)
+                .then([&](ac::queue_push_reply& r) {
+                  if (r.failure)
+                    die(st::to_string(*r.failure));
+                  ready.set_value();
+                });
+          },
+          0);
+      f.wait();
+      o.messages += total_init; // the consumers also take these
+    }
+    cpu0 = cpu_seconds();
+    t0 = steady::now();
+    // Producer.
+    sys.spawn(
+        [&, counters](caf::event_based_actor* self, int) {
+          auto sent = std::make_shared<std::size_t>(0);
+          auto in_flight = std::make_shared<std::size_t>(0);
+          auto target = o.messages - o.partitions;
+          auto next = std::make_shared<std::function<void()>>();
+          *next = [self, sent, in_flight, target, next, &o, &names, queue,
+                   counters] {
+            while (*in_flight < o.inflight && *sent < target) {
+              auto n = std::min(o.batch, target - *sent);
+              std::vector<ac::push_item> items;
+              items.reserve(n);
+              auto& part = names[(*sent / o.batch) % names.size()];
+              for (std::size_t i = 0; i < n; ++i) {
+                st::frame fr;
+                fr.payload = payload_for(*sent + i);
+                items.push_back({part, std::move(fr)});
+              }
+              *sent += n;
+              ++*in_flight;
+              self->request(*queue, caf::infinite, ac::push_atom::value,
+                            std::move(items))
+                  .then([in_flight, next, sent, target,
+                         counters](ac::queue_push_reply& r) {
+                    if (r.failure)
+                      die(st::to_string(*r.failure));
+                    --*in_flight;
+                    if (*sent >= target && *in_flight == 0) {
+                      counters->push_done = steady::now();
+                      counters->pushed_all = true;
+                    }
+                    (*next)();
+                  });
+            }
+          };
+          (*next)();
+        },
+        0);
+    // Consumers.
+    for (std::size_t c = 0; c < o.consumers; ++c)
+      sys.spawn(
+          [&, counters](caf::event_based_actor* self, int) {
+            auto loop = std::make_shared<std::function<void()>>();
+            auto seq = std::make_shared<std::uint64_t>(0);
+            *loop = [self, loop, seq, queue, counters, &o] {
+              if (counters->finished)
+                return;
+              ac::queue_pop_request req;
+              req.group = "bench";
+              req.batch = o.batch;
+              req.wait = true;
+              req.timeout = std::chrono::milliseconds{1000};
+              req.lease_id = "c" + std::to_string(self->id()) + "-"
+                             + std::to_string(++*seq);
+              self->request(*queue, caf::infinite, ac::pop_atom::value, req)
+                  .then([self, loop, queue, counters,
+                         &o](ac::queue_pop_reply& r) {
+                    if (r.failure)
+                      die(st::to_string(*r.failure));
+                    if (r.claimed.empty()) {
+                      (*loop)();
+                      return;
+                    }
+                    auto pending
+                        = std::make_shared<std::size_t>(r.claimed.size());
+                    for (auto& cl : r.claimed) {
+                      std::vector<spool::core::ack_request> acks;
+                      acks.reserve(cl.reply.messages.size());
+                      for (auto& m : cl.reply.messages) {
+                        spool::core::ack_request a;
+                        a.lease_id = cl.reply.lease->id;
+                        a.off = m.frame.off;
+                        acks.push_back(a);
+                      }
+                      auto n = acks.size();
+                      self->request(*queue, caf::infinite, ac::ack_atom::value,
+                                    cl.partition, std::string{"bench"},
+                                    std::move(acks))
+                          .then([loop, pending, n, counters,
+                                 &o](std::vector<ac::ack_reply>& rs) {
+                            for (auto& x : rs)
+                              if (x.failure
+                                  || x.error != spool::core::ack_error::none)
+                                die("ack failed");
+                            auto total = counters->acked.fetch_add(n) + n;
+                            if (total >= o.messages
+                                && !counters->finished.exchange(true))
+                              counters->done.set_value();
+                            if (--*pending == 0)
+                              (*loop)();
+                          });
+                    }
+                  });
+            };
+            (*loop)();
+          },
+          0);
+    done.wait();
+    auto t1 = steady::now();
+    auto cpu = cpu_seconds() - cpu0;
+    auto secs = std::chrono::duration<double>(t1 - t0).count();
+    auto push_secs
+        = std::chrono::duration<double>(counters->push_done - t0).count();
+    auto n = static_cast<double>(o.messages);
+    std::printf("Spool actor bench: %zu x 100-byte messages, %zu partitions, "
+                "batch %zu, %zu pushes in flight, %zu consumers, durability "
+                "strict, 2 scheduler threads + writer thread\n",
+                o.messages, o.partitions, o.batch, o.inflight, o.consumers);
+    std::printf("push -> pop -> ack: %.0f msgs/s end to end (%.2f s), pushes "
+                "done at %.2f s (%.0f msgs/s), CPU %.2f s = %.2f CPU-s per "
+                "million\n",
+                n / secs, secs, push_secs, n / push_secs, cpu, cpu / n * 1e6);
+    caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+  }
+  opened->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return 0;
+}
