@@ -37,6 +37,7 @@ using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -111,6 +112,7 @@ struct push_item {
 
 /// The outcome of one push item.
 struct push_item_result {
+  std::string queue;
   std::string partition;
   std::string partition_uuid;
   storage::frame_result result;
@@ -119,6 +121,22 @@ struct push_item_result {
 struct queue_push_reply {
   std::vector<push_item_result> results; ///< in input order
   storage::micros created_at = 0;
+  std::optional<storage::error> failure;
+};
+
+/// One item of a broker push: any queue.
+struct broker_push_item {
+  std::string queue;
+  push_item item;
+};
+
+/// A queue's part of a push that spans queues: the batch to commit and a
+/// token to settle with the outcome.
+using push_token = std::shared_ptr<void>;
+
+struct prepared_push {
+  push_token token;
+  storage::write_batch batch;
   std::optional<storage::error> failure;
 };
 
@@ -208,6 +226,12 @@ using partition_actor = caf::typed_actor<
 using queue_actor = caf::typed_actor<
     /// Pushes items to partitions of this queue in one durable batch.
     caf::replies_to<push_atom, std::vector<push_item>>::with<queue_push_reply>,
+    /// Prepares a push (partitions created, frames sealed) for a batch the
+    /// caller commits together with other queues' parts.
+    caf::replies_to<seal_atom, std::vector<push_item>>::with<prepared_push>,
+    /// Settles a prepared push with its batch's outcome; answers the results.
+    caf::replies_to<settle_atom, push_token,
+                    std::optional<storage::error>>::with<queue_push_reply>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
     /// Acks frames of a named partition for a group, one reply each.
@@ -217,6 +241,23 @@ using queue_actor = caf::typed_actor<
     /// Internal: the one timer for the earliest parked pop's deadline.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
 
+/// The broker (one per node): the directory of queues, recovered at start;
+/// queues are created by their first push. A push may span queues and is
+/// stored all or nothing.
+using broker_actor = caf::typed_actor<
+    /// Pushes items to any queues in one durable batch; results in input order.
+    caf::replies_to<push_atom,
+                    std::vector<broker_push_item>>::with<queue_push_reply>,
+    /// Pops from a queue (unknown queue: empty, `no_partition`).
+    caf::replies_to<pop_atom, std::string,
+                    queue_pop_request>::with<queue_pop_reply>,
+    /// Acks frames of (queue, partition) for a group.
+    caf::replies_to<
+        ack_atom, std::string, std::string, std::string,
+        std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
+    /// The names of the queues, sorted.
+    caf::replies_to<list_atom>::with<std::vector<std::string>>>;
+
 } // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::write_batch)
@@ -225,6 +266,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seal_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::push_item>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_push_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::broker_push_item>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_token)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::prepared_push)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::error>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)

@@ -273,53 +273,50 @@ struct push_run {
   std::vector<sealed_ptr> seals;
   std::size_t waiting = 0;
   std::optional<storage::error> failure;
-  caf::typed_response_promise<queue_push_reply> rp;
   std::size_t item_count = 0;
+  /// Called once every partition sealed (or the push failed before).
+  std::function<void(std::shared_ptr<push_run>)> prepared;
 };
 
 void settle_all(queue_ptr self, push_run& run, bool durable) {
-  for (std::size_t k = 0; k < run.names.size(); ++k)
+  for (std::size_t k = 0; k < run.seals.size(); ++k)
     if (run.seals[k])
       self->send(self->state.partitions.at(run.names[k]).actor,
                  settle_atom::value, run.seals[k], durable);
 }
 
-void commit_push(queue_ptr self, std::shared_ptr<push_run> run) {
-  if (run->failure) {
-    settle_all(self, *run, false);
-    run->rp.deliver(queue_push_reply{{}, 0, run->failure});
-    return;
-  }
+/// Every sealed mutation of the push, as one batch.
+storage::write_batch batch_of(const push_run& run) {
   storage::write_batch batch;
-  for (auto& s : run->seals)
+  for (auto& s : run.seals)
     for (auto& m : s->mutations)
       batch.mutations.push_back(m);
-  auto answer = [self, run](std::optional<storage::error> failure) {
-    settle_all(self, *run, !failure);
-    if (failure) {
-      run->rp.deliver(queue_push_reply{{}, 0, failure});
-      return;
-    }
-    queue_push_reply reply;
-    reply.results.resize(run->item_count);
-    for (std::size_t k = 0; k < run->names.size(); ++k) {
-      auto& entry = self->state.partitions.at(run->names[k]);
-      reply.created_at = std::max(reply.created_at, run->seals[k]->created_at);
-      for (std::size_t j = 0; j < run->items[k].size(); ++j)
-        reply.results[run->items[k][j]] = push_item_result{
-            run->names[k], entry.rec.uuid, run->seals[k]->results[j]};
-    }
-    run->rp.deliver(std::move(reply));
-    wake(self);
-  };
-  if (batch.mutations.empty()) { // only duplicates of stored frames
-    answer(std::nullopt);
-    return;
+  return batch;
+}
+
+/// Settles every seal with the batch's outcome and builds the answer.
+queue_push_reply finish(queue_ptr self, push_run& run,
+                        std::optional<storage::error> failure) {
+  settle_all(self, run, !failure);
+  if (failure)
+    return queue_push_reply{{}, 0, std::move(failure)};
+  queue_push_reply reply;
+  reply.results.resize(run.item_count);
+  for (std::size_t k = 0; k < run.names.size(); ++k) {
+    auto& entry = self->state.partitions.at(run.names[k]);
+    reply.created_at = std::max(reply.created_at, run.seals[k]->created_at);
+    for (std::size_t j = 0; j < run.items[k].size(); ++j)
+      reply.results[run.items[k][j]]
+          = push_item_result{self->state.cfg.record.name, run.names[k],
+                             entry.rec.uuid, run.seals[k]->results[j]};
   }
-  self->request(self->state.cfg.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then([answer](write_result& r) { answer(std::move(r.failure)); },
-            [answer](caf::error& err) { answer(writer_error(err)); });
+  wake(self);
+  return reply;
+}
+
+void sealed_one(std::shared_ptr<push_run> run) {
+  if (--run->waiting == 0)
+    run->prepared(run);
 }
 
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
@@ -329,53 +326,44 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
     auto& actor = self->state.partitions.at(run->names[k]).actor;
     self->request(actor, caf::infinite, seal_atom::value, run->frames[k])
         .then(
-            [self, run, k](seal_reply& r) {
+            [run, k](seal_reply& r) {
               if (r.failure && !run->failure)
                 run->failure = r.failure;
               run->seals[k] = r.sealed;
-              if (--run->waiting == 0)
-                commit_push(self, run);
+              sealed_one(run);
             },
-            [self, run](caf::error& err) {
+            [run](caf::error& err) {
               if (!run->failure)
                 run->failure = writer_error(err);
-              if (--run->waiting == 0)
-                commit_push(self, run);
+              sealed_one(run);
             });
   }
 }
 
-caf::typed_response_promise<queue_push_reply>
-on_push(queue_ptr self, std::vector<push_item>& items) {
+/// Validates the items, creates missing partitions (durably), seals every
+/// partition's frames, then calls `prepared` (also on failure, with
+/// `run->failure` set and nothing sealed left unsettled by the caller).
+void prepare(queue_ptr self, std::vector<push_item>& items,
+             std::function<void(std::shared_ptr<push_run>)> prepared) {
   auto& st = self->state;
   auto run = std::make_shared<push_run>();
-  run->rp = self->make_response_promise<queue_push_reply>();
   run->item_count = items.size();
-  if (items.empty()) {
-    run->rp.deliver(queue_push_reply{});
-    return run->rp;
-  }
+  run->prepared = std::move(prepared);
+  auto fail = [&](storage::error err) {
+    run->failure = std::move(err);
+    run->prepared(run);
+  };
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& name = items[i].partition;
-    if (auto ok = check_partition_name(name); !ok) {
-      run->rp.deliver(queue_push_reply{
-          {},
-          0,
-          storage::make_error(storage::ec::invalid_argument, "items[", i,
-                              "].partition ", ok.err().message)});
-      return run->rp;
-    }
+    if (auto ok = check_partition_name(name); !ok)
+      return fail(storage::make_error(storage::ec::invalid_argument, "items[",
+                                      i, "].partition ", ok.err().message));
     // Validate every frame before anything is created or sealed, so a bad
     // item leaves no trace (not even a new partition).
-    if (auto ok = storage::check_frame(items[i].frame, st.cfg.frames); !ok) {
-      run->rp.deliver(
-          queue_push_reply{{},
-                           0,
-                           storage::make_error(ok.err().code, "items[", i,
-                                               "]: ", ok.err().message)});
-      return run->rp;
-    }
+    if (auto ok = storage::check_frame(items[i].frame, st.cfg.frames); !ok)
+      return fail(storage::make_error(ok.err().code, "items[", i,
+                                      "]: ", ok.err().message));
     auto [it, fresh] = index.try_emplace(name, run->names.size());
     if (fresh) {
       run->names.push_back(name);
@@ -385,6 +373,8 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
     run->items[it->second].push_back(i);
     run->frames[it->second].push_back(std::move(items[i].frame));
   }
+  if (run->names.empty())
+    return run->prepared(run);
   // Partitions met for the first time are created durably first.
   storage::write_batch create;
   std::vector<storage::partition_record> fresh;
@@ -400,30 +390,69 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
     fresh.push_back(rec);
     create.mutations.emplace_back(storage::mut::create_partition{rec});
   }
-  if (fresh.empty()) {
-    seal_all(self, run);
-    return run->rp;
-  }
+  if (fresh.empty())
+    return seal_all(self, run);
   self->request(st.cfg.writer, caf::infinite, write_atom::value,
                 std::move(create))
       .then(
           [self, run, fresh](write_result& r) {
             if (!r.ok()) {
-              run->rp.deliver(queue_push_reply{{}, 0, r.failure});
-              return;
+              run->failure = r.failure;
+              return run->prepared(run);
             }
             for (auto& rec : fresh)
               if (!self->state.partitions.contains(rec.name))
                 if (auto ok = add_partition(self, rec); !ok) {
-                  run->rp.deliver(queue_push_reply{{}, 0, ok.err()});
-                  return;
+                  run->failure = ok.err();
+                  return run->prepared(run);
                 }
             seal_all(self, run);
           },
           [run](caf::error& err) {
-            run->rp.deliver(queue_push_reply{{}, 0, writer_error(err)});
+            run->failure = writer_error(err);
+            run->prepared(run);
           });
-  return run->rp;
+}
+
+caf::typed_response_promise<queue_push_reply>
+on_push(queue_ptr self, std::vector<push_item>& items) {
+  auto rp = self->make_response_promise<queue_push_reply>();
+  prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
+    if (run->failure) {
+      rp.deliver(finish(self, *run, run->failure));
+      return;
+    }
+    auto batch = batch_of(*run);
+    if (batch.mutations.empty()) { // only duplicates of stored frames
+      rp.deliver(finish(self, *run, std::nullopt));
+      return;
+    }
+    self->request(self->state.cfg.writer, caf::infinite, write_atom::value,
+                  std::move(batch))
+        .then(
+            [self, rp, run](write_result& r) mutable {
+              rp.deliver(finish(self, *run, std::move(r.failure)));
+            },
+            [self, rp, run](caf::error& err) mutable {
+              rp.deliver(finish(self, *run, writer_error(err)));
+            });
+  });
+  return rp;
+}
+
+caf::typed_response_promise<prepared_push>
+on_prepare(queue_ptr self, std::vector<push_item>& items) {
+  auto rp = self->make_response_promise<prepared_push>();
+  prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
+    if (run->failure) {
+      auto failure = run->failure;
+      (void)finish(self, *run, failure); // settles what was sealed
+      rp.deliver(prepared_push{nullptr, {}, failure});
+      return;
+    }
+    rp.deliver(prepared_push{run, batch_of(*run), std::nullopt});
+  });
+  return rp;
 }
 
 // -- ack ----------------------------------------------------------------------
@@ -467,6 +496,14 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   return {
       [self](push_atom, std::vector<push_item>& items) {
         return on_push(self, items);
+      },
+      [self](seal_atom, std::vector<push_item>& items) {
+        return on_prepare(self, items);
+      },
+      [self](settle_atom, const push_token& token,
+             std::optional<storage::error>& failure) {
+        auto run = std::static_pointer_cast<push_run>(token);
+        return finish(self, *run, std::move(failure));
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
       [self](ack_atom, const std::string& partition, const std::string& group,

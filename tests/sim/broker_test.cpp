@@ -1,0 +1,138 @@
+// The broker: queues created on first push, pushes across queues all or
+// nothing, recovery of every queue at start.
+
+#include "sim/sim_fixture.hpp"
+
+#include "actors/broker/broker_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+#include "unit/storage/fixture.hpp"
+
+using namespace spool;
+using namespace spool::test;
+using storage::offset;
+
+namespace {
+
+struct broker_fixture : sim_fixture {
+  ~broker_fixture() {
+    drain(); // before `store` is destroyed
+  }
+
+  store_fixture store;
+  actors::writer_actor writer;
+  actors::broker_actor broker;
+
+  broker_fixture() {
+    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    REQUIRE(w);
+    writer = *w;
+    start();
+  }
+
+  /// (Re)starts the broker over the same store, as after a restart.
+  void start() {
+    if (broker)
+      caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+    run();
+    actors::broker_config cfg;
+    cfg.store = store.store.get();
+    cfg.writer = writer;
+    cfg.wall = [] { return storage::micros{1'785'000'000'000'000}; };
+    auto b = actors::spawn_broker(sys, cfg);
+    REQUIRE(b);
+    broker = *b;
+  }
+
+  actors::queue_push_reply
+  push(std::vector<std::tuple<std::string, std::string, std::string>> items) {
+    std::vector<actors::broker_push_item> v;
+    for (auto& [q, p, payload] : items)
+      v.push_back({q, {p, msg(payload)}});
+    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
+                                               v);
+    REQUIRE(r);
+    return *r;
+  }
+
+  std::vector<std::string> queues() {
+    auto r
+        = request<std::vector<std::string>>(broker, actors::list_atom::value);
+    REQUIRE(r);
+    return *r;
+  }
+};
+
+} // namespace
+
+TEST_CASE("a push across queues is stored in one batch and answered in input "
+          "order",
+          "[sim][broker][push]") {
+  broker_fixture fx;
+  auto r = fx.push({{"orders.eu", "Default", "1"},
+                    {"billing", "Default", "2"},
+                    {"orders.eu", "x", "3"}});
+  REQUIRE(!r.failure);
+  REQUIRE(r.results.size() == 3);
+  CHECK(r.results[0].queue == "orders.eu");
+  CHECK(r.results[1].queue == "billing");
+  CHECK(r.results[2].partition == "x");
+  CHECK(fx.queues() == std::vector<std::string>{"billing", "orders.eu"});
+  auto t = fx.store.store->db().read();
+  auto qs = storage::tables::all_queues(*t);
+  REQUIRE(qs);
+  auto it = std::find_if(qs->begin(), qs->end(),
+                         [](auto& q) { return q.name == "orders.eu"; });
+  REQUIRE(it != qs->end());
+  CHECK(it->name_space == "orders");
+  CHECK(it->task == "eu");
+}
+
+TEST_CASE("a push with an invalid item creates no queue and stores nothing",
+          "[sim][broker][push][bad-input]") {
+  broker_fixture fx;
+  std::vector<actors::broker_push_item> v{{"a", {"Default", msg("ok")}},
+                                          {"b", {"Default", msg("ok")}}};
+  v[1].item.frame.headers.assign(65, {"k", "v"});
+  auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                actors::push_atom::value, v);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1]") == 0);
+  auto bad_queue = fx.push({{"a/b", "Default", "x"}});
+  REQUIRE(bad_queue.failure);
+  CHECK(bad_queue.failure->message.find("items[0].queue") == 0);
+  CHECK(fx.queues().empty());
+}
+
+TEST_CASE("the broker recovers every queue and its messages after a restart",
+          "[sim][broker][restart]") {
+  broker_fixture fx;
+  fx.push({{"q1", "p", "a"}, {"q2", "Default", "b"}, {"q1", "p", "c"}});
+  fx.start();
+  CHECK(fx.queues() == std::vector<std::string>{"q1", "q2"});
+  actors::queue_pop_request req;
+  req.group = "g";
+  req.batch = 10;
+  req.lease_id = "L";
+  auto r = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q1"}, req);
+  REQUIRE(r);
+  REQUIRE(r->claimed.size() == 1);
+  REQUIRE(r->claimed[0].reply.messages.size() == 2);
+  CHECK(r->claimed[0].reply.messages[1].frame.data.payload == "c");
+  auto none = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"nope"}, req);
+  REQUIRE(none);
+  CHECK(none->reason == core::empty_reason::no_partition);
+}
+
+TEST_CASE("an auto-created queue takes namespace and task from its name",
+          "[broker]") {
+  using actors::namespace_and_task;
+  CHECK(namespace_and_task("orders.eu.paid")
+        == std::pair<std::string, std::string>{"orders", "eu"});
+  CHECK(namespace_and_task("orders.eu")
+        == std::pair<std::string, std::string>{"orders", "eu"});
+  CHECK(namespace_and_task("orders")
+        == std::pair<std::string, std::string>{"", ""});
+}
