@@ -1,9 +1,11 @@
 // spoold: the Spool broker daemon.
 //
 // What it does today: opens the store (LMDB in --data-dir), recovers and logs
-// the catalog, then waits for SIGTERM/SIGINT and closes the store cleanly.
-// It does not serve clients yet: the actor core and the HTTP/msgpack front
-// doors are later issues, and it says so instead of pretending.
+// the catalog, starts the broker core as actors (the store writer on its own
+// thread, the broker with a coordinator per recovered queue), then waits for
+// SIGTERM/SIGINT, stops the actors and closes the store cleanly. It serves
+// no client yet: the HTTP and msgpack front doors are a later issue, and it
+// says so instead of pretending.
 
 #include <spdlog/spdlog.h>
 
@@ -11,6 +13,14 @@
 #include <cstdlib>
 #include <pthread.h>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+
+#include <chrono>
+
+#include "actors/broker/broker_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
 #include "config/options.hpp"
 #include "storage/store.hpp"
 
@@ -69,13 +79,43 @@ int main(int argc, char** argv) {
     spdlog::info("  queue {} partition '{}' ({}): lastOffset {}, watermark {}",
                  p.queue.value, p.name, p.uuid, p.last_offset().value,
                  p.watermark.value);
-  spdlog::warn("no client protocol is built yet (HTTP and msgpack front doors "
-               "come with later issues): spoold holds the store open and "
-               "serves nothing; stop it with SIGTERM");
-
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
-  spdlog::info("signal {} received: closing the store", sig);
+  {
+    // The broker core runs as actors: the store writer on a thread of its
+    // own (it blocks in fsync), the broker and its queues on the scheduler.
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    caf::actor_system sys{cfg};
+    auto writer = spool::actors::spawn_writer(sys, {.env = &(*st)->db()}, true);
+    if (!writer) {
+      spdlog::critical("cannot start the writer: {}", to_string(writer.err()));
+      return 1;
+    }
+    spool::actors::broker_config bc;
+    bc.store = st->get();
+    bc.writer = *writer;
+    bc.wall = [] {
+      return std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    auto broker = spool::actors::spawn_broker(sys, bc);
+    if (!broker) {
+      spdlog::critical("cannot start the broker: {}", to_string(broker.err()));
+      caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+      return 1;
+    }
+    spdlog::info("broker running: {} queue(s) recovered as actors",
+                 cat.queues.size());
+    spdlog::warn("no client protocol is built yet (HTTP and msgpack front "
+                 "doors come with later issues): spoold runs the broker "
+                 "core but serves nothing; stop it with SIGTERM");
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    spdlog::info("signal {} received: stopping the broker", sig);
+    caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+  } // the actor system waits for every actor here
+  spdlog::info("actors stopped: closing the store");
   if (auto closed = (*st)->close(); !closed) {
     spdlog::critical("closing the store failed: {}", to_string(closed.err()));
     return 1;

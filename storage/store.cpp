@@ -21,8 +21,15 @@ expected<std::unique_ptr<store>> store::open(store_options opts) {
   s->next_dlq_ = s->recovered_.counters.next_dlq;
   std::random_device rd;
   s->rng_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  s->writer_ = std::make_unique<group_commit>(*s->env_, opts.commit);
+  s->commit_opts_ = opts.commit;
   return s;
+}
+
+group_commit& store::writer() {
+  std::call_once(writer_once_, [this] {
+    writer_ = std::make_unique<group_commit>(*env_, commit_opts_);
+  });
+  return *writer_;
 }
 
 store::~store() {

@@ -39,9 +39,10 @@ public:
   env& db() noexcept {
     return *env_;
   }
-  group_commit& writer() noexcept {
-    return *writer_;
-  }
+  /// The group-commit writer thread, started on first use (a process that
+  /// writes through the writer actor instead never starts it; never use
+  /// both at once).
+  group_commit& writer();
   /// The catalog as recovered on open (not updated afterwards).
   const catalog& recovered() const noexcept {
     return recovered_;
@@ -66,6 +67,8 @@ private:
 
   std::unique_ptr<env> env_;
   std::unique_ptr<group_commit> writer_;
+  commit_options commit_opts_;
+  std::once_flag writer_once_;
   catalog recovered_;
   std::atomic<std::uint64_t> next_queue_{1};
   std::atomic<std::uint64_t> next_partition_{1};

@@ -49,6 +49,8 @@ TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
              Catch::Contains("recovered 1 queue(s), 1 partition(s)"));
   CHECK_THAT(spoold.output(), Catch::Contains("partition 'eu'"));
   CHECK_THAT(spoold.output(), Catch::Contains("lastOffset 4, watermark 0"));
+  CHECK_THAT(spoold.output(),
+             Catch::Contains("broker running: 1 queue(s) recovered as actors"));
   spoold.signal(SIGTERM);
   auto code = spoold.wait_exit(10s);
   INFO(spoold.output());
