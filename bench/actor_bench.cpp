@@ -147,10 +147,10 @@ int main(int argc, char** argv) {
     if (!writer)
       die(st::to_string(writer.err()));
     ac::queue_config qc;
-    qc.store = &store;
-    qc.writer = *writer;
+    qc.node.store = &store;
+    qc.node.writer = *writer;
     qc.record = q;
-    qc.wall = wall_now;
+    qc.node.wall = wall_now;
     auto queue = ac::spawn_queue(sys, qc);
     if (!queue)
       die(st::to_string(queue.err()));

@@ -91,9 +91,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     spool::actors::broker_config bc;
-    bc.store = st->get();
-    bc.writer = *writer;
-    bc.wall = [] {
+    bc.node.store = st->get();
+    bc.node.writer = *writer;
+    bc.node.wall = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
           .count();

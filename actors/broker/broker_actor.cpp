@@ -44,14 +44,9 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
           std::vector<storage::partition_record> partitions) {
   auto& st = self->state;
   queue_config qc;
-  qc.store = st.cfg.store;
-  qc.writer = st.cfg.writer;
+  qc.node = st.cfg.node;
   qc.record = rec;
   qc.partitions = std::move(partitions);
-  qc.segments = st.cfg.segments;
-  qc.frames = st.cfg.frames;
-  qc.codec = st.cfg.codec;
-  qc.wall = st.cfg.wall;
   qc.max_parked = st.cfg.max_parked;
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
@@ -136,7 +131,7 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
       batch.mutations.push_back(std::move(m));
   if (batch.mutations.empty())
     return settle(self, run, std::nullopt);
-  self->request(self->state.cfg.writer, caf::infinite, write_atom::value,
+  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(batch))
       .then([self, run](write_result& r) { settle(self, run, r.failure); },
             [self, run](caf::error& err) {
@@ -213,7 +208,8 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     if (auto ok = check_partition_name(items[i].item.partition); !ok)
       return bad(storage::make_error(storage::ec::invalid_argument, "items[", i,
                                      "].partition ", ok.err().message));
-    if (auto ok = storage::check_frame(items[i].item.frame, st.cfg.frames); !ok)
+    if (auto ok = storage::check_frame(items[i].item.frame, st.cfg.node.frames);
+        !ok)
       return bad(storage::make_error(ok.err().code, "items[", i,
                                      "]: ", ok.err().message));
     auto [it, fresh] = index.try_emplace(q, run->queues.size());
@@ -231,10 +227,10 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     if (st.queues.contains(name))
       continue;
     storage::queue_record rec;
-    rec.id = st.cfg.store->next_queue_id();
+    rec.id = st.cfg.node.store->next_queue_id();
     rec.name = name;
     std::tie(rec.name_space, rec.task) = namespace_and_task(name);
-    rec.created_at = st.cfg.wall();
+    rec.created_at = st.cfg.node.wall();
     fresh.push_back(rec);
     create.mutations.emplace_back(storage::mut::create_queue{rec});
   }
@@ -242,7 +238,7 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     prepare_all(self, run);
     return run->rp;
   }
-  self->request(st.cfg.writer, caf::infinite, write_atom::value,
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(create))
       .then(
           [self, run, fresh](write_result& r) {
@@ -328,22 +324,13 @@ std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
 }
 
 storage::expected<void> broker_config::validate() const {
-  if (store == nullptr)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "broker: no store");
-  if (!writer)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "broker: no writer");
-  if (!wall)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "broker: no wall clock");
-  return {};
+  return node.validate("broker");
 }
 
 storage::expected<broker_actor> spawn_broker(caf::actor_system& sys,
                                              broker_config cfg) {
   SPOOL_TRY(cfg.validate());
-  auto cat = cfg.store->load_catalog();
+  auto cat = cfg.node.store->load_catalog();
   if (!cat)
     return std::move(cat).err();
   return sys.spawn(broker, std::move(cfg), std::move(*cat));

@@ -10,17 +10,13 @@
 #include <functional>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
 
 struct broker_config {
-  storage::store* store = nullptr;
-  writer_actor writer;
-  storage::segment_limits segments;
-  storage::frame_limits frames;
-  storage::compression codec = storage::compression::zstd_when_smaller;
-  std::function<storage::micros()> wall;
+  node_context node;
   std::size_t max_parked = 10'000;
 
   storage::expected<void> validate() const;

@@ -43,14 +43,14 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
   cursor_config cc;
-  cc.store = st.cfg.store;
-  cc.writer = st.cfg.writer;
+  cc.store = st.cfg.node.store;
+  cc.writer = st.cfg.node.writer;
   cc.queue = st.cfg.record.queue;
   cc.partition = st.cfg.record.id;
   cc.group = group;
   cc.policy = core::cursor_policy::from(st.cfg.options);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
-  cc.wall = st.cfg.wall;
+  cc.wall = st.cfg.node.wall;
   // Until subscription modes exist, a new group starts at the oldest
   // retained frame (mode `all`, the default).
   cc.initial_committed = st.log->record().watermark - 1;
@@ -64,10 +64,10 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
 storage::expected<sealed_ptr> seal(partition_ptr self,
                                    const std::vector<storage::frame>& frames) {
   auto& st = self->state;
-  auto t = st.cfg.store->db().read();
+  auto t = st.cfg.node.store->db().read();
   if (!t)
     return std::move(t).err();
-  auto sealed = st.log->seal(*t, frames, st.cfg.wall(), *st.enc,
+  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
                              st.cfg.options.dedup_window_s);
   if (!sealed)
     return std::move(sealed).err();
@@ -89,7 +89,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
     rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
     return rp;
   }
-  self->request(st.cfg.writer, caf::infinite, write_atom::value,
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 storage::write_batch{s->mutations})
       .then(
           [self, rp, s](write_result& r) mutable {
@@ -117,8 +117,8 @@ partition_actor::behavior_type partition(partition_ptr self,
   auto& st = self->state;
   st.cfg = std::move(cfg);
   st.log = std::make_unique<storage::partition_log>(
-      st.cfg.record, st.cfg.segments, st.cfg.frames);
-  st.enc = std::make_unique<storage::segment_encoder>(st.cfg.codec);
+      st.cfg.record, st.cfg.node.segments, st.cfg.node.frames);
+  st.enc = std::make_unique<storage::segment_encoder>(st.cfg.node.codec);
   auto failed = [](const storage::error& err) {
     pop_reply r;
     r.failure = err;
@@ -180,19 +180,7 @@ partition_actor::behavior_type partition(partition_ptr self,
 } // namespace
 
 storage::expected<void> partition_config::validate() const {
-  if (store == nullptr)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "partition: no store");
-  if (!writer)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "partition: no writer");
-  if (!wall)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "partition: no wall clock");
-  if (segments.max_frames == 0 || segments.max_bytes == 0)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "partition: segment limits must be positive");
-  return {};
+  return node.validate("partition");
 }
 
 storage::expected<partition_actor> spawn_partition(caf::actor_system& sys,

@@ -9,22 +9,16 @@
 #include <functional>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "actors/partition/visibility.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
 
 struct partition_config {
-  storage::store* store = nullptr;
-  writer_actor writer;
+  node_context node;
   storage::partition_record record;
   storage::queue_options options;
-  storage::segment_limits segments;
-  storage::frame_limits frames;
-  storage::compression codec = storage::compression::zstd_when_smaller;
-  /// Wall clock in µs (created_at stamps, visibility).
-  std::function<storage::micros()> wall;
-
   storage::expected<void> validate() const;
 };
 

@@ -69,14 +69,9 @@ storage::expected<void> add_partition(queue_ptr self,
                                       const storage::partition_record& rec) {
   auto& st = self->state;
   partition_config pc;
-  pc.store = st.cfg.store;
-  pc.writer = st.cfg.writer;
+  pc.node = st.cfg.node;
   pc.record = rec;
   pc.options = st.cfg.record.options;
-  pc.segments = st.cfg.segments;
-  pc.frames = st.cfg.frames;
-  pc.codec = st.cfg.codec;
-  pc.wall = st.cfg.wall;
   auto p = spawn_partition(self->system(), std::move(pc));
   if (!p)
     return std::move(p).err();
@@ -361,7 +356,7 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
                                       i, "].partition ", ok.err().message));
     // Validate every frame before anything is created or sealed, so a bad
     // item leaves no trace (not even a new partition).
-    if (auto ok = storage::check_frame(items[i].frame, st.cfg.frames); !ok)
+    if (auto ok = storage::check_frame(items[i].frame, st.cfg.node.frames); !ok)
       return fail(storage::make_error(ok.err().code, "items[", i,
                                       "]: ", ok.err().message));
     auto [it, fresh] = index.try_emplace(name, run->names.size());
@@ -383,16 +378,16 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
       continue;
     storage::partition_record rec;
     rec.queue = st.cfg.record.id;
-    rec.id = st.cfg.store->next_partition_id();
+    rec.id = st.cfg.node.store->next_partition_id();
     rec.name = name;
-    rec.uuid = st.cfg.store->make_uuid();
-    rec.created_at = st.cfg.wall();
+    rec.uuid = st.cfg.node.store->make_uuid();
+    rec.created_at = st.cfg.node.wall();
     fresh.push_back(rec);
     create.mutations.emplace_back(storage::mut::create_partition{rec});
   }
   if (fresh.empty())
     return seal_all(self, run);
-  self->request(st.cfg.writer, caf::infinite, write_atom::value,
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(create))
       .then(
           [self, run, fresh](write_result& r) {
@@ -427,7 +422,7 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
       rp.deliver(finish(self, *run, std::nullopt));
       return;
     }
-    self->request(self->state.cfg.writer, caf::infinite, write_atom::value,
+    self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
                   std::move(batch))
         .then(
             [self, rp, run](write_result& r) mutable {
@@ -539,16 +534,7 @@ storage::expected<void> check_partition_name(const std::string& name) {
 }
 
 storage::expected<void> queue_config::validate() const {
-  if (store == nullptr)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "queue: no store");
-  if (!writer)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "queue: no writer");
-  if (!wall)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "queue: no wall clock");
-  return {};
+  return node.validate("queue");
 }
 
 storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,

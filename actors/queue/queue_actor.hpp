@@ -12,20 +12,16 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
 
 struct queue_config {
-  storage::store* store = nullptr;
-  writer_actor writer;
+  node_context node;
   storage::queue_record record;
   /// The queue's partitions as recovered (spawned at start).
   std::vector<storage::partition_record> partitions;
-  storage::segment_limits segments;
-  storage::frame_limits frames;
-  storage::compression codec = storage::compression::zstd_when_smaller;
-  std::function<storage::micros()> wall;
   /// Parked long-poll pops on this queue beyond which a pop is refused.
   std::size_t max_parked = 10'000;
 

@@ -1,11 +1,7 @@
 // The broker: queues created on first push, pushes across queues all or
 // nothing, recovery of every queue at start.
 
-#include "sim/sim_fixture.hpp"
-
-#include "actors/broker/broker_actor.hpp"
-#include "actors/writer/writer_actor.hpp"
-#include "unit/storage/fixture.hpp"
+#include "sim/broker_sim.hpp"
 
 using namespace spool;
 using namespace spool::test;
@@ -13,35 +9,7 @@ using storage::offset;
 
 namespace {
 
-struct broker_fixture : sim_fixture {
-  ~broker_fixture() {
-    drain(); // before `store` is destroyed
-  }
-
-  store_fixture store;
-  actors::writer_actor writer;
-  actors::broker_actor broker;
-
-  broker_fixture() {
-    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
-    REQUIRE(w);
-    writer = *w;
-    start();
-  }
-
-  /// (Re)starts the broker over the same store, as after a restart.
-  void start() {
-    if (broker)
-      caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
-    run();
-    actors::broker_config cfg;
-    cfg.store = store.store.get();
-    cfg.writer = writer;
-    cfg.wall = [] { return storage::micros{1'785'000'000'000'000}; };
-    auto b = actors::spawn_broker(sys, cfg);
-    REQUIRE(b);
-    broker = *b;
-  }
+struct broker_fixture : broker_sim {
 
   actors::queue_push_reply
   push(std::vector<std::tuple<std::string, std::string, std::string>> items) {

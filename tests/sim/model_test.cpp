@@ -12,15 +12,11 @@
 //  - at the end, draining every group settles every pushed message
 //    (completed or dead-lettered): nothing is lost, groups never interfere.
 
-#include "sim/sim_fixture.hpp"
+#include "sim/broker_sim.hpp"
 
 #include <map>
 #include <random>
 #include <set>
-
-#include "actors/broker/broker_actor.hpp"
-#include "actors/writer/writer_actor.hpp"
-#include "unit/storage/fixture.hpp"
 
 using namespace spool;
 using namespace spool::test;
@@ -43,14 +39,7 @@ struct live_lease {
   std::vector<std::int64_t> offsets;
 };
 
-struct model_fixture : sim_fixture {
-  ~model_fixture() {
-    drain();
-  }
-
-  store_fixture store;
-  actors::writer_actor writer;
-  actors::broker_actor broker;
+struct model_fixture : broker_sim {
   std::mt19937_64 rng;
   std::map<pkey, std::vector<std::string>> pushed;
   std::map<key, std::set<std::int64_t>> completed;
@@ -61,23 +50,6 @@ struct model_fixture : sim_fixture {
   std::size_t delivered = 0;
 
   explicit model_fixture(std::uint64_t seed) : rng(seed) {
-    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
-    REQUIRE(w);
-    writer = *w;
-    start();
-  }
-
-  void start() {
-    if (broker)
-      caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
-    run();
-    actors::broker_config cfg;
-    cfg.store = store.store.get();
-    cfg.writer = writer;
-    cfg.wall = [] { return storage::micros{1'785'000'000'000'000}; };
-    auto b = actors::spawn_broker(sys, cfg);
-    REQUIRE(b);
-    broker = *b;
   }
 
   template <class T>

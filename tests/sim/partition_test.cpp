@@ -55,11 +55,11 @@ struct partition_fixture : sim_fixture {
       caf::anon_send_exit(part, caf::exit_reason::user_shutdown);
     run();
     actors::partition_config cfg;
-    cfg.store = store.store.get();
-    cfg.writer = writer;
+    cfg.node.store = store.store.get();
+    cfg.node.writer = writer;
     cfg.record = store.stored(rec);
     cfg.options = options;
-    cfg.wall = wall();
+    cfg.node.wall = wall();
     auto p = actors::spawn_partition(sys, cfg);
     REQUIRE(p);
     part = *p;

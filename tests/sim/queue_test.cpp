@@ -37,10 +37,10 @@ struct queue_fixture : sim_fixture {
     REQUIRE(
         store.commit(storage::write_batch{{storage::mut::create_queue{rec}}}));
     actors::queue_config cfg;
-    cfg.store = store.store.get();
-    cfg.writer = writer;
+    cfg.node.store = store.store.get();
+    cfg.node.writer = writer;
     cfg.record = rec;
-    cfg.wall = [this] {
+    cfg.node.wall = [this] {
       return storage::micros{1'785'000'000'000'000}
              + std::chrono::duration_cast<std::chrono::microseconds>(
                    now().time_since_epoch())

@@ -1,0 +1,22 @@
+#include "actors/node_context.hpp"
+
+namespace spool::actors {
+
+storage::expected<void> node_context::validate(const char* who) const {
+  auto missing = [who](const char* what) {
+    return storage::make_error(storage::ec::invalid_argument, who, ": no ",
+                               what);
+  };
+  if (store == nullptr)
+    return missing("store");
+  if (!writer)
+    return missing("writer");
+  if (!wall)
+    return missing("wall clock");
+  if (segments.max_frames == 0 || segments.max_bytes == 0)
+    return storage::make_error(storage::ec::invalid_argument, who,
+                               ": segment limits must be positive");
+  return {};
+}
+
+} // namespace spool::actors

@@ -1,0 +1,27 @@
+#pragma once
+
+/// What every broker-core actor takes from its node: the store, the writer,
+/// segment and frame limits, the codec and the wall clock. One struct, passed
+/// down from the broker to queues and partitions.
+
+#include <functional>
+
+#include "actors/interfaces.hpp"
+#include "storage/store.hpp"
+
+namespace spool::actors {
+
+struct node_context {
+  storage::store* store = nullptr;
+  writer_actor writer;
+  storage::segment_limits segments;
+  storage::frame_limits frames;
+  storage::compression codec = storage::compression::zstd_when_smaller;
+  /// Wall clock in µs (created_at stamps, visibility, DLQ times).
+  std::function<storage::micros()> wall;
+
+  /// Errors name `who` ("broker: no store").
+  storage::expected<void> validate(const char* who) const;
+};
+
+} // namespace spool::actors

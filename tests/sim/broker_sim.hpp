@@ -1,0 +1,45 @@
+#pragma once
+
+// A broker over a real store and writer under the test coordinator, with a
+// restart that spawns a fresh broker over the same store.
+
+#include "sim/sim_fixture.hpp"
+
+#include "actors/broker/broker_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+#include "unit/storage/fixture.hpp"
+
+namespace spool::test {
+
+struct broker_sim : sim_fixture {
+  store_fixture store;
+  actors::writer_actor writer;
+  actors::broker_actor broker;
+
+  broker_sim() {
+    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    REQUIRE(w);
+    writer = *w;
+    start();
+  }
+
+  ~broker_sim() {
+    drain(); // before `store` is destroyed
+  }
+
+  /// (Re)starts the broker over the same store, as after a restart.
+  void start() {
+    if (broker)
+      caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+    run();
+    actors::broker_config cfg;
+    cfg.node.store = store.store.get();
+    cfg.node.writer = writer;
+    cfg.node.wall = [] { return storage::micros{1'785'000'000'000'000}; };
+    auto b = actors::spawn_broker(sys, cfg);
+    REQUIRE(b);
+    broker = *b;
+  }
+};
+
+} // namespace spool::test
