@@ -227,6 +227,11 @@ expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
   }
   std::size_t bytes = 0;
   auto& out = result.frames;
+  // At most what the partition holds past `from` (none when `from` is past
+  // its end), and never a hostile count's worth.
+  out.reserve(static_cast<std::size_t>(std::clamp<std::int64_t>(
+      rec->next_offset - from, 0,
+      static_cast<std::int64_t>(std::min<std::size_t>(max_frames, 1u << 16)))));
   while (out.size() < max_frames && has_prefix(cur->key(), prefix)) {
     auto before = out.size();
     auto budget = max_bytes > bytes ? max_bytes - bytes : 0;

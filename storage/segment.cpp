@@ -304,7 +304,16 @@ expected<segment_header> decode_segment(std::string_view bytes,
   auto h = peek_segment_header(bytes, at);
   if (!h)
     return h;
-  std::string scratch;
+  // Per-thread: the frames below are copied out of it before returning. A
+  // huge segment's buffer is not kept for the thread's lifetime.
+  thread_local std::string scratch;
+  struct trim {
+    std::string& s;
+    ~trim() {
+      if (s.capacity() > (std::size_t{16} << 20))
+        std::string().swap(s);
+    }
+  } trim_scratch{scratch};
   auto raw = verified_body(bytes, *h, at, scratch);
   if (!raw)
     return std::move(raw).err();

@@ -15,7 +15,6 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <algorithm>
-#include <map>
 
 #include "storage/tables.hpp"
 
@@ -34,32 +33,55 @@ struct cursor_state {
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
 
+/// Frames by offset, sorted ascending (what `load_frames` returns).
+using frame_list = std::vector<storage::stored_frame>;
+
+/// The frame at `off` in `frames`, or null.
+storage::stored_frame* find_frame(frame_list& frames, storage::offset off) {
+  // Reads return runs of offsets: try the dense position first.
+  if (!frames.empty()) {
+    auto guess = off - frames.front().off;
+    if (guess >= 0 && static_cast<std::size_t>(guess) < frames.size()
+        && frames[static_cast<std::size_t>(guess)].off == off)
+      return &frames[static_cast<std::size_t>(guess)];
+  }
+  auto it = std::lower_bound(frames.begin(), frames.end(), off,
+                             [](const storage::stored_frame& f,
+                                storage::offset o) { return f.off < o; });
+  return it != frames.end() && it->off == off ? &*it : nullptr;
+}
+
 /// Reads the frames at `offsets` (sorted) in one short read transaction.
-storage::expected<std::map<storage::offset, storage::stored_frame>>
+storage::expected<frame_list>
 load_frames(const cursor_config& cfg,
             const std::vector<storage::offset>& offs) {
-  std::map<storage::offset, storage::stored_frame> out;
+  frame_list out;
   if (offs.empty())
     return out;
-  auto [lo, hi] = std::minmax_element(offs.begin(), offs.end());
+  auto lo = offs.front();
+  auto hi = offs.back();
   auto t = cfg.store->db().read();
   if (!t)
     return std::move(t).err();
-  auto r = storage::read_frames(*t, cfg.queue, cfg.partition, *lo,
-                                static_cast<std::size_t>(*hi - *lo + 1));
+  auto r = storage::read_frames(*t, cfg.queue, cfg.partition, lo,
+                                static_cast<std::size_t>(hi - lo + 1));
   if (!r)
     return std::move(r).err();
+  // The usual plan is one contiguous run: keep the read as it is.
+  if (static_cast<std::int64_t>(offs.size()) == hi - lo + 1)
+    return std::move(r->frames);
+  out.reserve(offs.size());
   for (auto& f : r->frames)
     if (std::binary_search(offs.begin(), offs.end(), f.off))
-      out.emplace(f.off, std::move(f));
+      out.push_back(std::move(f));
   return out;
 }
 
 /// The cursor record plus the dead letters, as one batch.
-storage::write_batch
-state_batch(const cursor_config& cfg, const core::cursor_core& core,
-            const std::vector<core::dead_letter>& dead,
-            const std::map<storage::offset, storage::stored_frame>& frames) {
+storage::write_batch state_batch(const cursor_config& cfg,
+                                 const core::cursor_core& core,
+                                 const std::vector<core::dead_letter>& dead,
+                                 frame_list& frames) {
   storage::write_batch b;
   b.mutations.emplace_back(storage::mut::put_cursor{cfg.queue, cfg.partition,
                                                     cfg.group, core.record()});
@@ -67,8 +89,8 @@ state_batch(const cursor_config& cfg, const core::cursor_core& core,
     storage::dlq_entry e;
     e.id = cfg.store->next_dlq_id();
     e.partition = cfg.partition;
-    if (auto it = frames.find(d.off); it != frames.end())
-      e.message = it->second;
+    if (auto* f = find_frame(frames, d.off))
+      e.message = *f;
     else
       e.message.off = d.off; // deleted by retention meanwhile
     e.error = d.error;
@@ -83,23 +105,29 @@ state_batch(const cursor_config& cfg, const core::cursor_core& core,
 /// gets the write's error, if any.
 template <class F>
 void persist(cursor_ptr self, const std::vector<core::dead_letter>& dead,
-             const std::map<storage::offset, storage::stored_frame>& known,
-             F then) {
+             frame_list known, F then) {
   auto& st = self->state;
-  auto frames = known;
   std::vector<storage::offset> missing;
   for (auto& d : dead)
-    if (!frames.contains(d.off))
+    if (!find_frame(known, d.off))
       missing.push_back(d.off);
-  std::sort(missing.begin(), missing.end());
-  if (auto more = load_frames(st.cfg, missing))
-    frames.merge(*more);
-  auto batch = state_batch(st.cfg, *st.core, dead, frames);
+  if (!missing.empty()) {
+    std::sort(missing.begin(), missing.end());
+    if (auto more = load_frames(st.cfg, missing)) {
+      for (auto& f : *more)
+        known.push_back(std::move(f));
+      std::sort(known.begin(), known.end(),
+                [](auto& a, auto& b) { return a.off < b.off; });
+    }
+  }
+  auto batch = state_batch(st.cfg, *st.core, dead, known);
+  // Shared, not copied: `then` may hold a whole pop reply.
+  auto cont = std::make_shared<F>(std::move(then));
   self->request(st.cfg.writer, caf::infinite, write_atom::value,
                 std::move(batch))
-      .then([then](write_result& r) mutable { then(std::move(r.failure)); },
-            [then](caf::error& err) mutable {
-              then(storage::make_error(
+      .then([cont](write_result& r) { (*cont)(std::move(r.failure)); },
+            [cont](caf::error& err) {
+              (*cont)(storage::make_error(
                   storage::ec::io_error,
                   "writer unreachable: ", caf::to_string(err)));
             });
@@ -125,24 +153,23 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   auto now = self->clock().now();
   auto wall = st.cfg.wall();
   auto [expired, dead] = core.expire(now);
-  auto answer
-      = [self,
-         rp](pop_reply reply, bool write, std::vector<core::dead_letter> dead,
-             std::map<storage::offset, storage::stored_frame> frames) mutable {
-          if (!write) {
-            rp.deliver(std::move(reply));
-            return;
-          }
-          persist(self, dead, frames,
-                  [rp, reply = std::move(reply)](
-                      std::optional<storage::error> failure) mutable {
-                    if (failure) {
-                      reply = pop_reply{};
-                      reply.failure = std::move(failure);
-                    }
-                    rp.deliver(std::move(reply));
-                  });
-        };
+  auto answer = [self, rp](pop_reply reply, bool write,
+                           std::vector<core::dead_letter> dead,
+                           frame_list frames) mutable {
+    if (!write) {
+      rp.deliver(std::move(reply));
+      return;
+    }
+    persist(self, dead, std::move(frames),
+            [rp, reply = std::move(reply)](
+                std::optional<storage::error> failure) mutable {
+              if (failure) {
+                reply = pop_reply{};
+                reply.failure = std::move(failure);
+              }
+              rp.deliver(std::move(reply));
+            });
+  };
   auto planned
       = core.plan(now, view.watermark, view.readable_end - 1, req.batch);
   if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
@@ -164,19 +191,24 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     return rp;
   }
   // Frames missing from the read (deleted meanwhile) end the deliverable run.
+  // `at[i]` is the frame of plan.deliver[i].
+  std::vector<storage::stored_frame*> at;
+  at.reserve(plan.deliver.size());
   std::vector<storage::micros> stamps;
+  stamps.reserve(plan.deliver.size());
   for (auto off : plan.deliver) {
-    auto it = frames->find(off);
-    if (it == frames->end())
+    auto* f = find_frame(*frames, off);
+    if (f == nullptr)
       break;
-    stamps.push_back(it->second.created_at);
+    at.push_back(f);
+    stamps.push_back(f->created_at);
   }
   auto vis = core::visible_prefix(stamps, view.newest_created_at, wall,
                                   st.cfg.visibility);
   std::size_t n = 0;
   std::size_t bytes = 0;
   for (; n < vis.count; ++n) {
-    auto size = frames->at(plan.deliver[n]).data.payload.size();
+    auto size = at[n]->data.payload.size();
     if (n > 0 && bytes + size > req.max_bytes)
       break;
     bytes += size;
@@ -192,9 +224,14 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   dead.insert(dead.end(), granted.dead.begin(), granted.dead.end());
   pop_reply reply;
   reply.skipped = plan.skipped;
-  for (std::size_t i = 0; i < n; ++i)
-    reply.messages.push_back(delivered_frame{
-        frames->at(plan.deliver[i]), granted.delivery_counts[i].second});
+  // Delivered frames move into the reply; dead letters are never among
+  // them (a dead frame is done, a delivered one is not), so `frames` still
+  // holds every dead letter the write needs.
+  reply.messages.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    reply.messages[i].frame = std::move(*at[i]);
+    reply.messages[i].delivery_count = granted.delivery_counts[i].second;
+  }
   if (req.auto_ack && granted.lease) {
     for (auto& m : reply.messages) {
       core::ack_request a;

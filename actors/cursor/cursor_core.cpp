@@ -82,9 +82,14 @@ cursor_core::cursor_core(storage::cursor_record rec, cursor_policy policy) :
     isolated_(to_range(rec.isolated)),
     leased_(to_range(rec.leased)),
     last_activity_(rec.last_activity) {
+  // Stored records list the counters ascending; keep the first of any
+  // duplicate offset, as the map this replaced did.
+  std::stable_sort(rec.counters.begin(), rec.counters.end(),
+                   [](auto& a, auto& b) { return a.off < b.off; });
   for (auto& c : rec.counters)
-    if (c.off > committed_)
-      counters_.emplace(c.off, c);
+    if (c.off > committed_
+        && (counters_.empty() || counters_.back().off != c.off))
+      counters_.push_back(c);
 }
 
 // -- inspection ---------------------------------------------------------------
@@ -95,21 +100,19 @@ storage::cursor_record cursor_core::record() const {
   rec.lease_epoch = epoch_;
   rec.isolated = to_pair(isolated_);
   rec.leased = to_pair(leased_);
-  rec.counters.reserve(counters_.size());
-  for (auto& [_, c] : counters_)
-    rec.counters.push_back(c);
+  rec.counters.assign(counters_.begin(), counters_.end());
   rec.last_activity = last_activity_;
   return rec;
 }
 
 std::uint32_t cursor_core::head_failures() const {
-  auto it = counters_.find(committed_ + 1);
-  return it == counters_.end() ? 0 : it->second.failures;
+  auto* c = find_counters(committed_ + 1);
+  return c == nullptr ? 0 : c->failures;
 }
 
 std::uint32_t cursor_core::deliveries_of(offset off) const {
-  auto it = counters_.find(off);
-  return it == counters_.end() ? 0 : it->second.deliveries;
+  auto* c = find_counters(off);
+  return c == nullptr ? 0 : c->deliveries;
 }
 
 std::optional<mono_time> cursor_core::next_deadline() const {
@@ -161,7 +164,8 @@ grant_result cursor_core::grant(const delivery_plan& plan,
   grant_result result;
   if (plan.skipped && plan.skipped->last > committed_) {
     committed_ = plan.skipped->last;
-    counters_.erase(counters_.begin(), counters_.upper_bound(committed_));
+    while (!counters_.empty() && counters_.front().off <= committed_)
+      counters_.pop_front();
   }
   for (auto o : plan.dead)
     result.dead.push_back(bury(o, "maxDeliveries reached"));
@@ -182,7 +186,7 @@ grant_result cursor_core::grant(const delivery_plan& plan,
                         now + policy_.lease_time,
                         {lease_offsets_.front(), lease_offsets_.back()}};
     leased_ = lease_->range;
-    settled_.clear();
+    settled_.assign(lease_offsets_.size(), false);
     unsettled_ = lease_offsets_.size();
     result.lease = lease_;
   }
@@ -194,10 +198,12 @@ bool cursor_core::release_unwritten(const std::string& lease_id) {
   if (!lease_ || lease_->id != lease_id)
     return false;
   for (auto o : lease_offsets_) {
-    auto it = counters_.find(o);
-    if (it == counters_.end())
+    auto it = std::lower_bound(
+        counters_.begin(), counters_.end(), o,
+        [](const storage::frame_counters& c, offset x) { return c.off < x; });
+    if (it == counters_.end() || it->off != o)
       continue;
-    auto& c = it->second;
+    auto& c = *it;
     if (c.deliveries > 0)
       c.deliveries -= 1;
     if (c.deliveries == 0 && c.failures == 0 && !c.done)
@@ -228,17 +234,17 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
     out.error = ack_error::not_found;
     return out;
   }
+  // The frame's place in the lease (O(1) for a run of offsets, else a
+  // binary search: a list of n acks stays O(n log n)).
+  auto idx = lease_index(req.off);
   // Settled already: idempotent success, nothing changes.
-  if (req.off <= committed_ || is_done(req.off) || settled_.contains(req.off))
+  if (req.off <= committed_ || is_done(req.off) || (idx && settled_[*idx]))
     return out;
   if (!live) {
     out.error = ack_error::invalid_lease;
     return out;
   }
-  // The lease's offsets are ascending: a binary search keeps a list of n
-  // acks O(n log n).
-  if (!std::binary_search(lease_offsets_.begin(), lease_offsets_.end(),
-                          req.off)) {
+  if (!idx) {
     out.error = ack_error::not_in_lease;
     return out;
   }
@@ -246,12 +252,12 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
   switch (req.status) {
   case ack_status::completed:
     counters(req.off).done = true;
-    settled_.insert(req.off);
+    settled_[*idx] = true;
     --unsettled_;
     break;
   case ack_status::dlq:
     out.dead = bury(req.off, req.error);
-    settled_.insert(req.off);
+    settled_[*idx] = true;
     --unsettled_;
     break;
   case ack_status::failed: {
@@ -336,21 +342,70 @@ void cursor_core::seek(offset new_committed) {
 
 // -- internals ----------------------------------------------------------------
 
+namespace {
+
+/// Index of the element with key `off` in a container sorted by key, or
+/// end: first tries the index the key would have if the keys were dense
+/// (the usual case: leases and counters cover runs of offsets).
+template <class C, class Key>
+std::size_t index_of(const C& c, offset off, Key key) {
+  if (c.empty())
+    return 0;
+  auto guess = off - key(c.front());
+  if (guess >= 0 && static_cast<std::size_t>(guess) < c.size()
+      && key(c[static_cast<std::size_t>(guess)]) == off)
+    return static_cast<std::size_t>(guess);
+  auto it
+      = std::lower_bound(c.begin(), c.end(), off,
+                         [&](const auto& x, offset o) { return key(x) < o; });
+  return static_cast<std::size_t>(it - c.begin());
+}
+
+offset counters_key(const storage::frame_counters& c) {
+  return c.off;
+}
+
+offset offset_key(offset o) {
+  return o;
+}
+
+} // namespace
+
 storage::frame_counters& cursor_core::counters(offset off) {
-  auto [it, _] = counters_.try_emplace(off, storage::frame_counters{off});
-  return it->second;
+  // Grants append ascending offsets: the back is the usual place.
+  if (counters_.empty() || counters_.back().off < off)
+    return counters_.emplace_back(storage::frame_counters{off});
+  auto i = index_of(counters_, off, counters_key);
+  if (i < counters_.size() && counters_[i].off == off)
+    return counters_[i];
+  return *counters_.insert(counters_.begin() + static_cast<std::ptrdiff_t>(i),
+                           storage::frame_counters{off});
+}
+
+const storage::frame_counters* cursor_core::find_counters(offset off) const {
+  auto i = index_of(counters_, off, counters_key);
+  return i < counters_.size() && counters_[i].off == off ? &counters_[i]
+                                                         : nullptr;
+}
+
+std::optional<std::size_t> cursor_core::lease_index(offset off) const {
+  auto i = index_of(lease_offsets_, off, offset_key);
+  if (i >= lease_offsets_.size() || lease_offsets_[i] != off)
+    return std::nullopt;
+  return i;
 }
 
 bool cursor_core::is_done(offset off) const {
-  auto it = counters_.find(off);
-  return it != counters_.end() && it->second.done;
+  auto* c = find_counters(off);
+  return c != nullptr && c->done;
 }
 
 void cursor_core::advance() {
-  for (auto it = counters_.begin();
-       it != counters_.end() && it->first == committed_ + 1 && it->second.done;
-       it = counters_.erase(it))
-    committed_ = it->first;
+  while (!counters_.empty() && counters_.front().off == committed_ + 1
+         && counters_.front().done) {
+    committed_ = counters_.front().off;
+    counters_.pop_front();
+  }
   if (isolated_ && committed_ >= isolated_->last)
     isolated_.reset();
 }
@@ -383,9 +438,9 @@ dead_letter cursor_core::bury(offset off, std::string error) {
 
 std::vector<offset> cursor_core::unsettled_in_lease() const {
   std::vector<offset> out;
-  for (auto o : lease_offsets_)
-    if (!settled_.contains(o) && !is_done(o))
-      out.push_back(o);
+  for (std::size_t i = 0; i < lease_offsets_.size(); ++i)
+    if (!settled_[i] && !is_done(lease_offsets_[i]))
+      out.push_back(lease_offsets_[i]);
   return out;
 }
 

@@ -14,9 +14,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <variant>
@@ -210,6 +209,10 @@ private:
   /// Marks `off` dead-lettered (done).
   dead_letter bury(offset off, std::string error);
   std::vector<offset> unsettled_in_lease() const;
+  /// The counters of `off`, or null.
+  const storage::frame_counters* find_counters(offset off) const;
+  /// `off`'s index in lease_offsets_, if the live lease delivered it.
+  std::optional<std::size_t> lease_index(offset off) const;
   milliseconds retry_delay_for(std::uint32_t failures) const;
 
   cursor_policy policy_;
@@ -217,13 +220,15 @@ private:
   std::uint64_t epoch_ = 0;
   std::optional<offset_range> isolated_;
   std::optional<offset_range> leased_; ///< durable copy of the lease range
-  std::map<offset, storage::frame_counters> counters_;
+  /// Counters of frames above committed, ascending by offset (mostly
+  /// appended at the back and dropped at the front, as committed advances).
+  std::deque<storage::frame_counters> counters_;
   storage::micros last_activity_ = 0;
   std::optional<lease_info> lease_;
   /// The frames the live lease delivered, in order.
   std::vector<offset> lease_offsets_;
-  /// Frames of the live lease that were settled.
-  std::set<offset> settled_;
+  /// Per frame of the live lease (by index in lease_offsets_): settled.
+  std::vector<bool> settled_;
   /// Frames of the live lease not settled yet (the lease ends at zero).
   std::size_t unsettled_ = 0;
   /// Redelivery waits until then (retry delay).

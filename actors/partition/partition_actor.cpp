@@ -90,7 +90,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
     return rp;
   }
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                storage::write_batch{s->mutations})
+                storage::write_batch{std::move(s->mutations)})
       .then(
           [self, rp, s](write_result& r) mutable {
             if (r.ok()) {

@@ -280,12 +280,13 @@ void settle_all(queue_ptr self, push_run& run, bool durable) {
                  settle_atom::value, run.seals[k], durable);
 }
 
-/// Every sealed mutation of the push, as one batch.
-storage::write_batch batch_of(const push_run& run) {
+/// Every sealed mutation of the push, as one batch. The mutations move out
+/// of the seals: settling needs only their offsets and ids, not the bytes.
+storage::write_batch batch_of(push_run& run) {
   storage::write_batch batch;
   for (auto& s : run.seals)
     for (auto& m : s->mutations)
-      batch.mutations.push_back(m);
+      batch.mutations.push_back(std::move(m));
   return batch;
 }
 
@@ -319,7 +320,8 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   run->waiting = run->names.size();
   for (std::size_t k = 0; k < run->names.size(); ++k) {
     auto& actor = self->state.partitions.at(run->names[k]).actor;
-    self->request(actor, caf::infinite, seal_atom::value, run->frames[k])
+    self->request(actor, caf::infinite, seal_atom::value,
+                  std::move(run->frames[k]))
         .then(
             [run, k](seal_reply& r) {
               if (r.failure && !run->failure)
@@ -349,25 +351,38 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     run->prepared(run);
   };
   std::unordered_map<std::string, std::size_t> index;
+  // The partition slot of each item: pushes usually name one partition for
+  // a run of items, so a name equal to the previous item's skips the lookup
+  // (and the name check, done once per distinct name).
+  std::vector<std::size_t> slot(items.size());
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& name = items[i].partition;
-    if (auto ok = check_partition_name(name); !ok)
-      return fail(storage::make_error(storage::ec::invalid_argument, "items[",
-                                      i, "].partition ", ok.err().message));
+    if (i > 0 && name == items[i - 1].partition) {
+      slot[i] = slot[i - 1];
+    } else {
+      auto [it, fresh] = index.try_emplace(name, run->names.size());
+      if (fresh) {
+        if (auto ok = check_partition_name(name); !ok)
+          return fail(storage::make_error(storage::ec::invalid_argument,
+                                          "items[", i, "].partition ",
+                                          ok.err().message));
+        run->names.push_back(name);
+        run->items.emplace_back();
+        run->frames.emplace_back();
+      }
+      slot[i] = it->second;
+    }
     // Validate every frame before anything is created or sealed, so a bad
     // item leaves no trace (not even a new partition).
     if (auto ok = storage::check_frame(items[i].frame, st.cfg.node.frames); !ok)
       return fail(storage::make_error(ok.err().code, "items[", i,
                                       "]: ", ok.err().message));
-    auto [it, fresh] = index.try_emplace(name, run->names.size());
-    if (fresh) {
-      run->names.push_back(name);
-      run->items.emplace_back();
-      run->frames.emplace_back();
-    }
-    run->items[it->second].push_back(i);
-    run->frames[it->second].push_back(std::move(items[i].frame));
+    run->items[slot[i]].push_back(i);
   }
+  for (std::size_t k = 0; k < run->names.size(); ++k)
+    run->frames[k].reserve(run->items[k].size());
+  for (std::size_t i = 0; i < items.size(); ++i)
+    run->frames[slot[i]].push_back(std::move(items[i].frame));
   if (run->names.empty())
     return run->prepared(run);
   // Partitions met for the first time are created durably first.
