@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/partition/visibility.hpp"
+#include "actors/queue/options.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -38,6 +40,8 @@ using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using configure_atom = caf::atom_constant<caf::atom("configure")>;
+using options_atom = caf::atom_constant<caf::atom("options")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -174,6 +178,25 @@ struct partition_view {
   storage::micros newest_created_at = 0;
 };
 
+/// Creates a queue or changes the options of one (semantics.md §8, §9).
+struct configure_request {
+  std::string queue;
+  /// Set only when named (an auto-created queue derives them from its name).
+  std::optional<std::string> name_space;
+  std::optional<std::string> task;
+  /// Only the options named change; the rest keep their values.
+  core::options_patch options;
+};
+
+struct configure_reply {
+  /// The queue as stored after the change (every option).
+  storage::queue_record queue;
+  /// The `Default` partition's id (configure creates it if missing).
+  std::string default_partition_uuid;
+  bool created = false; ///< the queue did not exist before
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// The store writer (one per node): applies write batches with group commit.
@@ -200,7 +223,9 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<extend_atom, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
     /// Internal: the actor's one timer (lease expiry, retry delay), by id.
-    caf::reacts_to<expire_atom, std::uint64_t>>;
+    caf::reacts_to<expire_atom, std::uint64_t>,
+    /// The queue's options changed: applies to leases and retries from now.
+    caf::reacts_to<options_atom, core::cursor_policy, core::visibility_policy>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -218,7 +243,9 @@ using partition_actor = caf::typed_actor<
         with<std::vector<ack_reply>>,
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
-                    std::chrono::milliseconds>::with<extend_reply>>;
+                    std::chrono::milliseconds>::with<extend_reply>,
+    /// The queue's options changed (passed on to every cursor).
+    caf::reacts_to<options_atom, storage::queue_options>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -239,7 +266,11 @@ using queue_actor = caf::typed_actor<
         ack_atom, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
-    caf::reacts_to<timeout_atom, std::uint64_t>>;
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Changes the named options (and namespace/task) durably, creates the
+    /// `Default` partition if missing, and applies the options to every
+    /// partition and cursor.
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -256,7 +287,10 @@ using broker_actor = caf::typed_actor<
         ack_atom, std::string, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// The names of the queues, sorted.
-    caf::replies_to<list_atom>::with<std::vector<std::string>>>;
+    caf::replies_to<list_atom>::with<std::vector<std::string>>,
+    /// Creates the queue (default options plus the named ones, and its
+    /// `Default` partition) or changes an existing one's named options.
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>>;
 
 } // namespace spool::actors
 
@@ -282,3 +316,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::queue_options)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::cursor_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::visibility_policy)

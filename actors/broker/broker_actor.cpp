@@ -19,6 +19,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/creation_gate.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
 
@@ -30,6 +31,8 @@ struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  /// Queue creations, one at a time.
+  core::creation_gate gate;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -54,6 +57,64 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
   self->link_to(*q);
   st.queues.emplace(rec.name, *q);
   return {};
+}
+
+/// A new queue's record: fresh id, default options, namespace and task
+/// derived from the name.
+storage::queue_record new_queue_record(broker_ptr self,
+                                       const std::string& name) {
+  auto& node = self->state.cfg.node;
+  storage::queue_record rec;
+  rec.id = node.store->next_queue_id();
+  rec.name = name;
+  std::tie(rec.name_space, rec.task) = namespace_and_task(name);
+  rec.created_at = node.wall();
+  return rec;
+}
+
+/// Creates the queues of `names` the broker does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_queues(broker_ptr self, std::vector<std::string> names,
+                   std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  auto missing = [self](const std::vector<std::string>& ns) {
+    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
+      return !self->state.queues.contains(n);
+    });
+  };
+  if (!missing(names))
+    return k(std::nullopt); // the usual case: nothing to create
+  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
+    auto& st = self->state;
+    storage::write_batch create;
+    std::vector<storage::queue_record> fresh;
+    for (auto& name : names)
+      if (!st.queues.contains(name)) {
+        fresh.push_back(new_queue_record(self, name));
+        create.mutations.emplace_back(storage::mut::create_queue{fresh.back()});
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    st.gate.enter();
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(create))
+        .then(
+            [self, fresh, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add_queue(self, rec, {}); !ok && !failure)
+                    failure = ok.err();
+              self->state.gate.leave();
+              k(std::move(failure));
+            },
+            [self, k](caf::error& err) {
+              self->state.gate.leave();
+              k(unreachable(err));
+            });
+  });
 }
 
 /// A push spanning queues, gathered by the broker.
@@ -221,43 +282,83 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->items[it->second].push_back(i);
     run->parts[it->second].push_back(std::move(items[i].item));
   }
-  storage::write_batch create;
-  std::vector<storage::queue_record> fresh;
-  for (auto& name : run->queues) {
-    if (st.queues.contains(name))
-      continue;
-    storage::queue_record rec;
-    rec.id = st.cfg.node.store->next_queue_id();
-    rec.name = name;
-    std::tie(rec.name_space, rec.task) = namespace_and_task(name);
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_queue{rec});
-  }
-  if (fresh.empty()) {
-    prepare_all(self, run);
-    return run->rp;
-  }
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, run, fresh](write_result& r) {
-            if (!r.ok()) {
-              run->rp.deliver(queue_push_reply{{}, 0, r.failure});
-              return;
-            }
-            for (auto& rec : fresh)
-              if (!self->state.queues.contains(rec.name))
-                if (auto ok = add_queue(self, rec, {}); !ok) {
-                  run->rp.deliver(queue_push_reply{{}, 0, ok.err()});
-                  return;
-                }
-            prepare_all(self, run);
-          },
-          [run](caf::error& err) {
-            run->rp.deliver(queue_push_reply{{}, 0, unreachable(err)});
-          });
+  ensure_queues(self, run->queues,
+                [self, run](std::optional<storage::error> failure) {
+                  if (failure)
+                    run->rp.deliver(queue_push_reply{{}, 0, failure});
+                  else
+                    prepare_all(self, run);
+                });
   return run->rp;
+}
+
+// -- configure ----------------------------------------------------------------
+
+void configure_now(broker_ptr self, configure_request& req,
+                   caf::typed_response_promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](storage::error err) mutable {
+    configure_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
+    self->request(it->second, caf::infinite, configure_atom::value,
+                  std::move(req))
+        .then([rp](configure_reply& r) mutable { rp.deliver(std::move(r)); },
+              [fail](caf::error& err) mutable { fail(unreachable(err)); });
+    return;
+  }
+  auto opts = core::apply_options(storage::queue_options{}, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = new_queue_record(self, req.queue);
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  auto part = new_partition_record(st.cfg.node, rec.id, default_partition);
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::create_queue{rec});
+  batch.mutations.emplace_back(storage::mut::create_partition{part});
+  st.gate.enter();
+  auto done
+      = [self, rp, rec, part](std::optional<storage::error> failure) mutable {
+          if (!failure)
+            if (auto ok = add_queue(self, rec, {part}); !ok)
+              failure = ok.err();
+          configure_reply reply;
+          if (failure) {
+            reply.failure = std::move(failure);
+          } else {
+            reply.queue = rec;
+            reply.default_partition_uuid = part.uuid;
+            reply.created = true;
+          }
+          rp.deliver(std::move(reply));
+          self->state.gate.leave();
+        };
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(unreachable(err)); });
+}
+
+caf::typed_response_promise<configure_reply>
+on_configure(broker_ptr self, configure_request& req) {
+  auto rp = self->make_response_promise<configure_reply>();
+  if (auto ok = check_partition_name(req.queue); !ok) {
+    configure_reply reply;
+    reply.failure = storage::make_error(storage::ec::invalid_argument, "queue ",
+                                        ok.err().message);
+    rp.deliver(std::move(reply));
+    return rp;
+  }
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp;
 }
 
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
@@ -301,6 +402,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         }
         return self->delegate(it->second, ack_atom::value, partition, group,
                               std::move(reqs));
+      },
+      [self](configure_atom, configure_request& req) {
+        return on_configure(self, req);
       },
       [self](list_atom) {
         std::vector<std::string> names;

@@ -328,6 +328,13 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         return reply;
       },
       [self](expire_atom, std::uint64_t id) { on_expire(self, id); },
+      [self](options_atom, core::cursor_policy& policy,
+             core::visibility_policy& visibility) {
+        auto& st = self->state;
+        st.cfg.policy = policy;
+        st.cfg.visibility = visibility;
+        st.core->set_policy(std::move(policy));
+      },
   };
 }
 

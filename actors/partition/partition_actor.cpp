@@ -174,6 +174,14 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
         return self->delegate(*c, extend_atom::value, lease_id, by);
       },
+      [self](options_atom, storage::queue_options& opts) {
+        auto& st = self->state;
+        st.cfg.options = std::move(opts);
+        auto policy = core::cursor_policy::from(st.cfg.options);
+        auto visibility = core::visibility_policy::from(st.cfg.options);
+        for (auto& [_, c] : st.cursors)
+          self->send(c, options_atom::value, policy, visibility);
+      },
   };
 }
 

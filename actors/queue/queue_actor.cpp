@@ -25,6 +25,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/creation_gate.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "storage/segment.hpp"
 
@@ -56,6 +57,8 @@ struct queue_state {
   std::uint64_t next_park_id = 0;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  /// Partition creations and option changes, one at a time.
+  core::creation_gate gate;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -259,6 +262,121 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
   return rp;
 }
 
+// -- partitions ---------------------------------------------------------------
+
+/// Creates the partitions of `names` the queue does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_partitions(queue_ptr self, std::vector<std::string> names,
+                       std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  auto missing = [self](const std::vector<std::string>& ns) {
+    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
+      return !self->state.partitions.contains(n);
+    });
+  };
+  if (!missing(names))
+    return k(std::nullopt); // the usual case: nothing to create
+  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
+    auto& st = self->state;
+    storage::write_batch create;
+    std::vector<storage::partition_record> fresh;
+    for (auto& name : names)
+      if (!st.partitions.contains(name)
+          && std::none_of(fresh.begin(), fresh.end(),
+                          [&](auto& r) { return r.name == name; })) {
+        fresh.push_back(
+            new_partition_record(st.cfg.node, st.cfg.record.id, name));
+        create.mutations.emplace_back(
+            storage::mut::create_partition{fresh.back()});
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    st.gate.enter();
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(create))
+        .then(
+            [self, fresh, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add_partition(self, rec); !ok && !failure)
+                    failure = ok.err();
+              self->state.gate.leave();
+              k(std::move(failure));
+            },
+            [self, k](caf::error& err) {
+              self->state.gate.leave();
+              k(writer_error(err));
+            });
+  });
+}
+
+// -- configure ----------------------------------------------------------------
+
+void configure_now(queue_ptr self, configure_request& req,
+                   caf::typed_response_promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](storage::error err) mutable {
+    configure_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  auto opts = core::apply_options(st.cfg.record.options, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = st.cfg.record;
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::update_queue{rec});
+  std::optional<storage::partition_record> fresh;
+  if (!st.partitions.contains(default_partition)) {
+    fresh = new_partition_record(st.cfg.node, rec.id, default_partition);
+    batch.mutations.emplace_back(storage::mut::create_partition{*fresh});
+  }
+  st.gate.enter();
+  auto done
+      = [self, rp, rec, fresh](std::optional<storage::error> failure) mutable {
+          auto& st = self->state;
+          configure_reply reply;
+          if (!failure) {
+            st.cfg.record = rec;
+            if (fresh)
+              if (auto ok = add_partition(self, *fresh); !ok)
+                failure = ok.err();
+            for (auto& [_, p] : st.partitions)
+              self->send(p.actor, options_atom::value, rec.options);
+          }
+          if (failure) {
+            reply.failure = std::move(failure);
+          } else {
+            reply.queue = rec;
+            reply.default_partition_uuid
+                = st.partitions.at(default_partition).rec.uuid;
+          }
+          rp.deliver(std::move(reply));
+          st.gate.leave();
+        };
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(writer_error(err)); });
+}
+
+caf::typed_response_promise<configure_reply>
+on_configure(queue_ptr self, configure_request& req) {
+  auto rp = self->make_response_promise<configure_reply>();
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp;
+}
+
 // -- push ---------------------------------------------------------------------
 
 struct push_run {
@@ -386,42 +504,14 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   if (run->names.empty())
     return run->prepared(run);
   // Partitions met for the first time are created durably first.
-  storage::write_batch create;
-  std::vector<storage::partition_record> fresh;
-  for (auto& name : run->names) {
-    if (st.partitions.contains(name))
-      continue;
-    storage::partition_record rec;
-    rec.queue = st.cfg.record.id;
-    rec.id = st.cfg.node.store->next_partition_id();
-    rec.name = name;
-    rec.uuid = st.cfg.node.store->make_uuid();
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_partition{rec});
-  }
-  if (fresh.empty())
-    return seal_all(self, run);
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, run, fresh](write_result& r) {
-            if (!r.ok()) {
-              run->failure = r.failure;
-              return run->prepared(run);
-            }
-            for (auto& rec : fresh)
-              if (!self->state.partitions.contains(rec.name))
-                if (auto ok = add_partition(self, rec); !ok) {
-                  run->failure = ok.err();
-                  return run->prepared(run);
-                }
-            seal_all(self, run);
-          },
-          [run](caf::error& err) {
-            run->failure = writer_error(err);
-            run->prepared(run);
-          });
+  ensure_partitions(self, run->names,
+                    [self, run](std::optional<storage::error> failure) {
+                      if (failure) {
+                        run->failure = std::move(failure);
+                        return run->prepared(run);
+                      }
+                      seal_all(self, run);
+                    });
 }
 
 caf::typed_response_promise<queue_push_reply>
@@ -521,6 +611,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_ack(self, partition, group, reqs);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](configure_atom, configure_request& req) {
+        return on_configure(self, req);
+      },
   };
 }
 
@@ -546,6 +639,18 @@ storage::expected<void> check_partition_name(const std::string& name) {
       return storage::make_error(storage::ec::invalid_argument,
                                  "must not contain '/' or control characters");
   return {};
+}
+
+storage::partition_record new_partition_record(const node_context& node,
+                                               storage::queue_id queue,
+                                               std::string name) {
+  storage::partition_record rec;
+  rec.queue = queue;
+  rec.id = node.store->next_partition_id();
+  rec.name = std::move(name);
+  rec.uuid = node.store->make_uuid();
+  rec.created_at = node.wall();
+  return rec;
 }
 
 storage::expected<void> queue_config::validate() const {

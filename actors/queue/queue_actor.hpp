@@ -35,6 +35,14 @@ storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,
 /// starting at `start` (the one after the group's last claim), wrapping.
 std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start);
 
+/// The partition a push or configure uses when it names none.
+inline constexpr const char* default_partition = "Default";
+
+/// A new partition's record: fresh internal id and uuid, created now.
+storage::partition_record new_partition_record(const node_context& node,
+                                               storage::queue_id queue,
+                                               std::string name);
+
 /// Checks a partition name (semantics.md §1): 1..255 bytes, no `/`, no
 /// control characters, not reserved (`__` prefix).
 storage::expected<void> check_partition_name(const std::string& name);
