@@ -42,6 +42,11 @@ using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using configure_atom = caf::atom_constant<caf::atom("configure")>;
 using options_atom = caf::atom_constant<caf::atom("options")>;
+using info_atom = caf::atom_constant<caf::atom("info")>;
+using browse_atom = caf::atom_constant<caf::atom("browse")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;
+using groups_atom = caf::atom_constant<caf::atom("groups")>;
+using purge_atom = caf::atom_constant<caf::atom("purge")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -197,6 +202,98 @@ struct configure_reply {
   std::optional<storage::error> failure;
 };
 
+/// A queue as listed: its record (every option) and its partitions with
+/// lastOffset (`next_offset - 1`) and watermark, in creation order.
+struct queue_info {
+  storage::queue_record record;
+  std::vector<storage::partition_record> partitions;
+};
+
+struct queues_reply {
+  std::vector<queue_info> queues; ///< sorted by name
+  std::optional<storage::error> failure;
+};
+
+/// Read-only browsing by offset: no lease, no commit (semantics.md §8).
+struct browse_request {
+  std::string partition;
+  storage::offset from{0};
+  std::size_t max_frames = 100;
+  std::size_t max_bytes = SIZE_MAX;
+};
+
+struct browse_reply {
+  std::vector<storage::stored_frame> frames;
+  /// Where the next browse continues.
+  storage::offset next{0};
+  /// Offsets below the watermark the read jumped over.
+  std::optional<core::offset_range> skipped;
+  std::optional<storage::error> failure;
+};
+
+struct delete_queue_reply {
+  bool existed = false;
+  std::optional<storage::error> failure;
+};
+
+/// Deletes a group's cursors on one queue or all (semantics.md §8).
+struct delete_group_request {
+  std::string group;
+  std::optional<std::string> queue; ///< none: every queue
+  bool delete_metadata = true;      ///< also its subscription records
+};
+
+struct delete_group_reply {
+  std::size_t deleted_partitions = 0;
+  bool metadata_deleted = false;
+  std::optional<storage::error> failure;
+};
+
+/// One group's cursor on one partition, as introspection shows it.
+struct cursor_info {
+  std::string queue;
+  std::string partition;
+  std::string partition_uuid;
+  std::string group;
+  storage::offset committed{-1};
+  storage::offset last_offset{-1};
+  storage::offset watermark{0};
+  /// lastOffset - max(committed, watermark - 1).
+  std::int64_t lag = 0;
+  /// created_at of the oldest frame the group has not committed (0: none).
+  storage::micros oldest_unconsumed_at = 0;
+  /// The live lease, with its expiry in wall-clock µs.
+  std::optional<core::lease_info> lease;
+  storage::micros lease_expires_at = 0;
+  std::optional<core::offset_range> isolated;
+  /// Frames above committed delivered more than once.
+  std::size_t redeliveries = 0;
+  /// Wall-clock µs of the group's last pop, ack, extend or seek here.
+  storage::micros last_activity = 0;
+};
+
+/// Which cursors an introspection lists: a group and/or a queue, or all.
+struct groups_request {
+  std::optional<std::string> group;
+  std::optional<std::string> queue;
+};
+
+struct groups_reply {
+  std::vector<cursor_info> cursors; ///< by queue, partition, group
+  std::optional<storage::error> failure;
+};
+
+/// Deletes whole segments below `below` (none: all), moving the watermark.
+struct purge_request {
+  std::optional<std::string> partition; ///< none: every partition
+  std::optional<storage::offset> below;
+};
+
+struct purge_reply {
+  std::size_t partitions = 0; ///< partitions whose watermark moved
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// The store writer (one per node): applies write batches with group commit.
@@ -225,7 +322,15 @@ using cursor_actor = caf::typed_actor<
     /// Internal: the actor's one timer (lease expiry, retry delay), by id.
     caf::reacts_to<expire_atom, std::uint64_t>,
     /// The queue's options changed: applies to leases and retries from now.
-    caf::reacts_to<options_atom, core::cursor_policy, core::visibility_policy>>;
+    caf::reacts_to<options_atom, core::cursor_policy, core::visibility_policy>,
+    /// Introspection of the cursor (lag, lease, idle time).
+    caf::replies_to<info_atom, partition_view>::with<cursor_info>,
+    /// Group deletion, first phase: stops serving (pops empty, acks refused)
+    /// and answers whether the group has a stored record here.
+    caf::replies_to<delete_atom>::with<bool>,
+    /// Group deletion, second phase: durable (true: the cursor quits) or
+    /// failed (false: it serves again).
+    caf::reacts_to<delete_atom, bool>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -245,7 +350,21 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<extend_atom, std::string, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
     /// The queue's options changed (passed on to every cursor).
-    caf::reacts_to<options_atom, storage::queue_options>>;
+    caf::reacts_to<options_atom, storage::queue_options>,
+    /// Reads frames by offset up to the readable end (no lease, no commit).
+    caf::replies_to<browse_atom, browse_request>::with<browse_reply>,
+    /// The cursors of one group (or every group) on this partition.
+    caf::replies_to<groups_atom,
+                    std::optional<std::string>>::with<std::vector<cursor_info>>,
+    /// Group deletion, first phase (see the cursor's): whether the group
+    /// had a cursor here.
+    caf::replies_to<delete_atom, std::string>::with<bool>,
+    /// Group deletion, second phase: durable or failed.
+    caf::reacts_to<delete_atom, std::string, bool>,
+    /// Purge: deletes whole segments below the offset (none: all) durably;
+    /// answers whether the watermark moved.
+    caf::replies_to<purge_atom,
+                    std::optional<storage::offset>>::with<purge_reply>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -270,7 +389,20 @@ using queue_actor = caf::typed_actor<
     /// Changes the named options (and namespace/task) durably, creates the
     /// `Default` partition if missing, and applies the options to every
     /// partition and cursor.
-    caf::replies_to<configure_atom, configure_request>::with<configure_reply>>;
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>,
+    /// Browses a partition by offset.
+    caf::replies_to<browse_atom, browse_request>::with<browse_reply>,
+    /// Cursors of the queue (one group or all).
+    caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
+    /// Deletes a group's cursors (and records) on this queue in one write;
+    /// its parked pops are answered empty.
+    caf::replies_to<delete_atom,
+                    delete_group_request>::with<delete_group_reply>,
+    /// Deletes the queue with everything of it in one write, answers its
+    /// parked pops empty, and quits.
+    caf::replies_to<delete_atom>::with<delete_queue_reply>,
+    /// Purges partitions of the queue.
+    caf::replies_to<purge_atom, purge_request>::with<purge_reply>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -290,7 +422,22 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     /// Creates the queue (default options plus the named ones, and its
     /// `Default` partition) or changes an existing one's named options.
-    caf::replies_to<configure_atom, configure_request>::with<configure_reply>>;
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>,
+    /// Queues with options and partitions (one queue when named; unknown:
+    /// `unknown_queue`).
+    caf::replies_to<info_atom, std::optional<std::string>>::with<queues_reply>,
+    /// Browses a partition of a queue by offset.
+    caf::replies_to<browse_atom, std::string,
+                    browse_request>::with<browse_reply>,
+    /// Introspection of groups: cursors, lag, leases, idle time.
+    caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
+    /// Deletes a group on one queue or all; unknown group: success with 0.
+    caf::replies_to<delete_atom,
+                    delete_group_request>::with<delete_group_reply>,
+    /// Deletes a queue; a later push creates a new one with default options.
+    caf::replies_to<delete_atom, std::string>::with<delete_queue_reply>,
+    /// Purges a queue (one partition or all) below an offset or entirely.
+    caf::replies_to<purge_atom, std::string, purge_request>::with<purge_reply>>;
 
 } // namespace spool::actors
 
@@ -321,3 +468,17 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::queue_options)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::cursor_policy)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::visibility_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queues_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_info)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::cursor_info>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)

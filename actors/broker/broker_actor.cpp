@@ -20,8 +20,10 @@
 #include <unordered_map>
 
 #include "actors/creation_gate.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
@@ -361,6 +363,136 @@ on_configure(broker_ptr self, configure_request& req) {
   return rp;
 }
 
+// -- administration -----------------------------------------------------------
+
+storage::error queue_not_found() {
+  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
+}
+
+queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
+  queues_reply reply;
+  auto t = self->state.cfg.node.store->db().read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto qs = storage::tables::all_queues(*t);
+  auto ps = storage::tables::all_partitions(*t);
+  if (!qs || !ps) {
+    reply.failure = !qs ? qs.err() : ps.err();
+    return reply;
+  }
+  for (auto& q : *qs) {
+    if (only && q.name != *only)
+      continue;
+    queue_info info{q, {}};
+    for (auto& p : *ps)
+      if (p.queue == q.id)
+        info.partitions.push_back(p);
+    std::sort(info.partitions.begin(), info.partitions.end(),
+              [](auto& a, auto& b) { return a.id.value < b.id.value; });
+    reply.queues.push_back(std::move(info));
+  }
+  std::sort(reply.queues.begin(), reply.queues.end(),
+            [](auto& a, auto& b) { return a.record.name < b.record.name; });
+  if (only && reply.queues.empty())
+    reply.failure = queue_not_found();
+  return reply;
+}
+
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
+caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
+                                                    const groups_request& req) {
+  auto rp = self->make_response_promise<groups_reply>();
+  fan_out<groups_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<groups_reply>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          for (auto& c : s.reply->cursors)
+            reply.cursors.push_back(std::move(c));
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(broker_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  fan_out<delete_group_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
+        delete_group_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          reply.deleted_partitions += s.reply->deleted_partitions;
+          reply.metadata_deleted
+              = reply.metadata_deleted || s.reply->metadata_deleted;
+        }
+        rp.deliver(std::move(reply));
+      },
+      delete_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(broker_ptr self, const std::string& name) {
+  auto rp = self->make_response_promise<delete_queue_reply>();
+  // One at a time with queue creations: a push waiting to create the name
+  // finds it gone and creates a new queue.
+  self->state.gate.wait([self, rp, name]() mutable {
+    auto& st = self->state;
+    auto it = st.queues.find(name);
+    if (it == st.queues.end()) {
+      rp.deliver(delete_queue_reply{false, std::nullopt});
+      return;
+    }
+    auto q = it->second;
+    st.gate.enter();
+    // The queue quits once deleted; unlinked, its exit does not reach us.
+    self->unlink_from(q);
+    self->request(q, caf::infinite, delete_atom::value)
+        .then(
+            [self, rp, name, q](delete_queue_reply& r) mutable {
+              auto& st = self->state;
+              if (r.failure)
+                self->link_to(q);
+              else
+                st.queues.erase(name);
+              rp.deliver(std::move(r));
+              st.gate.leave();
+            },
+            [self, rp, q](caf::error& err) mutable {
+              self->link_to(q);
+              rp.deliver(delete_queue_reply{false, unreachable(err)});
+              self->state.gate.leave();
+            });
+  });
+  return rp;
+}
+
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
@@ -405,6 +537,45 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
+      },
+      [self](info_atom, const std::optional<std::string>& queue) {
+        return describe(self, queue);
+      },
+      [self](browse_atom, const std::string& queue,
+             browse_request& req) -> caf::delegated<browse_reply> {
+        auto it = self->state.queues.find(queue);
+        if (it == self->state.queues.end()) {
+          auto rp = self->make_response_promise<browse_reply>();
+          browse_reply reply;
+          reply.failure = queue_not_found();
+          rp.deliver(std::move(reply));
+          return {};
+        }
+        return self->delegate(it->second, browse_atom::value, std::move(req));
+      },
+      [self](groups_atom, const groups_request& req) {
+        return on_groups(self, req);
+      },
+      [self](delete_atom, const delete_group_request& req) {
+        return on_delete_group(self, req);
+      },
+      [self](delete_atom, const std::string& queue) {
+        return on_delete_queue(self, queue);
+      },
+      [self](purge_atom, const std::string& queue,
+             purge_request& req) -> caf::delegated<purge_reply> {
+        auto it = self->state.queues.find(queue);
+        auto fail = [self](storage::error err) {
+          auto rp = self->make_response_promise<purge_reply>();
+          rp.deliver(purge_reply{0, std::move(err)});
+          return caf::delegated<purge_reply>{};
+        };
+        if (req.below && req.below->value < 0)
+          return fail(storage::make_error(storage::ec::invalid_argument,
+                                          "purge: offset must be >= 0"));
+        if (it == self->state.queues.end())
+          return fail(queue_not_found());
+        return self->delegate(it->second, purge_atom::value, std::move(req));
       },
       [self](list_atom) {
         std::vector<std::string> names;

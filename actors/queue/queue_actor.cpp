@@ -26,8 +26,10 @@
 #include <unordered_map>
 
 #include "actors/creation_gate.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "storage/segment.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
@@ -377,6 +379,174 @@ on_configure(queue_ptr self, configure_request& req) {
   return rp;
 }
 
+// -- administration -----------------------------------------------------------
+
+/// Every partition actor, in ring (creation) order.
+std::vector<partition_actor> all_partitions(queue_ptr self) {
+  std::vector<partition_actor> out;
+  for (auto& name : self->state.ring)
+    out.push_back(self->state.partitions.at(name).actor);
+  return out;
+}
+
+/// Answers the parked pops `which` selects empty.
+template <class Pred>
+void answer_parked(queue_ptr self, Pred which) {
+  auto& parked = self->state.parked;
+  for (auto it = parked.begin(); it != parked.end();)
+    if (which(it->second.req)) {
+      it->second.rp.deliver(queue_pop_reply{});
+      it = parked.erase(it);
+    } else {
+      ++it;
+    }
+}
+
+caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
+                                                    const groups_request& req) {
+  auto rp = self->make_response_promise<groups_reply>();
+  fan_out<std::vector<cursor_info>>(
+      self, all_partitions(self),
+      [rp, queue = self->state.cfg.record.name](
+          std::vector<fanned<std::vector<cursor_info>>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = storage::make_error(
+                storage::ec::io_error,
+                "partition unreachable: ", caf::to_string(s.error));
+            continue;
+          }
+          for (auto& c : *s.reply) {
+            c.queue = queue;
+            reply.cursors.push_back(std::move(c));
+          }
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req.group);
+  return rp;
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(queue_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  auto parts = all_partitions(self);
+  fan_out<bool>(
+      self, parts,
+      [self, rp, req, parts](std::vector<fanned<bool>> had) mutable {
+        auto& st = self->state;
+        auto q = st.cfg.record.id;
+        storage::write_batch batch;
+        delete_group_reply reply;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+          if (!had[i].reply || *had[i].reply) {
+            ++reply.deleted_partitions;
+            batch.mutations.emplace_back(storage::mut::delete_cursor{
+                q, st.partitions.at(st.ring[i]).rec.id, req.group});
+          }
+        if (req.delete_metadata) {
+          reply.metadata_deleted = true; // unless known to be absent
+          if (auto t = st.cfg.node.store->db().read())
+            if (auto sub = storage::tables::get_subscription(*t, q, req.group))
+              reply.metadata_deleted = sub->has_value();
+          if (reply.metadata_deleted)
+            batch.mutations.emplace_back(
+                storage::mut::delete_subscription{q, req.group});
+        }
+        auto settle = [self, rp, req, parts,
+                       reply](std::optional<storage::error> failure) mutable {
+          for (auto& p : parts)
+            self->send(p, delete_atom::value, req.group, !failure);
+          if (failure) {
+            rp.deliver(delete_group_reply{0, false, std::move(failure)});
+            return;
+          }
+          self->state.next_pos.erase(req.group);
+          answer_parked(self, [&](const queue_pop_request& r) {
+            return r.group == req.group;
+          });
+          rp.deliver(reply);
+        };
+        if (batch.mutations.empty())
+          return settle(std::nullopt);
+        self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                      std::move(batch))
+            .then(
+                [settle](write_result& r) mutable {
+                  settle(std::move(r.failure));
+                },
+                [settle](caf::error& err) mutable {
+                  settle(writer_error(err));
+                });
+      },
+      delete_atom::value, req.group);
+  return rp;
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(queue_ptr self) {
+  auto rp = self->make_response_promise<delete_queue_reply>();
+  self->state.gate.wait([self, rp]() mutable {
+    auto& st = self->state;
+    st.gate.enter(); // nothing else is created or configured meanwhile
+    storage::write_batch batch;
+    batch.mutations.emplace_back(storage::mut::delete_queue{st.cfg.record.id});
+    auto done = [self, rp](std::optional<storage::error> failure) mutable {
+      self->state.gate.leave();
+      if (failure) {
+        rp.deliver(delete_queue_reply{false, std::move(failure)});
+        return;
+      }
+      answer_parked(self, [](const queue_pop_request&) { return true; });
+      rp.deliver(delete_queue_reply{true, std::nullopt});
+      // The partitions and their cursors are linked: they go too.
+      self->quit(caf::exit_reason::user_shutdown);
+    };
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(batch))
+        .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+              [done](caf::error& err) mutable { done(writer_error(err)); });
+  });
+  return rp;
+}
+
+caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
+                                                  const purge_request& req) {
+  auto rp = self->make_response_promise<purge_reply>();
+  std::vector<partition_actor> parts;
+  if (req.partition) {
+    auto it = self->state.partitions.find(*req.partition);
+    if (it == self->state.partitions.end()) {
+      rp.deliver(
+          purge_reply{0, storage::make_error(storage::ec::unknown_partition,
+                                             "Partition not found")});
+      return rp;
+    }
+    parts.push_back(it->second.actor);
+  } else {
+    parts = all_partitions(self);
+  }
+  fan_out<purge_reply>(
+      self, parts,
+      [rp](std::vector<fanned<purge_reply>> slots) mutable {
+        purge_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply)
+            reply.failure = storage::make_error(
+                storage::ec::io_error,
+                "partition unreachable: ", caf::to_string(s.error));
+          else if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          else
+            reply.partitions += s.reply->partitions;
+        }
+        rp.deliver(std::move(reply));
+      },
+      purge_atom::value, req.below);
+  return rp;
+}
+
 // -- push ---------------------------------------------------------------------
 
 struct push_run {
@@ -613,6 +783,29 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
+      },
+      [self](browse_atom, browse_request& req) -> caf::delegated<browse_reply> {
+        auto it = self->state.partitions.find(req.partition);
+        if (it == self->state.partitions.end()) {
+          auto rp = self->make_response_promise<browse_reply>();
+          browse_reply reply;
+          reply.failure = storage::make_error(storage::ec::unknown_partition,
+                                              "Partition not found");
+          rp.deliver(std::move(reply));
+          return {};
+        }
+        return self->delegate(it->second.actor, browse_atom::value,
+                              std::move(req));
+      },
+      [self](groups_atom, const groups_request& req) {
+        return on_groups(self, req);
+      },
+      [self](delete_atom, const delete_group_request& req) {
+        return on_delete_group(self, req);
+      },
+      [self](delete_atom) { return on_delete_queue(self); },
+      [self](purge_atom, const purge_request& req) {
+        return on_purge(self, req);
       },
   };
 }
