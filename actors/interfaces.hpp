@@ -89,6 +89,9 @@ struct pop_reply {
   std::optional<core::offset_range> skipped;
   /// Why `messages` is empty.
   core::empty_reason reason = core::empty_reason::empty;
+  /// Empty for a while: when frames may become deliverable without a push
+  /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
+  std::optional<core::mono_time> retry_at;
   std::optional<storage::error> failure;
 };
 
@@ -172,6 +175,9 @@ struct partition_delivery {
 struct queue_pop_reply {
   std::vector<partition_delivery> claimed;
   core::empty_reason reason = core::empty_reason::empty;
+  /// The earliest `retry_at` of the partitions asked (a parked pop is
+  /// retried then).
+  std::optional<core::mono_time> retry_at;
   std::optional<storage::error> failure;
 };
 

@@ -15,6 +15,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -33,6 +34,9 @@ struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  /// Parked pops across every queue (the pop.maxParked cap).
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
   /// Queue creations, one at a time.
   core::creation_gate gate;
 };
@@ -52,7 +56,8 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.node = st.cfg.node;
   qc.record = rec;
   qc.partitions = std::move(partitions);
-  qc.max_parked = st.cfg.max_parked;
+  qc.max_parked = st.cfg.pop.max_parked;
+  qc.parked_total = st.parked_total;
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();
@@ -511,6 +516,13 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](pop_atom, const std::string& queue,
              queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
+        if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {
+          auto rp = self->make_response_promise<queue_pop_reply>();
+          queue_pop_reply bad;
+          bad.failure = ok.err();
+          rp.deliver(std::move(bad));
+          return {};
+        }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = self->make_response_promise<queue_pop_reply>();
@@ -587,6 +599,28 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 }
 
 } // namespace
+
+storage::expected<void> check_pop(const config::pop_limits& limits,
+                                  queue_pop_request& req) {
+  auto bad = [](auto... parts) {
+    return storage::make_error(storage::ec::invalid_argument, parts...);
+  };
+  if (req.batch < 1 || req.batch > limits.max_batch)
+    return bad("batch must be between 1 and ", limits.max_batch, ", got ",
+               req.batch);
+  if (!req.partition
+      && (req.partitions < 1 || req.partitions > limits.max_partitions))
+    return bad("partitions must be between 1 and ", limits.max_partitions,
+               ", got ", req.partitions);
+  if (req.wait
+      && (req.timeout.count() < 0
+          || static_cast<std::uint64_t>(req.timeout.count())
+                 > limits.max_timeout_ms))
+    return bad("timeout must be between 0 and ", limits.max_timeout_ms,
+               " ms, got ", req.timeout.count());
+  req.max_bytes = std::min<std::size_t>(req.max_bytes, limits.max_bytes);
+  return {};
+}
 
 std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
   auto first = q.find('.');

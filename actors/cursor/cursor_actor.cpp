@@ -177,6 +177,8 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
     pop_reply reply;
     reply.reason = *reason;
+    if (*reason != core::empty_reason::empty)
+      reply.retry_at = core.next_deadline(); // lease expiry or retry delay
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp;
@@ -218,6 +220,10 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   if (n == 0 && plan.dead.empty()) {
     pop_reply reply;
     reply.reason = vis.held_back.value_or(core::empty_reason::empty);
+    if (vis.next_change)
+      reply.retry_at = now
+                       + std::chrono::microseconds{std::max<storage::micros>(
+                           *vis.next_change - wall, 0)};
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp;

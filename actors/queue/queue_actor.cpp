@@ -44,6 +44,13 @@ struct parked_pop {
   queue_pop_request req;
   caf::typed_response_promise<queue_pop_reply> rp;
   core::mono_time deadline;
+  /// When its partitions said frames may become deliverable without a push.
+  std::optional<core::mono_time> wake_at;
+
+  /// When the queue's timer must look at it next.
+  core::mono_time due() const {
+    return wake_at ? std::min(deadline, *wake_at) : deadline;
+  }
 };
 
 struct queue_state {
@@ -94,15 +101,23 @@ void arm(queue_ptr self) {
     return;
   auto earliest = std::min_element(
       st.parked.begin(), st.parked.end(),
-      [](auto& a, auto& b) { return a.second.deadline < b.second.deadline; });
-  auto deadline = earliest->second.deadline;
-  if (st.armed && *st.armed <= deadline)
+      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
+  auto due = earliest->second.due();
+  if (st.armed && *st.armed <= due)
     return;
-  st.armed = deadline;
-  auto delay = std::max(deadline - self->clock().now(),
-                        core::mono_clock::duration::zero());
+  st.armed = due;
+  auto delay
+      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
+
+/// Answers a parked pop (it leaves the server-wide count).
+void deliver_parked(queue_ptr self, parked_pop& p, queue_pop_reply reply) {
+  p.rp.deliver(std::move(reply));
+  --*self->state.cfg.parked_total;
+}
+
+void wake(queue_ptr self);
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
@@ -110,14 +125,20 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
     return;
   st.armed.reset();
   auto now = self->clock().now();
+  bool retry = false;
   for (auto it = st.parked.begin(); it != st.parked.end();) {
     if (it->second.deadline <= now) {
-      it->second.rp.deliver(queue_pop_reply{});
+      deliver_parked(self, it->second, queue_pop_reply{});
       it = st.parked.erase(it);
     } else {
+      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
       ++it;
     }
   }
+  // A lease expiry, retry delay or visibility deadline passed: the parked
+  // pops try again (no polling: only at the time their partitions named).
+  if (retry)
+    wake(self);
   arm(self);
 }
 
@@ -171,6 +192,9 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               }
               if (r.messages.empty()) {
                 run->reasons.push_back(r.reason);
+                auto& at = run->reply.retry_at;
+                if (r.retry_at && (!at || *r.retry_at < *at))
+                  at = r.retry_at;
               } else {
                 std::size_t bytes = 0;
                 for (auto& m : r.messages)
@@ -231,11 +255,12 @@ void wake(queue_ptr self) {
       auto& st = self->state;
       if (reply.claimed.empty() && !reply.failure
           && self->clock().now() < parked->deadline) {
+        parked->wake_at = reply.retry_at;
         st.parked.emplace(pid, std::move(*parked));
         arm(self);
         return;
       }
-      parked->rp.deliver(std::move(reply));
+      deliver_parked(self, *parked, std::move(reply));
     });
   }
 }
@@ -252,13 +277,15 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
       rp.deliver(std::move(reply));
       return;
     }
-    if (st.parked.size() >= st.cfg.max_parked) {
-      reply.failure = storage::make_error(storage::ec::shutting_down,
+    if (*st.cfg.parked_total >= st.cfg.max_parked) {
+      reply.failure = storage::make_error(storage::ec::busy,
                                           "Server busy: too many parked pops");
       rp.deliver(std::move(reply));
       return;
     }
-    st.parked.emplace(st.next_park_id++, parked_pop{req, rp, deadline});
+    ++*st.cfg.parked_total;
+    st.parked.emplace(st.next_park_id++,
+                      parked_pop{req, rp, deadline, reply.retry_at});
     arm(self);
   });
   return rp;
@@ -395,7 +422,7 @@ void answer_parked(queue_ptr self, Pred which) {
   auto& parked = self->state.parked;
   for (auto it = parked.begin(); it != parked.end();)
     if (which(it->second.req)) {
-      it->second.rp.deliver(queue_pop_reply{});
+      deliver_parked(self, it->second, queue_pop_reply{});
       it = parked.erase(it);
     } else {
       ++it;

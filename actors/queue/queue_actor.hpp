@@ -8,7 +8,9 @@
 
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "actors/interfaces.hpp"
@@ -22,7 +24,10 @@ struct queue_config {
   storage::queue_record record;
   /// The queue's partitions as recovered (spawned at start).
   std::vector<storage::partition_record> partitions;
-  /// Parked long-poll pops on this queue beyond which a pop is refused.
+  /// Parked long-poll pops across the server (shared by every queue), and
+  /// the count beyond which a pop is refused instead of parked.
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_parked = 10'000;
 
   storage::expected<void> validate() const;

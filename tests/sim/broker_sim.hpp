@@ -15,6 +15,8 @@ struct broker_sim : sim_fixture {
   store_fixture store;
   actors::writer_actor writer;
   actors::broker_actor broker;
+  /// The caps the next `start()` gives the broker.
+  config::pop_limits pop_limits;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -44,6 +46,7 @@ struct broker_sim : sim_fixture {
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
     cfg.node.wall = [this] { return wall(); };
+    cfg.pop = pop_limits;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;
