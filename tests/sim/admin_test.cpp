@@ -384,3 +384,39 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   CHECK(fx.purge("q", std::nullopt, "zz").failure->message
         == "Partition not found");
 }
+
+TEST_CASE("a group idle for groupIdleSeconds is deleted with its records; "
+          "one holding a lease is kept",
+          "[sim][admin][groups][idle]") {
+  admin_fixture fx;
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.group_idle_s = 10;
+  REQUIRE(fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c));
+  fx.push("q", "p", {"a", "b"});
+  auto g = fx.pop("q", fx.req("g", "p", 1));
+  REQUIRE(
+      fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
+      == core::ack_error::none);
+  auto h = fx.pop("q", fx.req("h", "p", 1)); // holds its lease (300 s)
+  REQUIRE(h.claimed.size() == 1);
+  fx.advance(9s);
+  CHECK(fx.stored_cursor("q", "p", "g"));
+  fx.advance(6s);
+  // Activity keeps a group: k pops and acks at 15 s.
+  auto k = fx.pop("q", fx.req("k", "p", 1));
+  REQUIRE(
+      fx.ack("q", "p", "k", k.claimed.at(0).reply.lease->id, offset{0})[0].error
+      == core::ack_error::none);
+  fx.advance(6s); // the sweep at 20 s: g idle 20 s, k idle 5 s
+  CHECK_FALSE(fx.stored_cursor("q", "p", "g"));
+  CHECK(fx.stored_cursor("q", "p", "h")); // idle, but its lease lives
+  CHECK(fx.stored_cursor("q", "p", "k"));
+  CHECK(fx.groups("g").cursors.empty());
+  // A later pop by g is a first contact.
+  auto again = fx.pop("q", fx.req("g", "p", 1));
+  REQUIRE(again.claimed.size() == 1);
+  CHECK(again.claimed[0].reply.messages[0].frame.off == offset{0});
+  CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
+}
