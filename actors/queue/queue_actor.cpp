@@ -70,6 +70,8 @@ struct queue_state {
   std::uint64_t timer_id = 0;
   /// Partition creations and option changes, one at a time.
   core::creation_gate gate;
+  /// maxSize: one push at a time from its size check to its seal.
+  core::creation_gate size_gate;
   /// When the next groupIdleSeconds sweep runs (the option is > 0).
   std::optional<core::mono_time> next_sweep;
 };
@@ -745,6 +747,50 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   }
 }
 
+/// maxSize (semantics.md §2): calls `go` if the push fits the queue's
+/// retained frames, after deleting segments every interested group has
+/// committed past if needed; otherwise fails the push with "Queue <name> is
+/// full" and nothing of it stored.
+void fit(queue_ptr self, std::shared_ptr<push_run> run,
+         std::function<void()> go) {
+  auto& st = self->state;
+  auto max = st.cfg.record.options.max_size;
+  auto incoming = static_cast<std::int64_t>(run->item_count);
+  auto full = [self, run] {
+    run->failure = storage::make_error(storage::ec::queue_full, "Queue ",
+                                       self->state.cfg.record.name, " is full");
+    run->prepared(run);
+  };
+  if (incoming > max)
+    return full();
+  auto parts = all_partitions(self);
+  fan_out<std::int64_t>(
+      self, parts,
+      [self, parts, max, incoming, go,
+       full](std::vector<fanned<std::int64_t>> sizes) {
+        std::int64_t total = 0;
+        for (auto& s : sizes)
+          total += s.reply.value_or(0);
+        if (total + incoming <= max)
+          return go();
+        auto need = total + incoming - max;
+        fan_out<std::int64_t>(
+            self, parts,
+            [total, max, incoming, go,
+             full](std::vector<fanned<std::int64_t>> freed) {
+              auto left = total;
+              for (auto& f : freed)
+                left -= f.reply.value_or(0);
+              if (left + incoming <= max)
+                go();
+              else
+                full();
+            },
+            trim_atom::value, need);
+      },
+      size_atom::value);
+}
+
 /// Validates the items, creates missing partitions (durably), seals every
 /// partition's frames, then calls `prepared` (also on failure, with
 /// `run->failure` set and nothing sealed left unsettled by the caller).
@@ -794,14 +840,29 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   if (run->names.empty())
     return run->prepared(run);
   // Partitions met for the first time are created durably first.
-  ensure_partitions(self, run->names,
-                    [self, run](std::optional<storage::error> failure) {
-                      if (failure) {
-                        run->failure = std::move(failure);
-                        return run->prepared(run);
-                      }
-                      seal_all(self, run);
-                    });
+  auto go = [self, run] {
+    ensure_partitions(self, run->names,
+                      [self, run](std::optional<storage::error> failure) {
+                        if (failure) {
+                          run->failure = std::move(failure);
+                          return run->prepared(run);
+                        }
+                        seal_all(self, run);
+                      });
+  };
+  if (st.cfg.record.options.max_size <= 0)
+    return go();
+  // maxSize: pushes pass one at a time from the size check to the end of
+  // sealing (sealing reserves their offsets, so the next check counts them).
+  auto inner = std::move(run->prepared);
+  run->prepared = [self, inner](std::shared_ptr<push_run> r) {
+    self->state.size_gate.leave();
+    inner(std::move(r));
+  };
+  st.size_gate.wait([self, run, go] {
+    self->state.size_gate.enter();
+    fit(self, run, go);
+  });
 }
 
 caf::typed_response_promise<queue_push_reply>
