@@ -49,6 +49,7 @@ using groups_atom = caf::atom_constant<caf::atom("groups")>;
 using purge_atom = caf::atom_constant<caf::atom("purge")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;
 using trim_atom = caf::atom_constant<caf::atom("trim")>;
+using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -302,6 +303,20 @@ struct purge_reply {
   std::optional<storage::error> failure;
 };
 
+/// A pop across the queues of a namespace (and task), by priority with
+/// starvation aging (semantics.md §9).
+struct namespace_pop_request {
+  std::string name_space;
+  std::optional<std::string> task;
+  /// Wildcard over each queue's partitions; `wait` parks across the queues.
+  queue_pop_request pop;
+};
+
+struct namespace_pop_reply {
+  std::string queue; ///< the queue served (empty: none)
+  queue_pop_reply reply;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// The store writer (one per node): applies write batches with group commit.
@@ -379,7 +394,10 @@ using partition_actor = caf::typed_actor<
     /// `maxSize`: deletes the oldest segments every interested group has
     /// committed past, until at least `need` frames are freed or none is
     /// left; answers the frames freed.
-    caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>>;
+    caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>,
+    /// created_at of the oldest frame the group has not committed here
+    /// (where it would start, for a group new here); 0: none.
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -417,7 +435,9 @@ using queue_actor = caf::typed_actor<
     /// parked pops empty, and quits.
     caf::replies_to<delete_atom>::with<delete_queue_reply>,
     /// Purges partitions of the queue.
-    caf::replies_to<purge_atom, purge_request>::with<purge_reply>>;
+    caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
+    /// The oldest frame waiting for the group on any partition; 0: none.
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -452,7 +472,12 @@ using broker_actor = caf::typed_actor<
     /// Deletes a queue; a later push creates a new one with default options.
     caf::replies_to<delete_atom, std::string>::with<delete_queue_reply>,
     /// Purges a queue (one partition or all) below an offset or entirely.
-    caf::replies_to<purge_atom, std::string, purge_request>::with<purge_reply>>;
+    caf::replies_to<purge_atom, std::string, purge_request>::with<purge_reply>,
+    /// Pops from the queues of a namespace/task: higher priority first,
+    /// starved queues before all; `wait` parks until one delivers.
+    caf::replies_to<pop_atom, namespace_pop_request>::with<namespace_pop_reply>,
+    /// Internal: the broker's one timer (parked namespace pops), by id.
+    caf::reacts_to<timeout_atom, std::uint64_t>>;
 
 } // namespace spool::actors
 
@@ -497,3 +522,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)

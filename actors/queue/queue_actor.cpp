@@ -990,6 +990,21 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);
       },
+      [self](oldest_atom, const std::string& group) {
+        auto rp = self->make_response_promise<storage::micros>();
+        fan_out<storage::micros>(
+            self, all_partitions(self),
+            [rp](std::vector<fanned<storage::micros>> slots) mutable {
+              storage::micros oldest = 0;
+              for (auto& s : slots)
+                if (s.reply && *s.reply > 0
+                    && (oldest == 0 || *s.reply < oldest))
+                  oldest = *s.reply;
+              rp.deliver(oldest);
+            },
+            oldest_atom::value, group);
+        return rp;
+      },
   };
 }
 
