@@ -50,6 +50,8 @@ using purge_atom = caf::atom_constant<caf::atom("purge")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;
 using trim_atom = caf::atom_constant<caf::atom("trim")>;
 using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -353,7 +355,10 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<delete_atom>::with<bool>,
     /// Group deletion, second phase: durable (true: the cursor quits) or
     /// failed (false: it serves again).
-    caf::reacts_to<delete_atom, bool>>;
+    caf::reacts_to<delete_atom, bool>,
+    /// The response carrying this lease could not be written: the lease
+    /// ends at once, no delivery counted; false if it is not the live one.
+    caf::replies_to<release_atom, std::string>::with<bool>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -397,7 +402,9 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>,
     /// created_at of the oldest frame the group has not committed here
     /// (where it would start, for a group new here); 0: none.
-    caf::replies_to<oldest_atom, std::string>::with<storage::micros>>;
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
+    /// Releases a group's unwritten lease (forwarded to the cursor).
+    caf::replies_to<release_atom, std::string, std::string>::with<bool>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -437,7 +444,13 @@ using queue_actor = caf::typed_actor<
     /// Purges partitions of the queue.
     caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
     /// The oldest frame waiting for the group on any partition; 0: none.
-    caf::replies_to<oldest_atom, std::string>::with<storage::micros>>;
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
+    /// Releases an unwritten lease on (partition, group); wakes parked pops.
+    caf::replies_to<release_atom, std::string, std::string,
+                    std::string>::with<bool>,
+    /// The client of a parked pop (by its lease id) is gone: it is answered
+    /// empty and dropped; nothing it did not take is released.
+    caf::reacts_to<cancel_atom, std::string>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -477,7 +490,13 @@ using broker_actor = caf::typed_actor<
     /// starved queues before all; `wait` parks until one delivers.
     caf::replies_to<pop_atom, namespace_pop_request>::with<namespace_pop_reply>,
     /// Internal: the broker's one timer (parked namespace pops), by id.
-    caf::reacts_to<timeout_atom, std::uint64_t>>;
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// The gateway could not write a pop's response: releases the lease of
+    /// (queue, partition, group) at once, counting no delivery.
+    caf::replies_to<release_atom, std::string, std::string, std::string,
+                    std::string>::with<bool>,
+    /// The client of a parked pop (by its lease id) disconnected.
+    caf::reacts_to<cancel_atom, std::string>>;
 
 } // namespace spool::actors
 

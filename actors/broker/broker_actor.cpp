@@ -794,6 +794,30 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return on_namespace_pop(self, req);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](release_atom, const std::string& queue,
+             const std::string& partition, const std::string& group,
+             const std::string& lease_id) -> caf::delegated<bool> {
+        auto it = self->state.queues.find(queue);
+        if (it == self->state.queues.end()) {
+          auto rp = self->make_response_promise<bool>();
+          rp.deliver(false);
+          return {};
+        }
+        return self->delegate(it->second, release_atom::value, partition, group,
+                              lease_id);
+      },
+      [self](cancel_atom, const std::string& lease_id) {
+        auto& st = self->state;
+        for (auto it = st.parked.begin(); it != st.parked.end();)
+          if (it->second.req.pop.lease_id == lease_id) {
+            deliver_parked(self, it->second, namespace_pop_reply{});
+            it = st.parked.erase(it);
+          } else {
+            ++it;
+          }
+        for (auto& [_, q] : st.queues)
+          self->send(q, cancel_atom::value, lease_id);
+      },
       [self](info_atom, const std::optional<std::string>& queue) {
         return describe(self, queue);
       },

@@ -480,6 +480,16 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](oldest_atom, const std::string& group) {
         return on_oldest(self, group);
       },
+      [self](release_atom, const std::string& group,
+             const std::string& lease_id) -> caf::delegated<bool> {
+        auto it = self->state.cursors.find(group);
+        if (it == self->state.cursors.end()) { // no live cursor, no lease
+          auto rp = self->make_response_promise<bool>();
+          rp.deliver(false);
+          return {};
+        }
+        return self->delegate(it->second, release_atom::value, lease_id);
+      },
       [self](trim_atom, std::int64_t need) {
         auto rp = self->make_response_promise<std::int64_t>();
         trim_step(self, need, 0, rp);
