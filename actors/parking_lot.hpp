@@ -88,9 +88,9 @@ public:
   void submit(Request req, promise rp, core::mono_time deadline,
               bool may_park) {
     auto key = hooks_.key(req);
-    running_.insert(key);
     auto gen = generation_;
     auto held = std::make_shared<Request>(std::move(req));
+    running_[key] = held.get();
     hooks_.attempt(*held, [this, held, rp, deadline, may_park, key,
                            gen](Reply reply) mutable {
       bool cancelled = end_run(key);
@@ -161,12 +161,19 @@ public:
       }
   }
 
-  /// The client of the request keyed `key` left: a parked one is answered
-  /// empty at once, a running one when its run ends.
+  /// Ends the requests `which` selects: parked ones are answered empty at
+  /// once, running ones when their run ends (they never park).
+  template <class Pred>
+  void cancel_if(Pred which) {
+    drop(which);
+    for (auto& [key, req] : running_)
+      if (which(*req))
+        cancelled_.insert(key);
+  }
+
+  /// The client of the request keyed `key` left.
   void cancel(const std::string& key) {
-    drop([&](const Request& r) { return hooks_.key(r) == key; });
-    if (running_.contains(key))
-      cancelled_.insert(key);
+    cancel_if([&](const Request& r) { return hooks_.key(r) == key; });
   }
 
   /// Calls `f` with every parked request (for the idle sweep: a group
@@ -192,7 +199,7 @@ private:
   /// Runs a parked request again (it stays counted while it runs).
   void rerun(std::uint64_t id, std::shared_ptr<entry> held) {
     auto key = hooks_.key(held->req);
-    running_.insert(key);
+    running_[key] = &held->req;
     ++retrying_;
     auto gen = generation_;
     hooks_.attempt(held->req, [this, id, held, key, gen](Reply reply) {
@@ -232,7 +239,8 @@ private:
   std::uint64_t generation_ = 0;
   /// Parked requests running again (still counted in `total_`).
   std::size_t retrying_ = 0;
-  std::set<std::string> running_;
+  /// Requests running now, by key (each alive while its run is).
+  std::map<std::string, const Request*> running_;
   std::set<std::string> cancelled_;
 };
 

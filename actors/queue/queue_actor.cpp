@@ -367,10 +367,11 @@ std::vector<partition_actor> all_partitions(queue_ptr self) {
   return out;
 }
 
-/// Answers the parked pops `which` selects empty.
+/// Answers the pops `which` selects empty: parked ones now, running ones
+/// when their run ends (so none of them parks again).
 template <class Pred>
 void answer_parked(queue_ptr self, Pred which) {
-  self->state.parked.drop(which);
+  self->state.parked.cancel_if(which);
 }
 
 caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
