@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/dlq/dlq_core.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -38,6 +39,11 @@ using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
+using dlq_list_atom = caf::atom_constant<caf::atom("dlq_list")>;
+using dlq_del_atom = caf::atom_constant<caf::atom("dlq_del")>;
+using dead_atom = caf::atom_constant<caf::atom("dead")>;
+using dlq_sweep_atom = caf::atom_constant<caf::atom("dlq_sweep")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -70,6 +76,8 @@ struct pop_request {
 struct delivered_frame {
   storage::stored_frame frame;
   std::uint32_t delivery_count = 0;
+  /// A requeued dead letter (`requeued: true`): its DLQ id.
+  std::optional<std::uint64_t> requeued;
 };
 
 struct pop_reply {
@@ -174,7 +182,24 @@ struct partition_view {
   storage::micros newest_created_at = 0;
 };
 
+/// The answer to a DLQ listing.
+struct dlq_list_reply {
+  core::dlq_page page;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a DLQ requeue or delete: how many entries it applied to.
+struct dlq_count_reply {
+  std::size_t count = 0;
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
+
+/// Who hears of every dead letter written (the queue's retention sweep).
+using dlq_watcher = caf::typed_actor<
+    /// A DLQ entry was written (or returned) with this failure time.
+    caf::reacts_to<dead_atom, storage::micros>>;
 
 /// The store writer (one per node): applies write batches with group commit.
 /// Batches that arrive while a commit runs are committed together in the next
@@ -200,7 +225,11 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<extend_atom, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
     /// Internal: the actor's one timer (lease expiry, retry delay), by id.
-    caf::reacts_to<expire_atom, std::uint64_t>>;
+    caf::reacts_to<expire_atom, std::uint64_t>,
+    /// Requeues these DLQ entries of the group (offset and id used): each is
+    /// delivered again before new frames; answers after the write.
+    caf::replies_to<requeue_atom,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -218,7 +247,10 @@ using partition_actor = caf::typed_actor<
         with<std::vector<ack_reply>>,
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
-                    std::chrono::milliseconds>::with<extend_reply>>;
+                    std::chrono::milliseconds>::with<extend_reply>,
+    /// Requeues DLQ entries of a group (forwarded to the group's cursor).
+    caf::replies_to<requeue_atom, std::string,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -239,7 +271,15 @@ using queue_actor = caf::typed_actor<
         ack_atom, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
-    caf::reacts_to<timeout_atom, std::uint64_t>>;
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Requeues DLQ entries of a group (routed by the entries' partitions);
+    /// wakes parked pops.
+    caf::replies_to<requeue_atom, std::string,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
+    /// From the queue's cursors: a dead letter was written at that time.
+    caf::reacts_to<dead_atom, storage::micros>,
+    /// Internal: the DLQ retention sweep's one timer, by id.
+    caf::reacts_to<dlq_sweep_atom, std::uint64_t>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -256,7 +296,13 @@ using broker_actor = caf::typed_actor<
         ack_atom, std::string, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// The names of the queues, sorted.
-    caf::replies_to<list_atom>::with<std::vector<std::string>>>;
+    caf::replies_to<list_atom>::with<std::vector<std::string>>,
+    /// Lists DLQ entries: newest first, filtered, paginated, exact total.
+    caf::replies_to<dlq_list_atom, core::dlq_query>::with<dlq_list_reply>,
+    /// Requeues the selected DLQ entries, each to its own group only.
+    caf::replies_to<requeue_atom, core::dlq_filter>::with<dlq_count_reply>,
+    /// Deletes the selected DLQ entries (by ids or by filter).
+    caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>>;
 
 } // namespace spool::actors
 
@@ -282,3 +328,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::dlq_entry>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::dlq_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::dlq_filter)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_list_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_count_reply)

@@ -15,6 +15,9 @@ struct broker_sim : sim_fixture {
   store_fixture store;
   actors::writer_actor writer;
   actors::broker_actor broker;
+  std::shared_ptr<actors::node_metrics> metrics
+      = std::make_shared<actors::node_metrics>();
+  caf::actor_clock::time_point epoch = now();
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -35,7 +38,14 @@ struct broker_sim : sim_fixture {
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
-    cfg.node.wall = [] { return storage::micros{1'785'000'000'000'000}; };
+    cfg.node.metrics = metrics;
+    // The wall clock moves with the simulated clock.
+    cfg.node.wall = [this] {
+      return storage::micros{1'785'000'000'000'000}
+             + std::chrono::duration_cast<std::chrono::microseconds>(now()
+                                                                     - epoch)
+                   .count();
+    };
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;
