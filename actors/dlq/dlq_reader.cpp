@@ -70,7 +70,10 @@ storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
     }
     auto visit = [&](std::string_view group, const storage::dlq_entry& e) {
       auto it = names.find(e.partition.value);
-      std::string_view pname = it == names.end() ? "" : it->second;
+      // Both branches are views: a "" : std::string conditional would be a
+      // temporary string.
+      std::string_view pname = it == names.end() ? std::string_view{}
+                                                 : std::string_view{it->second};
       if (!matches(f, q.name, group, pname, e)
           || expired(e, now, q.options.dlq_retention_s))
         return true;

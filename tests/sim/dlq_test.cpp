@@ -477,3 +477,36 @@ TEST_CASE("deadLetterQueue=false and dlqAfterMaxRetries=false drop the frame",
   CHECK(fx.stored().size() == 1);
   CHECK(fx.metrics->dead_letters_dropped == 1);
 }
+
+TEST_CASE("a requeued entry deleted while pending is forgotten; with autoAck "
+          "a requeued delivery leaves the DLQ at once",
+          "[sim][dlq][requeue]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  fx.push("q", "p", {"a", "b", "c"});
+  auto r = fx.pop("q", "p", "g", 2);
+  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq);
+  fx.ack("q", "p", "g", r, 1, core::ack_status::dlq);
+  auto all = fx.page({});
+  REQUIRE(all.total == 2);
+  REQUIRE(fx.requeue(dlq_fixture::group("g")).count == 2);
+  // The older one (offset 0) is deleted before its turn.
+  REQUIRE(fx.remove(dlq_fixture::ids({all.items[1].entry.id})).count == 1);
+  actors::queue_pop_request req;
+  req.partition = "p";
+  req.group = "g";
+  req.batch = 10;
+  req.auto_ack = true;
+  req.lease_id = "auto";
+  auto got = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, req);
+  REQUIRE(got);
+  REQUIRE(got->claimed.size() == 1);
+  auto& msgs = got->claimed[0].reply.messages;
+  REQUIRE(msgs.size() == 1);
+  CHECK(msgs[0].frame.off == offset{1});
+  CHECK(msgs[0].requeued
+        == std::optional<std::uint64_t>{all.items[0].entry.id});
+  CHECK(fx.stored().empty());
+  CHECK(fx.offsets(fx.pop("q", "p", "g")) == std::vector<std::int64_t>{2});
+}
