@@ -19,22 +19,50 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <unordered_map>
 
+#include "actors/broker/priority.hpp"
+#include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_reader.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
 namespace {
 
+struct parked_namespace_pop {
+  namespace_pop_request req;
+  caf::typed_response_promise<namespace_pop_reply> rp;
+  core::mono_time deadline;
+  std::optional<core::mono_time> wake_at;
+
+  core::mono_time due() const {
+    return wake_at ? std::min(deadline, *wake_at) : deadline;
+  }
+};
+
 struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  /// Parked pops across every queue (the pop.maxParked cap).
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
+  /// Queue creations, one at a time.
+  core::creation_gate gate;
+  /// The queues' records as last configured (namespace, task, priority).
+  std::map<std::string, storage::queue_record> records;
+  /// Parked namespace pops by arrival id, and the broker's one timer.
+  std::map<std::uint64_t, parked_namespace_pop> parked;
+  std::uint64_t next_park_id = 0;
+  std::optional<core::mono_time> armed;
+  std::uint64_t timer_id = 0;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -52,14 +80,76 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.node = st.cfg.node;
   qc.record = rec;
   qc.partitions = std::move(partitions);
-  qc.max_parked = st.cfg.max_parked;
+  qc.max_parked = st.cfg.pop.max_parked;
+  qc.parked_total = st.parked_total;
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();
   self->link_to(*q);
   st.queues.emplace(rec.name, *q);
+  st.records[rec.name] = rec;
   return {};
 }
+
+/// A new queue's record: fresh id, default options, namespace and task
+/// derived from the name.
+storage::queue_record new_queue_record(broker_ptr self,
+                                       const std::string& name) {
+  auto& node = self->state.cfg.node;
+  storage::queue_record rec;
+  rec.id = node.store->next_queue_id();
+  rec.name = name;
+  std::tie(rec.name_space, rec.task) = namespace_and_task(name);
+  rec.created_at = node.wall();
+  return rec;
+}
+
+/// Creates the queues of `names` the broker does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_queues(broker_ptr self, std::vector<std::string> names,
+                   std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  auto missing = [self](const std::vector<std::string>& ns) {
+    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
+      return !self->state.queues.contains(n);
+    });
+  };
+  if (!missing(names))
+    return k(std::nullopt); // the usual case: nothing to create
+  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
+    auto& st = self->state;
+    storage::write_batch create;
+    std::vector<storage::queue_record> fresh;
+    for (auto& name : names)
+      if (!st.queues.contains(name)) {
+        fresh.push_back(new_queue_record(self, name));
+        create.mutations.emplace_back(storage::mut::create_queue{fresh.back()});
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    st.gate.enter();
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(create))
+        .then(
+            [self, fresh, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add_queue(self, rec, {}); !ok && !failure)
+                    failure = ok.err();
+              self->state.gate.leave();
+              k(std::move(failure));
+            },
+            [self, k](caf::error& err) {
+              self->state.gate.leave();
+              k(unreachable(err));
+            });
+  });
+}
+
+void wake(broker_ptr self);
 
 /// A push spanning queues, gathered by the broker.
 struct multi_push {
@@ -73,6 +163,8 @@ struct multi_push {
   std::size_t waiting = 0;
   std::size_t item_count = 0;
   caf::typed_response_promise<queue_push_reply> rp;
+  /// Called once the push is durable (wakes parked namespace pops).
+  std::function<void()> stored;
 };
 
 void answer(std::shared_ptr<multi_push> run) {
@@ -93,6 +185,8 @@ void answer(std::shared_ptr<multi_push> run) {
       reply.results[run->items[k][j]] = std::move(part.results[j]);
   }
   run->rp.deliver(std::move(reply));
+  if (run->stored)
+    run->stored();
 }
 
 /// Settles every prepared part with `failure` (none: durable).
@@ -189,6 +283,10 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   auto run = std::make_shared<multi_push>();
   run->rp = self->make_response_promise<queue_push_reply>();
   run->item_count = items.size();
+  run->stored = [self] {
+    if (!self->state.parked.empty())
+      wake(self);
+  };
   if (items.empty()) {
     run->rp.deliver(queue_push_reply{});
     return run->rp;
@@ -226,42 +324,13 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->items[it->second].push_back(i);
     run->parts[it->second].push_back(std::move(items[i].item));
   }
-  storage::write_batch create;
-  std::vector<storage::queue_record> fresh;
-  for (auto& name : run->queues) {
-    if (st.queues.contains(name))
-      continue;
-    storage::queue_record rec;
-    rec.id = st.cfg.node.store->next_queue_id();
-    rec.name = name;
-    std::tie(rec.name_space, rec.task) = namespace_and_task(name);
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_queue{rec});
-  }
-  if (fresh.empty()) {
-    prepare_all(self, run);
-    return run->rp;
-  }
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, run, fresh](write_result& r) {
-            if (!r.ok()) {
-              run->rp.deliver(queue_push_reply{{}, 0, r.failure});
-              return;
-            }
-            for (auto& rec : fresh)
-              if (!self->state.queues.contains(rec.name))
-                if (auto ok = add_queue(self, rec, {}); !ok) {
-                  run->rp.deliver(queue_push_reply{{}, 0, ok.err()});
-                  return;
-                }
-            prepare_all(self, run);
-          },
-          [run](caf::error& err) {
-            run->rp.deliver(queue_push_reply{{}, 0, unreachable(err)});
-          });
+  ensure_queues(self, run->queues,
+                [self, run](std::optional<storage::error> failure) {
+                  if (failure)
+                    run->rp.deliver(queue_push_reply{{}, 0, failure});
+                  else
+                    prepare_all(self, run);
+                });
   return run->rp;
 }
 
@@ -366,6 +435,394 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
   return rp;
 }
 
+// -- configure ----------------------------------------------------------------
+
+void configure_now(broker_ptr self, configure_request& req,
+                   caf::typed_response_promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](storage::error err) mutable {
+    configure_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
+    self->request(it->second, caf::infinite, configure_atom::value,
+                  std::move(req))
+        .then(
+            [self, rp](configure_reply& r) mutable {
+              if (!r.failure)
+                self->state.records[r.queue.name] = r.queue;
+              rp.deliver(std::move(r));
+            },
+            [fail](caf::error& err) mutable { fail(unreachable(err)); });
+    return;
+  }
+  auto opts = core::apply_options(storage::queue_options{}, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = new_queue_record(self, req.queue);
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  auto part = new_partition_record(st.cfg.node, rec.id, default_partition);
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::create_queue{rec});
+  batch.mutations.emplace_back(storage::mut::create_partition{part});
+  st.gate.enter();
+  auto done
+      = [self, rp, rec, part](std::optional<storage::error> failure) mutable {
+          if (!failure)
+            if (auto ok = add_queue(self, rec, {part}); !ok)
+              failure = ok.err();
+          configure_reply reply;
+          if (failure) {
+            reply.failure = std::move(failure);
+          } else {
+            reply.queue = rec;
+            reply.default_partition_uuid = part.uuid;
+            reply.created = true;
+          }
+          rp.deliver(std::move(reply));
+          self->state.gate.leave();
+        };
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(unreachable(err)); });
+}
+
+caf::typed_response_promise<configure_reply>
+on_configure(broker_ptr self, configure_request& req) {
+  auto rp = self->make_response_promise<configure_reply>();
+  if (auto ok = check_partition_name(req.queue); !ok) {
+    configure_reply reply;
+    reply.failure = storage::make_error(storage::ec::invalid_argument, "queue ",
+                                        ok.err().message);
+    rp.deliver(std::move(reply));
+    return rp;
+  }
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp;
+}
+
+// -- administration -----------------------------------------------------------
+
+storage::error queue_not_found() {
+  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
+}
+
+queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
+  queues_reply reply;
+  auto t = self->state.cfg.node.store->db().read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto qs = storage::tables::all_queues(*t);
+  auto ps = storage::tables::all_partitions(*t);
+  if (!qs || !ps) {
+    reply.failure = !qs ? qs.err() : ps.err();
+    return reply;
+  }
+  for (auto& q : *qs) {
+    if (only && q.name != *only)
+      continue;
+    queue_info info{q, {}};
+    for (auto& p : *ps)
+      if (p.queue == q.id)
+        info.partitions.push_back(p);
+    std::sort(info.partitions.begin(), info.partitions.end(),
+              [](auto& a, auto& b) { return a.id.value < b.id.value; });
+    reply.queues.push_back(std::move(info));
+  }
+  std::sort(reply.queues.begin(), reply.queues.end(),
+            [](auto& a, auto& b) { return a.record.name < b.record.name; });
+  if (only && reply.queues.empty())
+    reply.failure = queue_not_found();
+  return reply;
+}
+
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
+caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
+                                                    const groups_request& req) {
+  auto rp = self->make_response_promise<groups_reply>();
+  fan_out<groups_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<groups_reply>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          for (auto& c : s.reply->cursors)
+            reply.cursors.push_back(std::move(c));
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(broker_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  fan_out<delete_group_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
+        delete_group_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          reply.deleted_partitions += s.reply->deleted_partitions;
+          reply.metadata_deleted
+              = reply.metadata_deleted || s.reply->metadata_deleted;
+        }
+        rp.deliver(std::move(reply));
+      },
+      delete_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(broker_ptr self, const std::string& name) {
+  auto rp = self->make_response_promise<delete_queue_reply>();
+  // One at a time with queue creations: a push waiting to create the name
+  // finds it gone and creates a new queue.
+  self->state.gate.wait([self, rp, name]() mutable {
+    auto& st = self->state;
+    auto it = st.queues.find(name);
+    if (it == st.queues.end()) {
+      rp.deliver(delete_queue_reply{false, std::nullopt});
+      return;
+    }
+    auto q = it->second;
+    st.gate.enter();
+    // The queue quits once deleted; unlinked, its exit does not reach us.
+    self->unlink_from(q);
+    self->request(q, caf::infinite, delete_atom::value)
+        .then(
+            [self, rp, name, q](delete_queue_reply& r) mutable {
+              auto& st = self->state;
+              if (r.failure) {
+                self->link_to(q);
+              } else {
+                st.queues.erase(name);
+                st.records.erase(name);
+              }
+              rp.deliver(std::move(r));
+              st.gate.leave();
+            },
+            [self, rp, q](caf::error& err) mutable {
+              self->link_to(q);
+              rp.deliver(delete_queue_reply{false, unreachable(err)});
+              self->state.gate.leave();
+            });
+  });
+  return rp;
+}
+
+// -- namespace/task pops
+// -------------------------------------------------------
+
+/// One try of a namespace pop over its queues, in serving order.
+struct namespace_run {
+  namespace_pop_request req;
+  std::vector<std::string> order;
+  std::size_t next = 0;
+  std::optional<core::mono_time> retry_at;
+  std::function<void(namespace_pop_reply)> done;
+};
+
+void namespace_step(broker_ptr self, std::shared_ptr<namespace_run> run) {
+  auto& st = self->state;
+  while (run->next < run->order.size()) {
+    auto name = run->order[run->next++];
+    auto it = st.queues.find(name);
+    if (it == st.queues.end())
+      continue; // deleted meanwhile
+    auto pop = run->req.pop;
+    pop.partition.reset();
+    pop.wait = false;
+    self->request(it->second, caf::infinite, pop_atom::value, pop)
+        .then(
+            [self, run, name](queue_pop_reply& r) {
+              if (!r.claimed.empty() || r.failure) {
+                run->done(namespace_pop_reply{name, std::move(r)});
+                return;
+              }
+              if (r.retry_at
+                  && (!run->retry_at || *r.retry_at < *run->retry_at))
+                run->retry_at = r.retry_at;
+              namespace_step(self, run);
+            },
+            [self, run](caf::error&) { namespace_step(self, run); });
+    return;
+  }
+  namespace_pop_reply empty;
+  empty.reply.reason = run->order.empty() ? core::empty_reason::no_partition
+                                          : core::empty_reason::empty;
+  empty.reply.retry_at = run->retry_at;
+  run->done(std::move(empty));
+}
+
+/// Tries the namespace's queues once: higher priority first, starved queues
+/// (oldest waiting frame older than the cap) before all.
+void try_namespace(broker_ptr self, const namespace_pop_request& req,
+                   std::function<void(namespace_pop_reply)> done) {
+  auto& st = self->state;
+  std::vector<core::queue_candidate> candidates;
+  std::vector<queue_actor> actors;
+  for (auto& [name, rec] : st.records)
+    if (rec.name_space == req.name_space
+        && (!req.task || rec.task == *req.task)) {
+      candidates.push_back({name, rec.options.priority, std::nullopt});
+      actors.push_back(st.queues.at(name));
+    }
+  auto run = std::make_shared<namespace_run>();
+  run->req = req;
+  run->done = std::move(done);
+  fan_out<storage::micros>(
+      self, actors,
+      [self, run,
+       candidates](std::vector<fanned<storage::micros>> oldest) mutable {
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+          if (oldest[i].reply && *oldest[i].reply > 0)
+            candidates[i].oldest_waiting = *oldest[i].reply;
+        auto& st = self->state;
+        auto starvation = static_cast<storage::micros>(
+            st.cfg.pop.max_starvation_s * 1'000'000);
+        for (auto i :
+             core::serving_order(candidates, st.cfg.node.wall(), starvation))
+          run->order.push_back(candidates[i].name);
+        namespace_step(self, run);
+      },
+      oldest_atom::value, req.pop.group);
+}
+
+void arm(broker_ptr self) {
+  auto& st = self->state;
+  if (st.parked.empty())
+    return;
+  auto earliest = std::min_element(
+      st.parked.begin(), st.parked.end(),
+      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
+  auto due = earliest->second.due();
+  if (st.armed && *st.armed <= due)
+    return;
+  st.armed = due;
+  auto delay
+      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
+  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+}
+
+void deliver_parked(broker_ptr self, parked_namespace_pop& p,
+                    namespace_pop_reply reply) {
+  p.rp.deliver(std::move(reply));
+  --*self->state.parked_total;
+}
+
+/// Tries every parked namespace pop again, in arrival order; still-empty
+/// ones park again under their id.
+void wake(broker_ptr self) {
+  auto waiting = std::move(self->state.parked);
+  self->state.parked.clear();
+  for (auto& [id, p] : waiting) {
+    auto pid = id;
+    auto parked = std::make_shared<parked_namespace_pop>(std::move(p));
+    try_namespace(self, parked->req,
+                  [self, pid, parked](namespace_pop_reply r) {
+                    if (r.reply.claimed.empty() && !r.reply.failure
+                        && self->clock().now() < parked->deadline) {
+                      parked->wake_at = r.reply.retry_at;
+                      self->state.parked.emplace(pid, std::move(*parked));
+                      arm(self);
+                      return;
+                    }
+                    deliver_parked(self, *parked, std::move(r));
+                  });
+  }
+}
+
+void on_timeout(broker_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.timer_id)
+    return;
+  st.armed.reset();
+  auto now = self->clock().now();
+  bool retry = false;
+  for (auto it = st.parked.begin(); it != st.parked.end();) {
+    if (it->second.deadline <= now) {
+      deliver_parked(self, it->second, namespace_pop_reply{});
+      it = st.parked.erase(it);
+    } else {
+      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
+      ++it;
+    }
+  }
+  if (retry)
+    wake(self);
+  arm(self);
+}
+
+caf::typed_response_promise<namespace_pop_reply>
+on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
+  auto rp = self->make_response_promise<namespace_pop_reply>();
+  auto fail = [&rp](storage::error err) mutable {
+    namespace_pop_reply r;
+    r.reply.failure = std::move(err);
+    rp.deliver(std::move(r));
+    return rp;
+  };
+  if (req.name_space.empty())
+    return fail(storage::make_error(storage::ec::invalid_argument,
+                                    "namespace must not be empty"));
+  if (auto ok = check_pop(self->state.cfg.pop, req.pop); !ok)
+    return fail(ok.err());
+  auto deadline = self->clock().now() + req.pop.timeout;
+  try_namespace(self, req,
+                [self, rp, req, deadline](namespace_pop_reply r) mutable {
+                  auto& st = self->state;
+                  bool park = r.reply.claimed.empty() && !r.reply.failure
+                              && req.pop.wait && req.pop.timeout.count() > 0;
+                  if (!park) {
+                    rp.deliver(std::move(r));
+                    return;
+                  }
+                  if (*st.parked_total >= st.cfg.pop.max_parked) {
+                    r.reply.failure = storage::make_error(
+                        storage::ec::busy, "Server busy: too many parked pops");
+                    rp.deliver(std::move(r));
+                    return;
+                  }
+                  ++*st.parked_total;
+                  st.parked.emplace(st.next_park_id++,
+                                    parked_namespace_pop{req, rp, deadline,
+                                                         r.reply.retry_at});
+                  arm(self);
+                });
+  return rp;
+}
+
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
@@ -384,6 +841,13 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](pop_atom, const std::string& queue,
              queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
+        if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {
+          auto rp = self->make_response_promise<queue_pop_reply>();
+          queue_pop_reply bad;
+          bad.failure = ok.err();
+          rp.deliver(std::move(bad));
+          return {};
+        }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = self->make_response_promise<queue_pop_reply>();
@@ -405,8 +869,75 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               ack_reply{core::ack_error::not_found, false, false, {}}));
           return {};
         }
-        return self->delegate(it->second, ack_atom::value, partition, group,
-                              std::move(reqs));
+        if (self->state.parked.empty())
+          return self->delegate(it->second, ack_atom::value, partition, group,
+                                std::move(reqs));
+        // Parked namespace pops wait: a released lease wakes them.
+        auto rp = self->make_response_promise<std::vector<ack_reply>>();
+        auto n = reqs.size();
+        self->request(it->second, caf::infinite, ack_atom::value, partition,
+                      group, std::move(reqs))
+            .then(
+                [self, rp](std::vector<ack_reply>& rs) mutable {
+                  bool released
+                      = std::any_of(rs.begin(), rs.end(),
+                                    [](auto& r) { return r.lease_released; });
+                  rp.deliver(std::move(rs));
+                  if (released)
+                    wake(self);
+                },
+                [rp, n](caf::error& err) mutable {
+                  rp.deliver(std::vector<ack_reply>(
+                      n, ack_reply{core::ack_error::none, false, false,
+                                   unreachable(err)}));
+                });
+        return {};
+      },
+      [self](configure_atom, configure_request& req) {
+        return on_configure(self, req);
+      },
+      [self](pop_atom, namespace_pop_request& req) {
+        return on_namespace_pop(self, req);
+      },
+      [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](info_atom, const std::optional<std::string>& queue) {
+        return describe(self, queue);
+      },
+      [self](browse_atom, const std::string& queue,
+             browse_request& req) -> caf::delegated<browse_reply> {
+        auto it = self->state.queues.find(queue);
+        if (it == self->state.queues.end()) {
+          auto rp = self->make_response_promise<browse_reply>();
+          browse_reply reply;
+          reply.failure = queue_not_found();
+          rp.deliver(std::move(reply));
+          return {};
+        }
+        return self->delegate(it->second, browse_atom::value, std::move(req));
+      },
+      [self](groups_atom, const groups_request& req) {
+        return on_groups(self, req);
+      },
+      [self](delete_atom, const delete_group_request& req) {
+        return on_delete_group(self, req);
+      },
+      [self](delete_atom, const std::string& queue) {
+        return on_delete_queue(self, queue);
+      },
+      [self](purge_atom, const std::string& queue,
+             purge_request& req) -> caf::delegated<purge_reply> {
+        auto it = self->state.queues.find(queue);
+        auto fail = [self](storage::error err) {
+          auto rp = self->make_response_promise<purge_reply>();
+          rp.deliver(purge_reply{0, std::move(err)});
+          return caf::delegated<purge_reply>{};
+        };
+        if (req.below && req.below->value < 0)
+          return fail(storage::make_error(storage::ec::invalid_argument,
+                                          "purge: offset must be >= 0"));
+        if (it == self->state.queues.end())
+          return fail(queue_not_found());
+        return self->delegate(it->second, purge_atom::value, std::move(req));
       },
       [self](list_atom) {
         std::vector<std::string> names;
@@ -427,6 +958,28 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 }
 
 } // namespace
+
+storage::expected<void> check_pop(const config::pop_limits& limits,
+                                  queue_pop_request& req) {
+  auto bad = [](auto... parts) {
+    return storage::make_error(storage::ec::invalid_argument, parts...);
+  };
+  if (req.batch < 1 || req.batch > limits.max_batch)
+    return bad("batch must be between 1 and ", limits.max_batch, ", got ",
+               req.batch);
+  if (!req.partition
+      && (req.partitions < 1 || req.partitions > limits.max_partitions))
+    return bad("partitions must be between 1 and ", limits.max_partitions,
+               ", got ", req.partitions);
+  if (req.wait
+      && (req.timeout.count() < 0
+          || static_cast<std::uint64_t>(req.timeout.count())
+                 > limits.max_timeout_ms))
+    return bad("timeout must be between 0 and ", limits.max_timeout_ms,
+               " ms, got ", req.timeout.count());
+  req.max_bytes = std::min<std::size_t>(req.max_bytes, limits.max_bytes);
+  return {};
+}
 
 std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
   auto first = q.find('.');

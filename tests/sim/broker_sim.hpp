@@ -17,7 +17,8 @@ struct broker_sim : sim_fixture {
   actors::broker_actor broker;
   std::shared_ptr<actors::node_metrics> metrics
       = std::make_shared<actors::node_metrics>();
-  caf::actor_clock::time_point epoch = now();
+  /// The caps the next `start()` gives the broker.
+  config::pop_limits pop_limits;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -30,6 +31,14 @@ struct broker_sim : sim_fixture {
     drain(); // before `store` is destroyed
   }
 
+  /// The wall clock in µs: follows the simulated clock.
+  storage::micros wall() {
+    return storage::micros{1'785'000'000'000'000}
+           + std::chrono::duration_cast<std::chrono::microseconds>(
+                 now().time_since_epoch())
+                 .count();
+  }
+
   /// (Re)starts the broker over the same store, as after a restart.
   void start() {
     if (broker)
@@ -39,13 +48,8 @@ struct broker_sim : sim_fixture {
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
     cfg.node.metrics = metrics;
-    // The wall clock moves with the simulated clock.
-    cfg.node.wall = [this] {
-      return storage::micros{1'785'000'000'000'000}
-             + std::chrono::duration_cast<std::chrono::microseconds>(now()
-                                                                     - epoch)
-                   .count();
-    };
+    cfg.node.wall = [this] { return wall(); };
+    cfg.pop = pop_limits;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

@@ -289,7 +289,7 @@ TEST_CASE("DLQ listing is newest first with a stable after cursor and an "
   fx.push("r", "p1", {"f"});
   auto t0 = fx.page({}); // nothing yet
   CHECK(t0.total == 0);
-  auto before = storage::micros{1'785'000'000'000'000};
+  auto before = fx.wall();
   fx.bury_all("q", "p1", "g");
   fx.advance(10s);
   fx.bury_all("q", "p2", "g");
