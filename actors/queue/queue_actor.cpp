@@ -370,6 +370,9 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 // -- configure ----------------------------------------------------------------
 
+/// (DLQ retention, below.)
+void arm_sweep(queue_ptr self, storage::micros due);
+
 void configure_now(queue_ptr self, configure_request& req,
                    caf::typed_response_promise<configure_reply> rp) {
   auto& st = self->state;
@@ -400,9 +403,13 @@ void configure_now(queue_ptr self, configure_request& req,
           auto& st = self->state;
           configure_reply reply;
           if (!failure) {
+            auto old_retention = st.cfg.record.options.dlq_retention_s;
             st.cfg.record = rec;
             plan_sweep(self);
             arm(self);
+            // A new dlqRetentionSeconds: the DLQ sweep re-plans at once.
+            if (rec.options.dlq_retention_s != old_retention)
+              arm_sweep(self, st.cfg.node.wall());
             if (fresh)
               if (auto ok = add_partition(self, *fresh); !ok)
                 failure = ok.err();
@@ -1010,9 +1017,12 @@ void arm_sweep(queue_ptr self, storage::micros due) {
   if (st.sweep_due && *st.sweep_due <= due)
     return;
   st.sweep_due = due;
-  auto delay = std::max<storage::micros>(due - st.cfg.node.wall(), 0);
-  self->delayed_send(self, std::chrono::microseconds{delay},
-                     dlq_sweep_atom::value, ++st.sweep_id);
+  auto delay = due - st.cfg.node.wall();
+  if (delay <= 0) // due now: a message, not a timer
+    self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+  else
+    self->delayed_send(self, std::chrono::microseconds{delay},
+                       dlq_sweep_atom::value, ++st.sweep_id);
 }
 
 void on_sweep(queue_ptr self, std::uint64_t id) {

@@ -510,3 +510,24 @@ TEST_CASE("a requeued entry deleted while pending is forgotten; with autoAck "
   CHECK(fx.stored().empty());
   CHECK(fx.offsets(fx.pop("q", "p", "g")) == std::vector<std::int64_t>{2});
 }
+
+TEST_CASE("a configure that shortens dlqRetentionSeconds expires entries by "
+          "the new value",
+          "[sim][dlq][retention][configure]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  fx.push("q", "p", {"a"});
+  fx.bury_all("q", "p", "g");
+  fx.advance(120s);
+  REQUIRE(fx.stored().size() == 1);
+  actors::configure_request req;
+  req.queue = "q";
+  req.options.dlq_retention_s = 100;
+  auto r = fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, req);
+  REQUIRE(r);
+  REQUIRE(!r->failure);
+  fx.run();
+  // 120 s old, retention now 100 s: swept at once, not in 14 days.
+  CHECK(fx.stored().empty());
+}
