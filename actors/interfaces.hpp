@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/dlq/dlq_core.hpp"
 #include "actors/partition/visibility.hpp"
 #include "actors/queue/options.hpp"
 #include "storage/error.hpp"
@@ -40,6 +41,11 @@ using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
+using dlq_list_atom = caf::atom_constant<caf::atom("dlq_list")>;
+using dlq_del_atom = caf::atom_constant<caf::atom("dlq_del")>;
+using dead_atom = caf::atom_constant<caf::atom("dead")>;
+using dlq_sweep_atom = caf::atom_constant<caf::atom("dlq_sweep")>;
 using configure_atom = caf::atom_constant<caf::atom("configure")>;
 using options_atom = caf::atom_constant<caf::atom("options")>;
 using info_atom = caf::atom_constant<caf::atom("info")>;
@@ -84,6 +90,8 @@ struct pop_request {
 struct delivered_frame {
   storage::stored_frame frame;
   std::uint32_t delivery_count = 0;
+  /// A requeued dead letter (`requeued: true`): its DLQ id.
+  std::optional<std::uint64_t> requeued;
 };
 
 struct pop_reply {
@@ -192,6 +200,18 @@ struct partition_view {
   /// The readable end: next offset after the settled prefix of seals.
   storage::offset readable_end;
   storage::micros newest_created_at = 0;
+};
+
+/// The answer to a DLQ listing.
+struct dlq_list_reply {
+  core::dlq_page page;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a DLQ requeue or delete: how many entries it applied to.
+struct dlq_count_reply {
+  std::size_t count = 0;
+  std::optional<storage::error> failure;
 };
 
 /// Creates a queue or changes the options of one (semantics.md §8, §9).
@@ -321,6 +341,11 @@ struct namespace_pop_reply {
 
 // -- actors -------------------------------------------------------------------
 
+/// Who hears of every dead letter written (the queue's retention sweep).
+using dlq_watcher = caf::typed_actor<
+    /// A DLQ entry was written (or returned) with this failure time.
+    caf::reacts_to<dead_atom, storage::micros>>;
+
 /// The store writer (one per node): applies write batches with group commit.
 /// Batches that arrive while a commit runs are committed together in the next
 /// one; each reply comes after the commit that made its batch durable.
@@ -358,7 +383,11 @@ using cursor_actor = caf::typed_actor<
     caf::reacts_to<delete_atom, bool>,
     /// The response carrying this lease could not be written: the lease
     /// ends at once, no delivery counted; false if it is not the live one.
-    caf::replies_to<release_atom, std::string>::with<bool>>;
+    caf::replies_to<release_atom, std::string>::with<bool>,
+    /// Requeues these DLQ entries of the group (offset and id used): each is
+    /// delivered again before new frames; answers after the write.
+    caf::replies_to<requeue_atom,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -404,7 +433,10 @@ using partition_actor = caf::typed_actor<
     /// (where it would start, for a group new here); 0: none.
     caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
     /// Releases a group's unwritten lease (forwarded to the cursor).
-    caf::replies_to<release_atom, std::string, std::string>::with<bool>>;
+    caf::replies_to<release_atom, std::string, std::string>::with<bool>,
+    /// Requeues DLQ entries of a group (forwarded to the group's cursor).
+    caf::replies_to<requeue_atom, std::string,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -450,7 +482,15 @@ using queue_actor = caf::typed_actor<
                     std::string>::with<bool>,
     /// The client of a parked pop (by its lease id) is gone: it is answered
     /// empty and dropped; nothing it did not take is released.
-    caf::reacts_to<cancel_atom, std::string>>;
+    caf::reacts_to<cancel_atom, std::string>,
+    /// Requeues DLQ entries of a group (routed by the entries' partitions);
+    /// wakes parked pops.
+    caf::replies_to<requeue_atom, std::string,
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
+    /// From the queue's cursors: a dead letter was written at that time.
+    caf::reacts_to<dead_atom, storage::micros>,
+    /// Internal: the DLQ retention sweep's one timer, by id.
+    caf::reacts_to<dlq_sweep_atom, std::uint64_t>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -496,7 +536,13 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<release_atom, std::string, std::string, std::string,
                     std::string>::with<bool>,
     /// The client of a parked pop (by its lease id) disconnected.
-    caf::reacts_to<cancel_atom, std::string>>;
+    caf::reacts_to<cancel_atom, std::string>,
+    /// Lists DLQ entries: newest first, filtered, paginated, exact total.
+    caf::replies_to<dlq_list_atom, core::dlq_query>::with<dlq_list_reply>,
+    /// Requeues the selected DLQ entries, each to its own group only.
+    caf::replies_to<requeue_atom, core::dlq_filter>::with<dlq_count_reply>,
+    /// Deletes the selected DLQ entries (by ids or by filter).
+    caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>>;
 
 } // namespace spool::actors
 
@@ -522,6 +568,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::dlq_entry>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::dlq_query)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::dlq_filter)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_list_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_count_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::queue_options)

@@ -5,8 +5,10 @@
 /// down from the broker to queues and partitions.
 
 #include <functional>
+#include <memory>
 
 #include "actors/interfaces.hpp"
+#include "actors/metrics.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
@@ -19,6 +21,8 @@ struct node_context {
   storage::compression codec = storage::compression::zstd_when_smaller;
   /// Wall clock in µs (created_at stamps, visibility, DLQ times).
   std::function<storage::micros()> wall;
+  /// Counters (none: not counted).
+  std::shared_ptr<node_metrics> metrics;
 
   /// Errors name `who` ("broker: no store").
   storage::expected<void> validate(const char* who) const;

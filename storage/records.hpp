@@ -113,6 +113,25 @@ struct frame_counters {
   }
 };
 
+/// A dead letter requeued to its group, pending until acked (semantics.md
+/// §4). Counts start afresh at the requeue; `leased` marks one in flight (a
+/// restart finds it and charges it as an expiry would).
+struct requeued_frame {
+  std::uint64_t dlq_id = 0;
+  offset off;
+  std::uint32_t deliveries = 0;
+  std::uint32_t failures = 0;
+  bool leased = false;
+
+  friend bool operator==(const requeued_frame&, const requeued_frame&)
+      = default;
+
+  template <class F>
+  friend auto fields(F& f, requeued_frame& x) {
+    return f(x.dlq_id, x.off, x.deliveries, x.failures, x.leased);
+  }
+};
+
 /// A consumer group's cursor on one partition (leases live in memory).
 struct cursor_record {
   offset committed{-1};
@@ -124,13 +143,15 @@ struct cursor_record {
   std::optional<std::pair<offset, offset>> leased;
   std::vector<frame_counters> counters;
   micros last_activity = 0;
+  /// Dead letters requeued to this group, in requeue order.
+  std::vector<requeued_frame> requeued;
 
   friend bool operator==(const cursor_record&, const cursor_record&) = default;
 
   template <class F>
   friend auto fields(F& f, cursor_record& x) {
     return f(x.committed, x.lease_epoch, x.isolated, x.leased, x.counters,
-             x.last_activity);
+             x.last_activity, x.requeued);
   }
 };
 
@@ -168,12 +189,16 @@ struct dlq_entry {
   std::string error;
   std::uint32_t deliveries = 0;
   micros failed_at = 0;
+  /// Requeued to its group and not acked yet (the group's cursor record
+  /// lists it); retention leaves it alone meanwhile.
+  bool requeued = false;
 
   friend bool operator==(const dlq_entry&, const dlq_entry&) = default;
 
   template <class F>
   friend auto fields(F& f, dlq_entry& x) {
-    return f(x.id, x.partition, x.message, x.error, x.deliveries, x.failed_at);
+    return f(x.id, x.partition, x.message, x.error, x.deliveries, x.failed_at,
+             x.requeued);
   }
 };
 

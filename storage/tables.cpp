@@ -200,6 +200,33 @@ expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
   return {};
 }
 
+expected<void> scan_queue_dlq(
+    txn& t, queue_id q,
+    const std::function<bool(std::string_view, const dlq_entry&)>& f) {
+  std::optional<error> failure;
+  auto scanned
+      = t.scan_prefix(t.db().dlq, keys::queue(q), [&](auto key, auto value) {
+          // queue(8) · group length(1) · group · id(8)
+          std::size_t len
+              = key.size() > 8 ? static_cast<std::uint8_t>(key[8]) : 0;
+          if (key.size() != 8 + 1 + len + 8) {
+            failure = make_error(ec::corrupt_record, "dlq: malformed key");
+            return false;
+          }
+          auto rec = decode_record<dlq_entry>(value, "dlq");
+          if (!rec) {
+            failure = std::move(rec).err();
+            return false;
+          }
+          return f(key.substr(9, len), *rec);
+        });
+  if (!scanned)
+    return scanned;
+  if (failure)
+    return std::move(*failure);
+  return {};
+}
+
 expected<void> put_dedup(txn& t, queue_id q, partition_id p,
                          std::string_view txid, const dedup_record& rec) {
   return put_record(t, t.db().dedup, keys::partition_named(q, p, txid), rec);

@@ -63,6 +63,11 @@ expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
 /// Entries of one (queue, group) in id order; `f` returns false to stop.
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f);
+/// Entries of every group of queue `q` (by group, then id); `f` gets the
+/// group too and returns false to stop.
+expected<void> scan_queue_dlq(
+    txn& t, queue_id q,
+    const std::function<bool(std::string_view, const dlq_entry&)>& f);
 
 // -- dedup (queue · partition · transaction id)
 // --------------------------------

@@ -6,6 +6,10 @@
 //   settles each queue with the outcome, answering in input order. A push
 //   for a single queue goes to it directly (it commits its own batch).
 // pop / ack: routed to the queue by name.
+// DLQ: listing and delete read the store directly (one short read
+//   transaction; deletes go through the writer, answered when durable);
+//   requeue resolves the entries, then each queue routes them to the
+//   entries' group cursors (see queue_actor).
 
 #include "actors/broker/broker_actor.hpp"
 
@@ -22,6 +26,7 @@
 
 #include "actors/broker/priority.hpp"
 #include "actors/creation_gate.hpp"
+#include "actors/dlq/dlq_reader.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -328,6 +333,107 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
                     prepare_all(self, run);
                 });
   return run->rp;
+}
+
+// -- dead-letter queue
+// ---------------------------------------------------------
+
+/// The entries `f` selects, from one short read transaction.
+storage::expected<std::vector<core::dlq_item>>
+select_dlq(broker_ptr self, const core::dlq_filter& f) {
+  auto& node = self->state.cfg.node;
+  auto t = node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  return core::select_dlq(*t, f, node.wall(), false);
+}
+
+dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
+  auto& node = self->state.cfg.node;
+  auto t = node.store->db().read();
+  if (!t)
+    return dlq_list_reply{{}, t.err()};
+  auto page = core::list_dlq(*t, q, node.wall());
+  if (!page)
+    return dlq_list_reply{{}, page.err()};
+  return dlq_list_reply{std::move(*page), std::nullopt};
+}
+
+caf::typed_response_promise<dlq_count_reply>
+on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
+  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto items = select_dlq(self, f);
+  if (!items) {
+    rp.deliver(dlq_count_reply{0, items.err()});
+    return rp;
+  }
+  if (items->empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp;
+  }
+  storage::write_batch b;
+  for (auto& x : *items)
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{x.queue_id, x.group, x.entry.id});
+  auto n = items->size();
+  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(b))
+      .then(
+          [rp, n](write_result& r) mutable {
+            rp.deliver(dlq_count_reply{r.ok() ? n : 0, r.failure});
+          },
+          [rp](caf::error& err) mutable {
+            rp.deliver(dlq_count_reply{0, unreachable(err)});
+          });
+  return rp;
+}
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(broker_ptr self, const core::dlq_filter& f) {
+  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto items = select_dlq(self, f);
+  if (!items) {
+    rp.deliver(dlq_count_reply{0, items.err()});
+    return rp;
+  }
+  // By (queue, group), oldest first: requeue order is delivery order.
+  std::map<std::pair<std::string, std::string>, std::vector<storage::dlq_entry>>
+      parts;
+  for (auto it = items->rbegin(); it != items->rend(); ++it)
+    parts[{it->queue, it->group}].push_back(std::move(it->entry));
+  for (auto& [key, _] : parts)
+    if (!self->state.queues.contains(key.first)) {
+      rp.deliver(dlq_count_reply{
+          0, storage::make_error(storage::ec::unknown_queue,
+                                 "Queue not found: ", key.first)});
+      return rp;
+    }
+  if (parts.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp;
+  }
+  auto total = std::make_shared<dlq_count_reply>();
+  auto waiting = std::make_shared<std::size_t>(parts.size());
+  auto one_done = [rp, total, waiting]() mutable {
+    if (--*waiting == 0)
+      rp.deliver(*total);
+  };
+  for (auto& [key, entries] : parts)
+    self->request(self->state.queues.at(key.first), caf::infinite,
+                  requeue_atom::value, key.second, std::move(entries))
+        .then(
+            [total, one_done](dlq_count_reply& r) mutable {
+              total->count += r.count;
+              if (r.failure && !total->failure)
+                total->failure = r.failure;
+              one_done();
+            },
+            [total, one_done](caf::error& err) mutable {
+              if (!total->failure)
+                total->failure = unreachable(err);
+              one_done();
+            });
+  return rp;
 }
 
 // -- configure ----------------------------------------------------------------
@@ -829,6 +935,15 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         for (auto& [name, _] : self->state.queues)
           names.push_back(name);
         return names;
+      },
+      [self](dlq_list_atom, const core::dlq_query& q) {
+        return on_dlq_list(self, q);
+      },
+      [self](requeue_atom, const core::dlq_filter& f) {
+        return on_requeue(self, f);
+      },
+      [self](dlq_del_atom, const core::dlq_filter& f) {
+        return on_dlq_delete(self, f);
       },
   };
 }

@@ -79,15 +79,64 @@ load_frames(const cursor_config& cfg,
   return out;
 }
 
-/// The cursor record plus the dead letters, as one batch.
+/// What a change does to the DLQ besides the cursor record.
+struct dlq_changes {
+  /// New entries, or requeued entries returning (`dlq_id` set).
+  std::vector<core::dead_letter> dead;
+  /// Requeued entries acked: removed from the DLQ.
+  std::vector<std::uint64_t> done;
+  /// Entries now pending requeue (stored with `requeued` set).
+  std::vector<std::uint64_t> marked;
+};
+
+/// The stored DLQ entry `id` of this cursor's group, or none (gone).
+std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
+                                             std::uint64_t id) {
+  auto t = cfg.store->db().read();
+  if (!t)
+    return std::nullopt;
+  auto e = storage::tables::get_dlq(*t, cfg.queue, cfg.group, id);
+  if (!e || !*e)
+    return std::nullopt;
+  return std::move(**e);
+}
+
+/// The cursor record plus the DLQ changes, as one batch; `written` gets the
+/// failure time of every entry written (for the retention sweep).
 storage::write_batch state_batch(const cursor_config& cfg,
                                  const core::cursor_core& core,
-                                 const std::vector<core::dead_letter>& dead,
-                                 frame_list& frames) {
+                                 const dlq_changes& changes, frame_list& frames,
+                                 std::vector<storage::micros>& written) {
   storage::write_batch b;
   b.mutations.emplace_back(storage::mut::put_cursor{cfg.queue, cfg.partition,
                                                     cfg.group, core.record()});
-  for (auto& d : dead) {
+  auto drop = [&] {
+    if (cfg.metrics)
+      cfg.metrics->dead_letters_dropped += 1;
+  };
+  for (auto& d : changes.dead) {
+    if (d.dlq_id) { // a requeued entry returns (keeping its id)
+      auto e = load_entry(cfg, *d.dlq_id);
+      if (!e)
+        continue; // deleted meanwhile
+      if (cfg.policy.drop_dead_letters) {
+        drop();
+        b.mutations.emplace_back(
+            storage::mut::delete_dlq{cfg.queue, cfg.group, e->id});
+        continue;
+      }
+      e->error = d.error;
+      e->deliveries += d.deliveries;
+      e->failed_at = cfg.wall();
+      e->requeued = false;
+      written.push_back(e->failed_at);
+      b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, *e});
+      continue;
+    }
+    if (cfg.policy.drop_dead_letters) {
+      drop();
+      continue;
+    }
     storage::dlq_entry e;
     e.id = cfg.store->next_dlq_id();
     e.partition = cfg.partition;
@@ -98,20 +147,28 @@ storage::write_batch state_batch(const cursor_config& cfg,
     e.error = d.error;
     e.deliveries = d.deliveries;
     e.failed_at = cfg.wall();
+    written.push_back(e.failed_at);
     b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, e});
   }
+  for (auto id : changes.done)
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{cfg.queue, cfg.group, id});
+  for (auto id : changes.marked)
+    if (auto e = load_entry(cfg, id)) {
+      e->requeued = true;
+      b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, *e});
+    }
   return b;
 }
 
-/// Builds the batch for `dead` (reading their frames) and writes it; `then`
-/// gets the write's error, if any.
+/// Builds the batch for `changes` (reading the frames of new dead letters)
+/// and writes it; `then` gets the write's error, if any.
 template <class F>
-void persist(cursor_ptr self, const std::vector<core::dead_letter>& dead,
-             frame_list known, F then) {
+void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
   auto& st = self->state;
   std::vector<storage::offset> missing;
-  for (auto& d : dead)
-    if (!find_frame(known, d.off))
+  for (auto& d : changes.dead)
+    if (!d.dlq_id && !find_frame(known, d.off))
       missing.push_back(d.off);
   if (!missing.empty()) {
     std::sort(missing.begin(), missing.end());
@@ -122,17 +179,26 @@ void persist(cursor_ptr self, const std::vector<core::dead_letter>& dead,
                 [](auto& a, auto& b) { return a.off < b.off; });
     }
   }
-  auto batch = state_batch(st.cfg, *st.core, dead, known);
+  std::vector<storage::micros> written;
+  auto batch = state_batch(st.cfg, *st.core, changes, known, written);
   // Shared, not copied: `then` may hold a whole pop reply.
   auto cont = std::make_shared<F>(std::move(then));
   self->request(st.cfg.writer, caf::infinite, write_atom::value,
                 std::move(batch))
-      .then([cont](write_result& r) { (*cont)(std::move(r.failure)); },
-            [cont](caf::error& err) {
-              (*cont)(storage::make_error(
-                  storage::ec::io_error,
-                  "writer unreachable: ", caf::to_string(err)));
-            });
+      .then(
+          [self, cont, written](write_result& r) {
+            auto watcher
+                = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
+            if (r.ok() && watcher)
+              for (auto t : written)
+                self->send(watcher, dead_atom::value, t);
+            (*cont)(std::move(r.failure));
+          },
+          [cont](caf::error& err) {
+            (*cont)(storage::make_error(
+                storage::ec::io_error,
+                "writer unreachable: ", caf::to_string(err)));
+          });
 }
 
 /// Keeps one timer at the core's next deadline.
@@ -155,25 +221,66 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   auto now = self->clock().now();
   auto wall = st.cfg.wall();
   auto [expired, dead] = core.expire(now);
-  auto answer = [self, rp](pop_reply reply, bool write,
-                           std::vector<core::dead_letter> dead,
-                           frame_list frames) mutable {
-    if (!write) {
-      rp.deliver(std::move(reply));
-      return;
-    }
-    persist(self, dead, std::move(frames),
-            [rp, reply = std::move(reply)](
-                std::optional<storage::error> failure) mutable {
-              if (failure) {
-                reply = pop_reply{};
-                reply.failure = std::move(failure);
-              }
-              rp.deliver(std::move(reply));
-            });
-  };
+  auto answer
+      = [self, rp](pop_reply reply, bool write,
+                   std::vector<core::dead_letter> dead, frame_list frames,
+                   std::vector<std::uint64_t> done = {}) mutable {
+          if (!write) {
+            rp.deliver(std::move(reply));
+            return;
+          }
+          persist(self, dlq_changes{std::move(dead), std::move(done), {}},
+                  std::move(frames),
+                  [rp, reply = std::move(reply)](
+                      std::optional<storage::error> failure) mutable {
+                    if (failure) {
+                      reply = pop_reply{};
+                      reply.failure = std::move(failure);
+                    }
+                    rp.deliver(std::move(reply));
+                  });
+        };
   auto planned
       = core.plan(now, view.watermark, view.readable_end - 1, req.batch);
+  // A requeued entry is delivered from its DLQ entry (its segment may be
+  // gone); one deleted or expired meanwhile is forgotten.
+  std::optional<storage::dlq_entry> requeued;
+  while (auto* p = std::get_if<core::delivery_plan>(&planned)) {
+    if (!p->requeued)
+      break;
+    requeued = load_entry(st.cfg, *p->requeued);
+    if (requeued || !core.drop_requeued(*p->requeued))
+      break;
+    expired = true; // the record changed
+    planned = core.plan(now, view.watermark, view.readable_end - 1, req.batch);
+  }
+  if (auto* p = std::get_if<core::delivery_plan>(&planned); p && p->requeued) {
+    auto id = *p->requeued;
+    auto granted = core.grant(*p, requeued ? 1 : 0, req.lease_id, now);
+    dead.insert(dead.end(), granted.dead.begin(), granted.dead.end());
+    pop_reply reply;
+    std::vector<std::uint64_t> done;
+    if (granted.lease && requeued) {
+      delivered_frame m;
+      m.frame = std::move(requeued->message);
+      m.delivery_count = granted.delivery_counts.front().second;
+      m.requeued = id;
+      reply.messages.push_back(std::move(m));
+      if (req.auto_ack) {
+        core::ack_request a;
+        a.lease_id = granted.lease->id;
+        a.off = granted.lease->range.first;
+        auto out = core.ack(a, view.readable_end - 1, now);
+        if (out.requeue_done)
+          done.push_back(*out.requeue_done);
+      } else {
+        reply.lease = granted.lease;
+      }
+    }
+    answer(std::move(reply), true, std::move(dead), {}, std::move(done));
+    arm(self);
+    return rp;
+  }
   if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
     pop_reply reply;
     reply.reason = *reason;
@@ -264,14 +371,16 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
   auto rp = self->make_response_promise<std::vector<ack_reply>>();
   auto now = self->clock().now();
   std::vector<ack_reply> replies;
-  std::vector<core::dead_letter> dead;
+  dlq_changes changes;
   bool changed = false;
   replies.reserve(reqs.size());
   for (auto& req : reqs) {
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
     if (out.dead)
-      dead.push_back(*out.dead);
+      changes.dead.push_back(*out.dead);
+    if (out.requeue_done)
+      changes.done.push_back(*out.requeue_done);
     replies.push_back(ack_reply{out.error, out.lease_released,
                                 out.dead.has_value(), std::nullopt});
   }
@@ -280,7 +389,7 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
     return rp;
   }
   // One write for the whole list; every changed item waits for it.
-  persist(self, dead, {},
+  persist(self, std::move(changes), {},
           [rp, replies = std::move(replies)](
               std::optional<storage::error> failure) mutable {
             if (failure)
@@ -299,12 +408,39 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
   st.armed.reset();
   auto [changed, dead] = st.core->expire(self->clock().now());
   if (changed)
-    persist(self, dead, {}, [self](std::optional<storage::error> failure) {
-      if (failure)
-        self->quit(caf::make_error(caf::sec::runtime_error,
-                                   storage::to_string(*failure)));
-    });
+    persist(self, dlq_changes{std::move(dead), {}, {}}, {},
+            [self](std::optional<storage::error> failure) {
+              if (failure)
+                self->quit(caf::make_error(caf::sec::runtime_error,
+                                           storage::to_string(*failure)));
+            });
   arm(self);
+}
+
+/// Requeues entries of this partition; pending ones count as requeued
+/// (idempotent), so a partial failure can be retried.
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<dlq_count_reply>();
+  dlq_changes changes;
+  std::size_t count = 0;
+  for (auto& e : entries) {
+    if (e.partition != st.cfg.partition)
+      continue;
+    ++count;
+    if (st.core->requeue(e.id, e.message.off))
+      changes.marked.push_back(e.id);
+  }
+  if (changes.marked.empty()) {
+    rp.deliver(dlq_count_reply{count, std::nullopt});
+    return rp;
+  }
+  persist(self, std::move(changes), {},
+          [rp, count](std::optional<storage::error> failure) mutable {
+            rp.deliver(dlq_count_reply{failure ? 0 : count, failure});
+          });
+  return rp;
 }
 
 /// What introspection shows of this cursor.
@@ -352,7 +488,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
     // A lease recorded before a restart ends as an expiry would.
     auto [changed, dead] = self->state.core->recover_lost_lease();
     if (changed)
-      persist(self, dead, {}, [](std::optional<storage::error>) {});
+      persist(self, dlq_changes{std::move(dead), {}, {}}, {},
+              [](std::optional<storage::error>) {});
   }
   arm(self);
   return {
@@ -446,6 +583,9 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         st.cfg.visibility = visibility;
         st.core->set_policy(std::move(policy));
       },
+      [self](requeue_atom, std::vector<storage::dlq_entry>& entries) {
+        return on_requeue(self, entries);
+      },
   };
 }
 
@@ -482,7 +622,10 @@ storage::expected<cursor_actor> spawn_cursor(caf::local_actor* parent,
   storage::cursor_record initial;
   initial.committed = cfg.initial_committed;
   auto record = existed ? std::move(**rec) : initial;
-  bool lost = existed && record.leased.has_value();
+  bool lost = existed
+              && (record.leased.has_value()
+                  || std::any_of(record.requeued.begin(), record.requeued.end(),
+                                 [](auto& r) { return r.leased; }));
   return parent->spawn<caf::linked>(cursor, std::move(cfg), std::move(record),
                                     lost);
 }

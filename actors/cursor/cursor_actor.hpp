@@ -12,6 +12,7 @@
 #include <string>
 
 #include "actors/interfaces.hpp"
+#include "actors/metrics.hpp"
 #include "actors/partition/visibility.hpp"
 #include "storage/store.hpp"
 
@@ -29,6 +30,11 @@ struct cursor_config {
   std::function<storage::micros()> wall;
   /// Where a cursor the group never had starts: committed = this.
   storage::offset initial_committed{-1};
+  /// Told of every dead letter written (none: nobody); a weak reference to
+  /// a `dlq_watcher` (the queue, which owns the cursor's partition).
+  caf::actor_addr watcher;
+  /// Counts dropped dead letters (none: not counted).
+  std::shared_ptr<node_metrics> metrics;
 
   storage::expected<void> validate() const;
 };

@@ -12,6 +12,9 @@ cursor_policy cursor_policy::from(const storage::queue_options& opts) {
   for (auto ms : opts.retry_backoff_ms)
     p.retry_backoff.emplace_back(ms);
   p.max_deliveries = opts.max_deliveries;
+  // Either flag alone (or unset) keeps the DLQ; both false drop.
+  p.drop_dead_letters
+      = opts.dead_letter_queue == false && opts.dlq_after_max_retries == false;
   return p;
 }
 
@@ -81,7 +84,8 @@ cursor_core::cursor_core(storage::cursor_record rec, cursor_policy policy) :
     epoch_(rec.lease_epoch),
     isolated_(to_range(rec.isolated)),
     leased_(to_range(rec.leased)),
-    last_activity_(rec.last_activity) {
+    last_activity_(rec.last_activity),
+    requeued_(std::move(rec.requeued)) {
   // Stored records list the counters ascending; keep the first of any
   // duplicate offset, as the map this replaced did.
   std::stable_sort(rec.counters.begin(), rec.counters.end(),
@@ -102,6 +106,7 @@ storage::cursor_record cursor_core::record() const {
   rec.leased = to_pair(leased_);
   rec.counters.assign(counters_.begin(), counters_.end());
   rec.last_activity = last_activity_;
+  rec.requeued = requeued_;
   return rec;
 }
 
@@ -132,6 +137,18 @@ cursor_core::plan(mono_time now, offset watermark, offset last_visible,
   if (not_before_ && now < *not_before_)
     return empty_reason::delayed;
   delivery_plan p;
+  if (!requeued_.empty()) {
+    // Requeued entries go first, one per lease: each is a known failure, so
+    // a crash charges exactly that entry (as isolation does).
+    auto& r = requeued_.front();
+    p.requeued = r.dlq_id;
+    if (policy_.max_deliveries > 0
+        && r.deliveries >= static_cast<std::uint64_t>(policy_.max_deliveries))
+      p.dead.push_back(r.off);
+    else
+      p.deliver.push_back(r.off);
+    return p;
+  }
   auto start = committed_ + 1;
   if (start < watermark) {
     p.skipped = offset_range{start, watermark - 1};
@@ -162,6 +179,30 @@ grant_result cursor_core::grant(const delivery_plan& plan,
                                 std::size_t delivered, std::string lease_id,
                                 mono_time now) {
   grant_result result;
+  if (plan.requeued) {
+    auto* r = find_requeued(*plan.requeued);
+    if (r == nullptr)
+      return result;
+    if (!plan.dead.empty()) {
+      result.dead.push_back(
+          return_requeued(*plan.requeued, "maxDeliveries reached"));
+      return result;
+    }
+    if (delivered == 0 || plan.deliver.empty())
+      return result;
+    not_before_.reset();
+    r->deliveries += 1;
+    r->leased = true;
+    result.delivery_counts.emplace_back(r->off, r->deliveries);
+    lease_offsets_.assign(1, r->off);
+    epoch_ += 1;
+    lease_ = lease_info{std::move(lease_id), epoch_, now + policy_.lease_time,
+                        offset_range{r->off, r->off}, r->dlq_id};
+    settled_.assign(1, false);
+    unsettled_ = 1;
+    result.lease = lease_;
+    return result;
+  }
   if (plan.skipped && plan.skipped->last > committed_) {
     committed_ = plan.skipped->last;
     while (!counters_.empty() && counters_.front().off <= committed_)
@@ -184,7 +225,8 @@ grant_result cursor_core::grant(const delivery_plan& plan,
     lease_ = lease_info{std::move(lease_id),
                         epoch_,
                         now + policy_.lease_time,
-                        {lease_offsets_.front(), lease_offsets_.back()}};
+                        {lease_offsets_.front(), lease_offsets_.back()},
+                        std::nullopt};
     leased_ = lease_->range;
     settled_.assign(lease_offsets_.size(), false);
     unsettled_ = lease_offsets_.size();
@@ -197,6 +239,14 @@ grant_result cursor_core::grant(const delivery_plan& plan,
 bool cursor_core::release_unwritten(const std::string& lease_id) {
   if (!lease_ || lease_->id != lease_id)
     return false;
+  if (lease_->requeued) {
+    if (auto* r = find_requeued(*lease_->requeued)) {
+      if (r->deliveries > 0)
+        r->deliveries -= 1;
+      r->leased = false;
+    }
+    lease_offsets_.clear();
+  }
   for (auto o : lease_offsets_) {
     auto it = std::lower_bound(
         counters_.begin(), counters_.end(), o,
@@ -233,6 +283,16 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
   if (req.off.value < 0 || req.off > last_offset) {
     out.error = ack_error::not_found;
     return out;
+  }
+  // The frame of a requeue lease: its offset is usually at or below
+  // committed, so it is recognised before the idempotent check.
+  if (lease_ && lease_->requeued && lease_offsets_.front() == req.off
+      && !settled_.front()) {
+    if (!live) {
+      out.error = ack_error::invalid_lease;
+      return out;
+    }
+    return ack_requeued(req, now);
   }
   // The frame's place in the lease (O(1) for a run of offsets, else a
   // binary search: a list of n acks stays O(n log n)).
@@ -285,6 +345,12 @@ std::pair<bool, std::vector<dead_letter>> cursor_core::expire(mono_time now) {
   std::vector<dead_letter> dead;
   if (!lease_ || now < lease_->expires)
     return {false, std::move(dead)};
+  if (lease_->requeued) {
+    if (auto d = charge_requeued(*lease_->requeued, "lease expired"))
+      dead.push_back(std::move(*d));
+    end_lease(now, milliseconds{0});
+    return {true, std::move(dead)};
+  }
   auto unsettled = unsettled_in_lease();
   if (unsettled.size() == 1) {
     if (auto d = charge(unsettled.front(), "lease expired"))
@@ -299,8 +365,20 @@ std::pair<bool, std::vector<dead_letter>> cursor_core::expire(mono_time now) {
 
 std::pair<bool, std::vector<dead_letter>> cursor_core::recover_lost_lease() {
   std::vector<dead_letter> dead;
+  bool changed = false;
+  for (std::size_t i = 0; i < requeued_.size(); ++i) {
+    if (!requeued_[i].leased)
+      continue;
+    changed = true;
+    requeued_[i].leased = false;
+    if (auto d
+        = charge_requeued(requeued_[i].dlq_id, "lease lost to a restart")) {
+      dead.push_back(std::move(*d));
+      break; // at most one is leased
+    }
+  }
   if (!leased_)
-    return {false, std::move(dead)};
+    return {changed, std::move(dead)};
   std::vector<offset> unsettled;
   for (auto o = std::max(leased_->first, committed_ + 1); o <= leased_->last;
        o = o + 1)
@@ -338,6 +416,84 @@ void cursor_core::seek(offset new_committed) {
   lease_offsets_.clear();
   settled_.clear();
   not_before_.reset();
+  for (auto& r : requeued_)
+    r.leased = false;
+}
+
+// -- requeued dead letters ----------------------------------------------------
+
+bool cursor_core::requeue(std::uint64_t dlq_id, offset off) {
+  if (find_requeued(dlq_id) != nullptr)
+    return false;
+  requeued_.push_back(storage::requeued_frame{dlq_id, off, 0, 0, false});
+  return true;
+}
+
+bool cursor_core::drop_requeued(std::uint64_t dlq_id) {
+  auto it = std::find_if(requeued_.begin(), requeued_.end(),
+                         [&](auto& r) { return r.dlq_id == dlq_id; });
+  if (it == requeued_.end() || it->leased)
+    return false;
+  requeued_.erase(it);
+  return true;
+}
+
+storage::requeued_frame* cursor_core::find_requeued(std::uint64_t dlq_id) {
+  for (auto& r : requeued_)
+    if (r.dlq_id == dlq_id)
+      return &r;
+  return nullptr;
+}
+
+ack_outcome cursor_core::ack_requeued(const ack_request& req, mono_time now) {
+  ack_outcome out;
+  auto id = *lease_->requeued;
+  out.changed = true;
+  out.lease_released = true;
+  settled_.front() = true;
+  switch (req.status) {
+  case ack_status::completed:
+    requeued_.erase(std::find_if(requeued_.begin(), requeued_.end(),
+                                 [&](auto& r) { return r.dlq_id == id; }));
+    out.requeue_done = id;
+    end_lease(now, milliseconds{0});
+    break;
+  case ack_status::dlq:
+    out.dead = return_requeued(id, req.error);
+    end_lease(now, milliseconds{0});
+    break;
+  case ack_status::failed: {
+    auto failures = find_requeued(id)->failures + 1;
+    out.dead = charge_requeued(id, req.error);
+    end_lease(now, req.delay ? *req.delay : retry_delay_for(failures));
+    break;
+  }
+  case ack_status::retry:
+    end_lease(now, req.delay.value_or(milliseconds{0}));
+    break;
+  }
+  return out;
+}
+
+std::optional<dead_letter>
+cursor_core::charge_requeued(std::uint64_t dlq_id, const std::string& error) {
+  auto* r = find_requeued(dlq_id);
+  if (r == nullptr)
+    return std::nullopt;
+  r->failures += 1;
+  if (static_cast<std::int64_t>(r->failures) > policy_.retry_limit)
+    return return_requeued(dlq_id, error);
+  return std::nullopt;
+}
+
+dead_letter cursor_core::return_requeued(std::uint64_t dlq_id,
+                                         std::string error) {
+  auto it = std::find_if(requeued_.begin(), requeued_.end(),
+                         [&](auto& r) { return r.dlq_id == dlq_id; });
+  dead_letter d{it->off, std::move(error), it->deliveries, it->failures,
+                dlq_id};
+  requeued_.erase(it);
+  return d;
 }
 
 // -- internals ----------------------------------------------------------------
@@ -411,6 +567,8 @@ void cursor_core::advance() {
 }
 
 void cursor_core::end_lease(mono_time now, milliseconds delay) {
+  for (auto& r : requeued_)
+    r.leased = false;
   lease_.reset();
   leased_.reset();
   lease_offsets_.clear();
@@ -433,7 +591,8 @@ std::optional<dead_letter> cursor_core::charge(offset off,
 dead_letter cursor_core::bury(offset off, std::string error) {
   auto& c = counters(off);
   c.done = true;
-  return dead_letter{off, std::move(error), c.deliveries, c.failures};
+  return dead_letter{off, std::move(error), c.deliveries, c.failures,
+                     std::nullopt};
 }
 
 std::vector<offset> cursor_core::unsettled_in_lease() const {

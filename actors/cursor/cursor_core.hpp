@@ -37,6 +37,9 @@ struct cursor_policy {
   milliseconds retry_delay{0};
   std::vector<milliseconds> retry_backoff;
   std::int64_t max_deliveries = 0; ///< 0 = unlimited
+  /// `deadLetterQueue=false` and `dlqAfterMaxRetries=false` (both given):
+  /// dead letters are dropped (counted) instead of stored.
+  bool drop_dead_letters = false;
 
   static cursor_policy from(const storage::queue_options& opts);
 };
@@ -78,6 +81,8 @@ struct lease_info {
   std::uint64_t epoch = 0;
   mono_time expires;
   offset_range range;
+  /// A lease on a requeued dead letter (one frame): its DLQ id.
+  std::optional<std::uint64_t> requeued;
 };
 
 /// A frame the cursor sends to the group's dead-letter queue.
@@ -86,6 +91,9 @@ struct dead_letter {
   std::string error;
   std::uint32_t deliveries = 0;
   std::uint32_t failures = 0;
+  /// A requeued entry returning to the DLQ: the entry to update (it keeps
+  /// its id) instead of a new one.
+  std::optional<std::uint64_t> dlq_id;
 };
 
 /// What a pop should deliver.
@@ -96,6 +104,9 @@ struct delivery_plan {
   std::vector<offset> dead;
   /// Offsets below the retention watermark the cursor jumps over.
   std::optional<offset_range> skipped;
+  /// A requeued dead letter (its DLQ id): `deliver` (or, past
+  /// maxDeliveries, `dead`) holds its offset alone.
+  std::optional<std::uint64_t> requeued;
 };
 
 /// A granted lease with the delivery count of each delivered frame.
@@ -119,6 +130,8 @@ struct ack_outcome {
   bool changed = false;        ///< the record must be persisted
   bool lease_released = false; ///< the ack ended the lease
   std::optional<dead_letter> dead;
+  /// A requeued entry completed: its DLQ entry is removed.
+  std::optional<std::uint64_t> requeue_done;
 };
 
 /// The outcome of an extend.
@@ -148,6 +161,11 @@ public:
   /// Failures of the head frame (the product document's "retry budget").
   std::uint32_t head_failures() const;
   std::uint32_t deliveries_of(offset off) const;
+  /// Dead letters requeued to this group and not acked yet, in requeue
+  /// order (the first is delivered next).
+  const std::vector<storage::requeued_frame>& requeued() const noexcept {
+    return requeued_;
+  }
   /// The next time something changes by itself (lease expiry, retry delay).
   std::optional<mono_time> next_deadline() const;
   void set_policy(cursor_policy policy) {
@@ -202,8 +220,21 @@ public:
                                                milliseconds by, mono_time now);
 
   /// Sets committed (backwards too), ends the lease, bumps the epoch, resets
-  /// failures, delivery counts, isolation and retry delays.
+  /// failures, delivery counts, isolation and retry delays. Pending
+  /// requeued entries stay pending (they belong to the DLQ, not to a
+  /// position).
   void seek(offset new_committed);
+
+  // -- requeued dead letters --------------------------------------------------
+
+  /// Requeues DLQ entry `dlq_id` (the frame at `off`): delivered again, alone
+  /// in its lease, before any new frame once the current lease ends. False
+  /// when it is pending already (nothing changes).
+  bool requeue(std::uint64_t dlq_id, offset off);
+
+  /// Forgets a pending requeue whose DLQ entry is gone (deleted or expired
+  /// meanwhile); not while it is leased. Returns whether it changed.
+  bool drop_requeued(std::uint64_t dlq_id);
 
 private:
   storage::frame_counters& counters(offset off);
@@ -222,6 +253,14 @@ private:
   /// `off`'s index in lease_offsets_, if the live lease delivered it.
   std::optional<std::size_t> lease_index(offset off) const;
   milliseconds retry_delay_for(std::uint32_t failures) const;
+  storage::requeued_frame* find_requeued(std::uint64_t dlq_id);
+  /// Settles an ack of the live requeue lease's frame.
+  ack_outcome ack_requeued(const ack_request& req, mono_time now);
+  /// failures + 1 on a requeued entry; past the retry limit it returns.
+  std::optional<dead_letter> charge_requeued(std::uint64_t dlq_id,
+                                             const std::string& error);
+  /// Removes a pending entry, returning it to the DLQ.
+  dead_letter return_requeued(std::uint64_t dlq_id, std::string error);
 
   cursor_policy policy_;
   offset committed_;
@@ -241,6 +280,8 @@ private:
   std::size_t unsettled_ = 0;
   /// Redelivery waits until then (retry delay).
   std::optional<mono_time> not_before_;
+  /// Requeued dead letters pending redelivery (durable).
+  std::vector<storage::requeued_frame> requeued_;
 };
 
 } // namespace spool::core

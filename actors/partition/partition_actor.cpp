@@ -58,6 +58,8 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   // Until subscription modes exist, a new group starts at the oldest
   // retained frame (mode `all`, the default).
   cc.initial_committed = st.log->record().watermark - 1;
+  cc.watcher = st.cfg.watcher;
+  cc.metrics = st.cfg.node.metrics;
   auto c = spawn_cursor(self, std::move(cc));
   if (c)
     st.cursors.emplace(group, *c);
@@ -494,6 +496,17 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto rp = self->make_response_promise<std::int64_t>();
         trim_step(self, need, 0, rp);
         return rp;
+      },
+      [self](requeue_atom, const std::string& group,
+             std::vector<storage::dlq_entry>& entries)
+          -> caf::delegated<dlq_count_reply> {
+        auto c = cursor_for(self, group);
+        if (!c) {
+          auto rp = self->make_response_promise<dlq_count_reply>();
+          rp.deliver(dlq_count_reply{0, c.err()});
+          return {};
+        }
+        return self->delegate(*c, requeue_atom::value, std::move(entries));
       },
   };
 }

@@ -19,6 +19,9 @@ struct partition_config {
   node_context node;
   storage::partition_record record;
   storage::queue_options options;
+  /// Told of every dead letter its cursors write (none: nobody). A weak
+  /// reference: the watcher (its queue) owns this partition.
+  caf::actor_addr watcher;
   storage::expected<void> validate() const;
 };
 

@@ -12,6 +12,11 @@
 //   `wait`: the pop parks (ordered by arrival) until a push wakes it or the
 //   queue's one timer reaches its deadline.
 // ack: routed to the named partition; a released lease wakes parked pops.
+// requeue: DLQ entries routed by partition to the group's cursor; answered
+//   when every cursor's write is durable; wakes parked pops.
+// DLQ retention: cursors report each dead letter's failure time (`dead`);
+//   one sweep timer at the earliest expiry (never one per entry) scans the
+//   queue's DLQ and deletes expired entries in bounded steps.
 
 #include "actors/queue/queue_actor.hpp"
 
@@ -28,6 +33,7 @@
 #include <unordered_map>
 
 #include "actors/creation_gate.hpp"
+#include "actors/dlq/dlq_core.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
@@ -55,6 +61,11 @@ struct queue_state {
   parking_lot<queue_pop_request, queue_pop_reply> parked;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  /// The DLQ sweep's timer: when it is due (wall µs) and its id.
+  std::optional<storage::micros> sweep_due;
+  std::uint64_t sweep_id = 0;
+  bool sweeping = false;    ///< a sweep's delete is being written
+  bool sweep_again = false; ///< the timer fired while sweeping
   /// Partition creations and option changes, one at a time.
   core::creation_gate gate;
   /// maxSize: one push at a time from its size check to its seal.
@@ -77,6 +88,7 @@ storage::expected<void> add_partition(queue_ptr self,
   pc.node = st.cfg.node;
   pc.record = rec;
   pc.options = st.cfg.record.options;
+  pc.watcher = self->address();
   auto p = spawn_partition(self->system(), std::move(pc));
   if (!p)
     return std::move(p).err();
@@ -293,6 +305,9 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 // -- configure ----------------------------------------------------------------
 
+/// (DLQ retention, below.)
+void arm_sweep(queue_ptr self, storage::micros due);
+
 void configure_now(queue_ptr self, configure_request& req,
                    caf::typed_response_promise<configure_reply> rp) {
   auto& st = self->state;
@@ -323,9 +338,13 @@ void configure_now(queue_ptr self, configure_request& req,
           auto& st = self->state;
           configure_reply reply;
           if (!failure) {
+            auto old_retention = st.cfg.record.options.dlq_retention_s;
             st.cfg.record = rec;
             plan_sweep(self);
             arm(self);
+            // A new dlqRetentionSeconds: the DLQ sweep re-plans at once.
+            if (rec.options.dlq_retention_s != old_retention)
+              arm_sweep(self, st.cfg.node.wall());
             if (fresh)
               if (auto ok = add_partition(self, *fresh); !ok)
                 failure = ok.err();
@@ -867,6 +886,131 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
   return rp;
 }
 
+// -- DLQ requeue and retention ------------------------------------------------
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(queue_ptr self, const std::string& group,
+           std::vector<storage::dlq_entry>& entries) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<dlq_count_reply>();
+  // Every entry's partition is resolved before anything is sent.
+  std::map<std::uint64_t,
+           std::pair<partition_actor, std::vector<storage::dlq_entry>>>
+      parts;
+  for (auto& e : entries) {
+    auto it
+        = std::find_if(st.partitions.begin(), st.partitions.end(),
+                       [&](auto& p) { return p.second.rec.id == e.partition; });
+    if (it == st.partitions.end()) {
+      rp.deliver(dlq_count_reply{
+          0, storage::make_error(storage::ec::unknown_partition,
+                                 "Partition not found: ", e.partition.value)});
+      return rp;
+    }
+    auto& slot = parts[e.partition.value];
+    slot.first = it->second.actor;
+    slot.second.push_back(std::move(e));
+  }
+  if (parts.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp;
+  }
+  auto total = std::make_shared<dlq_count_reply>();
+  auto waiting = std::make_shared<std::size_t>(parts.size());
+  auto one_done = [self, rp, total, waiting]() mutable {
+    if (--*waiting > 0)
+      return;
+    rp.deliver(*total);
+    wake(self);
+  };
+  for (auto& [_, slot] : parts)
+    self->request(slot.first, caf::infinite, requeue_atom::value, group,
+                  std::move(slot.second))
+        .then(
+            [total, one_done](dlq_count_reply& r) mutable {
+              total->count += r.count;
+              if (r.failure && !total->failure)
+                total->failure = r.failure;
+              one_done();
+            },
+            [total, one_done](caf::error& err) mutable {
+              if (!total->failure)
+                total->failure = writer_error(err);
+              one_done();
+            });
+  return rp;
+}
+
+/// Keeps the one sweep timer at the earliest due time (wall µs).
+void arm_sweep(queue_ptr self, storage::micros due) {
+  auto& st = self->state;
+  if (st.sweep_due && *st.sweep_due <= due)
+    return;
+  st.sweep_due = due;
+  auto delay = due - st.cfg.node.wall();
+  if (delay <= 0) // due now: a message, not a timer
+    self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+  else
+    self->delayed_send(self, std::chrono::microseconds{delay},
+                       dlq_sweep_atom::value, ++st.sweep_id);
+}
+
+void on_sweep(queue_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.sweep_id)
+    return;
+  st.sweep_due.reset();
+  if (st.sweeping) {
+    st.sweep_again = true;
+    return;
+  }
+  core::dlq_sweeper sweep(st.cfg.node.wall(),
+                          st.cfg.record.options.dlq_retention_s,
+                          st.cfg.dlq_sweep_step, st.cfg.dlq_sweep_gap);
+  {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return;
+    auto scanned = storage::tables::scan_queue_dlq(
+        *t, st.cfg.record.id, [&](std::string_view g, auto& e) {
+          sweep.see(g, e);
+          return true;
+        });
+    if (!scanned)
+      return;
+  }
+  auto next = sweep.next();
+  if (sweep.expired().empty()) {
+    if (next)
+      arm_sweep(self, *next);
+    return;
+  }
+  storage::write_batch b;
+  for (auto& [group, dlq_id] : sweep.expired())
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{st.cfg.record.id, group, dlq_id});
+  auto n = sweep.expired().size();
+  st.sweeping = true;
+  // The next sweep is armed once this one's delete is durable.
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(b))
+      .then(
+          [self, n, next](write_result& r) {
+            auto& st = self->state;
+            st.sweeping = false;
+            if (r.ok() && st.cfg.node.metrics)
+              st.cfg.node.metrics->dead_letters_expired += n;
+            if (std::exchange(st.sweep_again, false))
+              arm_sweep(self, st.cfg.node.wall());
+            else if (next)
+              arm_sweep(self, *next);
+          },
+          [self](caf::error&) {
+            self->state.sweeping = false;
+            self->state.sweep_again = false;
+          });
+}
+
 queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
@@ -891,6 +1035,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
            },
        .now = [self] { return self->clock().now(); },
        .rearm = [self] { arm(self); }});
+  // Entries stored before a restart: the first sweep finds their expiry.
+  st.sweep_due = st.cfg.node.wall();
+  self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
   plan_sweep(self);
   arm(self);
   return {
@@ -911,6 +1058,17 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_ack(self, partition, group, reqs);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](requeue_atom, const std::string& group,
+             std::vector<storage::dlq_entry>& entries) {
+        return on_requeue(self, group, entries);
+      },
+      [self](dead_atom, storage::micros failed_at) {
+        auto& st = self->state;
+        auto retention = st.cfg.record.options.dlq_retention_s;
+        if (retention > 0)
+          arm_sweep(self, failed_at + retention * 1'000'000);
+      },
+      [self](dlq_sweep_atom, std::uint64_t id) { on_sweep(self, id); },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
       },

@@ -29,6 +29,10 @@ struct queue_config {
   std::shared_ptr<std::atomic<std::size_t>> parked_total
       = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_parked = 10'000;
+  /// DLQ retention: entries deleted per sweep step, and the least time
+  /// (µs) between sweeps that are not catching up.
+  std::size_t dlq_sweep_step = 1'000;
+  storage::micros dlq_sweep_gap = 60'000'000;
 
   storage::expected<void> validate() const;
 };

@@ -15,6 +15,8 @@ struct broker_sim : sim_fixture {
   store_fixture store;
   actors::writer_actor writer;
   actors::broker_actor broker;
+  std::shared_ptr<actors::node_metrics> metrics
+      = std::make_shared<actors::node_metrics>();
   /// The caps the next `start()` gives the broker.
   config::pop_limits pop_limits;
 
@@ -45,6 +47,7 @@ struct broker_sim : sim_fixture {
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
+    cfg.node.metrics = metrics;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
     auto b = actors::spawn_broker(sys, cfg);

@@ -69,6 +69,60 @@ TEST_CASE("metadata tables store, return and list typed records",
   CHECK((*q)->name == "orders");
 }
 
+TEST_CASE("a queue's dead letters are scanned with their group, and pending "
+          "requeues are stored",
+          "[storage][tables][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  queue_record oq;
+  oq.id = fx.store->next_queue_id();
+  oq.name = "other-queue";
+  partition_record other;
+  other.queue = oq.id;
+  other.id = fx.store->next_partition_id();
+  other.name = "x";
+  write_batch b;
+  b.mutations.emplace_back(mut::create_queue{oq});
+  b.mutations.emplace_back(mut::create_partition{other});
+  std::uint64_t id = 0;
+  for (auto g : {"billing-eu", "billing", "b"}) {
+    dlq_entry e;
+    e.id = ++id;
+    e.partition = p.id;
+    e.requeued = id == 2;
+    b.mutations.emplace_back(mut::put_dlq{p.queue, g, e});
+  }
+  dlq_entry elsewhere;
+  elsewhere.id = ++id;
+  elsewhere.partition = other.id;
+  b.mutations.emplace_back(mut::put_dlq{other.queue, "billing", elsewhere});
+  cursor_record c;
+  c.requeued = {{2, offset{5}, 1, 0, true}};
+  b.mutations.emplace_back(mut::put_cursor{p.queue, p.id, "billing", c});
+  REQUIRE(fx.commit(b));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::vector<std::pair<std::string, std::uint64_t>> seen;
+  REQUIRE(tables::scan_queue_dlq(*t, p.queue,
+                                 [&](std::string_view g, const dlq_entry& e) {
+                                   seen.emplace_back(std::string{g}, e.id);
+                                   return true;
+                                 }));
+  // Ordered by the group's length byte, then name, then id; the other
+  // queue's entry is not there.
+  CHECK(seen
+        == std::vector<std::pair<std::string, std::uint64_t>>{
+            {"b", 3}, {"billing", 2}, {"billing-eu", 1}});
+  auto got = tables::get_dlq(*t, p.queue, "billing", 2);
+  REQUIRE(got);
+  REQUIRE(*got);
+  CHECK((*got)->requeued);
+  auto cur = tables::get_cursor(*t, p.queue, p.id, "billing");
+  REQUIRE(cur);
+  REQUIRE(*cur);
+  CHECK((*cur)->requeued == c.requeued);
+}
+
 TEST_CASE("a write batch spanning tables and partitions is all or nothing",
           "[storage][tables][group-commit]") {
   store_fixture fx;
