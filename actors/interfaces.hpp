@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "actors/broker/txn_core.hpp"
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/cursor/cursor_txn.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -38,6 +40,8 @@ using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using stage_atom = caf::atom_constant<caf::atom("stage")>;
+using txn_atom = caf::atom_constant<caf::atom("txn")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -138,6 +142,9 @@ struct prepared_push {
   push_token token;
   storage::write_batch batch;
   std::optional<storage::error> failure;
+  /// Per item, in input order: what the settle answers if the batch is
+  /// durable (a transaction stores it in the same batch).
+  std::vector<push_item_result> results;
 };
 
 /// A pop on a queue: one named partition, or any (wildcard).
@@ -174,6 +181,25 @@ struct partition_view {
   storage::micros newest_created_at = 0;
 };
 
+/// A cursor's part of a transaction: its acks validated and applied on a
+/// staged copy (`core::stage_acks`), held until settled by id. The cursor
+/// defers every other message meanwhile (docs/transactions.md).
+struct stage_reply {
+  std::uint64_t stage_id = 0;     ///< 0: nothing staged, nothing to settle
+  std::vector<ack_reply> replies; ///< one per ack when accepted
+  /// The cursor record and DLQ entries to write with the transaction.
+  storage::write_batch batch;
+  std::optional<core::stage_refusal> refused;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a transaction; `failure` is a storage or actor failure
+/// (nothing was committed; a rollback answer is `result.success == false`).
+struct txn_reply {
+  core::txn_result result;
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// The store writer (one per node): applies write batches with group commit.
@@ -200,7 +226,13 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<extend_atom, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
     /// Internal: the actor's one timer (lease expiry, retry delay), by id.
-    caf::reacts_to<expire_atom, std::uint64_t>>;
+    caf::reacts_to<expire_atom, std::uint64_t>,
+    /// Stages a transaction's acks (validated, applied on a copy); until
+    /// settled the cursor defers every other message.
+    caf::replies_to<stage_atom, std::vector<core::ack_request>,
+                    partition_view>::with<stage_reply>,
+    /// Settles a staged transaction by id: commit (true) or abort.
+    caf::reacts_to<settle_atom, std::uint64_t, bool>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -218,7 +250,12 @@ using partition_actor = caf::typed_actor<
         with<std::vector<ack_reply>>,
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
-                    std::chrono::milliseconds>::with<extend_reply>>;
+                    std::chrono::milliseconds>::with<extend_reply>,
+    /// Stages a transaction's acks for a group (forwarded to its cursor).
+    caf::replies_to<stage_atom, std::string,
+                    std::vector<core::ack_request>>::with<stage_reply>,
+    /// Settles a group's staged transaction (forwarded to its cursor).
+    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -239,7 +276,13 @@ using queue_actor = caf::typed_actor<
         ack_atom, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
-    caf::reacts_to<timeout_atom, std::uint64_t>>;
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Stages a transaction's acks of (partition, group).
+    caf::replies_to<stage_atom, std::string, std::string,
+                    std::vector<core::ack_request>>::with<stage_reply>,
+    /// Settles a staged transaction of (partition, group); a commit wakes
+    /// parked pops.
+    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -256,7 +299,10 @@ using broker_actor = caf::typed_actor<
         ack_atom, std::string, std::string, std::string,
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// The names of the queues, sorted.
-    caf::replies_to<list_atom>::with<std::vector<std::string>>>;
+    caf::replies_to<list_atom>::with<std::vector<std::string>>,
+    /// Runs a transaction (semantics.md §10): pushes and acks, all or
+    /// nothing in one write; a repeated client id returns the stored answer.
+    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
 
 } // namespace spool::actors
 
@@ -282,3 +328,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)

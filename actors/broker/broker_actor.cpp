@@ -6,6 +6,8 @@
 //   settles each queue with the outcome, answering in input order. A push
 //   for a single queue goes to it directly (it commits its own batch).
 // pop / ack: routed to the queue by name.
+// txn: run by `run_transaction` (broker_txn.cpp) over a `txn_host` view of
+//   this broker.
 
 #include "actors/broker/broker_actor.hpp"
 
@@ -19,6 +21,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/broker/broker_txn.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
 
@@ -30,6 +33,7 @@ struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  std::shared_ptr<txn_host> txn;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -260,9 +264,64 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   return run->rp;
 }
 
+// -- transactions -------------------------------------------------------------
+
+/// Creates the queues of `names` that do not exist yet in one durable write.
+void create_queues(broker_ptr self, std::vector<std::string> names,
+                   std::function<void(std::optional<storage::error>)> done) {
+  auto& st = self->state;
+  storage::write_batch create;
+  std::vector<storage::queue_record> fresh;
+  for (auto& name : names) {
+    if (st.queues.contains(name))
+      continue;
+    storage::queue_record rec;
+    rec.id = st.cfg.node.store->next_queue_id();
+    rec.name = name;
+    std::tie(rec.name_space, rec.task) = namespace_and_task(name);
+    rec.created_at = st.cfg.node.wall();
+    fresh.push_back(rec);
+    create.mutations.emplace_back(storage::mut::create_queue{rec});
+  }
+  if (fresh.empty())
+    return done(std::nullopt);
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(create))
+      .then(
+          [self, fresh, done](write_result& r) {
+            if (!r.ok())
+              return done(r.failure);
+            for (auto& rec : fresh)
+              if (!self->state.queues.contains(rec.name))
+                if (auto ok = add_queue(self, rec, {}); !ok)
+                  return done(ok.err());
+            done(std::nullopt);
+          },
+          [done](caf::error& err) { done(unreachable(err)); });
+}
+
+std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
+  auto host = std::make_shared<txn_host>();
+  host->self = self;
+  host->node = self->state.cfg.node;
+  host->retention = self->state.cfg.txn_retention;
+  host->find_queue
+      = [self](const std::string& name) -> std::optional<queue_actor> {
+    auto& qs = self->state.queues;
+    if (auto it = qs.find(name); it != qs.end())
+      return it->second;
+    return std::nullopt;
+  };
+  host->create_queues = [self](auto names, auto done) {
+    create_queues(self, std::move(names), std::move(done));
+  };
+  return host;
+}
+
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
+  self->state.txn = make_txn_host(self);
   for (auto& q : cat.queues) {
     std::vector<storage::partition_record> parts;
     for (auto& p : cat.partitions)
@@ -307,6 +366,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         for (auto& [name, _] : self->state.queues)
           names.push_back(name);
         return names;
+      },
+      [self](txn_atom, core::txn_request& req) {
+        return run_transaction(self->state.txn, std::move(req));
       },
   };
 }

@@ -18,6 +18,8 @@ namespace spool::actors {
 struct broker_config {
   node_context node;
   std::size_t max_parked = 10'000;
+  /// How long the answers of client-given transaction ids are kept.
+  core::txn_retention txn_retention;
 
   storage::expected<void> validate() const;
 };

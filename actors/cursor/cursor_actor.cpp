@@ -5,11 +5,18 @@
 // write is durable. Acks that change state answer after their write too.
 // The one timer (`expire_atom` with an id; stale ids are ignored) ends
 // expired leases.
+// A transaction stages its acks (`stage_atom`): validated and applied on a
+// copy of the core, answered with the record and DLQ entries to write; until
+// the broker settles it (`settle_atom`: commit swaps the copy in, abort
+// drops it) every other message, the timer included, is skipped and stays in
+// the mailbox in order (docs/transactions.md).
 
 #include "actors/cursor/cursor_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
+#include <caf/result.hpp>
+#include <caf/skip.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
@@ -29,6 +36,13 @@ struct cursor_state {
   /// The deadline the pending timer fires at, and its id.
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  /// A transaction's staged acks, until settled.
+  struct staged_txn {
+    std::uint64_t id;
+    core::staged_acks acks;
+  };
+  std::optional<staged_txn> staged;
+  std::uint64_t next_stage_id = 1;
 };
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
@@ -299,6 +313,50 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
   arm(self);
 }
 
+// -- transactions -------------------------------------------------------------
+
+stage_reply on_stage(cursor_ptr self,
+                     const std::vector<core::ack_request>& reqs,
+                     const partition_view& view) {
+  auto& st = self->state;
+  stage_reply reply;
+  auto staged = core::stage_acks(*st.core, reqs, view.readable_end - 1,
+                                 self->clock().now());
+  if (auto* refused = std::get_if<core::stage_refusal>(&staged)) {
+    reply.refused = std::move(*refused);
+    return reply;
+  }
+  auto& acks = std::get<core::staged_acks>(staged);
+  for (auto& out : acks.outcomes)
+    reply.replies.push_back(ack_reply{out.error, out.lease_released,
+                                      out.dead.has_value(), std::nullopt});
+  if (!acks.changed)
+    return reply; // idempotent acks only: nothing to hold or write
+  std::vector<storage::offset> dead;
+  for (auto& d : acks.dead)
+    dead.push_back(d.off);
+  std::sort(dead.begin(), dead.end());
+  auto frames = load_frames(st.cfg, dead);
+  if (!frames) {
+    reply.failure = frames.err();
+    return reply;
+  }
+  reply.batch = state_batch(st.cfg, acks.after, acks.dead, *frames);
+  reply.stage_id = st.next_stage_id++;
+  st.staged.emplace(cursor_state::staged_txn{reply.stage_id, std::move(acks)});
+  return reply;
+}
+
+void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
+  auto& st = self->state;
+  if (!st.staged || st.staged->id != id)
+    return;
+  if (commit)
+    *st.core = std::move(st.staged->acks.after);
+  st.staged.reset();
+  arm(self);
+}
+
 cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                    storage::cursor_record rec, bool lost) {
   self->state.cfg = std::move(cfg);
@@ -310,14 +368,25 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       persist(self, dead, {}, [](std::optional<storage::error>) {});
   }
   arm(self);
+  // While a transaction is staged, everything but its settle waits.
   return {
-      [self](pop_atom, pop_request& req, const partition_view& view) {
+      [self](pop_atom, pop_request& req,
+             const partition_view& view) -> caf::result<pop_reply> {
+        if (self->state.staged)
+          return caf::skip;
         return on_pop(self, req, view);
       },
-      [self](ack_atom, std::vector<core::ack_request>& reqs,
-             const partition_view& view) { return on_ack(self, reqs, view); },
+      [self](
+          ack_atom, std::vector<core::ack_request>& reqs,
+          const partition_view& view) -> caf::result<std::vector<ack_reply>> {
+        if (self->state.staged)
+          return caf::skip;
+        return on_ack(self, reqs, view);
+      },
       [self](extend_atom, const std::string& lease_id,
-             std::chrono::milliseconds by) {
+             std::chrono::milliseconds by) -> caf::result<extend_reply> {
+        if (self->state.staged)
+          return caf::skip;
         extend_reply reply;
         auto r = self->state.core->extend(lease_id, by, self->clock().now());
         if (auto* t = std::get_if<core::mono_time>(&r))
@@ -327,7 +396,21 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         arm(self);
         return reply;
       },
-      [self](expire_atom, std::uint64_t id) { on_expire(self, id); },
+      [self](expire_atom, std::uint64_t id) -> caf::result<void> {
+        if (self->state.staged)
+          return caf::skip;
+        on_expire(self, id);
+        return {};
+      },
+      [self](stage_atom, std::vector<core::ack_request>& reqs,
+             const partition_view& view) -> caf::result<stage_reply> {
+        if (self->state.staged)
+          return caf::skip; // another transaction's stage: after its settle
+        return on_stage(self, reqs, view);
+      },
+      [self](settle_atom, std::uint64_t id, bool commit) {
+        on_settle(self, id, commit);
+      },
   };
 }
 
