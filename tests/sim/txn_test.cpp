@@ -82,6 +82,8 @@ struct txn_fixture : sim_fixture {
   std::shared_ptr<gate_state> gate_st = std::make_shared<gate_state>();
   actors::broker_actor broker;
   int leases = 0;
+  storage::micros wall = 1'785'000'000'000'000;
+  core::txn_retention retention;
 
   txn_fixture() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -104,7 +106,8 @@ struct txn_fixture : sim_fixture {
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = gated;
-    cfg.node.wall = [] { return storage::micros{1'785'000'000'000'000}; };
+    cfg.node.wall = [this] { return wall; };
+    cfg.txn_retention = retention;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;
@@ -484,6 +487,7 @@ TEST_CASE("a lease that expires while its transaction is staged ends only "
       fx.pop_req("g", 10));
   fx.advance(301s);
   CHECK(!*parked);
+  CHECK(fx.gate_st->held.size() == 1); // the expiry wrote nothing meanwhile
   fx.open_gate();
   REQUIRE(*tr);
   CHECK((*tr)->result.success);
@@ -492,6 +496,7 @@ TEST_CASE("a lease that expires while its transaction is staged ends only "
   auto c = fx.cursor("q", "g");
   REQUIRE(c);
   CHECK(c->committed == offset{0});
+  CHECK(!c->isolated); // one unsettled frame: charged, not isolated
   REQUIRE(!c->counters.empty());
   CHECK(c->counters.front().off == offset{1});
   CHECK(c->counters.front().failures == 1);
@@ -528,4 +533,32 @@ TEST_CASE("transactions acking the same cursors in opposite orders both "
   CHECK((*rb)->result.error == "operations[0]: Invalid or expired lease");
   CHECK(fx.cursor("q", "g1")->committed == offset{0});
   CHECK(fx.cursor("q", "g2")->committed == offset{0});
+}
+
+TEST_CASE("a transaction id is forgotten after its retention",
+          "[sim][txn][retention]") {
+  txn_fixture fx;
+  fx.retention.keep = std::chrono::seconds{60};
+  fx.start();
+  core::txn_request old;
+  old.id = "tx-old";
+  old.ops.push_back(push_op("q", {{"first", ""}}));
+  REQUIRE(fx.txn(old).result.success);
+  fx.wall += 60'000'000; // exactly `keep` later: still answered from storage
+  REQUIRE(fx.txn(old).result.success);
+  CHECK(fx.stored("q").second == std::vector<std::string>{"first"});
+  fx.wall += 1;
+  // The next transaction's write deletes the expired id ...
+  core::txn_request next;
+  next.id = "tx-next";
+  next.ops.push_back(push_op("q", {{"second", ""}}));
+  REQUIRE(fx.txn(next).result.success);
+  auto& batch = fx.gate_st->seen.back();
+  REQUIRE(count_of<storage::mut::delete_txn>(batch) == 1);
+  CHECK(std::get<storage::mut::delete_txn>(batch.mutations.back()).id
+        == "tx-old");
+  // ... and the old id runs again as a new transaction.
+  REQUIRE(fx.txn(old).result.success);
+  CHECK(fx.stored("q").second
+        == std::vector<std::string>{"first", "second", "first"});
 }
