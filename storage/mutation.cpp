@@ -283,7 +283,11 @@ expected<void> apply_one(txn& t, const mut::put_txn& m) {
 }
 
 expected<void> apply_one(txn& t, const mut::delete_txn& m) {
-  SPOOL_TRY(tables::delete_txn(t, m.id));
+  auto old = tables::get_txn(t, m.id);
+  if (!old)
+    return std::move(old).err();
+  if (*old && (*old)->created_at < m.stored_before)
+    SPOOL_TRY(tables::delete_txn(t, m.id));
   return {};
 }
 

@@ -169,12 +169,15 @@ struct put_txn {
   }
 };
 
-/// Forgets a transaction's stored answer (no error when already gone).
+/// Forgets a transaction's stored answer if it is still one stored before
+/// `stored_before` (retention): an id stored again meanwhile stays. No error
+/// when already gone.
 struct delete_txn {
   std::string id;
+  micros stored_before = INT64_MAX;
   template <class F>
   friend auto fields(F& f, delete_txn& x) {
-    return f(x.id);
+    return f(x.id, x.stored_before);
   }
 };
 

@@ -154,15 +154,16 @@ void commit(run_ptr run) {
     auto now = host.node.wall();
     batch.mutations.emplace_back(
         storage::mut::put_txn{run->id, {now, core::encode_txn_result(result)}});
-    // Retention: every transaction write forgets a few expired ids.
+    // Retention: every transaction write forgets a few expired ids (only
+    // if still expired when the batch applies: an id may run again).
+    auto cutoff = host.retention.cutoff(now);
     if (auto t = host.node.store->db().read()) {
-      auto old = storage::tables::txns_before(*t, host.retention.cutoff(now),
-                                              host.retention.sweep);
+      auto old = storage::tables::txns_before(*t, cutoff, host.retention.sweep);
       t->abort();
       if (old)
         for (auto& id : *old)
-          if (id != run->id)
-            batch.mutations.emplace_back(storage::mut::delete_txn{id});
+          if (id != run->id && !host.in_flight.contains(id))
+            batch.mutations.emplace_back(storage::mut::delete_txn{id, cutoff});
     }
   }
   if (batch.mutations.empty()) { // duplicates and idempotent acks only

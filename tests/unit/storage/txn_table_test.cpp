@@ -57,3 +57,15 @@ TEST_CASE("a transaction id must be 1..255 bytes", "[storage][txn]") {
   CHECK(
       !fx.commit(write_batch{{mut::put_txn{std::string(256, 'x'), {1, "x"}}}}));
 }
+
+TEST_CASE("retention deletes a transaction id only while it is still expired",
+          "[storage][txn]") {
+  store_fixture fx;
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{"x", {100, "old"}}}}));
+  // Stored again (it ran again after expiring) before the sweep applied.
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{"x", {500, "new"}}}}));
+  REQUIRE(fx.commit(write_batch{{mut::delete_txn{"x", 200}}}));
+  CHECK(stored_txn(fx, "x") == txn_record{500, "new"});
+  REQUIRE(fx.commit(write_batch{{mut::delete_txn{"x", 501}}}));
+  CHECK(!stored_txn(fx, "x"));
+}
