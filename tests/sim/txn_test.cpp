@@ -562,3 +562,46 @@ TEST_CASE("a transaction id is forgotten after its retention",
   CHECK(fx.stored("q").second
         == std::vector<std::string>{"first", "second", "first"});
 }
+
+TEST_CASE("failed in a transaction charges the frame and ends the lease",
+          "[sim][txn]") {
+  txn_fixture fx;
+  fx.push("q", "m0");
+  fx.push("q", "m1");
+  auto lease = fx.lease_of(fx.pop("q", "g", 2));
+  // A later ack of the lease that `failed` ended makes it all roll back.
+  core::txn_request both;
+  both.ops.push_back(ack_op("q", "g", lease, 0, core::ack_status::failed));
+  both.ops.push_back(ack_op("q", "g", lease, 1));
+  auto refused = fx.txn(both);
+  CHECK(!refused.result.success);
+  CHECK(refused.result.error == "operations[1]: Invalid or expired lease");
+  CHECK(fx.cursor("q", "g")->counters.front().failures == 0);
+  both.ops.pop_back();
+  auto r = fx.txn(both);
+  REQUIRE(r.result.success);
+  CHECK(r.result.results[0].lease_released);
+  CHECK(!r.result.results[0].dead_lettered);
+  auto c = fx.cursor("q", "g");
+  CHECK(c->committed == offset{-1});
+  CHECK(c->counters.front().failures == 1);
+  CHECK(offsets(fx.pop("q", "g")) == std::vector<std::int64_t>{0, 1});
+}
+
+TEST_CASE("an ack of an unknown queue or partition rolls a transaction back",
+          "[sim][txn]") {
+  txn_fixture fx;
+  fx.push("q", "m0");
+  auto lease = fx.lease_of(fx.pop("q", "g", 1));
+  core::txn_request req;
+  req.ops.push_back(push_op("q", {{"x", ""}}));
+  req.ops.push_back(ack_op("nope", "g", lease, 0));
+  auto r = fx.txn(req);
+  CHECK(r.result.error == "operations[1]: Message not found");
+  auto other = ack_op("q", "g", lease, 0);
+  other.partition = "elsewhere";
+  req.ops[1] = other;
+  r = fx.txn(req);
+  CHECK(r.result.error == "operations[1]: Message not found");
+  CHECK(fx.stored("q").second == std::vector<std::string>{"m0"});
+}
