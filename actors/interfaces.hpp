@@ -21,6 +21,8 @@
 #include "actors/broker/txn_core.hpp"
 #include "actors/cursor/cursor_core.hpp"
 #include "actors/cursor/cursor_txn.hpp"
+#include "actors/partition/visibility.hpp"
+#include "actors/queue/options.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -40,6 +42,13 @@ using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
+using configure_atom = caf::atom_constant<caf::atom("configure")>;
+using options_atom = caf::atom_constant<caf::atom("options")>;
+using info_atom = caf::atom_constant<caf::atom("info")>;
+using browse_atom = caf::atom_constant<caf::atom("browse")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;
+using groups_atom = caf::atom_constant<caf::atom("groups")>;
+using purge_atom = caf::atom_constant<caf::atom("purge")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 
@@ -84,6 +93,9 @@ struct pop_reply {
   std::optional<core::offset_range> skipped;
   /// Why `messages` is empty.
   core::empty_reason reason = core::empty_reason::empty;
+  /// Empty for a while: when frames may become deliverable without a push
+  /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
+  std::optional<core::mono_time> retry_at;
   std::optional<storage::error> failure;
 };
 
@@ -170,6 +182,9 @@ struct partition_delivery {
 struct queue_pop_reply {
   std::vector<partition_delivery> claimed;
   core::empty_reason reason = core::empty_reason::empty;
+  /// The earliest `retry_at` of the partitions asked (a parked pop is
+  /// retried then).
+  std::optional<core::mono_time> retry_at;
   std::optional<storage::error> failure;
 };
 
@@ -179,6 +194,117 @@ struct partition_view {
   /// The readable end: next offset after the settled prefix of seals.
   storage::offset readable_end;
   storage::micros newest_created_at = 0;
+};
+
+/// Creates a queue or changes the options of one (semantics.md §8, §9).
+struct configure_request {
+  std::string queue;
+  /// Set only when named (an auto-created queue derives them from its name).
+  std::optional<std::string> name_space;
+  std::optional<std::string> task;
+  /// Only the options named change; the rest keep their values.
+  core::options_patch options;
+};
+
+struct configure_reply {
+  /// The queue as stored after the change (every option).
+  storage::queue_record queue;
+  /// The `Default` partition's id (configure creates it if missing).
+  std::string default_partition_uuid;
+  bool created = false; ///< the queue did not exist before
+  std::optional<storage::error> failure;
+};
+
+/// A queue as listed: its record (every option) and its partitions with
+/// lastOffset (`next_offset - 1`) and watermark, in creation order.
+struct queue_info {
+  storage::queue_record record;
+  std::vector<storage::partition_record> partitions;
+};
+
+struct queues_reply {
+  std::vector<queue_info> queues; ///< sorted by name
+  std::optional<storage::error> failure;
+};
+
+/// Read-only browsing by offset: no lease, no commit (semantics.md §8).
+struct browse_request {
+  std::string partition;
+  storage::offset from{0};
+  std::size_t max_frames = 100;
+  std::size_t max_bytes = SIZE_MAX;
+};
+
+struct browse_reply {
+  std::vector<storage::stored_frame> frames;
+  /// Where the next browse continues.
+  storage::offset next{0};
+  /// Offsets below the watermark the read jumped over.
+  std::optional<core::offset_range> skipped;
+  std::optional<storage::error> failure;
+};
+
+struct delete_queue_reply {
+  bool existed = false;
+  std::optional<storage::error> failure;
+};
+
+/// Deletes a group's cursors on one queue or all (semantics.md §8).
+struct delete_group_request {
+  std::string group;
+  std::optional<std::string> queue; ///< none: every queue
+  bool delete_metadata = true;      ///< also its subscription records
+};
+
+struct delete_group_reply {
+  std::size_t deleted_partitions = 0;
+  bool metadata_deleted = false;
+  std::optional<storage::error> failure;
+};
+
+/// One group's cursor on one partition, as introspection shows it.
+struct cursor_info {
+  std::string queue;
+  std::string partition;
+  std::string partition_uuid;
+  std::string group;
+  storage::offset committed{-1};
+  storage::offset last_offset{-1};
+  storage::offset watermark{0};
+  /// lastOffset - max(committed, watermark - 1).
+  std::int64_t lag = 0;
+  /// created_at of the oldest frame the group has not committed (0: none).
+  storage::micros oldest_unconsumed_at = 0;
+  /// The live lease, with its expiry in wall-clock µs.
+  std::optional<core::lease_info> lease;
+  storage::micros lease_expires_at = 0;
+  std::optional<core::offset_range> isolated;
+  /// Frames above committed delivered more than once.
+  std::size_t redeliveries = 0;
+  /// Wall-clock µs of the group's last pop, ack, extend or seek here.
+  storage::micros last_activity = 0;
+};
+
+/// Which cursors an introspection lists: a group and/or a queue, or all.
+struct groups_request {
+  std::optional<std::string> group;
+  std::optional<std::string> queue;
+};
+
+struct groups_reply {
+  std::vector<cursor_info> cursors; ///< by queue, partition, group
+  std::optional<storage::error> failure;
+};
+
+/// Deletes whole segments below `below` (none: all), moving the watermark.
+struct purge_request {
+  std::optional<std::string> partition; ///< none: every partition
+  std::optional<storage::offset> below;
+};
+
+struct purge_reply {
+  std::size_t partitions = 0; ///< partitions whose watermark moved
+  std::optional<storage::error> failure;
 };
 
 /// A cursor's part of a transaction: its acks validated and applied on a
@@ -227,6 +353,16 @@ using cursor_actor = caf::typed_actor<
                     std::chrono::milliseconds>::with<extend_reply>,
     /// Internal: the actor's one timer (lease expiry, retry delay), by id.
     caf::reacts_to<expire_atom, std::uint64_t>,
+    /// The queue's options changed: applies to leases and retries from now.
+    caf::reacts_to<options_atom, core::cursor_policy, core::visibility_policy>,
+    /// Introspection of the cursor (lag, lease, idle time).
+    caf::replies_to<info_atom, partition_view>::with<cursor_info>,
+    /// Group deletion, first phase: stops serving (pops empty, acks refused)
+    /// and answers whether the group has a stored record here.
+    caf::replies_to<delete_atom>::with<bool>,
+    /// Group deletion, second phase: durable (true: the cursor quits) or
+    /// failed (false: it serves again).
+    caf::reacts_to<delete_atom, bool>,
     /// Stages a transaction's acks (validated, applied on a copy); until
     /// settled the cursor defers every other message.
     caf::replies_to<stage_atom, std::vector<core::ack_request>,
@@ -251,6 +387,22 @@ using partition_actor = caf::typed_actor<
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
+    /// The queue's options changed (passed on to every cursor).
+    caf::reacts_to<options_atom, storage::queue_options>,
+    /// Reads frames by offset up to the readable end (no lease, no commit).
+    caf::replies_to<browse_atom, browse_request>::with<browse_reply>,
+    /// The cursors of one group (or every group) on this partition.
+    caf::replies_to<groups_atom,
+                    std::optional<std::string>>::with<std::vector<cursor_info>>,
+    /// Group deletion, first phase (see the cursor's): whether the group
+    /// had a cursor here.
+    caf::replies_to<delete_atom, std::string>::with<bool>,
+    /// Group deletion, second phase: durable or failed.
+    caf::reacts_to<delete_atom, std::string, bool>,
+    /// Purge: deletes whole segments below the offset (none: all) durably;
+    /// answers whether the watermark moved.
+    caf::replies_to<purge_atom,
+                    std::optional<storage::offset>>::with<purge_reply>,
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
@@ -277,6 +429,23 @@ using queue_actor = caf::typed_actor<
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
     caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Changes the named options (and namespace/task) durably, creates the
+    /// `Default` partition if missing, and applies the options to every
+    /// partition and cursor.
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>,
+    /// Browses a partition by offset.
+    caf::replies_to<browse_atom, browse_request>::with<browse_reply>,
+    /// Cursors of the queue (one group or all).
+    caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
+    /// Deletes a group's cursors (and records) on this queue in one write;
+    /// its parked pops are answered empty.
+    caf::replies_to<delete_atom,
+                    delete_group_request>::with<delete_group_reply>,
+    /// Deletes the queue with everything of it in one write, answers its
+    /// parked pops empty, and quits.
+    caf::replies_to<delete_atom>::with<delete_queue_reply>,
+    /// Purges partitions of the queue.
+    caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
     /// Stages a transaction's acks of (partition, group).
     caf::replies_to<stage_atom, std::string, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
@@ -300,6 +469,24 @@ using broker_actor = caf::typed_actor<
         std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
     /// The names of the queues, sorted.
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
+    /// Creates the queue (default options plus the named ones, and its
+    /// `Default` partition) or changes an existing one's named options.
+    caf::replies_to<configure_atom, configure_request>::with<configure_reply>,
+    /// Queues with options and partitions (one queue when named; unknown:
+    /// `unknown_queue`).
+    caf::replies_to<info_atom, std::optional<std::string>>::with<queues_reply>,
+    /// Browses a partition of a queue by offset.
+    caf::replies_to<browse_atom, std::string,
+                    browse_request>::with<browse_reply>,
+    /// Introspection of groups: cursors, lag, leases, idle time.
+    caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
+    /// Deletes a group on one queue or all; unknown group: success with 0.
+    caf::replies_to<delete_atom,
+                    delete_group_request>::with<delete_group_reply>,
+    /// Deletes a queue; a later push creates a new one with default options.
+    caf::replies_to<delete_atom, std::string>::with<delete_queue_reply>,
+    /// Purges a queue (one partition or all) below an offset or entirely.
+    caf::replies_to<purge_atom, std::string, purge_request>::with<purge_reply>,
     /// Runs a transaction (semantics.md §10): pushes and acks, all or
     /// nothing in one write; a repeated client id returns the stored answer.
     caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
@@ -328,6 +515,25 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::configure_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::queue_options)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::cursor_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::visibility_policy)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queues_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_info)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::cursor_info>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)

@@ -7,6 +7,21 @@ namespace spool::config {
 
 namespace {
 
+/// Parses `value` as an integer in [lo, hi] into `out`; an error message
+/// naming the option, or "".
+std::string number(std::string_view name, const std::string& value,
+                   std::uint64_t lo, std::uint64_t hi, std::uint64_t& out) {
+  std::uint64_t n = 0;
+  auto [end, ec]
+      = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc{} || end != value.data() + value.size() || n < lo
+      || n > hi)
+    return std::string{name} + " must be " + std::to_string(lo) + ".."
+           + std::to_string(hi) + ", got '" + value + "'";
+  out = n;
+  return {};
+}
+
 /// Applies one named option; returns an error message or "".
 std::string apply(server_options& opts, std::string_view name,
                   const std::string& value) {
@@ -33,13 +48,17 @@ std::string apply(server_options& opts, std::string_view name,
              + value + "'";
     opts.log_level = value;
   } else if (name == "initial-map-mib") {
-    std::uint64_t n = 0;
-    auto [end, ec]
-        = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (ec != std::errc{} || end != value.data() + value.size() || n < 1
-        || n > (1u << 20))
-      return "initial-map-mib must be 1..1048576, got '" + value + "'";
-    opts.initial_map_mib = n;
+    return number(name, value, 1, 1u << 20, opts.initial_map_mib);
+  } else if (name == "pop-max-batch") {
+    return number(name, value, 1, 1'000'000, opts.pop.max_batch);
+  } else if (name == "pop-max-partitions") {
+    return number(name, value, 1, 10'000, opts.pop.max_partitions);
+  } else if (name == "pop-max-timeout-ms") {
+    return number(name, value, 0, 3'600'000, opts.pop.max_timeout_ms);
+  } else if (name == "pop-max-bytes") {
+    return number(name, value, 1, std::uint64_t{1} << 32, opts.pop.max_bytes);
+  } else if (name == "pop-max-parked") {
+    return number(name, value, 0, 10'000'000, opts.pop.max_parked);
   } else {
     return "unknown option --" + std::string{name};
   }
@@ -57,6 +76,11 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_DURABILITY", "durability"},
       {"SPOOL_LOG_LEVEL", "log-level"},
       {"SPOOL_INITIAL_MAP_MIB", "initial-map-mib"},
+      {"SPOOL_POP_MAX_BATCH", "pop-max-batch"},
+      {"SPOOL_POP_MAX_PARTITIONS", "pop-max-partitions"},
+      {"SPOOL_POP_MAX_TIMEOUT_MS", "pop-max-timeout-ms"},
+      {"SPOOL_POP_MAX_BYTES", "pop-max-bytes"},
+      {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {
@@ -103,7 +127,17 @@ std::string usage() {
          "(SPOOL_DURABILITY)\n"
          "  --log-level LEVEL       trace..off (SPOOL_LOG_LEVEL, info)\n"
          "  --initial-map-mib N     first LMDB map size; grows on demand "
-         "(SPOOL_INITIAL_MAP_MIB, 1024)\n";
+         "(SPOOL_INITIAL_MAP_MIB, 1024)\n"
+         "  --pop-max-batch N       largest pop batch (SPOOL_POP_MAX_BATCH, "
+         "10000)\n"
+         "  --pop-max-partitions N  largest wildcard partitions "
+         "(SPOOL_POP_MAX_PARTITIONS, 100)\n"
+         "  --pop-max-timeout-ms N  longest long-poll timeout "
+         "(SPOOL_POP_MAX_TIMEOUT_MS, 300000)\n"
+         "  --pop-max-bytes N       payload bytes per pop response "
+         "(SPOOL_POP_MAX_BYTES, 67108864)\n"
+         "  --pop-max-parked N      parked long-poll pops per server "
+         "(SPOOL_POP_MAX_PARKED, 10000)\n";
 }
 
 } // namespace spool::config

@@ -13,6 +13,22 @@ namespace spool::config {
 
 enum class durability_mode : std::uint8_t { strict, relaxed };
 
+/// Server-wide caps on pops (semantics.md §3: `pop.max*`).
+struct pop_limits {
+  /// Largest `batch` (--pop-max-batch, SPOOL_POP_MAX_BATCH).
+  std::uint64_t max_batch = 10'000;
+  /// Largest wildcard `partitions` (--pop-max-partitions).
+  std::uint64_t max_partitions = 100;
+  /// Longest long-poll `timeout` in ms (--pop-max-timeout-ms).
+  std::uint64_t max_timeout_ms = 300'000;
+  /// A response stops adding frames past this many payload bytes (at least
+  /// one frame) (--pop-max-bytes).
+  std::uint64_t max_bytes = 64u << 20;
+  /// Parked long-poll pops per server; beyond, a pop is refused (503)
+  /// (--pop-max-parked).
+  std::uint64_t max_parked = 10'000;
+};
+
 struct server_options {
   /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
   std::string data_dir = "./data";
@@ -22,6 +38,7 @@ struct server_options {
   std::string log_level = "info";
   /// First LMDB map size in MiB; the map grows on demand.
   std::uint64_t initial_map_mib = 1024;
+  pop_limits pop;
 };
 
 /// The result of parsing: options, a request for help, or an error message.

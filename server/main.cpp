@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
     spool::actors::broker_config bc;
     bc.node.store = st->get();
     bc.node.writer = *writer;
+    bc.pop = opts.pop;
     bc.node.wall = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

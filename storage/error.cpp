@@ -32,6 +32,10 @@ const char* to_string(ec code) noexcept {
     return "storage_full";
   case ec::shutting_down:
     return "shutting_down";
+  case ec::busy:
+    return "busy";
+  case ec::queue_full:
+    return "queue_full";
   }
   return "unknown";
 }

@@ -27,6 +27,8 @@ enum class ec : std::uint8_t {
   io_error = 11,           ///< File system error (open, sync, ...).
   storage_full = 12,       ///< The map could not grow (disk or limit).
   shutting_down = 13,      ///< The writer no longer takes batches.
+  busy = 14,               ///< A server-wide cap is reached (503).
+  queue_full = 15,         ///< A queue's maxSize refuses the push (429).
 };
 
 const char* to_string(ec code) noexcept;

@@ -17,13 +17,17 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <unordered_map>
 
 #include "actors/broker/broker_txn.hpp"
+#include "actors/creation_gate.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
@@ -33,6 +37,11 @@ struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  /// Parked pops across every queue (the pop.maxParked cap).
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
+  /// Queue creations, one at a time.
+  core::creation_gate gate;
   std::shared_ptr<txn_host> txn;
 };
 
@@ -51,13 +60,72 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.node = st.cfg.node;
   qc.record = rec;
   qc.partitions = std::move(partitions);
-  qc.max_parked = st.cfg.max_parked;
+  qc.max_parked = st.cfg.pop.max_parked;
+  qc.parked_total = st.parked_total;
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();
   self->link_to(*q);
   st.queues.emplace(rec.name, *q);
   return {};
+}
+
+/// A new queue's record: fresh id, default options, namespace and task
+/// derived from the name.
+storage::queue_record new_queue_record(broker_ptr self,
+                                       const std::string& name) {
+  auto& node = self->state.cfg.node;
+  storage::queue_record rec;
+  rec.id = node.store->next_queue_id();
+  rec.name = name;
+  std::tie(rec.name_space, rec.task) = namespace_and_task(name);
+  rec.created_at = node.wall();
+  return rec;
+}
+
+/// Creates the queues of `names` the broker does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_queues(broker_ptr self, std::vector<std::string> names,
+                   std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  auto missing = [self](const std::vector<std::string>& ns) {
+    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
+      return !self->state.queues.contains(n);
+    });
+  };
+  if (!missing(names))
+    return k(std::nullopt); // the usual case: nothing to create
+  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
+    auto& st = self->state;
+    storage::write_batch create;
+    std::vector<storage::queue_record> fresh;
+    for (auto& name : names)
+      if (!st.queues.contains(name)) {
+        fresh.push_back(new_queue_record(self, name));
+        create.mutations.emplace_back(storage::mut::create_queue{fresh.back()});
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    st.gate.enter();
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(create))
+        .then(
+            [self, fresh, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add_queue(self, rec, {}); !ok && !failure)
+                    failure = ok.err();
+              self->state.gate.leave();
+              k(std::move(failure));
+            },
+            [self, k](caf::error& err) {
+              self->state.gate.leave();
+              k(unreachable(err));
+            });
+  });
 }
 
 /// A push spanning queues, gathered by the broker.
@@ -225,80 +293,216 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->items[it->second].push_back(i);
     run->parts[it->second].push_back(std::move(items[i].item));
   }
-  storage::write_batch create;
-  std::vector<storage::queue_record> fresh;
-  for (auto& name : run->queues) {
-    if (st.queues.contains(name))
-      continue;
-    storage::queue_record rec;
-    rec.id = st.cfg.node.store->next_queue_id();
-    rec.name = name;
-    std::tie(rec.name_space, rec.task) = namespace_and_task(name);
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_queue{rec});
-  }
-  if (fresh.empty()) {
-    prepare_all(self, run);
-    return run->rp;
-  }
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, run, fresh](write_result& r) {
-            if (!r.ok()) {
-              run->rp.deliver(queue_push_reply{{}, 0, r.failure});
-              return;
-            }
-            for (auto& rec : fresh)
-              if (!self->state.queues.contains(rec.name))
-                if (auto ok = add_queue(self, rec, {}); !ok) {
-                  run->rp.deliver(queue_push_reply{{}, 0, ok.err()});
-                  return;
-                }
-            prepare_all(self, run);
-          },
-          [run](caf::error& err) {
-            run->rp.deliver(queue_push_reply{{}, 0, unreachable(err)});
-          });
+  ensure_queues(self, run->queues,
+                [self, run](std::optional<storage::error> failure) {
+                  if (failure)
+                    run->rp.deliver(queue_push_reply{{}, 0, failure});
+                  else
+                    prepare_all(self, run);
+                });
   return run->rp;
 }
 
-// -- transactions -------------------------------------------------------------
+// -- configure ----------------------------------------------------------------
 
-/// Creates the queues of `names` that do not exist yet in one durable write.
-void create_queues(broker_ptr self, std::vector<std::string> names,
-                   std::function<void(std::optional<storage::error>)> done) {
+void configure_now(broker_ptr self, configure_request& req,
+                   caf::typed_response_promise<configure_reply> rp) {
   auto& st = self->state;
-  storage::write_batch create;
-  std::vector<storage::queue_record> fresh;
-  for (auto& name : names) {
-    if (st.queues.contains(name))
-      continue;
-    storage::queue_record rec;
-    rec.id = st.cfg.node.store->next_queue_id();
-    rec.name = name;
-    std::tie(rec.name_space, rec.task) = namespace_and_task(name);
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_queue{rec});
+  auto fail = [&rp](storage::error err) mutable {
+    configure_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
+    self->request(it->second, caf::infinite, configure_atom::value,
+                  std::move(req))
+        .then([rp](configure_reply& r) mutable { rp.deliver(std::move(r)); },
+              [fail](caf::error& err) mutable { fail(unreachable(err)); });
+    return;
   }
-  if (fresh.empty())
-    return done(std::nullopt);
+  auto opts = core::apply_options(storage::queue_options{}, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = new_queue_record(self, req.queue);
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  auto part = new_partition_record(st.cfg.node, rec.id, default_partition);
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::create_queue{rec});
+  batch.mutations.emplace_back(storage::mut::create_partition{part});
+  st.gate.enter();
+  auto done
+      = [self, rp, rec, part](std::optional<storage::error> failure) mutable {
+          if (!failure)
+            if (auto ok = add_queue(self, rec, {part}); !ok)
+              failure = ok.err();
+          configure_reply reply;
+          if (failure) {
+            reply.failure = std::move(failure);
+          } else {
+            reply.queue = rec;
+            reply.default_partition_uuid = part.uuid;
+            reply.created = true;
+          }
+          rp.deliver(std::move(reply));
+          self->state.gate.leave();
+        };
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, fresh, done](write_result& r) {
-            if (!r.ok())
-              return done(r.failure);
-            for (auto& rec : fresh)
-              if (!self->state.queues.contains(rec.name))
-                if (auto ok = add_queue(self, rec, {}); !ok)
-                  return done(ok.err());
-            done(std::nullopt);
-          },
-          [done](caf::error& err) { done(unreachable(err)); });
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(unreachable(err)); });
 }
+
+caf::typed_response_promise<configure_reply>
+on_configure(broker_ptr self, configure_request& req) {
+  auto rp = self->make_response_promise<configure_reply>();
+  if (auto ok = check_partition_name(req.queue); !ok) {
+    configure_reply reply;
+    reply.failure = storage::make_error(storage::ec::invalid_argument, "queue ",
+                                        ok.err().message);
+    rp.deliver(std::move(reply));
+    return rp;
+  }
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp;
+}
+
+// -- administration -----------------------------------------------------------
+
+storage::error queue_not_found() {
+  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
+}
+
+queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
+  queues_reply reply;
+  auto t = self->state.cfg.node.store->db().read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto qs = storage::tables::all_queues(*t);
+  auto ps = storage::tables::all_partitions(*t);
+  if (!qs || !ps) {
+    reply.failure = !qs ? qs.err() : ps.err();
+    return reply;
+  }
+  for (auto& q : *qs) {
+    if (only && q.name != *only)
+      continue;
+    queue_info info{q, {}};
+    for (auto& p : *ps)
+      if (p.queue == q.id)
+        info.partitions.push_back(p);
+    std::sort(info.partitions.begin(), info.partitions.end(),
+              [](auto& a, auto& b) { return a.id.value < b.id.value; });
+    reply.queues.push_back(std::move(info));
+  }
+  std::sort(reply.queues.begin(), reply.queues.end(),
+            [](auto& a, auto& b) { return a.record.name < b.record.name; });
+  if (only && reply.queues.empty())
+    reply.failure = queue_not_found();
+  return reply;
+}
+
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
+caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
+                                                    const groups_request& req) {
+  auto rp = self->make_response_promise<groups_reply>();
+  fan_out<groups_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<groups_reply>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          for (auto& c : s.reply->cursors)
+            reply.cursors.push_back(std::move(c));
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(broker_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  fan_out<delete_group_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
+        delete_group_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          reply.deleted_partitions += s.reply->deleted_partitions;
+          reply.metadata_deleted
+              = reply.metadata_deleted || s.reply->metadata_deleted;
+        }
+        rp.deliver(std::move(reply));
+      },
+      delete_atom::value, req);
+  return rp;
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(broker_ptr self, const std::string& name) {
+  auto rp = self->make_response_promise<delete_queue_reply>();
+  // One at a time with queue creations: a push waiting to create the name
+  // finds it gone and creates a new queue.
+  self->state.gate.wait([self, rp, name]() mutable {
+    auto& st = self->state;
+    auto it = st.queues.find(name);
+    if (it == st.queues.end()) {
+      rp.deliver(delete_queue_reply{false, std::nullopt});
+      return;
+    }
+    auto q = it->second;
+    st.gate.enter();
+    // The queue quits once deleted; unlinked, its exit does not reach us.
+    self->unlink_from(q);
+    self->request(q, caf::infinite, delete_atom::value)
+        .then(
+            [self, rp, name, q](delete_queue_reply& r) mutable {
+              auto& st = self->state;
+              if (r.failure)
+                self->link_to(q);
+              else
+                st.queues.erase(name);
+              rp.deliver(std::move(r));
+              st.gate.leave();
+            },
+            [self, rp, q](caf::error& err) mutable {
+              self->link_to(q);
+              rp.deliver(delete_queue_reply{false, unreachable(err)});
+              self->state.gate.leave();
+            });
+  });
+  return rp;
+}
+
+// -- transactions -------------------------------------------------------------
 
 std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   auto host = std::make_shared<txn_host>();
@@ -313,7 +517,7 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
     return std::nullopt;
   };
   host->create_queues = [self](auto names, auto done) {
-    create_queues(self, std::move(names), std::move(done));
+    ensure_queues(self, std::move(names), std::move(done));
   };
   return host;
 }
@@ -337,6 +541,13 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](pop_atom, const std::string& queue,
              queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
+        if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {
+          auto rp = self->make_response_promise<queue_pop_reply>();
+          queue_pop_reply bad;
+          bad.failure = ok.err();
+          rp.deliver(std::move(bad));
+          return {};
+        }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = self->make_response_promise<queue_pop_reply>();
@@ -361,6 +572,48 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return self->delegate(it->second, ack_atom::value, partition, group,
                               std::move(reqs));
       },
+      [self](configure_atom, configure_request& req) {
+        return on_configure(self, req);
+      },
+      [self](info_atom, const std::optional<std::string>& queue) {
+        return describe(self, queue);
+      },
+      [self](browse_atom, const std::string& queue,
+             browse_request& req) -> caf::delegated<browse_reply> {
+        auto it = self->state.queues.find(queue);
+        if (it == self->state.queues.end()) {
+          auto rp = self->make_response_promise<browse_reply>();
+          browse_reply reply;
+          reply.failure = queue_not_found();
+          rp.deliver(std::move(reply));
+          return {};
+        }
+        return self->delegate(it->second, browse_atom::value, std::move(req));
+      },
+      [self](groups_atom, const groups_request& req) {
+        return on_groups(self, req);
+      },
+      [self](delete_atom, const delete_group_request& req) {
+        return on_delete_group(self, req);
+      },
+      [self](delete_atom, const std::string& queue) {
+        return on_delete_queue(self, queue);
+      },
+      [self](purge_atom, const std::string& queue,
+             purge_request& req) -> caf::delegated<purge_reply> {
+        auto it = self->state.queues.find(queue);
+        auto fail = [self](storage::error err) {
+          auto rp = self->make_response_promise<purge_reply>();
+          rp.deliver(purge_reply{0, std::move(err)});
+          return caf::delegated<purge_reply>{};
+        };
+        if (req.below && req.below->value < 0)
+          return fail(storage::make_error(storage::ec::invalid_argument,
+                                          "purge: offset must be >= 0"));
+        if (it == self->state.queues.end())
+          return fail(queue_not_found());
+        return self->delegate(it->second, purge_atom::value, std::move(req));
+      },
       [self](list_atom) {
         std::vector<std::string> names;
         for (auto& [name, _] : self->state.queues)
@@ -374,6 +627,28 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 }
 
 } // namespace
+
+storage::expected<void> check_pop(const config::pop_limits& limits,
+                                  queue_pop_request& req) {
+  auto bad = [](auto... parts) {
+    return storage::make_error(storage::ec::invalid_argument, parts...);
+  };
+  if (req.batch < 1 || req.batch > limits.max_batch)
+    return bad("batch must be between 1 and ", limits.max_batch, ", got ",
+               req.batch);
+  if (!req.partition
+      && (req.partitions < 1 || req.partitions > limits.max_partitions))
+    return bad("partitions must be between 1 and ", limits.max_partitions,
+               ", got ", req.partitions);
+  if (req.wait
+      && (req.timeout.count() < 0
+          || static_cast<std::uint64_t>(req.timeout.count())
+                 > limits.max_timeout_ms))
+    return bad("timeout must be between 0 and ", limits.max_timeout_ms,
+               " ms, got ", req.timeout.count());
+  req.max_bytes = std::min<std::size_t>(req.max_bytes, limits.max_bytes);
+  return {};
+}
 
 std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
   auto first = q.find('.');

@@ -11,13 +11,15 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
+#include "config/options.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
 
 struct broker_config {
   node_context node;
-  std::size_t max_parked = 10'000;
+  /// Caps on pops; the parked-pop cap counts across every queue.
+  config::pop_limits pop;
   /// How long the answers of client-given transaction ids are kept.
   core::txn_retention txn_retention;
 
@@ -28,6 +30,12 @@ struct broker_config {
 /// coordinator per recovered queue.
 storage::expected<broker_actor> spawn_broker(caf::actor_system& sys,
                                              broker_config cfg);
+
+/// Checks a pop against the server's caps (batch, wildcard partitions,
+/// timeout) and lowers its byte budget to `pop.maxBytes`; an
+/// `invalid_argument` error names the field.
+storage::expected<void> check_pop(const config::pop_limits& limits,
+                                  queue_pop_request& req);
 
 /// The namespace and task Queen derives from a queue name: the text before
 /// the first '.', and between the first and the second '.'.

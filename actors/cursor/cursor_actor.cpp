@@ -36,6 +36,8 @@ struct cursor_state {
   /// The deadline the pending timer fires at, and its id.
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  /// The group is being deleted: serve nothing until it settles.
+  bool deleting = false;
   /// A transaction's staged acks, until settled.
   struct staged_txn {
     std::uint64_t id;
@@ -189,6 +191,8 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
     pop_reply reply;
     reply.reason = *reason;
+    if (*reason != core::empty_reason::empty)
+      reply.retry_at = core.next_deadline(); // lease expiry or retry delay
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp;
@@ -230,6 +234,10 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   if (n == 0 && plan.dead.empty()) {
     pop_reply reply;
     reply.reason = vis.held_back.value_or(core::empty_reason::empty);
+    if (vis.next_change)
+      reply.retry_at = now
+                       + std::chrono::microseconds{std::max<storage::micros>(
+                           *vis.next_change - wall, 0)};
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp;
@@ -313,6 +321,43 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
   arm(self);
 }
 
+/// What introspection shows of this cursor.
+cursor_info describe(cursor_ptr self, const partition_view& view) {
+  auto& st = self->state;
+  auto& core = *st.core;
+  cursor_info info;
+  info.group = st.cfg.group;
+  info.committed = core.committed();
+  info.last_offset = view.readable_end - 1;
+  info.watermark = view.watermark;
+  auto consumed = std::max(info.committed, view.watermark - 1);
+  info.lag = std::max<std::int64_t>(0, info.last_offset - consumed);
+  if (info.lag > 0) {
+    // The oldest frame not committed: its segment's one commit time.
+    if (auto t = st.cfg.store->db().read()) {
+      auto r = storage::read_frames(*t, st.cfg.queue, st.cfg.partition,
+                                    consumed + 1, 1);
+      if (r && !r->frames.empty())
+        info.oldest_unconsumed_at = r->frames.front().created_at;
+    }
+  }
+  auto now = self->clock().now();
+  if (auto& lease = core.lease(); lease && lease->expires > now) {
+    info.lease = lease;
+    info.lease_expires_at
+        = st.cfg.wall()
+          + std::chrono::duration_cast<std::chrono::microseconds>(lease->expires
+                                                                  - now)
+                .count();
+  }
+  info.isolated = core.isolated();
+  for (auto& c : core.record().counters)
+    if (c.deliveries > 1)
+      ++info.redeliveries;
+  info.last_activity = core.last_activity();
+  return info;
+}
+
 // -- transactions -------------------------------------------------------------
 
 stage_reply on_stage(cursor_ptr self,
@@ -327,6 +372,7 @@ stage_reply on_stage(cursor_ptr self,
     return reply;
   }
   auto& acks = std::get<core::staged_acks>(staged);
+  acks.after.touch(st.cfg.wall());
   for (auto& out : acks.outcomes)
     reply.replies.push_back(ack_reply{out.error, out.lease_released,
                                       out.dead.has_value(), std::nullopt});
@@ -374,6 +420,9 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
              const partition_view& view) -> caf::result<pop_reply> {
         if (self->state.staged)
           return caf::skip;
+        if (self->state.deleting)
+          return pop_reply{};
+        self->state.core->touch(self->state.cfg.wall());
         return on_pop(self, req, view);
       },
       [self](
@@ -381,6 +430,11 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           const partition_view& view) -> caf::result<std::vector<ack_reply>> {
         if (self->state.staged)
           return caf::skip;
+        if (self->state.deleting)
+          return std::vector<ack_reply>(
+              reqs.size(), ack_reply{core::ack_error::invalid_lease, false,
+                                     false, std::nullopt});
+        self->state.core->touch(self->state.cfg.wall());
         return on_ack(self, reqs, view);
       },
       [self](extend_atom, const std::string& lease_id,
@@ -388,6 +442,11 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         if (self->state.staged)
           return caf::skip;
         extend_reply reply;
+        if (self->state.deleting) {
+          reply.error = core::extend_error::not_found;
+          return reply;
+        }
+        self->state.core->touch(self->state.cfg.wall());
         auto r = self->state.core->extend(lease_id, by, self->clock().now());
         if (auto* t = std::get_if<core::mono_time>(&r))
           reply.expires = *t;
@@ -399,13 +458,55 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](expire_atom, std::uint64_t id) -> caf::result<void> {
         if (self->state.staged)
           return caf::skip;
-        on_expire(self, id);
+        if (!self->state.deleting)
+          on_expire(self, id);
+        return {};
+      },
+      [self](info_atom, const partition_view& view) {
+        return describe(self, view); // read-only: answered while staged too
+      },
+      [self](delete_atom) -> caf::result<bool> {
+        auto& st = self->state;
+        if (st.staged)
+          return caf::skip; // the transaction's record would outlive it
+        st.deleting = true;
+        if (st.core->lease() || st.core->last_activity() > 0)
+          return true;
+        auto t = st.cfg.store->db().read();
+        if (!t)
+          return true; // cannot tell: count it
+        auto rec = storage::tables::get_cursor(*t, st.cfg.queue,
+                                               st.cfg.partition, st.cfg.group);
+        return !rec || rec->has_value();
+      },
+      [self](delete_atom, bool durable) {
+        if (durable) {
+          self->quit();
+          return;
+        }
+        self->state.deleting = false;
+        arm(self);
+      },
+      [self](options_atom, core::cursor_policy& policy,
+             core::visibility_policy& visibility) -> caf::result<void> {
+        auto& st = self->state;
+        if (st.staged)
+          return caf::skip; // the staged core would lose them at commit
+        st.cfg.policy = policy;
+        st.cfg.visibility = visibility;
+        st.core->set_policy(std::move(policy));
         return {};
       },
       [self](stage_atom, std::vector<core::ack_request>& reqs,
              const partition_view& view) -> caf::result<stage_reply> {
         if (self->state.staged)
           return caf::skip; // another transaction's stage: after its settle
+        if (self->state.deleting) {
+          stage_reply refused;
+          refused.refused = core::stage_refusal{
+              0, to_string(core::ack_error::invalid_lease)};
+          return refused;
+        }
         return on_stage(self, reqs, view);
       },
       [self](settle_atom, std::uint64_t id, bool commit) {

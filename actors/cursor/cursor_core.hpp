@@ -153,6 +153,14 @@ public:
   void set_policy(cursor_policy policy) {
     policy_ = std::move(policy);
   }
+  /// Wall-clock µs of the group's last pop, ack, extend or seek here.
+  storage::micros last_activity() const noexcept {
+    return last_activity_;
+  }
+  /// Records activity at `wall` (kept in the durable record).
+  void touch(storage::micros wall) noexcept {
+    last_activity_ = std::max(last_activity_, wall);
+  }
 
   // -- delivery ---------------------------------------------------------------
 

@@ -12,10 +12,13 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
 
 #include "actors/cursor/cursor_actor.hpp"
+#include "actors/fan_out.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
@@ -112,6 +115,162 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   return rp;
 }
 
+// -- administration -----------------------------------------------------------
+
+/// Most frames one browse returns.
+constexpr std::size_t max_browse_frames = 10'000;
+
+/// Segments deleted per purge step (one write each).
+constexpr std::size_t purge_step_segments = 1024;
+
+browse_reply browse(partition_ptr self, const browse_request& req) {
+  auto& st = self->state;
+  browse_reply reply;
+  auto end = st.log->record().next_offset; // the readable end
+  reply.next = req.from;
+  if (req.from.value < 0 || req.max_frames == 0) {
+    reply.failure = storage::make_error(
+        storage::ec::invalid_argument,
+        "browse: offset must be >= 0 and the count at least 1");
+    return reply;
+  }
+  if (req.from >= end)
+    return reply; // nothing readable there yet
+  auto t = st.cfg.node.store->db().read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto r = storage::read_frames(
+      *t, st.cfg.record.queue, st.cfg.record.id, req.from,
+      std::min(req.max_frames, max_browse_frames), req.max_bytes);
+  if (!r) {
+    reply.failure = r.err();
+    return reply;
+  }
+  for (auto& f : r->frames)
+    if (f.off < end)
+      reply.frames.push_back(std::move(f));
+  reply.next = reply.frames.empty() ? std::min(r->next, end)
+                                    : reply.frames.back().off + 1;
+  if (r->skipped)
+    reply.skipped = core::offset_range{r->skipped->first, r->skipped->second};
+  return reply;
+}
+
+/// The groups with a cursor here: live ones and stored ones.
+storage::expected<std::vector<std::string>>
+groups_here(partition_ptr self, const std::optional<std::string>& only) {
+  auto& st = self->state;
+  std::vector<std::string> names;
+  for (auto& [g, _] : st.cursors)
+    names.push_back(g);
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto stored
+      = storage::tables::cursors_of(*t, st.cfg.record.queue, st.cfg.record.id);
+  if (!stored)
+    return std::move(stored).err();
+  for (auto& [g, _] : *stored)
+    names.push_back(g);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (only)
+    std::erase_if(names, [&](auto& g) { return g != *only; });
+  return names;
+}
+
+caf::typed_response_promise<std::vector<cursor_info>>
+on_groups(partition_ptr self, const std::optional<std::string>& only) {
+  auto rp = self->make_response_promise<std::vector<cursor_info>>();
+  auto names = groups_here(self, only);
+  std::vector<cursor_actor> cursors;
+  if (names)
+    for (auto& g : *names)
+      if (auto c = cursor_for(self, g))
+        cursors.push_back(*c);
+  auto& rec = self->state.cfg.record;
+  fan_out<cursor_info>(
+      self, cursors,
+      [rp, name = rec.name,
+       uuid = rec.uuid](std::vector<fanned<cursor_info>> slots) mutable {
+        std::vector<cursor_info> out;
+        for (auto& s : slots)
+          if (s.reply) {
+            s.reply->partition = name;
+            s.reply->partition_uuid = uuid;
+            out.push_back(std::move(*s.reply));
+          }
+        rp.deliver(std::move(out));
+      },
+      info_atom::value, view_of(*self->state.log));
+  return rp;
+}
+
+caf::typed_response_promise<bool> on_delete_group(partition_ptr self,
+                                                  const std::string& group) {
+  auto rp = self->make_response_promise<bool>();
+  auto names = groups_here(self, group);
+  if (names && names->empty()) {
+    rp.deliver(false);
+    return rp;
+  }
+  auto c = cursor_for(self, group);
+  if (!c) {
+    rp.deliver(true); // cannot tell: the delete mutation is harmless
+    return rp;
+  }
+  self->request(*c, caf::infinite, delete_atom::value)
+      .then([rp](bool had) mutable { rp.deliver(had); },
+            [rp](caf::error&) mutable { rp.deliver(true); });
+  return rp;
+}
+
+/// Deletes segments through `through`, one bounded step per write, until
+/// none is left; answers whether the watermark moved.
+void purge_step(partition_ptr self, storage::offset through, bool moved,
+                caf::typed_response_promise<purge_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](storage::error err) mutable {
+    purge_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return fail(t.err());
+  storage::retention_rule rule;
+  rule.through = through;
+  rule.max_segments = purge_step_segments;
+  auto plan = storage::plan_retention(*t, st.cfg.record.queue, st.cfg.record.id,
+                                      rule);
+  t->abort();
+  if (!plan)
+    return fail(plan.err());
+  if (!*plan) {
+    rp.deliver(purge_reply{moved ? 1u : 0u, std::nullopt});
+    return;
+  }
+  auto watermark = (*plan)->new_watermark;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(std::move(**plan));
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then(
+          [self, through, watermark, rp, fail](write_result& r) mutable {
+            if (!r.ok())
+              return fail(*r.failure);
+            self->state.log->watermark_moved(watermark);
+            purge_step(self, through, true, rp);
+          },
+          [fail](caf::error& err) mutable {
+            fail(storage::make_error(
+                storage::ec::io_error,
+                "writer unreachable: ", caf::to_string(err)));
+          });
+}
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -173,6 +332,40 @@ partition_actor::behavior_type partition(partition_ptr self,
           return {};
         }
         return self->delegate(*c, extend_atom::value, lease_id, by);
+      },
+      [self](options_atom, storage::queue_options& opts) {
+        auto& st = self->state;
+        st.cfg.options = std::move(opts);
+        auto policy = core::cursor_policy::from(st.cfg.options);
+        auto visibility = core::visibility_policy::from(st.cfg.options);
+        for (auto& [_, c] : st.cursors)
+          self->send(c, options_atom::value, policy, visibility);
+      },
+      [self](browse_atom, const browse_request& req) {
+        return browse(self, req);
+      },
+      [self](groups_atom, const std::optional<std::string>& group) {
+        return on_groups(self, group);
+      },
+      [self](delete_atom, const std::string& group) {
+        return on_delete_group(self, group);
+      },
+      [self](delete_atom, const std::string& group, bool durable) {
+        auto& st = self->state;
+        auto it = st.cursors.find(group);
+        if (it == st.cursors.end())
+          return;
+        self->send(it->second, delete_atom::value, durable);
+        if (durable)
+          st.cursors.erase(it); // the next contact is a first one
+      },
+      [self](purge_atom, const std::optional<storage::offset>& below) {
+        auto rp = self->make_response_promise<purge_reply>();
+        // Never past the readable end: seals in flight stay untouched.
+        auto end = self->state.log->record().next_offset;
+        auto limit = below ? std::min(*below, end) : end;
+        purge_step(self, limit - 1, false, rp);
+        return rp;
       },
       [self](
           stage_atom, const std::string& group,

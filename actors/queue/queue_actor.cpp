@@ -25,8 +25,11 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/creation_gate.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "storage/segment.hpp"
+#include "storage/tables.hpp"
 
 namespace spool::actors {
 
@@ -41,6 +44,13 @@ struct parked_pop {
   queue_pop_request req;
   caf::typed_response_promise<queue_pop_reply> rp;
   core::mono_time deadline;
+  /// When its partitions said frames may become deliverable without a push.
+  std::optional<core::mono_time> wake_at;
+
+  /// When the queue's timer must look at it next.
+  core::mono_time due() const {
+    return wake_at ? std::min(deadline, *wake_at) : deadline;
+  }
 };
 
 struct queue_state {
@@ -56,6 +66,8 @@ struct queue_state {
   std::uint64_t next_park_id = 0;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  /// Partition creations and option changes, one at a time.
+  core::creation_gate gate;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -89,15 +101,23 @@ void arm(queue_ptr self) {
     return;
   auto earliest = std::min_element(
       st.parked.begin(), st.parked.end(),
-      [](auto& a, auto& b) { return a.second.deadline < b.second.deadline; });
-  auto deadline = earliest->second.deadline;
-  if (st.armed && *st.armed <= deadline)
+      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
+  auto due = earliest->second.due();
+  if (st.armed && *st.armed <= due)
     return;
-  st.armed = deadline;
-  auto delay = std::max(deadline - self->clock().now(),
-                        core::mono_clock::duration::zero());
+  st.armed = due;
+  auto delay
+      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
+
+/// Answers a parked pop (it leaves the server-wide count).
+void deliver_parked(queue_ptr self, parked_pop& p, queue_pop_reply reply) {
+  p.rp.deliver(std::move(reply));
+  --*self->state.cfg.parked_total;
+}
+
+void wake(queue_ptr self);
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
@@ -105,14 +125,20 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
     return;
   st.armed.reset();
   auto now = self->clock().now();
+  bool retry = false;
   for (auto it = st.parked.begin(); it != st.parked.end();) {
     if (it->second.deadline <= now) {
-      it->second.rp.deliver(queue_pop_reply{});
+      deliver_parked(self, it->second, queue_pop_reply{});
       it = st.parked.erase(it);
     } else {
+      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
       ++it;
     }
   }
+  // A lease expiry, retry delay or visibility deadline passed: the parked
+  // pops try again (no polling: only at the time their partitions named).
+  if (retry)
+    wake(self);
   arm(self);
 }
 
@@ -166,6 +192,9 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               }
               if (r.messages.empty()) {
                 run->reasons.push_back(r.reason);
+                auto& at = run->reply.retry_at;
+                if (r.retry_at && (!at || *r.retry_at < *at))
+                  at = r.retry_at;
               } else {
                 std::size_t bytes = 0;
                 for (auto& m : r.messages)
@@ -226,11 +255,12 @@ void wake(queue_ptr self) {
       auto& st = self->state;
       if (reply.claimed.empty() && !reply.failure
           && self->clock().now() < parked->deadline) {
+        parked->wake_at = reply.retry_at;
         st.parked.emplace(pid, std::move(*parked));
         arm(self);
         return;
       }
-      parked->rp.deliver(std::move(reply));
+      deliver_parked(self, *parked, std::move(reply));
     });
   }
 }
@@ -247,15 +277,300 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
       rp.deliver(std::move(reply));
       return;
     }
-    if (st.parked.size() >= st.cfg.max_parked) {
-      reply.failure = storage::make_error(storage::ec::shutting_down,
+    if (*st.cfg.parked_total >= st.cfg.max_parked) {
+      reply.failure = storage::make_error(storage::ec::busy,
                                           "Server busy: too many parked pops");
       rp.deliver(std::move(reply));
       return;
     }
-    st.parked.emplace(st.next_park_id++, parked_pop{req, rp, deadline});
+    ++*st.cfg.parked_total;
+    st.parked.emplace(st.next_park_id++,
+                      parked_pop{req, rp, deadline, reply.retry_at});
     arm(self);
   });
+  return rp;
+}
+
+// -- partitions ---------------------------------------------------------------
+
+/// Creates the partitions of `names` the queue does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_partitions(queue_ptr self, std::vector<std::string> names,
+                       std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  auto missing = [self](const std::vector<std::string>& ns) {
+    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
+      return !self->state.partitions.contains(n);
+    });
+  };
+  if (!missing(names))
+    return k(std::nullopt); // the usual case: nothing to create
+  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
+    auto& st = self->state;
+    storage::write_batch create;
+    std::vector<storage::partition_record> fresh;
+    for (auto& name : names)
+      if (!st.partitions.contains(name)
+          && std::none_of(fresh.begin(), fresh.end(),
+                          [&](auto& r) { return r.name == name; })) {
+        fresh.push_back(
+            new_partition_record(st.cfg.node, st.cfg.record.id, name));
+        create.mutations.emplace_back(
+            storage::mut::create_partition{fresh.back()});
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    st.gate.enter();
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(create))
+        .then(
+            [self, fresh, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add_partition(self, rec); !ok && !failure)
+                    failure = ok.err();
+              self->state.gate.leave();
+              k(std::move(failure));
+            },
+            [self, k](caf::error& err) {
+              self->state.gate.leave();
+              k(writer_error(err));
+            });
+  });
+}
+
+// -- configure ----------------------------------------------------------------
+
+void configure_now(queue_ptr self, configure_request& req,
+                   caf::typed_response_promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](storage::error err) mutable {
+    configure_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+  };
+  auto opts = core::apply_options(st.cfg.record.options, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = st.cfg.record;
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::update_queue{rec});
+  std::optional<storage::partition_record> fresh;
+  if (!st.partitions.contains(default_partition)) {
+    fresh = new_partition_record(st.cfg.node, rec.id, default_partition);
+    batch.mutations.emplace_back(storage::mut::create_partition{*fresh});
+  }
+  st.gate.enter();
+  auto done
+      = [self, rp, rec, fresh](std::optional<storage::error> failure) mutable {
+          auto& st = self->state;
+          configure_reply reply;
+          if (!failure) {
+            st.cfg.record = rec;
+            if (fresh)
+              if (auto ok = add_partition(self, *fresh); !ok)
+                failure = ok.err();
+            for (auto& [_, p] : st.partitions)
+              self->send(p.actor, options_atom::value, rec.options);
+          }
+          if (failure) {
+            reply.failure = std::move(failure);
+          } else {
+            reply.queue = rec;
+            reply.default_partition_uuid
+                = st.partitions.at(default_partition).rec.uuid;
+          }
+          rp.deliver(std::move(reply));
+          st.gate.leave();
+        };
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(writer_error(err)); });
+}
+
+caf::typed_response_promise<configure_reply>
+on_configure(queue_ptr self, configure_request& req) {
+  auto rp = self->make_response_promise<configure_reply>();
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp;
+}
+
+// -- administration -----------------------------------------------------------
+
+/// Every partition actor, in ring (creation) order.
+std::vector<partition_actor> all_partitions(queue_ptr self) {
+  std::vector<partition_actor> out;
+  for (auto& name : self->state.ring)
+    out.push_back(self->state.partitions.at(name).actor);
+  return out;
+}
+
+/// Answers the parked pops `which` selects empty.
+template <class Pred>
+void answer_parked(queue_ptr self, Pred which) {
+  auto& parked = self->state.parked;
+  for (auto it = parked.begin(); it != parked.end();)
+    if (which(it->second.req)) {
+      deliver_parked(self, it->second, queue_pop_reply{});
+      it = parked.erase(it);
+    } else {
+      ++it;
+    }
+}
+
+caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
+                                                    const groups_request& req) {
+  auto rp = self->make_response_promise<groups_reply>();
+  fan_out<std::vector<cursor_info>>(
+      self, all_partitions(self),
+      [rp, queue = self->state.cfg.record.name](
+          std::vector<fanned<std::vector<cursor_info>>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            reply.failure = storage::make_error(
+                storage::ec::io_error,
+                "partition unreachable: ", caf::to_string(s.error));
+            continue;
+          }
+          for (auto& c : *s.reply) {
+            c.queue = queue;
+            reply.cursors.push_back(std::move(c));
+          }
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req.group);
+  return rp;
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(queue_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  auto parts = all_partitions(self);
+  fan_out<bool>(
+      self, parts,
+      [self, rp, req, parts](std::vector<fanned<bool>> had) mutable {
+        auto& st = self->state;
+        auto q = st.cfg.record.id;
+        storage::write_batch batch;
+        delete_group_reply reply;
+        for (std::size_t i = 0; i < parts.size(); ++i)
+          if (!had[i].reply || *had[i].reply) {
+            ++reply.deleted_partitions;
+            batch.mutations.emplace_back(storage::mut::delete_cursor{
+                q, st.partitions.at(st.ring[i]).rec.id, req.group});
+          }
+        if (req.delete_metadata) {
+          reply.metadata_deleted = true; // unless known to be absent
+          if (auto t = st.cfg.node.store->db().read())
+            if (auto sub = storage::tables::get_subscription(*t, q, req.group))
+              reply.metadata_deleted = sub->has_value();
+          if (reply.metadata_deleted)
+            batch.mutations.emplace_back(
+                storage::mut::delete_subscription{q, req.group});
+        }
+        auto settle = [self, rp, req, parts,
+                       reply](std::optional<storage::error> failure) mutable {
+          for (auto& p : parts)
+            self->send(p, delete_atom::value, req.group, !failure);
+          if (failure) {
+            rp.deliver(delete_group_reply{0, false, std::move(failure)});
+            return;
+          }
+          self->state.next_pos.erase(req.group);
+          answer_parked(self, [&](const queue_pop_request& r) {
+            return r.group == req.group;
+          });
+          rp.deliver(reply);
+        };
+        if (batch.mutations.empty())
+          return settle(std::nullopt);
+        self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                      std::move(batch))
+            .then(
+                [settle](write_result& r) mutable {
+                  settle(std::move(r.failure));
+                },
+                [settle](caf::error& err) mutable {
+                  settle(writer_error(err));
+                });
+      },
+      delete_atom::value, req.group);
+  return rp;
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(queue_ptr self) {
+  auto rp = self->make_response_promise<delete_queue_reply>();
+  self->state.gate.wait([self, rp]() mutable {
+    auto& st = self->state;
+    st.gate.enter(); // nothing else is created or configured meanwhile
+    storage::write_batch batch;
+    batch.mutations.emplace_back(storage::mut::delete_queue{st.cfg.record.id});
+    auto done = [self, rp](std::optional<storage::error> failure) mutable {
+      self->state.gate.leave();
+      if (failure) {
+        rp.deliver(delete_queue_reply{false, std::move(failure)});
+        return;
+      }
+      answer_parked(self, [](const queue_pop_request&) { return true; });
+      rp.deliver(delete_queue_reply{true, std::nullopt});
+      // The partitions and their cursors are linked: they go too.
+      self->quit(caf::exit_reason::user_shutdown);
+    };
+    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                  std::move(batch))
+        .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+              [done](caf::error& err) mutable { done(writer_error(err)); });
+  });
+  return rp;
+}
+
+caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
+                                                  const purge_request& req) {
+  auto rp = self->make_response_promise<purge_reply>();
+  std::vector<partition_actor> parts;
+  if (req.partition) {
+    auto it = self->state.partitions.find(*req.partition);
+    if (it == self->state.partitions.end()) {
+      rp.deliver(
+          purge_reply{0, storage::make_error(storage::ec::unknown_partition,
+                                             "Partition not found")});
+      return rp;
+    }
+    parts.push_back(it->second.actor);
+  } else {
+    parts = all_partitions(self);
+  }
+  fan_out<purge_reply>(
+      self, parts,
+      [rp](std::vector<fanned<purge_reply>> slots) mutable {
+        purge_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply)
+            reply.failure = storage::make_error(
+                storage::ec::io_error,
+                "partition unreachable: ", caf::to_string(s.error));
+          else if (s.reply->failure)
+            reply.failure = s.reply->failure;
+          else
+            reply.partitions += s.reply->partitions;
+        }
+        rp.deliver(std::move(reply));
+      },
+      purge_atom::value, req.below);
   return rp;
 }
 
@@ -392,42 +707,14 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   if (run->names.empty())
     return run->prepared(run);
   // Partitions met for the first time are created durably first.
-  storage::write_batch create;
-  std::vector<storage::partition_record> fresh;
-  for (auto& name : run->names) {
-    if (st.partitions.contains(name))
-      continue;
-    storage::partition_record rec;
-    rec.queue = st.cfg.record.id;
-    rec.id = st.cfg.node.store->next_partition_id();
-    rec.name = name;
-    rec.uuid = st.cfg.node.store->make_uuid();
-    rec.created_at = st.cfg.node.wall();
-    fresh.push_back(rec);
-    create.mutations.emplace_back(storage::mut::create_partition{rec});
-  }
-  if (fresh.empty())
-    return seal_all(self, run);
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(create))
-      .then(
-          [self, run, fresh](write_result& r) {
-            if (!r.ok()) {
-              run->failure = r.failure;
-              return run->prepared(run);
-            }
-            for (auto& rec : fresh)
-              if (!self->state.partitions.contains(rec.name))
-                if (auto ok = add_partition(self, rec); !ok) {
-                  run->failure = ok.err();
-                  return run->prepared(run);
-                }
-            seal_all(self, run);
-          },
-          [run](caf::error& err) {
-            run->failure = writer_error(err);
-            run->prepared(run);
-          });
+  ensure_partitions(self, run->names,
+                    [self, run](std::optional<storage::error> failure) {
+                      if (failure) {
+                        run->failure = std::move(failure);
+                        return run->prepared(run);
+                      }
+                      seal_all(self, run);
+                    });
 }
 
 caf::typed_response_promise<queue_push_reply>
@@ -528,6 +815,32 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_ack(self, partition, group, reqs);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](configure_atom, configure_request& req) {
+        return on_configure(self, req);
+      },
+      [self](browse_atom, browse_request& req) -> caf::delegated<browse_reply> {
+        auto it = self->state.partitions.find(req.partition);
+        if (it == self->state.partitions.end()) {
+          auto rp = self->make_response_promise<browse_reply>();
+          browse_reply reply;
+          reply.failure = storage::make_error(storage::ec::unknown_partition,
+                                              "Partition not found");
+          rp.deliver(std::move(reply));
+          return {};
+        }
+        return self->delegate(it->second.actor, browse_atom::value,
+                              std::move(req));
+      },
+      [self](groups_atom, const groups_request& req) {
+        return on_groups(self, req);
+      },
+      [self](delete_atom, const delete_group_request& req) {
+        return on_delete_group(self, req);
+      },
+      [self](delete_atom) { return on_delete_queue(self); },
+      [self](purge_atom, const purge_request& req) {
+        return on_purge(self, req);
+      },
       [self](
           stage_atom, const std::string& partition, const std::string& group,
           std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
@@ -577,6 +890,18 @@ storage::expected<void> check_partition_name(const std::string& name) {
       return storage::make_error(storage::ec::invalid_argument,
                                  "must not contain '/' or control characters");
   return {};
+}
+
+storage::partition_record new_partition_record(const node_context& node,
+                                               storage::queue_id queue,
+                                               std::string name) {
+  storage::partition_record rec;
+  rec.queue = queue;
+  rec.id = node.store->next_partition_id();
+  rec.name = std::move(name);
+  rec.uuid = node.store->make_uuid();
+  rec.created_at = node.wall();
+  return rec;
 }
 
 storage::expected<void> queue_config::validate() const {

@@ -8,7 +8,9 @@
 
 #include <caf/fwd.hpp>
 
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "actors/interfaces.hpp"
@@ -22,7 +24,10 @@ struct queue_config {
   storage::queue_record record;
   /// The queue's partitions as recovered (spawned at start).
   std::vector<storage::partition_record> partitions;
-  /// Parked long-poll pops on this queue beyond which a pop is refused.
+  /// Parked long-poll pops across the server (shared by every queue), and
+  /// the count beyond which a pop is refused instead of parked.
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_parked = 10'000;
 
   storage::expected<void> validate() const;
@@ -34,6 +39,14 @@ storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,
 /// Partition indices in the order a wildcard pop considers them: all `n`,
 /// starting at `start` (the one after the group's last claim), wrapping.
 std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start);
+
+/// The partition a push or configure uses when it names none.
+inline constexpr const char* default_partition = "Default";
+
+/// A new partition's record: fresh internal id and uuid, created now.
+storage::partition_record new_partition_record(const node_context& node,
+                                               storage::queue_id queue,
+                                               std::string name);
 
 /// Checks a partition name (semantics.md §1): 1..255 bytes, no `/`, no
 /// control characters, not reserved (`__` prefix).

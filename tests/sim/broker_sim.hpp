@@ -15,6 +15,8 @@ struct broker_sim : sim_fixture {
   store_fixture store;
   actors::writer_actor writer;
   actors::broker_actor broker;
+  /// The caps the next `start()` gives the broker.
+  config::pop_limits pop_limits;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -27,6 +29,14 @@ struct broker_sim : sim_fixture {
     drain(); // before `store` is destroyed
   }
 
+  /// The wall clock in µs: follows the simulated clock.
+  storage::micros wall() {
+    return storage::micros{1'785'000'000'000'000}
+           + std::chrono::duration_cast<std::chrono::microseconds>(
+                 now().time_since_epoch())
+                 .count();
+  }
+
   /// (Re)starts the broker over the same store, as after a restart.
   void start() {
     if (broker)
@@ -35,7 +45,8 @@ struct broker_sim : sim_fixture {
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
-    cfg.node.wall = [] { return storage::micros{1'785'000'000'000'000}; };
+    cfg.node.wall = [this] { return wall(); };
+    cfg.pop = pop_limits;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

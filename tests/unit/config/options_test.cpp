@@ -50,3 +50,23 @@ TEST_CASE("bad options are refused with a precise message",
   CHECK(!parse({"--log-level", "loud"}, env_of({})).options);
   CHECK(parse({"--help"}, env_of({})).help);
 }
+
+TEST_CASE("pop caps come from the environment or the command line and are "
+          "range-checked",
+          "[config]") {
+  auto d = parse({}, env_of({}));
+  REQUIRE(d.options);
+  CHECK(d.options->pop.max_batch == 10'000);
+  CHECK(d.options->pop.max_parked == 10'000);
+  auto r = parse({"--pop-max-batch", "500", "--pop-max-parked=3"},
+                 env_of({{"SPOOL_POP_MAX_TIMEOUT_MS", "1000"},
+                         {"SPOOL_POP_MAX_BATCH", "7"}}));
+  REQUIRE(r.options);
+  CHECK(r.options->pop.max_batch == 500); // the command line wins
+  CHECK(r.options->pop.max_parked == 3);
+  CHECK(r.options->pop.max_timeout_ms == 1000);
+  CHECK(parse({"--pop-max-batch", "0"}, env_of({})).error
+        == "pop-max-batch must be 1..1000000, got '0'");
+  CHECK(parse({"--pop-max-partitions", "x"}, env_of({})).error
+        == "pop-max-partitions must be 1..10000, got 'x'");
+}
