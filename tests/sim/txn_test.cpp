@@ -605,3 +605,32 @@ TEST_CASE("an ack of an unknown queue or partition rolls a transaction back",
   CHECK(r.result.error == "operations[1]: Message not found");
   CHECK(fx.stored("q").second == std::vector<std::string>{"m0"});
 }
+
+TEST_CASE("a group deletion waits for the group's staged transaction",
+          "[sim][txn][admin]") {
+  txn_fixture fx;
+  fx.push("q", "m0");
+  fx.push("q", "m1");
+  auto lease = fx.lease_of(fx.pop("q", "g", 2));
+  fx.close_gate();
+  core::txn_request req;
+  req.ops.push_back(ack_op("q", "g", lease, 0));
+  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
+                                                actors::txn_atom::value, req);
+  fx.run();
+  REQUIRE(fx.gate_st->held.size() == 1);
+  auto del = fx.request_later<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::nullopt, true});
+  fx.run();
+  CHECK(!*del);
+  CHECK(fx.gate_st->held.size() == 1); // the deletion has not written yet
+  fx.open_gate();
+  REQUIRE(*tr);
+  CHECK((*tr)->result.success);
+  REQUIRE(*del);
+  CHECK(!(*del)->failure);
+  CHECK((*del)->deleted_partitions == 1);
+  // The transaction's cursor record did not outlive the deletion.
+  CHECK(!fx.cursor("q", "g"));
+}
