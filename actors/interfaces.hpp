@@ -49,6 +49,8 @@ using browse_atom = caf::atom_constant<caf::atom("browse")>;
 using delete_atom = caf::atom_constant<caf::atom("delete")>;
 using groups_atom = caf::atom_constant<caf::atom("groups")>;
 using purge_atom = caf::atom_constant<caf::atom("purge")>;
+using size_atom = caf::atom_constant<caf::atom("size")>;
+using trim_atom = caf::atom_constant<caf::atom("trim")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 
@@ -403,6 +405,13 @@ using partition_actor = caf::typed_actor<
     /// answers whether the watermark moved.
     caf::replies_to<purge_atom,
                     std::optional<storage::offset>>::with<purge_reply>,
+    /// Frames retained (watermark up to the next offset, seals in flight
+    /// included), for `maxSize`.
+    caf::replies_to<size_atom>::with<std::int64_t>,
+    /// `maxSize`: deletes the oldest segments every interested group has
+    /// committed past, until at least `need` frames are freed or none is
+    /// left; answers the frames freed.
+    caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>,
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "actors/cursor/cursor_actor.hpp"
@@ -271,6 +272,79 @@ void purge_step(partition_ptr self, storage::offset through, bool moved,
           });
 }
 
+/// The highest offset every interested group has committed (semantics.md
+/// §7): the minimum over the cursors here; none when no group has a cursor
+/// here, or a group registered on the queue has none yet (it would start
+/// at the watermark).
+storage::expected<std::optional<storage::offset>>
+consumed_by_all(partition_ptr self) {
+  auto& st = self->state;
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto cursors
+      = storage::tables::cursors_of(*t, st.cfg.record.queue, st.cfg.record.id);
+  if (!cursors)
+    return std::move(cursors).err();
+  auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.queue);
+  if (!subs)
+    return std::move(subs).err();
+  std::optional<storage::offset> low;
+  std::set<std::string> here;
+  for (auto& [g, c] : *cursors) {
+    here.insert(g);
+    if (!low || c.committed < *low)
+      low = c.committed;
+  }
+  for (auto& [g, _] : *subs)
+    if (!here.contains(g))
+      return std::optional<storage::offset>{};
+  return low;
+}
+
+/// One bounded trim step after another until `need` frames are freed.
+void trim_step(partition_ptr self, std::int64_t need, std::int64_t freed,
+               caf::typed_response_promise<std::int64_t> rp) {
+  auto& st = self->state;
+  auto low = consumed_by_all(self);
+  if (!low || !*low || freed >= need) {
+    rp.deliver(freed);
+    return;
+  }
+  auto t = st.cfg.node.store->db().read();
+  if (!t) {
+    rp.deliver(freed);
+    return;
+  }
+  storage::retention_rule rule;
+  // Never past the readable end (seals in flight stay).
+  rule.through = std::min(**low, st.log->record().next_offset - 1);
+  rule.max_segments = purge_step_segments;
+  auto plan = storage::plan_retention(*t, st.cfg.record.queue, st.cfg.record.id,
+                                      rule);
+  t->abort();
+  if (!plan || !*plan) {
+    rp.deliver(freed);
+    return;
+  }
+  auto watermark = (*plan)->new_watermark;
+  auto gained = watermark - st.log->record().watermark;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(std::move(**plan));
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then(
+          [self, need, freed, gained, watermark, rp](write_result& r) mutable {
+            if (!r.ok()) {
+              rp.deliver(freed);
+              return;
+            }
+            self->state.log->watermark_moved(watermark);
+            trim_step(self, need, freed + gained, rp);
+          },
+          [rp, freed](caf::error&) mutable { rp.deliver(freed); });
+}
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -365,6 +439,15 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto end = self->state.log->record().next_offset;
         auto limit = below ? std::min(*below, end) : end;
         purge_step(self, limit - 1, false, rp);
+        return rp;
+      },
+      [self](size_atom) {
+        auto& log = *self->state.log;
+        return log.next_offset() - log.record().watermark;
+      },
+      [self](trim_atom, std::int64_t need) {
+        auto rp = self->make_response_promise<std::int64_t>();
+        trim_step(self, need, 0, rp);
         return rp;
       },
       [self](

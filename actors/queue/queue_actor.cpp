@@ -20,6 +20,8 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -68,6 +70,10 @@ struct queue_state {
   std::uint64_t timer_id = 0;
   /// Partition creations and option changes, one at a time.
   core::creation_gate gate;
+  /// maxSize: one push at a time from its size check to its seal.
+  core::creation_gate size_gate;
+  /// When the next groupIdleSeconds sweep runs (the option is > 0).
+  std::optional<core::mono_time> next_sweep;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -97,12 +103,13 @@ storage::expected<void> add_partition(queue_ptr self,
 
 void arm(queue_ptr self) {
   auto& st = self->state;
-  if (st.parked.empty())
+  std::optional<core::mono_time> next = st.next_sweep;
+  for (auto& [_, p] : st.parked)
+    if (!next || p.due() < *next)
+      next = p.due();
+  if (!next)
     return;
-  auto earliest = std::min_element(
-      st.parked.begin(), st.parked.end(),
-      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
-  auto due = earliest->second.due();
+  auto due = *next;
   if (st.armed && *st.armed <= due)
     return;
   st.armed = due;
@@ -118,6 +125,8 @@ void deliver_parked(queue_ptr self, parked_pop& p, queue_pop_reply reply) {
 }
 
 void wake(queue_ptr self);
+void sweep_idle(queue_ptr self);
+void plan_sweep(queue_ptr self);
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
@@ -139,6 +148,11 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
   // pops try again (no polling: only at the time their partitions named).
   if (retry)
     wake(self);
+  if (st.next_sweep && *st.next_sweep <= now) {
+    st.next_sweep.reset();
+    sweep_idle(self);
+    plan_sweep(self);
+  }
   arm(self);
 }
 
@@ -375,6 +389,8 @@ void configure_now(queue_ptr self, configure_request& req,
           configure_reply reply;
           if (!failure) {
             st.cfg.record = rec;
+            plan_sweep(self);
+            arm(self);
             if (fresh)
               if (auto ok = add_partition(self, *fresh); !ok)
                 failure = ok.err();
@@ -455,13 +471,14 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
   return rp;
 }
 
-caf::typed_response_promise<delete_group_reply>
-on_delete_group(queue_ptr self, const delete_group_request& req) {
-  auto rp = self->make_response_promise<delete_group_reply>();
+/// Deletes a group's cursors (and records) on this queue in one write, then
+/// answers its parked pops empty; `done` gets the outcome.
+void delete_group(queue_ptr self, const delete_group_request& req,
+                  std::function<void(delete_group_reply)> done) {
   auto parts = all_partitions(self);
   fan_out<bool>(
       self, parts,
-      [self, rp, req, parts](std::vector<fanned<bool>> had) mutable {
+      [self, done, req, parts](std::vector<fanned<bool>> had) mutable {
         auto& st = self->state;
         auto q = st.cfg.record.id;
         storage::write_batch batch;
@@ -481,19 +498,19 @@ on_delete_group(queue_ptr self, const delete_group_request& req) {
             batch.mutations.emplace_back(
                 storage::mut::delete_subscription{q, req.group});
         }
-        auto settle = [self, rp, req, parts,
+        auto settle = [self, done, req, parts,
                        reply](std::optional<storage::error> failure) mutable {
           for (auto& p : parts)
             self->send(p, delete_atom::value, req.group, !failure);
           if (failure) {
-            rp.deliver(delete_group_reply{0, false, std::move(failure)});
+            done(delete_group_reply{0, false, std::move(failure)});
             return;
           }
           self->state.next_pos.erase(req.group);
           answer_parked(self, [&](const queue_pop_request& r) {
             return r.group == req.group;
           });
-          rp.deliver(reply);
+          done(reply);
         };
         if (batch.mutations.empty())
           return settle(std::nullopt);
@@ -508,7 +525,85 @@ on_delete_group(queue_ptr self, const delete_group_request& req) {
                 });
       },
       delete_atom::value, req.group);
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(queue_ptr self, const delete_group_request& req) {
+  auto rp = self->make_response_promise<delete_group_reply>();
+  delete_group(self, req, [rp](delete_group_reply r) mutable {
+    rp.deliver(std::move(r));
+  });
   return rp;
+}
+
+// -- groupIdleSeconds
+// ----------------------------------------------------------
+
+/// How often a queue with `groupIdleSeconds` looks for idle groups.
+core::mono_clock::duration idle_sweep_interval(std::int64_t group_idle_s) {
+  return std::chrono::seconds{std::clamp<std::int64_t>(group_idle_s, 1, 60)};
+}
+
+/// Schedules the next idle sweep (or none when the option is 0).
+void plan_sweep(queue_ptr self) {
+  auto& st = self->state;
+  auto idle = st.cfg.record.options.group_idle_s;
+  if (idle <= 0) {
+    st.next_sweep.reset();
+    return;
+  }
+  auto at = self->clock().now() + idle_sweep_interval(idle);
+  if (!st.next_sweep || at < *st.next_sweep)
+    st.next_sweep = at;
+}
+
+/// Deletes (records included) every group on this queue without activity
+/// for `groupIdleSeconds`, without a live lease and without a parked pop.
+void sweep_idle(queue_ptr self) {
+  auto& st = self->state;
+  auto idle_us = st.cfg.record.options.group_idle_s * 1'000'000;
+  if (idle_us <= 0)
+    return;
+  fan_out<std::vector<cursor_info>>(
+      self, all_partitions(self),
+      [self, idle_us](std::vector<fanned<std::vector<cursor_info>>> slots) {
+        auto& st = self->state;
+        struct seen {
+          storage::micros last = 0;
+          bool busy = false;
+        };
+        std::map<std::string, seen> groups;
+        for (auto& s : slots) {
+          if (!s.reply)
+            return; // a partition did not answer: judge nobody this time
+          for (auto& c : *s.reply) {
+            auto& g = groups[c.group];
+            g.last = std::max(g.last, c.last_activity);
+            g.busy = g.busy || c.lease.has_value();
+          }
+        }
+        for (auto& [_, p] : st.parked)
+          if (auto it = groups.find(p.req.group); it != groups.end())
+            it->second.busy = true;
+        auto now = st.cfg.node.wall();
+        for (auto& [name, g] : groups) {
+          if (g.busy || now - g.last < idle_us)
+            continue;
+          delete_group(self, {name, st.cfg.record.name, true},
+                       [self, name](delete_group_reply r) {
+                         if (r.failure)
+                           spdlog::warn("queue {}: idle group {} not deleted: "
+                                        "{}",
+                                        self->state.cfg.record.name, name,
+                                        storage::to_string(*r.failure));
+                         else
+                           spdlog::info("queue {}: group {} idle for "
+                                        "groupIdleSeconds, deleted",
+                                        self->state.cfg.record.name, name);
+                       });
+        }
+      },
+      groups_atom::value, std::optional<std::string>{});
 }
 
 caf::typed_response_promise<delete_queue_reply>
@@ -658,6 +753,50 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   }
 }
 
+/// maxSize (semantics.md §2): calls `go` if the push fits the queue's
+/// retained frames, after deleting segments every interested group has
+/// committed past if needed; otherwise fails the push with "Queue <name> is
+/// full" and nothing of it stored.
+void fit(queue_ptr self, std::shared_ptr<push_run> run,
+         std::function<void()> go) {
+  auto& st = self->state;
+  auto max = st.cfg.record.options.max_size;
+  auto incoming = static_cast<std::int64_t>(run->item_count);
+  auto full = [self, run] {
+    run->failure = storage::make_error(storage::ec::queue_full, "Queue ",
+                                       self->state.cfg.record.name, " is full");
+    run->prepared(run);
+  };
+  if (incoming > max)
+    return full();
+  auto parts = all_partitions(self);
+  fan_out<std::int64_t>(
+      self, parts,
+      [self, parts, max, incoming, go,
+       full](std::vector<fanned<std::int64_t>> sizes) {
+        std::int64_t total = 0;
+        for (auto& s : sizes)
+          total += s.reply.value_or(0);
+        if (total + incoming <= max)
+          return go();
+        auto need = total + incoming - max;
+        fan_out<std::int64_t>(
+            self, parts,
+            [total, max, incoming, go,
+             full](std::vector<fanned<std::int64_t>> freed) {
+              auto left = total;
+              for (auto& f : freed)
+                left -= f.reply.value_or(0);
+              if (left + incoming <= max)
+                go();
+              else
+                full();
+            },
+            trim_atom::value, need);
+      },
+      size_atom::value);
+}
+
 /// Validates the items, creates missing partitions (durably), seals every
 /// partition's frames, then calls `prepared` (also on failure, with
 /// `run->failure` set and nothing sealed left unsettled by the caller).
@@ -707,14 +846,29 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   if (run->names.empty())
     return run->prepared(run);
   // Partitions met for the first time are created durably first.
-  ensure_partitions(self, run->names,
-                    [self, run](std::optional<storage::error> failure) {
-                      if (failure) {
-                        run->failure = std::move(failure);
-                        return run->prepared(run);
-                      }
-                      seal_all(self, run);
-                    });
+  auto go = [self, run] {
+    ensure_partitions(self, run->names,
+                      [self, run](std::optional<storage::error> failure) {
+                        if (failure) {
+                          run->failure = std::move(failure);
+                          return run->prepared(run);
+                        }
+                        seal_all(self, run);
+                      });
+  };
+  if (st.cfg.record.options.max_size <= 0)
+    return go();
+  // maxSize: pushes pass one at a time from the size check to the end of
+  // sealing (sealing reserves their offsets, so the next check counts them).
+  auto inner = std::move(run->prepared);
+  run->prepared = [self, inner](std::shared_ptr<push_run> r) {
+    self->state.size_gate.leave();
+    inner(std::move(r));
+  };
+  st.size_gate.wait([self, run, go] {
+    self->state.size_gate.enter();
+    fit(self, run, go);
+  });
 }
 
 caf::typed_response_promise<queue_push_reply>
@@ -797,6 +951,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     if (auto ok = add_partition(self, rec); !ok)
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
+  plan_sweep(self);
+  arm(self);
   return {
       [self](push_atom, std::vector<push_item>& items) {
         return on_push(self, items);

@@ -384,3 +384,95 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   CHECK(fx.purge("q", std::nullopt, "zz").failure->message
         == "Partition not found");
 }
+
+TEST_CASE("a group idle for groupIdleSeconds is deleted with its records; "
+          "one holding a lease is kept",
+          "[sim][admin][groups][idle]") {
+  admin_fixture fx;
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.group_idle_s = 10;
+  REQUIRE(fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c));
+  fx.push("q", "p", {"a", "b"});
+  auto g = fx.pop("q", fx.req("g", "p", 1));
+  REQUIRE(
+      fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
+      == core::ack_error::none);
+  auto h = fx.pop("q", fx.req("h", "p", 1)); // holds its lease (300 s)
+  REQUIRE(h.claimed.size() == 1);
+  fx.advance(9s);
+  CHECK(fx.stored_cursor("q", "p", "g"));
+  fx.advance(6s);
+  // Activity keeps a group: k pops and acks at 15 s.
+  auto k = fx.pop("q", fx.req("k", "p", 1));
+  REQUIRE(
+      fx.ack("q", "p", "k", k.claimed.at(0).reply.lease->id, offset{0})[0].error
+      == core::ack_error::none);
+  fx.advance(6s); // the sweep at 20 s: g idle 20 s, k idle 5 s
+  CHECK_FALSE(fx.stored_cursor("q", "p", "g"));
+  CHECK(fx.stored_cursor("q", "p", "h")); // idle, but its lease lives
+  CHECK(fx.stored_cursor("q", "p", "k"));
+  CHECK(fx.groups("g").cursors.empty());
+  // A later pop by g is a first contact.
+  auto again = fx.pop("q", fx.req("g", "p", 1));
+  REQUIRE(again.claimed.size() == 1);
+  CHECK(again.claimed[0].reply.messages[0].frame.off == offset{0});
+  CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
+}
+
+TEST_CASE("maxSize first deletes segments every group has committed past, "
+          "then refuses the push with nothing stored",
+          "[sim][push][max-size]") {
+  admin_fixture fx;
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.max_size = 4;
+  REQUIRE(fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c));
+  fx.push("q", "p", {"a", "b"}); // segment 0..1
+  fx.push("q", "p", {"c", "d"}); // segment 2..3: the queue is full
+  auto push_one = [&](std::vector<std::string> payloads) {
+    std::vector<actors::broker_push_item> v;
+    for (auto& p : payloads)
+      v.push_back({"q", {"p", msg(p)}});
+    auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                  actors::push_atom::value, v);
+    REQUIRE(r);
+    return *r;
+  };
+  // Partition p (configure created Default first).
+  auto part = [&] { return fx.info("q").queues.at(0).partitions.at(1); };
+  auto next_offset = [&] { return part().next_offset; };
+  REQUIRE(part().name == "p");
+  // No group consumed anything: nothing may go, the push is refused.
+  auto refused = push_one({"e"});
+  REQUIRE(refused.failure);
+  CHECK(refused.failure->code == storage::ec::queue_full);
+  CHECK(refused.failure->message == "Queue q is full");
+  CHECK(next_offset() == offset{4});
+  // g consumes the first segment: it can go to make room.
+  auto g = fx.pop("q", fx.req("g", "p", 2));
+  auto lease = g.claimed.at(0).reply.lease->id;
+  REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error
+          == core::ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", lease, offset{1})[0].error
+          == core::ack_error::none);
+  auto fits = push_one({"e"});
+  REQUIRE_FALSE(fits.failure);
+  CHECK(fits.results.at(0).result.off == offset{4});
+  CHECK(part().watermark == offset{2});
+  // Unconsumed frames are never deleted for room.
+  auto still = push_one({"f", "g"});
+  REQUIRE(still.failure);
+  CHECK(still.failure->code == storage::ec::queue_full);
+  CHECK(next_offset() == offset{5});
+  // Larger than maxSize alone: refused at once.
+  CHECK(push_one({"1", "2", "3", "4", "5"}).failure->code
+        == storage::ec::queue_full);
+  // The group's view is intact: it gets c, d, e next.
+  auto rest = fx.pop("q", fx.req("g", "p", 10));
+  REQUIRE(rest.claimed.size() == 1);
+  CHECK(rest.claimed[0].reply.messages.size() == 3);
+  CHECK(rest.claimed[0].reply.messages[0].frame.data.payload == "c");
+}
