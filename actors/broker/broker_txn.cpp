@@ -191,7 +191,7 @@ void commit(run_ptr run) {
 void sealed_one(run_ptr run) {
   if (--run->waiting > 0)
     return;
-  if (run->failure)
+  if (run->failure || run->rollback)
     return abort(run);
   commit(run);
 }
@@ -221,7 +221,13 @@ void seal_all(run_ptr run) {
     host.self->request(*q, caf::infinite, seal_atom::value, std::move(items))
         .then(
             [run, k](prepared_push& p) {
-              if (p.failure && !run->failure)
+              // maxSize: a full queue rolls back, naming its first push op.
+              if (p.failure && p.failure->code == storage::ec::queue_full
+                  && !run->rollback)
+                run->rollback = core::txn_rollback(
+                    run->id, run->plan.pushes[k].from.front().first,
+                    p.failure->message);
+              else if (p.failure && !run->failure)
                 run->failure = p.failure;
               run->tokens[k] = p.token;
               run->push_batches[k] = std::move(p.batch);

@@ -634,3 +634,27 @@ TEST_CASE("a group deletion waits for the group's staged transaction",
   // The transaction's cursor record did not outlive the deletion.
   CHECK(!fx.cursor("q", "g"));
 }
+
+TEST_CASE("a transaction pushing to a full queue rolls back naming the push",
+          "[sim][txn][maxsize]") {
+  txn_fixture fx;
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.max_size = 1;
+  REQUIRE(fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c));
+  fx.push("q", "a"); // q is full
+  fx.push("src", "s0");
+  auto lease = fx.lease_of(fx.pop("src", "g", 1));
+  core::txn_request req;
+  req.ops.push_back(ack_op("src", "g", lease, 0));
+  req.ops.push_back(push_op("q", {{"b", ""}}));
+  auto r = fx.txn(req);
+  CHECK(!r.failure);
+  CHECK(!r.result.success);
+  CHECK(r.result.error == "operations[1]: Queue q is full");
+  // The ack was staged, never applied: the lease holds, nothing moved.
+  CHECK(fx.cursor("src", "g")->committed == offset{-1});
+  CHECK(fx.pop("src", "g").claimed.empty());
+  CHECK(fx.stored("q").second == std::vector<std::string>{"a"});
+}
