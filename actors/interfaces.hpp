@@ -51,6 +51,9 @@ using groups_atom = caf::atom_constant<caf::atom("groups")>;
 using purge_atom = caf::atom_constant<caf::atom("purge")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;
 using trim_atom = caf::atom_constant<caf::atom("trim")>;
+using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 
@@ -309,6 +312,20 @@ struct purge_reply {
   std::optional<storage::error> failure;
 };
 
+/// A pop across the queues of a namespace (and task), by priority with
+/// starvation aging (semantics.md §9).
+struct namespace_pop_request {
+  std::string name_space;
+  std::optional<std::string> task;
+  /// Wildcard over each queue's partitions; `wait` parks across the queues.
+  queue_pop_request pop;
+};
+
+struct namespace_pop_reply {
+  std::string queue; ///< the queue served (empty: none)
+  queue_pop_reply reply;
+};
+
 /// A cursor's part of a transaction: its acks validated and applied on a
 /// staged copy (`core::stage_acks`), held until settled by id. The cursor
 /// defers every other message meanwhile (docs/transactions.md).
@@ -365,6 +382,9 @@ using cursor_actor = caf::typed_actor<
     /// Group deletion, second phase: durable (true: the cursor quits) or
     /// failed (false: it serves again).
     caf::reacts_to<delete_atom, bool>,
+    /// The response carrying this lease could not be written: the lease
+    /// ends at once, no delivery counted; false if it is not the live one.
+    caf::replies_to<release_atom, std::string>::with<bool>,
     /// Stages a transaction's acks (validated, applied on a copy); until
     /// settled the cursor defers every other message.
     caf::replies_to<stage_atom, std::vector<core::ack_request>,
@@ -412,6 +432,11 @@ using partition_actor = caf::typed_actor<
     /// committed past, until at least `need` frames are freed or none is
     /// left; answers the frames freed.
     caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>,
+    /// created_at of the oldest frame the group has not committed here
+    /// (where it would start, for a group new here); 0: none.
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
+    /// Releases a group's unwritten lease (forwarded to the cursor).
+    caf::replies_to<release_atom, std::string, std::string>::with<bool>,
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
@@ -455,6 +480,14 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<delete_atom>::with<delete_queue_reply>,
     /// Purges partitions of the queue.
     caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
+    /// The oldest frame waiting for the group on any partition; 0: none.
+    caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
+    /// Releases an unwritten lease on (partition, group); wakes parked pops.
+    caf::replies_to<release_atom, std::string, std::string,
+                    std::string>::with<bool>,
+    /// The client of a parked pop (by its lease id) is gone: it is answered
+    /// empty and dropped; nothing it did not take is released.
+    caf::reacts_to<cancel_atom, std::string>,
     /// Stages a transaction's acks of (partition, group).
     caf::replies_to<stage_atom, std::string, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
@@ -496,6 +529,17 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<delete_atom, std::string>::with<delete_queue_reply>,
     /// Purges a queue (one partition or all) below an offset or entirely.
     caf::replies_to<purge_atom, std::string, purge_request>::with<purge_reply>,
+    /// Pops from the queues of a namespace/task: higher priority first,
+    /// starved queues before all; `wait` parks until one delivers.
+    caf::replies_to<pop_atom, namespace_pop_request>::with<namespace_pop_reply>,
+    /// Internal: the broker's one timer (parked namespace pops), by id.
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// The gateway could not write a pop's response: releases the lease of
+    /// (queue, partition, group) at once, counting no delivery.
+    caf::replies_to<release_atom, std::string, std::string, std::string,
+                    std::string>::with<bool>,
+    /// The client of a parked pop (by its lease id) disconnected.
+    caf::reacts_to<cancel_atom, std::string>,
     /// Runs a transaction (semantics.md §10): pushes and acks, all or
     /// nothing in one write; a repeated client id returns the stored answer.
     caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
@@ -543,6 +587,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)

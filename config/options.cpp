@@ -59,6 +59,8 @@ std::string apply(server_options& opts, std::string_view name,
     return number(name, value, 1, std::uint64_t{1} << 32, opts.pop.max_bytes);
   } else if (name == "pop-max-parked") {
     return number(name, value, 0, 10'000'000, opts.pop.max_parked);
+  } else if (name == "priority-max-starvation-seconds") {
+    return number(name, value, 0, 86'400, opts.pop.max_starvation_s);
   } else {
     return "unknown option --" + std::string{name};
   }
@@ -81,6 +83,8 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_POP_MAX_TIMEOUT_MS", "pop-max-timeout-ms"},
       {"SPOOL_POP_MAX_BYTES", "pop-max-bytes"},
       {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
+      {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
+       "priority-max-starvation-seconds"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {
@@ -137,7 +141,12 @@ std::string usage() {
          "  --pop-max-bytes N       payload bytes per pop response "
          "(SPOOL_POP_MAX_BYTES, 67108864)\n"
          "  --pop-max-parked N      parked long-poll pops per server "
-         "(SPOOL_POP_MAX_PARKED, 10000)\n";
+         "(SPOOL_POP_MAX_PARKED, 10000)\n"
+         "  --priority-max-starvation-seconds N\n"
+         "                          namespace pops serve a queue waiting "
+         "longer first\n"
+         "                          (SPOOL_PRIORITY_MAX_STARVATION_SECONDS, "
+         "30)\n";
 }
 
 } // namespace spool::config

@@ -27,6 +27,10 @@ struct pop_limits {
   /// Parked long-poll pops per server; beyond, a pop is refused (503)
   /// (--pop-max-parked).
   std::uint64_t max_parked = 10'000;
+  /// Namespace/task pops serve a queue whose oldest waiting frame is older
+  /// than this first, whatever its priority
+  /// (--priority-max-starvation-seconds).
+  std::uint64_t max_starvation_s = 30;
 };
 
 struct server_options {

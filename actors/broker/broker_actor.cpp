@@ -23,6 +23,7 @@
 #include <unordered_map>
 
 #include "actors/broker/broker_txn.hpp"
+#include "actors/broker/priority.hpp"
 #include "actors/creation_gate.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -33,6 +34,17 @@ namespace spool::actors {
 
 namespace {
 
+struct parked_namespace_pop {
+  namespace_pop_request req;
+  caf::typed_response_promise<namespace_pop_reply> rp;
+  core::mono_time deadline;
+  std::optional<core::mono_time> wake_at;
+
+  core::mono_time due() const {
+    return wake_at ? std::min(deadline, *wake_at) : deadline;
+  }
+};
+
 struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
@@ -42,6 +54,13 @@ struct broker_state {
       = std::make_shared<std::atomic<std::size_t>>(0);
   /// Queue creations, one at a time.
   core::creation_gate gate;
+  /// The queues' records as last configured (namespace, task, priority).
+  std::map<std::string, storage::queue_record> records;
+  /// Parked namespace pops by arrival id, and the broker's one timer.
+  std::map<std::uint64_t, parked_namespace_pop> parked;
+  std::uint64_t next_park_id = 0;
+  std::optional<core::mono_time> armed;
+  std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;
 };
 
@@ -67,6 +86,7 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
     return std::move(q).err();
   self->link_to(*q);
   st.queues.emplace(rec.name, *q);
+  st.records[rec.name] = rec;
   return {};
 }
 
@@ -128,6 +148,8 @@ void ensure_queues(broker_ptr self, std::vector<std::string> names,
   });
 }
 
+void wake(broker_ptr self);
+
 /// A push spanning queues, gathered by the broker.
 struct multi_push {
   std::vector<std::string> queues;
@@ -140,6 +162,8 @@ struct multi_push {
   std::size_t waiting = 0;
   std::size_t item_count = 0;
   caf::typed_response_promise<queue_push_reply> rp;
+  /// Called once the push is durable (wakes parked namespace pops).
+  std::function<void()> stored;
 };
 
 void answer(std::shared_ptr<multi_push> run) {
@@ -160,6 +184,8 @@ void answer(std::shared_ptr<multi_push> run) {
       reply.results[run->items[k][j]] = std::move(part.results[j]);
   }
   run->rp.deliver(std::move(reply));
+  if (run->stored)
+    run->stored();
 }
 
 /// Settles every prepared part with `failure` (none: durable).
@@ -256,6 +282,10 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   auto run = std::make_shared<multi_push>();
   run->rp = self->make_response_promise<queue_push_reply>();
   run->item_count = items.size();
+  run->stored = [self] {
+    if (!self->state.parked.empty())
+      wake(self);
+  };
   if (items.empty()) {
     run->rp.deliver(queue_push_reply{});
     return run->rp;
@@ -316,8 +346,13 @@ void configure_now(broker_ptr self, configure_request& req,
   if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
     self->request(it->second, caf::infinite, configure_atom::value,
                   std::move(req))
-        .then([rp](configure_reply& r) mutable { rp.deliver(std::move(r)); },
-              [fail](caf::error& err) mutable { fail(unreachable(err)); });
+        .then(
+            [self, rp](configure_reply& r) mutable {
+              if (!r.failure)
+                self->state.records[r.queue.name] = r.queue;
+              rp.deliver(std::move(r));
+            },
+            [fail](caf::error& err) mutable { fail(unreachable(err)); });
     return;
   }
   auto opts = core::apply_options(storage::queue_options{}, req.options);
@@ -486,10 +521,12 @@ on_delete_queue(broker_ptr self, const std::string& name) {
         .then(
             [self, rp, name, q](delete_queue_reply& r) mutable {
               auto& st = self->state;
-              if (r.failure)
+              if (r.failure) {
                 self->link_to(q);
-              else
+              } else {
                 st.queues.erase(name);
+                st.records.erase(name);
+              }
               rp.deliver(std::move(r));
               st.gate.leave();
             },
@@ -499,6 +536,188 @@ on_delete_queue(broker_ptr self, const std::string& name) {
               self->state.gate.leave();
             });
   });
+  return rp;
+}
+
+// -- namespace/task pops
+// -------------------------------------------------------
+
+/// One try of a namespace pop over its queues, in serving order.
+struct namespace_run {
+  namespace_pop_request req;
+  std::vector<std::string> order;
+  std::size_t next = 0;
+  std::optional<core::mono_time> retry_at;
+  std::function<void(namespace_pop_reply)> done;
+};
+
+void namespace_step(broker_ptr self, std::shared_ptr<namespace_run> run) {
+  auto& st = self->state;
+  while (run->next < run->order.size()) {
+    auto name = run->order[run->next++];
+    auto it = st.queues.find(name);
+    if (it == st.queues.end())
+      continue; // deleted meanwhile
+    auto pop = run->req.pop;
+    pop.partition.reset();
+    pop.wait = false;
+    self->request(it->second, caf::infinite, pop_atom::value, pop)
+        .then(
+            [self, run, name](queue_pop_reply& r) {
+              if (!r.claimed.empty() || r.failure) {
+                run->done(namespace_pop_reply{name, std::move(r)});
+                return;
+              }
+              if (r.retry_at
+                  && (!run->retry_at || *r.retry_at < *run->retry_at))
+                run->retry_at = r.retry_at;
+              namespace_step(self, run);
+            },
+            [self, run](caf::error&) { namespace_step(self, run); });
+    return;
+  }
+  namespace_pop_reply empty;
+  empty.reply.reason = run->order.empty() ? core::empty_reason::no_partition
+                                          : core::empty_reason::empty;
+  empty.reply.retry_at = run->retry_at;
+  run->done(std::move(empty));
+}
+
+/// Tries the namespace's queues once: higher priority first, starved queues
+/// (oldest waiting frame older than the cap) before all.
+void try_namespace(broker_ptr self, const namespace_pop_request& req,
+                   std::function<void(namespace_pop_reply)> done) {
+  auto& st = self->state;
+  std::vector<core::queue_candidate> candidates;
+  std::vector<queue_actor> actors;
+  for (auto& [name, rec] : st.records)
+    if (rec.name_space == req.name_space
+        && (!req.task || rec.task == *req.task)) {
+      candidates.push_back({name, rec.options.priority, std::nullopt});
+      actors.push_back(st.queues.at(name));
+    }
+  auto run = std::make_shared<namespace_run>();
+  run->req = req;
+  run->done = std::move(done);
+  fan_out<storage::micros>(
+      self, actors,
+      [self, run,
+       candidates](std::vector<fanned<storage::micros>> oldest) mutable {
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+          if (oldest[i].reply && *oldest[i].reply > 0)
+            candidates[i].oldest_waiting = *oldest[i].reply;
+        auto& st = self->state;
+        auto starvation = static_cast<storage::micros>(
+            st.cfg.pop.max_starvation_s * 1'000'000);
+        for (auto i :
+             core::serving_order(candidates, st.cfg.node.wall(), starvation))
+          run->order.push_back(candidates[i].name);
+        namespace_step(self, run);
+      },
+      oldest_atom::value, req.pop.group);
+}
+
+void arm(broker_ptr self) {
+  auto& st = self->state;
+  if (st.parked.empty())
+    return;
+  auto earliest = std::min_element(
+      st.parked.begin(), st.parked.end(),
+      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
+  auto due = earliest->second.due();
+  if (st.armed && *st.armed <= due)
+    return;
+  st.armed = due;
+  auto delay
+      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
+  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+}
+
+void deliver_parked(broker_ptr self, parked_namespace_pop& p,
+                    namespace_pop_reply reply) {
+  p.rp.deliver(std::move(reply));
+  --*self->state.parked_total;
+}
+
+/// Tries every parked namespace pop again, in arrival order; still-empty
+/// ones park again under their id.
+void wake(broker_ptr self) {
+  auto waiting = std::move(self->state.parked);
+  self->state.parked.clear();
+  for (auto& [id, p] : waiting) {
+    auto pid = id;
+    auto parked = std::make_shared<parked_namespace_pop>(std::move(p));
+    try_namespace(self, parked->req,
+                  [self, pid, parked](namespace_pop_reply r) {
+                    if (r.reply.claimed.empty() && !r.reply.failure
+                        && self->clock().now() < parked->deadline) {
+                      parked->wake_at = r.reply.retry_at;
+                      self->state.parked.emplace(pid, std::move(*parked));
+                      arm(self);
+                      return;
+                    }
+                    deliver_parked(self, *parked, std::move(r));
+                  });
+  }
+}
+
+void on_timeout(broker_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.timer_id)
+    return;
+  st.armed.reset();
+  auto now = self->clock().now();
+  bool retry = false;
+  for (auto it = st.parked.begin(); it != st.parked.end();) {
+    if (it->second.deadline <= now) {
+      deliver_parked(self, it->second, namespace_pop_reply{});
+      it = st.parked.erase(it);
+    } else {
+      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
+      ++it;
+    }
+  }
+  if (retry)
+    wake(self);
+  arm(self);
+}
+
+caf::typed_response_promise<namespace_pop_reply>
+on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
+  auto rp = self->make_response_promise<namespace_pop_reply>();
+  auto fail = [&rp](storage::error err) mutable {
+    namespace_pop_reply r;
+    r.reply.failure = std::move(err);
+    rp.deliver(std::move(r));
+    return rp;
+  };
+  if (req.name_space.empty())
+    return fail(storage::make_error(storage::ec::invalid_argument,
+                                    "namespace must not be empty"));
+  if (auto ok = check_pop(self->state.cfg.pop, req.pop); !ok)
+    return fail(ok.err());
+  auto deadline = self->clock().now() + req.pop.timeout;
+  try_namespace(self, req,
+                [self, rp, req, deadline](namespace_pop_reply r) mutable {
+                  auto& st = self->state;
+                  bool park = r.reply.claimed.empty() && !r.reply.failure
+                              && req.pop.wait && req.pop.timeout.count() > 0;
+                  if (!park) {
+                    rp.deliver(std::move(r));
+                    return;
+                  }
+                  if (*st.parked_total >= st.cfg.pop.max_parked) {
+                    r.reply.failure = storage::make_error(
+                        storage::ec::busy, "Server busy: too many parked pops");
+                    rp.deliver(std::move(r));
+                    return;
+                  }
+                  ++*st.parked_total;
+                  st.parked.emplace(st.next_park_id++,
+                                    parked_namespace_pop{req, rp, deadline,
+                                                         r.reply.retry_at});
+                  arm(self);
+                });
   return rp;
 }
 
@@ -569,11 +788,60 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               ack_reply{core::ack_error::not_found, false, false, {}}));
           return {};
         }
-        return self->delegate(it->second, ack_atom::value, partition, group,
-                              std::move(reqs));
+        if (self->state.parked.empty())
+          return self->delegate(it->second, ack_atom::value, partition, group,
+                                std::move(reqs));
+        // Parked namespace pops wait: a released lease wakes them.
+        auto rp = self->make_response_promise<std::vector<ack_reply>>();
+        auto n = reqs.size();
+        self->request(it->second, caf::infinite, ack_atom::value, partition,
+                      group, std::move(reqs))
+            .then(
+                [self, rp](std::vector<ack_reply>& rs) mutable {
+                  bool released
+                      = std::any_of(rs.begin(), rs.end(),
+                                    [](auto& r) { return r.lease_released; });
+                  rp.deliver(std::move(rs));
+                  if (released)
+                    wake(self);
+                },
+                [rp, n](caf::error& err) mutable {
+                  rp.deliver(std::vector<ack_reply>(
+                      n, ack_reply{core::ack_error::none, false, false,
+                                   unreachable(err)}));
+                });
+        return {};
       },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
+      },
+      [self](pop_atom, namespace_pop_request& req) {
+        return on_namespace_pop(self, req);
+      },
+      [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](release_atom, const std::string& queue,
+             const std::string& partition, const std::string& group,
+             const std::string& lease_id) -> caf::delegated<bool> {
+        auto it = self->state.queues.find(queue);
+        if (it == self->state.queues.end()) {
+          auto rp = self->make_response_promise<bool>();
+          rp.deliver(false);
+          return {};
+        }
+        return self->delegate(it->second, release_atom::value, partition, group,
+                              lease_id);
+      },
+      [self](cancel_atom, const std::string& lease_id) {
+        auto& st = self->state;
+        for (auto it = st.parked.begin(); it != st.parked.end();)
+          if (it->second.req.pop.lease_id == lease_id) {
+            deliver_parked(self, it->second, namespace_pop_reply{});
+            it = st.parked.erase(it);
+          } else {
+            ++it;
+          }
+        for (auto& [_, q] : st.queues)
+          self->send(q, cancel_atom::value, lease_id);
       },
       [self](info_atom, const std::optional<std::string>& queue) {
         return describe(self, queue);

@@ -479,6 +479,22 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                                st.cfg.partition, st.cfg.group);
         return !rec || rec->has_value();
       },
+      [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
+        if (self->state.staged)
+          return caf::skip; // the staged core would bring the lease back
+        auto rp = self->make_response_promise<bool>();
+        if (self->state.deleting
+            || !self->state.core->release_unwritten(lease_id)) {
+          rp.deliver(false);
+          return rp;
+        }
+        arm(self);
+        persist(self, {}, {},
+                [rp](std::optional<storage::error> failure) mutable {
+                  rp.deliver(!failure);
+                });
+        return rp;
+      },
       [self](delete_atom, bool durable) {
         if (durable) {
           self->quit();

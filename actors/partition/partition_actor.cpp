@@ -345,6 +345,38 @@ void trim_step(partition_ptr self, std::int64_t need, std::int64_t freed,
           [rp, freed](caf::error&) mutable { rp.deliver(freed); });
 }
 
+caf::typed_response_promise<storage::micros>
+on_oldest(partition_ptr self, const std::string& group) {
+  auto rp = self->make_response_promise<storage::micros>();
+  auto& st = self->state;
+  auto names = groups_here(self, group);
+  if (names && names->empty()) {
+    // New here: it would start at the watermark (mode `all`).
+    auto& rec = st.log->record();
+    storage::micros at = 0;
+    if (rec.next_offset > rec.watermark)
+      if (auto t = st.cfg.node.store->db().read())
+        if (auto r
+            = storage::read_frames(*t, rec.queue, rec.id, rec.watermark, 1);
+            r && !r->frames.empty())
+          at = r->frames.front().created_at;
+    rp.deliver(at);
+    return rp;
+  }
+  auto c = cursor_for(self, group);
+  if (!c) {
+    rp.deliver(storage::micros{0});
+    return rp;
+  }
+  self->request(*c, caf::infinite, info_atom::value, view_of(*st.log))
+      .then(
+          [rp](cursor_info& info) mutable {
+            rp.deliver(info.oldest_unconsumed_at);
+          },
+          [rp](caf::error&) mutable { rp.deliver(storage::micros{0}); });
+  return rp;
+}
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -444,6 +476,19 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](size_atom) {
         auto& log = *self->state.log;
         return log.next_offset() - log.record().watermark;
+      },
+      [self](oldest_atom, const std::string& group) {
+        return on_oldest(self, group);
+      },
+      [self](release_atom, const std::string& group,
+             const std::string& lease_id) -> caf::delegated<bool> {
+        auto it = self->state.cursors.find(group);
+        if (it == self->state.cursors.end()) { // no live cursor, no lease
+          auto rp = self->make_response_promise<bool>();
+          rp.deliver(false);
+          return {};
+        }
+        return self->delegate(it->second, release_atom::value, lease_id);
       },
       [self](trim_atom, std::int64_t need) {
         auto rp = self->make_response_promise<std::int64_t>();

@@ -997,6 +997,45 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);
       },
+      [self](release_atom, const std::string& partition,
+             const std::string& group, const std::string& lease_id) {
+        auto rp = self->make_response_promise<bool>();
+        auto it = self->state.partitions.find(partition);
+        if (it == self->state.partitions.end()) {
+          rp.deliver(false);
+          return rp;
+        }
+        self->request(it->second.actor, caf::infinite, release_atom::value,
+                      group, lease_id)
+            .then(
+                [self, rp](bool released) mutable {
+                  rp.deliver(released);
+                  if (released)
+                    wake(self);
+                },
+                [rp](caf::error&) mutable { rp.deliver(false); });
+        return rp;
+      },
+      [self](cancel_atom, const std::string& lease_id) {
+        answer_parked(self, [&](const queue_pop_request& r) {
+          return r.lease_id == lease_id;
+        });
+      },
+      [self](oldest_atom, const std::string& group) {
+        auto rp = self->make_response_promise<storage::micros>();
+        fan_out<storage::micros>(
+            self, all_partitions(self),
+            [rp](std::vector<fanned<storage::micros>> slots) mutable {
+              storage::micros oldest = 0;
+              for (auto& s : slots)
+                if (s.reply && *s.reply > 0
+                    && (oldest == 0 || *s.reply < oldest))
+                  oldest = *s.reply;
+              rp.deliver(oldest);
+            },
+            oldest_atom::value, group);
+        return rp;
+      },
       [self](
           stage_atom, const std::string& partition, const std::string& group,
           std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {

@@ -214,3 +214,30 @@ TEST_CASE("concurrent first pushes to a new queue and partition create each "
   REQUIRE(r->claimed.size() == 1);
   CHECK(r->claimed[0].reply.messages.size() == 4);
 }
+
+TEST_CASE("dedupWindowSeconds: a repeated transactionId is a duplicate inside "
+          "the window and queued again after it",
+          "[sim][push][dedup]") {
+  configure_fixture fx;
+  core::options_patch p;
+  p.dedup_window_s = 10;
+  REQUIRE_FALSE(fx.configure("q", p).failure);
+  auto push = [&](const std::string& txid) {
+    std::vector<actors::broker_push_item> v{{"q", {"Default", msg("x", txid)}}};
+    auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                  actors::push_atom::value, v);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+    return r->results.at(0).result;
+  };
+  auto first = push("t1");
+  CHECK(first.status == storage::frame_result::queued);
+  fx.advance(5s);
+  auto repeat = push("t1");
+  CHECK(repeat.status == storage::frame_result::duplicate);
+  CHECK(repeat.off == first.off);
+  fx.advance(6s); // 11 s after the original
+  auto later = push("t1");
+  CHECK(later.status == storage::frame_result::queued);
+  CHECK(later.off == first.off + 1);
+}

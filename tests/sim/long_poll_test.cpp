@@ -219,3 +219,72 @@ TEST_CASE("pop caps refuse a batch, partitions or timeout out of range and "
   REQUIRE(out.claimed.size() == 1);
   CHECK(out.claimed[0].reply.messages.size() == 2);
 }
+
+TEST_CASE("an unwritable pop response releases its lease at once and counts "
+          "no delivery",
+          "[sim][lease][release]") {
+  poll_fixture fx;
+  fx.configure({});
+  fx.push("a");
+  auto first = fx.pop(fx.req());
+  REQUIRE(first.claimed.size() == 1);
+  auto lease = first.claimed[0].reply.lease->id;
+  auto release = [&](const std::string& id) {
+    auto r = fx.request<bool>(fx.broker, actors::release_atom::value,
+                              std::string{"q"}, std::string{"Default"},
+                              std::string{"g"}, id);
+    REQUIRE(r);
+    return *r;
+  };
+  CHECK_FALSE(release("not-the-lease"));
+  CHECK(release(lease));
+  CHECK_FALSE(release(lease)); // already gone
+  auto again = fx.pop(fx.req());
+  REQUIRE(again.claimed.size() == 1);
+  CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
+  // The late ack of the released lease fails.
+  core::ack_request a;
+  a.lease_id = lease;
+  a.off = offset{0};
+  auto acked = fx.request<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"q"},
+      std::string{"Default"}, std::string{"g"}, std::vector{a});
+  REQUIRE(acked);
+  CHECK(acked->at(0).error == core::ack_error::invalid_lease);
+}
+
+TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
+          "nothing it did not take",
+          "[sim][long-poll][cancel]") {
+  poll_fixture fx;
+  fx.pop_limits.max_parked = 1;
+  fx.start();
+  fx.configure({});
+  fx.push("a");
+  auto held = fx.pop(fx.req()); // g holds the only frame's lease
+  REQUIRE(held.claimed.size() == 1);
+  auto waiting = fx.req(true);
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, waiting);
+  fx.run();
+  CHECK_FALSE(*parked);
+  CHECK(fx.pop(fx.req(true)).failure); // the one slot is taken
+  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id);
+  fx.run();
+  REQUIRE(*parked);
+  CHECK((*parked)->claimed.empty());
+  // The held lease is untouched: its ack succeeds.
+  core::ack_request a;
+  a.lease_id = held.claimed[0].reply.lease->id;
+  a.off = offset{0};
+  auto acked = fx.request<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"q"},
+      std::string{"Default"}, std::string{"g"}, std::vector{a});
+  REQUIRE(acked);
+  CHECK(acked->at(0).error == core::ack_error::none);
+  // The slot is free again.
+  auto next = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, fx.req(true));
+  fx.run();
+  CHECK_FALSE(*next);
+}
