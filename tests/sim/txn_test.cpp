@@ -658,3 +658,32 @@ TEST_CASE("a transaction pushing to a full queue rolls back naming the push",
   CHECK(fx.pop("src", "g").claimed.empty());
   CHECK(fx.stored("q").second == std::vector<std::string>{"a"});
 }
+
+TEST_CASE("the release of an unwritten lease waits for the group's staged "
+          "transaction",
+          "[sim][txn]") {
+  txn_fixture fx;
+  fx.push("q", "m0");
+  fx.push("q", "m1");
+  auto lease = fx.lease_of(fx.pop("q", "g", 2));
+  fx.close_gate();
+  core::txn_request req;
+  req.ops.push_back(ack_op("q", "g", lease, 0));
+  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
+                                                actors::txn_atom::value, req);
+  fx.run();
+  auto released = fx.request_later<bool>(
+      fx.broker, actors::release_atom::value, std::string{"q"},
+      std::string{"Default"}, std::string{"g"}, lease.id);
+  fx.run();
+  CHECK(!*released);
+  fx.open_gate();
+  REQUIRE(*tr);
+  CHECK((*tr)->result.success);
+  REQUIRE(*released);
+  CHECK(**released);
+  // The transaction's ack stands and the lease is gone for good: frame 1
+  // is delivered again.
+  CHECK(fx.cursor("q", "g")->committed == offset{0});
+  CHECK(offsets(fx.pop("q", "g")) == std::vector<std::int64_t>{1});
+}
