@@ -26,6 +26,7 @@
 #include "actors/broker/priority.hpp"
 #include "actors/creation_gate.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -33,17 +34,6 @@
 namespace spool::actors {
 
 namespace {
-
-struct parked_namespace_pop {
-  namespace_pop_request req;
-  caf::typed_response_promise<namespace_pop_reply> rp;
-  core::mono_time deadline;
-  std::optional<core::mono_time> wake_at;
-
-  core::mono_time due() const {
-    return wake_at ? std::min(deadline, *wake_at) : deadline;
-  }
-};
 
 struct broker_state {
   static inline const char* name = "spool.broker";
@@ -56,15 +46,18 @@ struct broker_state {
   core::creation_gate gate;
   /// The queues' records as last configured (namespace, task, priority).
   std::map<std::string, storage::queue_record> records;
-  /// Parked namespace pops by arrival id, and the broker's one timer.
-  std::map<std::uint64_t, parked_namespace_pop> parked;
-  std::uint64_t next_park_id = 0;
+  /// Parked namespace pops, and the broker's one timer for them.
+  parking_lot<namespace_pop_request, namespace_pop_reply> parked;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
+
+storage::error queue_not_found() {
+  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
+}
 
 storage::error unreachable(const caf::error& err) {
   return storage::make_error(storage::ec::io_error,
@@ -203,8 +196,16 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
   for (std::size_t k = 0; k < run->queues.size(); ++k) {
     if (!run->tokens[k])
       continue;
-    self->request(self->state.queues.at(run->queues[k]), caf::infinite,
-                  settle_atom::value, run->tokens[k], failure)
+    auto q = self->state.queues.find(run->queues[k]);
+    if (q == self->state.queues.end()) { // deleted meanwhile
+      if (!run->failure)
+        run->failure = queue_not_found();
+      if (--run->waiting == 0)
+        answer(run);
+      continue;
+    }
+    self->request(q->second, caf::infinite, settle_atom::value, run->tokens[k],
+                  failure)
         .then(
             [run, k](queue_push_reply& r) {
               run->replies[k] = std::move(r);
@@ -408,10 +409,6 @@ on_configure(broker_ptr self, configure_request& req) {
 }
 
 // -- administration -----------------------------------------------------------
-
-storage::error queue_not_found() {
-  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
-}
 
 queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
   queues_reply reply;
@@ -619,46 +616,18 @@ void try_namespace(broker_ptr self, const namespace_pop_request& req,
 
 void arm(broker_ptr self) {
   auto& st = self->state;
-  if (st.parked.empty())
-    return;
-  auto earliest = std::min_element(
-      st.parked.begin(), st.parked.end(),
-      [](auto& a, auto& b) { return a.second.due() < b.second.due(); });
-  auto due = earliest->second.due();
-  if (st.armed && *st.armed <= due)
+  auto due = st.parked.next_due();
+  if (!due || (st.armed && *st.armed <= *due))
     return;
   st.armed = due;
-  auto delay
-      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
+  auto delay = std::max(*due - self->clock().now(),
+                        core::mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
 
-void deliver_parked(broker_ptr self, parked_namespace_pop& p,
-                    namespace_pop_reply reply) {
-  p.rp.deliver(std::move(reply));
-  --*self->state.parked_total;
-}
-
-/// Tries every parked namespace pop again, in arrival order; still-empty
-/// ones park again under their id.
+/// Every parked namespace pop tries again, in arrival order.
 void wake(broker_ptr self) {
-  auto waiting = std::move(self->state.parked);
-  self->state.parked.clear();
-  for (auto& [id, p] : waiting) {
-    auto pid = id;
-    auto parked = std::make_shared<parked_namespace_pop>(std::move(p));
-    try_namespace(self, parked->req,
-                  [self, pid, parked](namespace_pop_reply r) {
-                    if (r.reply.claimed.empty() && !r.reply.failure
-                        && self->clock().now() < parked->deadline) {
-                      parked->wake_at = r.reply.retry_at;
-                      self->state.parked.emplace(pid, std::move(*parked));
-                      arm(self);
-                      return;
-                    }
-                    deliver_parked(self, *parked, std::move(r));
-                  });
-  }
+  self->state.parked.wake();
 }
 
 void on_timeout(broker_ptr self, std::uint64_t id) {
@@ -666,18 +635,7 @@ void on_timeout(broker_ptr self, std::uint64_t id) {
   if (id != st.timer_id)
     return;
   st.armed.reset();
-  auto now = self->clock().now();
-  bool retry = false;
-  for (auto it = st.parked.begin(); it != st.parked.end();) {
-    if (it->second.deadline <= now) {
-      deliver_parked(self, it->second, namespace_pop_reply{});
-      it = st.parked.erase(it);
-    } else {
-      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
-      ++it;
-    }
-  }
-  if (retry)
+  if (st.parked.expire(self->clock().now()))
     wake(self);
   arm(self);
 }
@@ -694,30 +652,12 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   if (req.name_space.empty())
     return fail(storage::make_error(storage::ec::invalid_argument,
                                     "namespace must not be empty"));
+  req.pop.partition.reset(); // always a wildcard pop: `partitions` counts
   if (auto ok = check_pop(self->state.cfg.pop, req.pop); !ok)
     return fail(ok.err());
   auto deadline = self->clock().now() + req.pop.timeout;
-  try_namespace(self, req,
-                [self, rp, req, deadline](namespace_pop_reply r) mutable {
-                  auto& st = self->state;
-                  bool park = r.reply.claimed.empty() && !r.reply.failure
-                              && req.pop.wait && req.pop.timeout.count() > 0;
-                  if (!park) {
-                    rp.deliver(std::move(r));
-                    return;
-                  }
-                  if (*st.parked_total >= st.cfg.pop.max_parked) {
-                    r.reply.failure = storage::make_error(
-                        storage::ec::busy, "Server busy: too many parked pops");
-                    rp.deliver(std::move(r));
-                    return;
-                  }
-                  ++*st.parked_total;
-                  st.parked.emplace(st.next_park_id++,
-                                    parked_namespace_pop{req, rp, deadline,
-                                                         r.reply.retry_at});
-                  arm(self);
-                });
+  bool may_park = req.pop.wait && req.pop.timeout.count() > 0;
+  self->state.parked.submit(std::move(req), rp, deadline, may_park);
   return rp;
 }
 
@@ -745,6 +685,26 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
   self->state.txn = make_txn_host(self);
+  self->state.parked.setup(
+      self->state.parked_total, self->state.cfg.pop.max_parked,
+      {.attempt =
+           [self](const namespace_pop_request& req,
+                  std::function<void(namespace_pop_reply)> k) {
+             try_namespace(self, req, std::move(k));
+           },
+       .nothing =
+           [](const namespace_pop_reply& r) {
+             return decltype(self->state.parked)::nothing_claimed(r.reply);
+           },
+       .key = [](const namespace_pop_request& r) { return r.pop.lease_id; },
+       .busy =
+           [](namespace_pop_reply r) {
+             r.reply.failure = storage::make_error(
+                 storage::ec::busy, "Server busy: too many parked pops");
+             return r;
+           },
+       .now = [self] { return self->clock().now(); },
+       .rearm = [self] { arm(self); }});
   for (auto& q : cat.queues) {
     std::vector<storage::partition_record> parts;
     for (auto& p : cat.partitions)
@@ -828,18 +788,25 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           rp.deliver(false);
           return {};
         }
-        return self->delegate(it->second, release_atom::value, partition, group,
-                              lease_id);
+        if (self->state.parked.empty())
+          return self->delegate(it->second, release_atom::value, partition,
+                                group, lease_id);
+        // Parked namespace pops wait: the released lease wakes them.
+        auto rp = self->make_response_promise<bool>();
+        self->request(it->second, caf::infinite, release_atom::value, partition,
+                      group, lease_id)
+            .then(
+                [self, rp](bool released) mutable {
+                  rp.deliver(released);
+                  if (released)
+                    wake(self);
+                },
+                [rp](caf::error&) mutable { rp.deliver(false); });
+        return {};
       },
       [self](cancel_atom, const std::string& lease_id) {
         auto& st = self->state;
-        for (auto it = st.parked.begin(); it != st.parked.end();)
-          if (it->second.req.pop.lease_id == lease_id) {
-            deliver_parked(self, it->second, namespace_pop_reply{});
-            it = st.parked.erase(it);
-          } else {
-            ++it;
-          }
+        st.parked.cancel(lease_id);
         for (auto& [_, q] : st.queues)
           self->send(q, cancel_atom::value, lease_id);
       },

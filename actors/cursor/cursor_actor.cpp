@@ -500,7 +500,12 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           self->quit();
           return;
         }
-        self->state.deleting = false;
+        // The deletion failed: serve again, with a fresh timer (expiries
+        // that fired meanwhile were ignored).
+        auto& st = self->state;
+        st.deleting = false;
+        st.armed.reset();
+        ++st.timer_id;
         arm(self);
       },
       [self](options_atom, core::cursor_policy& policy,

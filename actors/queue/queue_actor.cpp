@@ -29,6 +29,7 @@
 
 #include "actors/creation_gate.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -42,19 +43,6 @@ struct partition_entry {
   partition_actor actor;
 };
 
-struct parked_pop {
-  queue_pop_request req;
-  caf::typed_response_promise<queue_pop_reply> rp;
-  core::mono_time deadline;
-  /// When its partitions said frames may become deliverable without a push.
-  std::optional<core::mono_time> wake_at;
-
-  /// When the queue's timer must look at it next.
-  core::mono_time due() const {
-    return wake_at ? std::min(deadline, *wake_at) : deadline;
-  }
-};
-
 struct queue_state {
   static inline const char* name = "spool.queue";
   queue_config cfg;
@@ -63,9 +51,8 @@ struct queue_state {
   std::vector<std::string> ring;
   /// Per group: the ring index after its last wildcard claim.
   std::unordered_map<std::string, std::size_t> next_pos;
-  /// Parked pops by arrival id (served in that order).
-  std::map<std::uint64_t, parked_pop> parked;
-  std::uint64_t next_park_id = 0;
+  /// Parked long-poll pops (served in arrival order).
+  parking_lot<queue_pop_request, queue_pop_reply> parked;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
   /// Partition creations and option changes, one at a time.
@@ -103,10 +90,9 @@ storage::expected<void> add_partition(queue_ptr self,
 
 void arm(queue_ptr self) {
   auto& st = self->state;
-  std::optional<core::mono_time> next = st.next_sweep;
-  for (auto& [_, p] : st.parked)
-    if (!next || p.due() < *next)
-      next = p.due();
+  auto next = st.parked.next_due();
+  if (st.next_sweep && (!next || *st.next_sweep < *next))
+    next = st.next_sweep;
   if (!next)
     return;
   auto due = *next;
@@ -116,12 +102,6 @@ void arm(queue_ptr self) {
   auto delay
       = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
-}
-
-/// Answers a parked pop (it leaves the server-wide count).
-void deliver_parked(queue_ptr self, parked_pop& p, queue_pop_reply reply) {
-  p.rp.deliver(std::move(reply));
-  --*self->state.cfg.parked_total;
 }
 
 void wake(queue_ptr self);
@@ -134,16 +114,7 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
     return;
   st.armed.reset();
   auto now = self->clock().now();
-  bool retry = false;
-  for (auto it = st.parked.begin(); it != st.parked.end();) {
-    if (it->second.deadline <= now) {
-      deliver_parked(self, it->second, queue_pop_reply{});
-      it = st.parked.erase(it);
-    } else {
-      retry = retry || (it->second.wake_at && *it->second.wake_at <= now);
-      ++it;
-    }
-  }
+  bool retry = st.parked.expire(now);
   // A lease expiry, retry delay or visibility deadline passed: the parked
   // pops try again (no polling: only at the time their partitions named).
   if (retry)
@@ -257,51 +228,15 @@ void run_pop(queue_ptr self, const queue_pop_request& req,
 }
 
 void wake(queue_ptr self) {
-  auto& st = self->state;
-  // Retry every parked pop in arrival order; still-empty ones park again
-  // under their original id (so arrival order is kept).
-  auto waiting = std::move(st.parked);
-  st.parked.clear();
-  for (auto& [id, p] : waiting) {
-    auto pid = id;
-    auto parked = std::make_shared<parked_pop>(std::move(p));
-    run_pop(self, parked->req, [self, pid, parked](queue_pop_reply reply) {
-      auto& st = self->state;
-      if (reply.claimed.empty() && !reply.failure
-          && self->clock().now() < parked->deadline) {
-        parked->wake_at = reply.retry_at;
-        st.parked.emplace(pid, std::move(*parked));
-        arm(self);
-        return;
-      }
-      deliver_parked(self, *parked, std::move(reply));
-    });
-  }
+  self->state.parked.wake();
 }
 
 caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
                                                     queue_pop_request& req) {
   auto rp = self->make_response_promise<queue_pop_reply>();
   auto deadline = self->clock().now() + req.timeout;
-  run_pop(self, req, [self, rp, req, deadline](queue_pop_reply reply) mutable {
-    auto& st = self->state;
-    bool park = reply.claimed.empty() && !reply.failure && req.wait
-                && req.timeout.count() > 0;
-    if (!park) {
-      rp.deliver(std::move(reply));
-      return;
-    }
-    if (*st.cfg.parked_total >= st.cfg.max_parked) {
-      reply.failure = storage::make_error(storage::ec::busy,
-                                          "Server busy: too many parked pops");
-      rp.deliver(std::move(reply));
-      return;
-    }
-    ++*st.cfg.parked_total;
-    st.parked.emplace(st.next_park_id++,
-                      parked_pop{req, rp, deadline, reply.retry_at});
-    arm(self);
-  });
+  bool may_park = req.wait && req.timeout.count() > 0;
+  self->state.parked.submit(std::move(req), rp, deadline, may_park);
   return rp;
 }
 
@@ -432,17 +367,11 @@ std::vector<partition_actor> all_partitions(queue_ptr self) {
   return out;
 }
 
-/// Answers the parked pops `which` selects empty.
+/// Answers the pops `which` selects empty: parked ones now, running ones
+/// when their run ends (so none of them parks again).
 template <class Pred>
 void answer_parked(queue_ptr self, Pred which) {
-  auto& parked = self->state.parked;
-  for (auto it = parked.begin(); it != parked.end();)
-    if (which(it->second.req)) {
-      deliver_parked(self, it->second, queue_pop_reply{});
-      it = parked.erase(it);
-    } else {
-      ++it;
-    }
+  self->state.parked.cancel_if(which);
 }
 
 caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
@@ -582,9 +511,10 @@ void sweep_idle(queue_ptr self) {
             g.busy = g.busy || c.lease.has_value();
           }
         }
-        for (auto& [_, p] : st.parked)
-          if (auto it = groups.find(p.req.group); it != groups.end())
+        st.parked.for_each([&](const queue_pop_request& req) {
+          if (auto it = groups.find(req.group); it != groups.end())
             it->second.busy = true;
+        });
         auto now = st.cfg.node.wall();
         for (auto& [name, g] : groups) {
           if (g.busy || now - g.last < idle_us)
@@ -951,6 +881,23 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     if (auto ok = add_partition(self, rec); !ok)
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
+  st.parked.setup(
+      st.cfg.parked_total, st.cfg.max_parked,
+      {.attempt =
+           [self](const queue_pop_request& req,
+                  std::function<void(queue_pop_reply)> k) {
+             run_pop(self, req, std::move(k));
+           },
+       .nothing = &decltype(st.parked)::nothing_claimed<queue_pop_reply>,
+       .key = [](const queue_pop_request& r) { return r.lease_id; },
+       .busy =
+           [](queue_pop_reply r) {
+             r.failure = storage::make_error(
+                 storage::ec::busy, "Server busy: too many parked pops");
+             return r;
+           },
+       .now = [self] { return self->clock().now(); },
+       .rearm = [self] { arm(self); }});
   plan_sweep(self);
   arm(self);
   return {
@@ -1017,9 +964,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return rp;
       },
       [self](cancel_atom, const std::string& lease_id) {
-        answer_parked(self, [&](const queue_pop_request& r) {
-          return r.lease_id == lease_id;
-        });
+        self->state.parked.cancel(lease_id);
       },
       [self](oldest_atom, const std::string& group) {
         auto rp = self->make_response_promise<storage::micros>();

@@ -409,7 +409,7 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records; "
   REQUIRE(
       fx.ack("q", "p", "k", k.claimed.at(0).reply.lease->id, offset{0})[0].error
       == core::ack_error::none);
-  fx.advance(6s); // the sweep at 20 s: g idle 20 s, k idle 5 s
+  fx.advance(6s); // sweeps at 10 s (g idle 10 s: deleted) and 20 s (k: 5 s)
   CHECK_FALSE(fx.stored_cursor("q", "p", "g"));
   CHECK(fx.stored_cursor("q", "p", "h")); // idle, but its lease lives
   CHECK(fx.stored_cursor("q", "p", "k"));

@@ -288,3 +288,67 @@ TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
   fx.run();
   CHECK_FALSE(*next);
 }
+
+TEST_CASE("a push that lands while a pop is still running wakes it: no "
+          "wake-up is lost",
+          "[sim][long-poll][race]") {
+  poll_fixture fx;
+  fx.configure({});
+  auto push_to = [&](const std::string& partition, const std::string& payload) {
+    std::vector<actors::broker_push_item> v{{"q", {partition, msg(payload)}}};
+    return fx.request_later<actors::queue_push_reply>(
+        fx.broker, actors::push_atom::value, v);
+  };
+  push_to("A", "a");
+  push_to("B", "b");
+  fx.run();
+  // g takes and completes both, so both partitions are empty for it.
+  auto both = fx.req();
+  both.partitions = 3;
+  auto first = fx.pop(both);
+  REQUIRE(first.claimed.size() == 2);
+  for (auto& c : first.claimed) {
+    core::ack_request a;
+    a.lease_id = c.reply.lease->id;
+    a.off = offset{0};
+    REQUIRE(fx.request<std::vector<actors::ack_reply>>(
+        fx.broker, actors::ack_atom::value, std::string{"q"}, c.partition,
+        std::string{"g"}, std::vector{a}));
+  }
+  // The pop starts its run over Default, A, B; the push to A is durable
+  // while it is still asking.
+  auto waiting = fx.req(true);
+  waiting.partitions = 3;
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, waiting);
+  push_to("A", "c");
+  fx.run();
+  REQUIRE(*parked);
+  REQUIRE((*parked)->claimed.size() == 1);
+  CHECK((*parked)->claimed[0].reply.messages.at(0).frame.data.payload == "c");
+}
+
+TEST_CASE("a cancel that arrives while the pop is still running answers it "
+          "instead of parking it",
+          "[sim][long-poll][cancel]") {
+  poll_fixture fx;
+  fx.pop_limits.max_parked = 1;
+  fx.start();
+  fx.configure({});
+  auto waiting = fx.req(true);
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, waiting);
+  // The requester sends the pop, the broker hands it to the queue, the
+  // queue starts its run; then the client leaves.
+  for (int i = 0; i < 3; ++i)
+    fx.sched.run_once();
+  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id);
+  fx.run();
+  REQUIRE(*parked);
+  CHECK((*parked)->claimed.empty());
+  // Its slot was never taken: another pop parks.
+  auto next = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, fx.req(true));
+  fx.run();
+  CHECK_FALSE(*next);
+}
