@@ -18,7 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "actors/broker/txn_core.hpp"
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/cursor/cursor_txn.hpp"
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/partition/visibility.hpp"
 #include "actors/queue/options.hpp"
@@ -58,6 +60,8 @@ using trim_atom = caf::atom_constant<caf::atom("trim")>;
 using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using stage_atom = caf::atom_constant<caf::atom("stage")>;
+using txn_atom = caf::atom_constant<caf::atom("txn")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -163,6 +167,9 @@ struct prepared_push {
   push_token token;
   storage::write_batch batch;
   std::optional<storage::error> failure;
+  /// Per item, in input order: what the settle answers if the batch is
+  /// durable (a transaction stores it in the same batch).
+  std::vector<push_item_result> results;
 };
 
 /// A pop on a queue: one named partition, or any (wildcard).
@@ -339,6 +346,25 @@ struct namespace_pop_reply {
   queue_pop_reply reply;
 };
 
+/// A cursor's part of a transaction: its acks validated and applied on a
+/// staged copy (`core::stage_acks`), held until settled by id. The cursor
+/// defers every other message meanwhile (docs/transactions.md).
+struct stage_reply {
+  std::uint64_t stage_id = 0;     ///< 0: nothing staged, nothing to settle
+  std::vector<ack_reply> replies; ///< one per ack when accepted
+  /// The cursor record and DLQ entries to write with the transaction.
+  storage::write_batch batch;
+  std::optional<core::stage_refusal> refused;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a transaction; `failure` is a storage or actor failure
+/// (nothing was committed; a rollback answer is `result.success == false`).
+struct txn_reply {
+  core::txn_result result;
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// Who hears of every dead letter written (the queue's retention sweep).
@@ -387,7 +413,13 @@ using cursor_actor = caf::typed_actor<
     /// Requeues these DLQ entries of the group (offset and id used): each is
     /// delivered again before new frames; answers after the write.
     caf::replies_to<requeue_atom,
-                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
+    /// Stages a transaction's acks (validated, applied on a copy); until
+    /// settled the cursor defers every other message.
+    caf::replies_to<stage_atom, std::vector<core::ack_request>,
+                    partition_view>::with<stage_reply>,
+    /// Settles a staged transaction by id: commit (true) or abort.
+    caf::reacts_to<settle_atom, std::uint64_t, bool>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -436,7 +468,12 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<release_atom, std::string, std::string>::with<bool>,
     /// Requeues DLQ entries of a group (forwarded to the group's cursor).
     caf::replies_to<requeue_atom, std::string,
-                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>>;
+                    std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
+    /// Stages a transaction's acks for a group (forwarded to its cursor).
+    caf::replies_to<stage_atom, std::string,
+                    std::vector<core::ack_request>>::with<stage_reply>,
+    /// Settles a group's staged transaction (forwarded to its cursor).
+    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -490,7 +527,13 @@ using queue_actor = caf::typed_actor<
     /// From the queue's cursors: a dead letter was written at that time.
     caf::reacts_to<dead_atom, storage::micros>,
     /// Internal: the DLQ retention sweep's one timer, by id.
-    caf::reacts_to<dlq_sweep_atom, std::uint64_t>>;
+    caf::reacts_to<dlq_sweep_atom, std::uint64_t>,
+    /// Stages a transaction's acks of (partition, group).
+    caf::replies_to<stage_atom, std::string, std::string,
+                    std::vector<core::ack_request>>::with<stage_reply>,
+    /// Settles a staged transaction of (partition, group); a commit wakes
+    /// parked pops.
+    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -542,7 +585,10 @@ using broker_actor = caf::typed_actor<
     /// Requeues the selected DLQ entries, each to its own group only.
     caf::replies_to<requeue_atom, core::dlq_filter>::with<dlq_count_reply>,
     /// Deletes the selected DLQ entries (by ids or by filter).
-    caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>>;
+    caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>,
+    /// Runs a transaction (semantics.md §10): pushes and acks, all or
+    /// nothing in one write; a repeated client id returns the stored answer.
+    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
 
 } // namespace spool::actors
 
@@ -594,3 +640,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)

@@ -101,4 +101,14 @@ inline std::string dlq(queue_id q, std::string_view group, std::uint64_t id) {
   return k;
 }
 
+/// created_at · transaction id (txn_time: the expiry index of `txns`,
+/// whose key is the transaction id itself).
+inline std::string txn_time(micros created_at, std::string_view id) {
+  std::string k;
+  k.reserve(8 + id.size());
+  put_i64(k, created_at);
+  k.append(id);
+  return k;
+}
+
 } // namespace spool::storage::keys

@@ -223,6 +223,8 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       {"dedup", &d.dedup},
       {"dlq", &d.dlq},
       {"meta", &d.meta},
+      {"txns", &d.txns},
+      {"txn_time", &d.txn_time},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {

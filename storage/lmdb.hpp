@@ -41,6 +41,8 @@ struct dbis {
   MDB_dbi dedup = 0;
   MDB_dbi dlq = 0;
   MDB_dbi meta = 0;
+  MDB_dbi txns = 0;
+  MDB_dbi txn_time = 0;
 };
 
 struct env_options {

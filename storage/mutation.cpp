@@ -275,6 +275,22 @@ expected<void> apply_one(txn& t, const mut::delete_dlq& m) {
   return {};
 }
 
+expected<void> apply_one(txn& t, const mut::put_txn& m) {
+  if (m.id.empty() || m.id.size() > 255)
+    return make_error(ec::invalid_argument,
+                      "transaction id must be 1..255 bytes");
+  return tables::put_txn(t, m.id, m.rec);
+}
+
+expected<void> apply_one(txn& t, const mut::delete_txn& m) {
+  auto old = tables::get_txn(t, m.id);
+  if (!old)
+    return std::move(old).err();
+  if (*old && (*old)->created_at < m.stored_before)
+    SPOOL_TRY(tables::delete_txn(t, m.id));
+  return {};
+}
+
 } // namespace
 
 std::size_t write_batch::byte_size() const noexcept {

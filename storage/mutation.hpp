@@ -158,6 +158,29 @@ struct delete_dlq {
   }
 };
 
+/// Stores the answer of a transaction with a client-given id (replacing an
+/// expired one under the same id).
+struct put_txn {
+  std::string id;
+  txn_record rec;
+  template <class F>
+  friend auto fields(F& f, put_txn& x) {
+    return f(x.id, x.rec);
+  }
+};
+
+/// Forgets a transaction's stored answer if it is still one stored before
+/// `stored_before` (retention): an id stored again meanwhile stays. No error
+/// when already gone.
+struct delete_txn {
+  std::string id;
+  micros stored_before = INT64_MAX;
+  template <class F>
+  friend auto fields(F& f, delete_txn& x) {
+    return f(x.id, x.stored_before);
+  }
+};
+
 } // namespace mut
 
 using mutation
@@ -165,7 +188,8 @@ using mutation
                    mut::create_partition, mut::append_segment,
                    mut::delete_segments, mut::expect_dedup, mut::put_cursor,
                    mut::delete_cursor, mut::put_subscription,
-                   mut::delete_subscription, mut::put_dlq, mut::delete_dlq>;
+                   mut::delete_subscription, mut::put_dlq, mut::delete_dlq,
+                   mut::put_txn, mut::delete_txn>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

@@ -215,6 +215,20 @@ struct dedup_record {
   }
 };
 
+/// The stored answer of a transaction with a client-given id: a repeat
+/// returns `result` (encoded by the broker) until the id expires.
+struct txn_record {
+  micros created_at = 0;
+  std::string result;
+
+  friend bool operator==(const txn_record&, const txn_record&) = default;
+
+  template <class F>
+  friend auto fields(F& f, txn_record& x) {
+    return f(x.created_at, x.result);
+  }
+};
+
 /// Id counters (never reused, also after deletions).
 struct id_counters {
   std::uint64_t next_queue = 1;

@@ -243,6 +243,43 @@ expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
   return t.del(t.db().dedup, keys::partition_named(q, p, txid));
 }
 
+// -- transaction results ------------------------------------------------------
+
+expected<void> put_txn(txn& t, std::string_view id, const txn_record& rec) {
+  SPOOL_TRY(delete_txn(t, id)); // a replaced id leaves no stale index entry
+  SPOOL_TRY(put_record(t, t.db().txns, id, rec));
+  return t.put(t.db().txn_time, keys::txn_time(rec.created_at, id), {});
+}
+
+expected<std::optional<txn_record>> get_txn(txn& t, std::string_view id) {
+  return get_record<txn_record>(t, t.db().txns, id, "txns");
+}
+
+expected<bool> delete_txn(txn& t, std::string_view id) {
+  auto old = get_txn(t, id);
+  if (!old)
+    return std::move(old).err();
+  if (!*old)
+    return false;
+  SPOOL_TRY(t.del(t.db().txn_time, keys::txn_time((*old)->created_at, id)));
+  return t.del(t.db().txns, id);
+}
+
+expected<std::vector<std::string>> txns_before(txn& t, micros before,
+                                               std::size_t limit) {
+  std::vector<std::string> out;
+  auto scanned = t.scan_prefix(t.db().txn_time, {}, [&](auto key, auto) {
+    if (out.size() >= limit || key.size() < 8
+        || keys::get_i64(key, 0) >= before)
+      return false;
+    out.emplace_back(key.substr(8));
+    return true;
+  });
+  if (!scanned)
+    return std::move(scanned).err();
+  return out;
+}
+
 expected<id_counters> get_counters(txn& t) {
   auto rec = get_record<id_counters>(t, t.db().meta, counters_key, "meta");
   if (!rec)

@@ -78,6 +78,17 @@ get_dedup(txn& t, queue_id q, partition_id p, std::string_view txid);
 expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
                             std::string_view txid);
 
+// -- transaction results (transaction id; txn_time indexes created_at)
+// ----------------------------------------------------------------------------
+/// Stores (or replaces) the result of transaction `id`, with its index entry.
+expected<void> put_txn(txn& t, std::string_view id, const txn_record& rec);
+expected<std::optional<txn_record>> get_txn(txn& t, std::string_view id);
+/// Removes transaction `id` and its index entry; false when absent.
+expected<bool> delete_txn(txn& t, std::string_view id);
+/// Up to `limit` ids stored before `before`, oldest first.
+expected<std::vector<std::string>> txns_before(txn& t, micros before,
+                                               std::size_t limit);
+
 // -- id counters --------------------------------------------------------------
 expected<id_counters> get_counters(txn& t);
 expected<void> put_counters(txn& t, const id_counters& c);

@@ -10,6 +10,8 @@
 //   transaction; deletes go through the writer, answered when durable);
 //   requeue resolves the entries, then each queue routes them to the
 //   entries' group cursors (see queue_actor).
+// txn: run by `run_transaction` (broker_txn.cpp) over a `txn_host` view of
+//   this broker.
 
 #include "actors/broker/broker_actor.hpp"
 
@@ -24,6 +26,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/broker/broker_txn.hpp"
 #include "actors/broker/priority.hpp"
 #include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_reader.hpp"
@@ -52,6 +55,7 @@ struct broker_state {
   parking_lot<namespace_pop_request, namespace_pop_reply> parked;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
+  std::shared_ptr<txn_host> txn;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -763,9 +767,30 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   return rp;
 }
 
+// -- transactions -------------------------------------------------------------
+
+std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
+  auto host = std::make_shared<txn_host>();
+  host->self = self;
+  host->node = self->state.cfg.node;
+  host->retention = self->state.cfg.txn_retention;
+  host->find_queue
+      = [self](const std::string& name) -> std::optional<queue_actor> {
+    auto& qs = self->state.queues;
+    if (auto it = qs.find(name); it != qs.end())
+      return it->second;
+    return std::nullopt;
+  };
+  host->create_queues = [self](auto names, auto done) {
+    ensure_queues(self, std::move(names), std::move(done));
+  };
+  return host;
+}
+
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
+  self->state.txn = make_txn_host(self);
   self->state.parked.setup(
       self->state.parked_total, self->state.cfg.pop.max_parked,
       {.attempt =
@@ -944,6 +969,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](dlq_del_atom, const core::dlq_filter& f) {
         return on_dlq_delete(self, f);
+      },
+      [self](txn_atom, core::txn_request& req) {
+        return run_transaction(self->state.txn, std::move(req));
       },
   };
 }

@@ -20,6 +20,8 @@ struct broker_config {
   node_context node;
   /// Caps on pops; the parked-pop cap counts across every queue.
   config::pop_limits pop;
+  /// How long the answers of client-given transaction ids are kept.
+  core::txn_retention txn_retention;
 
   storage::expected<void> validate() const;
 };

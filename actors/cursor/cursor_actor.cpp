@@ -5,11 +5,18 @@
 // write is durable. Acks that change state answer after their write too.
 // The one timer (`expire_atom` with an id; stale ids are ignored) ends
 // expired leases.
+// A transaction stages its acks (`stage_atom`): validated and applied on a
+// copy of the core, answered with the record and DLQ entries to write; until
+// the broker settles it (`settle_atom`: commit swaps the copy in, abort
+// drops it) every other message, the timer included, is skipped and stays in
+// the mailbox in order (docs/transactions.md).
 
 #include "actors/cursor/cursor_actor.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
+#include <caf/result.hpp>
+#include <caf/skip.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
@@ -31,6 +38,15 @@ struct cursor_state {
   std::uint64_t timer_id = 0;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
+  /// A transaction's staged acks, until settled.
+  struct staged_txn {
+    std::uint64_t id;
+    core::staged_acks acks;
+    /// Failure times of the DLQ entries its batch writes.
+    std::vector<storage::micros> written;
+  };
+  std::optional<staged_txn> staged;
+  std::uint64_t next_stage_id = 1;
 };
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
@@ -480,6 +496,64 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
   return info;
 }
 
+// -- transactions -------------------------------------------------------------
+
+stage_reply on_stage(cursor_ptr self,
+                     const std::vector<core::ack_request>& reqs,
+                     const partition_view& view) {
+  auto& st = self->state;
+  stage_reply reply;
+  auto staged = core::stage_acks(*st.core, reqs, view.readable_end - 1,
+                                 self->clock().now());
+  if (auto* refused = std::get_if<core::stage_refusal>(&staged)) {
+    reply.refused = std::move(*refused);
+    return reply;
+  }
+  auto& acks = std::get<core::staged_acks>(staged);
+  acks.after.touch(st.cfg.wall());
+  for (auto& out : acks.outcomes)
+    reply.replies.push_back(ack_reply{out.error, out.lease_released,
+                                      out.dead.has_value(), std::nullopt});
+  if (!acks.changed)
+    return reply; // idempotent acks only: nothing to hold or write
+  dlq_changes changes;
+  changes.dead = acks.dead;
+  for (auto& out : acks.outcomes)
+    if (out.requeue_done)
+      changes.done.push_back(*out.requeue_done);
+  std::vector<storage::offset> dead;
+  for (auto& d : acks.dead)
+    if (!d.dlq_id) // new dead letters need their frames
+      dead.push_back(d.off);
+  std::sort(dead.begin(), dead.end());
+  auto frames = load_frames(st.cfg, dead);
+  if (!frames) {
+    reply.failure = frames.err();
+    return reply;
+  }
+  std::vector<storage::micros> written;
+  reply.batch = state_batch(st.cfg, acks.after, changes, *frames, written);
+  reply.stage_id = st.next_stage_id++;
+  st.staged.emplace(cursor_state::staged_txn{reply.stage_id, std::move(acks),
+                                             std::move(written)});
+  return reply;
+}
+
+void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
+  auto& st = self->state;
+  if (!st.staged || st.staged->id != id)
+    return;
+  if (commit) {
+    *st.core = std::move(st.staged->acks.after);
+    // Dead letters written by the transaction arm the DLQ retention sweep.
+    if (auto watcher = caf::actor_cast<dlq_watcher>(st.cfg.watcher))
+      for (auto t : st.staged->written)
+        self->send(watcher, dead_atom::value, t);
+  }
+  st.staged.reset();
+  arm(self);
+}
+
 cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                    storage::cursor_record rec, bool lost) {
   self->state.cfg = std::move(cfg);
@@ -492,30 +566,33 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
               [](std::optional<storage::error>) {});
   }
   arm(self);
+  // While a transaction is staged, everything but its settle waits.
   return {
-      [self](pop_atom, pop_request& req, const partition_view& view) {
-        if (self->state.deleting) {
-          auto rp = self->make_response_promise<pop_reply>();
-          rp.deliver(pop_reply{});
-          return rp;
-        }
+      [self](pop_atom, pop_request& req,
+             const partition_view& view) -> caf::result<pop_reply> {
+        if (self->state.staged)
+          return caf::skip;
+        if (self->state.deleting)
+          return pop_reply{};
         self->state.core->touch(self->state.cfg.wall());
         return on_pop(self, req, view);
       },
-      [self](ack_atom, std::vector<core::ack_request>& reqs,
-             const partition_view& view) {
-        if (self->state.deleting) {
-          auto rp = self->make_response_promise<std::vector<ack_reply>>();
-          rp.deliver(std::vector<ack_reply>(
+      [self](
+          ack_atom, std::vector<core::ack_request>& reqs,
+          const partition_view& view) -> caf::result<std::vector<ack_reply>> {
+        if (self->state.staged)
+          return caf::skip;
+        if (self->state.deleting)
+          return std::vector<ack_reply>(
               reqs.size(), ack_reply{core::ack_error::invalid_lease, false,
-                                     false, std::nullopt}));
-          return rp;
-        }
+                                     false, std::nullopt});
         self->state.core->touch(self->state.cfg.wall());
         return on_ack(self, reqs, view);
       },
       [self](extend_atom, const std::string& lease_id,
-             std::chrono::milliseconds by) {
+             std::chrono::milliseconds by) -> caf::result<extend_reply> {
+        if (self->state.staged)
+          return caf::skip;
         extend_reply reply;
         if (self->state.deleting) {
           reply.error = core::extend_error::not_found;
@@ -530,15 +607,20 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         arm(self);
         return reply;
       },
-      [self](expire_atom, std::uint64_t id) {
+      [self](expire_atom, std::uint64_t id) -> caf::result<void> {
+        if (self->state.staged)
+          return caf::skip;
         if (!self->state.deleting)
           on_expire(self, id);
+        return {};
       },
       [self](info_atom, const partition_view& view) {
-        return describe(self, view);
+        return describe(self, view); // read-only: answered while staged too
       },
-      [self](delete_atom) {
+      [self](delete_atom) -> caf::result<bool> {
         auto& st = self->state;
+        if (st.staged)
+          return caf::skip; // the transaction's record would outlive it
         st.deleting = true;
         if (st.core->lease() || st.core->last_activity() > 0)
           return true;
@@ -549,7 +631,9 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                                st.cfg.partition, st.cfg.group);
         return !rec || rec->has_value();
       },
-      [self](release_atom, const std::string& lease_id) {
+      [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
+        if (self->state.staged)
+          return caf::skip; // the staged core would bring the lease back
         auto rp = self->make_response_promise<bool>();
         if (self->state.deleting
             || !self->state.core->release_unwritten(lease_id)) {
@@ -577,13 +661,38 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         arm(self);
       },
       [self](options_atom, core::cursor_policy& policy,
-             core::visibility_policy& visibility) {
+             core::visibility_policy& visibility) -> caf::result<void> {
         auto& st = self->state;
+        if (st.staged)
+          return caf::skip; // the staged core would lose them at commit
         st.cfg.policy = policy;
         st.cfg.visibility = visibility;
         st.core->set_policy(std::move(policy));
+        return {};
       },
-      [self](requeue_atom, std::vector<storage::dlq_entry>& entries) {
+      [self](stage_atom, std::vector<core::ack_request>& reqs,
+             const partition_view& view) -> caf::result<stage_reply> {
+        if (self->state.staged)
+          return caf::skip; // another transaction's stage: after its settle
+        if (self->state.deleting) {
+          stage_reply refused;
+          refused.refused = core::stage_refusal{
+              0, to_string(core::ack_error::invalid_lease)};
+          return refused;
+        }
+        return on_stage(self, reqs, view);
+      },
+      [self](settle_atom, std::uint64_t id, bool commit) {
+        on_settle(self, id, commit);
+      },
+      [self](requeue_atom, std::vector<storage::dlq_entry>& entries)
+          -> caf::result<dlq_count_reply> {
+        if (self->state.staged)
+          return caf::skip; // the staged core would lose them at commit
+        if (self->state.deleting)
+          return dlq_count_reply{
+              0, storage::make_error(storage::ec::invalid_argument,
+                                     "Consumer group is being deleted")};
         return on_requeue(self, entries);
       },
   };

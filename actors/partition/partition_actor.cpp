@@ -508,6 +508,26 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
         return self->delegate(*c, requeue_atom::value, std::move(entries));
       },
+      [self](
+          stage_atom, const std::string& group,
+          std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
+        auto c = cursor_for(self, group);
+        if (!c) {
+          auto rp = self->make_response_promise<stage_reply>();
+          stage_reply failed;
+          failed.failure = c.err();
+          rp.deliver(std::move(failed));
+          return {};
+        }
+        return self->delegate(*c, stage_atom::value, std::move(reqs),
+                              view_of(*self->state.log));
+      },
+      [self](settle_atom, const std::string& group, std::uint64_t id,
+             bool commit) {
+        auto& cursors = self->state.cursors;
+        if (auto it = cursors.find(group); it != cursors.end())
+          self->send(it->second, settle_atom::value, id, commit);
+      },
   };
 }
 

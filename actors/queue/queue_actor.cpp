@@ -649,12 +649,8 @@ storage::write_batch batch_of(push_run& run) {
   return batch;
 }
 
-/// Settles every seal with the batch's outcome and builds the answer.
-queue_push_reply finish(queue_ptr self, push_run& run,
-                        std::optional<storage::error> failure) {
-  settle_all(self, run, !failure);
-  if (failure)
-    return queue_push_reply{{}, 0, std::move(failure)};
+/// The answer of a sealed push, should its batch be durable.
+queue_push_reply results_of(queue_ptr self, push_run& run) {
   queue_push_reply reply;
   reply.results.resize(run.item_count);
   for (std::size_t k = 0; k < run.names.size(); ++k) {
@@ -665,6 +661,16 @@ queue_push_reply finish(queue_ptr self, push_run& run,
           = push_item_result{self->state.cfg.record.name, run.names[k],
                              entry.rec.uuid, run.seals[k]->results[j]};
   }
+  return reply;
+}
+
+/// Settles every seal with the batch's outcome and builds the answer.
+queue_push_reply finish(queue_ptr self, push_run& run,
+                        std::optional<storage::error> failure) {
+  settle_all(self, run, !failure);
+  if (failure)
+    return queue_push_reply{{}, 0, std::move(failure)};
+  auto reply = results_of(self, run);
   wake(self);
   return reply;
 }
@@ -847,10 +853,11 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
     if (run->failure) {
       auto failure = run->failure;
       (void)finish(self, *run, failure); // settles what was sealed
-      rp.deliver(prepared_push{nullptr, {}, failure});
+      rp.deliver(prepared_push{nullptr, {}, failure, {}});
       return;
     }
-    rp.deliver(prepared_push{run, batch_of(*run), std::nullopt});
+    rp.deliver(prepared_push{run, batch_of(*run), std::nullopt,
+                             results_of(self, *run).results});
   });
   return rp;
 }
@@ -1131,6 +1138,30 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             },
             oldest_atom::value, group);
         return rp;
+      },
+      [self](
+          stage_atom, const std::string& partition, const std::string& group,
+          std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
+        auto it = self->state.partitions.find(partition);
+        if (it == self->state.partitions.end()) {
+          auto rp = self->make_response_promise<stage_reply>();
+          stage_reply refused;
+          refused.refused
+              = core::stage_refusal{0, to_string(core::ack_error::not_found)};
+          rp.deliver(std::move(refused));
+          return {};
+        }
+        return self->delegate(it->second.actor, stage_atom::value, group,
+                              std::move(reqs));
+      },
+      [self](settle_atom, const std::string& partition,
+             const std::string& group, std::uint64_t id, bool commit) {
+        auto it = self->state.partitions.find(partition);
+        if (it == self->state.partitions.end())
+          return;
+        self->send(it->second.actor, settle_atom::value, group, id, commit);
+        if (commit)
+          wake(self); // a released lease may serve parked pops
       },
   };
 }

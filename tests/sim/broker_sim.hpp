@@ -28,7 +28,11 @@ struct broker_sim : sim_fixture {
   }
 
   ~broker_sim() {
-    drain(); // before `store` is destroyed
+    run();
+    // Stop the broker (and its linked queues, with their periodic timers)
+    // before `store` is destroyed.
+    caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+    drain();
   }
 
   /// The wall clock in µs: follows the simulated clock.

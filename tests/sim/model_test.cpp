@@ -1,5 +1,6 @@
 // Model-based randomized test: random interleavings of push, pop, ack
-// (completed / failed), lease expiry and restart across 2 queues x 4
+// (completed / failed), transactions (acks + pushes, some rolled back by a
+// bad ack), lease expiry and restart across 2 queues x 4
 // partitions x 3 groups, through the broker, checked against a reference
 // model of what each group must see. A failure prints its seed.
 //
@@ -48,6 +49,8 @@ struct model_fixture : broker_sim {
   int lease_no = 0;
   int msg_no = 0;
   std::size_t delivered = 0;
+  std::size_t committed_txns = 0;
+  std::size_t rolled_back_txns = 0;
 
   explicit model_fixture(std::uint64_t seed) : rng(seed) {
   }
@@ -194,6 +197,81 @@ struct model_fixture : broker_sim {
     }
   }
 
+  /// A transaction completing some frames of up to two live leases and
+  /// pushing a few messages; `poison` adds an ack of a wrong lease, which
+  /// must roll everything back (the model stays as it is, and later pushes
+  /// find no offset gap).
+  void txn(bool poison) {
+    core::txn_request req;
+    std::map<key, std::vector<std::size_t>> ack_ops; // op indices per lease
+    for (int n = 0; n < 2 && !leases.empty(); ++n) {
+      auto it = leases.begin();
+      std::advance(it, rng() % leases.size());
+      auto& [k, l] = *it;
+      if (ack_ops.contains(k))
+        continue;
+      auto& [q, p, g] = k;
+      for (auto o : l.offsets)
+        if (rng() % 3 != 0) {
+          core::txn_ack_op a{q, p, g, {}};
+          a.ack.lease_id = l.id;
+          a.ack.off = offset{o};
+          ack_ops[k].push_back(req.ops.size());
+          req.ops.push_back(a);
+        }
+    }
+    std::vector<std::string> payloads;
+    core::txn_push_op push;
+    for (std::size_t i = 0, n = rng() % 3; i < n; ++i) {
+      payloads.push_back("t" + std::to_string(++msg_no));
+      push.items.push_back({pick(queues), pick(parts), msg(payloads.back())});
+    }
+    std::size_t push_op = req.ops.size();
+    if (!push.items.empty())
+      req.ops.push_back(push);
+    if (poison) {
+      core::txn_ack_op bad{pick(queues), pick(parts), pick(groups), {}};
+      bad.ack.lease_id = "no-such-lease";
+      bad.ack.off = offset{0};
+      req.ops.push_back(bad);
+    }
+    if (req.ops.empty())
+      return;
+    auto r = request<actors::txn_reply>(broker, actors::txn_atom::value, req);
+    REQUIRE(r);
+    REQUIRE(!r->failure);
+    if (poison) {
+      REQUIRE(!r->result.success);
+      ++rolled_back_txns;
+      return;
+    }
+    REQUIRE(r->result.success);
+    ++committed_txns;
+    for (auto& [k, ops] : ack_ops) {
+      bool released = false;
+      for (auto i : ops) {
+        auto& a = std::get<core::txn_ack_op>(req.ops[i]);
+        completed[k].insert(a.ack.off.value);
+        released = released || r->result.results[i].lease_released;
+      }
+      if (released) {
+        leases.erase(k);
+      } else {
+        auto& left = leases[k].offsets;
+        for (auto i : ops) {
+          auto o = std::get<core::txn_ack_op>(req.ops[i]).ack.off.value;
+          left.erase(std::remove(left.begin(), left.end(), o), left.end());
+        }
+      }
+    }
+    for (std::size_t i = 0; i < payloads.size(); ++i) {
+      auto& res = r->result.results[push_op].items[i];
+      auto& log = pushed[{res.queue, res.partition}];
+      REQUIRE(res.off.value == static_cast<std::int64_t>(log.size()));
+      log.push_back(payloads[i]);
+    }
+  }
+
   void check_committed() {
     auto t = store.store->db().read();
     REQUIRE(t);
@@ -257,11 +335,14 @@ struct model_fixture : broker_sim {
 
 } // namespace
 
-TEST_CASE("random push/pop/ack/fail/expire/restart keeps every group's view "
+TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
+          "group's view "
           "of every partition consistent with the model",
           "[sim][model][randomized]") {
   std::size_t delivered = 0;
   std::size_t dead_lettered = 0;
+  std::size_t txns = 0;
+  std::size_t rolled_back = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     INFO("seed " << seed);
     model_fixture fx{seed};
@@ -273,9 +354,11 @@ TEST_CASE("random push/pop/ack/fail/expire/restart keeps every group's view "
         fx.pop(fx.pick(groups), fx.rng() % 3 == 0);
       else if (op < 80)
         fx.ack(false);
-      else if (op < 88)
+      else if (op < 85)
         fx.ack(true);
-      else if (op < 95) {
+      else if (op < 90)
+        fx.txn(fx.rng() % 3 == 0);
+      else if (op < 96) {
         fx.advance(past_lease_time); // every live lease expires
         fx.leases.clear();
       } else {
@@ -297,10 +380,16 @@ TEST_CASE("random push/pop/ack/fail/expire/restart keeps every group's view "
         dead_lettered += fx.dead(k).size();
       }
     delivered += fx.delivered;
+    txns += fx.committed_txns;
+    rolled_back += fx.rolled_back_txns;
   }
   // The run must have exercised the interesting paths.
   CHECK(delivered > 1000);
   CHECK(dead_lettered > 0);
+  CHECK(txns > 0);
+  CHECK(rolled_back > 0);
   WARN("model test: " << delivered << " deliveries checked, " << dead_lettered
-                      << " dead-lettered");
+                      << " dead-lettered, " << txns
+                      << " transactions committed, " << rolled_back
+                      << " rolled back");
 }

@@ -1,0 +1,355 @@
+// Message flow of one transaction (validate-then-commit).
+//
+// 0. check: `core::check_txn` (ids, push items, `retry`, the lease named);
+//    a client id already answered (and not expired) returns the stored
+//    answer; one in flight makes the repeat wait for its answer.
+// 1. stage: the acks, grouped by cursor, are staged one cursor after the
+//    other in (queue, partition, group) order: broker -> queue -> partition
+//    -> cursor (`stage_atom`). A cursor validates on a copy of its core and
+//    then defers everything else until settled. A refusal aborts: every
+//    staged cursor is settled with `false` and nothing was sealed, written
+//    or created.
+// 2. seal: only now are missing queues created and the pushes sealed
+//    (queue `seal_atom`: partitions created, offsets assigned), so an
+//    invalid ack never consumes an offset. Sealing in the partitions'
+//    serialized path keeps concurrent plain pushes in order.
+// 3. write: ONE batch with the sealed segments, the staged cursor records
+//    and DLQ entries, the stored answer (client id) and the deletion of a
+//    few expired ids; then every queue and cursor is settled with the
+//    outcome and the answer goes out.
+
+#include "actors/broker/broker_txn.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+
+#include "actors/queue/queue_actor.hpp"
+#include "storage/tables.hpp"
+
+namespace spool::actors {
+
+namespace {
+
+struct txn_run {
+  std::shared_ptr<txn_host> host;
+  core::txn_request req;
+  std::string id;
+  bool client_id = false;
+  core::txn_plan plan;
+  caf::typed_response_promise<txn_reply> rp;
+  // -- stage --
+  std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
+  // -- seal --
+  std::vector<push_token> tokens; ///< per plan.pushes
+  std::vector<storage::write_batch> push_batches;
+  std::vector<std::vector<push_item_result>> push_results;
+  std::size_t waiting = 0;
+  std::optional<storage::error> failure;
+  std::optional<core::txn_result> rollback;
+};
+
+using run_ptr = std::shared_ptr<txn_run>;
+
+storage::error unreachable(const caf::error& err) {
+  return storage::make_error(storage::ec::io_error,
+                             "actor unreachable: ", caf::to_string(err));
+}
+
+/// Answers the transaction and every repeat that waited for it.
+void answer(run_ptr run, txn_reply reply) {
+  auto& host = *run->host;
+  if (run->client_id) {
+    auto it = host.in_flight.find(run->id);
+    if (it != host.in_flight.end()) {
+      for (auto& waiter : it->second)
+        waiter.deliver(reply);
+      host.in_flight.erase(it);
+    }
+  }
+  run->rp.deliver(std::move(reply));
+}
+
+/// Settles every staged cursor and sealed push with the outcome.
+void settle_all(run_ptr run, bool commit) {
+  auto& host = *run->host;
+  for (std::size_t k = 0; k < run->staged.size(); ++k) {
+    auto& g = run->plan.acks[k];
+    if (run->staged[k].stage_id == 0)
+      continue;
+    if (auto q = host.find_queue(g.queue))
+      host.self->send(*q, settle_atom::value, g.partition, g.group,
+                      run->staged[k].stage_id, commit);
+  }
+  std::optional<storage::error> failure;
+  if (!commit)
+    failure = run->failure.value_or(storage::make_error(
+        storage::ec::conflict, "transaction ", run->id, " rolled back"));
+  for (std::size_t k = 0; k < run->tokens.size(); ++k) {
+    if (!run->tokens[k])
+      continue;
+    if (auto q = host.find_queue(run->plan.pushes[k].queue))
+      host.self
+          ->request(*q, caf::infinite, settle_atom::value, run->tokens[k],
+                    failure)
+          .then([](queue_push_reply&) {}, [](caf::error&) {});
+  }
+}
+
+/// Ends a transaction that did not commit: no trace is left.
+void abort(run_ptr run) {
+  settle_all(run, false);
+  if (run->rollback)
+    return answer(run, txn_reply{std::move(*run->rollback), std::nullopt});
+  core::txn_result r;
+  r.transaction_id = run->id;
+  r.error = run->failure ? run->failure->message : "transaction failed";
+  answer(run, txn_reply{std::move(r), run->failure});
+}
+
+/// The answer of a committed transaction, from the staged acks and the
+/// sealed pushes.
+core::txn_result result_of(txn_run& run) {
+  auto r = core::txn_success(run.id, run.req.ops.size());
+  for (std::size_t k = 0; k < run.plan.acks.size(); ++k) {
+    auto& g = run.plan.acks[k];
+    auto& replies = run.staged[k].replies;
+    for (std::size_t j = 0; j < g.ops.size() && j < replies.size(); ++j) {
+      r.results[g.ops[j]].lease_released = replies[j].lease_released;
+      r.results[g.ops[j]].dead_lettered = replies[j].dead_lettered;
+    }
+  }
+  for (std::size_t i = 0; i < run.req.ops.size(); ++i)
+    if (auto* push = std::get_if<core::txn_push_op>(&run.req.ops[i]))
+      r.results[i].items.resize(push->items.size());
+  for (std::size_t k = 0; k < run.plan.pushes.size(); ++k) {
+    auto& from = run.plan.pushes[k].from;
+    auto& results = run.push_results[k];
+    for (std::size_t j = 0; j < from.size() && j < results.size(); ++j) {
+      auto& src = results[j];
+      auto& dst = r.results[from[j].first].items[from[j].second];
+      dst.queue = src.queue;
+      dst.partition = src.partition;
+      dst.partition_uuid = src.partition_uuid;
+      dst.status = src.result.status == storage::frame_result::duplicate
+                       ? core::txn_push_status::duplicate
+                       : core::txn_push_status::queued;
+      dst.off = src.result.off;
+    }
+  }
+  return r;
+}
+
+void commit(run_ptr run) {
+  auto& host = *run->host;
+  storage::write_batch batch;
+  for (auto& b : run->push_batches)
+    for (auto& m : b.mutations)
+      batch.mutations.push_back(std::move(m));
+  for (auto& s : run->staged)
+    for (auto& m : s.batch.mutations)
+      batch.mutations.push_back(std::move(m));
+  auto result = result_of(*run);
+  if (run->client_id) {
+    auto now = host.node.wall();
+    batch.mutations.emplace_back(
+        storage::mut::put_txn{run->id, {now, core::encode_txn_result(result)}});
+    // Retention: every transaction write forgets a few expired ids (only
+    // if still expired when the batch applies: an id may run again).
+    auto cutoff = host.retention.cutoff(now);
+    if (auto t = host.node.store->db().read()) {
+      auto old = storage::tables::txns_before(*t, cutoff, host.retention.sweep);
+      t->abort();
+      if (old)
+        for (auto& id : *old)
+          if (id != run->id && !host.in_flight.contains(id))
+            batch.mutations.emplace_back(storage::mut::delete_txn{id, cutoff});
+    }
+  }
+  if (batch.mutations.empty()) { // duplicates and idempotent acks only
+    settle_all(run, true);
+    return answer(run, txn_reply{std::move(result), std::nullopt});
+  }
+  host.self
+      ->request(host.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then(
+          [run, result](write_result& w) mutable {
+            if (!w.ok()) {
+              run->failure = w.failure;
+              return abort(run);
+            }
+            settle_all(run, true);
+            answer(run, txn_reply{std::move(result), std::nullopt});
+          },
+          [run](caf::error& err) {
+            run->failure = unreachable(err);
+            abort(run);
+          });
+}
+
+void sealed_one(run_ptr run) {
+  if (--run->waiting > 0)
+    return;
+  if (run->failure || run->rollback)
+    return abort(run);
+  commit(run);
+}
+
+void seal_all(run_ptr run) {
+  auto& host = *run->host;
+  auto n = run->plan.pushes.size();
+  run->tokens.resize(n);
+  run->push_batches.resize(n);
+  run->push_results.resize(n);
+  run->waiting = n;
+  for (std::size_t k = 0; k < n; ++k) {
+    auto& part = run->plan.pushes[k];
+    std::vector<push_item> items;
+    items.reserve(part.from.size());
+    for (auto [op, j] : part.from) {
+      auto& item = std::get<core::txn_push_op>(run->req.ops[op]).items[j];
+      items.push_back(push_item{item.partition, std::move(item.frame)});
+    }
+    auto q = host.find_queue(part.queue);
+    if (!q) {
+      run->failure = storage::make_error(storage::ec::unknown_queue, "queue ",
+                                         part.queue, " vanished");
+      sealed_one(run);
+      continue;
+    }
+    host.self->request(*q, caf::infinite, seal_atom::value, std::move(items))
+        .then(
+            [run, k](prepared_push& p) {
+              // maxSize: a full queue rolls back, naming its first push op.
+              if (p.failure && p.failure->code == storage::ec::queue_full
+                  && !run->rollback)
+                run->rollback = core::txn_rollback(
+                    run->id, run->plan.pushes[k].from.front().first,
+                    p.failure->message);
+              else if (p.failure && !run->failure)
+                run->failure = p.failure;
+              run->tokens[k] = p.token;
+              run->push_batches[k] = std::move(p.batch);
+              run->push_results[k] = std::move(p.results);
+              sealed_one(run);
+            },
+            [run](caf::error& err) {
+              if (!run->failure)
+                run->failure = unreachable(err);
+              sealed_one(run);
+            });
+  }
+}
+
+/// Phase 2: every ack is staged; create missing queues, then seal.
+void push_phase(run_ptr run) {
+  if (run->plan.pushes.empty())
+    return commit(run);
+  std::vector<std::string> names;
+  for (auto& part : run->plan.pushes)
+    if (!run->host->find_queue(part.queue))
+      names.push_back(part.queue);
+  if (names.empty())
+    return seal_all(run);
+  run->host->create_queues(std::move(names),
+                           [run](std::optional<storage::error> failure) {
+                             if (failure) {
+                               run->failure = std::move(failure);
+                               return abort(run);
+                             }
+                             seal_all(run);
+                           });
+}
+
+/// Phase 1: stages the next cursor's acks (one at a time, in plan order).
+void stage_next(run_ptr run) {
+  auto k = run->staged.size();
+  if (k == run->plan.acks.size())
+    return push_phase(run);
+  auto& g = run->plan.acks[k];
+  auto q = run->host->find_queue(g.queue);
+  if (!q) {
+    run->rollback = core::txn_rollback(run->id, g.ops.front(),
+                                       to_string(core::ack_error::not_found));
+    return abort(run);
+  }
+  run->host->self
+      ->request(*q, caf::infinite, stage_atom::value, g.partition, g.group,
+                g.reqs)
+      .then(
+          [run, k](stage_reply& r) {
+            auto& g = run->plan.acks[k];
+            if (r.failure) {
+              run->failure = std::move(r.failure);
+              return abort(run);
+            }
+            if (r.refused) {
+              auto j = std::min(r.refused->index, g.ops.size() - 1);
+              run->rollback
+                  = core::txn_rollback(run->id, g.ops[j], r.refused->reason);
+              return abort(run);
+            }
+            run->staged.push_back(std::move(r));
+            stage_next(run);
+          },
+          [run](caf::error& err) {
+            run->failure = unreachable(err);
+            abort(run);
+          });
+}
+
+} // namespace
+
+caf::typed_response_promise<txn_reply>
+run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
+  auto& h = *host;
+  auto rp = h.self->make_response_promise<txn_reply>();
+  if (auto refused
+      = core::check_txn(req, h.node.frames, check_partition_name)) {
+    rp.deliver(txn_reply{std::move(*refused), std::nullopt});
+    return rp;
+  }
+  auto run = std::make_shared<txn_run>();
+  run->host = host;
+  run->rp = rp;
+  run->client_id = req.id.has_value();
+  run->id = req.id ? *req.id : h.node.store->make_uuid();
+  if (run->client_id) {
+    if (auto it = h.in_flight.find(run->id); it != h.in_flight.end()) {
+      it->second.push_back(rp); // answered with the first one's answer
+      return rp;
+    }
+    auto t = h.node.store->db().read();
+    if (!t) {
+      rp.deliver(txn_reply{{}, t.err()});
+      return rp;
+    }
+    auto stored = storage::tables::get_txn(*t, run->id);
+    t->abort();
+    if (!stored) {
+      rp.deliver(txn_reply{{}, stored.err()});
+      return rp;
+    }
+    if (*stored && !h.retention.expired((*stored)->created_at, h.node.wall())) {
+      auto r = core::decode_txn_result((*stored)->result);
+      if (!r) {
+        rp.deliver(txn_reply{
+            {},
+            storage::make_error(storage::ec::corrupt_record, "transaction ",
+                                run->id, ": stored answer does not decode")});
+        return rp;
+      }
+      rp.deliver(txn_reply{std::move(*r), std::nullopt});
+      return rp;
+    }
+    h.in_flight.emplace(run->id,
+                        std::vector<caf::typed_response_promise<txn_reply>>{});
+  }
+  run->req = std::move(req);
+  run->plan = core::plan_txn(run->req);
+  stage_next(run);
+  return rp;
+}
+
+} // namespace spool::actors

@@ -1,0 +1,43 @@
+#pragma once
+
+/// The broker's transaction runner (semantics.md §10, docs/transactions.md):
+/// validate-then-commit over the queue/partition/cursor actors. The rules
+/// live in `txn_core` and `cursor_txn`; this file only sequences messages.
+
+#include <caf/typed_response_promise.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/interfaces.hpp"
+#include "actors/node_context.hpp"
+
+namespace spool::actors {
+
+/// What a transaction needs from the broker that runs it.
+struct txn_host {
+  broker_actor::pointer self = nullptr;
+  node_context node;
+  core::txn_retention retention;
+  /// The coordinator of queue `name`, if it exists.
+  std::function<std::optional<queue_actor>(const std::string&)> find_queue;
+  /// Creates the named queues that do not exist yet (one durable write),
+  /// then calls back with the error, if any.
+  std::function<void(std::vector<std::string>,
+                     std::function<void(std::optional<storage::error>)>)>
+      create_queues;
+  /// Transactions with a client id in flight, with the promises of repeats
+  /// that arrived meanwhile (they get the first one's answer).
+  std::map<std::string, std::vector<caf::typed_response_promise<txn_reply>>>
+      in_flight;
+};
+
+/// Runs `req` and answers through the returned promise.
+caf::typed_response_promise<txn_reply>
+run_transaction(std::shared_ptr<txn_host> host, core::txn_request req);
+
+} // namespace spool::actors
