@@ -446,6 +446,20 @@ void delete_group(queue_ptr self, const delete_group_request& req,
             batch.mutations.emplace_back(
                 storage::mut::delete_subscription{q, req.group});
         }
+        // The group's DLQ entries stay, but requeues pending in its deleted
+        // cursors are forgotten: unmark them, so retention applies again.
+        if (!batch.mutations.empty())
+          if (auto t = st.cfg.node.store->db().read())
+            (void)storage::tables::scan_dlq(
+                *t, q, req.group, [&](const storage::dlq_entry& e) {
+                  if (e.requeued) {
+                    auto unmarked = e;
+                    unmarked.requeued = false;
+                    batch.mutations.emplace_back(
+                        storage::mut::put_dlq{q, req.group, unmarked});
+                  }
+                  return true;
+                });
         auto settle = [self, done, req, parts,
                        reply](std::optional<storage::error> failure) mutable {
           for (auto& p : parts)

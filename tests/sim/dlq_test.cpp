@@ -531,3 +531,27 @@ TEST_CASE("a configure that shortens dlqRetentionSeconds expires entries by "
   // 120 s old, retention now 100 s: swept at once, not in 14 days.
   CHECK(fx.stored().empty());
 }
+
+TEST_CASE("deleting a group forgets its pending requeues: their entries stay "
+          "and expire again",
+          "[sim][dlq][requeue][groups]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  fx.push("q", "p", {"a", "b"});
+  auto r = fx.pop("q", "p", "g");
+  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad a");
+  fx.ack("q", "p", "g", r, 1);
+  auto id = fx.page(dlq_fixture::group("g")).items.at(0).entry.id;
+  fx.push("q", "p", {"c"});
+  auto held = fx.pop("q", "p", "g", 1); // the requeue waits behind it
+  REQUIRE(fx.requeue(dlq_fixture::ids({id})).count == 1);
+  REQUIRE(fx.page(dlq_fixture::group("g")).items.at(0).entry.requeued);
+  auto del = fx.request<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::nullopt, true});
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  auto after = fx.page(dlq_fixture::group("g"));
+  REQUIRE(after.items.size() == 1); // DLQ entries stay
+  CHECK_FALSE(after.items[0].entry.requeued);
+}
