@@ -508,8 +508,11 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<delete_atom,
                     delete_group_request>::with<delete_group_reply>,
     /// Deletes the queue with everything of it in one write, answers its
-    /// parked pops empty, and quits.
+    /// parked pops empty, and quits after a grace period (requests in
+    /// flight are answered meanwhile).
     caf::replies_to<delete_atom>::with<delete_queue_reply>,
+    /// Internal: the grace period after a deletion is over.
+    caf::reacts_to<delete_atom, std::uint64_t>,
     /// Purges partitions of the queue.
     caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
     /// The oldest frame waiting for the group on any partition; 0: none.

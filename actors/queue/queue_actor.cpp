@@ -569,6 +569,9 @@ void sweep_idle(queue_ptr self) {
       groups_atom::value, std::optional<std::string>{});
 }
 
+/// How long a deleted queue lives on to answer requests in flight.
+constexpr auto deleted_queue_grace = std::chrono::seconds{30};
+
 caf::typed_response_promise<delete_queue_reply>
 on_delete_queue(queue_ptr self) {
   auto rp = self->make_response_promise<delete_queue_reply>();
@@ -585,8 +588,12 @@ on_delete_queue(queue_ptr self) {
       }
       answer_parked(self, [](const queue_pop_request&) { return true; });
       rp.deliver(delete_queue_reply{true, std::nullopt});
-      // The partitions and their cursors are linked: they go too.
-      self->quit(caf::exit_reason::user_shutdown);
+      // The broker sends nothing more here. Requests still in flight finish
+      // (their writes now fail: the queue is gone) and are answered; after
+      // a grace period the queue quits, and its linked partitions and
+      // cursors with it.
+      self->delayed_send(self, deleted_queue_grace, delete_atom::value,
+                         std::uint64_t{0});
     };
     self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                   std::move(batch))
@@ -1113,6 +1120,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_delete_group(self, req);
       },
       [self](delete_atom) { return on_delete_queue(self); },
+      [self](delete_atom, std::uint64_t) {
+        self->quit(caf::exit_reason::user_shutdown);
+      },
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);
       },

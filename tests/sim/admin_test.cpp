@@ -476,3 +476,23 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   CHECK(rest.claimed[0].reply.messages.size() == 3);
   CHECK(rest.claimed[0].reply.messages[0].frame.data.payload == "c");
 }
+
+TEST_CASE("requests in flight when their queue is deleted are still answered",
+          "[sim][admin][queues]") {
+  admin_fixture fx;
+  fx.push("q", "p", {"a"});
+  std::vector<actors::broker_push_item> v{{"q", {"fresh", msg("b")}}};
+  // A push that must create a partition, a pop, then the deletion.
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  auto popped = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, fx.req("g"));
+  auto del = fx.request_later<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, std::string{"q"});
+  fx.run();
+  REQUIRE(*del);
+  CHECK((*del)->existed);
+  REQUIRE(*pushed); // answered: stored before the deletion, or refused
+  REQUIRE(*popped);
+  CHECK(fx.info().queues.empty());
+}
