@@ -28,6 +28,7 @@
 
 #include "actors/broker/broker_txn.hpp"
 #include "actors/broker/priority.hpp"
+#include "actors/create_missing.hpp"
 #include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_reader.hpp"
 #include "actors/fan_out.hpp"
@@ -107,43 +108,14 @@ storage::queue_record new_queue_record(broker_ptr self,
 /// error, if any).
 void ensure_queues(broker_ptr self, std::vector<std::string> names,
                    std::function<void(std::optional<storage::error>)> k) {
-  auto& st = self->state;
-  auto missing = [self](const std::vector<std::string>& ns) {
-    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
-      return !self->state.queues.contains(n);
-    });
-  };
-  if (!missing(names))
-    return k(std::nullopt); // the usual case: nothing to create
-  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
-    auto& st = self->state;
-    storage::write_batch create;
-    std::vector<storage::queue_record> fresh;
-    for (auto& name : names)
-      if (!st.queues.contains(name)) {
-        fresh.push_back(new_queue_record(self, name));
-        create.mutations.emplace_back(storage::mut::create_queue{fresh.back()});
-      }
-    if (fresh.empty())
-      return k(std::nullopt);
-    st.gate.enter();
-    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                  std::move(create))
-        .then(
-            [self, fresh, k](write_result& r) {
-              std::optional<storage::error> failure = r.failure;
-              if (r.ok())
-                for (auto& rec : fresh)
-                  if (auto ok = add_queue(self, rec, {}); !ok && !failure)
-                    failure = ok.err();
-              self->state.gate.leave();
-              k(std::move(failure));
-            },
-            [self, k](caf::error& err) {
-              self->state.gate.leave();
-              k(unreachable(err));
-            });
-  });
+  create_missing<std::remove_pointer_t<broker_ptr>, storage::queue_record>(
+      self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
+      [self](const std::string& n) { return self->state.queues.contains(n); },
+      [self](const std::string& n) { return new_queue_record(self, n); },
+      [self](const storage::queue_record& rec) {
+        return add_queue(self, rec, {});
+      },
+      std::move(k));
 }
 
 void wake(broker_ptr self);

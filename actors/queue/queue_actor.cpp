@@ -32,6 +32,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/create_missing.hpp"
 #include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/fan_out.hpp"
@@ -260,47 +261,19 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
 /// error, if any).
 void ensure_partitions(queue_ptr self, std::vector<std::string> names,
                        std::function<void(std::optional<storage::error>)> k) {
-  auto& st = self->state;
-  auto missing = [self](const std::vector<std::string>& ns) {
-    return std::any_of(ns.begin(), ns.end(), [self](auto& n) {
-      return !self->state.partitions.contains(n);
-    });
-  };
-  if (!missing(names))
-    return k(std::nullopt); // the usual case: nothing to create
-  st.gate.wait([self, names = std::move(names), k = std::move(k)]() mutable {
-    auto& st = self->state;
-    storage::write_batch create;
-    std::vector<storage::partition_record> fresh;
-    for (auto& name : names)
-      if (!st.partitions.contains(name)
-          && std::none_of(fresh.begin(), fresh.end(),
-                          [&](auto& r) { return r.name == name; })) {
-        fresh.push_back(
-            new_partition_record(st.cfg.node, st.cfg.record.id, name));
-        create.mutations.emplace_back(
-            storage::mut::create_partition{fresh.back()});
-      }
-    if (fresh.empty())
-      return k(std::nullopt);
-    st.gate.enter();
-    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                  std::move(create))
-        .then(
-            [self, fresh, k](write_result& r) {
-              std::optional<storage::error> failure = r.failure;
-              if (r.ok())
-                for (auto& rec : fresh)
-                  if (auto ok = add_partition(self, rec); !ok && !failure)
-                    failure = ok.err();
-              self->state.gate.leave();
-              k(std::move(failure));
-            },
-            [self, k](caf::error& err) {
-              self->state.gate.leave();
-              k(writer_error(err));
-            });
-  });
+  create_missing<std::remove_pointer_t<queue_ptr>, storage::partition_record>(
+      self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
+      [self](const std::string& n) {
+        return self->state.partitions.contains(n);
+      },
+      [self](const std::string& n) {
+        auto& st = self->state;
+        return new_partition_record(st.cfg.node, st.cfg.record.id, n);
+      },
+      [self](const storage::partition_record& rec) {
+        return add_partition(self, rec);
+      },
+      std::move(k));
 }
 
 // -- configure ----------------------------------------------------------------

@@ -1,0 +1,76 @@
+#pragma once
+
+/// Creating what a request needs and the directory lacks (queues in the
+/// broker, partitions in a queue): one durable write, one creation at a time
+/// through the owner's `creation_gate`, so two concurrent first pushes to a
+/// new name create it once. The one piece of code behind both.
+
+#include <caf/error.hpp>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/creation_gate.hpp"
+#include "actors/interfaces.hpp"
+
+namespace spool::actors {
+
+inline storage::mutation creation_of(const storage::queue_record& rec) {
+  return storage::mut::create_queue{rec};
+}
+
+inline storage::mutation creation_of(const storage::partition_record& rec) {
+  return storage::mut::create_partition{rec};
+}
+
+/// Creates the entries of `names` that `exists` does not find: records from
+/// `make`, written in one batch, then registered with `add`; then calls `k`
+/// (with the first error, if any). `gate` lives in the owner's state.
+template <class Self, class Record>
+void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
+                    std::vector<std::string> names,
+                    std::function<bool(const std::string&)> exists,
+                    std::function<Record(const std::string&)> make,
+                    std::function<storage::expected<void>(const Record&)> add,
+                    std::function<void(std::optional<storage::error>)> k) {
+  if (std::all_of(names.begin(), names.end(), exists))
+    return k(std::nullopt); // the usual case: nothing to create
+  gate->wait([self, gate, writer, names = std::move(names),
+              exists = std::move(exists), make = std::move(make),
+              add = std::move(add), k = std::move(k)]() mutable {
+    storage::write_batch create;
+    std::vector<Record> fresh;
+    for (auto& name : names)
+      if (!exists(name)
+          && std::none_of(fresh.begin(), fresh.end(),
+                          [&](auto& r) { return r.name == name; })) {
+        fresh.push_back(make(name));
+        create.mutations.push_back(creation_of(fresh.back()));
+      }
+    if (fresh.empty())
+      return k(std::nullopt);
+    gate->enter();
+    self->request(writer, caf::infinite, write_atom::value, std::move(create))
+        .then(
+            [gate, fresh, add, k](write_result& r) {
+              std::optional<storage::error> failure = r.failure;
+              if (r.ok())
+                for (auto& rec : fresh)
+                  if (auto ok = add(rec); !ok && !failure)
+                    failure = ok.err();
+              gate->leave();
+              k(std::move(failure));
+            },
+            [gate, k](caf::error& err) {
+              gate->leave();
+              k(storage::make_error(
+                  storage::ec::io_error,
+                  "writer unreachable: ", caf::to_string(err)));
+            });
+  });
+}
+
+} // namespace spool::actors
