@@ -388,27 +388,22 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
     rp.deliver(dlq_count_reply{});
     return rp;
   }
-  auto total = std::make_shared<dlq_count_reply>();
-  auto waiting = std::make_shared<std::size_t>(parts.size());
-  auto one_done = [rp, total, waiting]() mutable {
-    if (--*waiting == 0)
-      rp.deliver(*total);
-  };
+  std::vector<std::pair<
+      queue_actor, std::pair<std::string, std::vector<storage::dlq_entry>>>>
+      asks;
   for (auto& [key, entries] : parts)
-    self->request(self->state.queues.at(key.first), caf::infinite,
-                  requeue_atom::value, key.second, std::move(entries))
-        .then(
-            [total, one_done](dlq_count_reply& r) mutable {
-              total->count += r.count;
-              if (r.failure && !total->failure)
-                total->failure = r.failure;
-              one_done();
-            },
-            [total, one_done](caf::error& err) mutable {
-              if (!total->failure)
-                total->failure = unreachable(err);
-              one_done();
-            });
+    asks.push_back(
+        {self->state.queues.at(key.first), {key.second, std::move(entries)}});
+  gather<dlq_count_reply>(
+      asks.size(),
+      [&](std::size_t i) {
+        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
+                             asks[i].second.first,
+                             std::move(asks[i].second.second));
+      },
+      [rp](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        rp.deliver(total_of(slots));
+      });
   return rp;
 }
 

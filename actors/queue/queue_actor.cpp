@@ -916,29 +916,19 @@ on_requeue(queue_ptr self, const std::string& group,
     rp.deliver(dlq_count_reply{});
     return rp;
   }
-  auto total = std::make_shared<dlq_count_reply>();
-  auto waiting = std::make_shared<std::size_t>(parts.size());
-  auto one_done = [self, rp, total, waiting]() mutable {
-    if (--*waiting > 0)
-      return;
-    rp.deliver(*total);
-    wake(self);
-  };
+  std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
   for (auto& [_, slot] : parts)
-    self->request(slot.first, caf::infinite, requeue_atom::value, group,
-                  std::move(slot.second))
-        .then(
-            [total, one_done](dlq_count_reply& r) mutable {
-              total->count += r.count;
-              if (r.failure && !total->failure)
-                total->failure = r.failure;
-              one_done();
-            },
-            [total, one_done](caf::error& err) mutable {
-              if (!total->failure)
-                total->failure = writer_error(err);
-              one_done();
-            });
+    asks.push_back(std::move(slot));
+  gather<dlq_count_reply>(
+      asks.size(),
+      [&](std::size_t i) {
+        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
+                             group, std::move(asks[i].second));
+      },
+      [self, rp](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        rp.deliver(total_of(slots));
+        wake(self);
+      });
   return rp;
 }
 
