@@ -279,6 +279,17 @@ struct delete_group_request {
   std::string group;
   std::optional<std::string> queue; ///< none: every queue
   bool delete_metadata = true;      ///< also its subscription records
+  /// The idle sweep's guard: a cursor active after this wall time, or
+  /// holding a lease, refuses and the deletion is abandoned (`busy`). The
+  /// default never refuses.
+  storage::micros active_after = INT64_MAX;
+};
+
+/// A cursor's (and its partition's) answer to the first phase of a group
+/// deletion.
+struct delete_vote {
+  bool had = false;    ///< the group had state here (its record is deleted)
+  bool active = false; ///< refused: active after the cutoff or leased
 };
 
 struct delete_group_reply {
@@ -401,9 +412,10 @@ using cursor_actor = caf::typed_actor<
     caf::reacts_to<options_atom, core::cursor_policy, core::visibility_policy>,
     /// Introspection of the cursor (lag, lease, idle time).
     caf::replies_to<info_atom, partition_view>::with<cursor_info>,
-    /// Group deletion, first phase: stops serving (pops empty, acks refused)
-    /// and answers whether the group has a stored record here.
-    caf::replies_to<delete_atom>::with<bool>,
+    /// Group deletion, first phase: unless active after the cutoff (or
+    /// leased, with a cutoff), stops serving (pops empty, acks refused) and
+    /// answers whether the group has a stored record here.
+    caf::replies_to<delete_atom, storage::micros>::with<delete_vote>,
     /// Group deletion, second phase: durable (true: the cursor quits) or
     /// failed (false: it serves again).
     caf::reacts_to<delete_atom, bool>,
@@ -446,9 +458,11 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<groups_atom,
                     std::optional<std::string>>::with<std::vector<cursor_info>>,
     /// Group deletion, first phase (see the cursor's): whether the group
-    /// had a cursor here.
-    caf::replies_to<delete_atom, std::string>::with<bool>,
-    /// Group deletion, second phase: durable or failed.
+    /// had a cursor here, or refused as active after the cutoff.
+    caf::replies_to<delete_atom, std::string,
+                    storage::micros>::with<delete_vote>,
+    /// Group deletion, second phase: durable or failed. Reaches only the
+    /// cursor the first phase stopped (not one created since).
     caf::reacts_to<delete_atom, std::string, bool>,
     /// Purge: deletes whole segments below the offset (none: all) durably;
     /// answers whether the watermark moved.
@@ -633,6 +647,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_vote)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::cursor_info>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)

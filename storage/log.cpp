@@ -164,7 +164,24 @@ void partition_log::settle(const sealed_append& s,
       ps.state = outcome;
       break;
     }
+  // Failed seals with nothing sealed after them give their offsets back: the
+  // next seal reuses them, so a refused or failed push leaves no gap.
+  while (!order_.empty() && order_.back().state == pending_seal::failed) {
+    next_ = order_.back().first;
+    order_.pop_back();
+  }
+  auto durable_after = [this](std::size_t i) {
+    return std::any_of(order_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                       order_.end(), [](const pending_seal& ps) {
+                         return ps.state == pending_seal::durable;
+                       });
+  };
   while (!order_.empty() && order_.front().state != pending_seal::in_flight) {
+    // A failed seal followed only by seals still in flight may yet give its
+    // offsets back (should they all fail); one before a durable seal is a
+    // gap for good.
+    if (order_.front().state == pending_seal::failed && !durable_after(0))
+      break;
     if (order_.front().state == pending_seal::durable)
       for (auto& a : order_.front().segments)
         advance_partition(durable_, a.base, a.frame_count, a.created_at);

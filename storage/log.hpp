@@ -5,6 +5,7 @@
 /// read transaction: reads across segments, the timestamp walk, retention
 /// planning). Reads see only committed, i.e. durable, segments.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -78,12 +79,18 @@ public:
   /// (a multi-partition batch can wait for another partition); the record
   /// advances only over the settled prefix, in seal order.
   void durable(const sealed_append& s);
-  /// The sealed append's commit failed: its ids are forgotten; its offsets
-  /// stay a gap (never reused while this log lives).
+  /// The sealed append's commit failed (or its push was refused after
+  /// sealing): its ids are forgotten. Its offsets are given back when no
+  /// seal after it is durable and every seal after it failed too (the next
+  /// seal reuses them, offsets stay dense); otherwise they stay a gap, never
+  /// reused while this log lives.
   void failed(const sealed_append& s);
   /// Seals neither durable nor failed yet.
   std::size_t in_flight() const noexcept {
-    return order_.size();
+    return static_cast<std::size_t>(
+        std::count_if(order_.begin(), order_.end(), [](const auto& ps) {
+          return ps.state == pending_seal::in_flight;
+        }));
   }
   /// Retention or purge committed: moves the durable watermark.
   void watermark_moved(offset watermark);

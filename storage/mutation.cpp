@@ -270,6 +270,15 @@ expected<void> apply_one(txn& t, const mut::put_dlq& m) {
   return bump_counters(t, &id_counters::next_dlq, m.entry.id);
 }
 
+expected<void> apply_one(txn& t, const mut::update_dlq& m) {
+  auto stored = tables::get_dlq(t, m.queue, m.group, m.entry.id);
+  if (!stored)
+    return std::move(stored).err();
+  if (!*stored)
+    return {}; // deleted meanwhile: the deletion wins
+  return tables::put_dlq(t, m.queue, m.group, m.entry);
+}
+
 expected<void> apply_one(txn& t, const mut::delete_dlq& m) {
   SPOOL_TRY(tables::delete_dlq(t, m.queue, m.group, m.id));
   return {};

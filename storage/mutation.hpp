@@ -148,6 +148,20 @@ struct put_dlq {
   }
 };
 
+/// Rewrites a stored dead-letter entry (same id) only while it is still
+/// stored: a deletion committed before this write wins, without an error.
+/// Entries read, changed and written back use it, so a concurrent delete is
+/// never undone.
+struct update_dlq {
+  queue_id queue;
+  std::string group;
+  dlq_entry entry;
+  template <class F>
+  friend auto fields(F& f, update_dlq& x) {
+    return f(x.queue, x.group, x.entry);
+  }
+};
+
 struct delete_dlq {
   queue_id queue;
   std::string group;
@@ -189,7 +203,7 @@ using mutation
                    mut::delete_segments, mut::expect_dedup, mut::put_cursor,
                    mut::delete_cursor, mut::put_subscription,
                    mut::delete_subscription, mut::put_dlq, mut::delete_dlq,
-                   mut::put_txn, mut::delete_txn>;
+                   mut::put_txn, mut::delete_txn, mut::update_dlq>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

@@ -146,7 +146,10 @@ storage::write_batch state_batch(const cursor_config& cfg,
       e->failed_at = cfg.wall();
       e->requeued = false;
       written.push_back(e->failed_at);
-      b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, *e});
+      // Read, changed and written back: a deletion committed in between
+      // must win, so the rewrite applies only while the entry is stored.
+      b.mutations.emplace_back(
+          storage::mut::update_dlq{cfg.queue, cfg.group, *e});
       continue;
     }
     if (cfg.policy.drop_dead_letters) {
@@ -172,7 +175,8 @@ storage::write_batch state_batch(const cursor_config& cfg,
   for (auto id : changes.marked)
     if (auto e = load_entry(cfg, id)) {
       e->requeued = true;
-      b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, *e});
+      b.mutations.emplace_back(
+          storage::mut::update_dlq{cfg.queue, cfg.group, *e});
     }
   return b;
 }
@@ -617,19 +621,23 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](info_atom, const partition_view& view) {
         return describe(self, view); // read-only: answered while staged too
       },
-      [self](delete_atom) -> caf::result<bool> {
+      [self](delete_atom,
+             storage::micros active_after) -> caf::result<delete_vote> {
         auto& st = self->state;
         if (st.staged)
           return caf::skip; // the transaction's record would outlive it
+        if (active_after != INT64_MAX
+            && (st.core->lease() || st.core->last_activity() > active_after))
+          return delete_vote{false, true};
         st.deleting = true;
         if (st.core->lease() || st.core->last_activity() > 0)
-          return true;
+          return delete_vote{true, false};
         auto t = st.cfg.store->db().read();
         if (!t)
-          return true; // cannot tell: count it
+          return delete_vote{true, false}; // cannot tell: count it
         auto rec = storage::tables::get_cursor(*t, st.cfg.queue,
                                                st.cfg.partition, st.cfg.group);
-        return !rec || rec->has_value();
+        return delete_vote{!rec || rec->has_value(), false};
       },
       [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
         if (self->state.staged)

@@ -31,6 +31,9 @@ struct partition_state {
   std::unique_ptr<storage::partition_log> log;
   std::unique_ptr<storage::segment_encoder> enc;
   std::unordered_map<std::string, cursor_actor> cursors;
+  /// Cursors stopped by the first phase of a group deletion, by group: the
+  /// second phase reaches only these (never a cursor created since).
+  std::unordered_map<std::string, cursor_actor> deleting;
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -211,22 +214,27 @@ on_groups(partition_ptr self, const std::optional<std::string>& only) {
   return rp;
 }
 
-caf::typed_response_promise<bool> on_delete_group(partition_ptr self,
-                                                  const std::string& group) {
-  auto rp = self->make_response_promise<bool>();
+caf::typed_response_promise<delete_vote>
+on_delete_group(partition_ptr self, const std::string& group,
+                storage::micros active_after) {
+  auto rp = self->make_response_promise<delete_vote>();
   auto names = groups_here(self, group);
   if (names && names->empty()) {
-    rp.deliver(false);
+    rp.deliver(delete_vote{false, false});
     return rp;
   }
   auto c = cursor_for(self, group);
   if (!c) {
-    rp.deliver(true); // cannot tell: the delete mutation is harmless
+    // Cannot tell: the delete mutation is harmless.
+    rp.deliver(delete_vote{true, false});
     return rp;
   }
-  self->request(*c, caf::infinite, delete_atom::value)
-      .then([rp](bool had) mutable { rp.deliver(had); },
-            [rp](caf::error&) mutable { rp.deliver(true); });
+  self->state.deleting[group] = *c;
+  self->request(*c, caf::infinite, delete_atom::value, active_after)
+      .then([rp](delete_vote& v) mutable { rp.deliver(v); },
+            [rp](caf::error&) mutable {
+              rp.deliver(delete_vote{true, false});
+            });
   return rp;
 }
 
@@ -455,16 +463,20 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](groups_atom, const std::optional<std::string>& group) {
         return on_groups(self, group);
       },
-      [self](delete_atom, const std::string& group) {
-        return on_delete_group(self, group);
+      [self](delete_atom, const std::string& group,
+             storage::micros active_after) {
+        return on_delete_group(self, group, active_after);
       },
       [self](delete_atom, const std::string& group, bool durable) {
         auto& st = self->state;
-        auto it = st.cursors.find(group);
-        if (it == st.cursors.end())
-          return;
-        self->send(it->second, delete_atom::value, durable);
-        if (durable)
+        auto stopped = st.deleting.find(group);
+        if (stopped == st.deleting.end())
+          return; // the first phase stopped no cursor here
+        auto c = std::move(stopped->second);
+        st.deleting.erase(stopped);
+        self->send(c, delete_atom::value, durable);
+        if (auto it = st.cursors.find(group);
+            durable && it != st.cursors.end() && it->second == c)
           st.cursors.erase(it); // the next contact is a first one
       },
       [self](purge_atom, const std::optional<storage::offset>& below) {

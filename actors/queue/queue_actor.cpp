@@ -397,15 +397,28 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
 void delete_group(queue_ptr self, const delete_group_request& req,
                   std::function<void(delete_group_reply)> done) {
   auto parts = all_partitions(self);
-  fan_out<bool>(
+  fan_out<delete_vote>(
       self, parts,
-      [self, done, req, parts](std::vector<fanned<bool>> had) mutable {
+      [self, done, req, parts](std::vector<fanned<delete_vote>> votes) mutable {
         auto& st = self->state;
         auto q = st.cfg.record.id;
+        auto active = std::any_of(votes.begin(), votes.end(), [](auto& v) {
+          return v.reply && v.reply->active;
+        });
+        if (active) { // the idle sweep's guard: used since it looked
+          for (auto& p : parts)
+            self->send(p, delete_atom::value, req.group, false);
+          done(delete_group_reply{
+              0, false,
+              storage::make_error(storage::ec::busy, "Consumer group ",
+                                  req.group, " is active on queue ",
+                                  st.cfg.record.name)});
+          return;
+        }
         storage::write_batch batch;
         delete_group_reply reply;
         for (std::size_t i = 0; i < parts.size(); ++i)
-          if (!had[i].reply || *had[i].reply) {
+          if (!votes[i].reply || votes[i].reply->had) {
             ++reply.deleted_partitions;
             batch.mutations.emplace_back(storage::mut::delete_cursor{
                 q, st.partitions.at(st.ring[i]).rec.id, req.group});
@@ -429,7 +442,7 @@ void delete_group(queue_ptr self, const delete_group_request& req,
                     auto unmarked = e;
                     unmarked.requeued = false;
                     batch.mutations.emplace_back(
-                        storage::mut::put_dlq{q, req.group, unmarked});
+                        storage::mut::update_dlq{q, req.group, unmarked});
                   }
                   return true;
                 });
@@ -459,7 +472,7 @@ void delete_group(queue_ptr self, const delete_group_request& req,
                   settle(writer_error(err));
                 });
       },
-      delete_atom::value, req.group);
+      delete_atom::value, req.group, req.active_after);
 }
 
 caf::typed_response_promise<delete_group_reply>
@@ -525,9 +538,14 @@ void sweep_idle(queue_ptr self) {
         for (auto& [name, g] : groups) {
           if (g.busy || now - g.last < idle_us)
             continue;
-          delete_group(self, {name, st.cfg.record.name, true},
+          // Judged on what the fan-out saw: a cursor used since refuses.
+          delete_group(self, {name, st.cfg.record.name, true, g.last},
                        [self, name](delete_group_reply r) {
-                         if (r.failure)
+                         if (r.failure && r.failure->code == storage::ec::busy)
+                           spdlog::debug("queue {}: idle group {} active "
+                                         "again, kept",
+                                         self->state.cfg.record.name, name);
+                         else if (r.failure)
                            spdlog::warn("queue {}: idle group {} not deleted: "
                                         "{}",
                                         self->state.cfg.record.name, name,

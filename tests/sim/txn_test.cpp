@@ -117,6 +117,16 @@ struct txn_fixture : sim_fixture {
     broker = *b;
   }
 
+  /// Makes `q` a queue with maxSize 1 holding one message ("a").
+  void fill(const std::string& q) {
+    actors::configure_request c;
+    c.queue = q;
+    c.options.max_size = 1;
+    REQUIRE(request<actors::configure_reply>(broker,
+                                             actors::configure_atom::value, c));
+    push(q, "a");
+  }
+
   void close_gate() {
     gate_st->closed = true;
   }
@@ -642,12 +652,7 @@ TEST_CASE("a group deletion waits for the group's staged transaction",
 TEST_CASE("a transaction pushing to a full queue rolls back naming the push",
           "[sim][txn][maxsize]") {
   txn_fixture fx;
-  actors::configure_request c;
-  c.queue = "q";
-  c.options.max_size = 1;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
-  fx.push("q", "a"); // q is full
+  fx.fill("q"); // holds "a" and is full
   fx.push("src", "s0");
   auto lease = fx.lease_of(fx.pop("src", "g", 1));
   core::txn_request req;
@@ -661,6 +666,27 @@ TEST_CASE("a transaction pushing to a full queue rolls back naming the push",
   CHECK(fx.cursor("src", "g")->committed == offset{-1});
   CHECK(fx.pop("src", "g").claimed.empty());
   CHECK(fx.stored("q").second == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("a transaction refused by a full queue leaves no offset gap in "
+          "the other queue it sealed",
+          "[sim][txn][maxsize]") {
+  txn_fixture fx;
+  fx.fill("q"); // holds "a" and is full
+  fx.push("other", "o0");
+  core::txn_request req;
+  req.ops.push_back(push_op("other", {{"x", ""}, {"y", ""}}));
+  req.ops.push_back(push_op("q", {{"b", ""}}));
+  auto r = fx.txn(req);
+  CHECK(!r.result.success);
+  CHECK(r.result.error == "operations[1]: Queue q is full");
+  auto next = fx.push("other", "o1");
+  REQUIRE(next.results.size() == 1);
+  CHECK(next.results[0].result.off == offset{1});
+  auto [p, payloads] = fx.stored("other");
+  CHECK(p.next_offset == offset{2});
+  CHECK(p.watermark == offset{0});
+  CHECK(payloads == std::vector<std::string>{"o0", "o1"});
 }
 
 TEST_CASE("the release of an unwritten lease waits for the group's staged "

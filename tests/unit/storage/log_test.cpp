@@ -241,7 +241,7 @@ TEST_CASE("seals committed out of order become readable in offset order",
   REQUIRE(fx.commit(spool::storage::write_batch{s2.mutations}));
   log.durable(s2);
   CHECK(log.record().next_offset == offset{0});
-  CHECK(log.in_flight() == 2);
+  CHECK(log.in_flight() == 1);
   REQUIRE(fx.commit(spool::storage::write_batch{s1.mutations}));
   log.durable(s1);
   CHECK(log.record().next_offset == offset{20});
@@ -309,4 +309,50 @@ TEST_CASE("a late segment may fill a hole but never overlap or break stamp "
   // The real one fills the hole.
   REQUIRE(fx.commit(spool::storage::write_batch{s1->mutations}));
   CHECK(fx.read(p, offset{0}).frames.size() == 10);
+}
+
+TEST_CASE("a failed seal with nothing sealed after it gives its offsets back",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto seal = [&](std::size_t n, const std::string& prefix) {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto s = log.seal(*t, msgs(n, prefix), 1'000'000, fx.enc);
+    REQUIRE(s);
+    return *s;
+  };
+  SECTION("the newest seal fails: the next seal reuses its offsets") {
+    auto s1 = seal(5, "a");
+    log.failed(s1);
+    CHECK(log.next_offset() == offset{0});
+    auto s2 = seal(3, "b");
+    CHECK(s2.first == offset{0});
+    REQUIRE(fx.commit(spool::storage::write_batch{s2.mutations}));
+    log.durable(s2);
+    CHECK(log.record() == fx.stored(p));
+    CHECK(log.record().watermark == offset{0});
+    CHECK(fx.read(p, offset{0}).frames.size() == 3);
+  }
+  SECTION("two seals fail oldest first: both are given back") {
+    auto s1 = seal(5, "a");
+    auto s2 = seal(5, "b");
+    log.failed(s1);
+    CHECK(log.next_offset() == offset{10}); // s2 may still commit
+    CHECK(log.in_flight() == 1);
+    log.failed(s2);
+    CHECK(log.next_offset() == offset{0});
+    CHECK(log.in_flight() == 0);
+  }
+  SECTION("a failed seal before one that commits stays a gap") {
+    auto s1 = seal(5, "a");
+    auto s2 = seal(5, "b");
+    log.failed(s1);
+    REQUIRE(fx.commit(spool::storage::write_batch{s2.mutations}));
+    log.durable(s2);
+    CHECK(log.next_offset() == offset{10});
+    CHECK(log.record() == fx.stored(p));
+    CHECK(log.record().watermark == offset{5});
+  }
 }

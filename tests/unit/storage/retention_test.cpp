@@ -153,14 +153,19 @@ TEST_CASE("retention across a failed write moves the watermark to the next "
   partition_log log{p, {.max_frames = 10, .max_bytes = 1 << 20}};
   REQUIRE(fx.append(log, msgs(10), 1'000'000));
   {
-    // Offsets 10..19 are sealed but their commit fails: a gap.
+    // Offsets 10..19 are sealed but their commit fails after 20..29 were
+    // sealed and committed: a gap for good.
     auto t = fx.store->db().read();
     REQUIRE(t);
     auto lost = log.seal(*t, msgs(10), 1'000'000, fx.enc);
     REQUIRE(lost);
+    auto kept = log.seal(*t, msgs(10), 2'000'000, fx.enc);
+    REQUIRE(kept);
+    t->abort();
+    REQUIRE(fx.commit(spool::storage::write_batch{kept->mutations}));
+    log.durable(*kept);
     log.failed(*lost);
   }
-  REQUIRE(fx.append(log, msgs(10), 2'000'000));
   auto m = plan(fx, p, {.created_before = 1'500'000});
   REQUIRE(m);
   CHECK(m->new_watermark == offset{20});

@@ -224,3 +224,36 @@ TEST_CASE("deleting a queue removes all of its data and nothing else",
   REQUIRE(!again);
   CHECK(again.err().code == ec::unknown_queue);
 }
+
+TEST_CASE("a DLQ entry rewritten after its deletion stays deleted",
+          "[storage][tables][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  dlq_entry e;
+  e.id = fx.store->next_dlq_id();
+  e.partition = p.id;
+  e.message.off = offset{5};
+  e.error = "first";
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
+  auto stored = [&]() -> std::optional<dlq_entry> {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto got = tables::get_dlq(*t, p.queue, "g", e.id);
+    REQUIRE(got);
+    return *got;
+  };
+  auto changed = e;
+  changed.error = "again";
+  changed.requeued = true;
+  SECTION("while stored, the rewrite applies") {
+    REQUIRE(fx.commit(write_batch{{mut::update_dlq{p.queue, "g", changed}}}));
+    REQUIRE(stored());
+    CHECK(stored()->error == "again");
+    CHECK(stored()->requeued);
+  }
+  SECTION("a deletion committed first wins, without an error") {
+    REQUIRE(fx.commit(write_batch{{mut::delete_dlq{p.queue, "g", e.id}}}));
+    REQUIRE(fx.commit(write_batch{{mut::update_dlq{p.queue, "g", changed}}}));
+    CHECK(!stored());
+  }
+}
