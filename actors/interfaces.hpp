@@ -24,6 +24,7 @@
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/partition/visibility.hpp"
 #include "actors/queue/options.hpp"
+#include "actors/queue/subscription.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -62,6 +63,7 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
+using seed_atom = caf::atom_constant<caf::atom("seed")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -183,6 +185,9 @@ struct queue_pop_request {
   bool wait = false;
   std::chrono::milliseconds timeout{30'000};
   std::string lease_id; ///< one id for every partition claimed
+  /// Where the group starts if this is its first pop on the queue
+  /// (semantics.md §5); ignored once the group is registered.
+  core::subscription_params subscription;
 };
 
 /// What one claimed partition delivered.
@@ -457,6 +462,10 @@ using partition_actor = caf::typed_actor<
     /// The cursors of one group (or every group) on this partition.
     caf::replies_to<groups_atom,
                     std::optional<std::string>>::with<std::vector<cursor_info>>,
+    /// A group's registration on the queue: where its cursor starts here
+    /// under `record` (none: it has a cursor or a stored row here already).
+    caf::replies_to<seed_atom, std::string, storage::subscription_record>::with<
+        std::optional<storage::offset>>,
     /// Group deletion, first phase (see the cursor's): whether the group
     /// had a cursor here, or refused as active after the cutoff.
     caf::replies_to<delete_atom, std::string,
@@ -648,6 +657,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_vote)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::subscription_record)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_info)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::cursor_info>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)
@@ -655,7 +666,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)

@@ -23,6 +23,10 @@ struct node_context {
   std::function<storage::micros()> wall;
   /// Counters (none: not counted).
   std::shared_ptr<node_metrics> metrics;
+  /// Where a group starts when its first pop names no mode
+  /// (`defaultSubscriptionMode`, semantics.md §5).
+  storage::subscription_mode default_subscription
+      = storage::subscription_mode::all;
 
   /// Errors name `who` ("broker: no store").
   storage::expected<void> validate(const char* who) const;

@@ -59,6 +59,14 @@ std::string apply(server_options& opts, std::string_view name,
     return number(name, value, 1, std::uint64_t{1} << 32, opts.pop.max_bytes);
   } else if (name == "pop-max-parked") {
     return number(name, value, 0, 10'000'000, opts.pop.max_parked);
+  } else if (name == "default-subscription-mode") {
+    if (value == "all")
+      opts.default_subscription_new = false;
+    else if (value == "new" || value == "new-only")
+      opts.default_subscription_new = true;
+    else
+      return "default-subscription-mode must be all or new, got '" + value
+             + "'";
   } else if (name == "priority-max-starvation-seconds") {
     return number(name, value, 0, 86'400, opts.pop.max_starvation_s);
   } else {
@@ -85,6 +93,7 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
       {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
        "priority-max-starvation-seconds"},
+      {"SPOOL_DEFAULT_SUBSCRIPTION_MODE", "default-subscription-mode"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {
@@ -146,7 +155,11 @@ std::string usage() {
          "                          namespace pops serve a queue waiting "
          "longer first\n"
          "                          (SPOOL_PRIORITY_MAX_STARVATION_SECONDS, "
-         "30)\n";
+         "30)\n"
+         "  --default-subscription-mode MODE\n"
+         "                          where a new consumer group starts: all | "
+         "new\n"
+         "                          (SPOOL_DEFAULT_SUBSCRIPTION_MODE, all)\n";
 }
 
 } // namespace spool::config

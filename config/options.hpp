@@ -43,6 +43,10 @@ struct server_options {
   /// First LMDB map size in MiB; the map grows on demand.
   std::uint64_t initial_map_mib = 1024;
   pop_limits pop;
+  /// Where a consumer group starts when its first pop names no mode:
+  /// `all` (false) or `new` (true) (--default-subscription-mode,
+  /// SPOOL_DEFAULT_SUBSCRIPTION_MODE; semantics.md §5).
+  bool default_subscription_new = false;
 };
 
 /// The result of parsing: options, a request for help, or an error message.

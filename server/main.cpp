@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
     bc.node.store = st->get();
     bc.node.writer = *writer;
     bc.pop = opts.pop;
+    bc.node.default_subscription
+        = opts.default_subscription_new
+              ? spool::storage::subscription_mode::new_only
+              : spool::storage::subscription_mode::all;
     bc.node.wall = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

@@ -289,6 +289,16 @@ expected<offset> resolve_timestamp(txn& t, queue_id q, partition_id p,
   return rec->last_offset();
 }
 
+expected<offset> first_contact(txn& t, queue_id q, partition_id p,
+                               const subscription_record& rec) {
+  if (rec.mode != subscription_mode::all)
+    return resolve_timestamp(t, q, p, rec.timestamp);
+  auto part = tables::require_partition(t, q, p);
+  if (!part)
+    return std::move(part).err();
+  return part->watermark - 1;
+}
+
 expected<offset> resolve_timestamp_by_walk(txn& t, queue_id q, partition_id p,
                                            micros ts) {
   auto rec = tables::require_partition(t, q, p);

@@ -137,6 +137,12 @@ expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
 expected<offset> resolve_timestamp(txn& t, queue_id q, partition_id p,
                                    micros ts);
 
+/// Where a group's cursor starts on a partition it meets for the first time
+/// (semantics.md §5): `all` just below the watermark; `new` and `timestamp`
+/// by the walk from the record's timestamp (`resolve_timestamp`).
+expected<offset> first_contact(txn& t, queue_id q, partition_id p,
+                               const subscription_record& rec);
+
 /// The same rule as a plain forward walk over the segments from the
 /// watermark (the reference the index is tested against).
 expected<offset> resolve_timestamp_by_walk(txn& t, queue_id q, partition_id p,

@@ -801,14 +801,33 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           return {};
         }
         auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end()) {
-          auto rp = self->make_response_promise<queue_pop_reply>();
-          queue_pop_reply empty;
-          empty.reason = core::empty_reason::no_partition;
-          rp.deliver(std::move(empty));
+        if (it != self->state.queues.end())
+          return self->delegate(it->second, pop_atom::value, std::move(req));
+        // A pop on a queue that does not exist yet registers the group
+        // there (semantics.md §5), so the queue is created as a push would.
+        auto rp = self->make_response_promise<queue_pop_reply>();
+        if (auto ok = check_partition_name(queue); !ok) {
+          queue_pop_reply bad;
+          bad.failure = storage::make_error(storage::ec::invalid_argument,
+                                            "queue ", ok.err().message);
+          rp.deliver(std::move(bad));
           return {};
         }
-        return self->delegate(it->second, pop_atom::value, std::move(req));
+        ensure_queues(
+            self, {queue},
+            [self, rp, queue, req = std::move(req)](
+                std::optional<storage::error> failure) mutable {
+              auto it = self->state.queues.find(queue);
+              if (failure || it == self->state.queues.end()) {
+                queue_pop_reply bad;
+                bad.failure = failure.value_or(storage::make_error(
+                    storage::ec::io_error, "Queue ", queue, " not created"));
+                rp.deliver(std::move(bad));
+                return;
+              }
+              rp.delegate(it->second, pop_atom::value, std::move(req));
+            });
+        return {};
       },
       [self](ack_atom, const std::string& queue, const std::string& partition,
              const std::string& group, std::vector<core::ack_request>& reqs)
@@ -950,6 +969,9 @@ storage::expected<void> check_pop(const config::pop_limits& limits,
   auto bad = [](auto... parts) {
     return storage::make_error(storage::ec::invalid_argument, parts...);
   };
+  if (req.group.empty())
+    return bad("consumer group must not be empty (queue mode is ",
+               core::queue_mode_group, ")");
   if (req.batch < 1 || req.batch > limits.max_batch)
     return bad("batch must be between 1 and ", limits.max_batch, ", got ",
                req.batch);

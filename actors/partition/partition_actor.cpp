@@ -43,12 +43,42 @@ partition_view view_of(const storage::partition_log& log) {
   return {rec.watermark, rec.next_offset, rec.last_created_at};
 }
 
+/// Where `group` starts here on its first contact: seeded from its stored
+/// subscription record (none, e.g. queue mode: `all`), never past the
+/// readable end (a seal committed out of order is not readable yet).
+storage::expected<storage::offset>
+first_contact(partition_ptr self, storage::txn& t, const std::string& group,
+              const std::optional<storage::subscription_record>& known = {}) {
+  auto& st = self->state;
+  auto& rec = st.log->record();
+  auto sub = known;
+  if (!sub) {
+    auto stored = storage::tables::get_subscription(t, rec.queue, group);
+    if (!stored)
+      return std::move(stored).err();
+    sub = std::move(*stored);
+  }
+  auto at = storage::first_contact(
+      t, rec.queue, rec.id, sub.value_or(storage::subscription_record{}));
+  if (!at)
+    return std::move(at).err();
+  return std::clamp(*at, rec.watermark - 1,
+                    std::max(rec.watermark, rec.next_offset) - 1);
+}
+
 /// The group's cursor, spawned on first contact.
 storage::expected<cursor_actor> cursor_for(partition_ptr self,
                                            const std::string& group) {
   auto& st = self->state;
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto start = first_contact(self, *t, group);
+  t->abort();
+  if (!start)
+    return std::move(start).err();
   cursor_config cc;
   cc.store = st.cfg.node.store;
   cc.writer = st.cfg.node.writer;
@@ -58,9 +88,7 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.policy = core::cursor_policy::from(st.cfg.options);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
-  // Until subscription modes exist, a new group starts at the oldest
-  // retained frame (mode `all`, the default).
-  cc.initial_committed = st.log->record().watermark - 1;
+  cc.initial_committed = *start; // used only if no row is stored
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
   auto c = spawn_cursor(self, std::move(cc));
@@ -462,6 +490,30 @@ partition_actor::behavior_type partition(partition_ptr self,
       },
       [self](groups_atom, const std::optional<std::string>& group) {
         return on_groups(self, group);
+      },
+      [self](seed_atom, const std::string& group,
+             const storage::subscription_record& sub)
+          -> std::optional<storage::offset> {
+        auto& st = self->state;
+        if (st.cursors.contains(group))
+          return std::nullopt; // met already
+        auto t = st.cfg.node.store->db().read();
+        if (!t)
+          return std::nullopt; // seeded on first contact instead
+        auto row = storage::tables::get_cursor(*t, st.cfg.record.queue,
+                                               st.cfg.record.id, group);
+        if (!row || *row)
+          return std::nullopt;
+        // `new` at registration: this partition's last offset right now
+        // (the walk would also take a segment stamped this very µs).
+        if (sub.mode == storage::subscription_mode::new_only) {
+          auto& rec = st.log->record();
+          return std::max(rec.watermark, rec.next_offset) - 1;
+        }
+        auto at = first_contact(self, *t, group, sub);
+        if (!at)
+          return std::nullopt;
+        return *at;
       },
       [self](delete_atom, const std::string& group,
              storage::micros active_after) {

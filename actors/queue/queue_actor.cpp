@@ -73,6 +73,13 @@ struct queue_state {
   core::creation_gate size_gate;
   /// When the next groupIdleSeconds sweep runs (the option is > 0).
   std::optional<core::mono_time> next_sweep;
+  /// The subscription records of the groups registered here, as stored.
+  std::unordered_map<std::string, storage::subscription_record> subs;
+  /// Registrations, one at a time.
+  core::creation_gate register_gate;
+  /// Pops waiting for their group's registration, by lease id: true once
+  /// cancelled (answered empty instead of served when it is done).
+  std::unordered_map<std::string, bool> registering;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -244,12 +251,92 @@ void wake(queue_ptr self) {
   self->state.parked.wake();
 }
 
+std::vector<partition_actor> all_partitions(queue_ptr self);
+
+/// Registers `group` on this queue (semantics.md §5) unless it is: its
+/// subscription record and the seeds of every partition it has no cursor
+/// on, in one durable write; then calls `k` (with the write's error, if
+/// any). Partitions created later seed from the stored record on the
+/// group's first contact.
+void register_group(queue_ptr self, const std::string& group,
+                    const core::subscription_params& params,
+                    std::function<void(std::optional<storage::error>)> k) {
+  auto& st = self->state;
+  st.register_gate.wait([self, group, params, k = std::move(k)]() mutable {
+    auto& st = self->state;
+    if (st.subs.contains(group))
+      return k(std::nullopt); // registered while this one waited
+    st.register_gate.enter();
+    auto rec = core::registration(
+        group, params, st.cfg.node.default_subscription, st.cfg.node.wall());
+    auto parts = all_partitions(self);
+    fan_out<std::optional<storage::offset>>(
+        self, parts,
+        [self, group, rec,
+         k](std::vector<fanned<std::optional<storage::offset>>> seeds) mutable {
+          auto& st = self->state;
+          auto q = st.cfg.record.id;
+          storage::write_batch batch;
+          batch.mutations.emplace_back(
+              storage::mut::put_subscription{q, group, rec});
+          for (std::size_t i = 0; i < seeds.size(); ++i)
+            if (seeds[i].reply && *seeds[i].reply) {
+              storage::cursor_record c;
+              c.committed = **seeds[i].reply;
+              batch.mutations.emplace_back(storage::mut::put_cursor{
+                  q, st.partitions.at(st.ring[i]).rec.id, group, c});
+            }
+          auto done = [self, group, rec,
+                       k](std::optional<storage::error> failure) mutable {
+            if (!failure)
+              self->state.subs[group] = rec;
+            self->state.register_gate.leave();
+            k(std::move(failure));
+          };
+          self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                        std::move(batch))
+              .then(
+                  [done](write_result& r) mutable {
+                    done(std::move(r.failure));
+                  },
+                  [done](caf::error& err) mutable { done(writer_error(err)); });
+        },
+        seed_atom::value, group, rec);
+  });
+}
+
 caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
                                                     queue_pop_request& req) {
   auto rp = self->make_response_promise<queue_pop_reply>();
   auto deadline = self->clock().now() + req.timeout;
-  bool may_park = req.wait && req.timeout.count() > 0;
-  self->state.parked.submit(std::move(req), rp, deadline, may_park);
+  auto submit = [self, rp, deadline](queue_pop_request req) mutable {
+    bool may_park = req.wait && req.timeout.count() > 0;
+    self->state.parked.submit(std::move(req), rp, deadline, may_park);
+  };
+  if (self->state.subs.contains(req.group)) {
+    submit(std::move(req));
+    return rp;
+  }
+  // The group's first pop here: registered before it claims or waits.
+  auto group = req.group;
+  auto params = req.subscription;
+  self->state.registering[req.lease_id] = false;
+  register_group(self, group, params,
+                 [self, rp, submit, req = std::move(req)](
+                     std::optional<storage::error> failure) mutable {
+                   auto& waiting = self->state.registering;
+                   bool cancelled = false;
+                   if (auto it = waiting.find(req.lease_id);
+                       it != waiting.end()) {
+                     cancelled = it->second;
+                     waiting.erase(it);
+                   }
+                   if (!failure && !cancelled)
+                     return submit(std::move(req));
+                   queue_pop_reply reply; // the client left: nothing claimed
+                   reply.failure = std::move(failure);
+                   rp.deliver(std::move(reply));
+                 });
   return rp;
 }
 
@@ -455,6 +542,8 @@ void delete_group(queue_ptr self, const delete_group_request& req,
             return;
           }
           self->state.next_pos.erase(req.group);
+          if (req.delete_metadata)
+            self->state.subs.erase(req.group); // the next pop registers
           answer_parked(self, [&](const queue_pop_request& r) {
             return r.group == req.group;
           });
@@ -1044,6 +1133,18 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
            },
        .now = [self] { return self->clock().now(); },
        .rearm = [self] { arm(self); }});
+  if (auto t = st.cfg.node.store->db().read()) {
+    auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.id);
+    if (!subs)
+      self->quit(caf::make_error(caf::sec::runtime_error,
+                                 storage::to_string(subs.err())));
+    else
+      for (auto& [group, rec] : *subs)
+        st.subs.emplace(group, rec);
+  } else {
+    self->quit(
+        caf::make_error(caf::sec::runtime_error, storage::to_string(t.err())));
+  }
   // Entries stored before a restart: the first sweep finds their expiry.
   st.sweep_due = st.cfg.node.wall();
   self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
@@ -1127,6 +1228,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return rp;
       },
       [self](cancel_atom, const std::string& lease_id) {
+        if (auto it = self->state.registering.find(lease_id);
+            it != self->state.registering.end())
+          it->second = true; // answered once its registration is done
         self->state.parked.cancel(lease_id);
       },
       [self](oldest_atom, const std::string& group) {

@@ -7,6 +7,7 @@
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "sim/write_gate.hpp"
 #include "unit/storage/fixture.hpp"
 
 namespace spool::test {
@@ -19,15 +20,26 @@ struct broker_sim : sim_fixture {
       = std::make_shared<actors::node_metrics>();
   /// The caps the next `start()` gives the broker.
   config::pop_limits pop_limits;
+  /// The default subscription mode the next `start()` gives the broker.
+  storage::subscription_mode default_subscription
+      = storage::subscription_mode::all;
+  /// Every write the broker's actors make passes this gate (open unless a
+  /// test closes it): with `gate_st->keep`, `gate_st->seen` lists them.
+  std::shared_ptr<gate_state> gate_st = std::make_shared<gate_state>();
+  actors::writer_actor gated;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
     REQUIRE(w);
     writer = *w;
+    gate_st->keep = false; // a test that counts writes turns it on
+    gated = sys.spawn(gate, gate_st, writer);
     start();
   }
 
   ~broker_sim() {
+    gate_st->closed = false;
+    caf::anon_send(gated, actors::flush_atom::value);
     run();
     // Stop the broker (and its linked queues, with their periodic timers)
     // before `store` is destroyed.
@@ -50,8 +62,9 @@ struct broker_sim : sim_fixture {
     run();
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
-    cfg.node.writer = writer;
+    cfg.node.writer = gated;
     cfg.node.metrics = metrics;
+    cfg.node.default_subscription = default_subscription;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
     auto b = actors::spawn_broker(sys, cfg);

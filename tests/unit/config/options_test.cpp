@@ -70,3 +70,15 @@ TEST_CASE("pop caps come from the environment or the command line and are "
   CHECK(parse({"--pop-max-partitions", "x"}, env_of({})).error
         == "pop-max-partitions must be 1..10000, got 'x'");
 }
+
+TEST_CASE("defaultSubscriptionMode is all unless configured new", "[config]") {
+  CHECK_FALSE(parse({}, env_of({})).options->default_subscription_new);
+  CHECK(parse({"--default-subscription-mode", "new"}, env_of({}))
+            .options->default_subscription_new);
+  CHECK(parse({}, env_of({{"SPOOL_DEFAULT_SUBSCRIPTION_MODE", "new-only"}}))
+            .options->default_subscription_new);
+  auto bad = parse({"--default-subscription-mode=latest"}, env_of({}));
+  CHECK_FALSE(bad.options);
+  CHECK(bad.error
+        == "default-subscription-mode must be all or new, got 'latest'");
+}
