@@ -61,6 +61,8 @@ std::string apply(server_options& opts, std::string_view name,
     return number(name, value, 0, 10'000'000, opts.pop.max_parked);
   } else if (name == "priority-max-starvation-seconds") {
     return number(name, value, 0, 86'400, opts.pop.max_starvation_s);
+  } else if (name == "retention-interval-seconds") {
+    return number(name, value, 1, 86'400, opts.retention.interval_s);
   } else {
     return "unknown option --" + std::string{name};
   }
@@ -85,6 +87,7 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
       {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
        "priority-max-starvation-seconds"},
+      {"SPOOL_RETENTION_INTERVAL_SECONDS", "retention-interval-seconds"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {
@@ -146,7 +149,11 @@ std::string usage() {
          "                          namespace pops serve a queue waiting "
          "longer first\n"
          "                          (SPOOL_PRIORITY_MAX_STARVATION_SECONDS, "
-         "30)\n";
+         "30)\n"
+         "  --retention-interval-seconds N\n"
+         "                          retention runs on each partition at "
+         "least this often\n"
+         "                          (SPOOL_RETENTION_INTERVAL_SECONDS, 10)\n";
 }
 
 } // namespace spool::config

@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
     bc.node.store = st->get();
     bc.node.writer = *writer;
     bc.pop = opts.pop;
+    bc.node.retention_interval = std::chrono::seconds{
+        static_cast<std::int64_t>(opts.retention.interval_s)};
     bc.node.wall = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
