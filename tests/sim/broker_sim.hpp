@@ -19,6 +19,9 @@ struct broker_sim : sim_fixture {
       = std::make_shared<actors::node_metrics>();
   /// The caps the next `start()` gives the broker.
   config::pop_limits pop_limits;
+  /// The retention interval and deletion step the next `start()` gives.
+  std::chrono::seconds retention_interval{10};
+  std::size_t delete_step = 1024;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -54,6 +57,8 @@ struct broker_sim : sim_fixture {
     cfg.node.metrics = metrics;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
+    cfg.node.retention_interval = retention_interval;
+    cfg.node.delete_step = delete_step;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;
