@@ -29,8 +29,6 @@ deletion_bounds(const retention_policy& policy, storage::micros now,
                 storage::offset last_readable,
                 std::optional<storage::offset> consumed_by_all) {
   std::vector<deletion_bound> out;
-  if (!policy.enabled)
-    return out;
   if (policy.retention > 0)
     out.push_back({now - policy.retention, last_readable});
   if (policy.completed > 0 && consumed_by_all)
@@ -41,7 +39,7 @@ deletion_bounds(const retention_policy& policy, storage::micros now,
 
 std::optional<storage::micros> overdue_before(const retention_policy& policy,
                                               storage::micros now) {
-  if (!policy.enabled || policy.max_wait <= 0)
+  if (policy.max_wait <= 0)
     return std::nullopt;
   return now - policy.delayed - policy.max_wait;
 }

@@ -24,8 +24,9 @@ struct retention_policy {
 
   static retention_policy from(const storage::queue_options& opts);
 
-  /// Whether any of the three rules applies (`retentionEnabled=false`
-  /// switches them all off).
+  /// Whether any of the three rules applies: `retentionEnabled=false`
+  /// switches them all off here, the one switch (a partition runs retention
+  /// only while its policy is active).
   bool active() const noexcept;
 };
 
