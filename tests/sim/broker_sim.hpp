@@ -46,6 +46,17 @@ struct broker_sim : sim_fixture {
                  .count();
   }
 
+  /// Creates queue `queue` or changes the named options (must succeed).
+  void configure(const std::string& queue, core::options_patch opts) {
+    actors::configure_request c;
+    c.queue = queue;
+    c.options = std::move(opts);
+    auto r = request<actors::configure_reply>(broker,
+                                              actors::configure_atom::value, c);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+  }
+
   /// (Re)starts the broker over the same store, as after a restart.
   void start() {
     if (broker)

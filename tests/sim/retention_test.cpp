@@ -16,13 +16,7 @@ namespace {
 struct retention_fixture : broker_sim {
   /// Creates (or changes) queue q with the named options.
   void configure(core::options_patch opts) {
-    actors::configure_request c;
-    c.queue = "q";
-    c.options = std::move(opts);
-    auto r = request<actors::configure_reply>(broker,
-                                              actors::configure_atom::value, c);
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
+    broker_sim::configure("q", std::move(opts));
   }
 
   /// Pushes `payloads` to partition p of q as one push (one segment); a
