@@ -396,8 +396,9 @@ void trim(partition_ptr self, std::int64_t need,
       self,
       [self, need](std::int64_t freed) {
         std::vector<storage::retention_rule> rules;
-        auto low = freed < need ? consumed_by_all(self)
-                                : std::optional<storage::offset>{};
+        if (freed >= need)
+          return rules;
+        auto low = consumed_by_all(self);
         if (low && *low)
           // Never past the readable end (seals in flight stay).
           rules.push_back(through_rule(
