@@ -64,6 +64,7 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 using seed_atom = caf::atom_constant<caf::atom("seed")>;
+using retention_atom = caf::atom_constant<caf::atom("retention")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -436,7 +437,12 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<stage_atom, std::vector<core::ack_request>,
                     partition_view>::with<stage_reply>,
     /// Settles a staged transaction by id: commit (true) or abort.
-    caf::reacts_to<settle_atom, std::uint64_t, bool>>;
+    caf::reacts_to<settle_atom, std::uint64_t, bool>,
+    /// Retention (from the partition, or itself to continue): the watermark
+    /// moved or frames at or below the offset are overdue (maxWait); the
+    /// cursor dead-letters the overdue frames it has not consumed, in
+    /// bounded steps.
+    caf::reacts_to<retention_atom, partition_view, storage::offset>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -496,7 +502,9 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
     /// Settles a group's staged transaction (forwarded to its cursor).
-    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>>;
+    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
+    /// Internal: the partition's one timer (retention runs), by id.
+    caf::reacts_to<retention_atom, std::uint64_t>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -666,6 +674,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::offset)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)

@@ -14,6 +14,15 @@ struct node_metrics {
   std::atomic<std::uint64_t> dead_letters_dropped{0};
   /// DLQ entries removed by `dlqRetentionSeconds`.
   std::atomic<std::uint64_t> dead_letters_expired{0};
+  /// Messages a cursor jumped over because retention or purge deleted them
+  /// before the group consumed them (the `skipped` of pop responses).
+  std::atomic<std::uint64_t> retention_skipped{0};
+  /// Frames deleted by retention (retentionSeconds,
+  /// completedRetentionSeconds), and the writes that deleted them.
+  std::atomic<std::uint64_t> retention_frames_deleted{0};
+  std::atomic<std::uint64_t> retention_writes{0};
+  /// Frames dead-lettered by maxWaitTimeSeconds.
+  std::atomic<std::uint64_t> max_wait_dead_letters{0};
 };
 
 } // namespace spool::actors

@@ -16,6 +16,10 @@ storage::expected<void> node_context::validate(const char* who) const {
   if (segments.max_frames == 0 || segments.max_bytes == 0)
     return storage::make_error(storage::ec::invalid_argument, who,
                                ": segment limits must be positive");
+  if (retention_interval.count() <= 0 || delete_step == 0)
+    return storage::make_error(storage::ec::invalid_argument, who,
+                               ": retention interval and delete step must be "
+                               "positive");
   return {};
 }
 

@@ -4,6 +4,8 @@
 /// segment and frame limits, the codec and the wall clock. One struct, passed
 /// down from the broker to queues and partitions.
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 
@@ -27,6 +29,12 @@ struct node_context {
   /// (`defaultSubscriptionMode`, semantics.md §5).
   storage::subscription_mode default_subscription
       = storage::subscription_mode::all;
+  /// Retention runs on each partition at least this often
+  /// (`retention.intervalSeconds`, semantics.md §7).
+  std::chrono::seconds retention_interval{10};
+  /// Segments one deletion step (retention, purge, maxSize trim) removes in
+  /// one write at most; frames one maxWaitTimeSeconds step dead-letters.
+  std::size_t delete_step = 1024;
 
   /// Errors name `who` ("broker: no store").
   storage::expected<void> validate(const char* who) const;

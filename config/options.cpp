@@ -69,6 +69,8 @@ std::string apply(server_options& opts, std::string_view name,
              + "'";
   } else if (name == "priority-max-starvation-seconds") {
     return number(name, value, 0, 86'400, opts.pop.max_starvation_s);
+  } else if (name == "retention-interval-seconds") {
+    return number(name, value, 1, 86'400, opts.retention.interval_s);
   } else {
     return "unknown option --" + std::string{name};
   }
@@ -94,6 +96,7 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
        "priority-max-starvation-seconds"},
       {"SPOOL_DEFAULT_SUBSCRIPTION_MODE", "default-subscription-mode"},
+      {"SPOOL_RETENTION_INTERVAL_SECONDS", "retention-interval-seconds"},
   };
   for (auto& [var, name] : env_names) {
     if (const char* v = getenv(var); v != nullptr && *v != '\0') {
@@ -159,7 +162,11 @@ std::string usage() {
          "  --default-subscription-mode MODE\n"
          "                          where a new consumer group starts: all | "
          "new\n"
-         "                          (SPOOL_DEFAULT_SUBSCRIPTION_MODE, all)\n";
+         "                          (SPOOL_DEFAULT_SUBSCRIPTION_MODE, all)\n"
+         "  --retention-interval-seconds N\n"
+         "                          retention runs on each partition at "
+         "least this often\n"
+         "                          (SPOOL_RETENTION_INTERVAL_SECONDS, 10)\n";
 }
 
 } // namespace spool::config

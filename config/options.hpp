@@ -33,6 +33,13 @@ struct pop_limits {
   std::uint64_t max_starvation_s = 30;
 };
 
+/// Server-wide retention settings (semantics.md §7).
+struct retention_settings {
+  /// Retention runs on each partition at least this often, in seconds
+  /// (--retention-interval-seconds, SPOOL_RETENTION_INTERVAL_SECONDS).
+  std::uint64_t interval_s = 10;
+};
+
 struct server_options {
   /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
   std::string data_dir = "./data";
@@ -47,6 +54,7 @@ struct server_options {
   /// `all` (false) or `new` (true) (--default-subscription-mode,
   /// SPOOL_DEFAULT_SUBSCRIPTION_MODE; semantics.md §5).
   bool default_subscription_new = false;
+  retention_settings retention;
 };
 
 /// The result of parsing: options, a request for help, or an error message.

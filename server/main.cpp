@@ -98,6 +98,8 @@ int main(int argc, char** argv) {
         = opts.default_subscription_new
               ? spool::storage::subscription_mode::new_only
               : spool::storage::subscription_mode::all;
+    bc.node.retention_interval = std::chrono::seconds{
+        static_cast<std::int64_t>(opts.retention.interval_s)};
     bc.node.wall = [] {
       return std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())

@@ -221,6 +221,42 @@ void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
           });
 }
 
+/// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;
+/// true when there were any (the record changed).
+bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead) {
+  auto& st = self->state;
+  auto overdue = st.core->judge_overdue(st.cfg.overdue_step);
+  if (overdue.empty())
+    return false;
+  if (st.cfg.metrics)
+    st.cfg.metrics->max_wait_dead_letters += overdue.size();
+  dead.insert(dead.end(), std::make_move_iterator(overdue.begin()),
+              std::make_move_iterator(overdue.end()));
+  return true;
+}
+
+/// Retention news from the partition: the watermark (frames deleted under
+/// a lease count as completed when it ends) and the overdue boundary. A
+/// full step of dead letters continues after its write.
+void on_retention(cursor_ptr self, const partition_view& view,
+                  storage::offset overdue) {
+  auto& st = self->state;
+  st.core->note_watermark(view.watermark);
+  st.core->set_overdue(overdue);
+  std::vector<core::dead_letter> dead;
+  if (!judge_overdue(self, dead))
+    return;
+  bool more = dead.size() >= st.cfg.overdue_step;
+  persist(self, dlq_changes{std::move(dead), {}, {}}, {},
+          [self, view, overdue, more](std::optional<storage::error> failure) {
+            if (failure)
+              self->quit(caf::make_error(caf::sec::runtime_error,
+                                         storage::to_string(*failure)));
+            else if (more)
+              self->send(self, retention_atom::value, view, overdue);
+          });
+}
+
 /// Keeps one timer at the core's next deadline.
 void arm(cursor_ptr self) {
   auto& st = self->state;
@@ -240,7 +276,12 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   auto rp = self->make_response_promise<pop_reply>();
   auto now = self->clock().now();
   auto wall = st.cfg.wall();
+  core.note_watermark(view.watermark);
   auto [expired, dead] = core.expire(now);
+  // Overdue frames (maxWait) are never delivered, also just after a lease
+  // on them ended.
+  if (judge_overdue(self, dead))
+    expired = true;
   auto answer
       = [self, rp](pop_reply reply, bool write,
                    std::vector<core::dead_letter> dead, frame_list frames,
@@ -359,6 +400,9 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   dead.insert(dead.end(), granted.dead.begin(), granted.dead.end());
   pop_reply reply;
   reply.skipped = plan.skipped;
+  if (plan.skipped && st.cfg.metrics)
+    st.cfg.metrics->retention_skipped += static_cast<std::uint64_t>(
+        plan.skipped->last - plan.skipped->first + 1);
   // Delivered frames move into the reply; dead letters are never among
   // them (a dead frame is done, a delivered one is not), so `frames` still
   // holds every dead letter the write needs.
@@ -394,6 +438,7 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
   dlq_changes changes;
   bool changed = false;
   replies.reserve(reqs.size());
+  st.core->note_watermark(view.watermark);
   for (auto& req : reqs) {
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
@@ -404,6 +449,9 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
     replies.push_back(ack_reply{out.error, out.lease_released,
                                 out.dead.has_value(), std::nullopt});
   }
+  // A lease that ended has its overdue frames judged now.
+  if (judge_overdue(self, changes.dead))
+    changed = true;
   if (!changed) {
     rp.deliver(std::move(replies));
     return rp;
@@ -427,6 +475,8 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
     return; // superseded by an earlier deadline
   st.armed.reset();
   auto [changed, dead] = st.core->expire(self->clock().now());
+  if (judge_overdue(self, dead))
+    changed = true;
   if (changed)
     persist(self, dlq_changes{std::move(dead), {}, {}}, {},
             [self](std::optional<storage::error> failure) {
@@ -507,6 +557,7 @@ stage_reply on_stage(cursor_ptr self,
                      const partition_view& view) {
   auto& st = self->state;
   stage_reply reply;
+  st.core->note_watermark(view.watermark);
   auto staged = core::stage_acks(*st.core, reqs, view.readable_end - 1,
                                  self->clock().now());
   if (auto* refused = std::get_if<core::stage_refusal>(&staged)) {
@@ -562,6 +613,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                    storage::cursor_record rec, bool lost) {
   self->state.cfg = std::move(cfg);
   self->state.core.emplace(std::move(rec), self->state.cfg.policy);
+  self->state.core->note_watermark(self->state.cfg.watermark);
   if (lost) {
     // A lease recorded before a restart ends as an expiry would.
     auto [changed, dead] = self->state.core->recover_lost_lease();
@@ -692,6 +744,14 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](settle_atom, std::uint64_t id, bool commit) {
         on_settle(self, id, commit);
+      },
+      [self](retention_atom, const partition_view& view,
+             storage::offset overdue) -> caf::result<void> {
+        if (self->state.staged)
+          return caf::skip; // the staged core would lose the dead letters
+        if (!self->state.deleting)
+          on_retention(self, view, overdue);
+        return {};
       },
       [self](requeue_atom, std::vector<storage::dlq_entry>& entries)
           -> caf::result<dlq_count_reply> {

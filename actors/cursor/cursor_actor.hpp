@@ -30,10 +30,15 @@ struct cursor_config {
   std::function<storage::micros()> wall;
   /// Where a cursor the group never had starts: committed = this.
   storage::offset initial_committed{-1};
+  /// The partition's watermark when the cursor is spawned (retention).
+  storage::offset watermark{0};
+  /// Most frames one maxWaitTimeSeconds step dead-letters in one write.
+  std::size_t overdue_step = 1024;
   /// Told of every dead letter written (none: nobody); a weak reference to
   /// a `dlq_watcher` (the queue, which owns the cursor's partition).
   caf::actor_addr watcher;
-  /// Counts dropped dead letters (none: not counted).
+  /// Counts dropped dead letters, skipped and overdue frames (none: not
+  /// counted).
   std::shared_ptr<node_metrics> metrics;
 
   storage::expected<void> validate() const;

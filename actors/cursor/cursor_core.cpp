@@ -345,6 +345,7 @@ std::pair<bool, std::vector<dead_letter>> cursor_core::expire(mono_time now) {
   std::vector<dead_letter> dead;
   if (!lease_ || now < lease_->expires)
     return {false, std::move(dead)};
+  settle_deleted();
   if (lease_->requeued) {
     if (auto d = charge_requeued(*lease_->requeued, "lease expired"))
       dead.push_back(std::move(*d));
@@ -381,9 +382,12 @@ std::pair<bool, std::vector<dead_letter>> cursor_core::recover_lost_lease() {
     return {changed, std::move(dead)};
   std::vector<offset> unsettled;
   for (auto o = std::max(leased_->first, committed_ + 1); o <= leased_->last;
-       o = o + 1)
+       o = o + 1) {
+    if (o < watermark_) // deleted under the lost lease: counts as completed
+      counters(o).done = true;
     if (!is_done(o))
       unsettled.push_back(o);
+  }
   if (unsettled.size() == 1) {
     if (auto d = charge(unsettled.front(), "lease lost to a restart"))
       dead.push_back(std::move(*d));
@@ -407,6 +411,9 @@ cursor_core::extend(const std::string& lease_id, milliseconds by,
 }
 
 void cursor_core::seek(offset new_committed) {
+  // What was overdue when a group asks for it again is delivered, not
+  // dead-lettered at once (maxWait judges frames that become overdue later).
+  exempt_ = overdue_;
   committed_ = new_committed;
   epoch_ += 1;
   lease_.reset();
@@ -496,6 +503,39 @@ dead_letter cursor_core::return_requeued(std::uint64_t dlq_id,
   return d;
 }
 
+// -- retention ----------------------------------------------------------------
+
+std::vector<dead_letter> cursor_core::judge_overdue(std::size_t max) {
+  std::vector<dead_letter> out;
+  auto o = std::max({committed_ + 1, watermark_, exempt_ + 1});
+  for (; o <= overdue_ && out.size() < max; o = o + 1) {
+    // The live lease's range holds its frames and done ones only: skip it.
+    if (lease_ && !lease_->requeued && o >= lease_->range.first
+        && o <= lease_->range.last) {
+      o = lease_->range.last;
+      continue;
+    }
+    if (!is_done(o))
+      out.push_back(bury(o, "maxWaitTimeSeconds exceeded"));
+  }
+  advance();
+  return out;
+}
+
+void cursor_core::settle_deleted() {
+  if (!lease_ || lease_->requeued)
+    return;
+  for (std::size_t i = 0;
+       i < lease_offsets_.size() && lease_offsets_[i] < watermark_; ++i) {
+    auto o = lease_offsets_[i];
+    if (settled_[i] || o <= committed_ || is_done(o))
+      continue;
+    counters(o).done = true;
+    settled_[i] = true;
+    --unsettled_;
+  }
+}
+
 // -- internals ----------------------------------------------------------------
 
 namespace {
@@ -567,6 +607,7 @@ void cursor_core::advance() {
 }
 
 void cursor_core::end_lease(mono_time now, milliseconds delay) {
+  settle_deleted();
   for (auto& r : requeued_)
     r.leased = false;
   lease_.reset();

@@ -12,6 +12,7 @@
 /// maxDeliveries); the partition reads them, may cut the tail by bytes, and
 /// `grant` takes the lease on what is actually delivered.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -236,6 +237,24 @@ public:
   /// meanwhile); not while it is leased. Returns whether it changed.
   bool drop_requeued(std::uint64_t dlq_id);
 
+  // -- retention (semantics.md §7) --------------------------------------------
+
+  /// The partition's retention watermark as last seen: frames below it are
+  /// deleted. Unsettled frames of a lease that were deleted under it count
+  /// as completed when the lease ends (expiry, `failed`, `retry`).
+  void note_watermark(offset watermark) noexcept {
+    watermark_ = std::max(watermark_, watermark);
+  }
+  /// maxWaitTimeSeconds: every frame at or below `through` is overdue.
+  void set_overdue(offset through) noexcept {
+    overdue_ = std::max(overdue_, through);
+  }
+  /// Dead-letters ("maxWaitTimeSeconds exceeded") up to `max` overdue frames
+  /// the group has not consumed: above committed and the watermark, not
+  /// done, not exempted by a seek. Frames of the live lease wait: they are
+  /// judged when it ends (the next call after it).
+  std::vector<dead_letter> judge_overdue(std::size_t max);
+
 private:
   storage::frame_counters& counters(offset off);
   bool is_done(offset off) const;
@@ -261,6 +280,9 @@ private:
                                              const std::string& error);
   /// Removes a pending entry, returning it to the DLQ.
   dead_letter return_requeued(std::uint64_t dlq_id, std::string error);
+  /// Marks the live lease's unsettled frames below the watermark done (they
+  /// were deleted under it: they count as completed).
+  void settle_deleted();
 
   cursor_policy policy_;
   offset committed_;
@@ -282,6 +304,12 @@ private:
   std::optional<mono_time> not_before_;
   /// Requeued dead letters pending redelivery (durable).
   std::vector<storage::requeued_frame> requeued_;
+  /// Retention, in memory (the partition tells it again after a restart):
+  /// the watermark last seen, the maxWait boundary, and the boundary at the
+  /// last seek (frames at or below it were asked for again: not judged).
+  offset watermark_{0};
+  offset overdue_{-1};
+  offset exempt_{-1};
 };
 
 } // namespace spool::core

@@ -4,6 +4,15 @@
 // advances over settled seals in seal order). Pops, acks and extends go to
 // the group's cursor child, spawned on first contact, with the partition's
 // view (watermark, readable end, newest stamp).
+// Deletions (purge, maxSize trims, retention) run one at a time, each as
+// bounded steps of one write (`delete_steps`); every watermark move is told
+// to the live cursors. Retention (semantics.md §7) runs on the partition's
+// one timer (`retention_atom` with an id; stale ids are ignored), armed at
+// the next time a rule can become due and never sooner than one
+// `retention.intervalSeconds` after a run: a run deletes what
+// retentionSeconds / completedRetentionSeconds allow and tells every group
+// with a cursor here the maxWaitTimeSeconds boundary (the cursors
+// dead-letter what they have not consumed).
 
 #include "actors/partition/partition_actor.hpp"
 
@@ -12,13 +21,17 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <memory>
 #include <set>
 #include <unordered_map>
 
+#include "actors/creation_gate.hpp"
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/partition/retention.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -33,7 +46,17 @@ struct partition_state {
   std::unordered_map<std::string, cursor_actor> cursors;
   /// Cursors stopped by the first phase of a group deletion, by group: the
   /// second phase reaches only these (never a cursor created since).
-  std::unordered_map<std::string, cursor_actor> deleting;
+  std::unordered_map<std::string, cursor_actor> stopping;
+  /// Deletions (purge, trim, retention): one run at a time.
+  core::creation_gate deleting;
+  /// Retention: the options' rules, the one timer (when it fires, wall µs,
+  /// and its id), whether a run is going on, and the maxWait boundary told
+  /// to the cursors (frames at or below it are overdue).
+  core::retention_policy retention;
+  std::optional<storage::micros> armed;
+  std::uint64_t timer_id = 0;
+  bool retaining = false;
+  storage::offset overdue{-1};
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -89,13 +112,30 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
   cc.initial_committed = *start; // used only if no row is stored
+  cc.watermark = st.log->record().watermark;
+  cc.overdue_step = st.cfg.node.delete_step;
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
   auto c = spawn_cursor(self, std::move(cc));
-  if (c)
-    st.cursors.emplace(group, *c);
+  if (!c)
+    return c;
+  st.cursors.emplace(group, *c);
+  // A group new here judges what is overdue already before anything else.
+  if (st.overdue.value >= 0)
+    self->send(*c, retention_atom::value, view_of(*st.log), st.overdue);
   return c;
 }
+
+/// Retention or purge deleted segments: the new watermark, told to every
+/// live cursor (frames deleted under a lease count as completed).
+void watermark_moved(partition_ptr self, storage::offset watermark) {
+  auto& st = self->state;
+  st.log->watermark_moved(watermark);
+  for (auto& [_, c] : st.cursors)
+    self->send(c, retention_atom::value, view_of(*st.log), st.overdue);
+}
+
+void retention_after_push(partition_ptr self);
 
 /// Seals `frames`; nothing changes on error.
 storage::expected<sealed_ptr> seal(partition_ptr self,
@@ -132,6 +172,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
           [self, rp, s](write_result& r) mutable {
             if (r.ok()) {
               self->state.log->durable(*s);
+              retention_after_push(self);
               rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
             } else {
               self->state.log->failed(*s);
@@ -257,7 +298,7 @@ on_delete_group(partition_ptr self, const std::string& group,
     rp.deliver(delete_vote{true, false});
     return rp;
   }
-  self->state.deleting[group] = *c;
+  self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, delete_atom::value, active_after)
       .then([rp](delete_vote& v) mutable { rp.deliver(v); },
             [rp](caf::error&) mutable {
@@ -266,54 +307,95 @@ on_delete_group(partition_ptr self, const std::string& group,
   return rp;
 }
 
-/// Deletes segments through `through`, one bounded step per write, until
-/// none is left; answers whether the watermark moved.
-void purge_step(partition_ptr self, storage::offset through, bool moved,
-                caf::typed_response_promise<purge_reply> rp) {
+/// What the next deletion step may delete, given the frames freed so far:
+/// rules tried in order until one admits a segment (none: the run ends).
+using step_rules
+    = std::function<std::vector<storage::retention_rule>(std::int64_t freed)>;
+
+/// The end of a deletion run: frames freed (how far the watermark moved),
+/// writes made, and the error that stopped it, if any.
+using steps_done = std::function<void(std::int64_t freed, std::size_t writes,
+                                      std::optional<storage::error>)>;
+
+/// One step: plans with the first rule that admits a segment (at most
+/// `delete_step` segments), writes it, moves the watermark and goes on.
+void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
+                 std::int64_t freed, std::size_t writes, steps_done done) {
   auto& st = self->state;
-  auto fail = [&rp](storage::error err) mutable {
-    purge_reply reply;
-    reply.failure = std::move(err);
-    rp.deliver(std::move(reply));
-  };
+  auto candidates = (*rules)(freed);
+  if (candidates.empty())
+    return done(freed, writes, std::nullopt);
   auto t = st.cfg.node.store->db().read();
   if (!t)
-    return fail(t.err());
-  storage::retention_rule rule;
-  rule.through = through;
-  rule.max_segments = purge_step_segments;
-  auto plan = storage::plan_retention(*t, st.cfg.record.queue, st.cfg.record.id,
-                                      rule);
-  t->abort();
-  if (!plan)
-    return fail(plan.err());
-  if (!*plan) {
-    rp.deliver(purge_reply{moved ? 1u : 0u, std::nullopt});
-    return;
+    return done(freed, writes, t.err());
+  std::optional<storage::mut::delete_segments> step;
+  for (auto& rule : candidates) {
+    rule.max_segments = st.cfg.node.delete_step;
+    auto plan = storage::plan_retention(*t, st.cfg.record.queue,
+                                        st.cfg.record.id, rule);
+    if (!plan)
+      return done(freed, writes, plan.err());
+    if (*plan) {
+      step = std::move(**plan);
+      break;
+    }
   }
-  auto watermark = (*plan)->new_watermark;
+  t->abort();
+  if (!step)
+    return done(freed, writes, std::nullopt);
+  auto watermark = step->new_watermark;
+  auto gained = watermark - st.log->record().watermark;
   storage::write_batch batch;
-  batch.mutations.emplace_back(std::move(**plan));
+  batch.mutations.emplace_back(std::move(*step));
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(batch))
       .then(
-          [self, through, watermark, rp, fail](write_result& r) mutable {
+          [self, rules, freed, writes, gained, watermark,
+           done](write_result& r) mutable {
             if (!r.ok())
-              return fail(*r.failure);
-            self->state.log->watermark_moved(watermark);
-            purge_step(self, through, true, rp);
+              return done(freed, writes, std::move(r.failure));
+            watermark_moved(self, watermark);
+            delete_step(self, std::move(rules), freed + gained, writes + 1,
+                        std::move(done));
           },
-          [fail](caf::error& err) mutable {
-            fail(storage::make_error(
-                storage::ec::io_error,
-                "writer unreachable: ", caf::to_string(err)));
+          [freed, writes, done](caf::error& err) mutable {
+            done(freed, writes,
+                 storage::make_error(
+                     storage::ec::io_error,
+                     "writer unreachable: ", caf::to_string(err)));
           });
 }
 
+/// Deletes whole segments, oldest first, in bounded steps of one write each
+/// until `rules` admit no more; the one piece behind purge, maxSize trims
+/// and retention. Runs are serialized per partition, so two of them never
+/// plan from the same watermark.
+void delete_steps(partition_ptr self, step_rules rules, steps_done done) {
+  auto shared = std::make_shared<step_rules>(std::move(rules));
+  self->state.deleting.wait([self, shared, done = std::move(done)]() mutable {
+    self->state.deleting.enter();
+    delete_step(
+        self, shared, 0, 0,
+        [self, done = std::move(done)](std::int64_t freed, std::size_t writes,
+                                       std::optional<storage::error> err) {
+          done(freed, writes, std::move(err));
+          self->state.deleting.leave();
+        });
+  });
+}
+
+/// A rule deleting segments through `through`, whatever their age.
+storage::retention_rule through_rule(storage::offset through) {
+  storage::retention_rule rule;
+  rule.through = through;
+  return rule;
+}
+
 /// The highest offset every interested group has committed (semantics.md
-/// §7): the minimum over the cursors here; none when no group has a cursor
-/// here, or a group registered on the queue has none yet (it would start
-/// at the watermark).
+/// §7): the minimum over the cursors stored here and, for a group
+/// registered on the queue without one, where its first contact would seed
+/// it; none when nobody is interested, or a group met here has nothing
+/// stored yet.
 storage::expected<std::optional<storage::offset>>
 consumed_by_all(partition_ptr self) {
   auto& st = self->state;
@@ -334,53 +416,174 @@ consumed_by_all(partition_ptr self) {
     if (!low || c.committed < *low)
       low = c.committed;
   }
-  for (auto& [g, _] : *subs)
+  // A group registered on the queue but not yet here counts as positioned
+  // where its first contact would seed it.
+  for (auto& [g, sub] : *subs)
+    if (!here.contains(g) && !st.cursors.contains(g)) {
+      auto at = first_contact(self, *t, g, sub);
+      if (!at)
+        return std::move(at).err();
+      if (!low || *at < *low)
+        low = *at;
+    }
+  for (auto& [g, _] : st.cursors)
     if (!here.contains(g))
       return std::optional<storage::offset>{};
   return low;
 }
 
-/// One bounded trim step after another until `need` frames are freed.
-void trim_step(partition_ptr self, std::int64_t need, std::int64_t freed,
-               caf::typed_response_promise<std::int64_t> rp) {
+/// maxSize: deletes segments every interested group committed past until
+/// `need` frames are freed or none is left; answers the frames freed.
+void trim(partition_ptr self, std::int64_t need,
+          caf::typed_response_promise<std::int64_t> rp) {
+  delete_steps(
+      self,
+      [self, need](std::int64_t freed) {
+        std::vector<storage::retention_rule> rules;
+        if (freed >= need)
+          return rules;
+        auto low = consumed_by_all(self);
+        if (low && *low)
+          // Never past the readable end (seals in flight stay).
+          rules.push_back(through_rule(
+              std::min(**low, self->state.log->record().next_offset - 1)));
+        return rules;
+      },
+      [rp](std::int64_t freed, std::size_t,
+           std::optional<storage::error>) mutable { rp.deliver(freed); });
+}
+
+// -- retention (semantics.md §7) ----------------------------------------------
+
+/// Keeps the one retention timer at `due` (wall µs) or earlier.
+void arm_retention(partition_ptr self, std::optional<storage::micros> due) {
   auto& st = self->state;
-  auto low = consumed_by_all(self);
-  if (!low || !*low || freed >= need) {
-    rp.deliver(freed);
+  if (!due || (st.armed && *st.armed <= *due))
     return;
-  }
+  st.armed = due;
+  auto delay = std::chrono::microseconds{
+      std::max<storage::micros>(*due - st.cfg.node.wall(), 0)};
+  self->delayed_send(self, delay, retention_atom::value, ++st.timer_id);
+}
+
+/// New frames are durable: retention looks at them one interval from now
+/// (cheap: no read; the run computes the exact next time).
+void retention_after_push(partition_ptr self) {
+  auto& st = self->state;
+  if (st.armed || st.retaining || !st.retention.active())
+    return;
+  arm_retention(self,
+                st.cfg.node.wall()
+                    + std::chrono::duration_cast<std::chrono::microseconds>(
+                          st.cfg.node.retention_interval)
+                          .count());
+}
+
+/// created_at of the frame at `off` (or the next retained one); none past
+/// the readable end.
+std::optional<storage::micros> created_at_of(partition_ptr self,
+                                             storage::offset off) {
+  auto& st = self->state;
+  auto& rec = st.log->record();
+  off = std::max(off, rec.watermark);
+  if (off >= rec.next_offset)
+    return std::nullopt;
   auto t = st.cfg.node.store->db().read();
-  if (!t) {
-    rp.deliver(freed);
+  if (!t)
+    return std::nullopt;
+  auto r = storage::read_frames(*t, rec.queue, rec.id, off, 1);
+  if (!r || r->frames.empty() || r->frames.front().off >= rec.next_offset)
+    return std::nullopt;
+  return r->frames.front().created_at;
+}
+
+/// maxWaitTimeSeconds: moves the overdue boundary to the last frame created
+/// before `before` and tells every group with a cursor here.
+void tell_overdue(partition_ptr self, storage::micros before) {
+  auto& st = self->state;
+  auto& rec = st.log->record();
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
     return;
-  }
-  storage::retention_rule rule;
-  // Never past the readable end (seals in flight stay).
-  rule.through = std::min(**low, st.log->record().next_offset - 1);
-  rule.max_segments = purge_step_segments;
-  auto plan = storage::plan_retention(*t, st.cfg.record.queue, st.cfg.record.id,
-                                      rule);
+  auto boundary = storage::resolve_timestamp(*t, rec.queue, rec.id, before);
   t->abort();
-  if (!plan || !*plan) {
-    rp.deliver(freed);
+  if (!boundary)
     return;
+  auto through = std::min(*boundary, rec.next_offset - 1);
+  if (through <= st.overdue)
+    return;
+  st.overdue = through;
+  auto names = groups_here(self, std::nullopt);
+  if (!names)
+    return;
+  for (auto& g : *names) {
+    if (auto it = st.cursors.find(g); it != st.cursors.end())
+      self->send(it->second, retention_atom::value, view_of(*st.log),
+                 st.overdue);
+    else
+      (void)cursor_for(self, g); // told at its spawn
   }
-  auto watermark = (*plan)->new_watermark;
-  auto gained = watermark - st.log->record().watermark;
-  storage::write_batch batch;
-  batch.mutations.emplace_back(std::move(**plan));
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then(
-          [self, need, freed, gained, watermark, rp](write_result& r) mutable {
-            if (!r.ok()) {
-              rp.deliver(freed);
-              return;
-            }
-            self->state.log->watermark_moved(watermark);
-            trim_step(self, need, freed + gained, rp);
-          },
-          [rp, freed](caf::error&) mutable { rp.deliver(freed); });
+}
+
+/// One retention run: maxWait, then deletion steps, then the next timer.
+void run_retention(partition_ptr self) {
+  auto& st = self->state;
+  if (!st.retention.active())
+    return;
+  st.retaining = true;
+  if (auto before = core::overdue_before(st.retention, st.cfg.node.wall()))
+    tell_overdue(self, *before);
+  delete_steps(
+      self,
+      [self](std::int64_t) {
+        auto& st = self->state;
+        std::optional<storage::offset> low;
+        if (st.retention.completed > 0)
+          if (auto c = consumed_by_all(self))
+            low = *c;
+        std::vector<storage::retention_rule> rules;
+        for (auto& b :
+             core::deletion_bounds(st.retention, st.cfg.node.wall(),
+                                   st.log->record().next_offset - 1, low)) {
+          storage::retention_rule rule;
+          rule.created_before = b.created_before;
+          rule.through = b.through;
+          rules.push_back(rule);
+        }
+        return rules;
+      },
+      [self](std::int64_t freed, std::size_t writes,
+             std::optional<storage::error> err) {
+        auto& st = self->state;
+        st.retaining = false;
+        if (auto& m = st.cfg.node.metrics) {
+          m->retention_frames_deleted += static_cast<std::uint64_t>(freed);
+          m->retention_writes += writes;
+        }
+        if (err)
+          spdlog::warn("partition {}: retention stopped: {}",
+                       st.cfg.record.name, storage::to_string(*err));
+        auto now = st.cfg.node.wall();
+        auto interval = std::chrono::duration_cast<std::chrono::microseconds>(
+                            st.cfg.node.retention_interval)
+                            .count();
+        std::optional<storage::micros> unjudged;
+        if (st.retention.max_wait > 0)
+          unjudged = created_at_of(self, st.overdue + 1);
+        arm_retention(self,
+                      core::next_run(st.retention, now, interval,
+                                     created_at_of(self, storage::offset{0}),
+                                     unjudged));
+      });
+}
+
+void on_retention_timer(partition_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.timer_id)
+    return; // superseded by an earlier deadline
+  st.armed.reset();
+  if (!st.retaining) // a run going on arms the next one when it ends
+    run_retention(self);
 }
 
 caf::typed_response_promise<storage::micros>
@@ -422,6 +625,9 @@ partition_actor::behavior_type partition(partition_ptr self,
   st.log = std::make_unique<storage::partition_log>(
       st.cfg.record, st.cfg.node.segments, st.cfg.node.frames);
   st.enc = std::make_unique<storage::segment_encoder>(st.cfg.node.codec);
+  st.retention = core::retention_policy::from(st.cfg.options);
+  if (st.log->record().next_offset > st.log->record().watermark)
+    retention_after_push(self); // recovered frames: looked at one interval on
   auto failed = [](const storage::error& err) {
     pop_reply r;
     r.failure = err;
@@ -438,10 +644,12 @@ partition_actor::behavior_type partition(partition_ptr self,
         return seal_reply{*sealed, std::nullopt};
       },
       [self](settle_atom, const sealed_ptr& s, bool durable) {
-        if (durable)
+        if (durable) {
           self->state.log->durable(*s);
-        else
+          retention_after_push(self);
+        } else {
           self->state.log->failed(*s);
+        }
       },
       [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
         auto c = cursor_for(self, req.group);
@@ -480,6 +688,10 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](options_atom, storage::queue_options& opts) {
         auto& st = self->state;
         st.cfg.options = std::move(opts);
+        // New retention rules apply from the next run, which is now.
+        st.retention = core::retention_policy::from(st.cfg.options);
+        if (st.retention.active())
+          arm_retention(self, st.cfg.node.wall());
         auto policy = core::cursor_policy::from(st.cfg.options);
         auto visibility = core::visibility_policy::from(st.cfg.options);
         for (auto& [_, c] : st.cursors)
@@ -521,11 +733,11 @@ partition_actor::behavior_type partition(partition_ptr self,
       },
       [self](delete_atom, const std::string& group, bool durable) {
         auto& st = self->state;
-        auto stopped = st.deleting.find(group);
-        if (stopped == st.deleting.end())
+        auto stopped = st.stopping.find(group);
+        if (stopped == st.stopping.end())
           return; // the first phase stopped no cursor here
         auto c = std::move(stopped->second);
-        st.deleting.erase(stopped);
+        st.stopping.erase(stopped);
         self->send(c, delete_atom::value, durable);
         if (auto it = st.cursors.find(group);
             durable && it != st.cursors.end() && it->second == c)
@@ -535,8 +747,22 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto rp = self->make_response_promise<purge_reply>();
         // Never past the readable end: seals in flight stay untouched.
         auto end = self->state.log->record().next_offset;
-        auto limit = below ? std::min(*below, end) : end;
-        purge_step(self, limit - 1, false, rp);
+        auto through = (below ? std::min(*below, end) : end) - 1;
+        delete_steps(
+            self,
+            [through](std::int64_t) {
+              return std::vector<storage::retention_rule>{
+                  through_rule(through)};
+            },
+            [rp](std::int64_t freed, std::size_t,
+                 std::optional<storage::error> err) mutable {
+              purge_reply reply;
+              if (err)
+                reply.failure = std::move(err);
+              else
+                reply.partitions = freed > 0 ? 1u : 0u;
+              rp.deliver(std::move(reply));
+            });
         return rp;
       },
       [self](size_atom) {
@@ -558,7 +784,7 @@ partition_actor::behavior_type partition(partition_ptr self,
       },
       [self](trim_atom, std::int64_t need) {
         auto rp = self->make_response_promise<std::int64_t>();
-        trim_step(self, need, 0, rp);
+        trim(self, need, rp);
         return rp;
       },
       [self](requeue_atom, const std::string& group,
@@ -585,6 +811,9 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
         return self->delegate(*c, stage_atom::value, std::move(reqs),
                               view_of(*self->state.log));
+      },
+      [self](retention_atom, std::uint64_t id) {
+        on_retention_timer(self, id);
       },
       [self](settle_atom, const std::string& group, std::uint64_t id,
              bool commit) {

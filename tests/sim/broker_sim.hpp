@@ -27,6 +27,9 @@ struct broker_sim : sim_fixture {
   /// test closes it): with `gate_st->keep`, `gate_st->seen` lists them.
   std::shared_ptr<gate_state> gate_st = std::make_shared<gate_state>();
   actors::writer_actor gated;
+  /// The retention interval and deletion step the next `start()` gives.
+  std::chrono::seconds retention_interval{10};
+  std::size_t delete_step = 1024;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -55,6 +58,17 @@ struct broker_sim : sim_fixture {
                  .count();
   }
 
+  /// Creates queue `queue` or changes the named options (must succeed).
+  void configure(const std::string& queue, core::options_patch opts) {
+    actors::configure_request c;
+    c.queue = queue;
+    c.options = std::move(opts);
+    auto r = request<actors::configure_reply>(broker,
+                                              actors::configure_atom::value, c);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+  }
+
   /// (Re)starts the broker over the same store, as after a restart.
   void start() {
     if (broker)
@@ -67,6 +81,8 @@ struct broker_sim : sim_fixture {
     cfg.node.default_subscription = default_subscription;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
+    cfg.node.retention_interval = retention_interval;
+    cfg.node.delete_step = delete_step;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

@@ -14,13 +14,7 @@ namespace {
 
 struct poll_fixture : broker_sim {
   void configure(core::options_patch opts) {
-    actors::configure_request c;
-    c.queue = "q";
-    c.options = std::move(opts);
-    auto r = request<actors::configure_reply>(broker,
-                                              actors::configure_atom::value, c);
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
+    broker_sim::configure("q", std::move(opts));
   }
 
   void push(std::string payload) {

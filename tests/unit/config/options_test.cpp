@@ -82,3 +82,20 @@ TEST_CASE("defaultSubscriptionMode is all unless configured new", "[config]") {
   CHECK(bad.error
         == "default-subscription-mode must be all or new, got 'latest'");
 }
+
+TEST_CASE("retention.intervalSeconds comes from the environment or the "
+          "command line, default 10",
+          "[config][retention]") {
+  auto d = parse({}, env_of({}));
+  REQUIRE(d.options);
+  CHECK(d.options->retention.interval_s == 10);
+  auto e = parse({}, env_of({{"SPOOL_RETENTION_INTERVAL_SECONDS", "3"}}));
+  REQUIRE(e.options);
+  CHECK(e.options->retention.interval_s == 3);
+  auto c = parse({"--retention-interval-seconds=5"},
+                 env_of({{"SPOOL_RETENTION_INTERVAL_SECONDS", "3"}}));
+  REQUIRE(c.options);
+  CHECK(c.options->retention.interval_s == 5); // the command line wins
+  CHECK(parse({"--retention-interval-seconds", "0"}, env_of({})).error
+        == "retention-interval-seconds must be 1..86400, got '0'");
+}

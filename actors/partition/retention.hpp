@@ -1,0 +1,71 @@
+#pragma once
+
+/// Retention of one partition (semantics.md §7) as pure rules: which
+/// segments a run may delete (`retentionSeconds`, `completedRetentionSeconds`),
+/// which frames are overdue (`maxWaitTimeSeconds`), and when the next run is
+/// due. No CAF, no storage access: the partition actor feeds it the wall
+/// time and what it read, then plans the steps with `storage::plan_retention`
+/// and tells its cursors the overdue boundary.
+
+#include <optional>
+#include <vector>
+
+#include "storage/records.hpp"
+
+namespace spool::core {
+
+/// The queue options retention obeys, in µs (0 = the rule is off).
+struct retention_policy {
+  bool enabled = true;           ///< `retentionEnabled`
+  storage::micros retention = 0; ///< `retentionSeconds`
+  storage::micros completed = 0; ///< `completedRetentionSeconds`
+  storage::micros max_wait = 0;  ///< `maxWaitTimeSeconds`
+  storage::micros delayed = 0;   ///< `delayedProcessing`
+
+  static retention_policy from(const storage::queue_options& opts);
+
+  /// Whether any of the three rules applies: `retentionEnabled=false`
+  /// switches them all off here, the one switch (a partition runs retention
+  /// only while its policy is active).
+  bool active() const noexcept;
+};
+
+/// One way a segment qualifies for deletion: created before
+/// `created_before` and ending at or below `through` (a
+/// `storage::retention_rule` without its step bound).
+struct deletion_bound {
+  storage::micros created_before;
+  storage::offset through;
+  friend bool operator==(const deletion_bound&, const deletion_bound&)
+      = default;
+};
+
+/// The bounds a retention run at `now` deletes by, each naming a prefix of
+/// the partition (created_at and offsets grow together), so a segment goes
+/// when the first bound that admits it does: `retentionSeconds` up to the
+/// readable end, consumed or not; `completedRetentionSeconds` only through
+/// `consumed_by_all` (none: some interested group blocks, or no group is
+/// interested, and nothing goes by this rule).
+std::vector<deletion_bound>
+deletion_bounds(const retention_policy& policy, storage::micros now,
+                storage::offset last_readable,
+                std::optional<storage::offset> consumed_by_all);
+
+/// `maxWaitTimeSeconds`: frames created before this are overdue at `now`
+/// (deliverable since `created_at + delayedProcessing` for longer than the
+/// limit); none when the rule is off.
+std::optional<storage::micros> overdue_before(const retention_policy& policy,
+                                              storage::micros now);
+
+/// When the next run is due (wall µs), given after this run the created_at
+/// of the oldest retained frame and of the oldest frame above the overdue
+/// boundary (none: no such frame, nothing to wait for until a push). Never
+/// sooner than `interval` after `now`: a rule that is due but blocked (a
+/// group has not consumed yet) is looked at again one interval later. None:
+/// nothing can become due without a push.
+std::optional<storage::micros>
+next_run(const retention_policy& policy, storage::micros now,
+         storage::micros interval, std::optional<storage::micros> oldest,
+         std::optional<storage::micros> oldest_unjudged);
+
+} // namespace spool::core
