@@ -152,8 +152,12 @@ void partition_log::failed(const sealed_append& s) {
   settle(s, pending_seal::failed);
 }
 
+void partition_log::lost(const sealed_append& s) {
+  settle(s, pending_seal::failed, false);
+}
+
 void partition_log::settle(const sealed_append& s,
-                           pending_seal::state_t outcome) {
+                           pending_seal::state_t outcome, bool give_back) {
   for (auto& id : s.pending_ids)
     in_flight_.erase(id);
   // Only seals that stored frames are tracked (an all-duplicate seal shares
@@ -162,11 +166,13 @@ void partition_log::settle(const sealed_append& s,
     if (s.next > s.first && ps.first == s.first
         && ps.state == pending_seal::in_flight) {
       ps.state = outcome;
+      ps.keep_gap = !give_back;
       break;
     }
   // Failed seals with nothing sealed after them give their offsets back: the
   // next seal reuses them, so a refused or failed push leaves no gap.
-  while (!order_.empty() && order_.back().state == pending_seal::failed) {
+  while (!order_.empty() && order_.back().state == pending_seal::failed
+         && !order_.back().keep_gap) {
     next_ = order_.back().first;
     order_.pop_back();
   }
@@ -180,7 +186,8 @@ void partition_log::settle(const sealed_append& s,
     // A failed seal followed only by seals still in flight may yet give its
     // offsets back (should they all fail); one before a durable seal is a
     // gap for good.
-    if (order_.front().state == pending_seal::failed && !durable_after(0))
+    if (order_.front().state == pending_seal::failed && !order_.front().keep_gap
+        && !durable_after(0))
       break;
     if (order_.front().state == pending_seal::durable)
       for (auto& a : order_.front().segments)

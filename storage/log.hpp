@@ -85,6 +85,9 @@ public:
   /// seal reuses them, offsets stay dense); otherwise they stay a gap, never
   /// reused while this log lives.
   void failed(const sealed_append& s);
+  /// The sealed append's outcome is unknown (the writer could not answer):
+  /// as `failed`, but its offsets are never given back (it may be stored).
+  void lost(const sealed_append& s);
   /// Seals neither durable nor failed yet.
   std::size_t in_flight() const noexcept {
     return static_cast<std::size_t>(
@@ -108,9 +111,11 @@ private:
     offset first;
     enum state_t : std::uint8_t { in_flight, durable, failed } state;
     std::vector<mut::append_segment> segments; ///< without their bytes
+    bool keep_gap = false; ///< failed, outcome unknown: never given back
   };
   std::deque<pending_seal> order_;
-  void settle(const sealed_append& s, pending_seal::state_t outcome);
+  void settle(const sealed_append& s, pending_seal::state_t outcome,
+              bool give_back = true);
 };
 
 /// Frames read from a partition.

@@ -50,6 +50,9 @@ struct broker_state {
       = std::make_shared<std::atomic<std::size_t>>(0);
   /// Queue creations, one at a time.
   core::creation_gate gate;
+  /// Pops waiting for their queue's creation, by lease id: true once
+  /// cancelled (answered empty instead of handed to the queue).
+  std::unordered_map<std::string, bool> creating;
   /// The queues' records as last configured (namespace, task, priority).
   std::map<std::string, storage::queue_record> records;
   /// Parked namespace pops, and the broker's one timer for them.
@@ -813,10 +816,21 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           rp.deliver(std::move(bad));
           return {};
         }
+        self->state.creating[req.lease_id] = false;
         ensure_queues(
             self, {queue},
             [self, rp, queue, req = std::move(req)](
                 std::optional<storage::error> failure) mutable {
+              auto& creating = self->state.creating;
+              bool cancelled = false;
+              if (auto c = creating.find(req.lease_id); c != creating.end()) {
+                cancelled = c->second;
+                creating.erase(c);
+              }
+              if (cancelled && !failure) {
+                rp.deliver(queue_pop_reply{}); // the client left
+                return;
+              }
               auto it = self->state.queues.find(queue);
               if (failure || it == self->state.queues.end()) {
                 queue_pop_reply bad;
@@ -898,6 +912,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](cancel_atom, const std::string& lease_id) {
         auto& st = self->state;
+        if (auto c = st.creating.find(lease_id); c != st.creating.end())
+          c->second = true;
         st.parked.cancel(lease_id);
         for (auto& [_, q] : st.queues)
           self->send(q, cancel_atom::value, lease_id);

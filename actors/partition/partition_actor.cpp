@@ -180,7 +180,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
             }
           },
           [self, rp, s](caf::error& err) mutable {
-            self->state.log->failed(*s);
+            self->state.log->lost(*s); // it may be stored: keep the gap
             rp.deliver(push_reply{{},
                                   0,
                                   storage::make_error(storage::ec::io_error,

@@ -75,8 +75,9 @@ struct queue_state {
   std::optional<core::mono_time> next_sweep;
   /// The subscription records of the groups registered here, as stored.
   std::unordered_map<std::string, storage::subscription_record> subs;
-  /// Registrations, one at a time.
-  core::creation_gate register_gate;
+  /// Group registrations and group deletions, one at a time (a deletion
+  /// never interleaves with another or with a registration).
+  core::creation_gate group_gate;
   /// Pops waiting for their group's registration, by lease id: true once
   /// cancelled (answered empty instead of served when it is done).
   std::unordered_map<std::string, bool> registering;
@@ -262,11 +263,11 @@ void register_group(queue_ptr self, const std::string& group,
                     const core::subscription_params& params,
                     std::function<void(std::optional<storage::error>)> k) {
   auto& st = self->state;
-  st.register_gate.wait([self, group, params, k = std::move(k)]() mutable {
+  st.group_gate.wait([self, group, params, k = std::move(k)]() mutable {
     auto& st = self->state;
     if (st.subs.contains(group))
       return k(std::nullopt); // registered while this one waited
-    st.register_gate.enter();
+    st.group_gate.enter();
     auto rec = core::registration(
         group, params, st.cfg.node.default_subscription, st.cfg.node.wall());
     auto parts = all_partitions(self);
@@ -290,7 +291,7 @@ void register_group(queue_ptr self, const std::string& group,
                        k](std::optional<storage::error> failure) mutable {
             if (!failure)
               self->state.subs[group] = rec;
-            self->state.register_gate.leave();
+            self->state.group_gate.leave();
             k(std::move(failure));
           };
           self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
@@ -479,10 +480,26 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
   return rp;
 }
 
+void delete_group_now(queue_ptr self, const delete_group_request& req,
+                      std::function<void(delete_group_reply)> done);
+
 /// Deletes a group's cursors (and records) on this queue in one write, then
-/// answers its parked pops empty; `done` gets the outcome.
+/// answers its parked pops empty; `done` gets the outcome. One deletion or
+/// registration at a time, so two never stop and resume the same cursors.
 void delete_group(queue_ptr self, const delete_group_request& req,
                   std::function<void(delete_group_reply)> done) {
+  self->state.group_gate.wait([self, req, done = std::move(done)]() mutable {
+    self->state.group_gate.enter();
+    delete_group_now(self, req,
+                     [self, done = std::move(done)](delete_group_reply r) {
+                       self->state.group_gate.leave();
+                       done(std::move(r));
+                     });
+  });
+}
+
+void delete_group_now(queue_ptr self, const delete_group_request& req,
+                      std::function<void(delete_group_reply)> done) {
   auto parts = all_partitions(self);
   fan_out<delete_vote>(
       self, parts,

@@ -11,20 +11,6 @@ using storage::offset;
 namespace {
 
 struct admin_fixture : broker_sim {
-  /// Pushes `payloads` to (queue, partition) as one push (one segment).
-  actors::queue_push_reply push(const std::string& queue,
-                                const std::string& partition,
-                                std::vector<std::string> payloads) {
-    std::vector<actors::broker_push_item> v;
-    for (auto& p : payloads)
-      v.push_back({queue, {partition, msg(p)}});
-    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
-                                               v);
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
-    return *r;
-  }
-
   actors::queue_pop_request req(const std::string& group,
                                 std::optional<std::string> partition = {},
                                 std::size_t batch = 10) {

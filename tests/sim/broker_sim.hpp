@@ -58,6 +58,21 @@ struct broker_sim : sim_fixture {
                  .count();
   }
 
+  /// Pushes `payloads` to (queue, partition) as one push: one segment,
+  /// stamped with the current wall time (must succeed).
+  actors::queue_push_reply push(const std::string& queue,
+                                const std::string& partition,
+                                std::vector<std::string> payloads) {
+    std::vector<actors::broker_push_item> v;
+    for (auto& p : payloads)
+      v.push_back({queue, {partition, msg(p)}});
+    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
+                                               v);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+    return *r;
+  }
+
   /// Creates queue `queue` or changes the named options (must succeed).
   void configure(const std::string& queue, core::options_patch opts) {
     actors::configure_request c;

@@ -27,17 +27,6 @@ struct dlq_fixture : broker_sim {
     start();
   }
 
-  void push(const std::string& q, const std::string& p,
-            std::vector<std::string> payloads) {
-    std::vector<actors::broker_push_item> v;
-    for (auto& x : payloads)
-      v.push_back({q, {p, msg(x)}});
-    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
-                                               v);
-    REQUIRE(r);
-    REQUIRE(!r->failure);
-  }
-
   actors::pop_reply pop(const std::string& q, const std::string& p,
                         const std::string& group, std::size_t batch = 10) {
     actors::queue_pop_request req;

@@ -98,9 +98,13 @@ struct retention_fixture : broker_sim {
 
   /// Writes a subscription record (mode all) for `group` on q, as a first
   /// pop will: the group is interested without a cursor on p.
-  void subscribe(const std::string& group) {
+  void subscribe(const std::string& group, storage::subscription_mode mode
+                                           = storage::subscription_mode::all) {
     storage::subscription_record rec;
     rec.registered_at = wall();
+    rec.mode = rec.registered_mode = mode;
+    if (mode != storage::subscription_mode::all)
+      rec.timestamp = wall();
     auto r = request<actors::write_result>(
         writer, actors::write_atom::value,
         storage::write_batch{
@@ -213,6 +217,26 @@ TEST_CASE("completedRetentionSeconds deletes a segment once every interested "
   fx.consume("late");
   fx.advance(15s);
   CHECK(fx.watermark() == offset{4});
+}
+
+TEST_CASE("completedRetentionSeconds counts a group registered new without a "
+          "cursor here where its first contact would seed it",
+          "[sim][retention][subscription]") {
+  retention_fixture fx;
+  auto o = opts();
+  o.completed_retention_s = 30;
+  fx.configure(o);
+  fx.push({"a", "b"}); // 0..1, before the registration
+  fx.advance(1s);
+  fx.subscribe("newbie", storage::subscription_mode::new_only);
+  fx.advance(1s);
+  fx.push({"c"}); // 2, after it
+  fx.consume("g1");
+  fx.advance(60s);
+  // newbie would start at 1: the first segment may go, the second not.
+  CHECK(fx.watermark() == offset{2});
+  auto r = fx.pop("newbie", 10);
+  CHECK(fx.offsets(r) == std::vector<std::int64_t>{2});
 }
 
 TEST_CASE("completedRetentionSeconds keeps the data of a partition no group "

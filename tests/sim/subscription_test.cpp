@@ -38,19 +38,6 @@ std::string rfc3339(storage::micros t) {
 struct sub_fixture : broker_sim {
   int leases = 0;
 
-  /// Pushes `payloads` to (queue, partition) as one push: one segment,
-  /// stamped with the current wall time.
-  void push(const std::string& queue, const std::string& partition,
-            std::vector<std::string> payloads) {
-    std::vector<actors::broker_push_item> v;
-    for (auto& p : payloads)
-      v.push_back({queue, {partition, msg(p)}});
-    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
-                                               v);
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
-  }
-
   /// One pop by `group` (mode and from as a client gives them), every
   /// claimed frame acked; answers the offsets delivered, by partition.
   std::map<std::string, std::vector<std::int64_t>>
@@ -228,12 +215,18 @@ TEST_CASE("seeding happens only on the first contact: passing "
   fx.push("q", "Default", {"c", "d"});
   // Not re-seeded to the last offset: the backlog is still delivered.
   CHECK(fx.offsets("q", "old", mode("new")) == offs{2, 3});
-  // A group registered `new` keeps that when a later pop names no mode.
+  // Nor by a pop that names no mode.
+  fx.push("q", "Default", {"e0"});
+  CHECK(fx.offsets("q", "old") == offs{4});
+  // A group registered `new` keeps that when a later pop names another
+  // mode or none.
   fx.push("q", "Default", {"e"});
   CHECK(fx.offsets("q", "fresh", mode("new")).empty());
   fx.advance(1s);
   fx.push("q", "Default", {"f"});
-  CHECK(fx.offsets("q", "fresh", mode("all")) == offs{5});
+  CHECK(fx.offsets("q", "fresh", mode("all")) == offs{6});
+  fx.push("q", "Default", {"g"});
+  CHECK(fx.offsets("q", "fresh") == offs{7});
   auto rec = fx.record("q", "fresh");
   REQUIRE(rec);
   CHECK(rec->mode == subscription_mode::new_only);
@@ -302,10 +295,39 @@ TEST_CASE("a partition created later is seeded by the walk from the stored "
   CHECK(fx.consume("q", "g", from(rfc3339(in_an_hour))).empty());
   fx.advance(1s);
   fx.push("q", "b", {"early-0", "early-1"}); // before the timestamp
-  CHECK(fx.offsets("q", "g", {}, "b").empty());
   fx.advance(2h);
-  fx.push("q", "b", {"late"});
+  fx.push("q", "b", {"late"}); // after it
+  // First contact with b only now: the walk from the stored timestamp (not
+  // b's start, not its last offset at this first contact).
   CHECK(fx.offsets("q", "g", {}, "b") == offs{2});
+}
+
+TEST_CASE("two first pops of one group at once register it once",
+          "[sim][subscription]") {
+  sub_fixture fx;
+  fx.push("q", "Default", {"a"});
+  fx.gate_st->keep = true;
+  fx.gate_st->seen.clear();
+  actors::queue_pop_request r;
+  r.group = "g";
+  r.batch = 10;
+  r.subscription = mode("new");
+  r.lease_id = "one";
+  auto first = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, r);
+  r.lease_id = "two";
+  r.subscription = mode("all");
+  auto second = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, r);
+  fx.run();
+  REQUIRE(*first);
+  REQUIRE(*second);
+  CHECK((*first)->claimed.empty());
+  CHECK((*second)->claimed.empty()); // the first registration (new) holds
+  std::size_t records = 0;
+  for (auto& b : fx.gate_st->seen)
+    records += count_of<storage::mut::put_subscription>(b);
+  CHECK(records == 1);
 }
 
 TEST_CASE("a queue-mode pop always registers as all: subscription modes are "

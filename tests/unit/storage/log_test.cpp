@@ -356,3 +356,21 @@ TEST_CASE("a failed seal with nothing sealed after it gives its offsets back",
     CHECK(log.record().watermark == offset{5});
   }
 }
+
+TEST_CASE("a seal whose outcome is unknown keeps its offsets as a gap",
+          "[storage][log]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto s1 = log.seal(*t, msgs(5, "a"), 1'000'000, fx.enc);
+  auto s2 = log.seal(*t, msgs(5, "b"), 1'000'000, fx.enc);
+  t->abort();
+  REQUIRE(s1);
+  REQUIRE(s2);
+  log.lost(*s1);   // the writer could not answer: it may be stored
+  log.failed(*s2); // refused: given back, but not past the lost one
+  CHECK(log.next_offset() == offset{5});
+  CHECK(log.in_flight() == 0);
+}
