@@ -16,11 +16,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/broker/txn_core.hpp"
 #include "actors/cursor/cursor_core.hpp"
 #include "actors/cursor/cursor_txn.hpp"
+#include "actors/cursor/seek.hpp"
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/partition/visibility.hpp"
 #include "actors/queue/options.hpp"
@@ -62,6 +64,8 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
+using seek_atom = caf::atom_constant<caf::atom("seek")>;
+using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -376,6 +380,61 @@ struct txn_reply {
   std::optional<storage::error> failure;
 };
 
+/// The internal group of queue mode (semantics.md §1, §3).
+inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
+
+/// A seek of one group (semantics.md §6): every partition of a queue, or
+/// one. A queue applies it in one durable write (all or nothing).
+struct seek_request {
+  std::string group;
+  std::optional<std::string> partition; ///< none: every partition
+  core::seek_target target;
+  bool dry_run = false; ///< answer the positions, write and change nothing
+};
+
+/// One partition's committed before and after a seek.
+struct seek_position {
+  std::string partition;
+  /// None: the group had no cursor here (a dry run does not create one).
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+};
+
+/// The answer to a seek: `partitions_updated` counts the partitions
+/// written (the per-queue route's `partitionsUpdated`; 1 is the
+/// per-partition route's `updated: true`; 0 for a dry run).
+struct seek_reply {
+  std::size_t partitions_updated = 0;
+  std::vector<seek_position> positions; ///< by partition name
+  std::optional<storage::error> failure;
+};
+
+/// A seek as a cursor gets it from its partition.
+struct cursor_seek {
+  core::seek_target target;
+  /// The partition's timestamp walk (timestamp rule only).
+  std::optional<storage::offset> walked;
+  bool dry_run = false;
+};
+
+/// A cursor's part of a seek: its new record, computed and held (staged,
+/// like a transaction's acks) until the queue settles it by id; the cursor
+/// defers every other message meanwhile.
+struct seek_stage {
+  std::uint64_t stage_id = 0; ///< 0: nothing staged, nothing to settle
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+  /// The record to write in the queue's one batch (none for a dry run).
+  std::optional<storage::mut::put_cursor> record;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a subscription update: the records rewritten.
+struct sub_update_reply {
+  std::size_t rows_updated = 0;
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// Who hears of every dead letter written (the queue's retention sweep).
@@ -430,8 +489,11 @@ using cursor_actor = caf::typed_actor<
     /// settled the cursor defers every other message.
     caf::replies_to<stage_atom, std::vector<core::ack_request>,
                     partition_view>::with<stage_reply>,
-    /// Settles a staged transaction by id: commit (true) or abort.
-    caf::reacts_to<settle_atom, std::uint64_t, bool>>;
+    /// Settles a staged transaction or seek by id: commit (true) or abort.
+    caf::reacts_to<settle_atom, std::uint64_t, bool>,
+    /// Stages a seek: the new record is computed and held until settled
+    /// (`settle_atom`); a dry run only answers the positions.
+    caf::replies_to<seek_atom, cursor_seek, partition_view>::with<seek_stage>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -486,8 +548,13 @@ using partition_actor = caf::typed_actor<
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
-    /// Settles a group's staged transaction (forwarded to its cursor).
-    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>>;
+    /// Settles a group's staged transaction or seek (forwarded to its
+    /// cursor).
+    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
+    /// Stages a group's seek (the timestamp walk done here, the cursor
+    /// created if the group never met the partition, except for a dry run).
+    caf::replies_to<seek_atom, std::string, core::seek_target,
+                    bool>::with<seek_stage>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -550,7 +617,10 @@ using queue_actor = caf::typed_actor<
                     std::vector<core::ack_request>>::with<stage_reply>,
     /// Settles a staged transaction of (partition, group); a commit wakes
     /// parked pops.
-    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>>;
+    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>,
+    /// Seeks a group on every partition (or one) in one durable write;
+    /// answers after it is durable and parked pops were woken.
+    caf::replies_to<seek_atom, seek_request>::with<seek_reply>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -605,7 +675,14 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>,
     /// Runs a transaction (semantics.md §10): pushes and acks, all or
     /// nothing in one write; a repeated client id returns the stored answer.
-    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
+    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>,
+    /// Seeks a group on a queue (every partition, or one); unknown queue or
+    /// none of its partitions: `Queue not found or has no partitions`.
+    caf::replies_to<seek_atom, std::string, seek_request>::with<seek_reply>,
+    /// Sets mode `timestamp` with this timestamp (µs) on every subscription
+    /// record of the group, in one write; moves no cursor.
+    caf::replies_to<sub_update_atom, std::string,
+                    storage::micros>::with<sub_update_reply>>;
 
 } // namespace spool::actors
 
@@ -661,3 +738,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::seek_target)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_seek)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_stage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_reply)

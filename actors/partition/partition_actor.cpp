@@ -43,6 +43,13 @@ partition_view view_of(const storage::partition_log& log) {
   return {rec.watermark, rec.next_offset, rec.last_created_at};
 }
 
+/// Where a group's first contact with this partition seeds its cursor.
+storage::offset first_contact_committed(partition_ptr self) {
+  // Until subscription modes exist, a new group starts at the oldest
+  // retained frame (mode `all`, the default).
+  return self->state.log->record().watermark - 1;
+}
+
 /// The group's cursor, spawned on first contact.
 storage::expected<cursor_actor> cursor_for(partition_ptr self,
                                            const std::string& group) {
@@ -58,9 +65,7 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.policy = core::cursor_policy::from(st.cfg.options);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
-  // Until subscription modes exist, a new group starts at the oldest
-  // retained frame (mode `all`, the default).
-  cc.initial_committed = st.log->record().watermark - 1;
+  cc.initial_committed = first_contact_committed(self);
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
   auto c = spawn_cursor(self, std::move(cc));
@@ -387,6 +392,58 @@ on_oldest(partition_ptr self, const std::string& group) {
   return rp;
 }
 
+// -- seek ---------------------------------------------------------------------
+
+/// Stages a group's seek on its cursor (created if the group never met this
+/// partition), after the timestamp walk. A dry run for a group without a
+/// cursor here creates none: it answers where the seek would land from the
+/// position a first contact would seed.
+caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
+                                                const std::string& group,
+                                                const core::seek_target& target,
+                                                bool dry_run) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<seek_stage>();
+  auto fail = [&rp](storage::error err) mutable {
+    seek_stage failed;
+    failed.failure = std::move(err);
+    rp.deliver(std::move(failed));
+    return rp;
+  };
+  auto rule = core::seek_rule_of(target);
+  if (!rule)
+    return fail(rule.err());
+  auto view = view_of(*st.log);
+  cursor_seek req{target, std::nullopt, dry_run};
+  if (*rule == core::seek_rule::timestamp) {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    auto walked = storage::resolve_timestamp(
+        *t, st.cfg.record.queue, st.cfg.record.id, *target.timestamp);
+    if (!walked)
+      return fail(walked.err());
+    req.walked = *walked;
+  }
+  if (dry_run) {
+    auto names = groups_here(self, group);
+    if (names && names->empty()) {
+      seek_stage positions;
+      positions.after
+          = core::seek_position(*rule, target,
+                                {view.watermark, view.readable_end - 1,
+                                 first_contact_committed(self), req.walked});
+      rp.deliver(std::move(positions));
+      return rp;
+    }
+  }
+  auto c = cursor_for(self, group);
+  if (!c)
+    return fail(c.err());
+  rp.delegate(*c, seek_atom::value, std::move(req), view);
+  return rp;
+}
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -540,6 +597,9 @@ partition_actor::behavior_type partition(partition_ptr self,
         if (auto it = cursors.find(group); it != cursors.end())
           self->send(it->second, settle_atom::value, id, commit);
       },
+      [self](seek_atom, const std::string& group,
+             const core::seek_target& target,
+             bool dry_run) { return on_seek(self, group, target, dry_run); },
   };
 }
 

@@ -19,6 +19,8 @@ struct broker_sim : sim_fixture {
       = std::make_shared<actors::node_metrics>();
   /// The caps the next `start()` gives the broker.
   config::pop_limits pop_limits;
+  /// How the next `start()`'s broker cuts segments.
+  storage::segment_limits segments;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -54,6 +56,7 @@ struct broker_sim : sim_fixture {
     cfg.node.metrics = metrics;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
+    cfg.node.segments = segments;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

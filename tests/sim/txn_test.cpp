@@ -3,11 +3,8 @@
 // writer sits behind a gate the test can close, reorder and open, so writes
 // can be counted and interleavings chosen.
 
+#include "sim/gate_writer.hpp"
 #include "sim/sim_fixture.hpp"
-
-#include <caf/typed_event_based_actor.hpp>
-
-#include <deque>
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
@@ -19,61 +16,6 @@ using namespace std::chrono_literals;
 using storage::offset;
 
 namespace {
-
-/// What the gate saw and holds.
-struct gate_state {
-  bool closed = false;
-  std::vector<storage::write_batch> seen; ///< every batch, in arrival order
-  struct held_write {
-    storage::write_batch batch;
-    caf::typed_response_promise<actors::write_result> rp;
-  };
-  std::deque<held_write> held;
-};
-
-void forward(actors::writer_actor::pointer self, actors::writer_actor real,
-             storage::write_batch batch,
-             caf::typed_response_promise<actors::write_result> rp) {
-  self->request(real, caf::infinite, actors::write_atom::value,
-                std::move(batch))
-      .then([rp](actors::write_result& r) mutable { rp.deliver(r); },
-            [rp](caf::error&) mutable {
-              rp.deliver(actors::write_result{
-                  storage::make_error(storage::ec::io_error, "writer gone")});
-            });
-}
-
-/// A writer in front of the real one: records every batch; while closed it
-/// holds them; `flush` releases the held ones in `held` order.
-actors::writer_actor::behavior_type gate(actors::writer_actor::pointer self,
-                                         std::shared_ptr<gate_state> st,
-                                         actors::writer_actor real) {
-  return {
-      [=](actors::write_atom, storage::write_batch& b) {
-        st->seen.push_back(b);
-        auto rp = self->make_response_promise<actors::write_result>();
-        if (st->closed)
-          st->held.push_back({std::move(b), rp});
-        else
-          forward(self, real, std::move(b), rp);
-        return rp;
-      },
-      [=](actors::flush_atom) {
-        while (!st->held.empty()) {
-          auto w = std::move(st->held.front());
-          st->held.pop_front();
-          forward(self, real, std::move(w.batch), w.rp);
-        }
-      },
-  };
-}
-
-template <class T>
-std::size_t count_of(const storage::write_batch& b) {
-  return static_cast<std::size_t>(
-      std::count_if(b.mutations.begin(), b.mutations.end(),
-                    [](auto& m) { return std::holds_alternative<T>(m); }));
-}
 
 struct txn_fixture : sim_fixture {
   store_fixture store;

@@ -1,0 +1,75 @@
+#pragma once
+
+// A writer in front of the real one for sim tests: it records every batch,
+// and while closed holds them, so tests can count writes and choose
+// interleavings (release the held ones, possibly reordered, with `flush`).
+
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "actors/interfaces.hpp"
+
+namespace spool::test {
+
+/// What the gate saw and holds.
+struct gate_state {
+  bool closed = false;
+  std::vector<storage::write_batch> seen; ///< every batch, in arrival order
+  struct held_write {
+    storage::write_batch batch;
+    caf::typed_response_promise<actors::write_result> rp;
+  };
+  std::deque<held_write> held;
+};
+
+inline void forward(actors::writer_actor::pointer self,
+                    actors::writer_actor real, storage::write_batch batch,
+                    caf::typed_response_promise<actors::write_result> rp) {
+  self->request(real, caf::infinite, actors::write_atom::value,
+                std::move(batch))
+      .then([rp](actors::write_result& r) mutable { rp.deliver(r); },
+            [rp](caf::error&) mutable {
+              rp.deliver(actors::write_result{
+                  storage::make_error(storage::ec::io_error, "writer gone")});
+            });
+}
+
+/// A writer in front of the real one: records every batch; while closed it
+/// holds them; `flush` releases the held ones in `held` order.
+inline actors::writer_actor::behavior_type
+gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
+     actors::writer_actor real) {
+  return {
+      [=](actors::write_atom, storage::write_batch& b) {
+        st->seen.push_back(b);
+        auto rp = self->make_response_promise<actors::write_result>();
+        if (st->closed)
+          st->held.push_back({std::move(b), rp});
+        else
+          forward(self, real, std::move(b), rp);
+        return rp;
+      },
+      [=](actors::flush_atom) {
+        while (!st->held.empty()) {
+          auto w = std::move(st->held.front());
+          st->held.pop_front();
+          forward(self, real, std::move(w.batch), w.rp);
+        }
+      },
+  };
+}
+
+template <class T>
+std::size_t count_of(const storage::write_batch& b) {
+  return static_cast<std::size_t>(
+      std::count_if(b.mutations.begin(), b.mutations.end(),
+                    [](auto& m) { return std::holds_alternative<T>(m); }));
+}
+
+} // namespace spool::test
