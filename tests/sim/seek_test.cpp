@@ -132,6 +132,14 @@ struct seek_fixture : broker_sim {
     return *r;
   }
 
+  /// `failure` is `code` with `message`.
+  static void check_failure(const std::optional<storage::error>& failure,
+                            storage::ec code, const std::string& message) {
+    REQUIRE(failure);
+    CHECK(failure->code == code);
+    CHECK(failure->message == message);
+  }
+
   static core::seek_target to_end() {
     core::seek_target t;
     t.to_end = true;
@@ -258,9 +266,8 @@ TEST_CASE("A queue that does not exist, or that has no partitions yet, is "
   seek_fixture fx;
   auto before = fx.writes();
   auto r = fx.seek("ghost", "g", fx.to_end());
-  REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::unknown_queue);
-  CHECK(r.failure->message == "Queue not found or has no partitions");
+  fx.check_failure(r.failure, storage::ec::unknown_queue,
+                   "Queue not found or has no partitions");
   CHECK(r.partitions_updated == 0);
   // A queue actor without partitions answers the same.
   actors::queue_config qc;
@@ -275,9 +282,8 @@ TEST_CASE("A queue that does not exist, or that has no partitions yet, is "
       *q, actors::seek_atom::value,
       actors::seek_request{"g", std::nullopt, fx.to_end(), false});
   REQUIRE(e);
-  REQUIRE(e->failure);
-  CHECK(e->failure->code == storage::ec::unknown_queue);
-  CHECK(e->failure->message == "Queue not found or has no partitions");
+  fx.check_failure(e->failure, storage::ec::unknown_queue,
+                   "Queue not found or has no partitions");
   caf::anon_send_exit(*q, caf::exit_reason::user_shutdown);
   fx.run();
   CHECK(fx.writes() == before);
@@ -298,9 +304,8 @@ TEST_CASE("The per-partition form answers with updated: true, or a not-found "
   CHECK(fx.committed("q", "p1", "g") == offset{2}); // not named: untouched
   auto before = fx.writes();
   auto missing = fx.seek("q", "g", fx.to_start(), "nope");
-  REQUIRE(missing.failure);
-  CHECK(missing.failure->code == storage::ec::unknown_partition);
-  CHECK(missing.failure->message == "Partition not found");
+  fx.check_failure(missing.failure, storage::ec::unknown_partition,
+                   "Partition not found");
   CHECK(fx.writes() == before);
 }
 
@@ -311,9 +316,8 @@ TEST_CASE("A body with neither is rejected with Must specify toEnd=true or a "
   fx.push("q", "Default", 3);
   auto before = fx.writes();
   auto r = fx.seek("q", "g", core::seek_target{});
-  REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::invalid_argument);
-  CHECK(r.failure->message == "Must specify toEnd=true or a timestamp");
+  fx.check_failure(r.failure, storage::ec::invalid_argument,
+                   "Must specify toEnd=true or a timestamp");
   // Checked before the queue is looked up (a bad body is a 400, not a 404).
   auto ghost = fx.seek("ghost", "g", core::seek_target{});
   REQUIRE(ghost.failure);
@@ -515,6 +519,28 @@ TEST_CASE("Replay begins on the next poll: a parked pop of the group is "
   CHECK((*other)->claimed.empty());
 }
 
+TEST_CASE("Replay begins on the next poll: a parked namespace pop of the "
+          "group is served by a backward seek too",
+          "[sim][seek][long-poll]") {
+  seek_fixture fx;
+  fx.push("ns.q", "Default", 2);
+  fx.consume_all("ns.q", "Default", "g");
+  actors::namespace_pop_request req;
+  req.name_space = "ns";
+  req.pop = fx.pop_req("g", std::nullopt);
+  req.pop.wait = true;
+  req.pop.timeout = 60s;
+  auto parked = fx.request_later<actors::namespace_pop_reply>(
+      fx.broker, actors::pop_atom::value, req);
+  fx.run();
+  REQUIRE_FALSE(*parked);
+  REQUIRE_FALSE(fx.seek("ns.q", "g", fx.to_start()).failure);
+  REQUIRE(*parked);
+  CHECK((*parked)->queue == "ns.q");
+  REQUIRE((*parked)->reply.claimed.size() == 1);
+  CHECK((*parked)->reply.claimed.front().reply.messages.size() == 2);
+}
+
 TEST_CASE("A dry run answers the positions and writes nothing", "[sim][seek]") {
   seek_fixture fx;
   fx.push("q", "p1", 5);
@@ -653,8 +679,8 @@ TEST_CASE("A seek waits for a transaction staged on the cursor, and a "
       actors::seek_request{"g", std::nullopt, fx.to_start(), false});
   fx.run();
   REQUIRE(*refused);
-  REQUIRE((**refused).failure);
-  CHECK((**refused).failure->message == "Consumer group is being deleted");
+  fx.check_failure((**refused).failure, storage::ec::invalid_argument,
+                   "Consumer group is being deleted");
   CHECK(fx.writes() == before);
   fx.open_gate();
   REQUIRE(*deleted);
@@ -790,8 +816,8 @@ TEST_CASE("The subscription update refuses queue mode (__QUEUE_MODE__)",
   REQUIRE_FALSE(fx.seek("q", "__QUEUE_MODE__", fx.to_end()).failure);
   auto before = *fx.subscription("q", "__QUEUE_MODE__");
   auto r = fx.update_subscription("__QUEUE_MODE__", 1);
-  REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::invalid_argument);
+  fx.check_failure(r.failure, storage::ec::invalid_argument,
+                   "Queue mode (__QUEUE_MODE__) has no subscription to update");
   CHECK(r.rows_updated == 0);
   CHECK(fx.subscription("q", "__QUEUE_MODE__") == before);
 }
