@@ -16,11 +16,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/broker/txn_core.hpp"
 #include "actors/cursor/cursor_core.hpp"
 #include "actors/cursor/cursor_txn.hpp"
+#include "actors/cursor/seek.hpp"
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/partition/visibility.hpp"
 #include "actors/queue/options.hpp"
@@ -65,6 +67,8 @@ using stage_atom = caf::atom_constant<caf::atom("stage")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 using seed_atom = caf::atom_constant<caf::atom("seed")>;
 using retention_atom = caf::atom_constant<caf::atom("retention")>;
+using seek_atom = caf::atom_constant<caf::atom("seek")>;
+using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -382,6 +386,60 @@ struct txn_reply {
   std::optional<storage::error> failure;
 };
 
+using core::queue_mode_group; // pops without a consumer group
+
+/// A seek of one group (semantics.md §6): every partition of a queue, or
+/// one. A queue applies it in one durable write (all or nothing).
+struct seek_request {
+  std::string group;
+  std::optional<std::string> partition; ///< none: every partition
+  core::seek_target target;
+  bool dry_run = false; ///< answer the positions, write and change nothing
+};
+
+/// One partition's committed before and after a seek.
+struct seek_position {
+  std::string partition;
+  /// None: the group had no cursor here (a dry run does not create one).
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+};
+
+/// The answer to a seek: `partitions_updated` counts the partitions
+/// written (the per-queue route's `partitionsUpdated`; 1 is the
+/// per-partition route's `updated: true`; 0 for a dry run).
+struct seek_reply {
+  std::size_t partitions_updated = 0;
+  std::vector<seek_position> positions; ///< by partition name
+  std::optional<storage::error> failure;
+};
+
+/// A seek as a cursor gets it from its partition.
+struct cursor_seek {
+  core::seek_target target;
+  /// The partition's timestamp walk (timestamp rule only).
+  std::optional<storage::offset> walked;
+  bool dry_run = false;
+};
+
+/// A cursor's part of a seek: its new record, computed and held (staged,
+/// like a transaction's acks) until the queue settles it by id; the cursor
+/// defers every other message meanwhile.
+struct seek_stage {
+  std::uint64_t stage_id = 0; ///< 0: nothing staged, nothing to settle
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+  /// The record to write in the queue's one batch (none for a dry run).
+  std::optional<storage::mut::put_cursor> record;
+  std::optional<storage::error> failure;
+};
+
+/// The answer to a subscription update: the records rewritten.
+struct sub_update_reply {
+  std::size_t rows_updated = 0;
+  std::optional<storage::error> failure;
+};
+
 // -- actors -------------------------------------------------------------------
 
 /// Who hears of every dead letter written (the queue's retention sweep).
@@ -436,13 +494,16 @@ using cursor_actor = caf::typed_actor<
     /// settled the cursor defers every other message.
     caf::replies_to<stage_atom, std::vector<core::ack_request>,
                     partition_view>::with<stage_reply>,
-    /// Settles a staged transaction by id: commit (true) or abort.
+    /// Settles a staged transaction or seek by id: commit (true) or abort.
     caf::reacts_to<settle_atom, std::uint64_t, bool>,
     /// Retention (from the partition, or itself to continue): the watermark
     /// moved or frames at or below the offset are overdue (maxWait); the
     /// cursor dead-letters the overdue frames it has not consumed, in
     /// bounded steps.
-    caf::reacts_to<retention_atom, partition_view, storage::offset>>;
+    caf::reacts_to<retention_atom, partition_view, storage::offset>,
+    /// Stages a seek: the new record is computed and held until settled
+    /// (`settle_atom`); a dry run only answers the positions.
+    caf::replies_to<seek_atom, cursor_seek, partition_view>::with<seek_stage>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -501,10 +562,15 @@ using partition_actor = caf::typed_actor<
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<core::ack_request>>::with<stage_reply>,
-    /// Settles a group's staged transaction (forwarded to its cursor).
+    /// Settles a group's staged transaction or seek (forwarded to its
+    /// cursor).
     caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
     /// Internal: the partition's one timer (retention runs), by id.
-    caf::reacts_to<retention_atom, std::uint64_t>>;
+    caf::reacts_to<retention_atom, std::uint64_t>,
+    /// Stages a group's seek (the timestamp walk done here, the cursor
+    /// created if the group never met the partition, except for a dry run).
+    caf::replies_to<seek_atom, std::string, core::seek_target,
+                    bool>::with<seek_stage>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -567,7 +633,10 @@ using queue_actor = caf::typed_actor<
                     std::vector<core::ack_request>>::with<stage_reply>,
     /// Settles a staged transaction of (partition, group); a commit wakes
     /// parked pops.
-    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>>;
+    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>,
+    /// Seeks a group on every partition (or one) in one durable write;
+    /// answers after it is durable and parked pops were woken.
+    caf::replies_to<seek_atom, seek_request>::with<seek_reply>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is
@@ -622,7 +691,14 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<dlq_del_atom, core::dlq_filter>::with<dlq_count_reply>,
     /// Runs a transaction (semantics.md §10): pushes and acks, all or
     /// nothing in one write; a repeated client id returns the stored answer.
-    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>>;
+    caf::replies_to<txn_atom, core::txn_request>::with<txn_reply>,
+    /// Seeks a group on a queue (every partition, or one); unknown queue or
+    /// none of its partitions: `Queue not found or has no partitions`.
+    caf::replies_to<seek_atom, std::string, seek_request>::with<seek_reply>,
+    /// Sets mode `timestamp` with this timestamp (µs) on every subscription
+    /// record of the group, in one write; moves no cursor.
+    caf::replies_to<sub_update_atom, std::string,
+                    storage::micros>::with<sub_update_reply>>;
 
 } // namespace spool::actors
 
@@ -680,3 +756,9 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::seek_target)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_seek)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_stage)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_reply)

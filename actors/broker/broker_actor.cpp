@@ -12,6 +12,9 @@
 //   entries' group cursors (see queue_actor).
 // txn: run by `run_transaction` (broker_txn.cpp) over a `txn_host` view of
 //   this broker.
+// seek: routed to the queue (which writes every partition in one batch).
+// subscription update: the group's records on every queue, read directly
+//   and rewritten in one durable write.
 
 #include "actors/broker/broker_actor.hpp"
 
@@ -314,6 +317,29 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   return run->rp;
 }
 
+// -- routing -----------------------------------------------------------------
+
+/// Forwards a request to queue `q`. While namespace pops are parked the
+/// answer passes through here, and wakes them when `woke(answer)`;
+/// `fail(error)` answers an unreachable queue.
+template <class Reply, class Woke, class Fail, class... Ts>
+caf::delegated<Reply> via_queue(broker_ptr self, const queue_actor& q,
+                                Woke woke, Fail fail, Ts&&... xs) {
+  if (self->state.parked.empty())
+    return self->delegate(q, std::forward<Ts>(xs)...);
+  auto rp = self->make_response_promise<Reply>();
+  self->request(q, caf::infinite, std::forward<Ts>(xs)...)
+      .then(
+          [self, rp, woke](Reply& r) mutable {
+            bool wakes = woke(r);
+            rp.deliver(std::move(r));
+            if (wakes)
+              wake(self);
+          },
+          [rp, fail](caf::error& err) mutable { rp.deliver(fail(err)); });
+  return {};
+}
+
 // -- dead-letter queue
 // ---------------------------------------------------------
 
@@ -338,6 +364,22 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   return dlq_list_reply{std::move(*page), std::nullopt};
 }
 
+/// Writes `batch` and answers `Reply{n, failure}` once it is durable (a
+/// count of 0 when it failed): DLQ deletes, subscription updates.
+template <class Reply>
+void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
+                   caf::typed_response_promise<Reply> rp) {
+  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then(
+          [rp, n](write_result& r) mutable {
+            rp.deliver(Reply{r.ok() ? n : 0, r.failure});
+          },
+          [rp](caf::error& err) mutable {
+            rp.deliver(Reply{0, unreachable(err)});
+          });
+}
+
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   auto rp = self->make_response_promise<dlq_count_reply>();
@@ -354,16 +396,7 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   for (auto& x : *items)
     b.mutations.emplace_back(
         storage::mut::delete_dlq{x.queue_id, x.group, x.entry.id});
-  auto n = items->size();
-  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(b))
-      .then(
-          [rp, n](write_result& r) mutable {
-            rp.deliver(dlq_count_reply{r.ok() ? n : 0, r.failure});
-          },
-          [rp](caf::error& err) mutable {
-            rp.deliver(dlq_count_reply{0, unreachable(err)});
-          });
+  write_counted(self, std::move(b), items->size(), rp);
   return rp;
 }
 
@@ -737,6 +770,75 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   return rp;
 }
 
+// -- replay: seek and subscription update -------------------------------------
+
+caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
+                                   seek_request& req) {
+  auto fail = [self](storage::error err) {
+    auto rp = self->make_response_promise<seek_reply>();
+    seek_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+    return caf::delegated<seek_reply>{};
+  };
+  if (auto rule = core::seek_rule_of(req.target); !rule)
+    return fail(rule.err());
+  auto it = self->state.queues.find(queue);
+  if (it == self->state.queues.end())
+    return fail(storage::make_error(storage::ec::unknown_queue,
+                                    "Queue not found or has no partitions"));
+  return via_queue<seek_reply>(
+      self, it->second,
+      [](const seek_reply& r) { return r.partitions_updated > 0; },
+      [](caf::error& err) {
+        seek_reply reply;
+        reply.failure = unreachable(err);
+        return reply;
+      },
+      seek_atom::value, std::move(req));
+}
+
+/// Sets mode `timestamp` and `ts` on every subscription record of `group`
+/// (semantics.md §6), in one write. Queues keep no copy of their records;
+/// clearing the group's empty-scan watermarks comes with the candidate set.
+caf::typed_response_promise<sub_update_reply>
+on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<sub_update_reply>();
+  auto fail = [&rp](storage::error err) mutable {
+    rp.deliver(sub_update_reply{0, std::move(err)});
+    return rp;
+  };
+  if (group.empty() || group == queue_mode_group)
+    return fail(storage::make_error(
+        storage::ec::invalid_argument,
+        "Queue mode (__QUEUE_MODE__) has no subscription to update"));
+  storage::write_batch batch;
+  {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    for (auto& [_, q] : st.records) {
+      auto rec = storage::tables::get_subscription(*t, q.id, group);
+      if (!rec)
+        return fail(rec.err());
+      if (!*rec)
+        continue;
+      (*rec)->mode = storage::subscription_mode::timestamp;
+      (*rec)->timestamp = ts;
+      batch.mutations.emplace_back(
+          storage::mut::put_subscription{q.id, group, **rec});
+    }
+  }
+  auto rows = batch.mutations.size();
+  if (rows == 0) {
+    rp.deliver(sub_update_reply{});
+    return rp;
+  }
+  write_counted(self, std::move(batch), rows, rp);
+  return rp;
+}
+
 // -- transactions -------------------------------------------------------------
 
 std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
@@ -854,29 +956,20 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               ack_reply{core::ack_error::not_found, false, false, {}}));
           return {};
         }
-        if (self->state.parked.empty())
-          return self->delegate(it->second, ack_atom::value, partition, group,
-                                std::move(reqs));
         // Parked namespace pops wait: a released lease wakes them.
-        auto rp = self->make_response_promise<std::vector<ack_reply>>();
         auto n = reqs.size();
-        self->request(it->second, caf::infinite, ack_atom::value, partition,
-                      group, std::move(reqs))
-            .then(
-                [self, rp](std::vector<ack_reply>& rs) mutable {
-                  bool released
-                      = std::any_of(rs.begin(), rs.end(),
-                                    [](auto& r) { return r.lease_released; });
-                  rp.deliver(std::move(rs));
-                  if (released)
-                    wake(self);
-                },
-                [rp, n](caf::error& err) mutable {
-                  rp.deliver(std::vector<ack_reply>(
-                      n, ack_reply{core::ack_error::none, false, false,
-                                   unreachable(err)}));
-                });
-        return {};
+        return via_queue<std::vector<ack_reply>>(
+            self, it->second,
+            [](const std::vector<ack_reply>& rs) {
+              return std::any_of(rs.begin(), rs.end(),
+                                 [](auto& r) { return r.lease_released; });
+            },
+            [n](caf::error& err) {
+              return std::vector<ack_reply>(n, ack_reply{core::ack_error::none,
+                                                         false, false,
+                                                         unreachable(err)});
+            },
+            ack_atom::value, partition, group, std::move(reqs));
       },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
@@ -894,21 +987,11 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           rp.deliver(false);
           return {};
         }
-        if (self->state.parked.empty())
-          return self->delegate(it->second, release_atom::value, partition,
-                                group, lease_id);
         // Parked namespace pops wait: the released lease wakes them.
-        auto rp = self->make_response_promise<bool>();
-        self->request(it->second, caf::infinite, release_atom::value, partition,
-                      group, lease_id)
-            .then(
-                [self, rp](bool released) mutable {
-                  rp.deliver(released);
-                  if (released)
-                    wake(self);
-                },
-                [rp](caf::error&) mutable { rp.deliver(false); });
-        return {};
+        return via_queue<bool>(
+            self, it->second, [](bool released) { return released; },
+            [](caf::error&) { return false; }, release_atom::value, partition,
+            group, lease_id);
       },
       [self](cancel_atom, const std::string& lease_id) {
         auto& st = self->state;
@@ -974,6 +1057,12 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](txn_atom, core::txn_request& req) {
         return run_transaction(self->state.txn, std::move(req));
+      },
+      [self](seek_atom, const std::string& queue, seek_request& req) {
+        return on_seek(self, queue, req);
+      },
+      [self](sub_update_atom, const std::string& group, storage::micros ts) {
+        return on_sub_update(self, group, ts);
       },
   };
 }

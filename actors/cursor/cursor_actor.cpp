@@ -10,6 +10,8 @@
 // the broker settles it (`settle_atom`: commit swaps the copy in, abort
 // drops it) every other message, the timer included, is skipped and stays in
 // the mailbox in order (docs/transactions.md).
+// A seek (`seek_atom`) stages the same way: the queue collects every
+// cursor's new record into one batch and settles each with the outcome.
 
 #include "actors/cursor/cursor_actor.hpp"
 
@@ -38,7 +40,7 @@ struct cursor_state {
   std::uint64_t timer_id = 0;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
-  /// A transaction's staged acks, until settled.
+  /// A transaction's staged acks (or a seek's new position), until settled.
   struct staged_txn {
     std::uint64_t id;
     core::staged_acks acks;
@@ -594,6 +596,40 @@ stage_reply on_stage(cursor_ptr self,
   return reply;
 }
 
+/// Stages a seek on a copy of the core, held like a transaction's acks
+/// until the queue settles it; a dry run only answers the positions.
+seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
+                   const partition_view& view) {
+  auto& st = self->state;
+  seek_stage reply;
+  auto rule = core::seek_rule_of(req.target);
+  if (!rule) {
+    reply.failure = rule.err();
+    return reply;
+  }
+  auto& now = *st.core;
+  reply.before = now.committed();
+  reply.after = core::seek_position(
+      *rule, req.target,
+      {view.watermark, view.readable_end - 1, now.committed(), req.walked});
+  if (req.dry_run)
+    return reply;
+  core::staged_acks staged{now, {}, {}, true};
+  staged.after.seek(reply.after);
+  staged.after.touch(st.cfg.wall());
+  reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
+                                          st.cfg.group, staged.after.record()};
+  reply.stage_id = st.next_stage_id++;
+  st.staged.emplace(
+      cursor_state::staged_txn{reply.stage_id, std::move(staged), {}});
+  return reply;
+}
+
+storage::error being_deleted() {
+  return storage::make_error(storage::ec::invalid_argument,
+                             "Consumer group is being deleted");
+}
+
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
   if (!st.staged || st.staged->id != id)
@@ -758,10 +794,19 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         if (self->state.staged)
           return caf::skip; // the staged core would lose them at commit
         if (self->state.deleting)
-          return dlq_count_reply{
-              0, storage::make_error(storage::ec::invalid_argument,
-                                     "Consumer group is being deleted")};
+          return dlq_count_reply{0, being_deleted()};
         return on_requeue(self, entries);
+      },
+      [self](seek_atom, const cursor_seek& req,
+             const partition_view& view) -> caf::result<seek_stage> {
+        if (self->state.staged)
+          return caf::skip; // after the staged transaction or seek settles
+        if (self->state.deleting) {
+          seek_stage refused;
+          refused.failure = being_deleted();
+          return refused;
+        }
+        return on_seek(self, req, view);
       },
   };
 }

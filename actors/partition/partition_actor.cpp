@@ -190,7 +190,8 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   return rp;
 }
 
-// -- administration -----------------------------------------------------------
+// -- administration
+// -----------------------------------------------------------
 
 /// Most frames one browse returns.
 constexpr std::size_t max_browse_frames = 10'000;
@@ -453,7 +454,8 @@ void trim(partition_ptr self, std::int64_t need,
            std::optional<storage::error>) mutable { rp.deliver(freed); });
 }
 
-// -- retention (semantics.md §7) ----------------------------------------------
+// -- retention (semantics.md §7)
+// ----------------------------------------------
 
 /// Keeps the one retention timer at `due` (wall µs) or earlier.
 void arm_retention(partition_ptr self, std::optional<storage::micros> due) {
@@ -615,6 +617,65 @@ on_oldest(partition_ptr self, const std::string& group) {
             rp.deliver(info.oldest_unconsumed_at);
           },
           [rp](caf::error&) mutable { rp.deliver(storage::micros{0}); });
+  return rp;
+}
+
+// -- seek
+// ---------------------------------------------------------------------
+
+/// Stages a group's seek on its cursor (created if the group never met this
+/// partition), after the timestamp walk. A dry run for a group without a
+/// cursor here creates none: it answers where the seek would land from the
+/// position a first contact would seed.
+caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
+                                                const std::string& group,
+                                                const core::seek_target& target,
+                                                bool dry_run) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<seek_stage>();
+  auto fail = [&rp](storage::error err) mutable {
+    seek_stage failed;
+    failed.failure = std::move(err);
+    rp.deliver(std::move(failed));
+    return rp;
+  };
+  auto rule = core::seek_rule_of(target);
+  if (!rule)
+    return fail(rule.err());
+  auto view = view_of(*st.log);
+  cursor_seek req{target, std::nullopt, dry_run};
+  if (*rule == core::seek_rule::timestamp) {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    auto walked = storage::resolve_timestamp(
+        *t, st.cfg.record.queue, st.cfg.record.id, *target.timestamp);
+    if (!walked)
+      return fail(walked.err());
+    req.walked = *walked;
+  }
+  if (dry_run) {
+    auto names = groups_here(self, group);
+    if (names && names->empty()) {
+      auto t = self->state.cfg.node.store->db().read();
+      if (!t)
+        return fail(t.err());
+      auto start = first_contact(self, *t, group);
+      t->abort();
+      if (!start)
+        return fail(start.err());
+      seek_stage positions;
+      positions.after = core::seek_position(
+          *rule, target,
+          {view.watermark, view.readable_end - 1, *start, req.walked});
+      rp.deliver(std::move(positions));
+      return rp;
+    }
+  }
+  auto c = cursor_for(self, group);
+  if (!c)
+    return fail(c.err());
+  rp.delegate(*c, seek_atom::value, std::move(req), view);
   return rp;
 }
 
@@ -821,6 +882,9 @@ partition_actor::behavior_type partition(partition_ptr self,
         if (auto it = cursors.find(group); it != cursors.end())
           self->send(it->second, settle_atom::value, id, commit);
       },
+      [self](seek_atom, const std::string& group,
+             const core::seek_target& target,
+             bool dry_run) { return on_seek(self, group, target, dry_run); },
   };
 }
 

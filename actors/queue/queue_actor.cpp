@@ -14,6 +14,13 @@
 // ack: routed to the named partition; a released lease wakes parked pops.
 // requeue: DLQ entries routed by partition to the group's cursor; answered
 //   when every cursor's write is durable; wakes parked pops.
+// seek: the group's cursor on each partition (or the one named) stages its
+//   new record, one partition after the other in name order (the order
+//   transactions stage cursors in, so the two never wait on each other);
+//   the records (plus a subscription record for a group without one) go
+//   out as ONE write; then every cursor is settled with the outcome, parked
+//   pops are woken, and the seek is answered. A failed stage settles the
+//   staged ones as aborted: nothing changes.
 // DLQ retention: cursors report each dead letter's failure time (`dead`);
 //   one sweep timer at the earliest expiry (never one per entry) scans the
 //   queue's DLQ and deletes expired entries in bounded steps.
@@ -1011,6 +1018,163 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
   return rp;
 }
 
+// -- seek ---------------------------------------------------------------------
+
+/// The partitions became candidates for the group's next pops again.
+void made_candidates(queue_ptr self, [[maybe_unused]] const std::string& group,
+                     [[maybe_unused]] const std::vector<std::string>& parts) {
+  wake(self);
+}
+
+/// The subscription record a seek writes for a group without one on this
+/// queue (semantics.md §6): mode `timestamp` with the seek's timestamp, or
+/// `new` at seek time for the other targets; queue mode registers as `all`
+/// (its modes are ignored). None when the group has a record.
+storage::expected<std::optional<storage::mut::put_subscription>>
+subscription_for_seek(queue_ptr self, const std::string& group,
+                      const core::seek_target& target) {
+  auto& st = self->state;
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  auto stored = storage::tables::get_subscription(*t, st.cfg.record.id, group);
+  if (!stored)
+    return std::move(stored).err();
+  if (*stored)
+    return std::optional<storage::mut::put_subscription>{};
+  storage::subscription_record rec;
+  rec.registered_at = st.cfg.node.wall();
+  rec.timestamp = rec.registered_at;
+  if (group == queue_mode_group) {
+    rec.mode = storage::subscription_mode::all;
+  } else if (auto rule = core::seek_rule_of(target);
+             rule && *rule == core::seek_rule::timestamp) {
+    rec.mode = storage::subscription_mode::timestamp;
+    rec.timestamp = *target.timestamp;
+  } else {
+    rec.mode = storage::subscription_mode::new_only;
+  }
+  rec.registered_mode = rec.mode;
+  return std::optional{
+      storage::mut::put_subscription{st.cfg.record.id, group, rec}};
+}
+
+/// One seek in progress: its partitions staged one after the other.
+struct seek_run {
+  seek_request req;
+  std::vector<std::string> names; ///< by name
+  std::vector<partition_actor> parts;
+  std::vector<seek_stage> staged; ///< per partition, as far as staged
+  caf::typed_response_promise<seek_reply> rp;
+};
+
+/// Settles every staged cursor of the run: commit or abort.
+void settle_seek(queue_ptr self, seek_run& run, bool commit) {
+  for (std::size_t i = 0; i < run.staged.size(); ++i)
+    if (run.staged[i].stage_id != 0)
+      self->send(run.parts[i], settle_atom::value, run.req.group,
+                 run.staged[i].stage_id, commit);
+}
+
+void fail_seek(queue_ptr self, seek_run& run, storage::error err) {
+  settle_seek(self, run, false);
+  seek_reply reply;
+  reply.failure = std::move(err);
+  run.rp.deliver(std::move(reply));
+}
+
+/// Every partition is staged: writes the records in one batch (nothing for
+/// a dry run), settles, wakes parked pops and answers.
+void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
+  auto& st = self->state;
+  seek_reply reply;
+  storage::write_batch batch;
+  for (std::size_t i = 0; i < run->names.size(); ++i) {
+    auto& stage = run->staged[i];
+    reply.positions.push_back({run->names[i], stage.before, stage.after});
+    if (stage.record)
+      batch.mutations.emplace_back(std::move(*stage.record));
+  }
+  if (run->req.dry_run) {
+    run->rp.deliver(std::move(reply));
+    return;
+  }
+  auto sub = subscription_for_seek(self, run->req.group, run->req.target);
+  if (!sub)
+    return fail_seek(self, *run, sub.err());
+  std::optional<storage::subscription_record> registered;
+  if (*sub) {
+    registered = (*sub)->rec;
+    batch.mutations.emplace_back(std::move(**sub));
+  }
+  reply.partitions_updated = run->names.size();
+  auto done = [self, run, reply,
+               registered](std::optional<storage::error> failure) mutable {
+    if (!failure && registered) // the group's pops find it registered
+      self->state.subs[run->req.group] = *registered;
+    settle_seek(self, *run, !failure);
+    if (failure) {
+      reply = seek_reply{};
+      reply.failure = std::move(failure);
+    } else {
+      made_candidates(self, run->req.group, run->names);
+    }
+    run->rp.deliver(std::move(reply));
+  };
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(batch))
+      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
+            [done](caf::error& err) mutable { done(writer_error(err)); });
+}
+
+/// Stages the next partition of the run, or commits when all are staged.
+void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
+  auto i = run->staged.size();
+  if (i == run->parts.size())
+    return commit_seek(self, run);
+  self->request(run->parts[i], caf::infinite, seek_atom::value, run->req.group,
+                run->req.target, run->req.dry_run)
+      .then(
+          [self, run](seek_stage& stage) {
+            auto failure = std::move(stage.failure);
+            run->staged.push_back(std::move(stage));
+            if (failure)
+              return fail_seek(self, *run, std::move(*failure));
+            seek_step(self, run);
+          },
+          [self, run](caf::error& err) {
+            fail_seek(self, *run, writer_error(err));
+          });
+}
+
+caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
+                                                seek_request& req) {
+  auto& st = self->state;
+  auto run = std::make_shared<seek_run>();
+  run->rp = self->make_response_promise<seek_reply>();
+  if (auto rule = core::seek_rule_of(req.target); !rule) {
+    fail_seek(self, *run, rule.err());
+    return run->rp;
+  }
+  for (auto& [name, p] : st.partitions)
+    if (!req.partition || name == *req.partition) {
+      run->names.push_back(name);
+      run->parts.push_back(p.actor);
+    }
+  if (run->parts.empty()) {
+    fail_seek(self, *run,
+              req.partition ? storage::make_error(
+                  storage::ec::unknown_partition, "Partition not found")
+                            : storage::make_error(
+                                storage::ec::unknown_queue,
+                                "Queue not found or has no partitions"));
+    return run->rp;
+  }
+  run->req = std::move(req);
+  seek_step(self, run);
+  return run->rp;
+}
+
 // -- DLQ requeue and retention ------------------------------------------------
 
 caf::typed_response_promise<dlq_count_reply>
@@ -1289,6 +1453,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         if (commit)
           wake(self); // a released lease may serve parked pops
       },
+      [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };
 }
 

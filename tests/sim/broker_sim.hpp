@@ -30,6 +30,8 @@ struct broker_sim : sim_fixture {
   /// The retention interval and deletion step the next `start()` gives.
   std::chrono::seconds retention_interval{10};
   std::size_t delete_step = 1024;
+  /// How the next `start()`'s broker cuts segments.
+  storage::segment_limits segments;
 
   broker_sim() {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
@@ -98,6 +100,7 @@ struct broker_sim : sim_fixture {
     cfg.pop = pop_limits;
     cfg.node.retention_interval = retention_interval;
     cfg.node.delete_step = delete_step;
+    cfg.node.segments = segments;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

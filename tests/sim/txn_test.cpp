@@ -5,10 +5,6 @@
 
 #include "sim/sim_fixture.hpp"
 
-#include <caf/typed_event_based_actor.hpp>
-
-#include <deque>
-
 #include "actors/broker/broker_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "sim/write_gate.hpp"
