@@ -111,6 +111,9 @@ struct pop_reply {
   std::optional<core::lease_info> lease;
   /// Offsets below the watermark the cursor jumped over.
   std::optional<core::offset_range> skipped;
+  /// Nothing after the group's committed offset: the partition's last
+  /// offset at this scan (the group's empty-scan watermark there).
+  std::optional<storage::offset> empty_at;
   /// Why `messages` is empty.
   core::empty_reason reason = core::empty_reason::empty;
   /// Empty for a while: when frames may become deliverable without a push
@@ -636,7 +639,10 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>,
     /// Seeks a group on every partition (or one) in one durable write;
     /// answers after it is durable and parked pops were woken.
-    caf::replies_to<seek_atom, seek_request>::with<seek_reply>>;
+    caf::replies_to<seek_atom, seek_request>::with<seek_reply>,
+    /// The group's subscription was updated: its next wildcard pops
+    /// consider every partition again (empty-scan watermarks cleared).
+    caf::reacts_to<sub_update_atom, std::string>>;
 
 /// The broker (one per node): the directory of queues, recovered at start;
 /// queues are created by their first push. A push may span queues and is

@@ -17,6 +17,9 @@ struct node_metrics {
   /// Messages a cursor jumped over because retention or purge deleted them
   /// before the group consumed them (the `skipped` of pop responses).
   std::atomic<std::uint64_t> retention_skipped{0};
+  /// Pops the queues asked partitions (a wildcard pop asks only the
+  /// partitions that may have something for the group).
+  std::atomic<std::uint64_t> partition_pops{0};
   /// Frames deleted by retention (retentionSeconds,
   /// completedRetentionSeconds), and the writes that deleted them.
   std::atomic<std::uint64_t> retention_frames_deleted{0};

@@ -813,6 +813,9 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
     return fail(storage::make_error(
         storage::ec::invalid_argument,
         "Queue mode (__QUEUE_MODE__) has no subscription to update"));
+  // Partitions the group found empty are considered again by its next pops.
+  for (auto& [_, q] : st.queues)
+    self->send(q, sub_update_atom::value, group);
   storage::write_batch batch;
   {
     auto t = st.cfg.node.store->db().read();

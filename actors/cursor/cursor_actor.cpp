@@ -349,6 +349,8 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     reply.reason = *reason;
     if (*reason != core::empty_reason::empty)
       reply.retry_at = core.next_deadline(); // lease expiry or retry delay
+    else
+      reply.empty_at = view.readable_end - 1;
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp;

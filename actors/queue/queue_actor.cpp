@@ -45,6 +45,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
+#include "actors/queue/candidates.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -55,6 +56,10 @@ namespace {
 struct partition_entry {
   storage::partition_record rec;
   partition_actor actor;
+  std::size_t index = 0; ///< in `ring`
+  /// The last offset of the pushes this queue settled (a lower bound of
+  /// what readers may see soon; compared with empty-scan watermarks).
+  storage::offset last{-1};
 };
 
 struct queue_state {
@@ -82,6 +87,9 @@ struct queue_state {
   std::optional<core::mono_time> next_sweep;
   /// The subscription records of the groups registered here, as stored.
   std::unordered_map<std::string, storage::subscription_record> subs;
+  /// Per group, the partitions its wildcard pops ask (empty-scan
+  /// watermarks).
+  core::candidate_set candidates;
   /// Group registrations and group deletions, one at a time (a deletion
   /// never interleaves with another or with a registration).
   core::creation_gate group_gate;
@@ -109,8 +117,10 @@ storage::expected<void> add_partition(queue_ptr self,
   if (!p)
     return std::move(p).err();
   self->link_to(*p);
-  st.partitions.emplace(rec.name, partition_entry{rec, *p});
+  st.partitions.emplace(
+      rec.name, partition_entry{rec, *p, st.ring.size(), rec.next_offset - 1});
   st.ring.push_back(rec.name);
+  st.candidates.resize(st.ring.size());
   return {};
 }
 
@@ -203,6 +213,13 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
                 run->done(std::move(run->reply));
                 return;
               }
+              if (self->state.cfg.node.metrics)
+                self->state.cfg.node.metrics->partition_pops += 1;
+              if (r.empty_at) {
+                auto& entry = self->state.partitions.at(name);
+                self->state.candidates.found_empty(run->req.group, entry.index,
+                                                   *r.empty_at, entry.last);
+              }
               if (r.messages.empty()) {
                 run->reasons.push_back(r.reason);
                 auto& at = run->reply.retry_at;
@@ -248,8 +265,9 @@ void run_pop(queue_ptr self, const queue_pop_request& req,
   if (req.partition) {
     run->candidates.push_back(*req.partition);
   } else {
+    // Only the partitions that may have something for the group.
     auto start = st.next_pos[req.group];
-    for (auto i : rotation_order(st.ring.size(), start))
+    for (auto i : st.candidates.order(req.group, start))
       run->candidates.push_back(st.ring[i]);
   }
   step(self, run);
@@ -566,6 +584,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
             return;
           }
           self->state.next_pos.erase(req.group);
+          self->state.candidates.forget(req.group);
           if (req.delete_metadata)
             self->state.subs.erase(req.group); // the next pop registers
           answer_parked(self, [&](const queue_pop_request& r) {
@@ -796,6 +815,14 @@ queue_push_reply finish(queue_ptr self, push_run& run,
   if (failure)
     return queue_push_reply{{}, 0, std::move(failure)};
   auto reply = results_of(self, run);
+  for (std::size_t k = 0; k < run.seals.size(); ++k) {
+    auto& s = run.seals[k];
+    if (!s || s->next <= s->first)
+      continue; // only duplicates
+    auto& entry = self->state.partitions.at(run.names[k]);
+    entry.last = std::max(entry.last, s->next - 1);
+    self->state.candidates.pushed(entry.index, entry.last);
+  }
   wake(self);
   return reply;
 }
@@ -1021,8 +1048,12 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
 // -- seek ---------------------------------------------------------------------
 
 /// The partitions became candidates for the group's next pops again.
-void made_candidates(queue_ptr self, [[maybe_unused]] const std::string& group,
-                     [[maybe_unused]] const std::vector<std::string>& parts) {
+void made_candidates(queue_ptr self, const std::string& group,
+                     const std::vector<std::string>& parts) {
+  auto& st = self->state;
+  for (auto& name : parts)
+    if (auto it = st.partitions.find(name); it != st.partitions.end())
+      st.candidates.add(group, it->second.index);
   wake(self);
 }
 
@@ -1186,6 +1217,7 @@ on_requeue(queue_ptr self, const std::string& group,
   std::map<std::uint64_t,
            std::pair<partition_actor, std::vector<storage::dlq_entry>>>
       parts;
+  std::vector<std::string> names;
   for (auto& e : entries) {
     auto it
         = std::find_if(st.partitions.begin(), st.partitions.end(),
@@ -1199,6 +1231,7 @@ on_requeue(queue_ptr self, const std::string& group,
     auto& slot = parts[e.partition.value];
     slot.first = it->second.actor;
     slot.second.push_back(std::move(e));
+    names.push_back(it->first);
   }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});
@@ -1213,9 +1246,10 @@ on_requeue(queue_ptr self, const std::string& group,
         return self->request(asks[i].first, caf::infinite, requeue_atom::value,
                              group, std::move(asks[i].second));
       },
-      [self, rp](std::vector<fanned<dlq_count_reply>> slots) mutable {
+      [self, rp, group,
+       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
         rp.deliver(total_of(slots));
-        wake(self);
+        made_candidates(self, group, names); // requeued entries are due
       });
   return rp;
 }
@@ -1407,6 +1441,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                 },
                 [rp](caf::error&) mutable { rp.deliver(false); });
         return rp;
+      },
+      [self](sub_update_atom, const std::string& group) {
+        self->state.candidates.forget(group);
+        wake(self);
       },
       [self](cancel_atom, const std::string& lease_id) {
         if (auto it = self->state.registering.find(lease_id);

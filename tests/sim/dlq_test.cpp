@@ -544,3 +544,31 @@ TEST_CASE("deleting a group forgets its pending requeues: their entries stay "
   REQUIRE(after.items.size() == 1); // DLQ entries stay
   CHECK_FALSE(after.items[0].entry.requeued);
 }
+
+TEST_CASE("a requeue puts the entry's partition back among the candidates of "
+          "the group's wildcard pops",
+          "[sim][dlq][requeue][candidates]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  fx.push("q", "p", {"a"});
+  auto r = fx.pop("q", "p", "g", 1);
+  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad");
+  auto wildcard = [&] {
+    actors::queue_pop_request req;
+    req.group = "g";
+    req.batch = 10;
+    req.lease_id = "W" + std::to_string(++fx.lease_no);
+    auto out = fx.request<actors::queue_pop_reply>(
+        fx.broker, actors::pop_atom::value, std::string{"q"}, req);
+    REQUIRE(out);
+    REQUIRE_FALSE(out->failure);
+    return *out;
+  };
+  CHECK(wildcard().claimed.empty()); // p found empty: left out
+  auto id = fx.page({}).items.at(0).entry.id;
+  REQUIRE(fx.requeue(dlq_fixture::ids({id})).count == 1);
+  auto again = wildcard();
+  REQUIRE(again.claimed.size() == 1);
+  REQUIRE(again.claimed[0].reply.messages.size() == 1);
+  CHECK(again.claimed[0].reply.messages[0].requeued == id);
+}

@@ -428,3 +428,94 @@ TEST_CASE("recipe: re-run a pipeline from scratch with a new group name: a "
   CHECK(fx.offsets("q", "v2", mode("all")) == offs{0, 1, 2, 3});
   CHECK(fx.offsets("q", "v1") == offs{3});
 }
+
+// -- empty-scan watermarks and the candidate set ------------------------------
+
+namespace {
+
+/// Pops the queues sent to partitions so far.
+std::uint64_t asked(sub_fixture& fx) {
+  return fx.metrics->partition_pops.load();
+}
+
+/// Pushes one frame to each of `n` partitions p0..p(n-1) as one push.
+void spread(sub_fixture& fx, const std::string& queue, std::size_t n) {
+  std::vector<actors::broker_push_item> v;
+  for (std::size_t i = 0; i < n; ++i)
+    v.push_back({queue, {"p" + std::to_string(i), msg("x")}});
+  auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                actors::push_atom::value, v);
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+}
+
+} // namespace
+
+TEST_CASE("a partition a group found empty at last offset X is skipped by its "
+          "wildcard pops until its last offset passes X",
+          "[sim][subscription][candidates]") {
+  sub_fixture fx;
+  spread(fx, "q", 4);
+  auto got = fx.consume("q", "g"); // claims all four
+  REQUIRE(got.size() == 4);
+  CHECK(fx.consume("q", "g").empty()); // finds all four empty
+  auto before = asked(fx);
+  CHECK(fx.consume("q", "g").empty());
+  CHECK(asked(fx) == before); // nobody is asked again
+  fx.push("q", "p2", {"y"});
+  before = asked(fx);
+  auto again = fx.consume("q", "g");
+  CHECK(asked(fx) == before + 1); // only p2
+  CHECK(again["p2"] == offs{1});
+  // Another group is not affected by g's watermarks.
+  CHECK(fx.consume("q", "other").size() == 4);
+}
+
+TEST_CASE("a wildcard pop on a queue with 10,000 partitions does not scan all "
+          "of them",
+          "[sim][subscription][candidates]") {
+  sub_fixture fx;
+  fx.pop_limits.max_partitions = 10'000;
+  fx.start();
+  spread(fx, "big", 10'000);
+  // The first pops meet every partition once.
+  std::size_t delivered = 0;
+  for (int i = 0; i < 3 && delivered < 10'000; ++i) {
+    actors::queue_pop_request r;
+    r.group = "g";
+    r.batch = 10'000;
+    r.partitions = 10'000;
+    r.auto_ack = true;
+    r.lease_id = "all-" + std::to_string(i);
+    auto out = fx.request<actors::queue_pop_reply>(
+        fx.broker, actors::pop_atom::value, std::string{"big"}, r);
+    REQUIRE(out);
+    for (auto& c : out->claimed)
+      delivered += c.reply.messages.size();
+  }
+  REQUIRE(delivered == 10'000);
+  CHECK(fx.consume("big", "g").empty()); // every partition found empty once
+  fx.push("big", "p7777", {"late"});
+  auto before = asked(fx);
+  auto got = fx.consume("big", "g");
+  CHECK(got["p7777"] == offs{1});
+  CHECK(asked(fx) - before == 1);
+}
+
+TEST_CASE("a subscription update clears the group's empty-scan watermarks: "
+          "its next pop considers every partition again",
+          "[sim][subscription][candidates]") {
+  sub_fixture fx;
+  spread(fx, "q", 3);
+  fx.consume("q", "g");
+  fx.consume("q", "g"); // all three found empty
+  auto before = asked(fx);
+  fx.consume("q", "g");
+  REQUIRE(asked(fx) == before);
+  auto r = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, fx.wall());
+  REQUIRE(r);
+  CHECK(r->rows_updated == 1);
+  fx.consume("q", "g");
+  CHECK(asked(fx) == before + 3);
+}
