@@ -594,13 +594,13 @@ on_oldest(partition_ptr self, const std::string& group) {
   auto& st = self->state;
   auto names = groups_here(self, group);
   if (names && names->empty()) {
-    // New here: it would start at the watermark (mode `all`).
+    // New here: it would start where its first contact seeds it.
     auto& rec = st.log->record();
     storage::micros at = 0;
-    if (rec.next_offset > rec.watermark)
-      if (auto t = st.cfg.node.store->db().read())
-        if (auto r
-            = storage::read_frames(*t, rec.queue, rec.id, rec.watermark, 1);
+    if (auto t = st.cfg.node.store->db().read())
+      if (auto start = first_contact(self, *t, group);
+          start && *start + 1 < rec.next_offset)
+        if (auto r = storage::read_frames(*t, rec.queue, rec.id, *start + 1, 1);
             r && !r->frames.empty())
           at = r->frames.front().created_at;
     rp.deliver(at);

@@ -90,9 +90,9 @@ struct queue_state {
   /// Per group, the partitions its wildcard pops ask (empty-scan
   /// watermarks).
   core::candidate_set candidates;
-  /// Group registrations and group deletions, one at a time (a deletion
-  /// never interleaves with another or with a registration).
-  core::creation_gate group_gate;
+  /// Per group: its registration, deletions and seeks, one at a time (none
+  /// interleaves with another of the same group).
+  std::unordered_map<std::string, core::creation_gate> group_gates;
   /// Pops waiting for their group's registration, by lease id: true once
   /// cancelled (answered empty instead of served when it is done).
   std::unordered_map<std::string, bool> registering;
@@ -288,11 +288,11 @@ void register_group(queue_ptr self, const std::string& group,
                     const core::subscription_params& params,
                     std::function<void(std::optional<storage::error>)> k) {
   auto& st = self->state;
-  st.group_gate.wait([self, group, params, k = std::move(k)]() mutable {
+  st.group_gates[group].wait([self, group, params, k = std::move(k)]() mutable {
     auto& st = self->state;
     if (st.subs.contains(group))
       return k(std::nullopt); // registered while this one waited
-    st.group_gate.enter();
+    st.group_gates[group].enter();
     auto rec = core::registration(
         group, params, st.cfg.node.default_subscription, st.cfg.node.wall());
     auto parts = all_partitions(self);
@@ -316,7 +316,7 @@ void register_group(queue_ptr self, const std::string& group,
                        k](std::optional<storage::error> failure) mutable {
             if (!failure)
               self->state.subs[group] = rec;
-            self->state.group_gate.leave();
+            self->state.group_gates[group].leave();
             k(std::move(failure));
           };
           self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
@@ -509,18 +509,21 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
                       std::function<void(delete_group_reply)> done);
 
 /// Deletes a group's cursors (and records) on this queue in one write, then
-/// answers its parked pops empty; `done` gets the outcome. One deletion or
-/// registration at a time, so two never stop and resume the same cursors.
+/// answers its parked pops empty; `done` gets the outcome. One deletion,
+/// registration or seek of the group at a time, so two never stop and
+/// resume the same cursors.
 void delete_group(queue_ptr self, const delete_group_request& req,
                   std::function<void(delete_group_reply)> done) {
-  self->state.group_gate.wait([self, req, done = std::move(done)]() mutable {
-    self->state.group_gate.enter();
-    delete_group_now(self, req,
-                     [self, done = std::move(done)](delete_group_reply r) {
-                       self->state.group_gate.leave();
-                       done(std::move(r));
-                     });
-  });
+  self->state.group_gates[req.group].wait(
+      [self, req, done = std::move(done)]() mutable {
+        self->state.group_gates[req.group].enter();
+        delete_group_now(self, req,
+                         [self, group = req.group,
+                          done = std::move(done)](delete_group_reply r) {
+                           self->state.group_gates[group].leave();
+                           done(std::move(r));
+                         });
+      });
 }
 
 void delete_group_now(queue_ptr self, const delete_group_request& req,
@@ -1097,7 +1100,17 @@ struct seek_run {
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
   caf::typed_response_promise<seek_reply> rp;
+  bool gated = false; ///< holds the queue's group gate
 };
+
+/// Answers the seek and lets the next group operation of the queue run.
+void answer_seek(queue_ptr self, seek_run& run, seek_reply reply) {
+  run.rp.deliver(std::move(reply));
+  if (run.gated) {
+    run.gated = false;
+    self->state.group_gates[run.req.group].leave();
+  }
+}
 
 /// Settles every staged cursor of the run: commit or abort.
 void settle_seek(queue_ptr self, seek_run& run, bool commit) {
@@ -1111,7 +1124,7 @@ void fail_seek(queue_ptr self, seek_run& run, storage::error err) {
   settle_seek(self, run, false);
   seek_reply reply;
   reply.failure = std::move(err);
-  run.rp.deliver(std::move(reply));
+  answer_seek(self, run, std::move(reply));
 }
 
 /// Every partition is staged: writes the records in one batch (nothing for
@@ -1126,10 +1139,8 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     if (stage.record)
       batch.mutations.emplace_back(std::move(*stage.record));
   }
-  if (run->req.dry_run) {
-    run->rp.deliver(std::move(reply));
-    return;
-  }
+  if (run->req.dry_run)
+    return answer_seek(self, *run, std::move(reply));
   auto sub = subscription_for_seek(self, run->req.group, run->req.target);
   if (!sub)
     return fail_seek(self, *run, sub.err());
@@ -1150,7 +1161,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     } else {
       made_candidates(self, run->req.group, run->names);
     }
-    run->rp.deliver(std::move(reply));
+    answer_seek(self, *run, std::move(reply));
   };
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(batch))
@@ -1202,7 +1213,13 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
     return run->rp;
   }
   run->req = std::move(req);
-  seek_step(self, run);
+  // A group's seeks, registration and deletions on this queue run one at a
+  // time: a registration never overwrites the record a seek wrote.
+  st.group_gates[run->req.group].wait([self, run] {
+    self->state.group_gates[run->req.group].enter();
+    run->gated = true;
+    seek_step(self, run);
+  });
   return run->rp;
 }
 

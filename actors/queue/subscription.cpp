@@ -85,8 +85,12 @@ std::optional<storage::micros> parse_timestamp(std::string_view s) {
   }
   if (pos != s.size())
     return std::nullopt;
-  // 60 is a leap second (RFC 3339 allows it): counted as the next second.
+  // 60 is a leap second (RFC 3339 allows it at the end of a UTC day only):
+  // counted as the next second.
   if (*h > 23 || *mi > 59 || *sec > 60)
+    return std::nullopt;
+  auto utc_minute = ((*h * 60 + *mi - offset_s / 60) % 1440 + 1440) % 1440;
+  if (*sec == 60 && utc_minute != 23 * 60 + 59)
     return std::nullopt;
   year_month_day date{year{*y}, month{static_cast<unsigned>(*mo)},
                       day{static_cast<unsigned>(*d)}};

@@ -29,6 +29,12 @@ TEST_CASE("timestamps are RFC 3339 date-times compared in integer µs UTC",
   CHECK(parse_timestamp("1970-01-01T00:00:00Z") == 0);
   CHECK(parse_timestamp("1969-12-31T23:59:59Z") == -1'000'000);
   CHECK(parse_timestamp("2024-02-29T00:00:00Z").has_value());
+  // A leap second, at the end of a UTC day only.
+  CHECK(parse_timestamp("2016-12-31T23:59:60Z")
+        == parse_timestamp("2017-01-01T00:00:00Z"));
+  CHECK(parse_timestamp("2017-01-01T00:59:60+01:00")
+        == parse_timestamp("2017-01-01T00:00:00Z"));
+  CHECK_FALSE(parse_timestamp("2026-07-30T12:00:60Z"));
 }
 
 TEST_CASE("anything else is not a timestamp", "[unit][subscription]") {
