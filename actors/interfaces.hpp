@@ -423,6 +423,9 @@ struct cursor_seek {
   /// The partition's timestamp walk (timestamp rule only).
   std::optional<storage::offset> walked;
   bool dry_run = false;
+  /// Answer `busy` at once instead of waiting while another transaction or
+  /// seek holds the cursor (the queue's parallel first attempt).
+  bool no_wait = false;
 };
 
 /// A cursor's part of a seek: its new record, computed and held (staged,
@@ -435,6 +438,7 @@ struct seek_stage {
   /// The record to write in the queue's one batch (none for a dry run).
   std::optional<storage::mut::put_cursor> record;
   std::optional<storage::error> failure;
+  bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
 };
 
 /// The answer to a subscription update: the records rewritten.
@@ -572,7 +576,7 @@ using partition_actor = caf::typed_actor<
     caf::reacts_to<retention_atom, std::uint64_t>,
     /// Stages a group's seek (the timestamp walk done here, the cursor
     /// created if the group never met the partition, except for a dry run).
-    caf::replies_to<seek_atom, std::string, core::seek_target,
+    caf::replies_to<seek_atom, std::string, core::seek_target, bool,
                     bool>::with<seek_stage>>;
 
 /// A queue's coordinator: partitions by name, created on first push;

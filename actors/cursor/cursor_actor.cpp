@@ -801,6 +801,11 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](seek_atom, const cursor_seek& req,
              const partition_view& view) -> caf::result<seek_stage> {
+        if (self->state.staged && req.no_wait) {
+          seek_stage held;
+          held.busy = true;
+          return held;
+        }
         if (self->state.staged)
           return caf::skip; // after the staged transaction or seek settles
         if (self->state.deleting) {

@@ -630,7 +630,7 @@ on_oldest(partition_ptr self, const std::string& group) {
 caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
                                                 const std::string& group,
                                                 const core::seek_target& target,
-                                                bool dry_run) {
+                                                bool dry_run, bool no_wait) {
   auto& st = self->state;
   auto rp = self->make_response_promise<seek_stage>();
   auto fail = [&rp](storage::error err) mutable {
@@ -643,7 +643,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   if (!rule)
     return fail(rule.err());
   auto view = view_of(*st.log);
-  cursor_seek req{target, std::nullopt, dry_run};
+  cursor_seek req{target, std::nullopt, dry_run, no_wait};
   if (*rule == core::seek_rule::timestamp) {
     auto t = st.cfg.node.store->db().read();
     if (!t)
@@ -883,8 +883,9 @@ partition_actor::behavior_type partition(partition_ptr self,
           self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,
-             const core::seek_target& target,
-             bool dry_run) { return on_seek(self, group, target, dry_run); },
+             const core::seek_target& target, bool dry_run, bool no_wait) {
+        return on_seek(self, group, target, dry_run, no_wait);
+      },
   };
 }
 

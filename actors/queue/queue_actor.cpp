@@ -1175,7 +1175,7 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
   if (i == run->parts.size())
     return commit_seek(self, run);
   self->request(run->parts[i], caf::infinite, seek_atom::value, run->req.group,
-                run->req.target, run->req.dry_run)
+                run->req.target, run->req.dry_run, false)
       .then(
           [self, run](seek_stage& stage) {
             auto failure = std::move(stage.failure);
@@ -1187,6 +1187,43 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
           [self, run](caf::error& err) {
             fail_seek(self, *run, writer_error(err));
           });
+}
+
+/// First attempt: every partition staged at once, none waiting for a
+/// cursor another transaction or seek holds. If one is held, everything
+/// staged is released and the seek stages one partition after the other in
+/// name order instead (`seek_step`), the order transactions use, so the two
+/// never wait for each other in a cycle.
+void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
+  fan_out<seek_stage>(
+      self, run->parts,
+      [self, run](std::vector<fanned<seek_stage>> stages) {
+        std::optional<storage::error> failure;
+        bool busy = false;
+        run->staged.clear();
+        for (auto& s : stages) {
+          if (!s.reply) {
+            if (!failure)
+              failure = writer_error(s.error);
+            run->staged.emplace_back();
+            continue;
+          }
+          busy = busy || s.reply->busy;
+          if (s.reply->failure && !failure)
+            failure = s.reply->failure;
+          run->staged.push_back(std::move(*s.reply));
+        }
+        if (failure)
+          return fail_seek(self, *run, std::move(*failure));
+        if (busy) {
+          settle_seek(self, *run, false);
+          run->staged.clear();
+          return seek_step(self, run);
+        }
+        commit_seek(self, run);
+      },
+      seek_atom::value, run->req.group, run->req.target, run->req.dry_run,
+      true);
 }
 
 caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
@@ -1218,7 +1255,7 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
   st.group_gates[run->req.group].wait([self, run] {
     self->state.group_gates[run->req.group].enter();
     run->gated = true;
-    seek_step(self, run);
+    seek_all(self, run);
   });
   return run->rp;
 }

@@ -688,6 +688,42 @@ TEST_CASE("A seek waits for a transaction staged on the cursor, and for a "
   CHECK(fx.committed("q", "Default", "g") == offset{-1});
 }
 
+TEST_CASE("Subscription records, seeded cursors and post-seek cursors "
+          "survive a restart",
+          "[sim][seek][subscription][restart]") {
+  seek_fixture fx;
+  fx.push("q", "Default", 5); // 0..4
+  // "fresh" registers with subscriptionMode=new: seeded at 4.
+  auto first = fx.pop_req("fresh", std::string{"Default"}, 10);
+  first.subscription = {"new", {}};
+  auto r = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, first);
+  REQUIRE(r);
+  REQUIRE(r->claimed.empty());
+  // "replayer" consumes everything, then seeks back to the start.
+  fx.consume_all("q", "Default", "replayer");
+  REQUIRE_FALSE(fx.seek("q", "replayer", fx.to_start()).failure);
+  // "skipper" skips to offset 3 (committed 2).
+  REQUIRE_FALSE(fx.seek("q", "skipper", fx.to_offset(3)).failure);
+  auto sub = fx.subscription("q", "fresh");
+  fx.start(); // restart: new actors over the same store
+  CHECK(fx.subscription("q", "fresh") == sub);
+  CHECK(fx.subscription("q", "skipper"));
+  CHECK(fx.committed("q", "Default", "fresh") == offset{4});
+  CHECK(fx.committed("q", "Default", "replayer") == offset{-1});
+  CHECK(fx.committed("q", "Default", "skipper") == offset{2});
+  CHECK(fx.offsets(fx.pop("q", "Default", "fresh", 10)).empty());
+  CHECK(fx.offsets(fx.pop("q", "Default", "replayer", 10))
+        == std::vector{offset{0}, offset{1}, offset{2}, offset{3}, offset{4}});
+  CHECK(fx.offsets(fx.pop("q", "Default", "skipper", 10))
+        == std::vector{offset{3}, offset{4}});
+  // A partition created after the restart is seeded from fresh's record.
+  fx.advance(1s);
+  fx.push("q", "later", 2);
+  CHECK(fx.offsets(fx.pop("q", "later", "fresh", 10))
+        == std::vector{offset{0}, offset{1}});
+}
+
 // -- recipes ------------------------------------------------------------------
 
 TEST_CASE("Reprocess the last hour for one group: seek that group's queue to "

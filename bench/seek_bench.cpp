@@ -1,0 +1,192 @@
+// seek_bench: how long a per-queue seek takes on a queue with many
+// partitions (a report, not a test; issue "replay": under 100 ms for 10,000
+// partitions). A real actor system (2 scheduler threads), the writer
+// detached, durability strict, the broker as spoold runs it. Per queue size
+// (the baseline: 1 partition; then --partitions), one frame is pushed to
+// every partition, group "g" registers with one pop, then --seeks per-queue
+// seeks alternate toStart / toEnd / a timestamp; each is timed from request
+// to answer (after its one durable write). Reports the median and the
+// slowest seek, and CPU-seconds (user+sys, whole process) per seek.
+//
+// Run: build/bench/seek_bench [--partitions 10000] [--seeks 9]
+//        [--policy stealing|sharing] [--dir /tmp]
+
+#include <sys/resource.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "actors/broker/broker_actor.hpp"
+#include "actors/writer/writer_actor.hpp"
+
+namespace {
+
+namespace st = spool::storage;
+namespace ac = spool::actors;
+using steady = std::chrono::steady_clock;
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "seek_bench: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
+         + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+st::micros wall_now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <class Reply, class... Ts>
+Reply ask(caf::scoped_actor& self, const ac::broker_actor& broker, Ts&&... xs) {
+  Reply out;
+  self->request(broker, std::chrono::seconds{120}, std::forward<Ts>(xs)...)
+      .receive([&](Reply& r) { out = std::move(r); },
+               [&](caf::error& err) { die(caf::to_string(err)); });
+  return out;
+}
+
+struct result {
+  std::size_t partitions = 0;
+  double median_ms = 0;
+  double max_ms = 0;
+  double cpu_ms_per_seek = 0;
+};
+
+result run(caf::scoped_actor& self, const ac::broker_actor& broker,
+           const std::string& queue, std::size_t partitions,
+           std::size_t seeks) {
+  // One frame per partition, pushed in chunks of 1000 items.
+  for (std::size_t first = 0; first < partitions; first += 1000) {
+    std::vector<ac::broker_push_item> items;
+    for (auto p = first; p < std::min(partitions, first + 1000); ++p) {
+      st::frame f;
+      f.payload = R"({"n":1})";
+      items.push_back({queue, {"p" + std::to_string(p), std::move(f)}});
+    }
+    auto r = ask<ac::queue_push_reply>(self, broker, ac::push_atom::value,
+                                       std::move(items));
+    if (r.failure)
+      die(st::to_string(*r.failure));
+  }
+  auto mid = wall_now();
+  ac::queue_pop_request pop;
+  pop.group = "g";
+  pop.lease_id = "register";
+  auto registered
+      = ask<ac::queue_pop_reply>(self, broker, ac::pop_atom::value, queue, pop);
+  if (registered.failure)
+    die(st::to_string(*registered.failure));
+  std::vector<double> ms;
+  auto cpu0 = cpu_seconds();
+  for (std::size_t i = 0; i < seeks; ++i) {
+    ac::seek_request req;
+    req.group = "g";
+    switch (i % 3) {
+    case 0:
+      req.target.to_start = true;
+      break;
+    case 1:
+      req.target.to_end = true;
+      break;
+    default:
+      req.target.timestamp = mid;
+    }
+    auto t0 = steady::now();
+    auto r
+        = ask<ac::seek_reply>(self, broker, ac::seek_atom::value, queue, req);
+    auto t1 = steady::now();
+    if (r.failure)
+      die(st::to_string(*r.failure));
+    if (r.partitions_updated != partitions)
+      die("seek updated " + std::to_string(r.partitions_updated)
+          + " partitions of " + std::to_string(partitions));
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  auto cpu = cpu_seconds() - cpu0;
+  std::sort(ms.begin(), ms.end());
+  return {partitions, ms[ms.size() / 2], ms.back(),
+          cpu * 1000.0 / static_cast<double>(seeks)};
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::size_t partitions = 10'000;
+  std::size_t seeks = 9;
+  std::string policy = "stealing";
+  auto parent = std::filesystem::temp_directory_path();
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i + 1 >= argc)
+      die(a + " needs a value");
+    std::string v = argv[++i];
+    if (a == "--partitions")
+      partitions = std::stoull(v);
+    else if (a == "--seeks")
+      seeks = std::max<std::size_t>(1, std::stoull(v));
+    else if (a == "--policy")
+      policy = v;
+    else if (a == "--dir")
+      parent = v;
+    else
+      die("unknown option " + a);
+  }
+  std::string tmpl = (parent / "spool-seek-bench-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr)
+    die("mkdtemp failed");
+  std::filesystem::path dir = tmpl;
+  st::store_options so;
+  so.env.dir = dir / "db";
+  auto opened = st::store::open(so);
+  if (!opened)
+    die(st::to_string(opened.err()));
+  auto& store = **opened;
+  store.writer().stop(); // the writer actor writes
+  std::vector<result> results;
+  {
+    caf::actor_system_config cfg;
+    cfg.set("scheduler.max-threads", 2);
+    cfg.set("scheduler.policy", caf::atom_from_string(policy));
+    caf::actor_system sys{cfg};
+    auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
+    if (!writer)
+      die(st::to_string(writer.err()));
+    ac::broker_config bc;
+    bc.node.store = &store;
+    bc.node.writer = *writer;
+    bc.node.wall = wall_now;
+    auto broker = ac::spawn_broker(sys, bc);
+    if (!broker)
+      die(st::to_string(broker.err()));
+    caf::scoped_actor self{sys};
+    results.push_back(run(self, *broker, "baseline", 1, seeks));
+    results.push_back(run(self, *broker, "wide", partitions, seeks));
+    self->send_exit(*broker, caf::exit_reason::user_shutdown);
+    self->send_exit(*writer, caf::exit_reason::user_shutdown);
+  }
+  std::printf("%10s %12s %10s %14s\n", "partitions", "median ms", "max ms",
+              "CPU ms/seek");
+  for (auto& r : results)
+    std::printf("%10zu %12.2f %10.2f %14.2f\n", r.partitions, r.median_ms,
+                r.max_ms, r.cpu_ms_per_seek);
+  std::printf("ratio (wide / baseline median): %.1fx\n",
+              results[1].median_ms / std::max(results[0].median_ms, 1e-3));
+  std::filesystem::remove_all(dir);
+  return 0;
+}
