@@ -768,15 +768,20 @@ partition_actor::behavior_type partition(partition_ptr self,
              const storage::subscription_record& sub)
           -> std::optional<storage::offset> {
         auto& st = self->state;
-        if (st.cursors.contains(group))
-          return std::nullopt; // met already
         auto t = st.cfg.node.store->db().read();
         if (!t)
           return std::nullopt; // seeded on first contact instead
         auto row = storage::tables::get_cursor(*t, st.cfg.record.queue,
                                                st.cfg.record.id, group);
         if (!row || *row)
-          return std::nullopt;
+          return std::nullopt; // met already
+        if (auto it = st.cursors.find(group); it != st.cursors.end()) {
+          // Spawned but never stored (e.g. by a late ack after the group was
+          // deleted): nothing of it is durable. It ends, so the group's next
+          // contact reads the seed instead of its in-memory start.
+          self->send(it->second, delete_atom::value, true);
+          st.cursors.erase(it);
+        }
         // `new` at registration: this partition's last offset right now
         // (the walk would also take a segment stamped this very µs).
         if (sub.mode == storage::subscription_mode::new_only) {

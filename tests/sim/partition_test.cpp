@@ -358,3 +358,42 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   CHECK(!later->active);
   CHECK(later->had);
 }
+
+TEST_CASE("a registration seeds a partition whose cursor was spawned but never "
+          "stored",
+          "[sim][partition][subscription]") {
+  partition_fixture fx;
+  fx.push({msg("a"), msg("b")});
+  // A late ack (e.g. after the group was deleted) spawns the cursor; its
+  // lease is unknown, so nothing is stored.
+  core::ack_request a;
+  a.lease_id = "gone";
+  a.off = offset{0};
+  auto acked = fx.request<std::vector<actors::ack_reply>>(
+      fx.part, actors::ack_atom::value, std::string{"g"}, std::vector{a});
+  REQUIRE(acked);
+  REQUIRE(acked->front().error != core::ack_error::none);
+  // The group registers with `new`: the seed is this partition's last
+  // offset, and the queue writes it.
+  storage::subscription_record rec;
+  rec.mode = rec.registered_mode = storage::subscription_mode::new_only;
+  rec.timestamp = rec.registered_at = fx.wall()();
+  auto seed = fx.request<std::optional<offset>>(
+      fx.part, actors::seed_atom::value, std::string{"g"}, rec);
+  REQUIRE(seed);
+  REQUIRE(*seed);
+  CHECK(**seed == offset{1});
+  storage::cursor_record c;
+  c.committed = **seed;
+  auto w = fx.request<actors::write_result>(
+      fx.writer, actors::write_atom::value,
+      storage::write_batch{
+          {storage::mut::put_subscription{fx.rec.queue, "g", rec},
+           storage::mut::put_cursor{fx.rec.queue, fx.rec.id, "g", c}}});
+  REQUIRE(w);
+  REQUIRE(w->ok());
+  // The group's next pop starts at the seed, not at the old cursor's `all`.
+  CHECK(offsets(fx.pop(10)).empty());
+  fx.push({msg("c")});
+  CHECK(offsets(fx.pop(10)) == std::vector<std::int64_t>{2});
+}
