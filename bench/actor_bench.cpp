@@ -33,6 +33,10 @@
 
 #include "actors/queue/queue_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "bench/clock.hpp"
+
+using spool::bench::cpu_seconds;
+using spool::bench::wall_now;
 
 namespace {
 
@@ -91,19 +95,6 @@ options parse(int argc, char** argv) {
   if (o.policy != "stealing" && o.policy != "sharing")
     die("--policy is stealing or sharing");
   return o;
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
-         + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-st::micros wall_now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 /// The same bytes as snprintf(R"({"order":%zu,"customer":"c-%04zu",

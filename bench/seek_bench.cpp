@@ -27,6 +27,10 @@
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "bench/clock.hpp"
+
+using spool::bench::cpu_seconds;
+using spool::bench::wall_now;
 
 namespace {
 
@@ -37,19 +41,6 @@ using steady = std::chrono::steady_clock;
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "seek_bench: %s\n", msg.c_str());
   std::exit(1);
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec)
-         + static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-st::micros wall_now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 template <class Reply, class... Ts>

@@ -40,8 +40,11 @@
 #include <thread>
 #include <vector>
 
+#include "bench/clock.hpp"
 #include "storage/log.hpp"
 #include "storage/store.hpp"
+
+using spool::bench::cpu_seconds;
 
 namespace {
 
@@ -82,13 +85,6 @@ struct temp_dir {
 
 double seconds_since(steady::time_point t0) {
   return std::chrono::duration<double>(steady::now() - t0).count();
-}
-
-double cpu_seconds() {
-  rusage ru{};
-  ::getrusage(RUSAGE_SELF, &ru);
-  auto sec = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return sec(ru.ru_utime) + sec(ru.ru_stime);
 }
 
 /// Bytes this process passed to write calls ("wchar"; "write_bytes" reports
