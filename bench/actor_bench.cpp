@@ -7,13 +7,14 @@
 // --batch, then one ack list per pop (with --depth N, the next pop goes out
 // while up to N pops await their acks). Reports msgs/s end to end (all
 // messages acked), the push rate, and CPU-seconds (user+sys, whole process)
-// per million messages. --policy picks CAF's scheduler: work stealing (CAF's
-// default; idle workers poll and sleep in steps) or work sharing (one queue,
-// idle workers block on a condition variable).
+// per million messages. --policy picks the scheduler: Spool's (spoold's;
+// work stealing with constant-time steals, actors/scheduler.hpp), CAF's
+// work stealing, or CAF's work sharing (one queue, idle workers block on a
+// condition variable).
 //
 // Run: build/bench/actor_bench [--messages 1000000] [--partitions 4]
 //        [--batch 1000] [--inflight 8] [--consumers 2] [--depth 1]
-//        [--policy stealing|sharing] [--dir /tmp]
+//        [--policy spool|stealing|sharing] [--dir /tmp]
 
 #include <sys/resource.h>
 
@@ -32,6 +33,7 @@
 #include <string_view>
 
 #include "actors/queue/queue_actor.hpp"
+#include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
 
@@ -51,7 +53,7 @@ struct options {
   std::size_t inflight = 8;
   std::size_t consumers = 2;
   std::size_t depth = 1;
-  std::string policy = "stealing";
+  std::string policy = "spool";
   std::filesystem::path parent = std::filesystem::temp_directory_path();
 };
 
@@ -92,8 +94,6 @@ options parse(int argc, char** argv) {
   if (o.messages == 0 || o.partitions == 0 || o.batch == 0 || o.inflight == 0
       || o.consumers == 0 || o.depth == 0)
     die("all counts must be positive");
-  if (o.policy != "stealing" && o.policy != "sharing")
-    die("--policy is stealing or sharing");
   return o;
 }
 
@@ -166,8 +166,8 @@ int main(int argc, char** argv) {
   store.writer().stop(); // from here on the writer actor writes
 
   caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", 2);
-  cfg.set("scheduler.policy", caf::atom_from_string(o.policy));
+  if (!spool::actors::use_scheduler(cfg, o.policy, 2))
+    die("--policy is spool, stealing or sharing");
   auto counters = std::make_shared<shared_counters>();
   auto done = counters->done.get_future();
   double cpu0 = 0;

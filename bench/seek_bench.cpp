@@ -9,7 +9,7 @@
 // slowest seek, and CPU-seconds (user+sys, whole process) per seek.
 //
 // Run: build/bench/seek_bench [--partitions 10000] [--seeks 9]
-//        [--policy stealing|sharing] [--dir /tmp]
+//        [--policy spool|stealing|sharing] [--threads 2] [--dir /tmp]
 
 #include <sys/resource.h>
 
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "actors/broker/broker_actor.hpp"
+#include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
 
@@ -120,7 +121,8 @@ result run(caf::scoped_actor& self, const ac::broker_actor& broker,
 int main(int argc, char** argv) {
   std::size_t partitions = 10'000;
   std::size_t seeks = 9;
-  std::string policy = "stealing";
+  std::string policy = "spool";
+  std::size_t threads = 2;
   auto parent = std::filesystem::temp_directory_path();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -133,6 +135,8 @@ int main(int argc, char** argv) {
       seeks = std::max<std::size_t>(1, std::stoull(v));
     else if (a == "--policy")
       policy = v;
+    else if (a == "--threads")
+      threads = std::stoull(v);
     else if (a == "--dir")
       parent = v;
     else
@@ -152,8 +156,8 @@ int main(int argc, char** argv) {
   std::vector<result> results;
   {
     caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
-    cfg.set("scheduler.policy", caf::atom_from_string(policy));
+    if (!ac::use_scheduler(cfg, policy, threads))
+      die("--policy is spool, stealing or sharing");
     caf::actor_system sys{cfg};
     auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
     if (!writer)

@@ -20,6 +20,7 @@
 #include <chrono>
 
 #include "actors/broker/broker_actor.hpp"
+#include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "config/options.hpp"
 #include "storage/store.hpp"
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
     // The broker core runs as actors: the store writer on a thread of its
     // own (it blocks in fsync), the broker and its queues on the scheduler.
     caf::actor_system_config cfg;
-    cfg.set("scheduler.max-threads", 2);
+    spool::actors::use_scheduler(cfg, "spool", 2);
     caf::actor_system sys{cfg};
     auto writer = spool::actors::spawn_writer(sys, {.env = &(*st)->db()}, true);
     if (!writer) {

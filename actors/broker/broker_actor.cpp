@@ -430,9 +430,10 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
   for (auto& [key, entries] : parts)
     asks.push_back(
         {self->state.queues.at(key.first), {key.second, std::move(entries)}});
+  auto n = asks.size();
   gather<dlq_count_reply>(
-      asks.size(),
-      [&](std::size_t i) {
+      n,
+      [self, asks = std::move(asks)](std::size_t i) mutable {
         return self->request(asks[i].first, caf::infinite, requeue_atom::value,
                              asks[i].second.first,
                              std::move(asks[i].second.second));

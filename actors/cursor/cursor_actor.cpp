@@ -622,6 +622,7 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
   reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
                                           st.cfg.group, staged.after.record()};
   reply.stage_id = st.next_stage_id++;
+  reply.cursor = caf::actor_cast<caf::strong_actor_ptr>(self);
   st.staged.emplace(
       cursor_state::staged_txn{reply.stage_id, std::move(staged), {}});
   return reply;

@@ -1103,21 +1103,24 @@ struct seek_run {
   bool gated = false; ///< holds the queue's group gate
 };
 
-/// Answers the seek and lets the next group operation of the queue run.
+/// Answers the seek (unless answered already) and lets the next group
+/// operation of the queue run.
 void answer_seek(queue_ptr self, seek_run& run, seek_reply reply) {
-  run.rp.deliver(std::move(reply));
+  if (run.rp.pending())
+    run.rp.deliver(std::move(reply));
   if (run.gated) {
     run.gated = false;
     self->state.group_gates[run.req.group].leave();
   }
 }
 
-/// Settles every staged cursor of the run: commit or abort.
+/// Settles every staged cursor of the run, commit or abort: straight to the
+/// cursor that staged, without a hop through its partition.
 void settle_seek(queue_ptr self, seek_run& run, bool commit) {
-  for (std::size_t i = 0; i < run.staged.size(); ++i)
-    if (run.staged[i].stage_id != 0)
-      self->send(run.parts[i], settle_atom::value, run.req.group,
-                 run.staged[i].stage_id, commit);
+  for (auto& stage : run.staged)
+    if (stage.stage_id != 0)
+      self->send(caf::actor_cast<cursor_actor>(stage.cursor),
+                 settle_atom::value, stage.stage_id, commit);
 }
 
 void fail_seek(queue_ptr self, seek_run& run, storage::error err) {
@@ -1154,14 +1157,19 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
                registered](std::optional<storage::error> failure) mutable {
     if (!failure && registered) // the group's pops find it registered
       self->state.subs[run->req.group] = *registered;
-    settle_seek(self, *run, !failure);
     if (failure) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
     } else {
       made_candidates(self, run->req.group, run->names);
     }
-    answer_seek(self, *run, std::move(reply));
+    // Answered before the settles are sent: the seek is durable, and any
+    // pop that follows reaches each cursor after its settle (the queue sends
+    // them all before it handles another message; a cursor defers the rest
+    // while staged).
+    run->rp.deliver(std::move(reply));
+    settle_seek(self, *run, !failure);
+    answer_seek(self, *run, {});
   };
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 std::move(batch))
@@ -1294,9 +1302,10 @@ on_requeue(queue_ptr self, const std::string& group,
   std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
   for (auto& [_, slot] : parts)
     asks.push_back(std::move(slot));
+  auto n = asks.size();
   gather<dlq_count_reply>(
-      asks.size(),
-      [&](std::size_t i) {
+      n,
+      [self, group, asks = std::move(asks)](std::size_t i) mutable {
         return self->request(asks[i].first, caf::infinite, requeue_atom::value,
                              group, std::move(asks[i].second));
       },

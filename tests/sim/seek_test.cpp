@@ -10,6 +10,7 @@
 #include <map>
 #include <random>
 
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 
 using namespace spool;
@@ -255,6 +256,29 @@ TEST_CASE("The per-queue form applies to every partition of the queue in one "
   CHECK(fx.writes() == before + 1); // nothing else was written
   for (auto p : {"p1", "p2", "p3"})
     CHECK(fx.committed("q", p, "g") == offset{-1});
+}
+
+TEST_CASE("A per-queue seek over more partitions than the fan-out window "
+          "moves every partition in one durable write",
+          "[sim][seek]") {
+  seek_fixture fx;
+  const auto n = 2 * actors::gather_window + 5;
+  std::vector<actors::broker_push_item> items;
+  for (std::size_t p = 0; p < n; ++p)
+    for (int k = 0; k < 2; ++k)
+      items.push_back({"q", {"p" + std::to_string(p), msg("m")}});
+  auto pushed = fx.request<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, items);
+  REQUIRE(pushed);
+  REQUIRE_FALSE(pushed->failure);
+  auto before = fx.writes();
+  auto r = fx.seek("q", "g", fx.to_end());
+  REQUIRE_FALSE(r.failure);
+  CHECK(r.partitions_updated == n);
+  REQUIRE(fx.writes() == before + 1);
+  CHECK(count_of<storage::mut::put_cursor>(fx.gate_st->seen.back()) >= n);
+  for (std::size_t p = 0; p < n; ++p)
+    CHECK(fx.committed("q", "p" + std::to_string(p), "g") == offset{1});
 }
 
 TEST_CASE("A queue that does not exist, or that has no partitions yet, is "
