@@ -772,7 +772,6 @@ struct push_run {
   std::vector<std::vector<std::size_t>> items; ///< item indices per partition
   std::vector<std::vector<storage::frame>> frames;
   std::vector<sealed_ptr> seals;
-  std::size_t waiting = 0;
   std::optional<storage::error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).
@@ -830,31 +829,32 @@ queue_push_reply finish(queue_ptr self, push_run& run,
   return reply;
 }
 
-void sealed_one(std::shared_ptr<push_run> run) {
-  if (--run->waiting == 0)
-    run->prepared(run);
-}
-
+/// Seals every partition's frames (at most `gather_window` seals in flight,
+/// so a push to thousands of partitions stays linear), then calls
+/// `prepared`.
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
-  run->seals.resize(run->names.size());
-  run->waiting = run->names.size();
-  for (std::size_t k = 0; k < run->names.size(); ++k) {
-    auto& actor = self->state.partitions.at(run->names[k]).actor;
-    self->request(actor, caf::infinite, seal_atom::value,
-                  std::move(run->frames[k]))
-        .then(
-            [run, k](seal_reply& r) {
-              if (r.failure && !run->failure)
-                run->failure = r.failure;
-              run->seals[k] = r.sealed;
-              sealed_one(run);
-            },
-            [run](caf::error& err) {
-              if (!run->failure)
-                run->failure = writer_error(err);
-              sealed_one(run);
-            });
-  }
+  gather<seal_reply>(
+      run->names.size(),
+      [self, run](std::size_t k) {
+        auto& actor = self->state.partitions.at(run->names[k]).actor;
+        return self->request(actor, caf::infinite, seal_atom::value,
+                             std::move(run->frames[k]));
+      },
+      [run](std::vector<fanned<seal_reply>> slots) {
+        run->seals.resize(slots.size());
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          auto& s = slots[k];
+          if (!s.reply) {
+            if (!run->failure)
+              run->failure = writer_error(s.error);
+            continue;
+          }
+          if (s.reply->failure && !run->failure)
+            run->failure = s.reply->failure;
+          run->seals[k] = s.reply->sealed;
+        }
+        run->prepared(run);
+      });
 }
 
 /// maxSize (semantics.md §2): calls `go` if the push fits the queue's
