@@ -5,11 +5,14 @@
 // (the baseline: 1 partition; then --partitions), one frame is pushed to
 // every partition, group "g" registers with one pop, then --seeks per-queue
 // seeks alternate toStart / toEnd / a timestamp; each is timed from request
-// to answer (after its one durable write). Reports the median and the
-// slowest seek, and CPU-seconds (user+sys, whole process) per seek.
+// to answer (after its one durable write), on a broker left idle for
+// --pause-ms before it (the cursors settle after the answer). Reports the
+// median and the slowest seek, and CPU-seconds (user+sys, whole process,
+// pauses included) per seek.
 //
 // Run: build/bench/seek_bench [--partitions 10000] [--seeks 9]
-//        [--policy spool|stealing|sharing] [--threads 2] [--dir /tmp]
+//        [--policy spool|stealing|sharing] [--threads 2] [--pause-ms 100]
+//        [--dir /tmp]
 
 #include <sys/resource.h>
 
@@ -23,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/broker/broker_actor.hpp"
@@ -61,8 +65,8 @@ struct result {
 };
 
 result run(caf::scoped_actor& self, const ac::broker_actor& broker,
-           const std::string& queue, std::size_t partitions,
-           std::size_t seeks) {
+           const std::string& queue, std::size_t partitions, std::size_t seeks,
+           std::chrono::milliseconds pause) {
   // One frame per partition, pushed in chunks of 1000 items.
   for (std::size_t first = 0; first < partitions; first += 1000) {
     std::vector<ac::broker_push_item> items;
@@ -87,6 +91,9 @@ result run(caf::scoped_actor& self, const ac::broker_actor& broker,
   std::vector<double> ms;
   auto cpu0 = cpu_seconds();
   for (std::size_t i = 0; i < seeks; ++i) {
+    // The broker settles the last seek's cursors after answering it; each
+    // seek is timed on a broker left idle for `pause` (not back to back).
+    std::this_thread::sleep_for(pause);
     ac::seek_request req;
     req.group = "g";
     switch (i % 3) {
@@ -109,7 +116,9 @@ result run(caf::scoped_actor& self, const ac::broker_actor& broker,
       die("seek updated " + std::to_string(r.partitions_updated)
           + " partitions of " + std::to_string(partitions));
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    if (getenv("SHOW")) fprintf(stderr, "%zu %.1f\n", i % 3, ms.back());
   }
+  std::this_thread::sleep_for(pause); // the last settles, in the CPU time
   auto cpu = cpu_seconds() - cpu0;
   std::sort(ms.begin(), ms.end());
   return {partitions, ms[ms.size() / 2], ms.back(),
@@ -123,6 +132,7 @@ int main(int argc, char** argv) {
   std::size_t seeks = 9;
   std::string policy = "spool";
   std::size_t threads = 2;
+  std::chrono::milliseconds pause{100};
   auto parent = std::filesystem::temp_directory_path();
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -135,6 +145,8 @@ int main(int argc, char** argv) {
       seeks = std::max<std::size_t>(1, std::stoull(v));
     else if (a == "--policy")
       policy = v;
+    else if (a == "--pause-ms")
+      pause = std::chrono::milliseconds{std::stoll(v)};
     else if (a == "--threads")
       threads = std::stoull(v);
     else if (a == "--dir")
@@ -170,8 +182,8 @@ int main(int argc, char** argv) {
     if (!broker)
       die(st::to_string(broker.err()));
     caf::scoped_actor self{sys};
-    results.push_back(run(self, *broker, "baseline", 1, seeks));
-    results.push_back(run(self, *broker, "wide", partitions, seeks));
+    results.push_back(run(self, *broker, "baseline", 1, seeks, pause));
+    results.push_back(run(self, *broker, "wide", partitions, seeks, pause));
     self->send_exit(*broker, caf::exit_reason::user_shutdown);
     self->send_exit(*writer, caf::exit_reason::user_shutdown);
   }

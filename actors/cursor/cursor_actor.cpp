@@ -40,12 +40,16 @@ struct cursor_state {
   std::uint64_t timer_id = 0;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
-  /// A transaction's staged acks (or a seek's new position), until settled.
+  /// A transaction's staged acks, or a seek's new position, until settled.
   struct staged_txn {
     std::uint64_t id;
-    core::staged_acks acks;
+    /// The transaction's cursor once committed (none for a seek).
+    std::optional<core::staged_acks> acks;
     /// Failure times of the DLQ entries its batch writes.
     std::vector<storage::micros> written;
+    /// The seek's committed and wall time (for a transaction: unused).
+    storage::offset seek_to{-1};
+    storage::micros seek_wall = 0;
   };
   std::optional<staged_txn> staged;
   std::uint64_t next_stage_id = 1;
@@ -616,15 +620,15 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
       {view.watermark, view.readable_end - 1, now.committed(), req.walked});
   if (req.dry_run)
     return reply;
-  core::staged_acks staged{now, {}, {}, true};
-  staged.after.seek(reply.after);
-  staged.after.touch(st.cfg.wall());
-  reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
-                                          st.cfg.group, staged.after.record()};
+  // Staged without copying the core: the settle applies the same seek.
+  auto wall = st.cfg.wall();
+  reply.record
+      = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition, st.cfg.group,
+                                 now.record_after_seek(reply.after, wall)};
   reply.stage_id = st.next_stage_id++;
   reply.cursor = caf::actor_cast<caf::strong_actor_ptr>(self);
-  st.staged.emplace(
-      cursor_state::staged_txn{reply.stage_id, std::move(staged), {}});
+  st.staged.emplace(cursor_state::staged_txn{
+      reply.stage_id, std::nullopt, {}, reply.after, wall});
   return reply;
 }
 
@@ -637,8 +641,11 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
   if (!st.staged || st.staged->id != id)
     return;
-  if (commit) {
-    *st.core = std::move(st.staged->acks.after);
+  if (commit && !st.staged->acks) { // a seek
+    st.core->seek(st.staged->seek_to);
+    st.core->touch(st.staged->seek_wall);
+  } else if (commit) {
+    *st.core = std::move(st.staged->acks->after);
     // Dead letters written by the transaction arm the DLQ retention sweep.
     if (auto watcher = caf::actor_cast<dlq_watcher>(st.cfg.watcher))
       for (auto t : st.staged->written)
@@ -837,21 +844,14 @@ storage::expected<void> cursor_config::validate() const {
   return {};
 }
 
-storage::expected<cursor_actor> spawn_cursor(caf::local_actor* parent,
-                                             cursor_config cfg) {
+storage::expected<cursor_actor>
+spawn_cursor(caf::local_actor* parent, cursor_config cfg,
+             std::optional<storage::cursor_record> stored) {
   SPOOL_TRY(cfg.validate());
-  auto t = cfg.store->db().read();
-  if (!t)
-    return std::move(t).err();
-  auto rec
-      = storage::tables::get_cursor(*t, cfg.queue, cfg.partition, cfg.group);
-  t->abort();
-  if (!rec)
-    return std::move(rec).err();
-  bool existed = rec->has_value();
+  bool existed = stored.has_value();
   storage::cursor_record initial;
   initial.committed = cfg.initial_committed;
-  auto record = existed ? std::move(**rec) : initial;
+  auto record = existed ? std::move(*stored) : initial;
   bool lost = existed
               && (record.leased.has_value()
                   || std::any_of(record.requeued.begin(), record.requeued.end(),

@@ -44,10 +44,12 @@ struct cursor_config {
   storage::expected<void> validate() const;
 };
 
-/// Validates `cfg`, loads the group's cursor record (a lease recorded there
-/// was lost to a restart and ends as an expiry) and spawns the cursor as a
-/// child of `parent`.
-storage::expected<cursor_actor> spawn_cursor(caf::local_actor* parent,
-                                             cursor_config cfg);
+/// Validates `cfg` and spawns the cursor as a child of `parent`, from the
+/// group's `stored` cursor record (a lease recorded there was lost to a
+/// restart and ends as an expiry), or at `cfg.initial_committed` when no
+/// record is stored.
+storage::expected<cursor_actor>
+spawn_cursor(caf::local_actor* parent, cursor_config cfg,
+             std::optional<storage::cursor_record> stored);
 
 } // namespace spool::actors

@@ -427,6 +427,19 @@ void cursor_core::seek(offset new_committed) {
     r.leased = false;
 }
 
+storage::cursor_record
+cursor_core::record_after_seek(offset new_committed,
+                               storage::micros wall) const {
+  storage::cursor_record rec;
+  rec.committed = new_committed;
+  rec.lease_epoch = epoch_ + 1;
+  rec.last_activity = std::max(last_activity_, wall);
+  rec.requeued = requeued_;
+  for (auto& r : rec.requeued)
+    r.leased = false;
+  return rec;
+}
+
 // -- requeued dead letters ----------------------------------------------------
 
 bool cursor_core::requeue(std::uint64_t dlq_id, offset off) {

@@ -226,6 +226,11 @@ public:
   /// position).
   void seek(offset new_committed);
 
+  /// The durable state after `seek(new_committed)` and `touch(wall)`,
+  /// without changing (or copying) this core: what a staged seek writes.
+  storage::cursor_record record_after_seek(offset new_committed,
+                                           storage::micros wall) const;
+
   // -- requeued dead letters --------------------------------------------------
 
   /// Requeues DLQ entry `dlq_id` (the frame at `off`): delivered again, alone

@@ -98,10 +98,19 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   auto t = st.cfg.node.store->db().read();
   if (!t)
     return std::move(t).err();
-  auto start = first_contact(self, *t, group);
+  // The stored row, if any; where the group starts only when there is none.
+  auto row = storage::tables::get_cursor(*t, st.cfg.record.queue,
+                                         st.cfg.record.id, group);
+  if (!row)
+    return std::move(row).err();
+  storage::offset start{-1};
+  if (!*row) {
+    auto first = first_contact(self, *t, group);
+    if (!first)
+      return std::move(first).err();
+    start = *first;
+  }
   t->abort();
-  if (!start)
-    return std::move(start).err();
   cursor_config cc;
   cc.store = st.cfg.node.store;
   cc.writer = st.cfg.node.writer;
@@ -111,12 +120,12 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.policy = core::cursor_policy::from(st.cfg.options);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
-  cc.initial_committed = *start; // used only if no row is stored
+  cc.initial_committed = start; // used only if no row is stored
   cc.watermark = st.log->record().watermark;
   cc.overdue_step = st.cfg.node.delete_step;
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
-  auto c = spawn_cursor(self, std::move(cc));
+  auto c = spawn_cursor(self, std::move(cc), std::move(*row));
   if (!c)
     return c;
   st.cursors.emplace(group, *c);

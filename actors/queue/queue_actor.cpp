@@ -1052,11 +1052,9 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
 
 /// The partitions became candidates for the group's next pops again.
 void made_candidates(queue_ptr self, const std::string& group,
-                     const std::vector<std::string>& parts) {
-  auto& st = self->state;
-  for (auto& name : parts)
-    if (auto it = st.partitions.find(name); it != st.partitions.end())
-      st.candidates.add(group, it->second.index);
+                     const std::vector<std::size_t>& indices) {
+  for (auto i : indices)
+    self->state.candidates.add(group, i);
   wake(self);
 }
 
@@ -1096,7 +1094,8 @@ subscription_for_seek(queue_ptr self, const std::string& group,
 /// One seek in progress: its partitions staged one after the other.
 struct seek_run {
   seek_request req;
-  std::vector<std::string> names; ///< by name
+  std::vector<std::string> names;   ///< by name
+  std::vector<std::size_t> indices; ///< the candidate-set index of each
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
   caf::typed_response_promise<seek_reply> rp;
@@ -1136,6 +1135,8 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
   auto& st = self->state;
   seek_reply reply;
   storage::write_batch batch;
+  reply.positions.reserve(run->names.size());
+  batch.mutations.reserve(run->names.size() + 1);
   for (std::size_t i = 0; i < run->names.size(); ++i) {
     auto& stage = run->staged[i];
     reply.positions.push_back({run->names[i], stage.before, stage.after});
@@ -1161,7 +1162,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
     } else {
-      made_candidates(self, run->req.group, run->names);
+      made_candidates(self, run->req.group, run->indices);
     }
     // Answered before the settles are sent: the seek is durable, and any
     // pop that follows reaches each cursor after its settle (the queue sends
@@ -1209,6 +1210,7 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
         std::optional<storage::error> failure;
         bool busy = false;
         run->staged.clear();
+        run->staged.reserve(stages.size());
         for (auto& s : stages) {
           if (!s.reply) {
             if (!failure)
@@ -1246,6 +1248,7 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
   for (auto& [name, p] : st.partitions)
     if (!req.partition || name == *req.partition) {
       run->names.push_back(name);
+      run->indices.push_back(p.index);
       run->parts.push_back(p.actor);
     }
   if (run->parts.empty()) {
@@ -1279,7 +1282,7 @@ on_requeue(queue_ptr self, const std::string& group,
   std::map<std::uint64_t,
            std::pair<partition_actor, std::vector<storage::dlq_entry>>>
       parts;
-  std::vector<std::string> names;
+  std::vector<std::size_t> indices;
   for (auto& e : entries) {
     auto it
         = std::find_if(st.partitions.begin(), st.partitions.end(),
@@ -1293,7 +1296,7 @@ on_requeue(queue_ptr self, const std::string& group,
     auto& slot = parts[e.partition.value];
     slot.first = it->second.actor;
     slot.second.push_back(std::move(e));
-    names.push_back(it->first);
+    indices.push_back(it->second.index);
   }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});
@@ -1310,9 +1313,9 @@ on_requeue(queue_ptr self, const std::string& group,
                              group, std::move(asks[i].second));
       },
       [self, rp, group,
-       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
+       indices](std::vector<fanned<dlq_count_reply>> slots) mutable {
         rp.deliver(total_of(slots));
-        made_candidates(self, group, names); // requeued entries are due
+        made_candidates(self, group, indices); // requeued entries are due
       });
   return rp;
 }

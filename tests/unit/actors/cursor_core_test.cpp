@@ -413,6 +413,30 @@ TEST_CASE("a seek releases the lease and resets the retry budget",
   CHECK(fx.cur.deliveries_of(off(0)) == 1);
 }
 
+TEST_CASE("the record a staged seek writes is the record the seek leaves",
+          "[cursor][seek]") {
+  cursor_fixture fx;
+  // A cursor with failures, delivery counts, a live lease, an isolated
+  // range after an expiry, a requeued dead letter and recorded activity.
+  auto l = fx.pop(4);
+  fx.ack(l, 0);
+  fx.ack(l, 1, ack_status::failed);
+  fx.pop(3);
+  fx.cur.expire(t0 + std::chrono::hours(1));
+  REQUIRE(fx.cur.requeue(7, off(2)));
+  fx.pop(1);
+  fx.cur.touch(5'000);
+  using spool::storage::micros;
+  for (auto [to, wall] : {std::pair<offset, micros>{off(6), 9'000},
+                          std::pair<offset, micros>{off(-1), 1'000}}) {
+    auto staged = fx.cur.record_after_seek(to, wall);
+    auto copy = fx.cur;
+    copy.seek(to);
+    copy.touch(wall);
+    CHECK(staged == copy.record());
+  }
+}
+
 TEST_CASE("a lease lost to a restart ends as an expiry", "[cursor][restart]") {
   SECTION("several unsettled frames are isolated") {
     cursor_fixture fx;
