@@ -4,11 +4,15 @@
 // detached, durability strict, the broker as spoold runs it. Per queue size
 // (the baseline: 1 partition; then --partitions), one frame is pushed to
 // every partition, group "g" registers with one pop, then --seeks per-queue
-// seeks alternate toStart / toEnd / a timestamp; each is timed from request
-// to answer (after its one durable write), on a broker left idle for
-// --pause-ms before it (the cursors settle after the answer). Reports the
-// median and the slowest seek, and CPU-seconds (user+sys, whole process,
-// pauses included) per seek.
+// seeks alternate toStart / toEnd / a timestamp, twice: first while the
+// group has no live cursor on the partitions (as after a restart: each
+// partition stages the seek from the stored row), then after one pop on
+// every partition made every cursor live (each cursor stages it, and its
+// open lease is abandoned). Each seek is timed from request to answer
+// (after its one durable write), on a broker left idle for --pause-ms
+// before it (the cursors settle after the answer). Reports the median and
+// the slowest seek, and CPU-seconds (user+sys, whole process, pauses
+// included) per seek.
 //
 // Run: build/bench/seek_bench [--partitions 10000] [--seeks 9]
 //        [--policy spool|stealing|sharing] [--threads 2] [--pause-ms 100]
@@ -59,15 +63,17 @@ Reply ask(caf::scoped_actor& self, const ac::broker_actor& broker, Ts&&... xs) {
 
 struct result {
   std::size_t partitions = 0;
+  const char* cursors = ""; ///< "not live" or "live"
   double median_ms = 0;
   double max_ms = 0;
   double cpu_ms_per_seek = 0;
 };
 
-result run(caf::scoped_actor& self, const ac::broker_actor& broker,
-           const std::string& queue, std::size_t partitions, std::size_t seeks,
-           std::chrono::milliseconds pause) {
-  // One frame per partition, pushed in chunks of 1000 items.
+/// One frame per partition, pushed in chunks of 1000 items; group "g"
+/// registers with one pop. Returns the time between the pushes and the
+/// registration (a timestamp seek target inside the queue).
+st::micros fill(caf::scoped_actor& self, const ac::broker_actor& broker,
+                const std::string& queue, std::size_t partitions) {
   for (std::size_t first = 0; first < partitions; first += 1000) {
     std::vector<ac::broker_push_item> items;
     for (auto p = first; p < std::min(partitions, first + 1000); ++p) {
@@ -88,6 +94,30 @@ result run(caf::scoped_actor& self, const ac::broker_actor& broker,
       = ask<ac::queue_pop_reply>(self, broker, ac::pop_atom::value, queue, pop);
   if (registered.failure)
     die(st::to_string(*registered.failure));
+  return mid;
+}
+
+/// Makes the group's cursor live on every partition: one pop each (its
+/// lease stays open; the next seek abandons it).
+void pop_everywhere(caf::scoped_actor& self, const ac::broker_actor& broker,
+                    const std::string& queue, std::size_t partitions) {
+  for (std::size_t p = 0; p < partitions; ++p) {
+    ac::queue_pop_request pop;
+    pop.partition = "p" + std::to_string(p);
+    pop.group = "g";
+    pop.lease_id = "warm-" + std::to_string(p);
+    auto r = ask<ac::queue_pop_reply>(self, broker, ac::pop_atom::value, queue,
+                                      pop);
+    if (r.failure)
+      die(st::to_string(*r.failure));
+  }
+}
+
+/// `seeks` per-queue seeks alternating toStart / toEnd / timestamp `mid`.
+result seek_times(caf::scoped_actor& self, const ac::broker_actor& broker,
+                  const std::string& queue, std::size_t partitions,
+                  std::size_t seeks, std::chrono::milliseconds pause,
+                  st::micros mid) {
   std::vector<double> ms;
   auto cpu0 = cpu_seconds();
   for (std::size_t i = 0; i < seeks; ++i) {
@@ -116,13 +146,26 @@ result run(caf::scoped_actor& self, const ac::broker_actor& broker,
       die("seek updated " + std::to_string(r.partitions_updated)
           + " partitions of " + std::to_string(partitions));
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    if (getenv("SHOW")) fprintf(stderr, "%zu %.1f\n", i % 3, ms.back());
   }
   std::this_thread::sleep_for(pause); // the last settles, in the CPU time
   auto cpu = cpu_seconds() - cpu0;
   std::sort(ms.begin(), ms.end());
-  return {partitions, ms[ms.size() / 2], ms.back(),
+  return {partitions, "", ms[ms.size() / 2], ms.back(),
           cpu * 1000.0 / static_cast<double>(seeks)};
+}
+
+/// The seeks on a queue of `partitions`: first while the group has no live
+/// cursor (as after a restart: the partitions stage the seeks), then after
+/// one pop on every partition made every cursor live.
+void run(caf::scoped_actor& self, const ac::broker_actor& broker,
+         const std::string& queue, std::size_t partitions, std::size_t seeks,
+         std::chrono::milliseconds pause, std::vector<result>& out) {
+  auto mid = fill(self, broker, queue, partitions);
+  out.push_back(seek_times(self, broker, queue, partitions, seeks, pause, mid));
+  out.back().cursors = "not live";
+  pop_everywhere(self, broker, queue, partitions);
+  out.push_back(seek_times(self, broker, queue, partitions, seeks, pause, mid));
+  out.back().cursors = "live";
 }
 
 } // namespace
@@ -182,18 +225,21 @@ int main(int argc, char** argv) {
     if (!broker)
       die(st::to_string(broker.err()));
     caf::scoped_actor self{sys};
-    results.push_back(run(self, *broker, "baseline", 1, seeks, pause));
-    results.push_back(run(self, *broker, "wide", partitions, seeks, pause));
+    run(self, *broker, "baseline", 1, seeks, pause, results);
+    run(self, *broker, "wide", partitions, seeks, pause, results);
     self->send_exit(*broker, caf::exit_reason::user_shutdown);
     self->send_exit(*writer, caf::exit_reason::user_shutdown);
   }
-  std::printf("%10s %12s %10s %14s\n", "partitions", "median ms", "max ms",
-              "CPU ms/seek");
+  std::printf("%10s %9s %12s %10s %14s\n", "partitions", "cursors", "median ms",
+              "max ms", "CPU ms/seek");
   for (auto& r : results)
-    std::printf("%10zu %12.2f %10.2f %14.2f\n", r.partitions, r.median_ms,
-                r.max_ms, r.cpu_ms_per_seek);
-  std::printf("ratio (wide / baseline median): %.1fx\n",
-              results[1].median_ms / std::max(results[0].median_ms, 1e-3));
+    std::printf("%10zu %9s %12.2f %10.2f %14.2f\n", r.partitions, r.cursors,
+                r.median_ms, r.max_ms, r.cpu_ms_per_seek);
+  for (std::size_t k = 0; k < 2; ++k)
+    std::printf("ratio (wide / baseline median), cursors %s: %.1fx\n",
+                results[2 + k].cursors,
+                results[2 + k].median_ms
+                    / std::max(results[k].median_ms, 1e-3));
   std::filesystem::remove_all(dir);
   return 0;
 }

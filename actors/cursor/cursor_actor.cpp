@@ -50,6 +50,9 @@ struct cursor_state {
     /// The seek's committed and wall time (for a transaction: unused).
     storage::offset seek_to{-1};
     storage::micros seek_wall = 0;
+    /// A seek held from spawn over a lease lost to a restart: if it aborts,
+    /// the lost lease ends as an expiry then.
+    bool lost = false;
   };
   std::optional<staged_txn> staged;
   std::uint64_t next_stage_id = 1;
@@ -637,6 +640,14 @@ storage::error being_deleted() {
                              "Consumer group is being deleted");
 }
 
+/// A lease recorded before a restart ends as an expiry would.
+void recover_lost(cursor_ptr self) {
+  auto [changed, dead] = self->state.core->recover_lost_lease();
+  if (changed)
+    persist(self, dlq_changes{std::move(dead), {}, {}}, {},
+            [](std::optional<storage::error>) {});
+}
+
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
   if (!st.staged || st.staged->id != id)
@@ -644,6 +655,9 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   if (commit && !st.staged->acks) { // a seek
     st.core->seek(st.staged->seek_to);
     st.core->touch(st.staged->seek_wall);
+  } else if (!commit && st.staged->lost) {
+    st.staged.reset();
+    recover_lost(self);
   } else if (commit) {
     *st.core = std::move(st.staged->acks->after);
     // Dead letters written by the transaction arm the DLQ retention sweep.
@@ -656,17 +670,16 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
 }
 
 cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
-                                   storage::cursor_record rec, bool lost) {
+                                   storage::cursor_record rec, bool lost,
+                                   std::optional<held_seek> held) {
   self->state.cfg = std::move(cfg);
   self->state.core.emplace(std::move(rec), self->state.cfg.policy);
   self->state.core->note_watermark(self->state.cfg.watermark);
-  if (lost) {
-    // A lease recorded before a restart ends as an expiry would.
-    auto [changed, dead] = self->state.core->recover_lost_lease();
-    if (changed)
-      persist(self, dlq_changes{std::move(dead), {}, {}}, {},
-              [](std::optional<storage::error>) {});
-  }
+  if (held) // the seek resets the lost lease; only its abort would recover
+    self->state.staged.emplace(cursor_state::staged_txn{
+        held->id, std::nullopt, {}, held->to, held->wall, lost});
+  else if (lost)
+    recover_lost(self);
   arm(self);
   // While a transaction is staged, everything but its settle waits.
   return {
@@ -846,7 +859,8 @@ storage::expected<void> cursor_config::validate() const {
 
 storage::expected<cursor_actor>
 spawn_cursor(caf::local_actor* parent, cursor_config cfg,
-             std::optional<storage::cursor_record> stored) {
+             std::optional<storage::cursor_record> stored,
+             std::optional<held_seek> held) {
   SPOOL_TRY(cfg.validate());
   bool existed = stored.has_value();
   storage::cursor_record initial;
@@ -857,7 +871,7 @@ spawn_cursor(caf::local_actor* parent, cursor_config cfg,
                   || std::any_of(record.requeued.begin(), record.requeued.end(),
                                  [](auto& r) { return r.leased; }));
   return parent->spawn<caf::linked>(cursor, std::move(cfg), std::move(record),
-                                    lost);
+                                    lost, held);
 }
 
 } // namespace spool::actors

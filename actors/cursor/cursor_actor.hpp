@@ -44,12 +44,23 @@ struct cursor_config {
   storage::expected<void> validate() const;
 };
 
+/// A seek its partition staged for a group whose cursor was not live (no
+/// cursor spawned just to be moved): the record is in the queue's batch.
+/// A cursor spawned before it settles starts with it staged, exactly as if
+/// it had staged it itself, and gets its settle through the partition.
+struct held_seek {
+  std::uint64_t id = 0;
+  storage::offset to{-1};
+  storage::micros wall = 0;
+};
+
 /// Validates `cfg` and spawns the cursor as a child of `parent`, from the
 /// group's `stored` cursor record (a lease recorded there was lost to a
 /// restart and ends as an expiry), or at `cfg.initial_committed` when no
-/// record is stored.
+/// record is stored; with `held`, that seek staged.
 storage::expected<cursor_actor>
 spawn_cursor(caf::local_actor* parent, cursor_config cfg,
-             std::optional<storage::cursor_record> stored);
+             std::optional<storage::cursor_record> stored,
+             std::optional<held_seek> held = std::nullopt);
 
 } // namespace spool::actors

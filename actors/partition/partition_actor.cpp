@@ -57,6 +57,15 @@ struct partition_state {
   std::uint64_t timer_id = 0;
   bool retaining = false;
   storage::offset overdue{-1};
+  /// Seeks staged here for groups without a live cursor, until settled:
+  /// the seek, and the row (or first-contact position) it was staged from.
+  struct hold {
+    held_seek seek;
+    std::optional<storage::cursor_record> row;
+    storage::offset start{-1};
+  };
+  std::unordered_map<std::string, hold> holds;
+  std::uint64_t next_hold = 0;
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -89,28 +98,52 @@ first_contact(partition_ptr self, storage::txn& t, const std::string& group,
                     std::max(rec.watermark, rec.next_offset) - 1);
 }
 
-/// The group's cursor, spawned on first contact.
+/// Where a group without a live cursor stands here: its stored row, or
+/// (none stored) the position its first contact seeds.
+struct stored_position {
+  std::optional<storage::cursor_record> row;
+  storage::offset start{-1}; ///< used only without a row
+};
+
+storage::expected<stored_position>
+read_position(partition_ptr self, storage::txn& t, const std::string& group) {
+  auto& st = self->state;
+  auto row = storage::tables::get_cursor(t, st.cfg.record.queue,
+                                         st.cfg.record.id, group);
+  if (!row)
+    return std::move(row).err();
+  stored_position pos{std::move(*row), storage::offset{-1}};
+  if (!pos.row) {
+    auto first = first_contact(self, t, group);
+    if (!first)
+      return std::move(first).err();
+    pos.start = *first;
+  }
+  return pos;
+}
+
+/// The group's cursor, spawned on first contact. A seek held here for the
+/// group passes to the new cursor, staged from the row it was computed on.
 storage::expected<cursor_actor> cursor_for(partition_ptr self,
                                            const std::string& group) {
   auto& st = self->state;
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
-  auto t = st.cfg.node.store->db().read();
-  if (!t)
-    return std::move(t).err();
-  // The stored row, if any; where the group starts only when there is none.
-  auto row = storage::tables::get_cursor(*t, st.cfg.record.queue,
-                                         st.cfg.record.id, group);
-  if (!row)
-    return std::move(row).err();
-  storage::offset start{-1};
-  if (!*row) {
-    auto first = first_contact(self, *t, group);
-    if (!first)
-      return std::move(first).err();
-    start = *first;
+  stored_position pos;
+  std::optional<held_seek> held;
+  if (auto h = st.holds.find(group); h != st.holds.end()) {
+    pos = {std::move(h->second.row), h->second.start};
+    held = h->second.seek;
+    st.holds.erase(h);
+  } else {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return std::move(t).err();
+    auto read = read_position(self, *t, group);
+    if (!read)
+      return std::move(read).err();
+    pos = std::move(*read);
   }
-  t->abort();
   cursor_config cc;
   cc.store = st.cfg.node.store;
   cc.writer = st.cfg.node.writer;
@@ -120,12 +153,12 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.policy = core::cursor_policy::from(st.cfg.options);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
-  cc.initial_committed = start; // used only if no row is stored
+  cc.initial_committed = pos.start; // used only if no row is stored
   cc.watermark = st.log->record().watermark;
   cc.overdue_step = st.cfg.node.delete_step;
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
-  auto c = spawn_cursor(self, std::move(cc), std::move(*row));
+  auto c = spawn_cursor(self, std::move(cc), std::move(pos.row), held);
   if (!c)
     return c;
   st.cursors.emplace(group, *c);
@@ -632,6 +665,51 @@ on_oldest(partition_ptr self, const std::string& group) {
 // -- seek
 // ---------------------------------------------------------------------
 
+/// Stages a seek for a group without a live cursor here, without spawning
+/// one: the new record is computed from the stored row (or first-contact
+/// position) as the cursor would compute it, and held until the queue
+/// settles it (see `held_seek`).
+caf::typed_response_promise<seek_stage>
+hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
+          const cursor_seek& req, const partition_view& view,
+          caf::typed_response_promise<seek_stage> rp) {
+  auto& st = self->state;
+  seek_stage stage;
+  auto t = st.cfg.node.store->db().read();
+  if (!t) {
+    stage.failure = t.err();
+    rp.deliver(std::move(stage));
+    return rp;
+  }
+  auto pos = read_position(self, *t, group);
+  t->abort();
+  if (!pos) {
+    stage.failure = pos.err();
+    rp.deliver(std::move(stage));
+    return rp;
+  }
+  storage::cursor_record initial;
+  initial.committed = pos->start;
+  core::cursor_core core{pos->row ? *pos->row : initial,
+                         core::cursor_policy::from(st.cfg.options)};
+  core.note_watermark(view.watermark);
+  stage.before = core.committed();
+  stage.after = core::seek_position(
+      rule, req.target,
+      {view.watermark, view.readable_end - 1, core.committed(), req.walked});
+  auto wall = st.cfg.node.wall();
+  stage.record
+      = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id, group,
+                                 core.record_after_seek(stage.after, wall)};
+  // Ids of held seeks have the top bit set: never a cursor's own stage id.
+  stage.stage_id = (std::uint64_t{1} << 63) | ++st.next_hold;
+  st.holds.emplace(
+      group, partition_state::hold{held_seek{stage.stage_id, stage.after, wall},
+                                   std::move(pos->row), pos->start});
+  rp.deliver(std::move(stage));
+  return rp;
+}
+
 /// Stages a group's seek on its cursor (created if the group never met this
 /// partition), after the timestamp walk. A dry run for a group without a
 /// cursor here creates none: it answers where the seek would land from the
@@ -681,6 +759,8 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
       return rp;
     }
   }
+  if (!dry_run && !st.cursors.contains(group) && !st.holds.contains(group))
+    return hold_seek(self, group, *rule, req, view, rp);
   auto c = cursor_for(self, group);
   if (!c)
     return fail(c.err());
@@ -892,8 +972,15 @@ partition_actor::behavior_type partition(partition_ptr self,
       },
       [self](settle_atom, const std::string& group, std::uint64_t id,
              bool commit) {
-        auto& cursors = self->state.cursors;
-        if (auto it = cursors.find(group); it != cursors.end())
+        auto& st = self->state;
+        // A seek held here: its record is durable (or not); either way the
+        // next contact spawns the cursor from the stored row.
+        if (auto h = st.holds.find(group);
+            h != st.holds.end() && h->second.seek.id == id) {
+          st.holds.erase(h);
+          return;
+        }
+        if (auto it = st.cursors.find(group); it != st.cursors.end())
           self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,

@@ -1113,13 +1113,21 @@ void answer_seek(queue_ptr self, seek_run& run, seek_reply reply) {
   }
 }
 
-/// Settles every staged cursor of the run, commit or abort: straight to the
-/// cursor that staged, without a hop through its partition.
+/// Settles every stage of the run, commit or abort: straight to the cursor
+/// that staged, or to the partition that held the seek for a group without
+/// a live cursor (it passes the settle on if a cursor spawned meanwhile).
 void settle_seek(queue_ptr self, seek_run& run, bool commit) {
-  for (auto& stage : run.staged)
-    if (stage.stage_id != 0)
+  for (std::size_t i = 0; i < run.staged.size(); ++i) {
+    auto& stage = run.staged[i];
+    if (stage.stage_id == 0)
+      continue;
+    if (stage.cursor)
       self->send(caf::actor_cast<cursor_actor>(stage.cursor),
                  settle_atom::value, stage.stage_id, commit);
+    else
+      self->send(run.parts[i], settle_atom::value, run.req.group,
+                 stage.stage_id, commit);
+  }
 }
 
 void fail_seek(queue_ptr self, seek_run& run, storage::error err) {
