@@ -660,6 +660,70 @@ TEST_CASE("While a seek is pending on a cursor, the group's other requests "
         == std::vector{offset{0}, offset{1}});
 }
 
+namespace {
+
+/// g (registered, mode all) has no cursor on p2 (3 frames); a seek to the
+/// end is staged behind the closed gate, then a pop of g on p2 arrives.
+struct held_seek_run {
+  std::shared_ptr<std::optional<actors::seek_reply>> sought;
+  std::shared_ptr<std::optional<actors::queue_pop_reply>> popped;
+};
+
+held_seek_run seek_then_pop_behind_gate(seek_fixture& fx) {
+  fx.push("q", "Default", 2);
+  fx.consume_all("q", "Default", "g");
+  fx.push("q", "p2", 3);
+  fx.close_gate();
+  held_seek_run out;
+  out.sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"g", std::nullopt, fx.to_end(), false});
+  fx.run();
+  REQUIRE(fx.gate_st->held.size() == 1);
+  out.popped = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"},
+      fx.pop_req("g", std::string{"p2"}, 10));
+  fx.run();
+  CHECK_FALSE(*out.sought);
+  CHECK_FALSE(*out.popped); // the cursor it spawns holds the seek
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("A seek for a group without a live cursor on a partition is "
+          "staged there without one; a pop arriving before it is durable "
+          "waits, then starts at the new position",
+          "[sim][seek]") {
+  seek_fixture fx;
+  auto [sought, popped] = seek_then_pop_behind_gate(fx);
+  fx.open_gate();
+  REQUIRE(*sought);
+  REQUIRE_FALSE((**sought).failure);
+  REQUIRE(*popped);
+  CHECK((*popped)->claimed.empty()); // toEnd: nothing before it is replayed
+  CHECK(fx.committed("q", "p2", "g") == offset{2});
+  fx.push("q", "p2", 1);
+  CHECK(fx.offsets(fx.pop("q", "p2", "g")) == std::vector{offset{3}});
+}
+
+TEST_CASE("A seek staged for a group without a live cursor that fails to "
+          "write leaves the group where it was",
+          "[sim][seek]") {
+  seek_fixture fx;
+  auto [sought, popped] = seek_then_pop_behind_gate(fx);
+  fx.gate_st->fail_held = true;
+  fx.open_gate();
+  fx.gate_st->fail_held = false;
+  REQUIRE(*sought);
+  REQUIRE((**sought).failure);
+  REQUIRE(*popped);
+  REQUIRE((*popped)->claimed.size() == 1);
+  CHECK(fx.offsets((*popped)->claimed.front().reply)
+        == std::vector{offset{0}, offset{1}, offset{2}});
+  CHECK(fx.committed("q", "Default", "g") == offset{1});
+}
+
 TEST_CASE("A seek waits for a transaction staged on the cursor, and for a "
           "deletion of its group in progress",
           "[sim][seek][txn]") {

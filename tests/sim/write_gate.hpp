@@ -19,6 +19,8 @@ namespace spool::test {
 /// What the gate saw and holds.
 struct gate_state {
   bool closed = false;
+  /// `flush` fails the held writes (an I/O error) instead of passing them.
+  bool fail_held = false;
   /// Whether `seen` keeps a copy of every batch.
   bool keep = true;
   std::vector<storage::write_batch> seen; ///< every batch, in arrival order
@@ -42,7 +44,8 @@ inline void forward(actors::writer_actor::pointer self,
 }
 
 /// A writer in front of the real one: records every batch; while closed it
-/// holds them; `flush` releases the held ones in `held` order.
+/// holds them; `flush` releases the held ones in `held` order (or fails
+/// them, with `fail_held`).
 inline actors::writer_actor::behavior_type
 gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
      actors::writer_actor real) {
@@ -61,7 +64,11 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
         while (!st->held.empty()) {
           auto w = std::move(st->held.front());
           st->held.pop_front();
-          forward(self, real, std::move(w.batch), w.rp);
+          if (st->fail_held)
+            w.rp.deliver(actors::write_result{
+                storage::make_error(storage::ec::io_error, "injected")});
+          else
+            forward(self, real, std::move(w.batch), w.rp);
         }
       },
   };
