@@ -13,7 +13,8 @@
 /// moderately, then sleep) over a `std::deque` under one mutex per worker,
 /// so every operation is O(1). One addition: a job a worker schedules for
 /// itself wakes a sleeping worker to steal it, instead of leaving it until
-/// that worker's next timeout.
+/// that worker's next timeout; so idle workers poll only briefly before
+/// they sleep.
 
 #include <caf/actor_system_config.hpp>
 
