@@ -11,10 +11,10 @@
 /// instead of 0.1 s). This policy is the same algorithm (own queue first,
 /// steal the oldest job of a random victim, poll aggressively, then
 /// moderately, then sleep) over a `std::deque` under one mutex per worker,
-/// so every operation is O(1). One addition: a job a worker schedules for
-/// itself wakes a sleeping worker to steal it, instead of leaving it until
-/// that worker's next timeout; so idle workers poll only briefly before
-/// they sleep.
+/// so every operation is O(1). One addition: a job queued on a busy worker
+/// wakes a sleeping worker to steal it, instead of leaving it until that
+/// worker's next timeout; so idle workers poll only briefly before they
+/// sleep.
 
 #include <caf/actor_system_config.hpp>
 

@@ -472,6 +472,11 @@ consumed_by_all(partition_ptr self) {
   for (auto& [g, _] : st.cursors)
     if (!here.contains(g))
       return std::optional<storage::offset>{};
+  // A seek held here may move its group back: nothing counts as consumed by
+  // all until it settles (a live cursor's staged seek has the same gap;
+  // holds last one fan-out and one write).
+  if (!st.holds.empty())
+    return std::optional<storage::offset>{};
   return low;
 }
 
@@ -759,7 +764,10 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
       return rp;
     }
   }
-  if (!dry_run && !st.cursors.contains(group) && !st.holds.contains(group))
+  // Held here only while no maxWait boundary is in force: the exemption a
+  // seek gives the frames overdue at that moment lives in the cursor.
+  if (!dry_run && st.overdue.value < 0 && !st.cursors.contains(group)
+      && !st.holds.contains(group))
     return hold_seek(self, group, *rule, req, view, rp);
   auto c = cursor_for(self, group);
   if (!c)

@@ -1170,14 +1170,18 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
     } else {
-      made_candidates(self, run->req.group, run->indices);
+      for (auto i : run->indices)
+        self->state.candidates.add(run->req.group, i);
     }
     // Answered before the settles are sent: the seek is durable, and any
     // pop that follows reaches each cursor after its settle (the queue sends
     // them all before it handles another message; a cursor defers the rest
-    // while staged).
+    // while staged). Parked pops are woken after the settles, for the same
+    // reason.
     run->rp.deliver(std::move(reply));
     settle_seek(self, *run, !failure);
+    if (!failure)
+      wake(self);
     answer_seek(self, *run, {});
   };
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
@@ -1206,11 +1210,13 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
           });
 }
 
-/// First attempt: every partition staged at once, none waiting for a
-/// cursor another transaction or seek holds. If one is held, everything
-/// staged is released and the seek stages one partition after the other in
-/// name order instead (`seek_step`), the order transactions use, so the two
-/// never wait for each other in a cycle.
+/// First attempt: every partition staged in parallel (64 in flight, the
+/// fan-out window), none waiting for a cursor another transaction or seek
+/// holds. A partition not asked yet keeps serving pops from the old
+/// position meanwhile; the seek then ends those leases like any other. If a
+/// cursor is held, everything staged is released and the seek stages one
+/// partition after the other in name order instead (`seek_step`), the
+/// order transactions use, so the two never wait for each other in a cycle.
 void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
   fan_out<seek_stage>(
       self, run->parts,

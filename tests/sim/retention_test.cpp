@@ -286,6 +286,59 @@ TEST_CASE("maxWaitTimeSeconds sends what a lagging group has not consumed to "
   CHECK(fx.offsets(fx.dlq("newcomer")) == std::vector<std::int64_t>{0, 1, 2});
 }
 
+TEST_CASE("A seek exempts from maxWaitTimeSeconds what was overdue when it "
+          "was made, also for a group that never met the partition",
+          "[sim][retention][max-wait][seek]") {
+  retention_fixture fx;
+  auto o = opts();
+  o.max_wait_time_s = 60;
+  o.lease_time_s = 600;
+  fx.configure(o);
+  fx.push({"a", "b", "c"}); // 0..2 at T
+  fx.advance(75s);          // overdue for every group now
+  fx.subscribe("late");     // interested since, no cursor on p
+  core::seek_target start;
+  start.to_start = true;
+  auto r = fx.request<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"late", std::nullopt, start, false});
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+  fx.advance(1s);
+  // The replay delivers what the group asked for instead of dead-lettering
+  // it (docs/operations.md, maxWait and seek). (Meeting the partition, the
+  // group's cursor was judged first: those DLQ entries stay.)
+  CHECK(fx.offsets(fx.pop("late")) == std::vector<std::int64_t>{0, 1, 2});
+}
+
+TEST_CASE("completedRetentionSeconds deletes nothing a seek staged for a "
+          "group without a cursor here may still move back to",
+          "[sim][retention][seek]") {
+  retention_fixture fx;
+  auto o = opts();
+  o.completed_retention_s = 30;
+  fx.configure(o);
+  fx.push({"a", "b"}); // 0..1
+  fx.advance(1s);
+  fx.subscribe("h", storage::subscription_mode::new_only); // counts at 1
+  fx.consume("g1");                                        // committed 1
+  fx.gate_st->closed = true; // the seek's write waits
+  core::seek_target start;
+  start.to_start = true;
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"h", std::nullopt, start, false});
+  fx.run();
+  fx.advance(60s); // retention runs while the seek is staged
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*sought);
+  REQUIRE_FALSE((**sought).failure);
+  CHECK(fx.watermark() == offset{0});
+  CHECK(fx.offsets(fx.pop("h")) == std::vector<std::int64_t>{0, 1});
+}
+
 TEST_CASE("configure refuses delayedProcessing >= maxWaitTimeSeconds",
           "[sim][retention][max-wait]") {
   retention_fixture fx;
