@@ -103,35 +103,39 @@ TEST_CASE("Spool's scheduler runs every job of a burst: one actor wakes "
   constexpr int n = 10'000;
   std::vector<caf::actor> leaves;
   for (int i = 0; i < n; ++i)
-    leaves.push_back(sys.spawn([](caf::event_based_actor* self) {
-      return caf::behavior{
-          [self](int x, const caf::actor& back) { self->send(back, x); }};
-    }));
+    leaves.push_back(sys.spawn(
+        [](caf::event_based_actor* self, int) {
+          return caf::behavior{
+              [self](int x, const caf::actor& back) { self->send(back, x); }};
+        },
+        0)); // the unused int: see sim_fixture.hpp (CAF 0.17 and UBSan)
   // The root sends to every leaf from inside the scheduler (a burst of jobs
   // on one worker) and answers the test once every leaf answered.
-  auto root = sys.spawn([leaves](caf::event_based_actor* self) {
-    auto left = std::make_shared<int>(0);
-    auto seen = std::make_shared<std::vector<bool>>(leaves.size(), false);
-    auto rp = std::make_shared<caf::response_promise>();
-    return caf::behavior{
-        [=](caf::get_atom) {
-          *left = static_cast<int>(leaves.size());
-          seen->assign(leaves.size(), false);
-          *rp = self->make_response_promise();
-          for (std::size_t i = 0; i < leaves.size(); ++i)
-            self->send(leaves[i], static_cast<int>(i),
-                       caf::actor_cast<caf::actor>(self));
-          return *rp;
-        },
-        [=](int x) {
-          if (!seen->at(static_cast<std::size_t>(x))) {
-            seen->at(static_cast<std::size_t>(x)) = true;
-            if (--*left == 0)
-              rp->deliver(true);
-          }
-        },
-    };
-  });
+  auto root = sys.spawn(
+      [leaves](caf::event_based_actor* self, int) {
+        auto left = std::make_shared<int>(0);
+        auto seen = std::make_shared<std::vector<bool>>(leaves.size(), false);
+        auto rp = std::make_shared<caf::response_promise>();
+        return caf::behavior{
+            [=](caf::get_atom) {
+              *left = static_cast<int>(leaves.size());
+              seen->assign(leaves.size(), false);
+              *rp = self->make_response_promise();
+              for (std::size_t i = 0; i < leaves.size(); ++i)
+                self->send(leaves[i], static_cast<int>(i),
+                           caf::actor_cast<caf::actor>(self));
+              return *rp;
+            },
+            [=](int x) {
+              if (!seen->at(static_cast<std::size_t>(x))) {
+                seen->at(static_cast<std::size_t>(x)) = true;
+                if (--*left == 0)
+                  rp->deliver(true);
+              }
+            },
+        };
+      },
+      0);
   caf::scoped_actor self{sys};
   for (int round = 0; round < 3; ++round) {
     bool all = false;
