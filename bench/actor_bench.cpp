@@ -36,8 +36,10 @@
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
+#include "bench/scratch.hpp"
 
 using spool::bench::cpu_seconds;
+using spool::bench::die;
 using spool::bench::wall_now;
 
 namespace {
@@ -56,11 +58,6 @@ struct options {
   std::string policy = "spool";
   std::filesystem::path parent = std::filesystem::temp_directory_path();
 };
-
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "actor_bench: %s\n", msg.c_str());
-  std::exit(1);
-}
 
 options parse(int argc, char** argv) {
   options o;
@@ -145,16 +142,9 @@ struct shared_counters {
 
 int main(int argc, char** argv) {
   auto o = parse(argc, argv);
-  std::string tmpl = (o.parent / "spool-actor-bench-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr)
-    die("mkdtemp failed");
-  std::filesystem::path dir = tmpl;
-  st::store_options so;
-  so.env.dir = dir / "db";
-  auto opened = st::store::open(so);
-  if (!opened)
-    die(st::to_string(opened.err()));
-  auto& store = **opened;
+  spool::bench::temp_dir dir{o.parent};
+  auto opened = spool::bench::open_store(dir.path);
+  auto& store = *opened;
   st::queue_record q;
   q.id = store.next_queue_id();
   q.name = "bench";
@@ -346,8 +336,5 @@ int main(int argc, char** argv) {
     caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
   }
-  opened->reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
   return 0;
 }

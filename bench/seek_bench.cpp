@@ -37,8 +37,10 @@
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
+#include "bench/scratch.hpp"
 
 using spool::bench::cpu_seconds;
+using spool::bench::die;
 using spool::bench::wall_now;
 
 namespace {
@@ -46,11 +48,6 @@ namespace {
 namespace st = spool::storage;
 namespace ac = spool::actors;
 using steady = std::chrono::steady_clock;
-
-[[noreturn]] void die(const std::string& msg) {
-  std::fprintf(stderr, "seek_bench: %s\n", msg.c_str());
-  std::exit(1);
-}
 
 template <class Reply, class... Ts>
 Reply ask(caf::scoped_actor& self, const ac::broker_actor& broker, Ts&&... xs) {
@@ -197,16 +194,9 @@ int main(int argc, char** argv) {
     else
       die("unknown option " + a);
   }
-  std::string tmpl = (parent / "spool-seek-bench-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr)
-    die("mkdtemp failed");
-  std::filesystem::path dir = tmpl;
-  st::store_options so;
-  so.env.dir = dir / "db";
-  auto opened = st::store::open(so);
-  if (!opened)
-    die(st::to_string(opened.err()));
-  auto& store = **opened;
+  spool::bench::temp_dir dir{parent};
+  auto opened = spool::bench::open_store(dir.path);
+  auto& store = *opened;
   store.writer().stop(); // the writer actor writes
   std::vector<result> results;
   {
@@ -240,6 +230,5 @@ int main(int argc, char** argv) {
                 results[2 + k].cursors,
                 results[2 + k].median_ms
                     / std::max(results[k].median_ms, 1e-3));
-  std::filesystem::remove_all(dir);
   return 0;
 }

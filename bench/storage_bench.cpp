@@ -41,10 +41,13 @@
 #include <vector>
 
 #include "bench/clock.hpp"
+#include "bench/scratch.hpp"
 #include "storage/log.hpp"
 #include "storage/store.hpp"
 
 using spool::bench::cpu_seconds;
+using spool::bench::die;
+using spool::bench::temp_dir;
 
 namespace {
 
@@ -61,26 +64,6 @@ struct options {
   std::size_t inflight = 16;
   std::vector<std::size_t> batches{1, 10, 100, 1000};
   bool csv = false;
-};
-
-[[noreturn]] void die(const std::string& what) {
-  std::fprintf(stderr, "storage_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-/// A fresh directory under `parent`, removed with its contents.
-struct temp_dir {
-  fs::path path;
-  explicit temp_dir(const fs::path& parent) {
-    std::string tmpl = (parent / "spool-bench-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      die("mkdtemp " + tmpl + ": " + std::strerror(errno));
-    path = tmpl;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
 };
 
 double seconds_since(steady::time_point t0) {

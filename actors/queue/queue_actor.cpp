@@ -1050,12 +1050,16 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
 
 // -- seek ---------------------------------------------------------------------
 
-/// The partitions became candidates for the group's next pops again.
+/// The partitions became candidates for the group's next pops again;
+/// parked pops are woken at once unless `wake_now` is false (the caller
+/// wakes them later).
 void made_candidates(queue_ptr self, const std::string& group,
-                     const std::vector<std::size_t>& indices) {
+                     const std::vector<std::size_t>& indices,
+                     bool wake_now = true) {
   for (auto i : indices)
     self->state.candidates.add(group, i);
-  wake(self);
+  if (wake_now)
+    wake(self);
 }
 
 /// The subscription record a seek writes for a group without one on this
@@ -1170,8 +1174,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
     } else {
-      for (auto i : run->indices)
-        self->state.candidates.add(run->req.group, i);
+      made_candidates(self, run->req.group, run->indices, false);
     }
     // Answered before the settles are sent: the seek is durable, and any
     // pop that follows reaches each cursor after its settle (the queue sends
