@@ -4,18 +4,18 @@
 // partitions, durability strict. A producer actor keeps --inflight pushes of
 // --batch 100-byte messages in flight (one partition per push, rotating;
 // the messages are formatted before timing starts, as a client would in its
-// own process);
-// --consumers consumer actors of one group loop: wildcard long-poll pop of
-// --batch, then one ack list per pop (with --depth N, the next pop goes out
-// while up to N pops await their acks). Reports msgs/s end to end (all
-// messages acked), the push rate, and CPU-seconds (user+sys, whole process)
-// per million messages. --policy picks the scheduler: Spool's (spoold's;
-// work stealing with constant-time steals, actors/scheduler.hpp), CAF's
-// work stealing, or CAF's work sharing (one queue, idle workers block on a
-// condition variable).
+// own process). --consumers consumer actors (default: one per partition) of
+// one group loop: wildcard long-poll pop of --batch, then one ack list per
+// pop (with --depth N, the next pop goes out while up to N pops await their
+// acks). Reports msgs/s end to end (all messages acked), the push rate,
+// CPU-seconds (user+sys, whole process) per million messages and the
+// consumers' mean round trips. --policy picks the scheduler: Spool's
+// (spoold's; work stealing with constant-time steals, actors/scheduler.hpp),
+// CAF's work stealing, or CAF's work sharing (one queue, idle workers block
+// on a condition variable).
 //
 // Run: build/bench/actor_bench [--messages 1000000] [--partitions 4]
-//        [--batch 1000] [--inflight 8] [--consumers 2] [--depth 1]
+//        [--batch 1000] [--inflight 8] [--consumers 4] [--depth 1]
 //        [--policy spool|stealing|sharing] [--dir /tmp]
 
 #include <sys/resource.h>
@@ -55,7 +55,7 @@ struct options {
   std::size_t partitions = 4;
   std::size_t batch = 1000;
   std::size_t inflight = 8;
-  std::size_t consumers = 2;
+  std::size_t consumers = 0; ///< 0: one per partition
   std::size_t depth = 1;
   std::string policy = "spool";
   std::filesystem::path parent = std::filesystem::temp_directory_path();
@@ -91,8 +91,10 @@ options parse(int argc, char** argv) {
       die("unknown option " + a);
   }
   if (o.messages == 0 || o.partitions == 0 || o.batch == 0 || o.inflight == 0
-      || o.consumers == 0 || o.depth == 0)
-    die("all counts must be positive");
+      || o.depth == 0)
+    die("all counts but --consumers must be positive");
+  if (o.consumers == 0)
+    o.consumers = o.partitions;
   return o;
 }
 
@@ -137,7 +139,16 @@ struct shared_counters {
   steady::time_point push_done;
   std::promise<void> done;
   std::atomic<bool> finished{false};
+  /// Round trips seen by the consumers (request to answer), in µs: pops
+  /// that delivered something, and ack lists.
+  std::atomic<std::uint64_t> pop_us{0}, pops{0}, ack_us{0}, acks{0};
 };
+
+std::uint64_t micros_since(steady::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t)
+          .count());
+}
 
 } // namespace
 
@@ -232,8 +243,7 @@ int main(int argc, char** argv) {
           auto sent = std::make_shared<std::size_t>(0);
           auto in_flight = std::make_shared<std::size_t>(0);
           auto next = std::make_shared<std::function<void()>>();
-          *next = [self, sent, in_flight, next, batches, &o, queue,
-                   counters] {
+          *next = [self, sent, in_flight, next, batches, &o, queue, counters] {
             while (*in_flight < o.inflight && *sent < batches->size()) {
               auto items = std::move((*batches)[(*sent)++]);
               ++*in_flight;
@@ -276,8 +286,9 @@ int main(int argc, char** argv) {
               req.timeout = std::chrono::milliseconds{1000};
               req.lease_id = "c" + std::to_string(self->id()) + "-"
                              + std::to_string(++*seq);
+              auto asked = steady::now();
               self->request(*queue, caf::infinite, ac::pop_atom::value, req)
-                  .then([self, loop, queue, counters, unacked, popping,
+                  .then([self, loop, queue, counters, unacked, popping, asked,
                          &o](ac::queue_pop_reply& r) {
                     *popping = false;
                     if (r.failure)
@@ -286,6 +297,8 @@ int main(int argc, char** argv) {
                       (*loop)();
                       return;
                     }
+                    counters->pop_us += micros_since(asked);
+                    ++counters->pops;
                     ++*unacked;
                     auto pending
                         = std::make_shared<std::size_t>(r.claimed.size());
@@ -299,11 +312,14 @@ int main(int argc, char** argv) {
                         acks.push_back(a);
                       }
                       auto n = acks.size();
+                      auto acking = steady::now();
                       self->request(*queue, caf::infinite, ac::ack_atom::value,
                                     cl.partition, std::string{"bench"},
                                     std::move(acks))
-                          .then([loop, pending, n, counters, unacked,
+                          .then([loop, pending, n, counters, unacked, acking,
                                  &o](std::vector<ac::ack_reply>& rs) {
+                            counters->ack_us += micros_since(acking);
+                            ++counters->acks;
                             for (auto& x : rs)
                               if (x.failure
                                   || x.error != spool::core::ack_error::none)
@@ -341,6 +357,16 @@ int main(int argc, char** argv) {
                 "done at %.2f s (%.0f msgs/s), CPU %.2f s = %.2f CPU-s per "
                 "million\n",
                 n / secs, secs, push_secs, n / push_secs, cpu, cpu / n * 1e6);
+    auto mean_ms = [](std::uint64_t us, std::uint64_t k) {
+      return k == 0 ? 0.0
+                    : static_cast<double>(us) / 1000.0 / static_cast<double>(k);
+    };
+    std::printf("consumer round trips: pop %.2f ms mean over %llu pops that "
+                "delivered, ack list %.2f ms mean over %llu lists\n",
+                mean_ms(counters->pop_us, counters->pops),
+                static_cast<unsigned long long>(counters->pops.load()),
+                mean_ms(counters->ack_us, counters->acks),
+                static_cast<unsigned long long>(counters->acks.load()));
     caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
   }
