@@ -135,7 +135,6 @@ struct multi_push {
   std::vector<storage::write_batch> batches;
   std::vector<queue_push_reply> replies;
   std::optional<storage::error> failure;
-  std::size_t waiting = 0;
   std::size_t item_count = 0;
   caf::typed_response_promise<queue_push_reply> rp;
   /// Called once the push is durable (wakes parked namespace pops).
@@ -164,44 +163,43 @@ void answer(std::shared_ptr<multi_push> run) {
     run->stored();
 }
 
-/// Settles every prepared part with `failure` (none: durable).
+/// Settles every prepared part with `failure` (none: durable), at most
+/// `gather_window` queues at a time.
 void settle(broker_ptr self, std::shared_ptr<multi_push> run,
             std::optional<storage::error> failure) {
   if (failure && !run->failure)
     run->failure = failure;
   run->replies.resize(run->queues.size());
-  run->waiting = 0;
-  for (std::size_t k = 0; k < run->queues.size(); ++k)
-    if (run->tokens[k])
-      ++run->waiting;
-  if (run->waiting == 0)
-    return answer(run);
+  // The queues are looked up now: one deleted meanwhile fails the push.
+  auto held
+      = std::make_shared<std::vector<std::pair<std::size_t, queue_actor>>>();
   for (std::size_t k = 0; k < run->queues.size(); ++k) {
     if (!run->tokens[k])
       continue;
     auto q = self->state.queues.find(run->queues[k]);
-    if (q == self->state.queues.end()) { // deleted meanwhile
+    if (q == self->state.queues.end()) {
       if (!run->failure)
         run->failure = queue_not_found();
-      if (--run->waiting == 0)
-        answer(run);
       continue;
     }
-    self->request(q->second, caf::infinite, settle_atom::value, run->tokens[k],
-                  failure)
-        .then(
-            [run, k](queue_push_reply& r) {
-              run->replies[k] = std::move(r);
-              if (--run->waiting == 0)
-                answer(run);
-            },
-            [run](caf::error& err) {
-              if (!run->failure)
-                run->failure = unreachable(err);
-              if (--run->waiting == 0)
-                answer(run);
-            });
+    held->emplace_back(k, q->second);
   }
+  gather<queue_push_reply>(
+      held->size(),
+      [self, run, held, failure](std::size_t i) {
+        auto& [k, queue] = (*held)[i];
+        return self->request(queue, caf::infinite, settle_atom::value,
+                             run->tokens[k], failure);
+      },
+      [run, held](std::vector<fanned<queue_push_reply>> slots) {
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          if (slots[i].reply)
+            run->replies[(*held)[i].first] = std::move(*slots[i].reply);
+          else if (!run->failure)
+            run->failure = unreachable(slots[i].error);
+        }
+        answer(run);
+      });
 }
 
 void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
@@ -237,27 +235,35 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
             });
     return;
   }
-  run->tokens.resize(n);
-  run->batches.resize(n);
-  run->waiting = n;
-  for (std::size_t k = 0; k < n; ++k)
-    self->request(self->state.queues.at(run->queues[k]), caf::infinite,
-                  seal_atom::value, std::move(run->parts[k]))
-        .then(
-            [self, run, k](prepared_push& p) {
-              if (p.failure && !run->failure)
-                run->failure = p.failure;
-              run->tokens[k] = p.token;
-              run->batches[k] = std::move(p.batch);
-              if (--run->waiting == 0)
-                commit(self, run);
-            },
-            [self, run](caf::error& err) {
-              if (!run->failure)
-                run->failure = unreachable(err);
-              if (--run->waiting == 0)
-                commit(self, run);
-            });
+  // Seals at most `gather_window` queues at a time (a push to thousands of
+  // queues stays linear); the queues exist now, after `ensure_queues`.
+  std::vector<queue_actor> dests;
+  dests.reserve(n);
+  for (auto& name : run->queues)
+    dests.push_back(self->state.queues.at(name));
+  gather<prepared_push>(
+      n,
+      [self, run, dests = std::move(dests)](std::size_t k) {
+        return self->request(dests[k], caf::infinite, seal_atom::value,
+                             std::move(run->parts[k]));
+      },
+      [self, run](std::vector<fanned<prepared_push>> slots) {
+        run->tokens.resize(slots.size());
+        run->batches.resize(slots.size());
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          if (!slots[k].reply) {
+            if (!run->failure)
+              run->failure = unreachable(slots[k].error);
+            continue;
+          }
+          auto& p = *slots[k].reply;
+          if (p.failure && !run->failure)
+            run->failure = p.failure;
+          run->tokens[k] = p.token;
+          run->batches[k] = std::move(p.batch);
+        }
+        commit(self, run);
+      });
 }
 
 caf::typed_response_promise<queue_push_reply>

@@ -3,6 +3,8 @@
 
 #include "sim/broker_sim.hpp"
 
+#include "actors/fan_out.hpp"
+
 using namespace spool;
 using namespace spool::test;
 using storage::offset;
@@ -53,6 +55,30 @@ TEST_CASE("a push across queues is stored in one batch and answered in input "
   REQUIRE(it != qs->end());
   CHECK(it->name_space == "orders");
   CHECK(it->task == "eu");
+}
+
+TEST_CASE("a push across more queues than the fan-out window stores every "
+          "item and answers in input order",
+          "[sim][broker][push]") {
+  // The broker seals and settles the queues of one push at most
+  // gather_window at a time (the window itself: fan_out_test).
+  broker_fixture fx;
+  constexpr std::size_t n = 2 * actors::gather_window + 3;
+  std::vector<std::tuple<std::string, std::string, std::string>> items;
+  for (std::size_t i = 0; i < n; ++i) // every queue twice, interleaved
+    items.emplace_back("q" + std::to_string(i % (n / 2 + 1)), "Default",
+                       std::to_string(i));
+  auto r = fx.push(items);
+  REQUIRE(!r.failure);
+  REQUIRE(r.results.size() == n);
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("item " << i);
+    CHECK(r.results[i].queue == std::get<0>(items[i]));
+    CHECK(r.results[i].result.status == storage::frame_result::queued);
+    // A queue's first item is offset 0, its second offset 1.
+    CHECK(r.results[i].result.off == offset{i <= n / 2 ? 0 : 1});
+  }
+  CHECK(fx.queues().size() == n / 2 + 1);
 }
 
 TEST_CASE("a push with an invalid item creates no queue and stores nothing",
