@@ -149,11 +149,17 @@ struct push_item {
   storage::frame frame;
 };
 
-/// The outcome of one push item.
-struct push_item_result {
+/// A partition a push stored items in, named once per reply.
+struct push_target {
   std::string queue;
   std::string partition;
   std::string partition_uuid;
+};
+
+/// The outcome of one push item: where it went (an index into the reply's
+/// `targets`) and its offset, or its original's for a duplicate.
+struct push_item_result {
+  std::uint32_t target = 0;
   storage::frame_result result;
 };
 
@@ -161,7 +167,21 @@ struct queue_push_reply {
   std::vector<push_item_result> results; ///< in input order
   storage::micros created_at = 0;
   std::optional<storage::error> failure;
+  /// One per partition the push touched (items of one partition share it:
+  /// a push of 1000 items to one partition names it once).
+  std::vector<push_target> targets;
+
+  const push_target& target_of(std::size_t item) const {
+    return targets[results[item].target];
+  }
 };
+
+/// A push that stored nothing.
+inline queue_push_reply push_failed(std::optional<storage::error> failure) {
+  queue_push_reply r;
+  r.failure = std::move(failure);
+  return r;
+}
 
 /// One item of a broker push: any queue.
 struct broker_push_item {
@@ -177,9 +197,10 @@ struct prepared_push {
   push_token token;
   storage::write_batch batch;
   std::optional<storage::error> failure;
-  /// Per item, in input order: what the settle answers if the batch is
-  /// durable (a transaction stores it in the same batch).
+  /// What the settle answers if the batch is durable (a transaction stores
+  /// it in the same batch): per item, in input order, and their targets.
   std::vector<push_item_result> results;
+  std::vector<push_target> targets;
 };
 
 /// A pop on a queue: one named partition, or any (wildcard).

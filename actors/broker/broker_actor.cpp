@@ -143,7 +143,7 @@ struct multi_push {
 
 void answer(std::shared_ptr<multi_push> run) {
   if (run->failure) {
-    run->rp.deliver(queue_push_reply{{}, 0, run->failure});
+    run->rp.deliver(push_failed(run->failure));
     return;
   }
   queue_push_reply reply;
@@ -151,12 +151,18 @@ void answer(std::shared_ptr<multi_push> run) {
   for (std::size_t k = 0; k < run->queues.size(); ++k) {
     auto& part = run->replies[k];
     if (part.failure) {
-      run->rp.deliver(queue_push_reply{{}, 0, part.failure});
+      run->rp.deliver(push_failed(part.failure));
       return;
     }
     reply.created_at = std::max(reply.created_at, part.created_at);
-    for (std::size_t j = 0; j < run->items[k].size(); ++j)
-      reply.results[run->items[k][j]] = std::move(part.results[j]);
+    auto base = static_cast<std::uint32_t>(reply.targets.size());
+    for (auto& t : part.targets)
+      reply.targets.push_back(std::move(t));
+    for (std::size_t j = 0; j < run->items[k].size(); ++j) {
+      auto r = part.results[j];
+      r.target += base;
+      reply.results[run->items[k][j]] = r;
+    }
   }
   run->rp.deliver(std::move(reply));
   if (run->stored)
@@ -284,17 +290,15 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& q = items[i].queue;
     if (auto ok = check_partition_name(q); !ok) {
-      run->rp.deliver(queue_push_reply{
-          {},
-          0,
+      run->rp.deliver(push_failed(
           storage::make_error(storage::ec::invalid_argument, "items[", i,
-                              "].queue ", ok.err().message)});
+                              "].queue ", ok.err().message)));
       return run->rp;
     }
     // Everything is validated before a queue is created: a bad item leaves
     // no trace.
     auto bad = [&](storage::error err) {
-      run->rp.deliver(queue_push_reply{{}, 0, std::move(err)});
+      run->rp.deliver(push_failed(std::move(err)));
       return run->rp;
     };
     if (auto ok = check_partition_name(items[i].item.partition); !ok)
@@ -316,7 +320,7 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   ensure_queues(self, run->queues,
                 [self, run](std::optional<storage::error> failure) {
                   if (failure)
-                    run->rp.deliver(queue_push_reply{{}, 0, failure});
+                    run->rp.deliver(push_failed(failure));
                   else
                     prepare_all(self, run);
                 });

@@ -43,7 +43,8 @@ struct txn_run {
   // -- seal --
   std::vector<push_token> tokens; ///< per plan.pushes
   std::vector<storage::write_batch> push_batches;
-  std::vector<std::vector<push_item_result>> push_results;
+  /// Per sealed push: its items' results and their targets.
+  std::vector<queue_push_reply> push_results;
   std::size_t waiting = 0;
   std::optional<storage::error> failure;
   std::optional<core::txn_result> rollback;
@@ -124,13 +125,14 @@ core::txn_result result_of(txn_run& run) {
       r.results[i].items.resize(push->items.size());
   for (std::size_t k = 0; k < run.plan.pushes.size(); ++k) {
     auto& from = run.plan.pushes[k].from;
-    auto& results = run.push_results[k];
-    for (std::size_t j = 0; j < from.size() && j < results.size(); ++j) {
-      auto& src = results[j];
+    auto& pushed = run.push_results[k];
+    for (std::size_t j = 0; j < from.size() && j < pushed.results.size(); ++j) {
+      auto& src = pushed.results[j];
+      auto& to = pushed.target_of(j);
       auto& dst = r.results[from[j].first].items[from[j].second];
-      dst.queue = src.queue;
-      dst.partition = src.partition;
-      dst.partition_uuid = src.partition_uuid;
+      dst.queue = to.queue;
+      dst.partition = to.partition;
+      dst.partition_uuid = to.partition_uuid;
       dst.status = src.result.status == storage::frame_result::duplicate
                        ? core::txn_push_status::duplicate
                        : core::txn_push_status::queued;
@@ -231,7 +233,8 @@ void seal_all(run_ptr run) {
                 run->failure = p.failure;
               run->tokens[k] = p.token;
               run->push_batches[k] = std::move(p.batch);
-              run->push_results[k] = std::move(p.results);
+              run->push_results[k].results = std::move(p.results);
+              run->push_results[k].targets = std::move(p.targets);
               sealed_one(run);
             },
             [run](caf::error& err) {

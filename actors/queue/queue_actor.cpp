@@ -799,13 +799,16 @@ storage::write_batch batch_of(push_run& run) {
 queue_push_reply results_of(queue_ptr self, push_run& run) {
   queue_push_reply reply;
   reply.results.resize(run.item_count);
+  reply.targets.reserve(run.names.size());
   for (std::size_t k = 0; k < run.names.size(); ++k) {
     auto& entry = self->state.partitions.at(run.names[k]);
     reply.created_at = std::max(reply.created_at, run.seals[k]->created_at);
+    reply.targets.push_back(
+        push_target{self->state.cfg.record.name, run.names[k], entry.rec.uuid});
+    auto target = static_cast<std::uint32_t>(k);
     for (std::size_t j = 0; j < run.items[k].size(); ++j)
       reply.results[run.items[k][j]]
-          = push_item_result{self->state.cfg.record.name, run.names[k],
-                             entry.rec.uuid, run.seals[k]->results[j]};
+          = push_item_result{target, run.seals[k]->results[j]};
   }
   return reply;
 }
@@ -815,7 +818,7 @@ queue_push_reply finish(queue_ptr self, push_run& run,
                         std::optional<storage::error> failure) {
   settle_all(self, run, !failure);
   if (failure)
-    return queue_push_reply{{}, 0, std::move(failure)};
+    return push_failed(std::move(failure));
   auto reply = results_of(self, run);
   for (std::size_t k = 0; k < run.seals.size(); ++k) {
     auto& s = run.seals[k];
@@ -1008,11 +1011,13 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
     if (run->failure) {
       auto failure = run->failure;
       (void)finish(self, *run, failure); // settles what was sealed
-      rp.deliver(prepared_push{nullptr, {}, failure, {}});
+      rp.deliver(prepared_push{nullptr, {}, failure, {}, {}});
       return;
     }
+    auto outcome = results_of(self, *run);
     rp.deliver(prepared_push{run, batch_of(*run), std::nullopt,
-                             results_of(self, *run).results});
+                             std::move(outcome.results),
+                             std::move(outcome.targets)});
   });
   return rp;
 }

@@ -43,9 +43,11 @@ TEST_CASE("a push across queues is stored in one batch and answered in input "
                     {"orders.eu", "x", "3"}});
   REQUIRE(!r.failure);
   REQUIRE(r.results.size() == 3);
-  CHECK(r.results[0].queue == "orders.eu");
-  CHECK(r.results[1].queue == "billing");
-  CHECK(r.results[2].partition == "x");
+  CHECK(r.target_of(0).queue == "orders.eu");
+  CHECK(r.target_of(1).queue == "billing");
+  CHECK(r.target_of(2).partition == "x");
+  CHECK(r.target_of(0).partition == "Default");
+  CHECK(r.targets.size() == 3); // one per partition the push touched
   CHECK(fx.queues() == std::vector<std::string>{"billing", "orders.eu"});
   auto t = fx.store.store->db().read();
   auto qs = storage::tables::all_queues(*t);
@@ -73,7 +75,7 @@ TEST_CASE("a push across more queues than the fan-out window stores every "
   REQUIRE(r.results.size() == n);
   for (std::size_t i = 0; i < n; ++i) {
     INFO("item " << i);
-    CHECK(r.results[i].queue == std::get<0>(items[i]));
+    CHECK(r.target_of(i).queue == std::get<0>(items[i]));
     CHECK(r.results[i].result.status == storage::frame_result::queued);
     // A queue's first item is offset 0, its second offset 1.
     CHECK(r.results[i].result.off == offset{i <= n / 2 ? 0 : 1});

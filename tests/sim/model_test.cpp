@@ -108,7 +108,7 @@ struct model_fixture : broker_sim {
     REQUIRE(!r->failure);
     for (std::size_t i = 0; i < n; ++i) {
       auto& res = r->results[i];
-      auto& log = pushed[{q, res.partition}];
+      auto& log = pushed[{q, r->target_of(i).partition}];
       REQUIRE(res.result.off.value == static_cast<std::int64_t>(log.size()));
       log.push_back(items[i].item.frame.payload);
     }

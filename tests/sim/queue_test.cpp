@@ -106,13 +106,14 @@ TEST_CASE("a push creates partitions on first use and answers in input order",
   auto r = fx.push({{"a", "1"}, {"b", "2"}, {"a", "3"}});
   REQUIRE(!r.failure);
   REQUIRE(r.results.size() == 3);
-  CHECK(r.results[0].partition == "a");
+  CHECK(r.target_of(0).partition == "a");
   CHECK(r.results[0].result.off == offset{0});
-  CHECK(r.results[1].partition == "b");
+  CHECK(r.target_of(1).partition == "b");
   CHECK(r.results[1].result.off == offset{0});
   CHECK(r.results[2].result.off == offset{1});
-  CHECK(r.results[0].partition_uuid == r.results[2].partition_uuid);
-  CHECK(r.results[0].partition_uuid != r.results[1].partition_uuid);
+  CHECK(r.target_of(0).partition_uuid == r.target_of(2).partition_uuid);
+  CHECK(r.target_of(0).partition_uuid != r.target_of(1).partition_uuid);
+  CHECK(r.targets.size() == 2); // items of one partition share its target
   auto t = fx.store.store->db().read();
   auto parts = storage::tables::partitions_of(*t, fx.rec.id);
   REQUIRE(parts);
