@@ -15,6 +15,7 @@
 
 #include "actors/creation_gate.hpp"
 #include "actors/interfaces.hpp"
+#include "actors/write.hpp"
 
 namespace spool::actors {
 
@@ -53,23 +54,16 @@ void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
     if (fresh.empty())
       return k(std::nullopt);
     gate->enter();
-    self->request(writer, caf::infinite, write_atom::value, std::move(create))
-        .then(
-            [gate, fresh, add, k](write_result& r) {
-              std::optional<storage::error> failure = r.failure;
-              if (r.ok())
-                for (auto& rec : fresh)
-                  if (auto ok = add(rec); !ok && !failure)
-                    failure = ok.err();
-              gate->leave();
-              k(std::move(failure));
-            },
-            [gate, k](caf::error& err) {
-              gate->leave();
-              k(storage::make_error(
-                  storage::ec::io_error,
-                  "writer unreachable: ", caf::to_string(err)));
-            });
+    write_batch(self, writer, std::move(create),
+                [gate, fresh = std::move(fresh), add = std::move(add),
+                 k = std::move(k)](std::optional<storage::error> failure) {
+                  if (!failure)
+                    for (auto& rec : fresh)
+                      if (auto ok = add(rec); !ok && !failure)
+                        failure = ok.err();
+                  gate->leave();
+                  k(std::move(failure));
+                });
   });
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
+#include "actors/write.hpp"
 
 namespace spool::actors {
 
@@ -104,9 +105,7 @@ inline dlq_count_reply total_of(std::vector<fanned<dlq_count_reply>>& slots) {
   for (auto& s : slots) {
     if (!s.reply) {
       if (!total.failure)
-        total.failure = storage::make_error(
-            storage::ec::io_error,
-            "actor unreachable: ", caf::to_string(s.error));
+        total.failure = unreachable(s.error);
       continue;
     }
     total.count += s.reply->count;

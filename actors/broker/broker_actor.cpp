@@ -37,6 +37,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
+#include "actors/write.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -69,11 +70,6 @@ using broker_ptr = broker_actor::stateful_pointer<broker_state>;
 
 storage::error queue_not_found() {
   return storage::make_error(storage::ec::unknown_queue, "Queue not found");
-}
-
-storage::error unreachable(const caf::error& err) {
-  return storage::make_error(storage::ec::io_error,
-                             "actor unreachable: ", caf::to_string(err));
 }
 
 storage::expected<void>
@@ -217,12 +213,10 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
       batch.mutations.push_back(std::move(m));
   if (batch.mutations.empty())
     return settle(self, run, std::nullopt);
-  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then([self, run](write_result& r) { settle(self, run, r.failure); },
-            [self, run](caf::error& err) {
-              settle(self, run, unreachable(err));
-            });
+  write_batch(self, self->state.cfg.node.writer, std::move(batch),
+              [self, run](std::optional<storage::error> failure) {
+                settle(self, run, std::move(failure));
+              });
 }
 
 void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
@@ -379,15 +373,11 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
 template <class Reply>
 void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
                    caf::typed_response_promise<Reply> rp) {
-  self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then(
-          [rp, n](write_result& r) mutable {
-            rp.deliver(Reply{r.ok() ? n : 0, r.failure});
-          },
-          [rp](caf::error& err) mutable {
-            rp.deliver(Reply{0, unreachable(err)});
-          });
+  write_batch(self, self->state.cfg.node.writer, std::move(batch),
+              [rp, n](std::optional<storage::error> failure) mutable {
+                auto stored = failure ? std::size_t{0} : n;
+                rp.deliver(Reply{stored, std::move(failure)});
+              });
 }
 
 caf::typed_response_promise<dlq_count_reply>
@@ -506,10 +496,7 @@ void configure_now(broker_ptr self, configure_request& req,
           rp.deliver(std::move(reply));
           self->state.gate.leave();
         };
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
-            [done](caf::error& err) mutable { done(unreachable(err)); });
+  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 caf::typed_response_promise<configure_reply>

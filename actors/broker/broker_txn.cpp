@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "actors/queue/queue_actor.hpp"
+#include "actors/write.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -51,11 +52,6 @@ struct txn_run {
 };
 
 using run_ptr = std::shared_ptr<txn_run>;
-
-storage::error unreachable(const caf::error& err) {
-  return storage::make_error(storage::ec::io_error,
-                             "actor unreachable: ", caf::to_string(err));
-}
 
 /// Answers the transaction and every repeat that waited for it.
 void answer(run_ptr run, txn_reply reply) {

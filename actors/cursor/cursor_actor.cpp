@@ -25,6 +25,7 @@
 
 #include <algorithm>
 
+#include "actors/write.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -210,24 +211,16 @@ void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
   }
   std::vector<storage::micros> written;
   auto batch = state_batch(st.cfg, *st.core, changes, known, written);
-  // Shared, not copied: `then` may hold a whole pop reply.
-  auto cont = std::make_shared<F>(std::move(then));
-  self->request(st.cfg.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then(
-          [self, cont, written](write_result& r) {
-            auto watcher
-                = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
-            if (r.ok() && watcher)
-              for (auto t : written)
-                self->send(watcher, dead_atom::value, t);
-            (*cont)(std::move(r.failure));
-          },
-          [cont](caf::error& err) {
-            (*cont)(storage::make_error(
-                storage::ec::io_error,
-                "writer unreachable: ", caf::to_string(err)));
-          });
+  write_batch(self, st.cfg.writer, std::move(batch),
+              [self, then = std::move(then), written = std::move(written)](
+                  std::optional<storage::error> failure) mutable {
+                auto watcher
+                    = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
+                if (!failure && watcher)
+                  for (auto t : written)
+                    self->send(watcher, dead_atom::value, t);
+                then(std::move(failure));
+              });
 }
 
 /// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;

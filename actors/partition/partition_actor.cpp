@@ -32,6 +32,7 @@
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/partition/retention.hpp"
+#include "actors/write.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -223,11 +224,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
           },
           [self, rp, s](caf::error& err) mutable {
             self->state.log->lost(*s); // it may be stored: keep the gap
-            rp.deliver(push_reply{{},
-                                  0,
-                                  storage::make_error(storage::ec::io_error,
-                                                      "writer unreachable: ",
-                                                      caf::to_string(err))});
+            rp.deliver(push_reply{{}, 0, unreachable(err, "writer")});
           });
   return rp;
 }

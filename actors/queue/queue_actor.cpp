@@ -46,6 +46,7 @@
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/queue/candidates.hpp"
+#include "actors/write.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -99,11 +100,6 @@ struct queue_state {
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
-
-storage::error writer_error(const caf::error& err) {
-  return storage::make_error(storage::ec::io_error,
-                             "actor unreachable: ", caf::to_string(err));
-}
 
 storage::expected<void> add_partition(queue_ptr self,
                                       const storage::partition_record& rec) {
@@ -243,7 +239,7 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               step(self, run);
             },
             [run](caf::error& err) {
-              run->reply.failure = writer_error(err);
+              run->reply.failure = unreachable(err);
               run->done(std::move(run->reply));
             });
     return; // continue in the response handler
@@ -319,13 +315,8 @@ void register_group(queue_ptr self, const std::string& group,
             self->state.group_gates[group].leave();
             k(std::move(failure));
           };
-          self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                        std::move(batch))
-              .then(
-                  [done](write_result& r) mutable {
-                    done(std::move(r.failure));
-                  },
-                  [done](caf::error& err) mutable { done(writer_error(err)); });
+          write_batch(self, st.cfg.node.writer, std::move(batch),
+                      std::move(done));
         },
         seed_atom::value, group, rec);
   });
@@ -447,10 +438,7 @@ void configure_now(queue_ptr self, configure_request& req,
           rp.deliver(std::move(reply));
           st.gate.leave();
         };
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
-            [done](caf::error& err) mutable { done(writer_error(err)); });
+  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 caf::typed_response_promise<configure_reply>
@@ -489,9 +477,7 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
         groups_reply reply;
         for (auto& s : slots) {
           if (!s.reply) {
-            reply.failure = storage::make_error(
-                storage::ec::io_error,
-                "partition unreachable: ", caf::to_string(s.error));
+            reply.failure = unreachable(s.error, "partition");
             continue;
           }
           for (auto& c : *s.reply) {
@@ -597,15 +583,8 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         };
         if (batch.mutations.empty())
           return settle(std::nullopt);
-        self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                      std::move(batch))
-            .then(
-                [settle](write_result& r) mutable {
-                  settle(std::move(r.failure));
-                },
-                [settle](caf::error& err) mutable {
-                  settle(writer_error(err));
-                });
+        write_batch(self, st.cfg.node.writer, std::move(batch),
+                    std::move(settle));
       },
       delete_atom::value, req.group, req.active_after);
 }
@@ -721,10 +700,7 @@ on_delete_queue(queue_ptr self) {
       self->delayed_send(self, deleted_queue_grace, delete_atom::value,
                          std::uint64_t{0});
     };
-    self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                  std::move(batch))
-        .then([done](write_result& r) mutable { done(std::move(r.failure)); },
-              [done](caf::error& err) mutable { done(writer_error(err)); });
+    write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
   });
   return rp;
 }
@@ -751,9 +727,7 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
         purge_reply reply;
         for (auto& s : slots) {
           if (!s.reply)
-            reply.failure = storage::make_error(
-                storage::ec::io_error,
-                "partition unreachable: ", caf::to_string(s.error));
+            reply.failure = unreachable(s.error, "partition");
           else if (s.reply->failure)
             reply.failure = s.reply->failure;
           else
@@ -849,7 +823,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
           auto& s = slots[k];
           if (!s.reply) {
             if (!run->failure)
-              run->failure = writer_error(s.error);
+              run->failure = unreachable(s.error);
             continue;
           }
           if (s.reply->failure && !run->failure)
@@ -991,15 +965,10 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
       rp.deliver(finish(self, *run, std::nullopt));
       return;
     }
-    self->request(self->state.cfg.node.writer, caf::infinite, write_atom::value,
-                  std::move(batch))
-        .then(
-            [self, rp, run](write_result& r) mutable {
-              rp.deliver(finish(self, *run, std::move(r.failure)));
-            },
-            [self, rp, run](caf::error& err) mutable {
-              rp.deliver(finish(self, *run, writer_error(err)));
-            });
+    write_batch(self, self->state.cfg.node.writer, std::move(batch),
+                [self, rp, run](std::optional<storage::error> failure) mutable {
+                  rp.deliver(finish(self, *run, std::move(failure)));
+                });
   });
   return rp;
 }
@@ -1048,7 +1017,7 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
           [rp, n](caf::error& err) mutable {
             rp.deliver(std::vector<ack_reply>(
                 n, ack_reply{core::ack_error::none, false, false,
-                             writer_error(err)}));
+                             unreachable(err)}));
           });
   return rp;
 }
@@ -1192,10 +1161,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       wake(self);
     answer_seek(self, *run, {});
   };
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then([done](write_result& r) mutable { done(std::move(r.failure)); },
-            [done](caf::error& err) mutable { done(writer_error(err)); });
+  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 /// Stages the next partition of the run, or commits when all are staged.
@@ -1214,7 +1180,7 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
             seek_step(self, run);
           },
           [self, run](caf::error& err) {
-            fail_seek(self, *run, writer_error(err));
+            fail_seek(self, *run, unreachable(err));
           });
 }
 
@@ -1236,7 +1202,7 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
         for (auto& s : stages) {
           if (!s.reply) {
             if (!failure)
-              failure = writer_error(s.error);
+              failure = unreachable(s.error);
             run->staged.emplace_back();
             continue;
           }
