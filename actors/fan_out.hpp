@@ -99,20 +99,32 @@ void fan_out(Self* self, const std::vector<Handle>& dests,
       std::move(done));
 }
 
-/// The sum of DLQ counts; the first failure (or unanswered slot) wins.
-inline dlq_count_reply total_of(std::vector<fanned<dlq_count_reply>>& slots) {
-  dlq_count_reply total;
+/// Folds the answers of a fan-out into one reply of their type: `add(out,
+/// part)` for every answer; the first failure, an answer's own or an
+/// unanswered slot's (`who` unreachable), becomes the reply's.
+template <class Reply, class Add>
+Reply fold_replies(std::vector<fanned<Reply>>& slots, Add add,
+                   const char* who = "actor") {
+  Reply out;
   for (auto& s : slots) {
     if (!s.reply) {
-      if (!total.failure)
-        total.failure = unreachable(s.error);
+      if (!out.failure)
+        out.failure = unreachable(s.error, who);
       continue;
     }
-    total.count += s.reply->count;
-    if (s.reply->failure && !total.failure)
-      total.failure = s.reply->failure;
+    if (s.reply->failure && !out.failure)
+      out.failure = s.reply->failure;
+    add(out, *s.reply);
   }
-  return total;
+  return out;
+}
+
+/// The sum of DLQ counts; the first failure (or unanswered slot) wins.
+inline dlq_count_reply total_of(std::vector<fanned<dlq_count_reply>>& slots) {
+  return fold_replies(slots,
+                      [](dlq_count_reply& total, const dlq_count_reply& part) {
+                        total.count += part.count;
+                      });
 }
 
 } // namespace spool::actors

@@ -564,18 +564,11 @@ caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
   fan_out<groups_reply>(
       self, queues_named(self, req.queue),
       [rp](std::vector<fanned<groups_reply>> slots) mutable {
-        groups_reply reply;
-        for (auto& s : slots) {
-          if (!s.reply) {
-            reply.failure = unreachable(s.error);
-            continue;
-          }
-          if (s.reply->failure)
-            reply.failure = s.reply->failure;
-          for (auto& c : s.reply->cursors)
-            reply.cursors.push_back(std::move(c));
-        }
-        rp.deliver(std::move(reply));
+        rp.deliver(
+            fold_replies(slots, [](groups_reply& out, groups_reply& part) {
+              for (auto& c : part.cursors)
+                out.cursors.push_back(std::move(c));
+            }));
       },
       groups_atom::value, req);
   return rp;
@@ -587,19 +580,11 @@ on_delete_group(broker_ptr self, const delete_group_request& req) {
   fan_out<delete_group_reply>(
       self, queues_named(self, req.queue),
       [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
-        delete_group_reply reply;
-        for (auto& s : slots) {
-          if (!s.reply) {
-            reply.failure = unreachable(s.error);
-            continue;
-          }
-          if (s.reply->failure)
-            reply.failure = s.reply->failure;
-          reply.deleted_partitions += s.reply->deleted_partitions;
-          reply.metadata_deleted
-              = reply.metadata_deleted || s.reply->metadata_deleted;
-        }
-        rp.deliver(std::move(reply));
+        rp.deliver(fold_replies(slots, [](delete_group_reply& out,
+                                          const delete_group_reply& part) {
+          out.deleted_partitions += part.deleted_partitions;
+          out.metadata_deleted = out.metadata_deleted || part.metadata_deleted;
+        }));
       },
       delete_atom::value, req);
   return rp;

@@ -724,16 +724,13 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
   fan_out<purge_reply>(
       self, parts,
       [rp](std::vector<fanned<purge_reply>> slots) mutable {
-        purge_reply reply;
-        for (auto& s : slots) {
-          if (!s.reply)
-            reply.failure = unreachable(s.error, "partition");
-          else if (s.reply->failure)
-            reply.failure = s.reply->failure;
-          else
-            reply.partitions += s.reply->partitions;
-        }
-        rp.deliver(std::move(reply));
+        // A partition whose purge failed counts 0 partitions purged.
+        rp.deliver(fold_replies(
+            slots,
+            [](purge_reply& out, const purge_reply& part) {
+              out.partitions += part.partitions;
+            },
+            "partition"));
       },
       purge_atom::value, req.below);
   return rp;
