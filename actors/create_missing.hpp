@@ -54,16 +54,16 @@ void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
     if (fresh.empty())
       return k(std::nullopt);
     gate->enter();
-    write_batch(self, writer, std::move(create),
-                [gate, fresh = std::move(fresh), add = std::move(add),
-                 k = std::move(k)](std::optional<storage::error> failure) {
-                  if (!failure)
-                    for (auto& rec : fresh)
-                      if (auto ok = add(rec); !ok && !failure)
-                        failure = ok.err();
-                  gate->leave();
-                  k(std::move(failure));
-                });
+    write_then(self, writer, std::move(create),
+               [gate, fresh = std::move(fresh), add = std::move(add),
+                k = std::move(k)](std::optional<storage::error> failure) {
+                 if (!failure)
+                   for (auto& rec : fresh)
+                     if (auto ok = add(rec); !ok && !failure)
+                       failure = ok.err();
+                 gate->leave();
+                 k(std::move(failure));
+               });
   });
 }
 

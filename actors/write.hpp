@@ -25,8 +25,8 @@ inline storage::error unreachable(const caf::error& err,
 /// none when it is durable, else the write's error, or `unreachable` when
 /// the writer did not answer.
 template <class Self, class Done>
-void write_batch(Self* self, const writer_actor& writer,
-                 storage::write_batch batch, Done done) {
+void write_then(Self* self, const writer_actor& writer,
+                storage::write_batch batch, Done done) {
   // Shared by both handlers, never copied: `done` may hold a whole reply.
   auto k = std::make_shared<Done>(std::move(done));
   self->request(writer, caf::infinite, write_atom::value, std::move(batch))

@@ -213,10 +213,10 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
       batch.mutations.push_back(std::move(m));
   if (batch.mutations.empty())
     return settle(self, run, std::nullopt);
-  write_batch(self, self->state.cfg.node.writer, std::move(batch),
-              [self, run](std::optional<storage::error> failure) {
-                settle(self, run, std::move(failure));
-              });
+  write_then(self, self->state.cfg.node.writer, std::move(batch),
+             [self, run](std::optional<storage::error> failure) {
+               settle(self, run, std::move(failure));
+             });
 }
 
 void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
@@ -373,11 +373,11 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
 template <class Reply>
 void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
                    caf::typed_response_promise<Reply> rp) {
-  write_batch(self, self->state.cfg.node.writer, std::move(batch),
-              [rp, n](std::optional<storage::error> failure) mutable {
-                auto stored = failure ? std::size_t{0} : n;
-                rp.deliver(Reply{stored, std::move(failure)});
-              });
+  write_then(self, self->state.cfg.node.writer, std::move(batch),
+             [rp, n](std::optional<storage::error> failure) mutable {
+               auto stored = failure ? std::size_t{0} : n;
+               rp.deliver(Reply{stored, std::move(failure)});
+             });
 }
 
 caf::typed_response_promise<dlq_count_reply>
@@ -496,7 +496,7 @@ void configure_now(broker_ptr self, configure_request& req,
           rp.deliver(std::move(reply));
           self->state.gate.leave();
         };
-  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 caf::typed_response_promise<configure_reply>

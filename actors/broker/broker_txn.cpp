@@ -24,6 +24,7 @@
 
 #include <algorithm>
 
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/write.hpp"
 #include "storage/tables.hpp"
@@ -46,12 +47,16 @@ struct txn_run {
   std::vector<storage::write_batch> push_batches;
   /// Per sealed push: its items' results and their targets.
   std::vector<queue_push_reply> push_results;
-  std::size_t waiting = 0;
   std::optional<storage::error> failure;
   std::optional<core::txn_result> rollback;
 };
 
 using run_ptr = std::shared_ptr<txn_run>;
+
+/// Queue `k` of the plan's pushes with its coordinator, for the queues
+/// that exist; a fan-out over them keeps at most `gather_window` requests
+/// in flight (a transaction may span thousands of queues).
+using queue_slots = std::vector<std::pair<std::size_t, queue_actor>>;
 
 /// Answers the transaction and every repeat that waited for it.
 void answer(run_ptr run, txn_reply reply) {
@@ -82,15 +87,19 @@ void settle_all(run_ptr run, bool commit) {
   if (!commit)
     failure = run->failure.value_or(storage::make_error(
         storage::ec::conflict, "transaction ", run->id, " rolled back"));
-  for (std::size_t k = 0; k < run->tokens.size(); ++k) {
-    if (!run->tokens[k])
-      continue;
-    if (auto q = host.find_queue(run->plan.pushes[k].queue))
-      host.self
-          ->request(*q, caf::infinite, settle_atom::value, run->tokens[k],
-                    failure)
-          .then([](queue_push_reply&) {}, [](caf::error&) {});
-  }
+  auto queues = std::make_shared<queue_slots>();
+  for (std::size_t k = 0; k < run->tokens.size(); ++k)
+    if (run->tokens[k])
+      if (auto q = host.find_queue(run->plan.pushes[k].queue))
+        queues->emplace_back(k, *q);
+  gather<queue_push_reply>(
+      queues->size(),
+      [run, queues, failure](std::size_t i) {
+        auto& [k, q] = (*queues)[i];
+        return run->host->self->request(q, caf::infinite, settle_atom::value,
+                                        run->tokens[k], failure);
+      },
+      [](std::vector<fanned<queue_push_reply>>) {});
 }
 
 /// Ends a transaction that did not commit: no trace is left.
@@ -186,59 +195,62 @@ void commit(run_ptr run) {
           });
 }
 
-void sealed_one(run_ptr run) {
-  if (--run->waiting > 0)
-    return;
-  if (run->failure || run->rollback)
-    return abort(run);
-  commit(run);
-}
-
+/// Seals every queue's pushes, then commits, or aborts when one failed.
 void seal_all(run_ptr run) {
   auto& host = *run->host;
   auto n = run->plan.pushes.size();
   run->tokens.resize(n);
   run->push_batches.resize(n);
   run->push_results.resize(n);
-  run->waiting = n;
+  auto queues = std::make_shared<queue_slots>();
   for (std::size_t k = 0; k < n; ++k) {
-    auto& part = run->plan.pushes[k];
-    std::vector<push_item> items;
-    items.reserve(part.from.size());
-    for (auto [op, j] : part.from) {
-      auto& item = std::get<core::txn_push_op>(run->req.ops[op]).items[j];
-      items.push_back(push_item{item.partition, std::move(item.frame)});
-    }
-    auto q = host.find_queue(part.queue);
-    if (!q) {
+    auto& name = run->plan.pushes[k].queue;
+    if (auto q = host.find_queue(name))
+      queues->emplace_back(k, *q);
+    else
       run->failure = storage::make_error(storage::ec::unknown_queue, "queue ",
-                                         part.queue, " vanished");
-      sealed_one(run);
-      continue;
-    }
-    host.self->request(*q, caf::infinite, seal_atom::value, std::move(items))
-        .then(
-            [run, k](prepared_push& p) {
-              // maxSize: a full queue rolls back, naming its first push op.
-              if (p.failure && p.failure->code == storage::ec::queue_full
-                  && !run->rollback)
-                run->rollback = core::txn_rollback(
-                    run->id, run->plan.pushes[k].from.front().first,
-                    p.failure->message);
-              else if (p.failure && !run->failure)
-                run->failure = p.failure;
-              run->tokens[k] = p.token;
-              run->push_batches[k] = std::move(p.batch);
-              run->push_results[k].results = std::move(p.results);
-              run->push_results[k].targets = std::move(p.targets);
-              sealed_one(run);
-            },
-            [run](caf::error& err) {
-              if (!run->failure)
-                run->failure = unreachable(err);
-              sealed_one(run);
-            });
+                                         name, " vanished");
   }
+  gather<prepared_push>(
+      queues->size(),
+      [run, queues](std::size_t i) {
+        auto& [k, q] = (*queues)[i];
+        auto& part = run->plan.pushes[k];
+        std::vector<push_item> items;
+        items.reserve(part.from.size());
+        for (auto [op, j] : part.from) {
+          auto& item = std::get<core::txn_push_op>(run->req.ops[op]).items[j];
+          items.push_back(push_item{item.partition, std::move(item.frame)});
+        }
+        return run->host->self->request(q, caf::infinite, seal_atom::value,
+                                        std::move(items));
+      },
+      [run, queues](std::vector<fanned<prepared_push>> slots) {
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          auto k = (*queues)[i].first;
+          if (!slots[i].reply) {
+            if (!run->failure)
+              run->failure = unreachable(slots[i].error);
+            continue;
+          }
+          auto& p = *slots[i].reply;
+          // maxSize: a full queue rolls back, naming its first push op.
+          if (p.failure && p.failure->code == storage::ec::queue_full
+              && !run->rollback)
+            run->rollback = core::txn_rollback(
+                run->id, run->plan.pushes[k].from.front().first,
+                p.failure->message);
+          else if (p.failure && !run->failure)
+            run->failure = p.failure;
+          run->tokens[k] = p.token;
+          run->push_batches[k] = std::move(p.batch);
+          run->push_results[k].results = std::move(p.results);
+          run->push_results[k].targets = std::move(p.targets);
+        }
+        if (run->failure || run->rollback)
+          return abort(run);
+        commit(run);
+      });
 }
 
 /// Phase 2: every ack is staged; create missing queues, then seal.

@@ -211,16 +211,16 @@ void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
   }
   std::vector<storage::micros> written;
   auto batch = state_batch(st.cfg, *st.core, changes, known, written);
-  write_batch(self, st.cfg.writer, std::move(batch),
-              [self, then = std::move(then), written = std::move(written)](
-                  std::optional<storage::error> failure) mutable {
-                auto watcher
-                    = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
-                if (!failure && watcher)
-                  for (auto t : written)
-                    self->send(watcher, dead_atom::value, t);
-                then(std::move(failure));
-              });
+  write_then(self, st.cfg.writer, std::move(batch),
+             [self, then = std::move(then), written = std::move(written)](
+                 std::optional<storage::error> failure) mutable {
+               auto watcher
+                   = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
+               if (!failure && watcher)
+                 for (auto t : written)
+                   self->send(watcher, dead_atom::value, t);
+               then(std::move(failure));
+             });
 }
 
 /// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;

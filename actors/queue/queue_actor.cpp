@@ -315,8 +315,8 @@ void register_group(queue_ptr self, const std::string& group,
             self->state.group_gates[group].leave();
             k(std::move(failure));
           };
-          write_batch(self, st.cfg.node.writer, std::move(batch),
-                      std::move(done));
+          write_then(self, st.cfg.node.writer, std::move(batch),
+                     std::move(done));
         },
         seed_atom::value, group, rec);
   });
@@ -438,7 +438,7 @@ void configure_now(queue_ptr self, configure_request& req,
           rp.deliver(std::move(reply));
           st.gate.leave();
         };
-  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 caf::typed_response_promise<configure_reply>
@@ -477,7 +477,8 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
         groups_reply reply;
         for (auto& s : slots) {
           if (!s.reply) {
-            reply.failure = unreachable(s.error, "partition");
+            if (!reply.failure) // the first failure wins, as in fold_replies
+              reply.failure = unreachable(s.error, "partition");
             continue;
           }
           for (auto& c : *s.reply) {
@@ -583,8 +584,8 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         };
         if (batch.mutations.empty())
           return settle(std::nullopt);
-        write_batch(self, st.cfg.node.writer, std::move(batch),
-                    std::move(settle));
+        write_then(self, st.cfg.node.writer, std::move(batch),
+                   std::move(settle));
       },
       delete_atom::value, req.group, req.active_after);
 }
@@ -700,7 +701,7 @@ on_delete_queue(queue_ptr self) {
       self->delayed_send(self, deleted_queue_grace, delete_atom::value,
                          std::uint64_t{0});
     };
-    write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
+    write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
   });
   return rp;
 }
@@ -962,10 +963,10 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
       rp.deliver(finish(self, *run, std::nullopt));
       return;
     }
-    write_batch(self, self->state.cfg.node.writer, std::move(batch),
-                [self, rp, run](std::optional<storage::error> failure) mutable {
-                  rp.deliver(finish(self, *run, std::move(failure)));
-                });
+    write_then(self, self->state.cfg.node.writer, std::move(batch),
+               [self, rp, run](std::optional<storage::error> failure) mutable {
+                 rp.deliver(finish(self, *run, std::move(failure)));
+               });
   });
   return rp;
 }
@@ -1158,7 +1159,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       wake(self);
     answer_seek(self, *run, {});
   };
-  write_batch(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
 /// Stages the next partition of the run, or commits when all are staged.

@@ -6,6 +6,7 @@
 #include "sim/sim_fixture.hpp"
 
 #include "actors/broker/broker_actor.hpp"
+#include "actors/fan_out.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "sim/write_gate.hpp"
 #include "unit/storage/fixture.hpp"
@@ -335,6 +336,42 @@ TEST_CASE("a transaction's pushes and acks become durable in one write",
   CHECK(count_of<storage::mut::put_txn>(batch) == 1);
   CHECK(fx.cursor("q", "g")->committed == offset{1});
   CHECK(fx.stored("out").second == std::vector<std::string>{"o0", "o1", "o2"});
+}
+
+TEST_CASE("a transaction pushing to more queues than the fan-out window "
+          "stores every item in one write and answers each in order",
+          "[sim][txn]") {
+  // The seals and settles of its queues go out at most gather_window at a
+  // time (the window itself: fan_out_test).
+  txn_fixture fx;
+  constexpr std::size_t n = 2 * actors::gather_window + 5;
+  for (std::size_t i = 0; i < n; ++i) // the queues exist, one frame each
+    fx.push("q" + std::to_string(i), "old");
+  auto writes = fx.gate_st->seen.size();
+  core::txn_push_op op;
+  for (std::size_t i = 0; i < n; ++i) {
+    core::txn_push_item item;
+    item.queue = "q" + std::to_string(n - 1 - i); // not in queue order
+    item.frame = msg("new" + std::to_string(i));
+    op.items.push_back(std::move(item));
+  }
+  core::txn_request req;
+  req.id = "tx-wide";
+  req.ops.push_back(std::move(op));
+  auto r = fx.txn(req);
+  REQUIRE(!r.failure);
+  REQUIRE(r.result.success);
+  REQUIRE(r.result.results.size() == 1);
+  auto& items = r.result.results[0].items;
+  REQUIRE(items.size() == n);
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("item " << i);
+    CHECK(items[i].queue == "q" + std::to_string(n - 1 - i));
+    CHECK(items[i].off == offset{1});
+  }
+  CHECK(fx.gate_st->seen.size() == writes + 1);
+  CHECK(fx.stored("q0").second
+        == std::vector<std::string>{"old", "new" + std::to_string(n - 1)});
 }
 
 TEST_CASE("a repeated transaction id returns the stored result", "[sim][txn]") {
