@@ -153,6 +153,16 @@ core::options_patch opts() {
   return {};
 }
 
+/// maxWaitTimeSeconds 60, leases (600 s) that outlive it, then frames 0..2
+/// pushed at the current time.
+void push_under_max_wait(retention_fixture& fx) {
+  auto o = opts();
+  o.max_wait_time_s = 60;
+  o.lease_time_s = 600;
+  fx.configure(o);
+  fx.push({"a", "b", "c"});
+}
+
 } // namespace
 
 TEST_CASE("retentionSeconds deletes a segment older than it, consumed or not",
@@ -256,11 +266,7 @@ TEST_CASE("maxWaitTimeSeconds sends what a lagging group has not consumed to "
           "its DLQ, and a leased frame when its lease ends",
           "[sim][retention][max-wait]") {
   retention_fixture fx;
-  auto o = opts();
-  o.max_wait_time_s = 60;
-  o.lease_time_s = 600;
-  fx.configure(o);
-  fx.push({"a", "b", "c"}); // 0..2 at T
+  push_under_max_wait(fx); // 0..2 at T, overdue at T + 60 s
   fx.consume("fast");
   auto slow = fx.pop("slow", 1); // slow leases 0 and holds it
   REQUIRE(fx.offsets(slow) == std::vector<std::int64_t>{0});
@@ -290,13 +296,9 @@ TEST_CASE("A seek exempts from maxWaitTimeSeconds what was overdue when it "
           "was made, also for a group that never met the partition",
           "[sim][retention][max-wait][seek]") {
   retention_fixture fx;
-  auto o = opts();
-  o.max_wait_time_s = 60;
-  o.lease_time_s = 600;
-  fx.configure(o);
-  fx.push({"a", "b", "c"}); // 0..2 at T
-  fx.advance(75s);          // overdue for every group now
-  fx.subscribe("late");     // interested since, no cursor on p
+  push_under_max_wait(fx); // 0..2 at T, overdue at T + 60 s
+  fx.advance(75s);         // overdue for every group now
+  fx.subscribe("late");    // interested since, no cursor on p
   core::seek_target start;
   start.to_start = true;
   auto r = fx.request<actors::seek_reply>(
