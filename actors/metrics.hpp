@@ -26,6 +26,11 @@ struct node_metrics {
   std::atomic<std::uint64_t> retention_writes{0};
   /// Frames dead-lettered by maxWaitTimeSeconds.
   std::atomic<std::uint64_t> max_wait_dead_letters{0};
+  /// Writes that failed (the change they carried was undone).
+  std::atomic<std::uint64_t> failed_writes{0};
+  /// Actors that died (a bug) and were restarted from storage by their
+  /// parent.
+  std::atomic<std::uint64_t> actor_restarts{0};
 };
 
 } // namespace spool::actors

@@ -5,6 +5,12 @@
 // write is durable. Acks that change state answer after their write too.
 // The one timer (`expire_atom` with an id; stale ids are ignored) ends
 // expired leases.
+// A failed write changes nothing: every change is made on the core after a
+// snapshot of it (`begin_change`), written, and kept only once durable; a
+// failed write restores the snapshot, so memory equals the stored record.
+// While a change is being written every other message waits in the mailbox
+// (as for a staged transaction). No write failure ends the cursor: a timer
+// change that failed is retried after `write_retry`.
 // A transaction stages its acks (`stage_atom`): validated and applied on a
 // copy of the core, answered with the record and DLQ entries to write; until
 // the broker settles it (`settle_atom`: commit swaps the copy in, abort
@@ -57,6 +63,21 @@ struct cursor_state {
   };
   std::optional<staged_txn> staged;
   std::uint64_t next_stage_id = 1;
+  /// What a change being written is undone to if the write fails.
+  struct undo_point {
+    core::cursor_core core;
+    bool lost_pending;
+  };
+  std::optional<undo_point> before;
+  /// A change the timer made failed to write: the timer waits until then.
+  std::optional<core::mono_time> backoff_until;
+  /// A lease recorded before a restart is not ended durably yet.
+  bool lost_pending = false;
+
+  /// Another message is in progress: everything but settles waits.
+  bool busy() const noexcept {
+    return staged.has_value() || before.has_value();
+  }
 };
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
@@ -223,6 +244,40 @@ void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
              });
 }
 
+void arm(cursor_ptr self);
+
+/// Takes the snapshot a change is undone to if its write fails.
+cursor_state::undo_point snapshot(cursor_ptr self) {
+  return {*self->state.core, self->state.lost_pending};
+}
+
+/// Writes the change made to the core since `before` (with `changes`):
+/// kept when durable, undone (the core restored to `before`) when the write
+/// fails; `then` gets the write's error. Every other message waits.
+template <class F>
+void commit(cursor_ptr self, cursor_state::undo_point before,
+            dlq_changes changes, frame_list known, F then) {
+  auto& st = self->state;
+  st.before.emplace(std::move(before));
+  persist(self, std::move(changes), std::move(known),
+          [self, then = std::move(then)](
+              std::optional<storage::error> failure) mutable {
+            auto& st = self->state;
+            if (failure) {
+              *st.core = std::move(st.before->core);
+              st.lost_pending = st.before->lost_pending;
+              st.backoff_until = self->clock().now() + st.cfg.write_retry;
+              if (st.cfg.metrics)
+                st.cfg.metrics->failed_writes += 1;
+            } else {
+              st.backoff_until.reset();
+            }
+            st.before.reset();
+            then(failure);
+            arm(self);
+          });
+}
+
 /// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;
 /// true when there were any (the record changed).
 bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead) {
@@ -245,30 +300,57 @@ void on_retention(cursor_ptr self, const partition_view& view,
   auto& st = self->state;
   st.core->note_watermark(view.watermark);
   st.core->set_overdue(overdue);
+  // A failed write is retried by the partition's next retention run (the
+  // boundary stays: it is in memory only, taken before the snapshot).
+  auto before = snapshot(self);
   std::vector<core::dead_letter> dead;
   if (!judge_overdue(self, dead))
     return;
   bool more = dead.size() >= st.cfg.overdue_step;
-  persist(self, dlq_changes{std::move(dead), {}, {}}, {},
-          [self, view, overdue, more](std::optional<storage::error> failure) {
-            if (failure)
-              self->quit(caf::make_error(caf::sec::runtime_error,
-                                         storage::to_string(*failure)));
-            else if (more)
-              self->send(self, retention_atom::value, view, overdue);
-          });
+  commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
+         [self, view, overdue, more](std::optional<storage::error> failure) {
+           if (!failure && more)
+             self->send(self, retention_atom::value, view, overdue);
+         });
 }
 
 /// Keeps one timer at the core's next deadline.
 void arm(cursor_ptr self) {
   auto& st = self->state;
   auto deadline = st.core->next_deadline();
+  if (st.lost_pending && !deadline)
+    deadline = self->clock().now();
+  if (deadline && st.backoff_until && *deadline < *st.backoff_until)
+    deadline = st.backoff_until;
   if (!deadline || (st.armed && *st.armed <= *deadline))
     return;
   st.armed = deadline;
   auto delay = std::max(*deadline - self->clock().now(),
                         core::mono_clock::duration::zero());
   self->delayed_send(self, delay, expire_atom::value, ++st.timer_id);
+}
+
+/// Ends what is due at `now`: a lease lost to a restart, an expired lease,
+/// overdue frames (maxWait: never delivered, also just after a lease on them
+/// ended). Returns whether the record changed, and the dead letters.
+std::pair<bool, std::vector<core::dead_letter>> end_due(cursor_ptr self,
+                                                        core::mono_time now) {
+  auto& st = self->state;
+  bool changed = false;
+  std::vector<core::dead_letter> dead;
+  if (st.lost_pending) {
+    st.lost_pending = false;
+    auto [lost, buried] = st.core->recover_lost_lease();
+    changed = lost;
+    dead = std::move(buried);
+  }
+  auto [expired, buried] = st.core->expire(now);
+  changed = changed || expired;
+  dead.insert(dead.end(), std::make_move_iterator(buried.begin()),
+              std::make_move_iterator(buried.end()));
+  if (judge_overdue(self, dead))
+    changed = true;
+  return {changed, std::move(dead)};
 }
 
 caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
@@ -279,30 +361,29 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   auto now = self->clock().now();
   auto wall = st.cfg.wall();
   core.note_watermark(view.watermark);
-  auto [expired, dead] = core.expire(now);
-  // Overdue frames (maxWait) are never delivered, also just after a lease
-  // on them ended.
-  if (judge_overdue(self, dead))
-    expired = true;
-  auto answer
-      = [self, rp](pop_reply reply, bool write,
-                   std::vector<core::dead_letter> dead, frame_list frames,
-                   std::vector<std::uint64_t> done = {}) mutable {
-          if (!write) {
-            rp.deliver(std::move(reply));
-            return;
-          }
-          persist(self, dlq_changes{std::move(dead), std::move(done), {}},
-                  std::move(frames),
-                  [rp, reply = std::move(reply)](
-                      std::optional<storage::error> failure) mutable {
-                    if (failure) {
-                      reply = pop_reply{};
-                      reply.failure = std::move(failure);
-                    }
-                    rp.deliver(std::move(reply));
-                  });
-        };
+  auto before = snapshot(self);
+  auto [expired, dead] = end_due(self, now);
+  auto answer = [self, rp, before = std::move(before)](
+                    pop_reply reply, bool write,
+                    std::vector<core::dead_letter> dead, frame_list frames,
+                    std::vector<std::uint64_t> done = {}) mutable {
+    if (!write) {
+      rp.deliver(std::move(reply));
+      return;
+    }
+    // Nothing of the pop (its lease, its autoAck commit, the expiry
+    // it made) stays if its write fails.
+    commit(self, std::move(before),
+           dlq_changes{std::move(dead), std::move(done), {}}, std::move(frames),
+           [rp, reply = std::move(reply)](
+               std::optional<storage::error> failure) mutable {
+             if (failure) {
+               reply = pop_reply{};
+               reply.failure = std::move(failure);
+             }
+             rp.deliver(std::move(reply));
+           });
+  };
   auto planned
       = core.plan(now, view.watermark, view.readable_end - 1, req.batch);
   // A requeued entry is delivered from its DLQ entry (its segment may be
@@ -443,6 +524,7 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
   bool changed = false;
   replies.reserve(reqs.size());
   st.core->note_watermark(view.watermark);
+  auto before = snapshot(self);
   for (auto& req : reqs) {
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
@@ -460,16 +542,16 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
     rp.deliver(std::move(replies));
     return rp;
   }
-  // One write for the whole list; every changed item waits for it.
-  persist(self, std::move(changes), {},
-          [rp, replies = std::move(replies)](
-              std::optional<storage::error> failure) mutable {
-            if (failure)
-              for (auto& r : replies)
-                r.failure = failure;
-            rp.deliver(std::move(replies));
-          });
-  arm(self);
+  // One write for the whole list; every changed item waits for it, and
+  // none of them stays if it fails.
+  commit(self, std::move(before), std::move(changes), {},
+         [rp, replies = std::move(replies)](
+             std::optional<storage::error> failure) mutable {
+           if (failure)
+             for (auto& r : replies)
+               r.failure = failure;
+           rp.deliver(std::move(replies));
+         });
   return rp;
 }
 
@@ -478,17 +560,19 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
   if (id != st.timer_id)
     return; // superseded by an earlier deadline
   st.armed.reset();
-  auto [changed, dead] = st.core->expire(self->clock().now());
-  if (judge_overdue(self, dead))
-    changed = true;
+  auto now = self->clock().now();
+  if (st.backoff_until && now < *st.backoff_until) {
+    arm(self); // a failed write is retried at the backoff
+    return;
+  }
+  auto before = snapshot(self);
+  auto [changed, dead] = end_due(self, now);
+  // A failed write is undone and retried after `write_retry` (commit).
   if (changed)
-    persist(self, dlq_changes{std::move(dead), {}, {}}, {},
-            [self](std::optional<storage::error> failure) {
-              if (failure)
-                self->quit(caf::make_error(caf::sec::runtime_error,
-                                           storage::to_string(*failure)));
-            });
-  arm(self);
+    commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
+           [](std::optional<storage::error>) {});
+  else
+    arm(self);
 }
 
 /// Requeues entries of this partition; pending ones count as requeued
@@ -499,6 +583,7 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
   auto rp = self->make_response_promise<dlq_count_reply>();
   dlq_changes changes;
   std::size_t count = 0;
+  auto before = snapshot(self);
   for (auto& e : entries) {
     if (e.partition != st.cfg.partition)
       continue;
@@ -510,10 +595,10 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
     rp.deliver(dlq_count_reply{count, std::nullopt});
     return rp;
   }
-  persist(self, std::move(changes), {},
-          [rp, count](std::optional<storage::error> failure) mutable {
-            rp.deliver(dlq_count_reply{failure ? 0 : count, failure});
-          });
+  commit(self, std::move(before), std::move(changes), {},
+         [rp, count](std::optional<storage::error> failure) mutable {
+           rp.deliver(dlq_count_reply{failure ? 0 : count, failure});
+         });
   return rp;
 }
 
@@ -634,11 +719,14 @@ storage::error being_deleted() {
 }
 
 /// A lease recorded before a restart ends as an expiry would.
+/// If its write fails, it is retried by the timer (or the next pop).
 void recover_lost(cursor_ptr self) {
-  auto [changed, dead] = self->state.core->recover_lost_lease();
+  self->state.lost_pending = true;
+  auto before = snapshot(self);
+  auto [changed, dead] = end_due(self, self->clock().now());
   if (changed)
-    persist(self, dlq_changes{std::move(dead), {}, {}}, {},
-            [](std::optional<storage::error>) {});
+    commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
+           [](std::optional<storage::error>) {});
 }
 
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
@@ -678,7 +766,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
   return {
       [self](pop_atom, pop_request& req,
              const partition_view& view) -> caf::result<pop_reply> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip;
         if (self->state.deleting)
           return pop_reply{};
@@ -688,7 +776,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](
           ack_atom, std::vector<core::ack_request>& reqs,
           const partition_view& view) -> caf::result<std::vector<ack_reply>> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip;
         if (self->state.deleting)
           return std::vector<ack_reply>(
@@ -699,7 +787,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](extend_atom, const std::string& lease_id,
              std::chrono::milliseconds by) -> caf::result<extend_reply> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip;
         extend_reply reply;
         if (self->state.deleting) {
@@ -716,7 +804,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         return reply;
       },
       [self](expire_atom, std::uint64_t id) -> caf::result<void> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip;
         if (!self->state.deleting)
           on_expire(self, id);
@@ -728,7 +816,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](delete_atom,
              storage::micros active_after) -> caf::result<delete_vote> {
         auto& st = self->state;
-        if (st.staged)
+        if (st.busy())
           return caf::skip; // the transaction's record would outlive it
         if (active_after != INT64_MAX
             && (st.core->lease() || st.core->last_activity() > active_after))
@@ -744,19 +832,20 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         return delete_vote{!rec || rec->has_value(), false};
       },
       [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip; // the staged core would bring the lease back
         auto rp = self->make_response_promise<bool>();
+        auto before = snapshot(self);
         if (self->state.deleting
             || !self->state.core->release_unwritten(lease_id)) {
           rp.deliver(false);
           return rp;
         }
-        arm(self);
-        persist(self, {}, {},
-                [rp](std::optional<storage::error> failure) mutable {
-                  rp.deliver(!failure);
-                });
+        // Not written: the lease stays and ends as an expiry would.
+        commit(self, std::move(before), {}, {},
+               [rp](std::optional<storage::error> failure) mutable {
+                 rp.deliver(!failure);
+               });
         return rp;
       },
       [self](delete_atom, bool durable) {
@@ -775,7 +864,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](options_atom, core::cursor_policy& policy,
              core::visibility_policy& visibility) -> caf::result<void> {
         auto& st = self->state;
-        if (st.staged)
+        if (st.busy())
           return caf::skip; // the staged core would lose them at commit
         st.cfg.policy = policy;
         st.cfg.visibility = visibility;
@@ -784,7 +873,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](stage_atom, std::vector<core::ack_request>& reqs,
              const partition_view& view) -> caf::result<stage_reply> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip; // another transaction's stage: after its settle
         if (self->state.deleting) {
           stage_reply refused;
@@ -799,7 +888,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](retention_atom, const partition_view& view,
              storage::offset overdue) -> caf::result<void> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip; // the staged core would lose the dead letters
         if (!self->state.deleting)
           on_retention(self, view, overdue);
@@ -807,7 +896,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](requeue_atom, std::vector<storage::dlq_entry>& entries)
           -> caf::result<dlq_count_reply> {
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip; // the staged core would lose them at commit
         if (self->state.deleting)
           return dlq_count_reply{0, being_deleted()};
@@ -820,7 +909,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           held.busy = true;
           return held;
         }
-        if (self->state.staged)
+        if (self->state.busy())
           return caf::skip; // after the staged transaction or seek settles
         if (self->state.deleting) {
           seek_stage refused;

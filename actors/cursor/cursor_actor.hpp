@@ -8,6 +8,7 @@
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -34,6 +35,9 @@ struct cursor_config {
   storage::offset watermark{0};
   /// Most frames one maxWaitTimeSeconds step dead-letters in one write.
   std::size_t overdue_step = 1024;
+  /// After a failed write, changes the timer makes (lease expiry, a lease
+  /// lost to a restart) are retried this much later.
+  std::chrono::milliseconds write_retry{1000};
   /// Told of every dead letter written (none: nobody); a weak reference to
   /// a `dlq_watcher` (the queue, which owns the cursor's partition).
   caf::actor_addr watcher;

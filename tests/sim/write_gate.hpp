@@ -2,12 +2,16 @@
 
 // A writer in front of the real one for simulation tests: it records every
 // batch in arrival order, and while closed holds them so a test can count,
-// reorder and release writes (`flush`).
+// reorder and release writes (`flush`). It is also the fault-injection seam
+// (`gate_state::inject`): fail the Nth batch from now, every batch a
+// predicate picks (say, one holding a given mutation type), with an I/O
+// error or "storage full", or stall batches until the test lets them go.
 
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -16,9 +20,46 @@
 
 namespace spool::test {
 
+/// Which batches fail, and how.
+struct fault_plan {
+  /// The Nth batch from now fails (1 = the next one); 0 = none.
+  std::size_t nth = 0;
+  /// Every batch this picks fails (unset = none).
+  std::function<bool(const storage::write_batch&)> when;
+  /// How many batches may still fail (SIZE_MAX = no limit).
+  std::size_t times = SIZE_MAX;
+  /// What a failed batch answers: `io_error` or `storage_full`.
+  storage::ec code = storage::ec::io_error;
+  /// Picked batches are held (as if `closed`, and every later batch behind
+  /// them) instead of failed; `flush` lets them go.
+  bool stall = false;
+};
+
 /// What the gate saw and holds.
 struct gate_state {
   bool closed = false;
+  /// Faults to inject (`inject`); every batch is counted in `batches`.
+  fault_plan faults;
+  std::size_t batches = 0;
+  /// Batches failed by the plan.
+  std::size_t failed = 0;
+  void inject(fault_plan plan) {
+    faults = std::move(plan);
+  }
+  /// Whether the plan picks `b` (counting it).
+  bool picks(const storage::write_batch& b) {
+    auto& f = faults;
+    bool hit = false;
+    if (f.nth > 0 && --f.nth == 0)
+      hit = true;
+    if (f.when && f.when(b))
+      hit = true;
+    if (!hit || f.times == 0)
+      return false;
+    if (f.times != SIZE_MAX)
+      --f.times;
+    return true;
+  }
   /// `flush` fails the held writes (an I/O error) instead of passing them.
   bool fail_held = false;
   /// Whether `seen` keeps a copy of every batch.
@@ -53,8 +94,19 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
       [=](actors::write_atom, storage::write_batch& b) {
         if (st->keep)
           st->seen.push_back(b);
+        ++st->batches;
         auto rp = self->make_response_promise<actors::write_result>();
-        if (st->closed)
+        bool picked = st->picks(b);
+        if (picked && !st->faults.stall) {
+          ++st->failed;
+          rp.deliver(actors::write_result{
+              storage::make_error(st->faults.code, "injected ",
+                                  storage::to_string(st->faults.code))});
+          return rp;
+        }
+        // A stalled batch holds every later one behind it, as a hung sync
+        // holds the writer.
+        if (st->closed || picked || (st->faults.stall && !st->held.empty()))
           st->held.push_back({std::move(b), rp});
         else
           forward(self, real, std::move(b), rp);

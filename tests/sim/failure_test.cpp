@@ -1,0 +1,226 @@
+// The core under injected write failures (issue 11): a failed write changes
+// nothing (the caller gets the error, memory equals the stored rows), and a
+// failure stays where it happened (no actor quits, other queues keep
+// serving). Faults come from the gate writer (`gate_state::inject`).
+
+#include "sim/broker_sim.hpp"
+
+using namespace spool;
+using namespace spool::test;
+using namespace std::chrono_literals;
+using storage::offset;
+
+namespace {
+
+struct fault_sim : broker_sim {
+  int lease_no = 0;
+
+  /// Pops (queue, partition) for `group`; the reply as the broker gives it.
+  actors::queue_pop_reply pop_reply(const std::string& q, const std::string& p,
+                                    const std::string& group,
+                                    std::size_t batch = 10,
+                                    bool auto_ack = false) {
+    actors::queue_pop_request req;
+    req.partition = p;
+    req.group = group;
+    req.batch = batch;
+    req.auto_ack = auto_ack;
+    req.lease_id = "L" + std::to_string(++lease_no);
+    auto r = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
+                                              q, req);
+    REQUIRE(r); // the broker answered
+    return *r;
+  }
+
+  /// The partition's share of a successful pop (empty when none claimed).
+  actors::pop_reply pop(const std::string& q, const std::string& p,
+                        const std::string& group, std::size_t batch = 10,
+                        bool auto_ack = false) {
+    auto r = pop_reply(q, p, group, batch, auto_ack);
+    REQUIRE_FALSE(r.failure);
+    if (r.claimed.empty()) {
+      actors::pop_reply empty;
+      empty.reason = r.reason;
+      return empty;
+    }
+    return r.claimed.front().reply;
+  }
+
+  std::vector<actors::ack_reply>
+  ack(const std::string& q, const std::string& p, const std::string& group,
+      std::optional<std::string> lease_id, std::int64_t off,
+      core::ack_status s = core::ack_status::completed) {
+    core::ack_request a;
+    a.lease_id = std::move(lease_id);
+    a.off = offset{off};
+    a.status = s;
+    a.error = "boom";
+    auto r = request<std::vector<actors::ack_reply>>(
+        broker, actors::ack_atom::value, q, p, group,
+        std::vector<core::ack_request>{a});
+    REQUIRE(r);
+    return *r;
+  }
+
+  /// The group's cursors on `q` as introspection shows them.
+  std::vector<actors::cursor_info> cursors(const std::string& q,
+                                           const std::string& group) {
+    actors::groups_request g;
+    g.queue = q;
+    g.group = group;
+    auto r
+        = request<actors::groups_reply>(broker, actors::groups_atom::value, g);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+    return r->cursors;
+  }
+
+  /// What introspection shows now and after a restart agree on what is
+  /// durable (committed, redeliveries, isolation). Leases are in memory (a
+  /// restart ends them), so none may be live.
+  void require_memory_equals_store(const std::string& q,
+                                   const std::string& group) {
+    auto live = cursors(q, group);
+    start();
+    auto recovered = cursors(q, group);
+    REQUIRE(live.size() == recovered.size());
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      REQUIRE_FALSE(live[i].lease);
+      CHECK(live[i].committed == recovered[i].committed);
+      CHECK(live[i].redeliveries == recovered[i].redeliveries);
+      CHECK(live[i].isolated == recovered[i].isolated);
+    }
+  }
+
+  static std::vector<std::int64_t> offsets(const actors::pop_reply& r) {
+    std::vector<std::int64_t> out;
+    for (auto& m : r.messages)
+      out.push_back(m.frame.off.value);
+    return out;
+  }
+
+  /// Injects a failure of the next batch holding a cursor record (not a
+  /// group's registration).
+  void fail_next_cursor_write(storage::ec code = storage::ec::io_error) {
+    fault_plan f;
+    f.when = [](const storage::write_batch& b) {
+      return count_of<storage::mut::put_cursor>(b) > 0
+             && count_of<storage::mut::put_subscription>(b) == 0;
+    };
+    f.times = 1;
+    f.code = code;
+    gate_st->inject(std::move(f));
+  }
+};
+
+using ints = std::vector<std::int64_t>;
+
+} // namespace
+
+TEST_CASE("a failed lease-expiry write leaves the cursor and every other "
+          "queue serving",
+          "[failure][cursor]") {
+  fault_sim fx;
+  core::options_patch o;
+  o.lease_time_s = 30;
+  fx.configure("a", o);
+  fx.push("a", "P", {"x", "y"});
+  fx.push("b", "P", {"z"});
+  auto first = fx.pop("a", "P", "g");
+  REQUIRE(first.lease);
+  fx.fail_next_cursor_write();
+  fx.advance(31s); // the expiry's write fails
+  REQUIRE(fx.gate_st->failed == 1);
+  // The broker, queue b and queue a's cursor all still answer.
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
+  // The pop ends the expired lease in its own write: two unsettled frames
+  // are isolated, delivered one per lease.
+  auto again = fx.pop("a", "P", "g");
+  REQUIRE(fx.offsets(again) == ints{0});
+  REQUIRE_FALSE(fx.ack("a", "P", "g", again.lease->id, 0).front().failure);
+  fx.require_memory_equals_store("a", "g");
+}
+
+TEST_CASE("a failed maxWait dead-letter write leaves the cursor serving",
+          "[failure][cursor][retention]") {
+  fault_sim fx;
+  core::options_patch o;
+  o.max_wait_time_s = 60;
+  fx.configure("a", o);
+  fx.push("a", "P", {"x"});
+  REQUIRE(fx.offsets(fx.pop("a", "P", "g")).empty() == false);
+  REQUIRE(fx.ack("a", "P", "g", std::nullopt, 0).front().error
+          == core::ack_error::none);
+  fx.push("a", "P", {"late"});
+  fx.fail_next_cursor_write();
+  fx.advance(75s); // overdue: the dead-letter write fails
+  fx.push("b", "P", {"z"});
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
+  // The next retention run dead-letters it after all.
+  fx.advance(20s);
+  CHECK(fx.pop("a", "P", "g").messages.empty());
+  for (auto& c : fx.cursors("a", "g"))
+    if (c.partition == "P")
+      CHECK(c.committed.value == 1);
+}
+
+TEST_CASE("an autoAck pop whose write fails commits nothing: the frames are "
+          "delivered again",
+          "[failure][cursor][autoack]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x", "y", "z"});
+  fx.fail_next_cursor_write();
+  auto failed = fx.pop_reply("a", "P", "g", 10, true);
+  CHECK((failed.failure
+         || (!failed.claimed.empty() && failed.claimed.front().reply.failure)));
+  CHECK(fx.gate_st->failed == 1);
+  // The next successful write must not make the lost commit permanent.
+  auto again = fx.pop("a", "P", "g", 10, true);
+  CHECK(fx.offsets(again) == ints{0, 1, 2});
+  fx.require_memory_equals_store("a", "g");
+}
+
+TEST_CASE("a failed ack changes nothing: its leaseless retry writes it",
+          "[failure][cursor][ack]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x"});
+  auto r = fx.pop("a", "P", "g");
+  REQUIRE(r.lease);
+  fx.fail_next_cursor_write();
+  auto failed = fx.ack("a", "P", "g", r.lease->id, 0);
+  REQUIRE(failed.front().failure);
+  auto writes = fx.gate_st->batches;
+  auto retried = fx.ack("a", "P", "g", std::nullopt, 0);
+  CHECK(retried.front().error == core::ack_error::none);
+  CHECK_FALSE(retried.front().failure);
+  CHECK(fx.gate_st->batches > writes); // the retry wrote the ack
+  fx.require_memory_equals_store("a", "g");
+  CHECK(fx.cursors("a", "g").front().committed == offset{0});
+}
+
+TEST_CASE("a pop whose write fails holds no lease and charges nothing",
+          "[failure][cursor][lease]") {
+  fault_sim fx;
+  core::options_patch o;
+  o.lease_time_s = 30;
+  o.retry_limit = 1;
+  fx.configure("a", o);
+  fx.push("a", "P", {"x"});
+  fx.fail_next_cursor_write();
+  auto failed = fx.pop_reply("a", "P", "g");
+  CHECK((failed.failure
+         || (!failed.claimed.empty() && failed.claimed.front().reply.failure)));
+  // At once, not after the lease time: delivered for the first time.
+  auto again = fx.pop("a", "P", "g");
+  REQUIRE(fx.offsets(again) == ints{0});
+  CHECK(again.messages.front().delivery_count == 1);
+  // Its expiry charges this delivery only: one failure is within
+  // retryLimit 1, so the frame comes back (it would be dead-lettered had
+  // the failed pop's lease been charged too).
+  fx.advance(31s);
+  auto third = fx.pop("a", "P", "g");
+  REQUIRE(fx.offsets(third) == ints{0});
+  CHECK(third.messages.front().delivery_count == 2);
+  REQUIRE_FALSE(fx.ack("a", "P", "g", third.lease->id, 0).front().failure);
+  fx.require_memory_equals_store("a", "g");
+}
