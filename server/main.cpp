@@ -3,7 +3,9 @@
 // What it does today: opens the store (LMDB in --data-dir), recovers and logs
 // the catalog, starts the broker core as actors (the store writer on its own
 // thread, the broker with a coordinator per recovered queue), then waits for
-// SIGTERM/SIGINT, stops the actors and closes the store cleanly. It serves
+// SIGTERM/SIGINT, stops the broker, then the writer (which commits what it
+// was sent before), and closes the store cleanly. If the broker ends by
+// itself (storage fatally broken), spoold exits 1. It serves
 // no client yet: the HTTP and msgpack front doors are a later issue, and it
 // says so instead of pretending.
 
@@ -15,9 +17,12 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/scheduler.hpp"
@@ -62,6 +67,7 @@ int main(int argc, char** argv) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGUSR1); // the main thread wakes the waiter
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   spdlog::info("spoold starting: data dir {}, durability {}", opts.data_dir,
@@ -80,6 +86,7 @@ int main(int argc, char** argv) {
     spdlog::info("  queue {} partition '{}' ({}): lastOffset {}, watermark {}",
                  p.queue.value, p.name, p.uuid, p.last_offset().value,
                  p.watermark.value);
+  int exit_code = 0;
   {
     // The broker core runs as actors: the store writer on a thread of its
     // own (it blocks in fsync), the broker and its queues on the scheduler.
@@ -117,11 +124,49 @@ int main(int argc, char** argv) {
     spdlog::warn("no client protocol is built yet (HTTP and msgpack front "
                  "doors come with later issues): spoold runs the broker "
                  "core but serves nothing; stop it with SIGTERM");
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    spdlog::info("signal {} received: stopping the broker", sig);
-    caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+    // The main thread waits for the broker to end: on a stop signal (the
+    // signal thread ends it) or by itself, when storage is fatally broken
+    // (a queue it cannot restart): then spoold exits non-zero so that a
+    // supervisor restarts it, instead of staying up with no broker inside.
+    caf::scoped_actor waiter{sys};
+    waiter->monitor(*broker);
+    waiter->monitor(*writer);
+    std::atomic<int> signalled{0};
+    std::thread signals([&] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      signalled = sig;
+      if (sig != SIGUSR1) // SIGUSR1: the main thread's wake-up, no signal
+        spdlog::info("signal {} received: stopping the broker", sig);
+      caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+    });
+    caf::error why;
+    bool broker_down = false;
+    while (!broker_down)
+      waiter->receive([&](caf::down_msg& dm) {
+        if (dm.source == broker->address()) {
+          broker_down = true;
+          why = dm.reason;
+        } else { // the writer ended first: nothing can be stored any more
+          spdlog::critical("the store writer stopped: {}",
+                           caf::to_string(dm.reason));
+          exit_code = 1;
+          caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+        }
+      });
+    if (signalled == 0) {
+      if (exit_code == 0)
+        spdlog::critical("the broker stopped by itself ({}): exiting so that "
+                         "a supervisor restarts spoold",
+                         caf::to_string(why));
+      exit_code = 1;
+      pthread_kill(signals.native_handle(), SIGUSR1);
+    }
+    signals.join();
+    // The writer ends after the broker: batches sent before it stopped are
+    // committed (synced) and answered first (writer_actor's exit handler).
     caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+    waiter->receive([&](caf::down_msg&) {});
   } // the actor system waits for every actor here
   spdlog::info("actors stopped: closing the store");
   if (auto closed = (*st)->close(); !closed) {
@@ -129,5 +174,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info("store closed; bye");
-  return 0;
+  return exit_code;
 }

@@ -37,6 +37,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
+#include "actors/supervise.hpp"
 #include "actors/write.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -89,6 +90,38 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
   st.queues.emplace(rec.name, *q);
   st.records[rec.name] = rec;
   return {};
+}
+
+/// A queue died (a bug): spawned again from its stored record and
+/// partitions in its place; other queues never notice. If storage cannot
+/// be read, the broker ends (spoold then exits non-zero).
+void restart_queue(broker_ptr self, const std::string& name,
+                   const caf::error& why) {
+  auto& st = self->state;
+  note_death(st.cfg.node.metrics, "queue", name, why,
+             "respawned from its stored record");
+  auto id = st.records.at(name).id;
+  st.queues.erase(name);
+  auto fail = [self](const storage::error& err) {
+    self->quit(
+        caf::make_error(caf::sec::runtime_error,
+                        "cannot restart a queue: " + storage::to_string(err)));
+  };
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return fail(t.err());
+  auto rec = storage::tables::get_queue(*t, id);
+  if (!rec)
+    return fail(rec.err());
+  if (!*rec) { // deleted meanwhile
+    st.records.erase(name);
+    return;
+  }
+  auto parts = storage::tables::partitions_of(*t, id);
+  if (!parts)
+    return fail(parts.err());
+  if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
+    fail(ok.err());
 }
 
 /// A new queue's record: fresh id, default options, namespace and task
@@ -849,6 +882,15 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
   self->state.txn = make_txn_host(self);
+  supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
+    for (auto& [name, q] : self->state.queues)
+      if (q.address() == src) {
+        if (why)
+          restart_queue(self, std::string{name}, why);
+        return true;
+      }
+    return false;
+  });
   self->state.parked.setup(
       self->state.parked_total, self->state.cfg.pop.max_parked,
       {.attempt =

@@ -32,6 +32,7 @@
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/partition/retention.hpp"
+#include "actors/supervise.hpp"
 #include "actors/write.hpp"
 #include "storage/tables.hpp"
 
@@ -783,6 +784,24 @@ partition_actor::behavior_type partition(partition_ptr self,
   st.retention = core::retention_policy::from(st.cfg.options);
   if (st.log->record().next_offset > st.log->record().watermark)
     retention_after_push(self); // recovered frames: looked at one interval on
+  // A cursor that dies (a bug) is forgotten: the group's next contact
+  // spawns it again from its stored row, as after a restart (a lease it
+  // held is lost and ends as an expiry). Nothing else here notices.
+  supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
+    auto& st = self->state;
+    for (auto* map : {&st.cursors, &st.stopping})
+      for (auto it = map->begin(); it != map->end(); ++it)
+        if (it->second.address() == src) {
+          if (why && map == &st.cursors)
+            note_death(st.cfg.node.metrics, "cursor",
+                       st.cfg.record.name + "/" + it->first, why,
+                       "respawned from its stored row at the next contact");
+          if (why)
+            map->erase(it);
+          return true;
+        }
+    return false;
+  });
   auto failed = [](const storage::error& err) {
     pop_reply r;
     r.failure = err;

@@ -46,6 +46,7 @@
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/queue/candidates.hpp"
+#include "actors/supervise.hpp"
 #include "actors/write.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -118,6 +119,45 @@ storage::expected<void> add_partition(queue_ptr self,
   st.ring.push_back(rec.name);
   st.candidates.resize(st.ring.size());
   return {};
+}
+
+/// A partition died (a bug): spawned again from its stored record in its
+/// place (same ring position, same candidates); its cursors come back from
+/// their stored rows at their next contact. Requests it had in flight were
+/// answered with errors by CAF.
+void restart_partition(queue_ptr self, partition_entry& entry,
+                       const caf::error& why) {
+  auto& st = self->state;
+  note_death(st.cfg.node.metrics, "partition",
+             st.cfg.record.name + "/" + entry.rec.name, why,
+             "respawned from its stored record");
+  auto t = st.cfg.node.store->db().read();
+  if (!t) {
+    self->quit(
+        caf::make_error(caf::sec::runtime_error, storage::to_string(t.err())));
+    return;
+  }
+  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
+  if (!rec || !*rec) {
+    self->quit(caf::make_error(caf::sec::runtime_error,
+                               rec ? "partition record gone"
+                                   : storage::to_string(rec.err())));
+    return;
+  }
+  partition_config pc;
+  pc.node = st.cfg.node;
+  pc.record = **rec;
+  pc.options = st.cfg.record.options;
+  pc.watcher = self->address();
+  auto p = spawn_partition(self->system(), std::move(pc));
+  if (!p) {
+    self->quit(
+        caf::make_error(caf::sec::runtime_error, storage::to_string(p.err())));
+    return;
+  }
+  self->link_to(*p);
+  entry.rec = **rec;
+  entry.actor = *p;
 }
 
 // -- long poll ----------------------------------------------------------------
@@ -1383,6 +1423,15 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     if (auto ok = add_partition(self, rec); !ok)
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
+  supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
+    for (auto& [_, entry] : self->state.partitions)
+      if (entry.actor.address() == src) {
+        if (why)
+          restart_partition(self, entry, why);
+        return true;
+      }
+    return false;
+  });
   st.parked.setup(
       st.cfg.parked_total, st.cfg.max_parked,
       {.attempt =

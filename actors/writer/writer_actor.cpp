@@ -64,6 +64,12 @@ void flush(writer_ptr self) {
 
 writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
   self->state.cfg = cfg;
+  // Stopped: batches that arrived before the stop are committed (synced)
+  // and answered first; their flush message would come after it.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    flush(self);
+    self->quit(std::move(msg.reason));
+  });
   return {
       [self](write_atom, storage::write_batch& batch)
           -> caf::typed_response_promise<write_result> {

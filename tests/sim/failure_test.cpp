@@ -224,3 +224,65 @@ TEST_CASE("a pop whose write fails holds no lease and charges nothing",
   REQUIRE_FALSE(fx.ack("a", "P", "g", third.lease->id, 0).front().failure);
   fx.require_memory_equals_store("a", "g");
 }
+
+TEST_CASE("a cursor that dies is respawned from its stored row and nothing "
+          "else notices",
+          "[failure][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x", "y"});
+  fx.push("b", "P", {"z"});
+  auto r = fx.pop("a", "P", "g");
+  REQUIRE(r.lease);
+  REQUIRE_FALSE(fx.ack("a", "P", "g", r.lease->id, 0).front().failure);
+  // Killed while an introspection is on its way to it.
+  actors::groups_request g;
+  g.queue = "a";
+  g.group = "g";
+  auto late = fx.request_later<actors::groups_reply>(
+      fx.broker, actors::groups_atom::value, g);
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  CHECK(fx.metrics->actor_restarts == 1);
+  // Other queues and groups keep serving.
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
+  CHECK(fx.offsets(fx.pop("a", "P", "other")) == ints{0, 1});
+  // The group's cursor comes back from its row: its lease was lost, so the
+  // unsettled frame is delivered again (a second delivery).
+  auto again = fx.pop("a", "P", "g");
+  REQUIRE(fx.offsets(again) == ints{1});
+  CHECK(again.messages.front().delivery_count == 2);
+}
+
+TEST_CASE("a partition that dies is respawned from its stored record: "
+          "offsets continue",
+          "[failure][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x", "y"});
+  fx.push("b", "P", {"z"});
+  auto late = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value,
+      std::vector<actors::broker_push_item>{{"a", {"Q", msg("q")}}});
+  REQUIRE(fx.kill_next("spool.partition"));
+  fx.run();
+  CHECK(fx.metrics->actor_restarts == 1);
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
+  auto more = fx.push("a", "P", {"w"});
+  auto r = fx.pop("a", "P", "g");
+  CHECK(fx.offsets(r) == ints{0, 1, 2});
+}
+
+TEST_CASE("a queue that dies is respawned from storage by the broker",
+          "[failure][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x", "y"});
+  fx.push("b", "P", {"z"});
+  auto late = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value,
+      std::vector<actors::broker_push_item>{{"a", {"P", msg("lost?")}}});
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  CHECK(fx.metrics->actor_restarts == 1);
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
+  fx.push("a", "P", {"w"});
+  CHECK(fx.offsets(fx.pop("a", "P", "g")) == ints{0, 1, 2});
+}

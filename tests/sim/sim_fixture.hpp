@@ -8,7 +8,11 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scheduled_actor.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
+#include <caf/send.hpp>
+
+#include <cstring>
 
 #include <catch2/catch.hpp>
 
@@ -60,6 +64,25 @@ struct sim_fixture {
 
   caf::actor_clock::time_point now() {
     return sched.clock().now();
+  }
+
+  /// Runs mailboxes one message at a time until an actor whose state is
+  /// named `name` ("spool.cursor") has a message waiting, then ends it
+  /// with `unhandled_exception` after that message (a bug's death; not
+  /// `exit_reason::kill`, which CAF makes fatal to linked actors too).
+  /// Returns whether one was found; the rest runs with the next `run()`.
+  bool kill_next(const char* name) {
+    for (;;) {
+      for (auto* job : sched.jobs)
+        if (auto* a = dynamic_cast<caf::scheduled_actor*>(job);
+            a && std::strcmp(a->name(), name) == 0) {
+          caf::anon_send_exit(caf::actor_cast<caf::actor>(a),
+                              caf::exit_reason::unhandled_exception);
+          return true;
+        }
+      if (!sched.try_run_once())
+        return false;
+    }
   }
 
   /// Sends a request from a helper actor, runs until it is answered, and

@@ -82,3 +82,26 @@ TEST_CASE("a failing batch is answered with its error and the others commit",
   REQUIRE(!(*failed)->ok());
   CHECK((*failed)->failure->code == storage::ec::unknown_partition);
 }
+
+TEST_CASE("a stopped writer commits and answers every batch sent before the "
+          "stop",
+          "[sim][writer][shutdown]") {
+  writer_fixture fx;
+  auto p = fx.store.make_partition();
+  storage::partition_log log{p};
+  std::vector<std::shared_ptr<std::optional<actors::write_result>>> replies;
+  for (int i = 0; i < 3; ++i)
+    replies.push_back(fx.request_later<actors::write_result>(
+        fx.writer, actors::write_atom::value, fx.segment_batch(log, 2)));
+  // The batches reach the writer's mailbox, then the stop does.
+  auto* w = dynamic_cast<caf::resumable*>(
+      caf::actor_cast<caf::abstract_actor*>(fx.writer));
+  fx.sched.run_jobs_filtered([w](caf::resumable* r) { return r != w; });
+  caf::anon_send_exit(fx.writer, caf::exit_reason::user_shutdown);
+  fx.run();
+  for (auto& r : replies) {
+    REQUIRE(*r);
+    CHECK((*r)->ok());
+  }
+  CHECK(fx.store.stored(p).next_offset == storage::offset{6});
+}
