@@ -86,8 +86,12 @@ inline std::string queue_named(queue_id q, std::string_view name) {
   return k;
 }
 
+/// The longest group name a DLQ key holds: its length is one byte.
+inline constexpr std::size_t max_dlq_group = 255;
+
 /// queue · group-length · group · dlq_id (dlq). The length byte keeps one
-/// group's entries apart from a group whose name extends it.
+/// group's entries apart from a group whose name extends it; the tables
+/// refuse longer names (`max_dlq_group`), so it never wraps.
 inline std::string dlq_prefix(queue_id q, std::string_view group) {
   auto k = queue(q);
   k.push_back(static_cast<char>(group.size()));

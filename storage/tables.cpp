@@ -168,21 +168,32 @@ subscriptions_of(txn& t, queue_id q) {
 
 expected<void> put_dlq(txn& t, queue_id q, std::string_view group,
                        const dlq_entry& e) {
+  // The key's one length byte cannot wrap: longer names are never stored
+  // (and so never found below).
+  if (group.size() > keys::max_dlq_group)
+    return make_error(ec::invalid_argument, "dlq: group name over ",
+                      keys::max_dlq_group, " bytes");
   return put_record(t, t.db().dlq, keys::dlq(q, group, e.id), e);
 }
 
 expected<std::optional<dlq_entry>>
 get_dlq(txn& t, queue_id q, std::string_view group, std::uint64_t id) {
+  if (group.size() > keys::max_dlq_group)
+    return std::optional<dlq_entry>{};
   return get_record<dlq_entry>(t, t.db().dlq, keys::dlq(q, group, id), "dlq");
 }
 
 expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
                           std::uint64_t id) {
+  if (group.size() > keys::max_dlq_group)
+    return false;
   return t.del(t.db().dlq, keys::dlq(q, group, id));
 }
 
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f) {
+  if (group.size() > keys::max_dlq_group)
+    return {};
   std::optional<error> failure;
   auto scanned = t.scan_prefix(
       t.db().dlq, keys::dlq_prefix(q, group), [&](auto, auto value) {

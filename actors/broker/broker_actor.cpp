@@ -35,6 +35,7 @@
 #include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_reader.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/limits/names.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
@@ -316,10 +317,9 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& q = items[i].queue;
-    if (auto ok = check_partition_name(q); !ok) {
-      run->rp.deliver(push_failed(
-          storage::make_error(storage::ec::invalid_argument, "items[", i,
-                              "].queue ", ok.err().message)));
+    if (auto ok = core::check_name(core::name_kind::queue, q); !ok) {
+      run->rp.deliver(push_failed(storage::make_error(
+          storage::ec::invalid_argument, "items[", i, "].", ok.err().message)));
       return run->rp;
     }
     // Everything is validated before a queue is created: a bad item leaves
@@ -328,13 +328,18 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
       run->rp.deliver(push_failed(std::move(err)));
       return run->rp;
     };
-    if (auto ok = check_partition_name(items[i].item.partition); !ok)
+    if (auto ok
+        = core::check_name(core::name_kind::partition, items[i].item.partition);
+        !ok)
       return bad(storage::make_error(storage::ec::invalid_argument, "items[", i,
-                                     "].partition ", ok.err().message));
+                                     "].", ok.err().message));
     if (auto ok = storage::check_frame(items[i].item.frame, st.cfg.node.frames);
         !ok)
       return bad(storage::make_error(ok.err().code, "items[", i,
                                      "]: ", ok.err().message));
+    if (auto ok = core::check_frame_texts(items[i].item.frame); !ok)
+      return bad(storage::make_error(ok.err().code, "items[", i, "].",
+                                     ok.err().message));
     auto [it, fresh] = index.try_emplace(q, run->queues.size());
     if (fresh) {
       run->queues.push_back(q);
@@ -535,10 +540,9 @@ void configure_now(broker_ptr self, configure_request& req,
 caf::typed_response_promise<configure_reply>
 on_configure(broker_ptr self, configure_request& req) {
   auto rp = self->make_response_promise<configure_reply>();
-  if (auto ok = check_partition_name(req.queue); !ok) {
+  if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok) {
     configure_reply reply;
-    reply.failure = storage::make_error(storage::ec::invalid_argument, "queue ",
-                                        ok.err().message);
+    reply.failure = ok.err();
     rp.deliver(std::move(reply));
     return rp;
   }
@@ -610,6 +614,10 @@ caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
 caf::typed_response_promise<delete_group_reply>
 on_delete_group(broker_ptr self, const delete_group_request& req) {
   auto rp = self->make_response_promise<delete_group_reply>();
+  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok) {
+    rp.deliver(delete_group_reply{0, false, ok.err()});
+    return rp;
+  }
   fan_out<delete_group_reply>(
       self, queues_named(self, req.queue),
       [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
@@ -780,6 +788,12 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   req.pop.partition.reset(); // always a wildcard pop: `partitions` counts
   if (auto ok = check_pop(self->state.cfg.pop, req.pop); !ok)
     return fail(ok.err());
+  if (auto ok = core::check_name(core::name_kind::name_space, req.name_space);
+      !ok)
+    return fail(ok.err());
+  if (req.task)
+    if (auto ok = core::check_name(core::name_kind::task, *req.task); !ok)
+      return fail(ok.err());
   auto deadline = self->clock().now() + req.pop.timeout;
   bool may_park = req.pop.wait && req.pop.timeout.count() > 0;
   self->state.parked.submit(std::move(req), rp, deadline, may_park);
@@ -799,6 +813,12 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
   };
   if (auto rule = core::seek_rule_of(req.target); !rule)
     return fail(rule.err());
+  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok)
+    return fail(ok.err());
+  if (req.partition)
+    if (auto ok = core::check_name(core::name_kind::partition, *req.partition);
+        !ok)
+      return fail(ok.err());
   auto it = self->state.queues.find(queue);
   if (it == self->state.queues.end())
     return fail(storage::make_error(storage::ec::unknown_queue,
@@ -829,6 +849,8 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
     return fail(storage::make_error(
         storage::ec::invalid_argument,
         "Queue mode (__QUEUE_MODE__) has no subscription to update"));
+  if (auto ok = core::check_name(core::name_kind::group, group); !ok)
+    return fail(ok.err());
   // Partitions the group found empty are considered again by its next pops.
   for (auto& [_, q] : st.queues)
     self->send(q, sub_update_atom::value, group);
@@ -939,10 +961,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         // A pop on a queue that does not exist yet registers the group
         // there (semantics.md §5), so the queue is created as a push would.
         auto rp = self->make_response_promise<queue_pop_reply>();
-        if (auto ok = check_partition_name(queue); !ok) {
+        if (auto ok = core::check_name(core::name_kind::queue, queue); !ok) {
           queue_pop_reply bad;
-          bad.failure = storage::make_error(storage::ec::invalid_argument,
-                                            "queue ", ok.err().message);
+          bad.failure = ok.err();
           rp.deliver(std::move(bad));
           return {};
         }
@@ -1105,6 +1126,9 @@ storage::expected<void> check_pop(const config::pop_limits& limits,
   if (req.group.empty())
     return bad("consumer group must not be empty (queue mode is ",
                core::queue_mode_group, ")");
+  SPOOL_TRY(core::check_name(core::name_kind::group, req.group));
+  if (req.partition)
+    SPOOL_TRY(core::check_name(core::name_kind::partition, *req.partition));
   if (req.batch < 1 || req.batch > limits.max_batch)
     return bad("batch must be between 1 and ", limits.max_batch, ", got ",
                req.batch);

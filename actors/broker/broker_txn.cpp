@@ -316,8 +316,7 @@ caf::typed_response_promise<txn_reply>
 run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   auto& h = *host;
   auto rp = h.self->make_response_promise<txn_reply>();
-  if (auto refused
-      = core::check_txn(req, h.node.frames, check_partition_name)) {
+  if (auto refused = core::check_txn(req, h.node.frames)) {
     rp.deliver(txn_reply{std::move(*refused), std::nullopt});
     return rp;
   }

@@ -1,5 +1,7 @@
 #include "actors/broker/txn_core.hpp"
 
+#include "actors/limits/names.hpp"
+
 #include <algorithm>
 #include <map>
 #include <sstream>
@@ -31,14 +33,21 @@ txn_result txn_rollback(std::string id, std::size_t op, std::string_view why) {
 }
 
 std::optional<txn_result> check_txn(const txn_request& req,
-                                    const storage::frame_limits& limits,
-                                    const name_check& valid_name) {
+                                    const storage::frame_limits& limits) {
   auto id = req.id.value_or("");
-  if (req.id && (req.id->empty() || req.id->size() > 255)) {
+  if (req.id && (req.id->empty() || req.id->size() > max_name_bytes)) {
     txn_result r;
     r.transaction_id = id;
     r.error = "transactionId must be 1..255 bytes";
     return r;
+  }
+  if (req.id) {
+    if (auto ok = check_text("transactionId", *req.id); !ok) {
+      txn_result r;
+      r.transaction_id = id;
+      r.error = ok.err().message;
+      return r;
+    }
   }
   if (req.ops.empty()) {
     txn_result r;
@@ -52,15 +61,18 @@ std::optional<txn_result> check_txn(const txn_request& req,
         return txn_rollback(id, i, "items must not be empty");
       for (std::size_t j = 0; j < push->items.size(); ++j) {
         auto& item = push->items[j];
-        if (auto ok = valid_name(item.queue); !ok)
-          return txn_rollback(
-              id, i, concat("items[", j, "].queue ", ok.err().message));
-        if (auto ok = valid_name(item.partition); !ok)
-          return txn_rollback(
-              id, i, concat("items[", j, "].partition ", ok.err().message));
+        if (auto ok = check_name(name_kind::queue, item.queue); !ok)
+          return txn_rollback(id, i,
+                              concat("items[", j, "].", ok.err().message));
+        if (auto ok = check_name(name_kind::partition, item.partition); !ok)
+          return txn_rollback(id, i,
+                              concat("items[", j, "].", ok.err().message));
         if (auto ok = storage::check_frame(item.frame, limits); !ok)
           return txn_rollback(id, i,
                               concat("items[", j, "]: ", ok.err().message));
+        if (auto ok = check_frame_texts(item.frame); !ok)
+          return txn_rollback(id, i,
+                              concat("items[", j, "].", ok.err().message));
       }
       continue;
     }
@@ -69,8 +81,10 @@ std::optional<txn_result> check_txn(const txn_request& req,
       return txn_rollback(id, i, "retry is not allowed in a transaction");
     if (!ack.ack.lease_id && !ack.ack.lease_epoch)
       return txn_rollback(id, i, "an ack in a transaction must name its lease");
-    if (ack.group.empty() || ack.group.size() > 255)
-      return txn_rollback(id, i, "consumerGroup must be 1..255 bytes");
+    if (auto ok = check_name(name_kind::group, ack.group); !ok)
+      return txn_rollback(id, i, ok.err().message);
+    if (auto ok = check_name(name_kind::queue, ack.queue); !ok)
+      return txn_rollback(id, i, ok.err().message);
   }
   return std::nullopt;
 }

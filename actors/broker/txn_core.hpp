@@ -112,17 +112,12 @@ txn_result txn_rollback(std::string id, std::size_t op, std::string_view why);
 
 // -- checks and plan ----------------------------------------------------------
 
-/// Checks a queue or partition name (the queue actor's rule), so this core
-/// needs no actor code.
-using name_check = std::function<storage::expected<void>(const std::string&)>;
-
-/// Everything checkable before anything runs: an id of 1..255 bytes, at
-/// least one operation, push items (names, frame limits), acks (`retry`
-/// refused, the lease named, a group given). The first failure, as a
+/// Everything checkable before anything runs: an id of 1..255 bytes of
+/// UTF-8, at least one operation, push items (names, frame limits), acks
+/// (`retry` refused, the lease named, valid names). The first failure, as a
 /// rollback answer; none when the request may run.
 std::optional<txn_result> check_txn(const txn_request& req,
-                                    const storage::frame_limits& limits,
-                                    const name_check& valid_name);
+                                    const storage::frame_limits& limits);
 
 /// The acks of one cursor, in operation order.
 struct txn_ack_group {

@@ -43,6 +43,7 @@
 #include "actors/creation_gate.hpp"
 #include "actors/dlq/dlq_core.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/limits/names.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/queue/candidates.hpp"
@@ -941,10 +942,9 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     } else {
       auto [it, fresh] = index.try_emplace(name, run->names.size());
       if (fresh) {
-        if (auto ok = check_partition_name(name); !ok)
+        if (auto ok = core::check_name(core::name_kind::partition, name); !ok)
           return fail(storage::make_error(storage::ec::invalid_argument,
-                                          "items[", i, "].partition ",
-                                          ok.err().message));
+                                          "items[", i, "].", ok.err().message));
         run->names.push_back(name);
         run->items.emplace_back();
         run->frames.emplace_back();
@@ -1604,20 +1604,6 @@ std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start) {
   for (std::size_t i = 0; i < n; ++i)
     out.push_back((start + i) % n);
   return out;
-}
-
-storage::expected<void> check_partition_name(const std::string& name) {
-  if (name.empty() || name.size() > 255)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "must be 1..255 bytes");
-  if (name.starts_with("__"))
-    return storage::make_error(storage::ec::invalid_argument,
-                               "must not start with __ (reserved)");
-  for (unsigned char c : name)
-    if (c == '/' || c < 0x20 || c == 0x7f)
-      return storage::make_error(storage::ec::invalid_argument,
-                                 "must not contain '/' or control characters");
-  return {};
 }
 
 storage::partition_record new_partition_record(const node_context& node,

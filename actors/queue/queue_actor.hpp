@@ -52,8 +52,6 @@ storage::partition_record new_partition_record(const node_context& node,
                                                storage::queue_id queue,
                                                std::string name);
 
-/// Checks a partition name (semantics.md §1): 1..255 bytes, no `/`, no
-/// control characters, not reserved (`__` prefix).
-storage::expected<void> check_partition_name(const std::string& name);
+
 
 } // namespace spool::actors

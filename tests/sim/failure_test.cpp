@@ -286,3 +286,66 @@ TEST_CASE("a queue that dies is respawned from storage by the broker",
   fx.push("a", "P", {"w"});
   CHECK(fx.offsets(fx.pop("a", "P", "g")) == ints{0, 1, 2});
 }
+
+TEST_CASE("a group name over 255 bytes is refused before it registers "
+          "anything",
+          "[failure][limits]") {
+  fault_sim fx;
+  std::string hostile(500, 'g');
+  // A queue with no partitions yet: the pop would register the group and
+  // every later cursor key of it would exceed LMDB's 511-byte limit.
+  auto r = fx.pop_reply("fresh", "P", hostile);
+  REQUIRE(r.failure);
+  CHECK(r.failure->code == storage::ec::invalid_argument);
+  CHECK(r.failure->message == "consumerGroup must be 1..255 bytes, got 500");
+  fx.push("fresh", "P", {"x"});
+  CHECK(fx.cursors("fresh", hostile).empty());
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  auto qs = storage::tables::all_queues(*t);
+  REQUIRE(qs);
+  for (auto& q : *qs)
+    CHECK(storage::tables::subscriptions_of(*t, q.id)->empty());
+  CHECK(fx.offsets(fx.pop("fresh", "P", "g")) == ints{0});
+}
+
+TEST_CASE("names with invalid UTF-8, control characters or a reserved prefix "
+          "are refused everywhere they enter",
+          "[failure][limits]") {
+  fault_sim fx;
+  CHECK(fx.pop_reply("q", "P", "bad\xff").failure);
+  CHECK(fx.pop_reply("q", "P", "__internal").failure);
+  CHECK(fx.pop_reply("q", "P\x01", "g").failure);
+  CHECK(fx.pop_reply("q\n", "P", "g").failure);
+  std::vector<actors::broker_push_item> v{{"q", {"__P", msg("x")}}};
+  auto pushed = fx.request<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  REQUIRE(pushed);
+  REQUIRE(pushed->failure);
+  CHECK(pushed->failure->message
+        == "items[0].partition must not start with __ (reserved)");
+  auto trace = msg("y");
+  trace.trace_id = "t\xc3";
+  v = {{"q", {"P", trace}}};
+  pushed = fx.request<actors::queue_push_reply>(fx.broker,
+                                                actors::push_atom::value, v);
+  REQUIRE(pushed);
+  REQUIRE(pushed->failure);
+  CHECK(pushed->failure->message == "items[0].traceId must be valid UTF-8");
+  actors::seek_request s;
+  s.group = std::string(256, 's');
+  s.target.to_end = true;
+  auto sought = fx.request<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"}, s);
+  REQUIRE(sought);
+  CHECK(sought->failure);
+  auto sub = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g\x7f"},
+      storage::micros{0});
+  REQUIRE(sub);
+  CHECK(sub->failure);
+  // Nothing of them was stored: no queue exists.
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  CHECK(storage::tables::all_queues(*t)->empty());
+}

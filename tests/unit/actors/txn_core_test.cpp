@@ -44,13 +44,6 @@ struct leased {
   }
 };
 
-spool::storage::expected<void> any_name(const std::string& n) {
-  if (n.empty() || n.find('/') != std::string::npos)
-    return spool::storage::make_error(spool::storage::ec::invalid_argument,
-                                      "must be a name");
-  return {};
-}
-
 txn_ack_op ack_op(std::string q, std::string p, std::string g,
                   std::optional<std::string> lease = "L") {
   txn_ack_op op{std::move(q), std::move(p), std::move(g), {}};
@@ -158,7 +151,7 @@ TEST_CASE("an idempotent ack in a transaction stages no change",
 TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   spool::storage::frame_limits limits;
   txn_request empty;
-  auto r = check_txn(empty, limits, any_name);
+  auto r = check_txn(empty, limits);
   REQUIRE(r);
   CHECK(r->error == "operations must not be empty");
   CHECK(!r->success);
@@ -169,7 +162,7 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   auto a = ack_op("q", "p", "g");
   a.ack.status = ack_status::retry;
   retry.ops.push_back(a);
-  r = check_txn(retry, limits, any_name);
+  r = check_txn(retry, limits);
   REQUIRE(r);
   CHECK(r->transaction_id == "t1");
   CHECK(r->failed_op == 1u);
@@ -177,30 +170,32 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
 
   txn_request leaseless;
   leaseless.ops.push_back(ack_op("q", "p", "g", std::nullopt));
-  r = check_txn(leaseless, limits, any_name);
+  r = check_txn(leaseless, limits);
   REQUIRE(r);
   CHECK(r->error
         == "operations[0]: an ack in a transaction must name its lease");
 
   txn_request bad_item;
   bad_item.ops.push_back(txn_push_op{{{"q", "Default", {}}, {"a/b", "p", {}}}});
-  r = check_txn(bad_item, limits, any_name);
+  r = check_txn(bad_item, limits);
   REQUIRE(r);
-  CHECK(r->error == "operations[0]: items[1].queue must be a name");
+  CHECK(r->error
+        == "operations[0]: items[1].queue must not contain '/' or control "
+           "characters");
 
   txn_request big;
   big.ops.push_back(txn_push_op{{{"q", "Default", {}}}});
   std::get<txn_push_op>(big.ops[0])
       .items[0]
       .frame.payload.assign(limits.max_payload_bytes + 1, 'x');
-  r = check_txn(big, limits, any_name);
+  r = check_txn(big, limits);
   REQUIRE(r);
   CHECK(r->error.find("operations[0]: items[0]: ") == 0);
 
   txn_request fine;
   fine.ops.push_back(txn_push_op{{{"q", "Default", {}}}});
   fine.ops.push_back(ack_op("q", "p", "g"));
-  CHECK(!check_txn(fine, limits, any_name));
+  CHECK(!check_txn(fine, limits));
 }
 
 TEST_CASE("a transaction stages cursors in one global order and keeps each "

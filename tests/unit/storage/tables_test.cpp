@@ -257,3 +257,37 @@ TEST_CASE("a DLQ entry rewritten after its deletion stays deleted",
     CHECK(!stored());
   }
 }
+
+TEST_CASE("a dead letter of a group over 255 bytes is refused: the DLQ key's "
+          "length byte never wraps",
+          "[storage][tables][dlq][limits]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  // 256 bytes would wrap to 0 and 257 to 1: "b" + 256 more would list as
+  // group "b" with a malformed rest.
+  std::string long_group = "b" + std::string(256, 'x');
+  dlq_entry e;
+  e.id = 1;
+  e.partition = p.id;
+  auto refused = fx.commit(write_batch{{mut::put_dlq{p.queue, long_group, e}}});
+  REQUIRE_FALSE(refused);
+  CHECK(refused.err().code == ec::invalid_argument);
+  dlq_entry short_one;
+  short_one.id = 2;
+  short_one.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "b", short_one}}}));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::vector<std::uint64_t> seen;
+  REQUIRE(tables::scan_queue_dlq(*t, p.queue,
+                                 [&](std::string_view, const dlq_entry& x) {
+                                   seen.push_back(x.id);
+                                   return true;
+                                 }));
+  CHECK(seen == std::vector<std::uint64_t>{2});
+  std::string max_group(255, 'y');
+  dlq_entry at_max;
+  at_max.id = 3;
+  at_max.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, max_group, at_max}}}));
+}
