@@ -1,6 +1,7 @@
 // storage_bench: durable append throughput of the storage layer (a report,
-// not a test). Durability strict (LMDB fsync per commit), 100-byte JSON-ish
-// payloads, generated transaction ids.
+// not a test). Durability strict (LMDB fsync per commit) or, with
+// --durability relaxed, MDB_NOMETASYNC; 100-byte JSON-ish payloads,
+// generated transaction ids.
 //  * Store runs: one producer thread per partition seals segments
 //    (partition_log::seal, a read txn only around it) and submits them to the
 //    group-commit writer with a callback, up to --inflight batches in flight.
@@ -15,7 +16,8 @@
 // Each run has a fresh directory (mkdtemp under --dir), removed afterwards.
 //
 // Run: build/bench/storage_bench [--seconds 3] [--dir /tmp] [--partitions 2]
-//        [--inflight 16] [--batches 1,10,100,1000] [--csv]
+//        [--inflight 16] [--batches 1,10,100,1000]
+//        [--durability strict|relaxed] [--csv]
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -64,6 +66,7 @@ struct options {
   std::size_t inflight = 16;
   std::vector<std::size_t> batches{1, 10, 100, 1000};
   bool csv = false;
+  st::durability mode = st::durability::strict;
 };
 
 double seconds_since(steady::time_point t0) {
@@ -235,6 +238,7 @@ store_result run_store(const options& o, std::string name, std::size_t batch,
   temp_dir dir{o.parent};
   st::store_options so;
   so.env.dir = dir.path / "db";
+  so.env.mode = o.mode;
   so.env.initial_map_bytes = std::size_t{8} << 30; // no growth while timed
   auto opened = st::store::open(so);
   if (!opened)
@@ -322,6 +326,8 @@ options parse(int argc, char** argv) {
     std::string v = i + 1 < argc ? argv[++i] : "";
     if (a == "--seconds")
       o.seconds = std::stod(v);
+    else if (a == "--durability" && (v == "strict" || v == "relaxed"))
+      o.mode = v == "strict" ? st::durability::strict : st::durability::relaxed;
     else if (a == "--dir")
       o.parent = v;
     else if (a == "--partitions")
@@ -335,7 +341,8 @@ options parse(int argc, char** argv) {
         o.batches.push_back(std::stoul(n));
     } else
       die("usage: storage_bench [--seconds N] [--dir D] [--partitions P] "
-          "[--inflight K] [--batches 1,10,100,1000] [--csv]");
+          "[--inflight K] [--batches 1,10,100,1000] "
+          "[--durability strict|relaxed] [--csv]");
   }
   if (o.seconds <= 0 || o.partitions == 0 || o.inflight == 0
       || std::find(o.batches.begin(), o.batches.end(), 0) != o.batches.end())
@@ -365,10 +372,13 @@ void emit(bool csv, const std::vector<std::string>& cells,
 
 int main(int argc, char** argv) {
   auto o = parse(argc, argv);
-  std::printf("Spool storage bench: durability strict (fsync per commit), "
+  std::printf("Spool storage bench: durability %s, "
               "%zu-byte JSON-ish payloads, generated ids\n"
               "%zu partition(s) x 1 producer thread, %zu batches in flight "
               "per partition, %.1f s per run, in %s, %u CPUs\n\n",
+              o.mode == st::durability::strict
+                  ? "strict (data + meta synced per commit)"
+                  : "relaxed (MDB_NOMETASYNC: data synced per commit)",
               payload_size, o.partitions, o.inflight, o.seconds,
               o.parent.c_str(), std::thread::hardware_concurrency());
   std::fflush(stdout);

@@ -1,6 +1,12 @@
 #include "storage/lmdb.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <system_error>
 
@@ -181,10 +187,30 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
   if (fs_err)
     return make_error(ec::io_error, "cannot create ", opts.dir.string(), ": ",
                       fs_err.message());
+  // One process per data directory: two would overwrite each other's
+  // cursor rows and DLQ ids, and one's map growth would fail the other.
+  auto lock_path = opts.dir / "spool.lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0)
+    return make_error(ec::io_error, "cannot open ", lock_path.string(), ": ",
+                      std::strerror(errno));
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    auto err = errno;
+    ::close(lock_fd);
+    if (err == EWOULDBLOCK)
+      return make_error(ec::io_error, "data directory ", opts.dir.string(),
+                        " is in use by another process (", lock_path.string(),
+                        " is locked): one spoold per data directory");
+    return make_error(ec::io_error, "cannot lock ", lock_path.string(), ": ",
+                      std::strerror(err));
+  }
   MDB_env* raw = nullptr;
-  if (auto rc = mdb_env_create(&raw); rc != 0)
+  if (auto rc = mdb_env_create(&raw); rc != 0) {
+    ::close(lock_fd);
     return lmdb_error(rc, "mdb_env_create");
+  }
   std::unique_ptr<env> result{new env(raw, opts)};
+  result->lock_fd_ = lock_fd;
   // Start with the larger of the configured size and the file already there.
   auto data_file = opts.dir / "data.mdb";
   auto existing = std::filesystem::file_size(data_file, fs_err);
@@ -199,7 +225,7 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
     return lmdb_error(rc, "set max readers");
   unsigned flags = MDB_NOTLS | MDB_NORDAHEAD;
   if (opts.mode == durability::relaxed)
-    flags |= MDB_NOSYNC;
+    flags |= MDB_NOMETASYNC; // never MDB_NOSYNC: it can corrupt on an OS crash
   if (auto rc = mdb_env_open(raw, opts.dir.c_str(), flags, 0644); rc != 0)
     return lmdb_error(rc, "open environment " + opts.dir.string());
   // Clear reader slots of processes that died (kill -9) holding them.
@@ -239,13 +265,23 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
 
 env::~env() {
   if (env_ != nullptr) {
-    if (opts_.mode == durability::relaxed)
+    if (opts_.mode == durability::relaxed && !broken())
       mdb_env_sync(env_, 1);
     mdb_env_close(env_);
   }
+  if (lock_fd_ >= 0)
+    ::close(lock_fd_); // releases the directory's lock
+}
+
+expected<void> env::check_usable() const {
+  if (broken())
+    return make_error(ec::io_error, "storage unusable: the LMDB map could not "
+                                    "be restored after a failed growth");
+  return {};
 }
 
 expected<txn> env::read() {
+  SPOOL_TRY(check_usable());
   // Pass the gate first: while a grow waits for running readers to finish,
   // it holds the gate, so new readers queue behind it (writer preference;
   // glibc's shared_mutex alone prefers readers and could starve the grow).
@@ -259,6 +295,7 @@ expected<txn> env::read() {
 }
 
 expected<txn> env::write() {
+  SPOOL_TRY(check_usable());
   MDB_txn* t = nullptr;
   if (auto rc = mdb_txn_begin(env_, nullptr, 0, &t); rc != 0)
     return lmdb_error(rc, "begin write transaction");
@@ -272,8 +309,15 @@ expected<void> env::grow() {
     return make_error(ec::storage_full, "map size limit of ",
                       opts_.max_map_bytes, " bytes reached");
   auto next = std::min(map_bytes_ * 2, opts_.max_map_bytes);
-  if (auto rc = mdb_env_set_mapsize(env_, next); rc != 0)
-    return lmdb_error(rc, "grow map to " + std::to_string(next));
+  if (auto rc = mdb_env_set_mapsize(env_, next); rc != 0) {
+    // LMDB unmapped the old map before the new mmap failed: map the old
+    // size again, or no transaction may run any more.
+    auto failed = make_error(ec::io_error, "grow map to ", next,
+                             " bytes: ", mdb_strerror(rc));
+    if (mdb_env_set_mapsize(env_, map_bytes_) != 0)
+      broken_ = true;
+    return failed;
+  }
   map_bytes_ = next;
   return {};
 }
@@ -285,6 +329,7 @@ unsigned env::flags() const {
 }
 
 expected<void> env::sync() {
+  SPOOL_TRY(check_usable());
   if (auto rc = mdb_env_sync(env_, 1); rc != 0)
     return lmdb_error(rc, "sync");
   return {};

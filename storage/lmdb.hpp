@@ -10,6 +10,7 @@
 
 #include <lmdb.h>
 
+#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -24,10 +25,15 @@
 
 namespace spool::storage {
 
-/// Whether a commit is durable against power loss.
+/// Whether a commit is durable against power loss (docs/reliability.md).
 enum class durability : std::uint8_t {
-  strict,  ///< fsync per commit (default): survives an OS crash.
-  relaxed, ///< no fsync: survives a process crash or kill -9 only.
+  /// Data and meta page synced per commit (default): every answered write
+  /// survives an OS crash or power loss.
+  strict,
+  /// `MDB_NOMETASYNC`: data pages synced per commit, the meta page with the
+  /// next commit. Survives a process crash or kill -9 whole; an OS crash
+  /// may undo the last committed transaction(s), never corrupts the store.
+  relaxed,
 };
 
 /// The named databases (DESIGN.md, "Storage layout").
@@ -169,17 +175,29 @@ public:
   expected<void> grow();
   /// Forces an fsync of everything committed (relaxed mode at shutdown).
   expected<void> sync();
-  /// The LMDB environment flags (MDB_NOSYNC in relaxed mode, ...).
+  /// The LMDB environment flags (MDB_NOMETASYNC in relaxed mode, ...).
   unsigned flags() const;
+  /// The map could not be restored after a failed growth: every later
+  /// transaction fails (`io_error`) instead of touching an unmapped map.
+  /// Fatal for the process (spoold exits and is restarted).
+  bool broken() const noexcept {
+    return broken_.load();
+  }
 
 private:
   env(MDB_env* e, env_options opts) : env_(e), opts_(std::move(opts)) {
   }
 
+  expected<void> check_usable() const;
+
   MDB_env* env_ = nullptr;
   env_options opts_;
   dbis dbis_;
   std::size_t map_bytes_ = 0;
+  /// The data directory's exclusive lock (`spool.lock`): one process per
+  /// directory.
+  int lock_fd_ = -1;
+  std::atomic<bool> broken_{false};
   std::mutex gate_;
   std::shared_mutex resize_mtx_;
 };

@@ -88,3 +88,26 @@ TEST_CASE("spoold fails cleanly when its data folder cannot be created",
   CHECK(*code == 1);
   CHECK_THAT(spoold.output(), Catch::Contains("cannot open the store"));
 }
+
+TEST_CASE("a second spoold on the same data directory refuses to start",
+          "[system][spoold][lock]") {
+  temp_dir dir;
+  auto data = (dir.path / "data").string();
+  child_process first{SPOOLD_PATH,
+                      {"--data-dir", data, "--initial-map-mib", "16"}};
+  REQUIRE(first.started());
+  REQUIRE(first.wait_for_output("serves nothing", 10s));
+  child_process second{SPOOLD_PATH,
+                       {"--data-dir", data, "--initial-map-mib", "16"}};
+  REQUIRE(second.started());
+  auto code = second.wait_exit(10s);
+  INFO(second.output());
+  REQUIRE(code);
+  CHECK(*code == 1);
+  CHECK_THAT(second.output(), Catch::Contains("is in use by another process"));
+  // The first one is untouched and still stops cleanly.
+  first.signal(SIGTERM);
+  auto first_code = first.wait_exit(10s);
+  REQUIRE(first_code);
+  CHECK(*first_code == 0);
+}
