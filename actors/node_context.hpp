@@ -35,6 +35,8 @@ struct node_context {
   /// Segments one deletion step (retention, purge, maxSize trim) removes in
   /// one write at most; frames one maxWaitTimeSeconds step dead-letters.
   std::size_t delete_step = 1024;
+  /// The most one lease extend adds (`lease.maxExtendSeconds`).
+  std::chrono::milliseconds max_extend{3'600'000};
 
   /// Errors name `who` ("broker: no store").
   storage::expected<void> validate(const char* who) const;

@@ -59,6 +59,12 @@ std::string apply(server_options& opts, std::string_view name,
     return number(name, value, 1, std::uint64_t{1} << 32, opts.pop.max_bytes);
   } else if (name == "pop-max-parked") {
     return number(name, value, 0, 10'000'000, opts.pop.max_parked);
+  } else if (name == "push-max-items") {
+    return number(name, value, 1, 10'000'000, opts.push.max_items);
+  } else if (name == "push-max-bytes") {
+    return number(name, value, 1, std::uint64_t{1} << 34, opts.push.max_bytes);
+  } else if (name == "lease-max-extend-seconds") {
+    return number(name, value, 1, 7 * 86'400, opts.lease.max_extend_s);
   } else if (name == "default-subscription-mode") {
     if (value == "all")
       opts.default_subscription_new = false;
@@ -93,6 +99,9 @@ parse_result parse(const std::vector<std::string>& args,
       {"SPOOL_POP_MAX_TIMEOUT_MS", "pop-max-timeout-ms"},
       {"SPOOL_POP_MAX_BYTES", "pop-max-bytes"},
       {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
+      {"SPOOL_PUSH_MAX_ITEMS", "push-max-items"},
+      {"SPOOL_PUSH_MAX_BYTES", "push-max-bytes"},
+      {"SPOOL_LEASE_MAX_EXTEND_SECONDS", "lease-max-extend-seconds"},
       {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
        "priority-max-starvation-seconds"},
       {"SPOOL_DEFAULT_SUBSCRIPTION_MODE", "default-subscription-mode"},
@@ -154,6 +163,13 @@ std::string usage() {
          "(SPOOL_POP_MAX_BYTES, 67108864)\n"
          "  --pop-max-parked N      parked long-poll pops per server "
          "(SPOOL_POP_MAX_PARKED, 10000)\n"
+         "  --push-max-items N      items per push or transaction "
+         "(SPOOL_PUSH_MAX_ITEMS, 100000)\n"
+         "  --push-max-bytes N      payload bytes per push or transaction\n"
+         "                          (SPOOL_PUSH_MAX_BYTES, 268435456)\n"
+         "  --lease-max-extend-seconds N\n"
+         "                          most seconds one lease extend adds\n"
+         "                          (SPOOL_LEASE_MAX_EXTEND_SECONDS, 3600)\n"
          "  --priority-max-starvation-seconds N\n"
          "                          namespace pops serve a queue waiting "
          "longer first\n"

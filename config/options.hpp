@@ -33,6 +33,21 @@ struct pop_limits {
   std::uint64_t max_starvation_s = 30;
 };
 
+/// Server-wide caps on one push request (issue 11: every input bounded).
+struct push_limits {
+  /// Most items in one push or transaction (--push-max-items).
+  std::uint64_t max_items = 100'000;
+  /// Most payload bytes in one push or transaction (--push-max-bytes).
+  std::uint64_t max_bytes = std::uint64_t{256} << 20;
+};
+
+/// Lease settings (semantics.md §4).
+struct lease_limits {
+  /// An extend adds 1..this many seconds (--lease-max-extend-seconds,
+  /// `lease.maxExtendSeconds`).
+  std::uint64_t max_extend_s = 3'600;
+};
+
 /// Server-wide retention settings (semantics.md §7).
 struct retention_settings {
   /// Retention runs on each partition at least this often, in seconds
@@ -50,6 +65,8 @@ struct server_options {
   /// First LMDB map size in MiB; the map grows on demand.
   std::uint64_t initial_map_mib = 1024;
   pop_limits pop;
+  push_limits push;
+  lease_limits lease;
   /// Where a consumer group starts when its first pop names no mode:
   /// `all` (false) or `new` (true) (--default-subscription-mode,
   /// SPOOL_DEFAULT_SUBSCRIPTION_MODE; semantics.md §5).

@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
     bc.node.store = st->get();
     bc.node.writer = *writer;
     bc.pop = opts.pop;
+    bc.push = opts.push;
+    bc.node.max_extend = std::chrono::seconds{
+        static_cast<std::int64_t>(opts.lease.max_extend_s)};
     bc.node.default_subscription
         = opts.default_subscription_new
               ? spool::storage::subscription_mode::new_only

@@ -314,6 +314,13 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->rp.deliver(queue_push_reply{});
     return run->rp;
   }
+  if (auto ok = core::check_push_size(
+          st.cfg.push, items.size(),
+          [&](std::size_t i) { return items[i].item.frame.payload.size(); });
+      !ok) {
+    run->rp.deliver(push_failed(ok.err()));
+    return run->rp;
+  }
   std::unordered_map<std::string, std::size_t> index;
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& q = items[i].queue;
@@ -887,6 +894,7 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   host->self = self;
   host->node = self->state.cfg.node;
   host->retention = self->state.cfg.txn_retention;
+  host->push = self->state.cfg.push;
   host->find_queue
       = [self](const std::string& name) -> std::optional<queue_actor> {
     auto& qs = self->state.queues;
@@ -997,6 +1005,24 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](ack_atom, const std::string& queue, const std::string& partition,
              const std::string& group, std::vector<core::ack_request>& reqs)
           -> caf::delegated<std::vector<ack_reply>> {
+        // Malformed: every item answers the error, nothing is applied.
+        auto malformed = [&]() -> std::optional<storage::error> {
+          SPOOL_TRY(core::check_name(core::name_kind::queue, queue));
+          SPOOL_TRY(core::check_name(core::name_kind::partition, partition));
+          SPOOL_TRY(core::check_name(core::name_kind::group, group));
+          for (std::size_t i = 0; i < reqs.size(); ++i)
+            if (auto ok = core::check_ack(reqs[i]); !ok)
+              return storage::make_error(ok.err().code, "acks[", i, "].",
+                                         ok.err().message);
+          return std::nullopt;
+        }();
+        if (malformed) {
+          auto rp = self->make_response_promise<std::vector<ack_reply>>();
+          rp.deliver(std::vector<ack_reply>(
+              reqs.size(),
+              ack_reply{core::ack_error::none, false, false, malformed}));
+          return {};
+        }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = self->make_response_promise<std::vector<ack_reply>>();

@@ -20,6 +20,8 @@ struct broker_config {
   node_context node;
   /// Caps on pops; the parked-pop cap counts across every queue.
   config::pop_limits pop;
+  /// Caps on one push or transaction (items, payload bytes).
+  config::push_limits push;
   /// How long the answers of client-given transaction ids are kept.
   core::txn_retention txn_retention;
 

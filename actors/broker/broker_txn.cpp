@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "actors/fan_out.hpp"
+#include "actors/limits/names.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/write.hpp"
 #include "storage/tables.hpp"
@@ -318,6 +319,21 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   auto rp = h.self->make_response_promise<txn_reply>();
   if (auto refused = core::check_txn(req, h.node.frames)) {
     rp.deliver(txn_reply{std::move(*refused), std::nullopt});
+    return rp;
+  }
+  std::vector<const storage::frame*> frames;
+  for (auto& op : req.ops)
+    if (auto* push = std::get_if<core::txn_push_op>(&op))
+      for (auto& item : push->items)
+        frames.push_back(&item.frame);
+  if (auto ok = core::check_push_size(
+          h.push, frames.size(),
+          [&](std::size_t i) { return frames[i]->payload.size(); });
+      !ok) {
+    core::txn_result refused;
+    refused.transaction_id = req.id.value_or("");
+    refused.error = ok.err().message;
+    rp.deliver(txn_reply{std::move(refused), std::nullopt});
     return rp;
   }
   auto run = std::make_shared<txn_run>();

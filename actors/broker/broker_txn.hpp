@@ -15,6 +15,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
+#include "config/options.hpp"
 
 namespace spool::actors {
 
@@ -23,6 +24,7 @@ struct txn_host {
   broker_actor::pointer self = nullptr;
   node_context node;
   core::txn_retention retention;
+  config::push_limits push;
   /// The coordinator of queue `name`, if it exists.
   std::function<std::optional<queue_actor>(const std::string&)> find_queue;
   /// Creates the named queues that do not exist yet (one durable write),

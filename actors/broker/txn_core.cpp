@@ -83,6 +83,8 @@ std::optional<txn_result> check_txn(const txn_request& req,
       return txn_rollback(id, i, "an ack in a transaction must name its lease");
     if (auto ok = check_name(name_kind::group, ack.group); !ok)
       return txn_rollback(id, i, ok.err().message);
+    if (auto ok = check_ack(ack.ack); !ok)
+      return txn_rollback(id, i, ok.err().message);
     if (auto ok = check_name(name_kind::queue, ack.queue); !ok)
       return txn_rollback(id, i, ok.err().message);
   }

@@ -48,6 +48,14 @@ const char* to_string(empty_reason r) noexcept {
   return "unknown";
 }
 
+storage::expected<void> check_ack(const ack_request& req) {
+  if (req.delay && (req.delay->count() < 0 || *req.delay > max_ack_delay))
+    return storage::make_error(
+        storage::ec::invalid_argument, "delayMs must be between 0 and ",
+        max_ack_delay.count(), ", got ", req.delay->count());
+  return {};
+}
+
 const char* to_string(extend_error e) noexcept {
   switch (e) {
   case extend_error::none:
@@ -56,6 +64,8 @@ const char* to_string(extend_error e) noexcept {
     return "Lease not found";
   case extend_error::expired:
     return "Lease already expired";
+  case extend_error::out_of_range:
+    return "Extend seconds out of range";
   }
   return "unknown";
 }
@@ -402,6 +412,8 @@ std::pair<bool, std::vector<dead_letter>> cursor_core::recover_lost_lease() {
 std::variant<mono_time, extend_error>
 cursor_core::extend(const std::string& lease_id, milliseconds by,
                     mono_time now) {
+  if (by < std::chrono::seconds{1} || by > policy_.max_extend)
+    return extend_error::out_of_range;
   if (!lease_ || lease_->id != lease_id)
     return extend_error::not_found;
   if (now >= lease_->expires)
@@ -627,6 +639,8 @@ void cursor_core::end_lease(mono_time now, milliseconds delay) {
   leased_.reset();
   lease_offsets_.clear();
   settled_.clear();
+  // Bounded (checked at the edge; clamped here so no time can overflow).
+  delay = std::min(delay, max_ack_delay);
   if (delay.count() > 0)
     not_before_ = now + delay;
   else

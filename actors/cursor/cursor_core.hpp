@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "storage/error.hpp"
 #include "storage/records.hpp"
 
 namespace spool::core {
@@ -41,6 +42,8 @@ struct cursor_policy {
   /// `deadLetterQueue=false` and `dlqAfterMaxRetries=false` (both given):
   /// dead letters are dropped (counted) instead of stored.
   bool drop_dead_letters = false;
+  /// The most one extend adds (`lease.maxExtendSeconds`, a node setting).
+  milliseconds max_extend{3'600'000};
 
   static cursor_policy from(const storage::queue_options& opts);
 };
@@ -126,6 +129,10 @@ struct ack_request {
   std::optional<milliseconds> delay; ///< delayMs (failed, retry)
 };
 
+/// An ack's request fields in range: `delayMs` 0..max_ack_delay
+/// (`invalid_argument` naming the field otherwise).
+storage::expected<void> check_ack(const ack_request& req);
+
 struct ack_outcome {
   ack_error error = ack_error::none;
   bool changed = false;        ///< the record must be persisted
@@ -136,7 +143,16 @@ struct ack_outcome {
 };
 
 /// The outcome of an extend.
-enum class extend_error : std::uint8_t { none, not_found, expired };
+enum class extend_error : std::uint8_t {
+  none,
+  not_found,
+  expired,
+  out_of_range, ///< not 1 s..`max_extend` (nothing changes)
+};
+
+/// The longest retry delay an ack may ask for (`delayMs`): a day, as the
+/// `retryDelay` option's range.
+inline constexpr milliseconds max_ack_delay{86'400'000};
 const char* to_string(extend_error e) noexcept;
 
 class cursor_core {
@@ -216,7 +232,7 @@ public:
   /// expiry would.
   std::pair<bool, std::vector<dead_letter>> recover_lost_lease();
 
-  /// New expiry = max(current, now + by).
+  /// New expiry = max(current, now + by); `by` is 1 s..policy.max_extend.
   std::variant<mono_time, extend_error> extend(const std::string& lease_id,
                                                milliseconds by, mono_time now);
 

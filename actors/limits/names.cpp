@@ -123,4 +123,21 @@ storage::expected<void> check_name(name_kind kind, std::string_view name) {
   return {};
 }
 
+storage::expected<void>
+check_push_size(const config::push_limits& limits, std::size_t items,
+                const std::function<std::size_t(std::size_t)>& payload_of) {
+  if (items > limits.max_items)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "a push holds at most ", limits.max_items,
+                               " items, got ", items);
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < items; ++i)
+    bytes += payload_of(i);
+  if (bytes > limits.max_bytes)
+    return storage::make_error(storage::ec::frame_too_large,
+                               "a push holds at most ", limits.max_bytes,
+                               " payload bytes, got ", bytes);
+  return {};
+}
+
 } // namespace spool::core

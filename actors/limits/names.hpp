@@ -9,8 +9,10 @@
 /// Pure: no CAF, no storage access.
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 
+#include "config/options.hpp"
 #include "storage/error.hpp"
 #include "storage/types.hpp"
 
@@ -53,5 +55,12 @@ storage::expected<void> check_text(const char* what, std::string_view s,
 /// transactionId, traceId and header keys as `check_text` (UTF-8, no
 /// control characters, at most 255 bytes), header values valid UTF-8.
 storage::expected<void> check_frame_texts(const storage::frame& f);
+
+/// A push (or a transaction's pushes) of `items` items, item i holding
+/// `payload_of(i)` payload bytes, within `limits`: "a push holds at most …"
+/// (`invalid_argument` for the count, `frame_too_large` for the bytes).
+storage::expected<void>
+check_push_size(const config::push_limits& limits, std::size_t items,
+                const std::function<std::size_t(std::size_t)>& payload_of);
 
 } // namespace spool::core

@@ -72,6 +72,13 @@ struct partition_state {
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
 
+/// The cursor policy of this partition's queue options and node settings.
+core::cursor_policy policy_of(const partition_state& st) {
+  auto p = core::cursor_policy::from(st.cfg.options);
+  p.max_extend = st.cfg.node.max_extend;
+  return p;
+}
+
 partition_view view_of(const storage::partition_log& log) {
   auto& rec = log.record();
   return {rec.watermark, rec.next_offset, rec.last_created_at};
@@ -152,7 +159,7 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   cc.queue = st.cfg.record.queue;
   cc.partition = st.cfg.record.id;
   cc.group = group;
-  cc.policy = core::cursor_policy::from(st.cfg.options);
+  cc.policy = policy_of(st);
   cc.visibility = core::visibility_policy::from(st.cfg.options);
   cc.wall = st.cfg.node.wall;
   cc.initial_committed = pos.start; // used only if no row is stored
@@ -693,8 +700,7 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
   }
   storage::cursor_record initial;
   initial.committed = pos->start;
-  core::cursor_core core{pos->row ? *pos->row : initial,
-                         core::cursor_policy::from(st.cfg.options)};
+  core::cursor_core core{pos->row ? *pos->row : initial, policy_of(st)};
   core.note_watermark(view.watermark);
   stage.before = core.committed();
   stage.after = core::seek_position(
@@ -866,7 +872,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         st.retention = core::retention_policy::from(st.cfg.options);
         if (st.retention.active())
           arm_retention(self, st.cfg.node.wall());
-        auto policy = core::cursor_policy::from(st.cfg.options);
+        auto policy = policy_of(st);
         auto visibility = core::visibility_policy::from(st.cfg.options);
         for (auto& [_, c] : st.cursors)
           self->send(c, options_atom::value, policy, visibility);

@@ -52,6 +52,4 @@ storage::partition_record new_partition_record(const node_context& node,
                                                storage::queue_id queue,
                                                std::string name);
 
-
-
 } // namespace spool::actors

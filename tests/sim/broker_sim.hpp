@@ -20,6 +20,8 @@ struct broker_sim : sim_fixture {
       = std::make_shared<actors::node_metrics>();
   /// The caps the next `start()` gives the broker.
   config::pop_limits pop_limits;
+  /// The push caps the next `start()` gives the broker.
+  config::push_limits push_limits;
   /// The default subscription mode the next `start()` gives the broker.
   storage::subscription_mode default_subscription
       = storage::subscription_mode::all;
@@ -98,6 +100,7 @@ struct broker_sim : sim_fixture {
     cfg.node.default_subscription = default_subscription;
     cfg.node.wall = [this] { return wall(); };
     cfg.pop = pop_limits;
+    cfg.push = push_limits;
     cfg.node.retention_interval = retention_interval;
     cfg.node.delete_step = delete_step;
     cfg.node.segments = segments;

@@ -349,3 +349,56 @@ TEST_CASE("names with invalid UTF-8, control characters or a reserved prefix "
   REQUIRE(t);
   CHECK(storage::tables::all_queues(*t)->empty());
 }
+
+TEST_CASE("a push over push.maxItems or push.maxBytes is refused and stores "
+          "nothing",
+          "[failure][limits][push]") {
+  fault_sim fx;
+  fx.push_limits.max_items = 3;
+  fx.push_limits.max_bytes = 10;
+  fx.start();
+  auto push = [&](std::vector<std::string> payloads) {
+    std::vector<actors::broker_push_item> v;
+    for (auto& p : payloads)
+      v.push_back({"q", {"P", msg(p)}});
+    auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                  actors::push_atom::value, v);
+    REQUIRE(r);
+    return *r;
+  };
+  auto at_max = push({"a", "b", "cccccccc"}); // 3 items, 10 bytes
+  CHECK_FALSE(at_max.failure);
+  auto too_many = push({"a", "b", "c", "d"});
+  REQUIRE(too_many.failure);
+  CHECK(too_many.failure->message == "a push holds at most 3 items, got 4");
+  auto too_big = push({"a", "0123456789"});
+  REQUIRE(too_big.failure);
+  CHECK(too_big.failure->code == storage::ec::frame_too_large);
+  CHECK(too_big.failure->message
+        == "a push holds at most 10 payload bytes, got 11");
+  CHECK(fx.offsets(fx.pop("q", "P", "g")) == ints{0, 1, 2});
+}
+
+TEST_CASE("an ack with delayMs out of range is refused and changes nothing",
+          "[failure][limits][ack]") {
+  fault_sim fx;
+  fx.push("q", "P", {"x"});
+  auto r = fx.pop("q", "P", "g");
+  REQUIRE(r.lease);
+  core::ack_request a;
+  a.lease_id = r.lease->id;
+  a.off = offset{0};
+  a.status = core::ack_status::failed;
+  a.delay = std::chrono::milliseconds{86'400'001};
+  auto res = fx.request<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
+      std::string{"g"}, std::vector<core::ack_request>{a});
+  REQUIRE(res);
+  REQUIRE(res->front().failure);
+  CHECK(res->front().failure->message
+        == "acks[0].delayMs must be between 0 and 86400000, got 86400001");
+  // The lease is untouched: a completed ack of it still works.
+  auto done = fx.ack("q", "P", "g", r.lease->id, 0);
+  CHECK(done.front().error == core::ack_error::none);
+  CHECK_FALSE(done.front().failure);
+}

@@ -499,3 +499,50 @@ TEST_CASE("delivery and failure counts survive in the durable record",
   CHECK(std::get<delivery_plan>(plan).deliver
         == std::vector<offset>{off(0), off(2), off(3)});
 }
+
+TEST_CASE("a lease extend adds 1 s to lease.maxExtendSeconds, no more and no "
+          "less",
+          "[cursor][extend][limits]") {
+  auto p = policy();
+  p.max_extend = 3600s;
+  cursor_fixture fx{p};
+  auto l = fx.pop(1);
+  for (auto by : {milliseconds{0}, milliseconds{999}, milliseconds{-1000},
+                  milliseconds{3'600'001},
+                  milliseconds{std::numeric_limits<std::int64_t>::max()}})
+    CHECK(std::get<extend_error>(fx.cur.extend(l.id, by, t0))
+          == extend_error::out_of_range);
+  CHECK(fx.cur.lease()->expires == t0 + 30s); // nothing changed
+  CHECK(std::holds_alternative<mono_time>(fx.cur.extend(l.id, 1s, t0)));
+  auto most = fx.cur.extend(l.id, 3600s, t0);
+  REQUIRE(std::holds_alternative<mono_time>(most));
+  CHECK(std::get<mono_time>(most) == t0 + 3600s);
+}
+
+TEST_CASE("delayMs is 0..86400000 and a larger one cannot overflow the retry "
+          "time",
+          "[cursor][retry][limits]") {
+  ack_request r;
+  r.off = off(0);
+  CHECK(check_ack(r));
+  r.delay = milliseconds{0};
+  CHECK(check_ack(r));
+  r.delay = max_ack_delay;
+  CHECK(check_ack(r));
+  r.delay = max_ack_delay + 1ms;
+  REQUIRE_FALSE(check_ack(r));
+  CHECK(check_ack(r).err().message
+        == "delayMs must be between 0 and 86400000, got 86400001");
+  r.delay = -1ms;
+  CHECK_FALSE(check_ack(r));
+  // The core clamps what reaches it: no overflow of now + delay.
+  cursor_fixture fx;
+  auto l = fx.pop(1);
+  ack_request huge;
+  huge.lease_id = l.id;
+  huge.off = off(0);
+  huge.status = ack_status::retry;
+  huge.delay = milliseconds{std::numeric_limits<std::int64_t>::max() / 2};
+  fx.cur.ack(huge, fx.last, t0);
+  CHECK(fx.cur.next_deadline() == t0 + max_ack_delay);
+}

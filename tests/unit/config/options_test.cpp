@@ -99,3 +99,21 @@ TEST_CASE("retention.intervalSeconds comes from the environment or the "
   CHECK(parse({"--retention-interval-seconds", "0"}, env_of({})).error
         == "retention-interval-seconds must be 1..86400, got '0'");
 }
+
+TEST_CASE("push and lease limits have defaults, flags and bounds",
+          "[config][limits]") {
+  auto d = parse({}, env_of({}));
+  REQUIRE(d.options);
+  CHECK(d.options->push.max_items == 100'000);
+  CHECK(d.options->push.max_bytes == std::uint64_t{256} << 20);
+  CHECK(d.options->lease.max_extend_s == 3600);
+  auto r = parse({"--push-max-items", "5", "--lease-max-extend-seconds", "60"},
+                 env_of({{"SPOOL_PUSH_MAX_BYTES", "1024"}}));
+  REQUIRE(r.options);
+  CHECK(r.options->push.max_items == 5);
+  CHECK(r.options->push.max_bytes == 1024);
+  CHECK(r.options->lease.max_extend_s == 60);
+  CHECK_FALSE(parse({"--push-max-items", "0"}, env_of({})).options);
+  CHECK_FALSE(
+      parse({"--lease-max-extend-seconds", "604801"}, env_of({})).options);
+}
