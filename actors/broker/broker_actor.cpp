@@ -1089,6 +1089,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           rp.deliver(std::move(reply));
           return {};
         }
+        // Bounded like a pop: at most pop.maxBytes of payload decoded.
+        req.max_bytes = std::min<std::size_t>(req.max_bytes,
+                                              self->state.cfg.pop.max_bytes);
         return self->delegate(it->second, browse_atom::value, std::move(req));
       },
       [self](groups_atom, const groups_request& req) {

@@ -100,10 +100,12 @@ storage::stored_frame* find_frame(frame_list& frames, storage::offset off) {
   return it != frames.end() && it->off == off ? &*it : nullptr;
 }
 
-/// Reads the frames at `offsets` (sorted) in one short read transaction.
+/// Reads the frames at `offsets` (sorted) in one short read transaction,
+/// decoding no more than `max_bytes` of payload (at least one frame; the
+/// offsets past the cap are not read: a pop's byte cap bounds its memory).
 storage::expected<frame_list>
-load_frames(const cursor_config& cfg,
-            const std::vector<storage::offset>& offs) {
+load_frames(const cursor_config& cfg, const std::vector<storage::offset>& offs,
+            std::size_t max_bytes = SIZE_MAX) {
   frame_list out;
   if (offs.empty())
     return out;
@@ -112,8 +114,9 @@ load_frames(const cursor_config& cfg,
   auto t = cfg.store->db().read();
   if (!t)
     return std::move(t).err();
-  auto r = storage::read_frames(*t, cfg.queue, cfg.partition, lo,
-                                static_cast<std::size_t>(hi - lo + 1));
+  auto r
+      = storage::read_frames(*t, cfg.queue, cfg.partition, lo,
+                             static_cast<std::size_t>(hi - lo + 1), max_bytes);
   if (!r)
     return std::move(r).err();
   // The usual plan is one contiguous run: keep the read as it is.
@@ -440,7 +443,9 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   std::vector<storage::offset> wanted = plan.deliver;
   wanted.insert(wanted.end(), plan.dead.begin(), plan.dead.end());
   std::sort(wanted.begin(), wanted.end());
-  auto frames = load_frames(st.cfg, wanted);
+  // Decoded only up to the byte cap: frames past it end the delivered run
+  // as missing ones do (a dead letter past it is read by `persist`).
+  auto frames = load_frames(st.cfg, wanted, req.max_bytes);
   if (!frames) {
     pop_reply reply;
     reply.failure = frames.err();
