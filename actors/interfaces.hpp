@@ -484,7 +484,11 @@ using writer_actor = caf::typed_actor<
     /// Applies the batch all or nothing; replies once it is durable.
     caf::replies_to<write_atom, storage::write_batch>::with<write_result>,
     /// Internal: commit everything pending (the writer sends it to itself).
-    caf::reacts_to<flush_atom>>;
+    caf::reacts_to<flush_atom>,
+    /// Internal: the commit of group `id` ended (its committer says so).
+    caf::reacts_to<flush_atom, std::uint64_t>,
+    /// Internal: the stall timer (batches waiting too long fail), by id.
+    caf::reacts_to<timeout_atom, std::uint64_t>>;
 
 /// One consumer group's cursor on one partition (a child of the partition,
 /// spawned on first contact). Owns a `core::cursor_core`; persists its record

@@ -771,8 +771,21 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
   return {
       [self](pop_atom, pop_request& req,
              const partition_view& view) -> caf::result<pop_reply> {
-        if (self->state.busy())
+        if (self->state.busy()) {
+          // A live lease answers at once, also while its own write is in
+          // flight (a pop retried by a push must not queue behind it): the
+          // answer changes nothing, and were the write to fail, a pop
+          // answered `lease_held` only polls again.
+          auto& lease = self->state.core->lease();
+          if (!self->state.staged && lease
+              && lease->expires > self->clock().now()) {
+            pop_reply held;
+            held.reason = core::empty_reason::lease_held;
+            held.retry_at = self->state.core->next_deadline();
+            return held;
+          }
           return caf::skip;
+        }
         if (self->state.deleting)
           return pop_reply{};
         self->state.core->touch(self->state.cfg.wall());

@@ -1,12 +1,22 @@
 #pragma once
 
-/// The store writer as an actor: group commit without a thread of its own.
-/// Spawn it `detached` in production (it blocks in fsync); under the test
-/// coordinator it runs like any actor, deterministically.
+/// The store writer as an actor: group commit with a bounded queue. The
+/// actor never blocks: it hands one commit group at a time to a `committer`
+/// (a thread of its own in production; inline under the test coordinator,
+/// deterministically) and queues what arrives meanwhile, so it can refuse
+/// batches past `max_pending` at once and fail batches that waited longer
+/// than `stall_timeout` (a hung sync) with a clear error instead of hanging.
+/// A failed or refused batch was never started: nothing of it is stored.
 
 #include <caf/fwd.hpp>
 
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
 #include "actors/interfaces.hpp"
+#include "actors/writer/committer.hpp"
 #include "storage/lmdb.hpp"
 
 namespace spool::actors {
@@ -15,13 +25,23 @@ struct writer_config {
   storage::env* env = nullptr;
   /// A commit group stops taking batches at this many bytes.
   std::size_t max_group_bytes = std::size_t{64} << 20;
+  /// Batches waiting for the disk beyond this are refused at once (`busy`,
+  /// "write queue full").
+  std::size_t max_pending = 8192;
+  /// A batch that waited this long without its commit starting fails
+  /// (`busy`, "storage stalled"); while a commit runs longer than this, new
+  /// batches are refused at once.
+  std::chrono::milliseconds stall_timeout{10'000};
+  /// Who commits (none: `thread_committer` when spawned with `threaded`,
+  /// else `inline_committer`).
+  std::shared_ptr<committer> commits{};
 
   storage::expected<void> validate() const;
 };
 
-/// Validates `cfg` and spawns the writer; `detached` gives it a thread of
-/// its own.
+/// Validates `cfg` and spawns the writer; `threaded` gives its commits a
+/// thread of their own.
 storage::expected<writer_actor> spawn_writer(caf::actor_system& sys,
-                                             writer_config cfg, bool detached);
+                                             writer_config cfg, bool threaded);
 
 } // namespace spool::actors

@@ -402,3 +402,39 @@ TEST_CASE("an ack with delayMs out of range is refused and changes nothing",
   CHECK(done.front().error == core::ack_error::none);
   CHECK_FALSE(done.front().failure);
 }
+
+TEST_CASE("a pop meeting a lease whose write is in flight answers lease_held "
+          "at once, and nothing of a failed pop stays",
+          "[failure][cursor][lease]") {
+  fault_sim fx;
+  fx.push("a", "P", {"x"});
+  REQUIRE(fx.pop("a", "P", "other").messages.size() == 1); // registers, seeds
+  fx.gate_st->closed = true; // the next writes hang
+  actors::queue_pop_request req;
+  req.partition = "P";
+  req.group = "g";
+  req.lease_id = "first";
+  auto first = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"}, req);
+  fx.run();
+  // g's registration is held: let it through; the pop's write is held.
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE_FALSE(*first); // the pop's own write is held now
+  REQUIRE(fx.gate_st->held.size() == 1);
+  auto second = fx.pop_reply("a", "P", "g");
+  REQUIRE(second.claimed.empty());
+  CHECK(second.reason == core::empty_reason::lease_held);
+  fx.gate_st->fail_held = true;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*first);
+  CHECK(((*first)->failure
+         || (!(*first)->claimed.empty()
+             && (*first)->claimed.front().reply.failure)));
+  fx.gate_st->closed = false;
+  fx.gate_st->fail_held = false;
+  auto again = fx.pop("a", "P", "g");
+  CHECK(fx.offsets(again) == ints{0});
+  CHECK(again.messages.front().delivery_count == 1);
+}

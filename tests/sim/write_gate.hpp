@@ -123,6 +123,9 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
             forward(self, real, std::move(w.batch), w.rp);
         }
       },
+      // The real writer's internal messages: never sent to the gate.
+      [=](actors::flush_atom, std::uint64_t) {},
+      [=](actors::timeout_atom, std::uint64_t) {},
   };
 }
 

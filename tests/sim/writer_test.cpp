@@ -105,3 +105,132 @@ TEST_CASE("a stopped writer commits and answers every batch sent before the "
   }
   CHECK(fx.store.stored(p).next_offset == storage::offset{6});
 }
+
+namespace {
+
+/// A committer whose commits hang until the test lets them go (a hung
+/// fsync).
+struct stalled_commits : actors::committer {
+  storage::env& env;
+  std::vector<const storage::write_batch*> batches;
+  std::function<void(results)> done;
+  explicit stalled_commits(storage::env& e) : env(e) {
+  }
+  void start(std::vector<const storage::write_batch*> b,
+             std::function<void(results)> d) override {
+    batches = std::move(b);
+    done = std::move(d);
+  }
+  void wait_idle() override {
+    release();
+  }
+  bool running() const {
+    return static_cast<bool>(done);
+  }
+  void release() {
+    if (!done)
+      return;
+    auto d = std::move(done);
+    done = nullptr;
+    d(storage::commit_group(env, batches));
+  }
+};
+
+struct stalled_writer : sim_fixture {
+  store_fixture store;
+  std::shared_ptr<stalled_commits> commits
+      = std::make_shared<stalled_commits>(store.store->db());
+  actors::writer_actor writer;
+  storage::partition_record p = store.make_partition();
+  storage::partition_log log{p};
+
+  explicit stalled_writer(std::size_t max_pending = 8192) {
+    actors::writer_config cfg;
+    cfg.env = &store.store->db();
+    cfg.max_pending = max_pending;
+    cfg.stall_timeout = std::chrono::seconds{10};
+    cfg.commits = commits;
+    auto w = actors::spawn_writer(sys, cfg, false);
+    REQUIRE(w);
+    writer = *w;
+  }
+  ~stalled_writer() {
+    commits->release();
+    drain();
+  }
+  std::shared_ptr<std::optional<actors::write_result>> write(std::size_t n) {
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto sealed = log.seal(*t, msgs(n), 1'000'000, store.enc);
+    REQUIRE(sealed);
+    t->abort();
+    log.durable(*sealed); // the next seal continues after it
+    return request_later<actors::write_result>(
+        writer, actors::write_atom::value,
+        storage::write_batch{sealed->mutations});
+  }
+};
+
+} // namespace
+
+TEST_CASE("a write past the writer's queue bound is refused at once and "
+          "stores nothing",
+          "[sim][writer][limits]") {
+  stalled_writer fx{2};
+  auto first = fx.write(1); // being committed (hung)
+  fx.run();
+  REQUIRE(fx.commits->running());
+  auto a = fx.write(1);
+  auto b = fx.write(1);
+  auto refused = fx.write(1);
+  fx.run();
+  REQUIRE(*refused);
+  REQUIRE((*refused)->failure);
+  CHECK((*refused)->failure->code == storage::ec::busy);
+  CHECK_THAT((*refused)->failure->message, Catch::Contains("write queue full"));
+  CHECK_FALSE(*a); // still waiting, not refused
+  fx.commits->release();
+  fx.run();
+  fx.commits->release(); // the second group: a and b
+  fx.run();
+  REQUIRE(*first);
+  CHECK((*first)->ok());
+  REQUIRE(*a);
+  CHECK((*a)->ok());
+  REQUIRE(*b);
+  CHECK((*b)->ok());
+  CHECK(fx.store.stored(fx.p).next_offset == storage::offset{3});
+}
+
+TEST_CASE("a write that waits the stall timeout behind a hung commit fails "
+          "with a clear error and stores nothing",
+          "[sim][writer][stall]") {
+  stalled_writer fx;
+  auto hung = fx.write(1);
+  fx.run();
+  auto waiting = fx.write(1);
+  fx.run();
+  fx.advance(std::chrono::seconds{9});
+  CHECK_FALSE(*waiting);
+  fx.advance(std::chrono::seconds{2});
+  REQUIRE(*waiting);
+  REQUIRE((*waiting)->failure);
+  CHECK((*waiting)->failure->code == storage::ec::busy);
+  CHECK_THAT((*waiting)->failure->message,
+             Catch::Contains("storage stalled")
+                 && Catch::Contains("not started"));
+  // While the commit keeps hanging, a new write is refused at once.
+  auto late = fx.write(1);
+  fx.run();
+  REQUIRE(*late);
+  REQUIRE((*late)->failure);
+  CHECK_THAT((*late)->failure->message,
+             Catch::Contains("the commit in progress has run for"));
+  // The hung commit is answered when it ends; only it was stored.
+  CHECK_FALSE(*hung);
+  fx.commits->release();
+  fx.run();
+  REQUIRE(*hung);
+  CHECK((*hung)->ok());
+  CHECK(fx.store.stored(fx.p).next_offset == storage::offset{1});
+}
