@@ -73,6 +73,14 @@ struct cursor_state {
   std::optional<core::mono_time> backoff_until;
   /// A lease recorded before a restart is not ended durably yet.
   bool lost_pending = false;
+  /// Spawned without a stored row, and none written since: the group's
+  /// first pop writes the seed (semantics.md §5: durable at first contact,
+  /// even when the pop finds nothing).
+  bool fresh = false;
+  bool row_written = false;
+  bool needs_seed() const noexcept {
+    return fresh && !row_written;
+  }
 
   /// Another message is in progress: everything but settles waits.
   bool busy() const noexcept {
@@ -274,6 +282,7 @@ void commit(cursor_ptr self, cursor_state::undo_point before,
                 st.cfg.metrics->failed_writes += 1;
             } else {
               st.backoff_until.reset();
+              st.row_written = true;
             }
             st.before.reset();
             then(failure);
@@ -366,6 +375,10 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   core.note_watermark(view.watermark);
   auto before = snapshot(self);
   auto [expired, dead] = end_due(self, now);
+  // The first contact's seed row is written by this pop, whatever it
+  // delivers (a restart must not seed the partition again).
+  if (st.needs_seed())
+    expired = true;
   auto answer = [self, rp, before = std::move(before)](
                     pop_reply reply, bool write,
                     std::vector<core::dead_letter> dead, frame_list frames,
@@ -738,6 +751,8 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
   if (!st.staged || st.staged->id != id)
     return;
+  if (commit)
+    st.row_written = true;          // the seek's or transaction's batch held it
   if (commit && !st.staged->acks) { // a seek
     st.core->seek(st.staged->seek_to);
     st.core->touch(st.staged->seek_wall);
@@ -757,8 +772,9 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
 
 cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                    storage::cursor_record rec, bool lost,
-                                   std::optional<held_seek> held) {
+                                   bool fresh, std::optional<held_seek> held) {
   self->state.cfg = std::move(cfg);
+  self->state.fresh = fresh;
   self->state.core.emplace(std::move(rec), self->state.cfg.policy);
   self->state.core->note_watermark(self->state.cfg.watermark);
   if (held) // the seek resets the lost lease; only its abort would recover
@@ -971,7 +987,7 @@ spawn_cursor(caf::local_actor* parent, cursor_config cfg,
                   || std::any_of(record.requeued.begin(), record.requeued.end(),
                                  [](auto& r) { return r.leased; }));
   return parent->spawn<caf::linked>(cursor, std::move(cfg), std::move(record),
-                                    lost, held);
+                                    lost, !existed, held);
 }
 
 } // namespace spool::actors

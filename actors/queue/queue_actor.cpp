@@ -17,9 +17,9 @@
 // seek: the group's cursor on each partition (or the one named) stages its
 //   new record, one partition after the other in name order (the order
 //   transactions stage cursors in, so the two never wait on each other);
-//   the records (plus a subscription record for a group without one) go
-//   out as ONE write; then every cursor is settled with the outcome, parked
-//   pops are woken, and the seek is answered. A failed stage settles the
+//   the records go out as ONE write (no subscription record: the group's
+//   first pop registers it); then every cursor is settled with the outcome,
+//   parked pops are woken, and the seek is answered. A failed stage settles the
 //   staged ones as aborted: nothing changes.
 // DLQ retention: cursors report each dead letter's failure time (`dead`);
 //   one sweep timer at the earliest expiry (never one per entry) scans the
@@ -1074,39 +1074,6 @@ void made_candidates(queue_ptr self, const std::string& group,
     wake(self);
 }
 
-/// The subscription record a seek writes for a group without one on this
-/// queue (semantics.md §6): mode `timestamp` with the seek's timestamp, or
-/// `new` at seek time for the other targets; queue mode registers as `all`
-/// (its modes are ignored). None when the group has a record.
-storage::expected<std::optional<storage::mut::put_subscription>>
-subscription_for_seek(queue_ptr self, const std::string& group,
-                      const core::seek_target& target) {
-  auto& st = self->state;
-  auto t = st.cfg.node.store->db().read();
-  if (!t)
-    return std::move(t).err();
-  auto stored = storage::tables::get_subscription(*t, st.cfg.record.id, group);
-  if (!stored)
-    return std::move(stored).err();
-  if (*stored)
-    return std::optional<storage::mut::put_subscription>{};
-  storage::subscription_record rec;
-  rec.registered_at = st.cfg.node.wall();
-  rec.timestamp = rec.registered_at;
-  if (group == queue_mode_group) {
-    rec.mode = storage::subscription_mode::all;
-  } else if (auto rule = core::seek_rule_of(target);
-             rule && *rule == core::seek_rule::timestamp) {
-    rec.mode = storage::subscription_mode::timestamp;
-    rec.timestamp = *target.timestamp;
-  } else {
-    rec.mode = storage::subscription_mode::new_only;
-  }
-  rec.registered_mode = rec.mode;
-  return std::optional{
-      storage::mut::put_subscription{st.cfg.record.id, group, rec}};
-}
-
 /// One seek in progress: its partitions staged one after the other.
 struct seek_run {
   seek_request req;
@@ -1169,36 +1136,29 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
   }
   if (run->req.dry_run)
     return answer_seek(self, *run, std::move(reply));
-  auto sub = subscription_for_seek(self, run->req.group, run->req.target);
-  if (!sub)
-    return fail_seek(self, *run, sub.err());
-  std::optional<storage::subscription_record> registered;
-  if (*sub) {
-    registered = (*sub)->rec;
-    batch.mutations.emplace_back(std::move(**sub));
-  }
+  // No subscription record (semantics.md §6): registration belongs to the
+  // group's first pop, with its mode; it seeds only the partitions without
+  // a row, so those the seek wrote keep the seek's position.
   reply.partitions_updated = run->names.size();
-  auto done = [self, run, reply,
-               registered](std::optional<storage::error> failure) mutable {
-    if (!failure && registered) // the group's pops find it registered
-      self->state.subs[run->req.group] = *registered;
-    if (failure) {
-      reply = seek_reply{};
-      reply.failure = std::move(failure);
-    } else {
-      made_candidates(self, run->req.group, run->indices, false);
-    }
-    // Answered before the settles are sent: the seek is durable, and any
-    // pop that follows reaches each cursor after its settle (the queue sends
-    // them all before it handles another message; a cursor defers the rest
-    // while staged). Parked pops are woken after the settles, for the same
-    // reason.
-    run->rp.deliver(std::move(reply));
-    settle_seek(self, *run, !failure);
-    if (!failure)
-      wake(self);
-    answer_seek(self, *run, {});
-  };
+  auto done
+      = [self, run, reply](std::optional<storage::error> failure) mutable {
+          if (failure) {
+            reply = seek_reply{};
+            reply.failure = std::move(failure);
+          } else {
+            made_candidates(self, run->req.group, run->indices, false);
+          }
+          // Answered before the settles are sent: the seek is durable, and any
+          // pop that follows reaches each cursor after its settle (the queue
+          // sends them all before it handles another message; a cursor defers
+          // the rest while staged). Parked pops are woken after the settles,
+          // for the same reason.
+          run->rp.deliver(std::move(reply));
+          settle_seek(self, *run, !failure);
+          if (!failure)
+            wake(self);
+          answer_seek(self, *run, {});
+        };
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 

@@ -597,37 +597,37 @@ TEST_CASE("A dry run answers the positions and writes nothing", "[sim][seek]") {
         == core::ack_error::none);
 }
 
-TEST_CASE("A group without a record on the queue gets one with the seek: "
-          "mode timestamp with the seek's timestamp, new at seek time "
-          "otherwise, and a stored record stays",
+TEST_CASE("A seek writes no subscription record: the group's first pop "
+          "registers with its own mode and seeds only the partitions the "
+          "seek did not touch",
           "[sim][seek][subscription]") {
   seek_fixture fx;
-  fx.push("q", "Default", 3);
-  auto ts = fx.wall() - 1000;
-  REQUIRE_FALSE(fx.seek("q", "by-time", fx.at(ts)).failure);
-  auto s = fx.subscription("q", "by-time");
+  fx.push("q", "p1", 3); // 0..2
+  fx.push("q", "p2", 3); // 0..2
+  // A fresh group seeks p1 to its end: p1's row is written, no record.
+  REQUIRE_FALSE(fx.seek("q", "g", fx.to_end(), std::string{"p1"}).failure);
+  CHECK_FALSE(fx.subscription("q", "g"));
+  CHECK(fx.committed("q", "p1", "g") == offset{2});
+  CHECK_FALSE(fx.cursor("q", "p2", "g"));
+  // Its first pop says `all`: registered as all, p2 seeded from its
+  // beginning (its backlog is delivered), p1 keeps the seek's position.
+  auto first = fx.pop_req("g", std::string{"p2"}, 10);
+  first.subscription = {"all", {}};
+  auto r = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, first);
+  REQUIRE(r);
+  REQUIRE(r->claimed.size() == 1);
+  CHECK(fx.offsets(r->claimed.front().reply)
+        == std::vector{offset{0}, offset{1}, offset{2}});
+  auto s = fx.subscription("q", "g");
   REQUIRE(s);
-  CHECK(s->mode == storage::subscription_mode::timestamp);
-  CHECK(s->timestamp == ts);
-  CHECK(s->registered_mode == storage::subscription_mode::timestamp);
-  fx.advance(1s);
-  auto now = fx.wall();
-  REQUIRE_FALSE(fx.seek("q", "to-end", fx.to_end()).failure);
-  auto e = fx.subscription("q", "to-end");
-  REQUIRE(e);
-  CHECK(e->mode == storage::subscription_mode::new_only);
-  CHECK(e->timestamp == now);
-  CHECK(e->registered_at == now);
-  // A second seek keeps the stored record.
-  fx.advance(1s);
-  REQUIRE_FALSE(fx.seek("q", "to-end", fx.at(ts)).failure);
-  CHECK(fx.subscription("q", "to-end") == e);
-  // Seeking __QUEUE_MODE__ is allowed; it registers as `all`.
+  CHECK(s->mode == storage::subscription_mode::all);
+  CHECK(fx.committed("q", "p1", "g") == offset{2});
+  CHECK(fx.pop("q", "p1", "g", 10).messages.empty());
+  // Seeking __QUEUE_MODE__ is allowed and writes no record either.
   REQUIRE_FALSE(fx.seek("q", "__QUEUE_MODE__", fx.to_end()).failure);
-  CHECK(fx.committed("q", "Default", "__QUEUE_MODE__") == offset{2});
-  auto qm = fx.subscription("q", "__QUEUE_MODE__");
-  REQUIRE(qm);
-  CHECK(qm->mode == storage::subscription_mode::all);
+  CHECK(fx.committed("q", "p1", "__QUEUE_MODE__") == offset{2});
+  CHECK_FALSE(fx.subscription("q", "__QUEUE_MODE__"));
 }
 
 // -- staging: nothing interleaves ---------------------------------------------
@@ -796,7 +796,7 @@ TEST_CASE("Subscription records, seeded cursors and post-seek cursors "
   auto sub = fx.subscription("q", "fresh");
   fx.start(); // restart: new actors over the same store
   CHECK(fx.subscription("q", "fresh") == sub);
-  CHECK(fx.subscription("q", "skipper"));
+  CHECK_FALSE(fx.subscription("q", "skipper")); // a seek registers nothing
   CHECK(fx.committed("q", "Default", "fresh") == offset{4});
   CHECK(fx.committed("q", "Default", "replayer") == offset{-1});
   CHECK(fx.committed("q", "Default", "skipper") == offset{2});
@@ -897,11 +897,19 @@ TEST_CASE("Changing the stored subscription updates the timestamp of every "
   fx.push("q1", "Default", 5);
   fx.push("q2", "Default", 5);
   fx.push("q3", "Default", 5);
-  // Records by seek (the pop's registration is not built here).
-  REQUIRE_FALSE(fx.seek("q1", "g", fx.to_end()).failure);
-  REQUIRE_FALSE(fx.seek("q2", "g", fx.to_start()).failure);
-  REQUIRE_FALSE(fx.seek("q1", "h", fx.to_end()).failure);
-  auto lease = fx.pop("q2", "Default", "g", 2).lease;
+  // Records by registration: each group's first pop on a queue (a seek
+  // writes none).
+  auto reg = [&](const char* q, const char* g) {
+    auto req = fx.pop_req(g, std::string{"Default"}, 1);
+    req.subscription = {"new", {}};
+    auto r = fx.request<actors::queue_pop_reply>(
+        fx.broker, actors::pop_atom::value, std::string{q}, req);
+    REQUIRE(r);
+    REQUIRE(r->claimed.empty());
+  };
+  reg("q1", "g");
+  reg("q1", "h");
+  auto lease = fx.pop("q2", "Default", "g", 2).lease; // registers `all`
   REQUIRE(lease);
   auto g1 = *fx.subscription("q1", "g");
   auto h1 = *fx.subscription("q1", "h");
@@ -937,7 +945,7 @@ TEST_CASE("The subscription update refuses queue mode (__QUEUE_MODE__)",
           "[sim][subscription]") {
   seek_fixture fx;
   fx.push("q", "Default", 1);
-  REQUIRE_FALSE(fx.seek("q", "__QUEUE_MODE__", fx.to_end()).failure);
+  fx.consume_all("q", "Default", "__QUEUE_MODE__"); // registers queue mode
   auto before = *fx.subscription("q", "__QUEUE_MODE__");
   auto r = fx.update_subscription("__QUEUE_MODE__", 1);
   fx.check_failure(r.failure, storage::ec::invalid_argument,

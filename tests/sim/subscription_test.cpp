@@ -519,3 +519,63 @@ TEST_CASE("a subscription update clears the group's empty-scan watermarks: "
   fx.consume("q", "g");
   CHECK(asked(fx) == before + 3);
 }
+
+TEST_CASE("a partition met after registration gets its seed row at first "
+          "contact, even when that pop finds nothing: a later subscription "
+          "update and a restart do not skip its backlog",
+          "[sim][subscription][restart]") {
+  sub_fixture fx;
+  core::options_patch o;
+  o.delayed_processing_s = 60; // frames invisible for a minute
+  fx.configure("q", o);
+  CHECK(fx.consume("q", "g", mode("all")).empty()); // registers `all`
+  fx.push("q", "P2", {"a", "b"});                   // a partition met later
+  CHECK(fx.offsets("q", "g", {}, "P2").empty());    // first contact: delayed
+  // Its seed row is stored now.
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  auto parts = storage::tables::partitions_of(*t, fx.queue_id("q"));
+  REQUIRE(parts);
+  std::optional<storage::partition_id> p2;
+  for (auto& p : *parts)
+    if (p.name == "P2")
+      p2 = p.id;
+  REQUIRE(p2);
+  auto row = storage::tables::get_cursor(*t, fx.queue_id("q"), *p2, "g");
+  REQUIRE(row);
+  REQUIRE(*row);
+  CHECK((*row)->committed == offset{-1});
+  t->abort();
+  // A subscription update to the future, then a restart: P2 keeps its seed.
+  auto r = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"},
+      fx.wall() + 3'600'000'000);
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+  fx.start();
+  fx.advance(61s);
+  CHECK(fx.offsets("q", "g", {}, "P2") == offs{0, 1});
+}
+
+TEST_CASE("a partition created after a subscription update is seeded from the "
+          "new timestamp",
+          "[sim][subscription]") {
+  sub_fixture fx;
+  fx.push("q", "P1", {"x"});
+  CHECK(fx.consume("q", "g", mode("all"))
+        == std::map<std::string, offs>{{"P1", offs{0}}});
+  fx.advance(1s);
+  auto ts = fx.wall() + 3'600'000'000; // an hour ahead
+  auto r = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ts);
+  REQUIRE(r);
+  REQUIRE(r->rows_updated == 1);
+  fx.push("q", "P2", {"before-ts"}); // created after the update
+  fx.advance(2h);
+  fx.push("q", "P2", {"after-ts"});
+  CHECK(fx.offsets("q", "g", {}, "P2") == offs{1});
+  // After a restart too, from the stored record.
+  fx.push("q", "P3", {"late-0"});
+  fx.start();
+  CHECK(fx.offsets("q", "g", {}, "P3") == offs{0});
+}
