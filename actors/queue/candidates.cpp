@@ -12,8 +12,9 @@ void candidate_set::resize(std::size_t n) {
 }
 
 void candidate_set::found_empty(const std::string& group, std::size_t p,
-                                storage::offset at, storage::offset last) {
-  if (p >= n_ || last > at)
+                                storage::offset at, storage::offset last,
+                                std::uint64_t asked_at) {
+  if (p >= n_ || last > at || asked_at != generation_)
     return;
   auto [it, fresh] = groups_.try_emplace(group);
   auto& g = it->second;
@@ -34,6 +35,7 @@ void candidate_set::pushed(std::size_t p, storage::offset last) {
 }
 
 void candidate_set::add(const std::string& group, std::size_t p) {
+  ++generation_;
   auto it = groups_.find(group);
   if (it == groups_.end() || p >= n_)
     return; // every partition is a candidate already
@@ -42,6 +44,7 @@ void candidate_set::add(const std::string& group, std::size_t p) {
 }
 
 void candidate_set::forget(const std::string& group) {
+  ++generation_;
   groups_.erase(group);
 }
 

@@ -28,9 +28,20 @@ public:
 
   /// `group` found partition `p` empty at last offset `at`; the queue knows
   /// `last` as its last offset now. Left out unless `last` is past `at` (a
-  /// push landed while the scan ran).
+  /// push landed while the scan ran), or unless the set changed since the
+  /// scan was asked (`asked_at`, its `generation()` then): a report that
+  /// crossed a seek or a subscription update is stale and would hide the
+  /// partition the seek just brought back.
   void found_empty(const std::string& group, std::size_t p, storage::offset at,
-                   storage::offset last);
+                   storage::offset last, std::uint64_t asked_at);
+
+  /// Bumped by every `add` and `forget` (any group): the guard of
+  /// `found_empty`. One counter for the set, not per (group, partition):
+  /// a stale-looking report from another group only costs one more scan,
+  /// and nothing per group outlives the group.
+  std::uint64_t generation() const noexcept {
+    return generation_;
+  }
 
   /// Partition `p`'s last offset is `last` now: back for every group that
   /// found it empty below that.
@@ -54,6 +65,7 @@ private:
     std::map<std::size_t, storage::offset> left_out; ///< found empty at
   };
   std::size_t n_ = 0;
+  std::uint64_t generation_ = 0;
   std::unordered_map<std::string, group_state> groups_;
 };
 

@@ -242,9 +242,10 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
     pr.lease_id = req.lease_id;
     pr.auto_ack = req.auto_ack;
     auto uuid = it->second.rec.uuid;
+    auto asked_at = st.candidates.generation();
     self->request(it->second.actor, caf::infinite, pop_atom::value, pr)
         .then(
-            [self, run, name, uuid](pop_reply& r) {
+            [self, run, name, uuid, asked_at](pop_reply& r) {
               if (r.failure) {
                 run->reply.failure = r.failure;
                 run->done(std::move(run->reply));
@@ -255,7 +256,8 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               if (r.empty_at) {
                 auto& entry = self->state.partitions.at(name);
                 self->state.candidates.found_empty(run->req.group, entry.index,
-                                                   *r.empty_at, entry.last);
+                                                   *r.empty_at, entry.last,
+                                                   asked_at);
               }
               if (r.messages.empty()) {
                 run->reasons.push_back(r.reason);

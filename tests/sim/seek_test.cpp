@@ -953,3 +953,41 @@ TEST_CASE("The subscription update refuses queue mode (__QUEUE_MODE__)",
   CHECK(r.rows_updated == 0);
   CHECK(fx.subscription("q", "__QUEUE_MODE__") == before);
 }
+
+TEST_CASE("An empty report that had to write first does not hide a partition "
+          "a seek brought back meanwhile",
+          "[sim][seek][candidates]") {
+  seek_fixture fx;
+  fx.push("q", "p1", 1);
+  fx.consume_all("q", "p1", "g"); // registers g (all)
+  REQUIRE_FALSE(fx.update_subscription("g", fx.wall() + 3'600'000'000).failure);
+  fx.push("q", "p2", 2); // met later: seeded at its end (the future ts)
+  fx.close_gate();
+  // g's first wildcard pop meets p2: its cursor writes the seed row first
+  // (held here), then reports p2 empty at offset 1.
+  auto wild = fx.pop_req("g", std::nullopt, 10);
+  wild.partitions = 2;
+  auto empty = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, wild);
+  fx.run();
+  REQUIRE_FALSE(*empty);
+  // Meanwhile a seek moves g back to p2's start.
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"g", std::string{"p2"}, fx.to_start(), false});
+  fx.run();
+  fx.open_gate();
+  REQUIRE(*empty);
+  REQUIRE(*sought);
+  REQUIRE_FALSE((*sought)->failure);
+  CHECK(fx.committed("q", "p2", "g") == offset{-1});
+  // The next wildcard pop is served from p2: the stale report is ignored.
+  wild.lease_id = "after";
+  auto next = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, wild);
+  REQUIRE(next);
+  REQUIRE(next->claimed.size() == 1);
+  CHECK(next->claimed.front().partition == "p2");
+  CHECK(fx.offsets(next->claimed.front().reply)
+        == std::vector{offset{0}, offset{1}});
+}

@@ -23,7 +23,7 @@ TEST_CASE("a partition a group found empty at last offset X is skipped until "
           "[unit][candidates]") {
   candidate_set c;
   c.resize(3);
-  c.found_empty("g", 1, offset{9}, offset{9});
+  c.found_empty("g", 1, offset{9}, offset{9}, c.generation());
   CHECK(c.order("g", 0) == order{0, 2});
   CHECK(c.order("other", 0) == order{0, 1, 2}); // only the group that found it
   c.pushed(1, offset{9});                       // not past X
@@ -37,7 +37,7 @@ TEST_CASE("a push that landed while the scan ran keeps the partition a "
           "[unit][candidates]") {
   candidate_set c;
   c.resize(2);
-  c.found_empty("g", 0, offset{4}, offset{6});
+  c.found_empty("g", 0, offset{4}, offset{6}, c.generation());
   CHECK(c.is_candidate("g", 0));
 }
 
@@ -46,8 +46,8 @@ TEST_CASE("a seek or requeue puts a partition back; a subscription update "
           "[unit][candidates]") {
   candidate_set c;
   c.resize(3);
-  c.found_empty("g", 0, offset{1}, offset{1});
-  c.found_empty("g", 2, offset{1}, offset{1});
+  c.found_empty("g", 0, offset{1}, offset{1}, c.generation());
+  c.found_empty("g", 2, offset{1}, offset{1}, c.generation());
   c.add("g", 0);
   CHECK(c.order("g", 0) == order{0, 1});
   c.forget("g");
@@ -58,7 +58,25 @@ TEST_CASE("new partitions are candidates for every group",
           "[unit][candidates]") {
   candidate_set c;
   c.resize(1);
-  c.found_empty("g", 0, offset{0}, offset{0});
+  c.found_empty("g", 0, offset{0}, offset{0}, c.generation());
   c.resize(3);
   CHECK(c.order("g", 0) == order{1, 2});
+}
+
+TEST_CASE("an empty report asked before a seek or a subscription update is "
+          "stale: the partition stays a candidate",
+          "[candidates]") {
+  candidate_set c;
+  c.resize(2);
+  auto asked = c.generation();
+  c.add("g", 1); // a seek brought partition 1 back meanwhile
+  c.found_empty("g", 1, offset{5}, offset{5}, asked);
+  CHECK(c.is_candidate("g", 1));
+  asked = c.generation();
+  c.forget("g"); // a subscription update
+  c.found_empty("g", 0, offset{5}, offset{5}, asked);
+  CHECK(c.is_candidate("g", 0));
+  // A report asked after them applies.
+  c.found_empty("g", 0, offset{5}, offset{5}, c.generation());
+  CHECK_FALSE(c.is_candidate("g", 0));
 }
