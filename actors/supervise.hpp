@@ -7,12 +7,17 @@
 /// parent, or a `send_exit` from outside) ends the parent as CAF's default
 /// handler would.
 
+#include <caf/actor_clock.hpp>
 #include <caf/exit_reason.hpp>
 #include <caf/system_messages.hpp>
+
+#include <chrono>
+#include <deque>
 
 #include <spdlog/spdlog.h>
 
 #include "actors/metrics.hpp"
+#include "storage/mutation.hpp"
 
 namespace spool::actors {
 
@@ -26,6 +31,31 @@ void supervise(Self* self, OnChild on_child) {
     if (msg.reason)
       self->quit(std::move(msg.reason));
   });
+}
+
+/// Restarts a parent allows: more than `max` child deaths within `window`
+/// is not a transient fault (a record that fails every start, say), so the
+/// parent ends instead of restarting in a loop (and its own parent, or
+/// spoold, takes over).
+struct restart_budget {
+  std::size_t max = 10;
+  std::chrono::seconds window{60};
+  std::deque<caf::actor_clock::time_point> recent;
+
+  /// Records a death at `now`; false when the budget is spent.
+  bool spend(caf::actor_clock::time_point now) {
+    while (!recent.empty() && recent.front() + window <= now)
+      recent.pop_front();
+    recent.push_back(now);
+    return recent.size() <= max;
+  }
+};
+
+/// The write barrier before a restart reads storage: an empty batch through
+/// the (FIFO) writer is answered only after every batch the dead child sent
+/// before it, so the restarted one reads what they wrote.
+inline storage::write_batch barrier() {
+  return {};
 }
 
 /// Logs and counts a child's death (a bug: no write failure ends an actor)

@@ -145,12 +145,14 @@ int main(int argc, char** argv) {
     });
     caf::error why;
     bool broker_down = false;
+    bool writer_down = false;
     while (!broker_down)
       waiter->receive([&](caf::down_msg& dm) {
         if (dm.source == broker->address()) {
           broker_down = true;
           why = dm.reason;
         } else { // the writer ended first: nothing can be stored any more
+          writer_down = true;
           spdlog::critical("the store writer stopped: {}",
                            caf::to_string(dm.reason));
           exit_code = 1;
@@ -168,8 +170,10 @@ int main(int argc, char** argv) {
     signals.join();
     // The writer ends after the broker: batches sent before it stopped are
     // committed (synced) and answered first (writer_actor's exit handler).
-    caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
-    waiter->receive([&](caf::down_msg&) {});
+    if (!writer_down) {
+      caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+      waiter->receive([&](caf::down_msg&) {});
+    }
   } // the actor system waits for every actor here
   spdlog::info("actors stopped: closing the store");
   if (auto closed = (*st)->close(); !closed) {

@@ -275,8 +275,8 @@ env::~env() {
 
 expected<void> env::check_usable() const {
   if (broken())
-    return make_error(ec::io_error, "storage unusable: the LMDB map could not "
-                                    "be restored after a failed growth");
+    return make_error(ec::io_error, "storage unusable: the LMDB map is gone "
+                                    "after a failed growth");
   return {};
 }
 
@@ -310,13 +310,15 @@ expected<void> env::grow() {
                       opts_.max_map_bytes, " bytes reached");
   auto next = std::min(map_bytes_ * 2, opts_.max_map_bytes);
   if (auto rc = mdb_env_set_mapsize(env_, next); rc != 0) {
-    // LMDB unmapped the old map before the new mmap failed: map the old
-    // size again, or no transaction may run any more.
-    auto failed = make_error(ec::io_error, "grow map to ", next,
-                             " bytes: ", mdb_strerror(rc));
-    if (mdb_env_set_mapsize(env_, map_bytes_) != 0)
+    // EINVAL comes before LMDB touches the map (a transaction is open).
+    // Any other error: LMDB unmapped the old map and the new mmap failed,
+    // leaving no map (me_map is NULL, and a second set_mapsize would not
+    // map it again): no transaction may run any more.
+    if (rc != EINVAL)
       broken_ = true;
-    return failed;
+    return make_error(
+        ec::io_error, "grow map to ", next, " bytes: ", mdb_strerror(rc),
+        rc != EINVAL ? " (the store is unusable until restart)" : "");
   }
   map_bytes_ = next;
   return {};

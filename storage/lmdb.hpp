@@ -177,7 +177,8 @@ public:
   expected<void> sync();
   /// The LMDB environment flags (MDB_NOMETASYNC in relaxed mode, ...).
   unsigned flags() const;
-  /// The map could not be restored after a failed growth: every later
+  /// A failed growth left LMDB without a map (it unmaps the old one before
+  /// mapping the new size, and cannot map it again): every later
   /// transaction fails (`io_error`) instead of touching an unmapped map.
   /// Fatal for the process (spoold exits and is restarted).
   bool broken() const noexcept {

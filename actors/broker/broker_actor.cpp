@@ -66,6 +66,8 @@ struct broker_state {
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;
+  /// Queue deaths allowed before the broker gives up (supervise.hpp).
+  restart_budget restarts;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -94,35 +96,48 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
 }
 
 /// A queue died (a bug): spawned again from its stored record and
-/// partitions in its place; other queues never notice. If storage cannot
+/// partitions in its place, after a write barrier; other queues never
+/// notice. If storage cannot
 /// be read, the broker ends (spoold then exits non-zero).
 void restart_queue(broker_ptr self, const std::string& name,
                    const caf::error& why) {
   auto& st = self->state;
   note_death(st.cfg.node.metrics, "queue", name, why,
              "respawned from its stored record");
-  auto id = st.records.at(name).id;
-  st.queues.erase(name);
-  auto fail = [self](const storage::error& err) {
-    self->quit(
-        caf::make_error(caf::sec::runtime_error,
-                        "cannot restart a queue: " + storage::to_string(err)));
-  };
-  auto t = st.cfg.node.store->db().read();
-  if (!t)
-    return fail(t.err());
-  auto rec = storage::tables::get_queue(*t, id);
-  if (!rec)
-    return fail(rec.err());
-  if (!*rec) { // deleted meanwhile
-    st.records.erase(name);
+  if (!st.restarts.spend(self->clock().now())) {
+    self->quit(why); // not transient: spoold exits and is restarted
     return;
   }
-  auto parts = storage::tables::partitions_of(*t, id);
-  if (!parts)
-    return fail(parts.err());
-  if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
-    fail(ok.err());
+  auto id = st.records.at(name).id;
+  // Until the respawn, requests meet the dead queue's handle and fail (the
+  // name stays taken: no push creates a second queue of that name); the
+  // respawn reads storage once every write the dead queue sent is settled.
+  write_then(self, st.cfg.node.writer, barrier(),
+             [self, name, id](std::optional<storage::error>) {
+               auto& st = self->state;
+               auto fail = [self](const storage::error& err) {
+                 self->quit(caf::make_error(caf::sec::runtime_error,
+                                            "cannot restart a queue: "
+                                                + storage::to_string(err)));
+               };
+               auto t = st.cfg.node.store->db().read();
+               if (!t)
+                 return fail(t.err());
+               auto rec = storage::tables::get_queue(*t, id);
+               if (!rec)
+                 return fail(rec.err());
+               st.queues.erase(name);
+               if (!*rec) { // deleted meanwhile
+                 st.records.erase(name);
+                 return;
+               }
+               auto parts = storage::tables::partitions_of(*t, id);
+               if (!parts)
+                 return fail(parts.err());
+               t->abort();
+               if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
+                 return fail(ok.err());
+             });
 }
 
 /// A new queue's record: fresh id, default options, namespace and task

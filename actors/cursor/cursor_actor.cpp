@@ -312,8 +312,8 @@ void on_retention(cursor_ptr self, const partition_view& view,
   auto& st = self->state;
   st.core->note_watermark(view.watermark);
   st.core->set_overdue(overdue);
-  // A failed write is retried by the partition's next retention run (the
-  // boundary stays: it is in memory only, taken before the snapshot).
+  // A failed write is retried after `write_retry` (the boundary stays: it
+  // is in memory only, set before the snapshot).
   auto before = snapshot(self);
   std::vector<core::dead_letter> dead;
   if (!judge_overdue(self, dead))
@@ -323,6 +323,9 @@ void on_retention(cursor_ptr self, const partition_view& view,
          [self, view, overdue, more](std::optional<storage::error> failure) {
            if (!failure && more)
              self->send(self, retention_atom::value, view, overdue);
+           else if (failure) // the partition tells a boundary only once
+             self->delayed_send(self, self->state.cfg.write_retry,
+                                retention_atom::value, view, overdue);
          });
 }
 
@@ -453,9 +456,9 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     return rp;
   }
   auto& plan = std::get<core::delivery_plan>(planned);
-  std::vector<storage::offset> wanted = plan.deliver;
-  wanted.insert(wanted.end(), plan.dead.begin(), plan.dead.end());
-  std::sort(wanted.begin(), wanted.end());
+  // Only the frames to deliver count against the byte cap; the frames of
+  // maxDeliveries dead letters are read by `persist` when it writes them.
+  const std::vector<storage::offset>& wanted = plan.deliver;
   // Decoded only up to the byte cap: frames past it end the delivered run
   // as missing ones do (a dead letter past it is read by `persist`).
   auto frames = load_frames(st.cfg, wanted, req.max_bytes);
@@ -795,9 +798,13 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           auto& lease = self->state.core->lease();
           if (!self->state.staged && lease
               && lease->expires > self->clock().now()) {
+            // Soon, not at the expiry: were the write granting this lease
+            // to fail, the lease would be gone and a parked pop would wait.
             pop_reply held;
             held.reason = core::empty_reason::lease_held;
-            held.retry_at = self->state.core->next_deadline();
+            held.retry_at
+                = std::min(lease->expires,
+                           self->clock().now() + self->state.cfg.write_retry);
             return held;
           }
           return caf::skip;

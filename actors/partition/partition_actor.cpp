@@ -27,6 +27,7 @@
 #include <memory>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/creation_gate.hpp"
 #include "actors/cursor/cursor_actor.hpp"
@@ -68,6 +69,11 @@ struct partition_state {
   };
   std::unordered_map<std::string, hold> holds;
   std::uint64_t next_hold = 0;
+  /// Groups whose cursor died, until the write barrier (supervise.hpp)
+  /// answers: their next cursor reads a row every earlier write reached.
+  std::unordered_set<std::string> respawning;
+  /// Cursor deaths allowed before the partition gives up.
+  restart_budget restarts;
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -138,6 +144,9 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   auto& st = self->state;
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
+  if (st.respawning.contains(group))
+    return storage::make_error(storage::ec::busy, "the cursor of group ", group,
+                               " is restarting; retry");
   stored_position pos;
   std::optional<held_seek> held;
   if (auto h = st.holds.find(group); h != st.holds.end()) {
@@ -798,12 +807,24 @@ partition_actor::behavior_type partition(partition_ptr self,
     for (auto* map : {&st.cursors, &st.stopping})
       for (auto it = map->begin(); it != map->end(); ++it)
         if (it->second.address() == src) {
-          if (why && map == &st.cursors)
-            note_death(st.cfg.node.metrics, "cursor",
-                       st.cfg.record.name + "/" + it->first, why,
-                       "respawned from its stored row at the next contact");
-          if (why)
-            map->erase(it);
+          if (!why)
+            return true;
+          auto group = it->first;
+          map->erase(it);
+          if (map != &st.cursors)
+            return true;
+          note_death(st.cfg.node.metrics, "cursor",
+                     st.cfg.record.name + "/" + group, why,
+                     "respawned from its stored row at the next contact");
+          if (!st.restarts.spend(self->clock().now())) {
+            self->quit(why); // not transient: the queue takes over
+            return true;
+          }
+          st.respawning.insert(group);
+          write_then(self, st.cfg.node.writer, barrier(),
+                     [self, group](std::optional<storage::error>) {
+                       self->state.respawning.erase(group);
+                     });
           return true;
         }
     return false;

@@ -99,6 +99,8 @@ struct queue_state {
   /// Pops waiting for their group's registration, by lease id: true once
   /// cancelled (answered empty instead of served when it is done).
   std::unordered_map<std::string, bool> registering;
+  /// Partition deaths allowed before the queue gives up (supervise.hpp).
+  restart_budget restarts;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -123,42 +125,54 @@ storage::expected<void> add_partition(queue_ptr self,
 }
 
 /// A partition died (a bug): spawned again from its stored record in its
-/// place (same ring position, same candidates); its cursors come back from
-/// their stored rows at their next contact. Requests it had in flight were
-/// answered with errors by CAF.
-void restart_partition(queue_ptr self, partition_entry& entry,
+/// place (same ring position, same candidates), after a write barrier; its
+/// cursors come back from their stored rows at their next contact. Requests
+/// it had in flight were answered with errors by CAF.
+void restart_partition(queue_ptr self, const std::string& name,
                        const caf::error& why) {
   auto& st = self->state;
+  auto& entry = st.partitions.at(name);
   note_death(st.cfg.node.metrics, "partition",
              st.cfg.record.name + "/" + entry.rec.name, why,
              "respawned from its stored record");
-  auto t = st.cfg.node.store->db().read();
-  if (!t) {
-    self->quit(
-        caf::make_error(caf::sec::runtime_error, storage::to_string(t.err())));
+  if (!st.restarts.spend(self->clock().now())) {
+    self->quit(why); // not transient: the broker takes over
     return;
   }
-  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
-  if (!rec || !*rec) {
-    self->quit(caf::make_error(caf::sec::runtime_error,
-                               rec ? "partition record gone"
-                                   : storage::to_string(rec.err())));
-    return;
-  }
-  partition_config pc;
-  pc.node = st.cfg.node;
-  pc.record = **rec;
-  pc.options = st.cfg.record.options;
-  pc.watcher = self->address();
-  auto p = spawn_partition(self->system(), std::move(pc));
-  if (!p) {
-    self->quit(
-        caf::make_error(caf::sec::runtime_error, storage::to_string(p.err())));
-    return;
-  }
-  self->link_to(*p);
-  entry.rec = **rec;
-  entry.actor = *p;
+  // Requests meanwhile meet the dead actor and fail; the new one reads the
+  // record once every write the dead one sent is settled.
+  write_then(self, st.cfg.node.writer, barrier(),
+             [self, name](std::optional<storage::error>) {
+               auto& st = self->state;
+               auto it = st.partitions.find(name);
+               if (it == st.partitions.end())
+                 return; // deleted meanwhile
+               auto& entry = it->second;
+               auto fail = [self](std::string what) {
+                 self->quit(
+                     caf::make_error(caf::sec::runtime_error, std::move(what)));
+               };
+               auto t = st.cfg.node.store->db().read();
+               if (!t)
+                 return fail(storage::to_string(t.err()));
+               auto rec = storage::tables::get_partition(*t, st.cfg.record.id,
+                                                         entry.rec.id);
+               if (!rec || !*rec)
+                 return fail(rec ? "partition record gone"
+                                 : storage::to_string(rec.err()));
+               t->abort();
+               partition_config pc;
+               pc.node = st.cfg.node;
+               pc.record = **rec;
+               pc.options = st.cfg.record.options;
+               pc.watcher = self->address();
+               auto p = spawn_partition(self->system(), std::move(pc));
+               if (!p)
+                 return fail(storage::to_string(p.err()));
+               self->link_to(*p);
+               entry.rec = **rec;
+               entry.actor = *p;
+             });
 }
 
 // -- long poll ----------------------------------------------------------------
@@ -1386,10 +1400,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
   supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
-    for (auto& [_, entry] : self->state.partitions)
+    for (auto& [name, entry] : self->state.partitions)
       if (entry.actor.address() == src) {
         if (why)
-          restart_partition(self, entry, why);
+          restart_partition(self, std::string{name}, why);
         return true;
       }
     return false;

@@ -66,6 +66,9 @@ struct writer_state {
   std::shared_ptr<result_slot> slot = std::make_shared<result_slot>();
   std::optional<caf::actor_clock::time_point> armed;
   std::uint64_t timer_id = 0;
+  /// The stop began: no new group starts (what waits is committed by the
+  /// exit handler itself).
+  bool stopping = false;
 };
 
 using writer_ptr = writer_actor::stateful_pointer<writer_state>;
@@ -93,7 +96,7 @@ void arm(writer_ptr self);
 /// Starts the next group if none is being committed.
 void kick(writer_ptr self) {
   auto& st = self->state;
-  if (!st.in_flight.empty() || st.pending.empty())
+  if (st.stopping || !st.in_flight.empty() || st.pending.empty())
     return;
   std::size_t bytes = 0;
   while (!st.pending.empty()) {
@@ -128,8 +131,8 @@ bool stop_if_broken(writer_ptr self) {
   if (!st.cfg.env->broken())
     return false;
   auto err = storage::make_error(storage::ec::io_error,
-                                 "storage unusable: the LMDB map could not be "
-                                 "restored after a failed growth");
+                                 "storage unusable: the LMDB map is gone after "
+                                 "a failed growth");
   for (auto& p : st.pending)
     p.promise.deliver(write_result{err});
   st.pending.clear();
@@ -197,6 +200,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
   // would come after the stop).
   self->set_exit_handler([self](caf::exit_msg& msg) {
     auto& st = self->state;
+    st.stopping = true; // `committed` below starts no new group
     st.cfg.commits->wait_idle();
     if (!st.in_flight.empty())
       committed(self, st.group_id);

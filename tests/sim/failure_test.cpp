@@ -154,14 +154,22 @@ TEST_CASE("a failed maxWait dead-letter write leaves the cursor serving",
   fx.push("a", "P", {"late"});
   fx.fail_next_cursor_write();
   fx.advance(75s); // overdue: the dead-letter write fails
+  REQUIRE(fx.gate_st->failed == 1);
+  auto committed_p = [&] {
+    for (auto& c : fx.cursors("a", "g"))
+      if (c.partition == "P")
+        return c.committed.value;
+    return std::int64_t{-2};
+  };
   fx.push("b", "P", {"z"});
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
-  // The next retention run dead-letters it after all.
-  fx.advance(20s);
+  // The cursor retries it by itself (not a pop, not a new boundary).
+  auto writes = fx.gate_st->batches;
+  for (int i = 0; i < 3 && committed_p() != 1; ++i)
+    fx.advance(10s);
+  CHECK(committed_p() == 1);
+  CHECK(fx.gate_st->batches > writes);
   CHECK(fx.pop("a", "P", "g").messages.empty());
-  for (auto& c : fx.cursors("a", "g"))
-    if (c.partition == "P")
-      CHECK(c.committed.value == 1);
 }
 
 TEST_CASE("an autoAck pop whose write fails commits nothing: the frames are "
@@ -242,6 +250,7 @@ TEST_CASE("a cursor that dies is respawned from its stored row and nothing "
       fx.broker, actors::groups_atom::value, g);
   REQUIRE(fx.kill_next("spool.cursor"));
   fx.run();
+  CHECK(*late); // answered (an error or the listing), not left hanging
   CHECK(fx.metrics->actor_restarts == 1);
   // Other queues and groups keep serving.
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
@@ -259,16 +268,25 @@ TEST_CASE("a partition that dies is respawned from its stored record: "
   fault_sim fx;
   fx.push("a", "P", {"x", "y"});
   fx.push("b", "P", {"z"});
+  fx.push("a", "Q", {"q0"});
+  // Killed with a push to it on its way (the only partition with work).
   auto late = fx.request_later<actors::queue_push_reply>(
       fx.broker, actors::push_atom::value,
-      std::vector<actors::broker_push_item>{{"a", {"Q", msg("q")}}});
+      std::vector<actors::broker_push_item>{{"a", {"Q", msg("q1")}}});
   REQUIRE(fx.kill_next("spool.partition"));
   fx.run();
+  REQUIRE(*late); // answered, not left hanging
   CHECK(fx.metrics->actor_restarts == 1);
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
-  auto more = fx.push("a", "P", {"w"});
-  auto r = fx.pop("a", "P", "g");
-  CHECK(fx.offsets(r) == ints{0, 1, 2});
+  // Q itself, respawned from its record: offsets continue after whatever
+  // was stored, dense, and an acknowledged push is there.
+  fx.push("a", "Q", {"q2"});
+  auto r = fx.pop("a", "Q", "g");
+  if (!(*late)->failure)
+    CHECK(fx.offsets(r) == ints{0, 1, 2});
+  else
+    CHECK((fx.offsets(r) == ints{0, 1} || fx.offsets(r) == ints{0, 1, 2}));
+  CHECK(fx.offsets(fx.pop("a", "P", "g")) == ints{0, 1});
 }
 
 TEST_CASE("a queue that dies is respawned from storage by the broker",
@@ -281,6 +299,8 @@ TEST_CASE("a queue that dies is respawned from storage by the broker",
       std::vector<actors::broker_push_item>{{"a", {"P", msg("lost?")}}});
   REQUIRE(fx.kill_next("spool.queue"));
   fx.run();
+  // Not checked: `late`, whose promise the dead queue held, is never
+  // answered (CAF 0.17 has no broken promises; docs/reliability.md).
   CHECK(fx.metrics->actor_restarts == 1);
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == ints{0});
   fx.push("a", "P", {"w"});

@@ -234,3 +234,23 @@ TEST_CASE("a write that waits the stall timeout behind a hung commit fails "
   CHECK((*hung)->ok());
   CHECK(fx.store.stored(fx.p).next_offset == storage::offset{1});
 }
+
+TEST_CASE("a writer stopped during a commit answers it, then commits and "
+          "answers what waited behind it",
+          "[sim][writer][shutdown]") {
+  stalled_writer fx;
+  auto running = fx.write(1);
+  fx.run();
+  REQUIRE(fx.commits->running());
+  auto waiting = fx.write(2);
+  fx.run();
+  CHECK_FALSE(*waiting);
+  caf::anon_send_exit(fx.writer, caf::exit_reason::user_shutdown);
+  fx.run(); // the exit handler ends the running commit (wait_idle)
+  REQUIRE(*running);
+  CHECK((*running)->ok());
+  REQUIRE(*waiting);
+  CHECK((*waiting)->ok());
+  CHECK_FALSE(fx.commits->running()); // no group was started after the stop
+  CHECK(fx.store.stored(fx.p).next_offset == storage::offset{3});
+}
