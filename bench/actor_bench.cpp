@@ -157,15 +157,7 @@ int main(int argc, char** argv) {
   spool::bench::temp_dir dir{o.parent};
   auto opened = spool::bench::open_store(dir.path);
   auto& store = *opened;
-  st::queue_record q;
-  q.id = store.next_queue_id();
-  q.name = "bench";
-  if (auto r = store.writer()
-                   .submit(st::write_batch{{st::mut::create_queue{q}}})
-                   .get();
-      !r)
-    die(st::to_string(r.err()));
-  store.writer().stop(); // from here on the writer actor writes
+  auto q = spool::bench::create_queue(store, "bench");
 
   caf::actor_system_config cfg;
   if (!spool::actors::use_scheduler(cfg, o.policy, 2))

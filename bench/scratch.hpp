@@ -51,4 +51,21 @@ open_store(const std::filesystem::path& dir) {
   return std::move(*opened);
 }
 
+/// Creates queue `name` (default options) in `store` through its own
+/// writer, then stops that writer: from here on the writer actor writes.
+inline storage::queue_record create_queue(storage::store& store,
+                                          const std::string& name) {
+  storage::queue_record q;
+  q.id = store.next_queue_id();
+  q.name = name;
+  if (auto r
+      = store.writer()
+            .submit(storage::write_batch{{storage::mut::create_queue{q}}})
+            .get();
+      !r)
+    die(storage::to_string(r.err()));
+  store.writer().stop();
+  return q;
+}
+
 } // namespace spool::bench

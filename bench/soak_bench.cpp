@@ -94,15 +94,7 @@ int main(int argc, char** argv) {
   spool::bench::temp_dir dir{o.parent};
   auto opened = spool::bench::open_store(dir.path);
   auto& store = *opened;
-  st::queue_record q;
-  q.id = store.next_queue_id();
-  q.name = "soak";
-  if (auto r = store.writer()
-                   .submit(st::write_batch{{st::mut::create_queue{q}}})
-                   .get();
-      !r)
-    die(st::to_string(r.err()));
-  store.writer().stop();
+  auto q = spool::bench::create_queue(store, "soak");
   caf::actor_system_config cfg;
   ac::use_scheduler(cfg, "spool", 2);
   caf::actor_system sys{cfg};
