@@ -279,6 +279,15 @@ expected<void> apply_one(txn& t, const mut::update_dlq& m) {
   return tables::put_dlq(t, m.queue, m.group, m.entry);
 }
 
+expected<void> apply_one(txn& t, const mut::update_subscription& m) {
+  auto stored = tables::get_subscription(t, m.queue, m.group);
+  if (!stored)
+    return std::move(stored).err();
+  if (!*stored)
+    return {}; // the group or its queue was deleted meanwhile: it wins
+  return tables::put_subscription(t, m.queue, m.group, m.rec);
+}
+
 expected<void> apply_one(txn& t, const mut::delete_dlq& m) {
   SPOOL_TRY(tables::delete_dlq(t, m.queue, m.group, m.id));
   return {};

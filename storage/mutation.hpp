@@ -162,6 +162,20 @@ struct update_dlq {
   }
 };
 
+/// Rewrites a stored subscription record only while it is still stored
+/// (and its queue exists): a group or queue deletion committed before this
+/// write wins, without an error. The subscription update uses it, so it
+/// never brings back a record deleted meanwhile.
+struct update_subscription {
+  queue_id queue;
+  std::string group;
+  subscription_record rec;
+  template <class F>
+  friend auto fields(F& f, update_subscription& x) {
+    return f(x.queue, x.group, x.rec);
+  }
+};
+
 struct delete_dlq {
   queue_id queue;
   std::string group;
@@ -203,7 +217,8 @@ using mutation
                    mut::delete_segments, mut::expect_dedup, mut::put_cursor,
                    mut::delete_cursor, mut::put_subscription,
                    mut::delete_subscription, mut::put_dlq, mut::delete_dlq,
-                   mut::put_txn, mut::delete_txn, mut::update_dlq>;
+                   mut::put_txn, mut::delete_txn, mut::update_dlq,
+                   mut::update_subscription>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

@@ -890,7 +890,7 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
       (*rec)->mode = storage::subscription_mode::timestamp;
       (*rec)->timestamp = ts;
       batch.mutations.emplace_back(
-          storage::mut::put_subscription{q.id, group, **rec});
+          storage::mut::update_subscription{q.id, group, **rec});
     }
   }
   auto rows = batch.mutations.size();

@@ -991,3 +991,54 @@ TEST_CASE("An empty report that had to write first does not hide a partition "
   CHECK(fx.offsets(next->claimed.front().reply)
         == std::vector{offset{0}, offset{1}});
 }
+
+TEST_CASE("A subscription update crossing the group's deletion does not bring "
+          "its record back, and one crossing a queue's deletion still updates "
+          "the other queues",
+          "[sim][subscription]") {
+  seek_fixture fx;
+  fx.push("q1", "Default", 1);
+  fx.push("q2", "Default", 1);
+  fx.consume_all("q1", "Default", "g"); // registers g on q1 and q2
+  fx.consume_all("q2", "Default", "g");
+  REQUIRE(fx.subscription("q1", "g"));
+  fx.close_gate();
+  // The deletion of g on q1 is written first, the update after it.
+  auto deleted = fx.request_later<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::string{"q1"}});
+  fx.run();
+  auto ts = fx.wall() - 1'000'000;
+  auto updated = fx.request_later<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ts);
+  fx.run();
+  fx.open_gate();
+  REQUIRE(*deleted);
+  REQUIRE_FALSE((*deleted)->failure);
+  REQUIRE(*updated);
+  REQUIRE_FALSE((*updated)->failure);
+  CHECK_FALSE(fx.subscription("q1", "g")); // the deletion wins
+  auto s = fx.subscription("q2", "g");
+  REQUIRE(s);
+  CHECK(s->mode == storage::subscription_mode::timestamp);
+  CHECK(s->timestamp == ts);
+  // A queue deleted between the update's read and its write: the other
+  // queue's record is still updated.
+  fx.push("q1", "Default", 1);
+  fx.consume_all("q1", "Default", "g"); // registers g on q1 again
+  fx.close_gate();
+  auto gone = fx.request_later<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, std::string{"q2"});
+  fx.run();
+  auto ts2 = ts + 1;
+  auto again = fx.request_later<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ts2);
+  fx.run();
+  fx.open_gate();
+  REQUIRE(*gone);
+  REQUIRE(*again);
+  CHECK_FALSE((*again)->failure);
+  auto s1 = fx.subscription("q1", "g");
+  REQUIRE(s1);
+  CHECK(s1->timestamp == ts2);
+}
