@@ -261,7 +261,13 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
         .then(
             [self, run, name, uuid, asked_at](pop_reply& r) {
               if (r.failure) {
-                run->reply.failure = r.failure;
+                // Nothing of this partition's share was taken (its write
+                // failed). Shares claimed before it are durable: they are
+                // answered (their leases would otherwise be orphaned and
+                // their expiry charge frames nobody received); with none,
+                // the failure is.
+                if (run->reply.claimed.empty())
+                  run->reply.failure = r.failure;
                 run->done(std::move(run->reply));
                 return;
               }
@@ -296,7 +302,8 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               step(self, run);
             },
             [run](caf::error& err) {
-              run->reply.failure = unreachable(err);
+              if (run->reply.claimed.empty()) // as a failed share, above
+                run->reply.failure = unreachable(err);
               run->done(std::move(run->reply));
             });
     return; // continue in the response handler

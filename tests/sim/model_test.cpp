@@ -12,6 +12,10 @@
 //    offset minus one whenever no lease is live;
 //  - at the end, draining every group settles every pushed message
 //    (completed or dead-lettered): nothing is lost, groups never interfere.
+// With faults (the second test), random write batches fail (I/O error or
+// storage full, injected by the gate writer): an operation that fails is as
+// if it never happened (the model does not change), an acknowledged one is
+// never undone, and the invariants above still hold.
 
 #include "sim/broker_sim.hpp"
 
@@ -52,7 +56,33 @@ struct model_fixture : broker_sim {
   std::size_t committed_txns = 0;
   std::size_t rolled_back_txns = 0;
 
-  explicit model_fixture(std::uint64_t seed) : rng(seed) {
+  /// Random write failures are injected (`maybe_fault`).
+  bool faults = false;
+  std::size_t failed_ops = 0;
+
+  explicit model_fixture(std::uint64_t seed, bool with_faults = false) :
+      rng(seed), faults(with_faults) {
+  }
+
+  /// With faults: sometimes one of the next three batches fails.
+  void maybe_fault() {
+    if (!faults || rng() % 100 >= 15)
+      return;
+    fault_plan f;
+    f.nth = 1 + rng() % 3;
+    f.times = 1;
+    f.code = rng() % 2 ? storage::ec::io_error : storage::ec::storage_full;
+    gate_st->inject(std::move(f));
+  }
+
+  /// Whether an operation's failure came from an injected fault since
+  /// `before` (then it must have changed nothing: the model stays).
+  bool faulted(std::size_t before, const std::optional<storage::error>& e) {
+    if (!e)
+      return false;
+    REQUIRE(gate_st->failed > before); // no failure but injected ones
+    ++failed_ops;
+    return true;
   }
 
   template <class T>
@@ -102,10 +132,12 @@ struct model_fixture : broker_sim {
       auto payload = "m" + std::to_string(++msg_no);
       items.push_back({q, {p, msg(payload)}});
     }
+    auto before = gate_st->failed;
     auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
                                                items);
     REQUIRE(r);
-    REQUIRE(!r->failure);
+    if (faulted(before, r->failure))
+      return;
     for (std::size_t i = 0; i < n; ++i) {
       auto& res = r->results[i];
       auto& log = pushed[{q, r->target_of(i).partition}];
@@ -123,10 +155,12 @@ struct model_fixture : broker_sim {
     req.lease_id = "L" + std::to_string(++lease_no);
     if (named)
       req.partition = pick(parts);
+    auto before = gate_st->failed;
     auto r = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
                                               q, req);
     REQUIRE(r);
-    REQUIRE(!r->failure);
+    if (faulted(before, r->failure))
+      return; // a claim whose write failed holds no lease
     for (auto& c : r->claimed) {
       key k{q, c.partition, g};
       REQUIRE(!leases.contains(k)); // one batch in flight per (p, g)
@@ -176,9 +210,12 @@ struct model_fixture : broker_sim {
       if (acks.empty())
         return;
     }
+    auto before = gate_st->failed;
     auto r = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, q, p, g, acks);
     REQUIRE(r);
+    if (faulted(before, r->front().failure))
+      return; // one write for the list: none of it applied
     bool released = false;
     for (std::size_t i = 0; i < acks.size(); ++i) {
       REQUIRE(!(*r)[i].failure);
@@ -237,9 +274,15 @@ struct model_fixture : broker_sim {
     }
     if (req.ops.empty())
       return;
+    auto before = gate_st->failed;
     auto r = request<actors::txn_reply>(broker, actors::txn_atom::value, req);
     REQUIRE(r);
-    REQUIRE(!r->failure);
+    if (faulted(before, r->failure))
+      return;
+    if (!poison && !r->result.success && gate_st->failed > before) {
+      ++failed_ops; // its one write failed: nothing of it applied
+      return;
+    }
     if (poison) {
       REQUIRE(!r->result.success);
       ++rolled_back_txns;
@@ -335,18 +378,20 @@ struct model_fixture : broker_sim {
 
 } // namespace
 
-TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
-          "group's view "
-          "of every partition consistent with the model",
-          "[sim][model][randomized]") {
+namespace {
+
+/// Runs the model over 12 seeds, with or without injected write faults.
+void run_model(bool with_faults) {
   std::size_t delivered = 0;
   std::size_t dead_lettered = 0;
   std::size_t txns = 0;
   std::size_t rolled_back = 0;
+  std::size_t failed = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     INFO("seed " << seed);
-    model_fixture fx{seed};
+    model_fixture fx{seed, with_faults};
     for (int step = 0; step < 250; ++step) {
+      fx.maybe_fault();
       auto op = fx.rng() % 100;
       if (op < 30)
         fx.push();
@@ -368,6 +413,8 @@ TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
       if (step % 25 == 0)
         fx.check_committed();
     }
+    fx.gate_st->inject({}); // the drain runs without faults
+    fx.run();
     fx.drain_all();
     fx.check_committed();
     // Nothing lost: every pushed offset is completed or dead-lettered, for
@@ -382,7 +429,10 @@ TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
     delivered += fx.delivered;
     txns += fx.committed_txns;
     rolled_back += fx.rolled_back_txns;
+    failed += fx.failed_ops;
   }
+  if (with_faults)
+    CHECK(failed > 0);
   // The run must have exercised the interesting paths.
   CHECK(delivered > 1000);
   CHECK(dead_lettered > 0);
@@ -391,5 +441,20 @@ TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
   WARN("model test: " << delivered << " deliveries checked, " << dead_lettered
                       << " dead-lettered, " << txns
                       << " transactions committed, " << rolled_back
-                      << " rolled back");
+                      << " rolled back, " << failed
+                      << " operations failed by injected faults");
+}
+
+} // namespace
+
+TEST_CASE("random push/pop/ack/fail/transaction/expire/restart keeps every "
+          "group's view of every partition consistent with the model",
+          "[sim][model][randomized]") {
+  run_model(false);
+}
+
+TEST_CASE("with random write failures, a failed operation is as if it never "
+          "happened and an acknowledged one is never undone",
+          "[sim][model][randomized][failure]") {
+  run_model(true);
 }
