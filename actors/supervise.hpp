@@ -22,15 +22,24 @@
 namespace spool::actors {
 
 /// `on_child(source, reason)` returns true when `source` was a child (and
-/// handled it).
-template <class Self, class OnChild>
-void supervise(Self* self, OnChild on_child) {
-  self->set_exit_handler([self, on_child](caf::exit_msg& msg) {
+/// handled it). `on_stop` runs before the parent ends (a stop, or its own
+/// parent's end): it answers what it holds (parked pops), since CAF 0.17
+/// answers no promise of an actor that ends.
+template <class Self, class OnChild, class OnStop>
+void supervise(Self* self, OnChild on_child, OnStop on_stop) {
+  self->set_exit_handler([self, on_child, on_stop](caf::exit_msg& msg) {
     if (on_child(msg.source, msg.reason))
       return;
-    if (msg.reason)
+    if (msg.reason) {
+      on_stop();
       self->quit(std::move(msg.reason));
+    }
   });
+}
+
+template <class Self, class OnChild>
+void supervise(Self* self, OnChild on_child) {
+  supervise(self, std::move(on_child), [] {});
 }
 
 /// Restarts a parent allows: more than `max` child deaths within `window`

@@ -927,15 +927,23 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
   self->state.txn = make_txn_host(self);
-  supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
-    for (auto& [name, q] : self->state.queues)
-      if (q.address() == src) {
-        if (why)
-          restart_queue(self, std::string{name}, why);
-        return true;
-      }
-    return false;
-  });
+  supervise(
+      self,
+      [self](const caf::actor_addr& src, const caf::error& why) {
+        for (auto& [name, q] : self->state.queues)
+          if (q.address() == src) {
+            if (why)
+              restart_queue(self, std::string{name}, why);
+            return true;
+          }
+        return false;
+      },
+      // Stopped (SIGTERM): parked namespace pops are answered empty (each
+      // queue answers its own).
+      [self] {
+        self->state.parked.drop(
+            [](const namespace_pop_request&) { return true; });
+      });
   self->state.parked.setup(
       self->state.parked_total, self->state.cfg.pop.max_parked,
       {.attempt =

@@ -1406,15 +1406,21 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     if (auto ok = add_partition(self, rec); !ok)
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
-  supervise(self, [self](const caf::actor_addr& src, const caf::error& why) {
-    for (auto& [name, entry] : self->state.partitions)
-      if (entry.actor.address() == src) {
-        if (why)
-          restart_partition(self, std::string{name}, why);
-        return true;
-      }
-    return false;
-  });
+  supervise(
+      self,
+      [self](const caf::actor_addr& src, const caf::error& why) {
+        for (auto& [name, entry] : self->state.partitions)
+          if (entry.actor.address() == src) {
+            if (why)
+              restart_partition(self, std::string{name}, why);
+            return true;
+          }
+        return false;
+      },
+      // Stopped (SIGTERM): parked pops are answered empty.
+      [self] {
+        self->state.parked.drop([](const queue_pop_request&) { return true; });
+      });
   st.parked.setup(
       st.cfg.parked_total, st.cfg.max_parked,
       {.attempt =

@@ -458,3 +458,25 @@ TEST_CASE("a pop meeting a lease whose write is in flight answers lease_held "
   CHECK(fx.offsets(again) == ints{0});
   CHECK(again.messages.front().delivery_count == 1);
 }
+
+TEST_CASE("a stop answers parked pops empty instead of leaving them waiting",
+          "[failure][shutdown]") {
+  fault_sim fx;
+  fx.push("q", "P", {"x"});
+  REQUIRE(fx.pop("q", "P", "g").messages.size() == 1); // g's lease on P
+  actors::queue_pop_request req;
+  req.partition = "P";
+  req.lease_id = "parked";
+  req.group = "g";
+  req.wait = true;
+  req.timeout = std::chrono::milliseconds{60'000};
+  auto parked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"q"}, req);
+  fx.run();
+  REQUIRE_FALSE(*parked); // parked behind g's live lease
+  caf::anon_send_exit(fx.broker, caf::exit_reason::user_shutdown);
+  fx.run();
+  REQUIRE(*parked);
+  CHECK((*parked)->claimed.empty());
+  fx.start(); // the fixture's teardown expects a broker
+}
