@@ -27,6 +27,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "actors/broker/broker_txn.hpp"
@@ -66,8 +67,10 @@ struct broker_state {
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;
-  /// Queue deaths allowed before the broker gives up (supervise.hpp).
+  /// Queue deaths allowed before the broker gives up (supervise.hpp), and
+  /// the dead queues whose respawn waits for its barrier.
   restart_budget restarts;
+  std::set<caf::actor_addr> restarting;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -97,11 +100,15 @@ add_queue(broker_ptr self, const storage::queue_record& rec,
 
 /// A queue died (a bug): spawned again from its stored record and
 /// partitions in its place, after a write barrier; other queues never
-/// notice. If storage cannot
-/// be read, the broker ends (spoold then exits non-zero).
+/// notice. A second exit of the same dead queue (a link to it again) is
+/// ignored. If storage cannot be read, the broker ends (spoold then exits
+/// non-zero).
 void restart_queue(broker_ptr self, const std::string& name,
                    const caf::error& why) {
   auto& st = self->state;
+  auto dead = st.queues.at(name).address();
+  if (!st.restarting.insert(dead).second)
+    return; // its death was seen already (a link to the dead handle again)
   note_death(st.cfg.node.metrics, "queue", name, why,
              "respawned from its stored record");
   if (!st.restarts.spend(self->clock().now())) {
@@ -113,13 +120,21 @@ void restart_queue(broker_ptr self, const std::string& name,
   // name stays taken: no push creates a second queue of that name); the
   // respawn reads storage once every write the dead queue sent is settled.
   write_then(self, st.cfg.node.writer, barrier(),
-             [self, name, id](std::optional<storage::error>) {
+             [self, name, id, dead](std::optional<storage::error> failure) {
                auto& st = self->state;
+               st.restarting.erase(dead);
                auto fail = [self](const storage::error& err) {
                  self->quit(caf::make_error(caf::sec::runtime_error,
                                             "cannot restart a queue: "
                                                 + storage::to_string(err)));
                };
+               // A barrier is never refused: an error means the writer or
+               // the store is gone.
+               if (failure)
+                 return fail(*failure);
+               if (auto it = st.queues.find(name);
+                   it == st.queues.end() || it->second.address() != dead)
+                 return; // deleted or replaced meanwhile
                auto t = st.cfg.node.store->db().read();
                if (!t)
                  return fail(t.err());

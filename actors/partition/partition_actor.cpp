@@ -822,7 +822,13 @@ partition_actor::behavior_type partition(partition_ptr self,
           }
           st.respawning.insert(group);
           write_then(self, st.cfg.node.writer, barrier(),
-                     [self, group](std::optional<storage::error>) {
+                     [self, group](std::optional<storage::error> failure) {
+                       // A barrier is never refused: an error means the
+                       // writer or the store is gone.
+                       if (failure)
+                         return self->quit(
+                             caf::make_error(caf::sec::runtime_error,
+                                             storage::to_string(*failure)));
                        self->state.respawning.erase(group);
                      });
           return true;

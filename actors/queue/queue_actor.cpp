@@ -124,6 +124,13 @@ storage::expected<void> add_partition(queue_ptr self,
   return {};
 }
 
+/// Ends the queue: its parked pops are answered empty first (CAF 0.17
+/// answers no promise of an actor that ends).
+void end_queue(queue_ptr self, caf::error why) {
+  self->state.parked.drop([](const queue_pop_request&) { return true; });
+  self->quit(std::move(why));
+}
+
 /// A partition died (a bug): spawned again from its stored record in its
 /// place (same ring position, same candidates), after a write barrier; its
 /// cursors come back from their stored rows at their next contact. Requests
@@ -136,43 +143,48 @@ void restart_partition(queue_ptr self, const std::string& name,
              st.cfg.record.name + "/" + entry.rec.name, why,
              "respawned from its stored record");
   if (!st.restarts.spend(self->clock().now())) {
-    self->quit(why); // not transient: the broker takes over
+    end_queue(self, why); // not transient: the broker takes over
     return;
   }
   // Requests meanwhile meet the dead actor and fail; the new one reads the
-  // record once every write the dead one sent is settled.
-  write_then(self, st.cfg.node.writer, barrier(),
-             [self, name](std::optional<storage::error>) {
-               auto& st = self->state;
-               auto it = st.partitions.find(name);
-               if (it == st.partitions.end())
-                 return; // deleted meanwhile
-               auto& entry = it->second;
-               auto fail = [self](std::string what) {
-                 self->quit(
-                     caf::make_error(caf::sec::runtime_error, std::move(what)));
-               };
-               auto t = st.cfg.node.store->db().read();
-               if (!t)
-                 return fail(storage::to_string(t.err()));
-               auto rec = storage::tables::get_partition(*t, st.cfg.record.id,
-                                                         entry.rec.id);
-               if (!rec || !*rec)
-                 return fail(rec ? "partition record gone"
-                                 : storage::to_string(rec.err()));
-               t->abort();
-               partition_config pc;
-               pc.node = st.cfg.node;
-               pc.record = **rec;
-               pc.options = st.cfg.record.options;
-               pc.watcher = self->address();
-               auto p = spawn_partition(self->system(), std::move(pc));
-               if (!p)
-                 return fail(storage::to_string(p.err()));
-               self->link_to(*p);
-               entry.rec = **rec;
-               entry.actor = *p;
-             });
+  // record once every write the dead one sent is settled (a barrier is
+  // never refused; an error means the writer or the store is gone).
+  auto dead = entry.actor.address();
+  write_then(
+      self, st.cfg.node.writer, barrier(),
+      [self, name, dead](std::optional<storage::error> failure) {
+        auto& st = self->state;
+        auto fail = [self](std::string what) {
+          end_queue(self,
+                    caf::make_error(caf::sec::runtime_error, std::move(what)));
+        };
+        if (failure)
+          return fail(storage::to_string(*failure));
+        auto it = st.partitions.find(name);
+        if (it == st.partitions.end() || it->second.actor.address() != dead)
+          return; // deleted or replaced meanwhile
+        auto& entry = it->second;
+        auto t = st.cfg.node.store->db().read();
+        if (!t)
+          return fail(storage::to_string(t.err()));
+        auto rec = storage::tables::get_partition(*t, st.cfg.record.id,
+                                                  entry.rec.id);
+        if (!rec || !*rec)
+          return fail(rec ? "partition record gone"
+                          : storage::to_string(rec.err()));
+        t->abort();
+        partition_config pc;
+        pc.node = st.cfg.node;
+        pc.record = **rec;
+        pc.options = st.cfg.record.options;
+        pc.watcher = self->address();
+        auto p = spawn_partition(self->system(), std::move(pc));
+        if (!p)
+          return fail(storage::to_string(p.err()));
+        self->link_to(*p);
+        entry.rec = **rec;
+        entry.actor = *p;
+      });
 }
 
 // -- long poll ----------------------------------------------------------------
@@ -1508,7 +1520,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](delete_atom) { return on_delete_queue(self); },
       [self](delete_atom, std::uint64_t) {
-        self->quit(caf::exit_reason::user_shutdown);
+        end_queue(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);

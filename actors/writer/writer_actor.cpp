@@ -8,13 +8,14 @@
 // queue for the next group.
 //
 // Bounds (issue 11): at most `max_pending` batches wait (more are refused at
-// once with `busy`); a batch that waited `stall_timeout` without its commit
-// starting fails with `busy` ("storage stalled"), and while a commit runs
-// longer than that new batches are refused at once. Refused and failed
-// batches were never handed to LMDB. A batch being committed is answered
-// when its commit ends, however long that takes (its outcome is unknown
-// until then). The one stall timer (`timeout_atom` with an id) is armed at
-// the oldest waiting batch's deadline while a commit runs.
+// once with `busy`; an empty batch, a restart's barrier, never is); a batch
+// that waited `stall_timeout` without its commit starting fails with `busy`
+// ("storage stalled"), and while a commit runs longer than that new batches are
+// refused at once. Refused and failed batches were never handed to LMDB. A
+// batch being committed is answered when its commit ends, however long that
+// takes (its outcome is unknown until then). The one stall timer
+// (`timeout_atom` with an id) is armed at the oldest waiting batch's deadline
+// while a commit runs.
 //
 // Stop: the exit handler waits for the running commit, answers it, commits
 // what waits (synchronously), answers that, then quits. If the store is
@@ -29,6 +30,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -162,9 +164,13 @@ void committed(writer_ptr self, std::uint64_t id) {
 /// While a commit runs: the timer at the oldest waiting batch's deadline.
 void arm(writer_ptr self) {
   auto& st = self->state;
-  if (st.in_flight.empty() || st.pending.empty())
+  if (st.in_flight.empty())
     return;
-  auto due = st.pending.front().queued_at + st.cfg.stall_timeout;
+  auto first = std::find_if(st.pending.begin(), st.pending.end(),
+                            [](auto& p) { return !p.batch.mutations.empty(); });
+  if (first == st.pending.end())
+    return;
+  auto due = first->queued_at + st.cfg.stall_timeout;
   if (st.armed && *st.armed <= due)
     return;
   st.armed = due;
@@ -180,15 +186,20 @@ void on_stall_timer(writer_ptr self, std::uint64_t id) {
     return;
   st.armed.reset();
   auto now = self->clock().now();
-  while (!st.pending.empty()
-         && st.pending.front().queued_at + st.cfg.stall_timeout <= now) {
+  for (auto it = st.pending.begin(); it != st.pending.end();) {
+    if (it->queued_at + st.cfg.stall_timeout > now)
+      break;                           // queued in order: the rest waited less
+    if (it->batch.mutations.empty()) { // a barrier waits for its turn
+      ++it;
+      continue;
+    }
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-        now - st.pending.front().queued_at);
-    st.pending.front().promise.deliver(write_result{busy(
+        now - it->queued_at);
+    it->promise.deliver(write_result{busy(
         "storage stalled: the write waited ", waited.count(),
         " ms for the commit in progress and was not started (nothing of it "
         "is stored)")});
-    st.pending.pop_front();
+    it = st.pending.erase(it);
   }
   arm(self);
 }
@@ -224,14 +235,17 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         auto& st = self->state;
         auto rp = self->make_response_promise<write_result>();
         auto now = self->clock().now();
-        if (st.pending.size() >= st.cfg.max_pending) {
+        // An empty batch is a barrier (supervise.hpp): never refused or
+        // timed out, answered after every batch sent before it.
+        bool barrier = batch.mutations.empty();
+        if (!barrier && st.pending.size() >= st.cfg.max_pending) {
           rp.deliver(write_result{
               busy("write queue full: ", st.pending.size(),
                    " batches wait for the disk (nothing of this one is "
                    "stored)")});
           return rp;
         }
-        if (!st.in_flight.empty()
+        if (!barrier && !st.in_flight.empty()
             && now - st.started_at > st.cfg.stall_timeout) {
           auto running = std::chrono::duration_cast<std::chrono::milliseconds>(
               now - st.started_at);

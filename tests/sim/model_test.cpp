@@ -80,7 +80,10 @@ struct model_fixture : broker_sim {
   bool faulted(std::size_t before, const std::optional<storage::error>& e) {
     if (!e)
       return false;
-    REQUIRE(gate_st->failed > before); // no failure but injected ones
+    // No failure but the injected ones: the operation's own write failed.
+    INFO(storage::to_string(*e));
+    REQUIRE(gate_st->failed > before);
+    REQUIRE(e->message.find("injected") != std::string::npos);
     ++failed_ops;
     return true;
   }
@@ -214,8 +217,11 @@ struct model_fixture : broker_sim {
     auto r = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, q, p, g, acks);
     REQUIRE(r);
-    if (faulted(before, r->front().failure))
-      return; // one write for the list: none of it applied
+    if (faulted(before, r->front().failure)) {
+      for (auto& each : *r) // one write for the list: none of it applied
+        REQUIRE(each.failure);
+      return;
+    }
     bool released = false;
     for (std::size_t i = 0; i < acks.size(); ++i) {
       REQUIRE(!(*r)[i].failure);
@@ -280,6 +286,8 @@ struct model_fixture : broker_sim {
     if (faulted(before, r->failure))
       return;
     if (!poison && !r->result.success && gate_st->failed > before) {
+      INFO(r->result.error);
+      REQUIRE(r->result.error.find("injected") != std::string::npos);
       ++failed_ops; // its one write failed: nothing of it applied
       return;
     }

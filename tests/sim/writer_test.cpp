@@ -254,3 +254,28 @@ TEST_CASE("a writer stopped during a commit answers it, then commits and "
   CHECK_FALSE(fx.commits->running()); // no group was started after the stop
   CHECK(fx.store.stored(fx.p).next_offset == storage::offset{3});
 }
+
+TEST_CASE("a barrier (an empty batch) is never refused or timed out: it is "
+          "answered after every batch sent before it",
+          "[sim][writer][limits]") {
+  stalled_writer fx{1};
+  auto hung = fx.write(1);
+  fx.run();
+  auto waiting = fx.write(1); // fills the queue (max_pending 1)
+  fx.run();
+  auto barrier = fx.request_later<actors::write_result>(
+      fx.writer, actors::write_atom::value, storage::write_batch{});
+  fx.run();
+  fx.advance(std::chrono::seconds{11}); // past the stall timeout
+  CHECK_FALSE(*barrier);                // neither refused nor failed
+  REQUIRE(*waiting);                    // the real batch did fail
+  CHECK((*waiting)->failure);
+  fx.commits->release();
+  fx.run();
+  fx.commits->release();
+  fx.run();
+  REQUIRE(*hung);
+  CHECK((*hung)->ok());
+  REQUIRE(*barrier);
+  CHECK((*barrier)->ok());
+}
