@@ -90,6 +90,42 @@ struct sub_fixture : broker_sim {
     return r->queues[0].record.id;
   }
 
+  /// The stored cursor row of `group` on (queue, partition), if any.
+  std::optional<storage::cursor_record> row(const std::string& queue,
+                                            const std::string& partition,
+                                            const std::string& group) {
+    auto q = queue_id(queue);
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto parts = storage::tables::partitions_of(*t, q);
+    REQUIRE(parts);
+    for (auto& p : *parts)
+      if (p.name == partition) {
+        auto c = storage::tables::get_cursor(*t, q, p.id, group);
+        REQUIRE(c);
+        return *c;
+      }
+    return std::nullopt;
+  }
+
+  /// Registers `group` on `queue` with `params` by a pop of batch 1 on
+  /// `partition`, and answers that partition's stored row (the pop's lease
+  /// leaves committed at the seed).
+  std::optional<storage::cursor_record>
+  seeded(const std::string& queue, const std::string& partition,
+         const std::string& group, core::subscription_params params) {
+    actors::queue_pop_request r;
+    r.group = group;
+    r.partition = partition;
+    r.lease_id = "S" + std::to_string(++leases);
+    r.subscription = std::move(params);
+    auto out = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
+                                                queue, r);
+    REQUIRE(out);
+    REQUIRE_FALSE(out->failure);
+    return row(queue, partition, group); // the lease changes no committed
+  }
+
   std::optional<storage::subscription_record> record(const std::string& queue,
                                                      const std::string& group) {
     auto q = queue_id(queue);
@@ -123,6 +159,10 @@ TEST_CASE("all: the cursor lands just below the oldest retained offset",
       fx.broker, actors::purge_atom::value, std::string{"q"},
       actors::purge_request{std::nullopt, offset{3}});
   REQUIRE(purged);
+  // The stored seed is watermark - 1, not only the offsets delivered.
+  auto seed = fx.seeded("q", "Default", "seed-check", mode("all"));
+  REQUIRE(seed);
+  CHECK(seed->committed == offset{2});
   CHECK(fx.offsets("q", "g", mode("all")) == offs{3});
 }
 
@@ -187,6 +227,10 @@ TEST_CASE("a timestamp older than the oldest retained segment resolves to it",
       fx.broker, actors::purge_atom::value, std::string{"q"},
       actors::purge_request{std::nullopt, offset{1}});
   REQUIRE(purged);
+  // Stored: committed just below the oldest retained segment.
+  auto seed = fx.seeded("q", "Default", "seed-check", from(long_ago));
+  REQUIRE(seed);
+  CHECK(seed->committed == offset{0});
   CHECK(fx.offsets("q", "g", from(long_ago)) == offs{1, 2});
 }
 
