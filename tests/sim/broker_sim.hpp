@@ -88,6 +88,48 @@ struct broker_sim : sim_fixture {
     REQUIRE_FALSE(r->failure);
   }
 
+  // -- what the store holds (read directly, not through the actors) --------
+
+  /// The id of stored queue `queue` (fails the test if none).
+  storage::queue_id queue_id(const std::string& queue) {
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto qs = storage::tables::all_queues(*t);
+    REQUIRE(qs);
+    for (auto& q : *qs)
+      if (q.name == queue)
+        return q.id;
+    FAIL("no queue " << queue);
+    return {};
+  }
+
+  /// The stored record of partition `name` of `queue` (fails the test if none).
+  storage::partition_record partition(const std::string& queue,
+                                      const std::string& name) {
+    auto q = queue_id(queue);
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto ps = storage::tables::partitions_of(*t, q);
+    REQUIRE(ps);
+    for (auto& p : *ps)
+      if (p.name == name)
+        return p;
+    FAIL("no partition " << name);
+    return {};
+  }
+
+  /// The stored cursor row of `group` on (queue, part), if any.
+  std::optional<storage::cursor_record> cursor(const std::string& queue,
+                                               const std::string& part,
+                                               const std::string& group) {
+    auto p = partition(queue, part);
+    auto t = store.store->db().read();
+    REQUIRE(t);
+    auto c = storage::tables::get_cursor(*t, p.queue, p.id, group);
+    REQUIRE(c);
+    return *c;
+  }
+
   /// (Re)starts the broker over the same store, as after a restart.
   void start() {
     if (broker)

@@ -160,43 +160,6 @@ struct seek_fixture : broker_sim {
     return t;
   }
 
-  storage::queue_id queue_id(const std::string& queue) {
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto qs = storage::tables::all_queues(*t);
-    REQUIRE(qs);
-    for (auto& q : *qs)
-      if (q.name == queue)
-        return q.id;
-    FAIL("no queue " << queue);
-    return {};
-  }
-
-  storage::partition_record partition(const std::string& queue,
-                                      const std::string& name) {
-    auto q = queue_id(queue);
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto ps = storage::tables::partitions_of(*t, q);
-    REQUIRE(ps);
-    for (auto& p : *ps)
-      if (p.name == name)
-        return p;
-    FAIL("no partition " << name);
-    return {};
-  }
-
-  std::optional<storage::cursor_record> cursor(const std::string& queue,
-                                               const std::string& part,
-                                               const std::string& group) {
-    auto p = partition(queue, part);
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto c = storage::tables::get_cursor(*t, p.queue, p.id, group);
-    REQUIRE(c);
-    return *c;
-  }
-
   offset committed(const std::string& queue, const std::string& part,
                    const std::string& group) {
     auto c = cursor(queue, part, group);

@@ -82,32 +82,6 @@ struct sub_fixture : broker_sim {
     return got.contains(p) ? got[p] : std::vector<std::int64_t>{};
   }
 
-  storage::queue_id queue_id(const std::string& queue) {
-    auto r = request<actors::queues_reply>(broker, actors::info_atom::value,
-                                           std::optional<std::string>{queue});
-    REQUIRE(r);
-    REQUIRE(r->queues.size() == 1);
-    return r->queues[0].record.id;
-  }
-
-  /// The stored cursor row of `group` on (queue, partition), if any.
-  std::optional<storage::cursor_record> row(const std::string& queue,
-                                            const std::string& partition,
-                                            const std::string& group) {
-    auto q = queue_id(queue);
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto parts = storage::tables::partitions_of(*t, q);
-    REQUIRE(parts);
-    for (auto& p : *parts)
-      if (p.name == partition) {
-        auto c = storage::tables::get_cursor(*t, q, p.id, group);
-        REQUIRE(c);
-        return *c;
-      }
-    return std::nullopt;
-  }
-
   /// Registers `group` on `queue` with `params` by a pop of batch 1 on
   /// `partition`, and answers that partition's stored row (the pop's lease
   /// leaves committed at the seed).
@@ -123,7 +97,7 @@ struct sub_fixture : broker_sim {
                                                 queue, r);
     REQUIRE(out);
     REQUIRE_FALSE(out->failure);
-    return row(queue, partition, group); // the lease changes no committed
+    return cursor(queue, partition, group); // the lease changes no committed
   }
 
   std::optional<storage::subscription_record> record(const std::string& queue,
@@ -576,20 +550,9 @@ TEST_CASE("a partition met after registration gets its seed row at first "
   fx.push("q", "P2", {"a", "b"});                   // a partition met later
   CHECK(fx.offsets("q", "g", {}, "P2").empty());    // first contact: delayed
   // Its seed row is stored now.
-  auto t = fx.store.store->db().read();
-  REQUIRE(t);
-  auto parts = storage::tables::partitions_of(*t, fx.queue_id("q"));
-  REQUIRE(parts);
-  std::optional<storage::partition_id> p2;
-  for (auto& p : *parts)
-    if (p.name == "P2")
-      p2 = p.id;
-  REQUIRE(p2);
-  auto row = storage::tables::get_cursor(*t, fx.queue_id("q"), *p2, "g");
+  auto row = fx.cursor("q", "P2", "g");
   REQUIRE(row);
-  REQUIRE(*row);
-  CHECK((*row)->committed == offset{-1});
-  t->abort();
+  CHECK(row->committed == offset{-1});
   // A subscription update to the future, then a restart: P2 keeps its seed.
   auto r = fx.request<actors::sub_update_reply>(
       fx.broker, actors::sub_update_atom::value, std::string{"g"},
