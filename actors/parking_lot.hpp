@@ -5,8 +5,11 @@
 /// (`submit`); if it finds nothing and may wait, it parks by arrival id
 /// (served in that order) with its deadline and an optional wake hint (when
 /// its partitions said frames may become deliverable without a push). The
-/// owner keeps one timer for `next_due()`, calls `expire` when it fires and
-/// `wake` on every wake event (push, lease end) or due hint.
+/// owner keeps one timer for `next_due()`, calls `expire` when it fires
+/// (which also reruns the requests whose hint is due) and `wake` on every
+/// wake event (push, lease end): all, or only the requests of some topics
+/// (partitions). Each step costs the requests it concerns, not every parked
+/// one: requests are indexed by due time, key and topic.
 ///
 /// Races the lot closes: a wake that comes while a request is running (not
 /// parked yet) makes it run again instead of parking, so no wake-up is lost;
@@ -17,6 +20,7 @@
 
 #include <caf/typed_response_promise.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -25,6 +29,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "actors/cursor/cursor_core.hpp"
 
@@ -45,6 +50,9 @@ public:
     std::function<std::optional<hint>(const Reply&)> nothing;
     /// The request's key for `cancel` (its lease id).
     std::function<std::string(const Request&)> key;
+    /// The one topic (partition) the request waits for; none: any. Unset:
+    /// every request is for any topic.
+    std::function<std::optional<std::string>(const Request&)> topic;
     /// The reply when the server-wide cap refuses to park.
     std::function<Reply(Reply)> busy;
     std::function<core::mono_time()> now;
@@ -106,36 +114,34 @@ public:
         return;
       }
       ++*total_;
-      parked_.emplace(next_id_++,
-                      entry{std::move(*held), rp, deadline, *found_nothing});
+      put(next_id_++, entry{std::move(*held), rp, deadline, *found_nothing});
       hooks_.rearm();
     });
   }
 
   /// The earliest deadline or wake hint of the parked requests.
   std::optional<core::mono_time> next_due() const {
-    std::optional<core::mono_time> next;
-    for (auto& [_, e] : parked_)
-      if (!next || e.due() < *next)
-        next = e.due();
-    return next;
+    if (due_.empty())
+      return std::nullopt;
+    return due_.begin()->first;
   }
 
-  /// Answers every parked request past its deadline empty; answers whether
-  /// a wake hint is due (then call `wake`).
-  bool expire(core::mono_time now) {
-    bool hint_due = false;
-    for (auto it = parked_.begin(); it != parked_.end();) {
-      if (it->second.deadline <= now) {
-        answer(it->second, Reply{});
-        it = parked_.erase(it);
+  /// Answers every parked request past its deadline empty and runs again
+  /// those whose wake hint is due (only those: each hint came from its own
+  /// request's partitions). Visits only what is due.
+  void expire(core::mono_time now) {
+    std::vector<std::uint64_t> hinted;
+    while (!due_.empty() && due_.begin()->first <= now) {
+      auto id = due_.begin()->second;
+      auto e = take(id);
+      if (e->deadline <= now) {
+        answer(*e, Reply{});
       } else {
-        hint_due
-            = hint_due || (it->second.wake_at && *it->second.wake_at <= now);
-        ++it;
+        hinted.push_back(id);
+        held_.emplace(id, std::move(e));
       }
     }
-    return hint_due;
+    rerun_held(hinted);
   }
 
   /// A wake event: every parked request runs again, in arrival order; one
@@ -143,22 +149,51 @@ public:
   /// now run once more when they come back empty.
   void wake() {
     ++generation_;
-    auto waiting = std::move(parked_);
-    parked_.clear();
-    for (auto& [id, e] : waiting)
-      rerun(id, std::make_shared<entry>(std::move(e)));
+    std::vector<std::uint64_t> ids;
+    ids.reserve(parked_.size());
+    for (auto& [id, _] : parked_)
+      ids.push_back(id);
+    hold_and_rerun(ids);
+  }
+
+  /// A wake event that can serve only requests for one of `topics` (a
+  /// push to those partitions) or for any (`topic` none: a wildcard pop),
+  /// and among those only the ones `which` selects (a released lease serves
+  /// only its own group). The others stay parked, untouched: the cost is the
+  /// requests it may serve, not every parked one.
+  template <class Pred>
+  void wake(const std::vector<std::string>& topics, Pred which) {
+    ++generation_;
+    std::vector<std::uint64_t> ids(any_topic_.begin(), any_topic_.end());
+    for (auto& t : topics)
+      if (auto it = by_topic_.find(t); it != by_topic_.end())
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+    std::sort(ids.begin(), ids.end()); // arrival order
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::erase_if(ids, [&](auto id) { return !which(parked_.at(id).req); });
+    hold_and_rerun(ids);
+  }
+
+  /// A wake event for the parked requests `which` selects (visits all).
+  template <class Pred>
+  void wake_if(Pred which) {
+    ++generation_;
+    std::vector<std::uint64_t> ids;
+    for (auto& [id, e] : parked_)
+      if (which(e.req))
+        ids.push_back(id);
+    hold_and_rerun(ids);
   }
 
   /// Answers empty (and drops) the parked requests `which` selects.
   template <class Pred>
   void drop(Pred which) {
-    for (auto it = parked_.begin(); it != parked_.end();)
-      if (which(it->second.req)) {
-        answer(it->second, Reply{});
-        it = parked_.erase(it);
-      } else {
-        ++it;
-      }
+    std::vector<std::uint64_t> ids;
+    for (auto& [id, e] : parked_)
+      if (which(e.req))
+        ids.push_back(id);
+    for (auto id : ids)
+      answer(*take(id), Reply{});
   }
 
   /// Ends the requests `which` selects: parked ones are answered empty at
@@ -171,9 +206,16 @@ public:
         cancelled_.insert(key);
   }
 
-  /// The client of the request keyed `key` left.
+  /// The client of the request keyed `key` left (found by its key, not by
+  /// visiting every parked request).
   void cancel(const std::string& key) {
-    cancel_if([&](const Request& r) { return hooks_.key(r) == key; });
+    std::vector<std::uint64_t> ids;
+    for (auto [it, end] = by_key_.equal_range(key); it != end; ++it)
+      ids.push_back(it->second);
+    for (auto id : ids)
+      answer(*take(id), Reply{});
+    if (running_.count(key))
+      cancelled_.insert(key);
   }
 
   /// Calls `f` with every parked request (for the idle sweep: a group
@@ -185,16 +227,72 @@ public:
   }
 
 private:
+  using due_index = std::multimap<core::mono_time, std::uint64_t>;
+
   struct entry {
     Request req;
     promise rp;
     core::mono_time deadline;
     hint wake_at;
+    due_index::iterator due_at{}; ///< its place in `due_`
 
     core::mono_time due() const {
       return wake_at ? std::min(deadline, *wake_at) : deadline;
     }
   };
+
+  /// Parks `e` as `id`, in every index.
+  void put(std::uint64_t id, entry e) {
+    auto topic = hooks_.topic ? hooks_.topic(e.req) : std::nullopt;
+    auto key = hooks_.key(e.req);
+    auto due = e.due();
+    auto [it, _] = parked_.emplace(id, std::move(e));
+    it->second.due_at = due_.emplace(due, id);
+    by_key_.emplace(std::move(key), id);
+    if (topic)
+      by_topic_[*topic].insert(id);
+    else
+      any_topic_.insert(id);
+  }
+
+  /// Unparks `id` from every index (still counted) and hands it over.
+  std::unique_ptr<entry> take(std::uint64_t id) {
+    auto it = parked_.find(id);
+    auto e = std::make_unique<entry>(std::move(it->second));
+    parked_.erase(it);
+    due_.erase(e->due_at);
+    auto key = hooks_.key(e->req);
+    for (auto [k, end] = by_key_.equal_range(key); k != end; ++k)
+      if (k->second == id) {
+        by_key_.erase(k);
+        break;
+      }
+    auto topic = hooks_.topic ? hooks_.topic(e->req) : std::nullopt;
+    if (!topic) {
+      any_topic_.erase(id);
+    } else if (auto t = by_topic_.find(*topic); t != by_topic_.end()) {
+      t->second.erase(id);
+      if (t->second.empty())
+        by_topic_.erase(t);
+    }
+    return e;
+  }
+
+  /// Unparks `ids` first (a rerun may park again at once), then runs them.
+  void hold_and_rerun(const std::vector<std::uint64_t>& ids) {
+    for (auto id : ids)
+      held_.emplace(id, take(id));
+    rerun_held(ids);
+  }
+
+  void rerun_held(const std::vector<std::uint64_t>& ids) {
+    for (auto id : ids) {
+      auto it = held_.find(id);
+      std::shared_ptr<entry> e = std::move(it->second);
+      held_.erase(it);
+      rerun(id, std::move(e));
+    }
+  }
 
   /// Runs a parked request again (it stays counted while it runs).
   void rerun(std::uint64_t id, std::shared_ptr<entry> held) {
@@ -210,7 +308,7 @@ private:
         if (gen != generation_) // woken while it ran: run again
           return rerun(id, held);
         held->wake_at = *found_nothing;
-        parked_.emplace(id, std::move(*held));
+        put(id, std::move(*held));
         hooks_.rearm();
         return;
       }
@@ -234,6 +332,13 @@ private:
       = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t max_ = SIZE_MAX;
   std::map<std::uint64_t, entry> parked_;
+  /// Indices of `parked_`: by due time, by key, by topic (none: any).
+  due_index due_;
+  std::multimap<std::string, std::uint64_t> by_key_;
+  std::map<std::string, std::set<std::uint64_t>> by_topic_;
+  std::set<std::uint64_t> any_topic_;
+  /// Unparked for a rerun that has not started yet.
+  std::map<std::uint64_t, std::unique_ptr<entry>> held_;
   std::uint64_t next_id_ = 0;
   /// Bumped by every wake event.
   std::uint64_t generation_ = 0;

@@ -10,8 +10,15 @@
 //     it also counts the store's file pages the reads map (page cache), so
 //     it grows with what was read in all, not with what one pop holds.
 //
+//   parked: --pushes one-frame pushes to partition B with nothing parked,
+//     then the same with --parked pops of one group parked on partition A
+//     (named, 10 min timeout). Prints CPU-seconds (whole process) and wall
+//     time per push for both and their ratio: a push wakes only the pops it
+//     can serve, so the ratio stays near 1, not near the parked count.
+//
 // Run: build/bench/soak_bench pop-cap [--frames 100] [--frame-mib 4]
 //        [--cap-mib 1] [--dir /tmp]
+//      build/bench/soak_bench parked [--pushes 2000] [--parked 10000]
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -22,10 +29,12 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "actors/queue/queue_actor.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "bench/clock.hpp"
 #include "bench/scratch.hpp"
 
 namespace ac = spool::actors;
@@ -39,6 +48,8 @@ struct options {
   std::size_t frames = 100;
   std::size_t frame_mib = 4;
   std::size_t cap_mib = 1;
+  std::size_t pushes = 2000;
+  std::size_t parked = 10'000;
   std::filesystem::path parent = std::filesystem::temp_directory_path();
 };
 
@@ -46,7 +57,7 @@ options parse(int argc, char** argv) {
   options o;
   if (argc < 2)
     die("usage: soak_bench pop-cap [--frames N] [--frame-mib F] [--cap-mib C] "
-        "[--dir D]");
+        "[--dir D] | parked [--pushes N] [--parked P] [--dir D]");
   o.scenario = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -57,12 +68,16 @@ options parse(int argc, char** argv) {
       o.frame_mib = std::stoul(v);
     else if (a == "--cap-mib")
       o.cap_mib = std::stoul(v);
+    else if (a == "--pushes")
+      o.pushes = std::stoul(v);
+    else if (a == "--parked")
+      o.parked = std::stoul(v);
     else if (a == "--dir")
       o.parent = v;
     else
       die("unknown option " + a);
   }
-  if (o.scenario != "pop-cap")
+  if (o.scenario != "pop-cap" && o.scenario != "parked")
     die("unknown scenario " + o.scenario);
   return o;
 }
@@ -81,10 +96,127 @@ void reset_peak() {
   std::ofstream{"/proc/self/clear_refs"} << "5";
 }
 
-st::micros wall_now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+/// Pushes one frame (`payload`, binary) to `partition`; dies on failure.
+void push_one(caf::scoped_actor& self, const ac::queue_actor& queue,
+              const std::string& partition, std::string payload) {
+  ac::push_item item;
+  item.partition = partition;
+  item.frame.payload = std::move(payload);
+  item.frame.encoding = st::payload_encoding::binary;
+  self->request(queue, caf::infinite, ac::push_atom::value,
+                std::vector<ac::push_item>{std::move(item)})
+      .receive(
+          [](ac::queue_push_reply& r) {
+            if (r.failure)
+              die(st::to_string(*r.failure));
+          },
+          [](caf::error& e) { die(caf::to_string(e)); });
+}
+
+void pop_cap(const options& o, caf::scoped_actor& self,
+             const ac::queue_actor& queue) {
+  // Incompressible payloads: each frame stands alone in its segment.
+  std::mt19937_64 rng{42};
+  for (std::size_t i = 0; i < o.frames; ++i) {
+    std::string payload(o.frame_mib << 20, ' ');
+    for (auto& c : payload)
+      c = static_cast<char>('a' + rng() % 26);
+    push_one(self, queue, "P", std::move(payload));
+  }
+  auto rss_before = status_kib("VmRSS");
+  auto anon_before = status_kib("RssAnon");
+  std::size_t anon_peak = anon_before;
+  reset_peak();
+  std::size_t popped = 0;
+  std::size_t pops = 0;
+  while (popped < o.frames) {
+    ac::queue_pop_request req;
+    req.partition = "P";
+    req.group = "g";
+    req.batch = o.frames;
+    req.max_bytes = o.cap_mib << 20;
+    req.lease_id = "L" + std::to_string(++pops);
+    std::vector<spool::core::ack_request> acks;
+    self->request(queue, caf::infinite, ac::pop_atom::value, req)
+        .receive(
+            [&](ac::queue_pop_reply& r) {
+              if (r.failure || r.claimed.empty())
+                die("pop delivered nothing");
+              for (auto& m : r.claimed.front().reply.messages) {
+                spool::core::ack_request a;
+                a.lease_id = req.lease_id;
+                a.off = m.frame.off;
+                acks.push_back(a);
+              }
+            },
+            [](caf::error& e) { die(caf::to_string(e)); });
+    popped += acks.size();
+    anon_peak = std::max(anon_peak, status_kib("RssAnon"));
+    self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
+                  std::string{"g"}, acks)
+        .receive([](std::vector<ac::ack_reply>&) {},
+                 [](caf::error& e) { die(caf::to_string(e)); });
+  }
+  auto peak = status_kib("VmHWM");
+  std::printf("pop-cap: %zu frames of %zu MiB, cap %zu MiB: %zu pops "
+              "(%.1f frames each)\n  heap (RssAnon) before the pops %zu MiB, "
+              "largest after a pop %zu MiB (+%zu MiB)\n  VmHWM (heap + mapped "
+              "store pages) %zu MiB from %zu MiB\n",
+              o.frames, o.frame_mib, o.cap_mib, pops,
+              static_cast<double>(popped) / static_cast<double>(pops),
+              anon_before >> 10, anon_peak >> 10,
+              (anon_peak - anon_before) >> 10, peak >> 10, rss_before >> 10);
+}
+
+/// CPU-seconds and wall seconds of `n` one-frame pushes to partition B.
+std::pair<double, double> time_pushes(caf::scoped_actor& self,
+                                      const ac::queue_actor& queue,
+                                      std::size_t n) {
+  auto cpu0 = spool::bench::cpu_seconds();
+  auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i)
+    push_one(self, queue, "B", "{}");
+  std::chrono::duration<double> wall = std::chrono::steady_clock::now() - t0;
+  return {spool::bench::cpu_seconds() - cpu0, wall.count()};
+}
+
+void parked(const options& o, caf::scoped_actor& self,
+            const ac::queue_actor& queue,
+            const std::shared_ptr<std::atomic<std::size_t>>& parked_total) {
+  push_one(self, queue, "A", "{}");
+  ac::queue_pop_request drain;
+  drain.partition = "A";
+  drain.group = "g";
+  drain.auto_ack = true;
+  drain.lease_id = "drain";
+  self->request(queue, caf::infinite, ac::pop_atom::value, drain)
+      .receive([](ac::queue_pop_reply&) {},
+               [](caf::error& e) { die(caf::to_string(e)); });
+  time_pushes(self, queue, o.pushes / 10 + 1); // warm-up
+  auto [cpu_idle, wall_idle] = time_pushes(self, queue, o.pushes);
+  for (std::size_t i = 0; i < o.parked; ++i) {
+    ac::queue_pop_request req = drain;
+    req.auto_ack = false;
+    req.wait = true;
+    req.timeout = std::chrono::minutes{10};
+    req.lease_id = "parked-" + std::to_string(i);
+    caf::anon_send(queue, ac::pop_atom::value, req); // the answer is dropped
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes{2};
+  while (*parked_total < o.parked) {
+    if (std::chrono::steady_clock::now() > deadline)
+      die("the pops did not park");
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  auto [cpu_parked, wall_parked] = time_pushes(self, queue, o.pushes);
+  auto per = [&](double x) { return x * 1e6 / static_cast<double>(o.pushes); };
+  std::printf("parked: %zu pushes to B, %zu pops parked on A\n"
+              "  nothing parked: %.1f us CPU, %.1f us wall per push\n"
+              "  %zu parked:     %.1f us CPU, %.1f us wall per push\n"
+              "  ratio parked / nothing parked: CPU %.2fx, wall %.2fx\n",
+              o.pushes, o.parked, per(cpu_idle), per(wall_idle), o.parked,
+              per(cpu_parked), per(wall_parked), cpu_parked / cpu_idle,
+              wall_parked / wall_idle);
 }
 
 } // namespace
@@ -104,74 +236,20 @@ int main(int argc, char** argv) {
   ac::queue_config qc;
   qc.node.store = &store;
   qc.node.writer = *writer;
-  qc.node.wall = wall_now;
+  qc.node.wall = spool::bench::wall_now;
   qc.node.frames.max_payload_bytes = (o.frame_mib + 1) << 20;
+  qc.max_parked = o.parked;
   qc.record = q;
   auto queue = ac::spawn_queue(sys, qc);
   if (!queue)
     die(st::to_string(queue.err()));
-  caf::scoped_actor self{sys};
-  // Incompressible payloads: each frame stands alone in its segment.
-  std::mt19937_64 rng{42};
-  for (std::size_t i = 0; i < o.frames; ++i) {
-    ac::push_item item;
-    item.partition = "P";
-    item.frame.payload.resize(o.frame_mib << 20);
-    for (auto& c : item.frame.payload)
-      c = static_cast<char>('a' + rng() % 26);
-    item.frame.encoding = st::payload_encoding::binary;
-    self->request(*queue, caf::infinite, ac::push_atom::value,
-                  std::vector<ac::push_item>{std::move(item)})
-        .receive(
-            [](ac::queue_push_reply& r) {
-              if (r.failure)
-                die(st::to_string(*r.failure));
-            },
-            [](caf::error& e) { die(caf::to_string(e)); });
+  {
+    caf::scoped_actor self{sys};
+    if (o.scenario == "pop-cap")
+      pop_cap(o, self, *queue);
+    else
+      parked(o, self, *queue, qc.parked_total);
   }
-  auto rss_before = status_kib("VmRSS");
-  auto anon_before = status_kib("RssAnon");
-  std::size_t anon_peak = anon_before;
-  reset_peak();
-  std::size_t popped = 0;
-  std::size_t pops = 0;
-  while (popped < o.frames) {
-    ac::queue_pop_request req;
-    req.partition = "P";
-    req.group = "g";
-    req.batch = o.frames;
-    req.max_bytes = o.cap_mib << 20;
-    req.lease_id = "L" + std::to_string(++pops);
-    std::vector<spool::core::ack_request> acks;
-    self->request(*queue, caf::infinite, ac::pop_atom::value, req)
-        .receive(
-            [&](ac::queue_pop_reply& r) {
-              if (r.failure || r.claimed.empty())
-                die("pop delivered nothing");
-              for (auto& m : r.claimed.front().reply.messages) {
-                spool::core::ack_request a;
-                a.lease_id = req.lease_id;
-                a.off = m.frame.off;
-                acks.push_back(a);
-              }
-            },
-            [](caf::error& e) { die(caf::to_string(e)); });
-    popped += acks.size();
-    anon_peak = std::max(anon_peak, status_kib("RssAnon"));
-    self->request(*queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
-                  std::string{"g"}, acks)
-        .receive([](std::vector<ac::ack_reply>&) {},
-                 [](caf::error& e) { die(caf::to_string(e)); });
-  }
-  auto peak = status_kib("VmHWM");
-  std::printf("pop-cap: %zu frames of %zu MiB, cap %zu MiB: %zu pops "
-              "(%.1f frames each)\n  heap (RssAnon) before the pops %zu MiB, "
-              "largest after a pop %zu MiB (+%zu MiB)\n  VmHWM (heap + mapped "
-              "store pages) %zu MiB from %zu MiB\n",
-              o.frames, o.frame_mib, o.cap_mib, pops,
-              static_cast<double>(popped) / static_cast<double>(pops),
-              anon_before >> 10, anon_peak >> 10,
-              (anon_peak - anon_before) >> 10, peak >> 10, rss_before >> 10);
   caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
   return 0;

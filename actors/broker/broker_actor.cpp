@@ -805,8 +805,7 @@ void on_timeout(broker_ptr self, std::uint64_t id) {
   if (id != st.timer_id)
     return;
   st.armed.reset();
-  if (st.parked.expire(self->clock().now()))
-    wake(self);
+  st.parked.expire(self->clock().now());
   arm(self);
 }
 
@@ -971,6 +970,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              return decltype(self->state.parked)::nothing_claimed(r.reply);
            },
        .key = [](const namespace_pop_request& r) { return r.pop.lease_id; },
+       .topic = {}, // any queue of the namespace may serve it
        .busy =
            [](namespace_pop_reply r) {
              r.reply.failure = storage::make_error(

@@ -205,7 +205,8 @@ void arm(queue_ptr self) {
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
 
-void wake(queue_ptr self);
+void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
+              const std::string& group);
 void sweep_idle(queue_ptr self);
 void plan_sweep(queue_ptr self);
 
@@ -215,11 +216,10 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
     return;
   st.armed.reset();
   auto now = self->clock().now();
-  bool retry = st.parked.expire(now);
-  // A lease expiry, retry delay or visibility deadline passed: the parked
-  // pops try again (no polling: only at the time their partitions named).
-  if (retry)
-    wake(self);
+  // Deadlines answer empty; a lease expiry, retry delay or visibility
+  // deadline passed: the pops it concerns try again (no polling: only at
+  // the time their partitions named).
+  st.parked.expire(now);
   if (st.next_sweep && *st.next_sweep <= now) {
     st.next_sweep.reset();
     sweep_idle(self);
@@ -345,8 +345,19 @@ void run_pop(queue_ptr self, const queue_pop_request& req,
   step(self, run);
 }
 
-void wake(queue_ptr self) {
-  self->state.parked.wake();
+/// New frames on `partitions`: wakes the parked pops that name one of them
+/// or none (wildcard); a pop parked on another partition stays parked.
+void wake_for(queue_ptr self, const std::vector<std::string>& partitions) {
+  self->state.parked.wake(partitions,
+                          [](const queue_pop_request&) { return true; });
+}
+
+/// Something changed for `group` on `partitions` only (a released lease, a
+/// settled transaction): wakes that group's pops naming one of them or none.
+void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
+              const std::string& group) {
+  self->state.parked.wake(
+      partitions, [&](const queue_pop_request& r) { return r.group == group; });
 }
 
 std::vector<partition_actor> all_partitions(queue_ptr self);
@@ -868,6 +879,7 @@ queue_push_reply finish(queue_ptr self, push_run& run,
   if (failure)
     return push_failed(std::move(failure));
   auto reply = results_of(self, run);
+  std::vector<std::string> grown;
   for (std::size_t k = 0; k < run.seals.size(); ++k) {
     auto& s = run.seals[k];
     if (!s || s->next <= s->first)
@@ -875,8 +887,9 @@ queue_push_reply finish(queue_ptr self, push_run& run,
     auto& entry = self->state.partitions.at(run.names[k]);
     entry.last = std::max(entry.last, s->next - 1);
     self->state.candidates.pushed(entry.index, entry.last);
+    grown.push_back(run.names[k]);
   }
-  wake(self);
+  wake_for(self, grown);
   return reply;
 }
 
@@ -1080,12 +1093,12 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
   self->request(it->second.actor, caf::infinite, ack_atom::value, group,
                 std::move(reqs))
       .then(
-          [self, rp](std::vector<ack_reply>& rs) mutable {
+          [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
             bool released = std::any_of(
                 rs.begin(), rs.end(), [](auto& r) { return r.lease_released; });
             rp.deliver(std::move(rs));
             if (released)
-              wake(self);
+              wake_for(self, {partition}, group);
           },
           [rp, n](caf::error& err) mutable {
             rp.deliver(std::vector<ack_reply>(
@@ -1097,16 +1110,17 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
 
 // -- seek ---------------------------------------------------------------------
 
-/// The partitions became candidates for the group's next pops again;
-/// parked pops are woken at once unless `wake_now` is false (the caller
-/// wakes them later).
+/// The partitions (`indices`, named `names`) became candidates for the
+/// group's next pops again; its parked pops there are woken at once unless
+/// `wake_now` is false (the caller wakes them later).
 void made_candidates(queue_ptr self, const std::string& group,
                      const std::vector<std::size_t>& indices,
+                     const std::vector<std::string>& names,
                      bool wake_now = true) {
   for (auto i : indices)
     self->state.candidates.add(group, i);
   if (wake_now)
-    wake(self);
+    wake_for(self, names, group);
 }
 
 /// One seek in progress: its partitions staged one after the other.
@@ -1175,25 +1189,25 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
   // group's first pop, with its mode; it seeds only the partitions without
   // a row, so those the seek wrote keep the seek's position.
   reply.partitions_updated = run->names.size();
-  auto done
-      = [self, run, reply](std::optional<storage::error> failure) mutable {
-          if (failure) {
-            reply = seek_reply{};
-            reply.failure = std::move(failure);
-          } else {
-            made_candidates(self, run->req.group, run->indices, false);
-          }
-          // Answered before the settles are sent: the seek is durable, and any
-          // pop that follows reaches each cursor after its settle (the queue
-          // sends them all before it handles another message; a cursor defers
-          // the rest while staged). Parked pops are woken after the settles,
-          // for the same reason.
-          run->rp.deliver(std::move(reply));
-          settle_seek(self, *run, !failure);
-          if (!failure)
-            wake(self);
-          answer_seek(self, *run, {});
-        };
+  auto done = [self, run,
+               reply](std::optional<storage::error> failure) mutable {
+    if (failure) {
+      reply = seek_reply{};
+      reply.failure = std::move(failure);
+    } else {
+      made_candidates(self, run->req.group, run->indices, run->names, false);
+    }
+    // Answered before the settles are sent: the seek is durable, and any
+    // pop that follows reaches each cursor after its settle (the queue
+    // sends them all before it handles another message; a cursor defers
+    // the rest while staged). Parked pops are woken after the settles,
+    // for the same reason.
+    run->rp.deliver(std::move(reply));
+    settle_seek(self, *run, !failure);
+    if (!failure)
+      wake_for(self, run->names, run->req.group);
+    answer_seek(self, *run, {});
+  };
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
@@ -1304,6 +1318,7 @@ on_requeue(queue_ptr self, const std::string& group,
            std::pair<partition_actor, std::vector<storage::dlq_entry>>>
       parts;
   std::vector<std::size_t> indices;
+  std::vector<std::string> names;
   for (auto& e : entries) {
     auto it
         = std::find_if(st.partitions.begin(), st.partitions.end(),
@@ -1318,6 +1333,7 @@ on_requeue(queue_ptr self, const std::string& group,
     slot.first = it->second.actor;
     slot.second.push_back(std::move(e));
     indices.push_back(it->second.index);
+    names.push_back(it->first);
   }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});
@@ -1333,10 +1349,10 @@ on_requeue(queue_ptr self, const std::string& group,
         return self->request(asks[i].first, caf::infinite, requeue_atom::value,
                              group, std::move(asks[i].second));
       },
-      [self, rp, group,
-       indices](std::vector<fanned<dlq_count_reply>> slots) mutable {
+      [self, rp, group, indices,
+       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
         rp.deliver(total_of(slots));
-        made_candidates(self, group, indices); // requeued entries are due
+        made_candidates(self, group, indices, names); // requeued ones are due
       });
   return rp;
 }
@@ -1442,6 +1458,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
            },
        .nothing = &decltype(st.parked)::nothing_claimed<queue_pop_reply>,
        .key = [](const queue_pop_request& r) { return r.lease_id; },
+       .topic = [](const queue_pop_request& r) { return r.partition; },
        .busy =
            [](queue_pop_reply r) {
              r.failure = storage::make_error(
@@ -1536,17 +1553,18 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         self->request(it->second.actor, caf::infinite, release_atom::value,
                       group, lease_id)
             .then(
-                [self, rp](bool released) mutable {
+                [self, rp, partition, group](bool released) mutable {
                   rp.deliver(released);
                   if (released)
-                    wake(self);
+                    wake_for(self, {partition}, group);
                 },
                 [rp](caf::error&) mutable { rp.deliver(false); });
         return rp;
       },
       [self](sub_update_atom, const std::string& group) {
         self->state.candidates.forget(group);
-        wake(self);
+        self->state.parked.wake_if(
+            [&](const queue_pop_request& r) { return r.group == group; });
       },
       [self](cancel_atom, const std::string& lease_id) {
         if (auto it = self->state.registering.find(lease_id);
@@ -1590,8 +1608,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         if (it == self->state.partitions.end())
           return;
         self->send(it->second.actor, settle_atom::value, group, id, commit);
-        if (commit)
-          wake(self); // a released lease may serve parked pops
+        if (commit) // a released lease may serve the group's parked pops
+          wake_for(self, {partition}, group);
       },
       [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };

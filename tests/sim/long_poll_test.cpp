@@ -346,3 +346,49 @@ TEST_CASE("a cancel that arrives while the pop is still running answers it "
   fx.run();
   CHECK_FALSE(*next);
 }
+
+TEST_CASE("a push wakes only the parked pops it can serve: pops parked on "
+          "another partition cost it nothing",
+          "[sim][long-poll][bounded]") {
+  poll_fixture fx;
+  fx.configure({});
+  auto push_to = [&](const std::string& part) {
+    std::vector<actors::broker_push_item> v{{"q", {part, msg("x")}}};
+    auto r = fx.request_later<actors::queue_push_reply>(
+        fx.broker, actors::push_atom::value, v);
+    auto events = fx.run(); // everything the push set off
+    REQUIRE(*r);
+    REQUIRE_FALSE((*r)->failure);
+    return events;
+  };
+  push_to("A");
+  push_to("B");
+  auto on_a = [&](bool wait) {
+    auto r = fx.req(wait);
+    r.partition = "A";
+    return r;
+  };
+  auto consumed = on_a(false);
+  consumed.auto_ack = true;
+  REQUIRE(fx.pop(consumed).claimed.size() == 1); // A is empty for g now
+  std::vector<std::shared_ptr<std::optional<actors::queue_pop_reply>>> parked;
+  auto park_on_a = [&](int n) {
+    for (int i = 0; i < n; ++i)
+      parked.push_back(fx.request_later<actors::queue_pop_reply>(
+          fx.broker, actors::pop_atom::value, std::string{"q"}, on_a(true)));
+    fx.run();
+  };
+  park_on_a(1);
+  auto with_one = push_to("B");
+  park_on_a(99);
+  auto with_hundred = push_to("B");
+  INFO("events run by a push to B with 1 and with 100 pops parked on A: "
+       << with_one << ", " << with_hundred);
+  CHECK(with_hundred == with_one);
+  for (auto& p : parked)
+    CHECK_FALSE(*p); // still waiting: nothing came for them
+  // A push to A serves them: the first parked gets the frame.
+  push_to("A");
+  REQUIRE(*parked[0]);
+  CHECK((*parked[0])->claimed.size() == 1);
+}
