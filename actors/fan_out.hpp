@@ -124,6 +124,7 @@ inline dlq_count_reply total_of(std::vector<fanned<dlq_count_reply>>& slots) {
   return fold_replies(slots,
                       [](dlq_count_reply& total, const dlq_count_reply& part) {
                         total.count += part.count;
+                        total.remaining += part.remaining;
                       });
 }
 

@@ -253,6 +253,9 @@ struct dlq_list_reply {
 struct dlq_count_reply {
   std::size_t count = 0;
   std::optional<storage::error> failure;
+  /// Selected but not acted on by this call: past `core::dlq_max_batch`, or
+  /// (requeue) past a cursor's pending requeues; a later call takes them.
+  std::size_t remaining = 0;
 };
 
 /// Creates a queue or changes the options of one (semantics.md §8, §9).

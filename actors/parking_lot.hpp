@@ -141,6 +141,7 @@ public:
         held_.emplace(id, std::move(e));
       }
     }
+    std::sort(hinted.begin(), hinted.end()); // arrival order
     rerun_held(hinted);
   }
 

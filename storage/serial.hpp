@@ -181,6 +181,17 @@ private:
       }
       x.assign(in_.data(), n);
       in_.remove_prefix(n);
+    } else if constexpr (std::is_same_v<T, std::string_view>) {
+      // A view into the input (a read-only summary that copies nothing).
+      std::uint64_t n = 0;
+      if (!varint(n))
+        return;
+      if (n > in_.size()) {
+        ok_ = false;
+        return;
+      }
+      x = in_.substr(0, n);
+      in_.remove_prefix(n);
     } else if constexpr (detail::is_vector<T>::value) {
       std::uint64_t n = 0;
       if (!varint(n))

@@ -190,20 +190,80 @@ expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
   return t.del(t.db().dlq, keys::dlq(q, group, id));
 }
 
-expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
-                        const std::function<bool(const dlq_entry&)>& f) {
-  if (group.size() > keys::max_dlq_group)
-    return {};
+namespace {
+
+/// A dlq_entry's layout with views for its bytes (see `dlq_summary`): the
+/// same fields in the same order, so it decodes any stored entry.
+struct frame_view {
+  std::string_view transaction_id;
+  txid_origin origin = txid_origin::generated;
+  std::string_view trace_id;
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  std::string_view producer_sub;
+  payload_encoding encoding = payload_encoding::json;
+  std::string_view payload;
+
+  template <class F>
+  friend auto fields(F& f, frame_view& x) {
+    return f(x.transaction_id, x.origin, x.trace_id, x.headers, x.producer_sub,
+             x.encoding, x.payload);
+  }
+};
+
+struct dlq_entry_view {
+  std::uint64_t id = 0;
+  partition_id partition;
+  offset off;
+  micros created_at = 0;
+  frame_view data;
+  std::string_view error;
+  std::uint32_t deliveries = 0;
+  micros failed_at = 0;
+  bool requeued = false;
+
+  template <class F>
+  friend auto fields(F& f, dlq_entry_view& x) {
+    return f(x.id, x.partition, x.off, x.created_at, x.data, x.error,
+             x.deliveries, x.failed_at, x.requeued);
+  }
+};
+
+template <class T>
+expected<T> decode_dlq_value(std::string_view value);
+
+template <>
+expected<dlq_entry> decode_dlq_value<dlq_entry>(std::string_view value) {
+  return decode_record<dlq_entry>(value, "dlq");
+}
+
+template <>
+expected<dlq_summary> decode_dlq_value<dlq_summary>(std::string_view value) {
+  auto v = decode_record<dlq_entry_view>(value, "dlq");
+  if (!v)
+    return std::move(v).err();
+  return dlq_summary{v->id,         v->partition, v->off,
+                     v->deliveries, v->failed_at, v->requeued};
+}
+
+/// Scans the DLQ rows under `prefix` (one group's, or a queue's), decoding
+/// each as `T`; `f` gets the group and the record.
+template <class T, class F>
+expected<void> scan_dlq_rows(txn& t, const std::string& prefix, F&& f) {
   std::optional<error> failure;
-  auto scanned = t.scan_prefix(
-      t.db().dlq, keys::dlq_prefix(q, group), [&](auto, auto value) {
-        auto rec = decode_record<dlq_entry>(value, "dlq");
-        if (!rec) {
-          failure = std::move(rec).err();
-          return false;
-        }
-        return f(*rec);
-      });
+  auto scanned = t.scan_prefix(t.db().dlq, prefix, [&](auto key, auto value) {
+    // queue(8) · group length(1) · group · id(8)
+    std::size_t len = key.size() > 8 ? static_cast<std::uint8_t>(key[8]) : 0;
+    if (key.size() != 8 + 1 + len + 8) {
+      failure = make_error(ec::corrupt_record, "dlq: malformed key");
+      return false;
+    }
+    auto rec = decode_dlq_value<T>(value);
+    if (!rec) {
+      failure = std::move(rec).err();
+      return false;
+    }
+    return f(key.substr(9, len), *rec);
+  });
   if (!scanned)
     return scanned;
   if (failure)
@@ -211,31 +271,30 @@ expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
   return {};
 }
 
+} // namespace
+
+expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
+                        const std::function<bool(const dlq_entry&)>& f) {
+  if (group.size() > keys::max_dlq_group)
+    return {};
+  return scan_dlq_rows<dlq_entry>(
+      t, keys::dlq_prefix(q, group),
+      [&](std::string_view, const dlq_entry& e) { return f(e); });
+}
+
 expected<void> scan_queue_dlq(
     txn& t, queue_id q,
     const std::function<bool(std::string_view, const dlq_entry&)>& f) {
-  std::optional<error> failure;
-  auto scanned
-      = t.scan_prefix(t.db().dlq, keys::queue(q), [&](auto key, auto value) {
-          // queue(8) · group length(1) · group · id(8)
-          std::size_t len
-              = key.size() > 8 ? static_cast<std::uint8_t>(key[8]) : 0;
-          if (key.size() != 8 + 1 + len + 8) {
-            failure = make_error(ec::corrupt_record, "dlq: malformed key");
-            return false;
-          }
-          auto rec = decode_record<dlq_entry>(value, "dlq");
-          if (!rec) {
-            failure = std::move(rec).err();
-            return false;
-          }
-          return f(key.substr(9, len), *rec);
-        });
-  if (!scanned)
-    return scanned;
-  if (failure)
-    return std::move(*failure);
-  return {};
+  return scan_dlq_rows<dlq_entry>(t, keys::queue(q), f);
+}
+
+expected<void> scan_dlq_summaries(
+    txn& t, queue_id q, std::optional<std::string_view> group,
+    const std::function<bool(std::string_view, const dlq_summary&)>& f) {
+  if (group && group->size() > keys::max_dlq_group)
+    return {};
+  return scan_dlq_rows<dlq_summary>(
+      t, group ? keys::dlq_prefix(q, *group) : keys::queue(q), f);
 }
 
 expected<void> put_dedup(txn& t, queue_id q, partition_id p,

@@ -69,6 +69,23 @@ expected<void> scan_queue_dlq(
     txn& t, queue_id q,
     const std::function<bool(std::string_view, const dlq_entry&)>& f);
 
+/// What a DLQ scan needs of an entry to filter, sort and count it: decoded
+/// in place, without copying its message (payload, headers) or error text,
+/// so a listing or a requeue of a large DLQ does not decode the whole DLQ.
+struct dlq_summary {
+  std::uint64_t id = 0;
+  partition_id partition;
+  offset off; ///< the message's offset
+  std::uint32_t deliveries = 0;
+  micros failed_at = 0;
+  bool requeued = false;
+};
+/// The summaries of one group's entries (`group` set) or of every group of
+/// queue `q` (by group, then id); `f` returns false to stop.
+expected<void> scan_dlq_summaries(
+    txn& t, queue_id q, std::optional<std::string_view> group,
+    const std::function<bool(std::string_view, const dlq_summary&)>& f);
+
 // -- dedup (queue · partition · transaction id)
 // --------------------------------
 expected<void> put_dedup(txn& t, queue_id q, partition_id p,

@@ -422,14 +422,15 @@ caf::delegated<Reply> via_queue(broker_ptr self, const queue_actor& q,
 // -- dead-letter queue
 // ---------------------------------------------------------
 
-/// The entries `f` selects, from one short read transaction.
-storage::expected<std::vector<core::dlq_item>>
-select_dlq(broker_ptr self, const core::dlq_filter& f) {
+/// The oldest `dlq_max_batch` entries `f` selects (and the count of all),
+/// from one short read transaction.
+storage::expected<core::dlq_selection> select_dlq(broker_ptr self,
+                                                  const core::dlq_filter& f) {
   auto& node = self->state.cfg.node;
   auto t = node.store->db().read();
   if (!t)
     return std::move(t).err();
-  return core::select_dlq(*t, f, node.wall(), false);
+  return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch);
 }
 
 dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
@@ -458,35 +459,46 @@ void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   auto rp = self->make_response_promise<dlq_count_reply>();
-  auto items = select_dlq(self, f);
-  if (!items) {
-    rp.deliver(dlq_count_reply{0, items.err()});
+  auto selected = select_dlq(self, f);
+  if (!selected) {
+    rp.deliver(dlq_count_reply{0, selected.err()});
     return rp;
   }
-  if (items->empty()) {
+  auto& items = selected->items;
+  if (items.empty()) {
     rp.deliver(dlq_count_reply{});
     return rp;
   }
   storage::write_batch b;
-  for (auto& x : *items)
+  for (auto& x : items)
     b.mutations.emplace_back(
         storage::mut::delete_dlq{x.queue_id, x.group, x.entry.id});
-  write_counted(self, std::move(b), items->size(), rp);
+  auto remaining = selected->total - items.size();
+  write_then(self, self->state.cfg.node.writer, std::move(b),
+             [rp, n = items.size(),
+              remaining](std::optional<storage::error> failure) mutable {
+               if (failure)
+                 rp.deliver(dlq_count_reply{0, std::move(failure), 0});
+               else
+                 rp.deliver(dlq_count_reply{n, std::nullopt, remaining});
+             });
   return rp;
 }
 
 caf::typed_response_promise<dlq_count_reply>
 on_requeue(broker_ptr self, const core::dlq_filter& f) {
   auto rp = self->make_response_promise<dlq_count_reply>();
-  auto items = select_dlq(self, f);
-  if (!items) {
-    rp.deliver(dlq_count_reply{0, items.err()});
+  auto selected = select_dlq(self, f);
+  if (!selected) {
+    rp.deliver(dlq_count_reply{0, selected.err()});
     return rp;
   }
+  auto& items = selected->items;
+  auto remaining = selected->total - items.size();
   // By (queue, group), oldest first: requeue order is delivery order.
   std::map<std::pair<std::string, std::string>, std::vector<storage::dlq_entry>>
       parts;
-  for (auto it = items->rbegin(); it != items->rend(); ++it)
+  for (auto it = items.rbegin(); it != items.rend(); ++it)
     parts[{it->queue, it->group}].push_back(std::move(it->entry));
   for (auto& [key, _] : parts)
     if (!self->state.queues.contains(key.first)) {
@@ -513,8 +525,11 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
                              asks[i].second.first,
                              std::move(asks[i].second.second));
       },
-      [rp](std::vector<fanned<dlq_count_reply>> slots) mutable {
-        rp.deliver(total_of(slots));
+      [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        auto total = total_of(slots);
+        if (!total.failure)
+          total.remaining += remaining;
+        rp.deliver(std::move(total));
       });
   return rp;
 }

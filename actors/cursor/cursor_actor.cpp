@@ -604,21 +604,34 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
   auto rp = self->make_response_promise<dlq_count_reply>();
   dlq_changes changes;
   std::size_t count = 0;
+  std::size_t full = 0; // left in the DLQ: max_requeued are pending
   auto before = snapshot(self);
+  using result = core::cursor_core::requeue_result;
   for (auto& e : entries) {
     if (e.partition != st.cfg.partition)
       continue;
-    ++count;
-    if (st.core->requeue(e.id, e.message.off))
+    switch (st.core->requeue(e.id, e.message.off)) {
+    case result::added:
       changes.marked.push_back(e.id);
+      ++count;
+      break;
+    case result::pending:
+      ++count;
+      break;
+    case result::full:
+      ++full;
+    }
   }
   if (changes.marked.empty()) {
-    rp.deliver(dlq_count_reply{count, std::nullopt});
+    rp.deliver(dlq_count_reply{count, std::nullopt, full});
     return rp;
   }
   commit(self, std::move(before), std::move(changes), {},
-         [rp, count](std::optional<storage::error> failure) mutable {
-           rp.deliver(dlq_count_reply{failure ? 0 : count, failure});
+         [rp, count, full](std::optional<storage::error> failure) mutable {
+           if (failure)
+             rp.deliver(dlq_count_reply{0, std::move(failure), 0});
+           else
+             rp.deliver(dlq_count_reply{count, std::nullopt, full});
          });
   return rp;
 }

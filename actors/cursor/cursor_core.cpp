@@ -454,11 +454,14 @@ cursor_core::record_after_seek(offset new_committed,
 
 // -- requeued dead letters ----------------------------------------------------
 
-bool cursor_core::requeue(std::uint64_t dlq_id, offset off) {
+cursor_core::requeue_result cursor_core::requeue(std::uint64_t dlq_id,
+                                                 offset off) {
   if (find_requeued(dlq_id) != nullptr)
-    return false;
+    return requeue_result::pending;
+  if (requeued_.size() >= max_requeued)
+    return requeue_result::full;
   requeued_.push_back(storage::requeued_frame{dlq_id, off, 0, 0, false});
-  return true;
+  return requeue_result::added;
 }
 
 bool cursor_core::drop_requeued(std::uint64_t dlq_id) {

@@ -250,9 +250,14 @@ public:
   // -- requeued dead letters --------------------------------------------------
 
   /// Requeues DLQ entry `dlq_id` (the frame at `off`): delivered again, alone
-  /// in its lease, before any new frame once the current lease ends. False
-  /// when it is pending already (nothing changes).
-  bool requeue(std::uint64_t dlq_id, offset off);
+  /// in its lease, before any new frame once the current lease ends.
+  /// `pending`: it was already (nothing changes); `full`: `max_requeued`
+  /// are pending (nothing changes; a later requeue takes it).
+  enum class requeue_result : std::uint8_t { added, pending, full };
+  requeue_result requeue(std::uint64_t dlq_id, offset off);
+  /// Requeued entries pending per cursor at most: each is in the cursor's
+  /// record, which every change rewrites, so the cap bounds that write.
+  static constexpr std::size_t max_requeued = 1'000;
 
   /// Forgets a pending requeue whose DLQ entry is gone (deleted or expired
   /// meanwhile); not while it is leased. Returns whether it changed.

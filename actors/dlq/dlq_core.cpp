@@ -12,6 +12,10 @@ storage::expected<void> check(const dlq_filter& f) {
     if (name && name->empty())
       return storage::make_error(storage::ec::invalid_argument,
                                  "Invalid DLQ filter: empty name");
+  if (f.ids.size() > dlq_max_batch)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "Invalid DLQ filter: at most ", dlq_max_batch,
+                               " ids");
   return {};
 }
 
@@ -21,6 +25,10 @@ storage::expected<void> check(const dlq_query& q) {
     return storage::make_error(storage::ec::invalid_argument,
                                "Invalid DLQ filter: limit must be 1..",
                                dlq_max_limit);
+  if (q.offset > dlq_max_offset)
+    return storage::make_error(storage::ec::invalid_argument,
+                               "Invalid DLQ filter: offset must be 0..",
+                               dlq_max_offset, " (use after for deeper pages)");
   return {};
 }
 

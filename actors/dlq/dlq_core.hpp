@@ -37,6 +37,12 @@ struct dlq_query {
 };
 
 constexpr std::size_t dlq_max_limit = 10'000;
+/// A listing's deepest `offset` (a deeper page is reached with `after`):
+/// a listing keeps at most offset + limit summaries in memory.
+constexpr std::size_t dlq_max_offset = 100'000;
+/// Entries one requeue or delete acts on (the oldest selected first); the
+/// answer says how many remain for the next call. Bounds the write batch.
+constexpr std::size_t dlq_max_batch = 10'000;
 
 /// One entry with the names of where it lives.
 struct dlq_item {
@@ -54,7 +60,8 @@ struct dlq_page {
 
 /// Checks a filter ("from is after to", …); names are checked by the reader.
 storage::expected<void> check(const dlq_filter& f);
-/// Checks a query: its filter, `limit` in 1..dlq_max_limit.
+/// Checks a filter's ids (at most dlq_max_batch) and a query: its filter,
+/// `limit` in 1..dlq_max_limit, `offset` up to dlq_max_offset.
 storage::expected<void> check(const dlq_query& q);
 
 /// Whether the entry of (queue, group, partition) passes the filter.

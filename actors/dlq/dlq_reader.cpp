@@ -1,7 +1,9 @@
 #include "actors/dlq/dlq_reader.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <unordered_set>
 
 #include "storage/tables.hpp"
 
@@ -41,10 +43,57 @@ group_known(storage::txn& t, storage::queue_id q,
 
 } // namespace
 
-storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
-                                                    const dlq_filter& f,
-                                                    storage::micros now,
-                                                    bool with_message) {
+namespace {
+
+/// Keeps the `keep` entries with the highest ids (`newest`) or the lowest,
+/// in a heap: memory bounded by `keep`, whatever the scan visits.
+class bounded_pick {
+public:
+  bounded_pick(std::size_t keep, bool newest) : keep_(keep), newest_(newest) {
+  }
+
+  /// Whether an entry with `id` would be kept (before building it).
+  bool wants(std::uint64_t id) const {
+    if (keep_ == 0)
+      return false;
+    if (heap_.size() < keep_)
+      return true;
+    return newest_ ? id > heap_.front().entry.id : id < heap_.front().entry.id;
+  }
+
+  void add(dlq_item item) {
+    heap_.push_back(std::move(item));
+    std::push_heap(heap_.begin(), heap_.end(), order());
+    if (heap_.size() > keep_) {
+      std::pop_heap(heap_.begin(), heap_.end(), order());
+      heap_.pop_back();
+    }
+  }
+
+  /// The kept entries, newest first.
+  std::vector<dlq_item> take() {
+    sort_newest_first(heap_);
+    return std::move(heap_);
+  }
+
+private:
+  /// The heap's front is the kept entry to give up first.
+  std::function<bool(const dlq_item&, const dlq_item&)> order() const {
+    if (newest_) // a min-heap of ids
+      return [](auto& a, auto& b) { return a.entry.id > b.entry.id; };
+    return [](auto& a, auto& b) { return a.entry.id < b.entry.id; };
+  }
+
+  std::size_t keep_;
+  bool newest_;
+  std::vector<dlq_item> heap_;
+};
+
+/// One pass over the DLQ rows `f` selects: counts them, keeps what `pick`
+/// wants among those below `after`.
+storage::expected<std::size_t>
+scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
+              std::optional<std::uint64_t> after, bounded_pick& pick) {
   namespace tb = storage::tables;
   SPOOL_TRY(check(f));
   auto queues = tb::all_queues(t);
@@ -55,7 +104,13 @@ storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
     if (queues->empty())
       return make_error(ec::unknown_queue, "Queue not found: ", *f.queue);
   }
-  std::vector<dlq_item> out;
+  // Ids are looked up in a set, and names and times matched without them:
+  // a request naming many ids costs one pass, not one pass per id.
+  std::unordered_set<std::uint64_t> wanted(f.ids.begin(), f.ids.end());
+  std::unordered_set<std::uint64_t> found;
+  auto by_rest = f;
+  by_rest.ids.clear();
+  std::size_t total = 0;
   bool partition_seen = false;
   bool group_seen = false;
   for (auto& q : *queues) {
@@ -68,21 +123,30 @@ storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
       partition_seen
           = partition_seen || (f.partition && *f.partition == p.name);
     }
-    auto visit = [&](std::string_view group, const storage::dlq_entry& e) {
-      auto it = names.find(e.partition.value);
+    auto visit = [&](std::string_view group,
+                     const storage::tables::dlq_summary& s) {
+      auto it = names.find(s.partition.value);
       // Both branches are views: a "" : std::string conditional would be a
       // temporary string.
       std::string_view pname = it == names.end() ? std::string_view{}
                                                  : std::string_view{it->second};
-      if (!matches(f, q.name, group, pname, e)
+      storage::dlq_entry e;
+      e.id = s.id;
+      e.partition = s.partition;
+      e.message.off = s.off;
+      e.deliveries = s.deliveries;
+      e.failed_at = s.failed_at;
+      e.requeued = s.requeued;
+      if ((!wanted.empty() && !wanted.contains(s.id))
+          || !matches(by_rest, q.name, group, pname, e)
           || expired(e, now, q.options.dlq_retention_s))
         return true;
-      dlq_item item{q.name, std::string{group}, std::string{pname}, q.id, e};
-      if (!with_message) {
-        item.entry.message.data.payload.clear();
-        item.entry.message.data.headers.clear();
-      }
-      out.push_back(std::move(item));
+      ++total;
+      if (!wanted.empty())
+        found.insert(s.id);
+      if ((!after || s.id < *after) && pick.wants(s.id))
+        pick.add(dlq_item{q.name, std::string{group}, std::string{pname}, q.id,
+                          std::move(e)});
       return true;
     };
     if (f.group) {
@@ -90,13 +154,11 @@ storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
       if (!known)
         return std::move(known).err();
       group_seen = group_seen || *known;
-      SPOOL_TRY(
-          tb::scan_dlq(t, q.id, *f.group, [&](const storage::dlq_entry& e) {
-            return visit(*f.group, e);
-          }));
-    } else {
-      SPOOL_TRY(tb::scan_queue_dlq(t, q.id, visit));
     }
+    SPOOL_TRY(tb::scan_dlq_summaries(
+        t, q.id,
+        f.group ? std::optional<std::string_view>{*f.group} : std::nullopt,
+        visit));
   }
   if (f.partition && !partition_seen)
     return make_error(ec::unknown_partition,
@@ -105,20 +167,33 @@ storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
     return make_error(ec::invalid_argument,
                       "Consumer group not found: ", *f.group);
   for (auto id : f.ids)
-    if (std::none_of(out.begin(), out.end(),
-                     [&](auto& x) { return x.entry.id == id; }))
+    if (!found.contains(id))
       return make_error(ec::invalid_argument, "DLQ entry not found: ", id);
-  sort_newest_first(out);
-  return out;
+  return total;
+}
+
+} // namespace
+
+storage::expected<dlq_selection> select_dlq(storage::txn& t,
+                                            const dlq_filter& f,
+                                            storage::micros now,
+                                            std::size_t max) {
+  bounded_pick pick{max, false};
+  auto total = scan_selected(t, f, now, std::nullopt, pick);
+  if (!total)
+    return std::move(total).err();
+  return dlq_selection{pick.take(), *total};
 }
 
 storage::expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
                                      storage::micros now) {
   SPOOL_TRY(check(q));
-  auto all = select_dlq(t, q.filter, now, false);
-  if (!all)
-    return std::move(all).err();
-  auto page = paginate(std::move(*all), q);
+  bounded_pick pick{q.offset + q.limit, true};
+  auto total = scan_selected(t, q.filter, now, q.after, pick);
+  if (!total)
+    return std::move(total).err();
+  auto page = paginate(pick.take(), q);
+  page.total = *total;
   for (auto& item : page.items) {
     auto full
         = storage::tables::get_dlq(t, item.queue_id, item.group, item.entry.id);

@@ -10,16 +10,26 @@
 
 namespace spool::core {
 
-/// Every entry `f` selects, newest first, except those past their queue's
-/// `dlqRetentionSeconds` at `now` (the sweep removes them later). Payloads
-/// and headers are left out unless `with_message` (a selection may be
-/// large).
-storage::expected<std::vector<dlq_item>> select_dlq(storage::txn& t,
-                                                    const dlq_filter& f,
-                                                    storage::micros now,
-                                                    bool with_message);
+/// What a scan selected: at most the entries asked for, and how many match
+/// in all.
+struct dlq_selection {
+  std::vector<dlq_item> items; ///< newest first
+  std::size_t total = 0;       ///< every entry the filter matches
+};
 
-/// The page `q` asks for, with the full entries of that page.
+/// The `max` oldest entries `f` selects (newest first in `items`), except
+/// those past their queue's `dlqRetentionSeconds` at `now` (the sweep
+/// removes them later), and how many match in all. Entries carry no
+/// message (payload, headers) nor error text: the scan decodes summaries
+/// only and keeps at most `max` of them, so its memory is bounded by `max`
+/// and its time is one pass over the rows, whatever the DLQ holds.
+storage::expected<dlq_selection> select_dlq(storage::txn& t,
+                                            const dlq_filter& f,
+                                            storage::micros now,
+                                            std::size_t max);
+
+/// The page `q` asks for, with the full entries of that page; one pass
+/// that keeps at most `offset + limit` summaries.
 storage::expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
                                      storage::micros now);
 

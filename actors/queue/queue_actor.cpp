@@ -1319,10 +1319,13 @@ on_requeue(queue_ptr self, const std::string& group,
       parts;
   std::vector<std::size_t> indices;
   std::vector<std::string> names;
+  // Partitions by id, once: a requeue of many entries is one pass.
+  std::unordered_map<std::uint64_t, decltype(st.partitions.begin())> by_id;
+  for (auto it = st.partitions.begin(); it != st.partitions.end(); ++it)
+    by_id.emplace(it->second.rec.id.value, it);
   for (auto& e : entries) {
-    auto it
-        = std::find_if(st.partitions.begin(), st.partitions.end(),
-                       [&](auto& p) { return p.second.rec.id == e.partition; });
+    auto found = by_id.find(e.partition.value);
+    auto it = found == by_id.end() ? st.partitions.end() : found->second;
     if (it == st.partitions.end()) {
       rp.deliver(dlq_count_reply{
           0, storage::make_error(storage::ec::unknown_partition,
@@ -1330,10 +1333,12 @@ on_requeue(queue_ptr self, const std::string& group,
       return rp;
     }
     auto& slot = parts[e.partition.value];
+    if (slot.second.empty()) { // each partition once
+      indices.push_back(it->second.index);
+      names.push_back(it->first);
+    }
     slot.first = it->second.actor;
     slot.second.push_back(std::move(e));
-    indices.push_back(it->second.index);
-    names.push_back(it->first);
   }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});

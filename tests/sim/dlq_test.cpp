@@ -572,3 +572,71 @@ TEST_CASE("a requeue puts the entry's partition back among the candidates of "
   REQUIRE(again.claimed[0].reply.messages.size() == 1);
   CHECK(again.claimed[0].reply.messages[0].requeued == id);
 }
+
+TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
+          "stays in the DLQ and the answer says how many remain",
+          "[sim][dlq][requeue][bounded]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  fx.push("q", "p", {"a"});
+  auto r = fx.pop("q", "p", "g", 1);
+  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad");
+  // More entries of the group on p than one cursor keeps pending, written
+  // straight to the store (as many failures over time would leave them).
+  auto stored = fx.stored();
+  REQUIRE(stored.size() == 1);
+  auto qid = fx.queue_id("q");
+  constexpr std::size_t extra = core::cursor_core::max_requeued + 4;
+  storage::write_batch b;
+  for (std::size_t i = 0; i < extra; ++i) {
+    auto e = stored[0];
+    e.id = 1'000 + i;
+    b.mutations.emplace_back(storage::mut::put_dlq{qid, "g", e});
+  }
+  auto w = fx.request<actors::write_result>(fx.writer,
+                                            actors::write_atom::value, b);
+  REQUIRE(w);
+  REQUIRE(w->ok());
+  auto first = fx.requeue(dlq_fixture::group("g"));
+  REQUIRE_FALSE(first.failure);
+  CHECK(first.count == core::cursor_core::max_requeued);
+  CHECK(first.remaining == extra + 1 - core::cursor_core::max_requeued);
+  std::size_t marked = 0;
+  for (auto& e : fx.stored())
+    marked += e.requeued;
+  CHECK(marked == core::cursor_core::max_requeued); // the rest is untouched
+  // The oldest went first: the original entry is among them.
+  auto row = fx.cursor("q", "p", "g");
+  REQUIRE(row);
+  REQUIRE(row->requeued.size() == core::cursor_core::max_requeued);
+  CHECK(row->requeued.front().dlq_id == stored[0].id);
+  // Consuming one frees one place: the next call takes one more.
+  auto again = fx.pop("q", "p", "g", 1);
+  REQUIRE(again.messages.size() == 1);
+  REQUIRE(again.messages[0].requeued);
+  fx.ack("q", "p", "g", again, again.messages[0].frame.off.value);
+  auto second = fx.requeue(dlq_fixture::group("g"));
+  REQUIRE_FALSE(second.failure);
+  CHECK(second.remaining == extra - core::cursor_core::max_requeued);
+}
+
+TEST_CASE("DLQ requests beyond their bounds are refused: too many ids, an "
+          "offset past dlq_max_offset",
+          "[sim][dlq][bounded]") {
+  dlq_fixture fx;
+  fx.make_queue("q", options());
+  core::dlq_filter many;
+  for (std::uint64_t i = 0; i <= core::dlq_max_batch; ++i)
+    many.ids.push_back(i);
+  auto r = fx.requeue(many);
+  REQUIRE(r.failure);
+  CHECK(r.failure->code == storage::ec::invalid_argument);
+  CHECK(r.failure->message.find("at most 10000 ids") != std::string::npos);
+  core::dlq_query deep;
+  deep.offset = core::dlq_max_offset + 1;
+  auto l = fx.list(deep);
+  REQUIRE(l.failure);
+  CHECK(l.failure->message.find("use after") != std::string::npos);
+  deep.offset = core::dlq_max_offset;
+  CHECK_FALSE(fx.list(deep).failure);
+}

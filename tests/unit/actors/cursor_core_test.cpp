@@ -423,7 +423,7 @@ TEST_CASE("the record a staged seek writes is the record the seek leaves",
   fx.ack(l, 1, ack_status::failed);
   fx.pop(3);
   fx.cur.expire(t0 + std::chrono::hours(1));
-  REQUIRE(fx.cur.requeue(7, off(2)));
+  REQUIRE(fx.cur.requeue(7, off(2)) == cursor_core::requeue_result::added);
   fx.pop(1);
   fx.cur.touch(5'000);
   using spool::storage::micros;

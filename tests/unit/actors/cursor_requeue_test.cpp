@@ -9,6 +9,7 @@
 
 using namespace spool::core;
 using namespace std::chrono_literals;
+using requeue_result = cursor_core::requeue_result;
 
 namespace {
 
@@ -73,7 +74,7 @@ TEST_CASE("a requeued entry is delivered alone and before new frames",
           "[cursor][dlq][requeue]") {
   requeue_fixture fx;
   fx.consume(3);
-  CHECK(fx.cur.requeue(7, off(1)));
+  CHECK(fx.cur.requeue(7, off(1)) == requeue_result::added);
   auto g = fx.pop(5);
   REQUIRE(g.lease);
   CHECK(g.lease->requeued == std::optional<std::uint64_t>{7});
@@ -104,7 +105,7 @@ TEST_CASE("a requeue waits for the current lease to end",
   fx.consume(2);
   auto g = fx.pop(2);
   REQUIRE(g.lease);
-  CHECK(fx.cur.requeue(4, off(0)));
+  CHECK(fx.cur.requeue(4, off(0)) == requeue_result::added);
   CHECK(std::get<empty_reason>(fx.plan(1)) == empty_reason::lease_held);
   fx.ack(*g.lease, 2);
   fx.ack(*g.lease, 3);
@@ -116,8 +117,8 @@ TEST_CASE("a requeue waits for the current lease to end",
 TEST_CASE("requeuing a pending entry again changes nothing",
           "[cursor][dlq][requeue]") {
   requeue_fixture fx;
-  CHECK(fx.cur.requeue(3, off(0)));
-  CHECK(!fx.cur.requeue(3, off(0)));
+  CHECK(fx.cur.requeue(3, off(0)) == requeue_result::added);
+  CHECK(fx.cur.requeue(3, off(0)) == requeue_result::pending);
   CHECK(fx.cur.requeued().size() == 1);
 }
 

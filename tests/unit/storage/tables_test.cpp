@@ -291,3 +291,58 @@ TEST_CASE("a dead letter of a group over 255 bytes is refused: the DLQ key's "
   at_max.partition = p.id;
   REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, max_group, at_max}}}));
 }
+
+TEST_CASE("a DLQ summary scan gives every field a listing filters on, as the "
+          "full entries have them, without their messages",
+          "[storage][tables][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  write_batch b;
+  std::vector<dlq_entry> written;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    dlq_entry e;
+    e.id = 10 * i;
+    e.partition = p.id;
+    e.message.off = offset{static_cast<std::int64_t>(i * 7)};
+    e.message.created_at = 123;
+    e.message.data = msg(std::string(1000 * i, 'x'), "tx" + std::to_string(i));
+    e.message.data.headers = {{"k", "v"}};
+    e.message.data.trace_id = "trace";
+    e.error = "bad " + std::to_string(i);
+    e.deliveries = static_cast<std::uint32_t>(i + 1);
+    e.failed_at = 5'000 + static_cast<micros>(i);
+    e.requeued = i == 2;
+    written.push_back(e);
+    b.mutations.emplace_back(mut::put_dlq{p.queue, i == 3 ? "h" : "g", e});
+  }
+  REQUIRE(fx.commit(b));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::vector<std::pair<std::string, tables::dlq_summary>> all;
+  REQUIRE(tables::scan_dlq_summaries(
+      *t, p.queue, std::nullopt,
+      [&](std::string_view g, const tables::dlq_summary& s) {
+        all.emplace_back(std::string{g}, s);
+        return true;
+      }));
+  REQUIRE(all.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    auto& [g, s] = all[i];
+    auto& e = written[i];
+    CHECK(g == (i == 2 ? "h" : "g"));
+    CHECK(s.id == e.id);
+    CHECK(s.partition == e.partition);
+    CHECK(s.off == e.message.off);
+    CHECK(s.deliveries == e.deliveries);
+    CHECK(s.failed_at == e.failed_at);
+    CHECK(s.requeued == e.requeued);
+  }
+  std::vector<std::uint64_t> of_g;
+  REQUIRE(tables::scan_dlq_summaries(
+      *t, p.queue, std::string_view{"g"},
+      [&](std::string_view, const tables::dlq_summary& s) {
+        of_g.push_back(s.id);
+        return true;
+      }));
+  CHECK(of_g == std::vector<std::uint64_t>{10, 20});
+}
