@@ -16,9 +16,18 @@
 //     time per push for both and their ratio: a push wakes only the pops it
 //     can serve, so the ratio stays near 1, not near the parked count.
 //
+//   requeue: --entries dead letters of group g on one partition (written
+//     straight to the store), then requeued and consumed to the end: each
+//     round selects the oldest (as the broker does, core::select_dlq),
+//     requeues them (at most cursor_core::max_requeued pending) and pops and
+//     acks each. Prints CPU-seconds per 10,000 entries for the first and the
+//     last tenth (flat: no step grows with the DLQ), the slowest select +
+//     requeue call and the heap growth.
+//
 // Run: build/bench/soak_bench pop-cap [--frames 100] [--frame-mib 4]
 //        [--cap-mib 1] [--dir /tmp]
 //      build/bench/soak_bench parked [--pushes 2000] [--parked 10000]
+//      build/bench/soak_bench requeue [--entries 100000]
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -31,11 +40,13 @@
 #include <string>
 #include <thread>
 
+#include "actors/dlq/dlq_reader.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
 #include "bench/scratch.hpp"
+#include "storage/tables.hpp"
 
 namespace ac = spool::actors;
 namespace st = spool::storage;
@@ -50,6 +61,7 @@ struct options {
   std::size_t cap_mib = 1;
   std::size_t pushes = 2000;
   std::size_t parked = 10'000;
+  std::size_t entries = 100'000;
   std::filesystem::path parent = std::filesystem::temp_directory_path();
 };
 
@@ -57,7 +69,8 @@ options parse(int argc, char** argv) {
   options o;
   if (argc < 2)
     die("usage: soak_bench pop-cap [--frames N] [--frame-mib F] [--cap-mib C] "
-        "[--dir D] | parked [--pushes N] [--parked P] [--dir D]");
+        "[--dir D] | parked [--pushes N] [--parked P] [--dir D] | requeue "
+        "[--entries N] [--dir D]");
   o.scenario = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -70,6 +83,8 @@ options parse(int argc, char** argv) {
       o.cap_mib = std::stoul(v);
     else if (a == "--pushes")
       o.pushes = std::stoul(v);
+    else if (a == "--entries")
+      o.entries = std::stoul(v);
     else if (a == "--parked")
       o.parked = std::stoul(v);
     else if (a == "--dir")
@@ -77,7 +92,8 @@ options parse(int argc, char** argv) {
     else
       die("unknown option " + a);
   }
-  if (o.scenario != "pop-cap" && o.scenario != "parked")
+  if (o.scenario != "pop-cap" && o.scenario != "parked"
+      && o.scenario != "requeue")
     die("unknown scenario " + o.scenario);
   return o;
 }
@@ -219,6 +235,123 @@ void parked(const options& o, caf::scoped_actor& self,
               wall_parked / wall_idle);
 }
 
+/// Writes `batch` through the writer actor; dies on failure.
+void write(caf::scoped_actor& self, const ac::writer_actor& writer,
+           st::write_batch batch) {
+  self->request(writer, caf::infinite, ac::write_atom::value, std::move(batch))
+      .receive(
+          [](ac::write_result& r) {
+            if (!r.ok())
+              die(st::to_string(*r.failure));
+          },
+          [](caf::error& e) { die(caf::to_string(e)); });
+}
+
+void requeue(const options& o, caf::scoped_actor& self,
+             const ac::queue_actor& queue, const ac::writer_actor& writer,
+             st::store& store, st::queue_id qid) {
+  push_one(self, queue, "P", "{}");
+  st::partition_record part;
+  {
+    auto t = store.db().read();
+    auto ps = st::tables::partitions_of(*t, qid);
+    if (!ps || ps->empty())
+      die("no partition");
+    part = ps->front();
+  }
+  auto now = spool::bench::wall_now();
+  for (std::size_t first = 0; first < o.entries; first += 10'000) {
+    st::write_batch b;
+    for (auto i = first; i < std::min(o.entries, first + 10'000); ++i) {
+      st::dlq_entry e;
+      e.id = i + 1;
+      e.partition = part.id;
+      e.message.off = st::offset{0};
+      e.message.data.payload = "{}";
+      e.error = "bad";
+      e.failed_at = now;
+      b.mutations.emplace_back(st::mut::put_dlq{qid, "g", std::move(e)});
+    }
+    write(self, writer, std::move(b));
+  }
+  auto anon_before = status_kib("RssAnon");
+  std::size_t anon_peak = anon_before;
+  std::size_t done = 0, leases = 0;
+  double slowest_ms = 0;
+  std::vector<double> cpu_per_chunk; // CPU-s of each 10,000 entries
+  auto chunk_start = spool::bench::cpu_seconds();
+  while (done < o.entries) {
+    auto t0 = std::chrono::steady_clock::now();
+    std::vector<st::dlq_entry> entries;
+    {
+      auto t = store.db().read();
+      spool::core::dlq_filter f;
+      f.group = "g";
+      auto sel = spool::core::select_dlq(*t, f, spool::bench::wall_now(),
+                                         spool::core::dlq_max_batch);
+      if (!sel)
+        die(st::to_string(sel.err()));
+      for (auto it = sel->items.rbegin(); it != sel->items.rend(); ++it)
+        entries.push_back(std::move(it->entry));
+    }
+    std::size_t count = 0;
+    self->request(queue, caf::infinite, ac::requeue_atom::value,
+                  std::string{"g"}, std::move(entries))
+        .receive(
+            [&](ac::dlq_count_reply& r) {
+              if (r.failure)
+                die(st::to_string(*r.failure));
+              count = r.count;
+            },
+            [](caf::error& e) { die(caf::to_string(e)); });
+    std::chrono::duration<double, std::milli> took
+        = std::chrono::steady_clock::now() - t0;
+    slowest_ms = std::max(slowest_ms, took.count());
+    if (count == 0)
+      die("requeue took nothing");
+    for (std::size_t i = 0; i < count; ++i) {
+      ac::queue_pop_request req;
+      req.partition = "P";
+      req.group = "g";
+      req.lease_id = "R" + std::to_string(++leases);
+      st::offset off;
+      self->request(queue, caf::infinite, ac::pop_atom::value, req)
+          .receive(
+              [&](ac::queue_pop_reply& r) {
+                if (r.failure || r.claimed.empty()
+                    || r.claimed[0].reply.messages.size() != 1
+                    || !r.claimed[0].reply.messages[0].requeued)
+                  die("the pop did not deliver a requeued entry");
+                off = r.claimed[0].reply.messages[0].frame.off;
+              },
+              [](caf::error& e) { die(caf::to_string(e)); });
+      spool::core::ack_request a;
+      a.lease_id = req.lease_id;
+      a.off = off;
+      self->request(queue, caf::infinite, ac::ack_atom::value,
+                    std::string{"P"}, std::string{"g"},
+                    std::vector<spool::core::ack_request>{a})
+          .receive([](std::vector<ac::ack_reply>&) {},
+                   [](caf::error& e) { die(caf::to_string(e)); });
+      if (++done % 10'000 == 0) {
+        auto c = spool::bench::cpu_seconds();
+        cpu_per_chunk.push_back(c - chunk_start);
+        chunk_start = c;
+        anon_peak = std::max(anon_peak, status_kib("RssAnon"));
+      }
+    }
+  }
+  std::printf("requeue: %zu dead letters requeued and consumed\n", done);
+  if (!cpu_per_chunk.empty())
+    std::printf("  CPU per 10,000 entries: first %.2f s, last %.2f s "
+                "(ratio %.2f)\n",
+                cpu_per_chunk.front(), cpu_per_chunk.back(),
+                cpu_per_chunk.back() / cpu_per_chunk.front());
+  std::printf("  slowest select + requeue call %.1f ms; heap (RssAnon) +%zu "
+              "MiB\n",
+              slowest_ms, (anon_peak - anon_before) >> 10);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -247,8 +380,10 @@ int main(int argc, char** argv) {
     caf::scoped_actor self{sys};
     if (o.scenario == "pop-cap")
       pop_cap(o, self, *queue);
-    else
+    else if (o.scenario == "parked")
       parked(o, self, *queue, qc.parked_total);
+    else
+      requeue(o, self, *queue, *writer, store, q.id);
   }
   caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);

@@ -139,6 +139,20 @@ private:
     return ok_;
   }
 
+  /// Length-prefixed bytes, as a view into the input.
+  bool bytes(std::string_view& out) {
+    std::uint64_t n = 0;
+    if (!varint(n))
+      return false;
+    if (n > in_.size()) {
+      ok_ = false;
+      return false;
+    }
+    out = in_.substr(0, n);
+    in_.remove_prefix(n);
+    return true;
+  }
+
   template <class T>
   void read(T& x) {
     if (!ok_)
@@ -172,26 +186,11 @@ private:
         x = static_cast<T>(static_cast<std::int64_t>(v >> 1)
                            ^ -static_cast<std::int64_t>(v & 1));
     } else if constexpr (std::is_same_v<T, std::string>) {
-      std::uint64_t n = 0;
-      if (!varint(n))
-        return;
-      if (n > in_.size()) {
-        ok_ = false;
-        return;
-      }
-      x.assign(in_.data(), n);
-      in_.remove_prefix(n);
+      std::string_view v;
+      if (bytes(v))
+        x.assign(v.data(), v.size());
     } else if constexpr (std::is_same_v<T, std::string_view>) {
-      // A view into the input (a read-only summary that copies nothing).
-      std::uint64_t n = 0;
-      if (!varint(n))
-        return;
-      if (n > in_.size()) {
-        ok_ = false;
-        return;
-      }
-      x = in_.substr(0, n);
-      in_.remove_prefix(n);
+      bytes(x); // a view into the input (a summary that copies nothing)
     } else if constexpr (detail::is_vector<T>::value) {
       std::uint64_t n = 0;
       if (!varint(n))
