@@ -69,6 +69,7 @@ using seed_atom = caf::atom_constant<caf::atom("seed")>;
 using retention_atom = caf::atom_constant<caf::atom("retention")>;
 using seek_atom = caf::atom_constant<caf::atom("seek")>;
 using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
+using reap_atom = caf::atom_constant<caf::atom("reap")>;
 
 // -- message types ------------------------------------------------------------
 
@@ -717,6 +718,9 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<pop_atom, namespace_pop_request>::with<namespace_pop_reply>,
     /// Internal: the broker's one timer (parked namespace pops), by id.
     caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Internal: the next bounded step of removing a deleted queue's rows
+    /// (by queue id).
+    caf::reacts_to<reap_atom, std::uint64_t>,
     /// The gateway could not write a pop's response: releases the lease of
     /// (queue, partition, group) at once, counting no delivery.
     caf::replies_to<release_atom, std::string, std::string, std::string,

@@ -35,6 +35,9 @@ struct node_context {
   /// Segments one deletion step (retention, purge, maxSize trim) removes in
   /// one write at most; frames one maxWaitTimeSeconds step dead-letters.
   std::size_t delete_step = 1024;
+  /// Keys one step of removing a deleted queue's rows deletes in one write
+  /// at most (`mut::sweep_queue`).
+  std::size_t sweep_step = 10'000;
   /// The most one lease extend adds (`lease.maxExtendSeconds`).
   std::chrono::milliseconds max_extend{3'600'000};
 

@@ -23,11 +23,17 @@
 //     acks each. Prints CPU-seconds per 10,000 entries for the first and the
 //     last tenth (flat: no step grows with the DLQ), the slowest select +
 //     requeue call and the heap growth.
+//   delete: --entries frames with client transactionIds (dedup ids) in
+//     pushes of 10,000, then the queue deleted: prints how long the
+//     deletion's write took and then the sweep steps that remove its rows
+//     (10,000 keys each, as the broker runs them): their count, the longest
+//     (what another write waits behind at most) and the total.
 //
 // Run: build/bench/soak_bench pop-cap [--frames 100] [--frame-mib 4]
 //        [--cap-mib 1] [--dir /tmp]
 //      build/bench/soak_bench parked [--pushes 2000] [--parked 10000]
 //      build/bench/soak_bench requeue [--entries 100000]
+//      build/bench/soak_bench delete [--entries 2000000]
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -70,7 +76,7 @@ options parse(int argc, char** argv) {
   if (argc < 2)
     die("usage: soak_bench pop-cap [--frames N] [--frame-mib F] [--cap-mib C] "
         "[--dir D] | parked [--pushes N] [--parked P] [--dir D] | requeue "
-        "[--entries N] [--dir D]");
+        "[--entries N] [--dir D] | delete [--entries N] [--dir D]");
   o.scenario = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -93,7 +99,7 @@ options parse(int argc, char** argv) {
       die("unknown option " + a);
   }
   if (o.scenario != "pop-cap" && o.scenario != "parked"
-      && o.scenario != "requeue")
+      && o.scenario != "requeue" && o.scenario != "delete")
     die("unknown scenario " + o.scenario);
   return o;
 }
@@ -328,9 +334,8 @@ void requeue(const options& o, caf::scoped_actor& self,
       spool::core::ack_request a;
       a.lease_id = req.lease_id;
       a.off = off;
-      self->request(queue, caf::infinite, ac::ack_atom::value,
-                    std::string{"P"}, std::string{"g"},
-                    std::vector<spool::core::ack_request>{a})
+      self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
+                    std::string{"g"}, std::vector<spool::core::ack_request>{a})
           .receive([](std::vector<ac::ack_reply>&) {},
                    [](caf::error& e) { die(caf::to_string(e)); });
       if (++done % 10'000 == 0) {
@@ -350,6 +355,61 @@ void requeue(const options& o, caf::scoped_actor& self,
   std::printf("  slowest select + requeue call %.1f ms; heap (RssAnon) +%zu "
               "MiB\n",
               slowest_ms, (anon_peak - anon_before) >> 10);
+}
+
+void delete_queue(const options& o, caf::scoped_actor& self,
+                  const ac::queue_actor& queue, const ac::writer_actor& writer,
+                  st::store& store, st::queue_id qid) {
+  for (std::size_t first = 0; first < o.entries; first += 10'000) {
+    std::vector<ac::push_item> items;
+    for (auto i = first; i < std::min(o.entries, first + 10'000); ++i) {
+      ac::push_item item;
+      item.partition = "P";
+      item.frame.payload = "{}";
+      item.frame.transaction_id = "tx-" + std::to_string(i);
+      item.frame.origin = st::txid_origin::client;
+      items.push_back(std::move(item));
+    }
+    self->request(queue, caf::infinite, ac::push_atom::value, std::move(items))
+        .receive(
+            [](ac::queue_push_reply& r) {
+              if (r.failure)
+                die(st::to_string(*r.failure));
+            },
+            [](caf::error& e) { die(caf::to_string(e)); });
+  }
+  using ms = std::chrono::duration<double, std::milli>;
+  auto t0 = std::chrono::steady_clock::now();
+  self->request(queue, caf::infinite, ac::delete_atom::value)
+      .receive(
+          [](ac::delete_queue_reply& r) {
+            if (r.failure)
+              die(st::to_string(*r.failure));
+          },
+          [](caf::error& e) { die(caf::to_string(e)); });
+  ms deletion = std::chrono::steady_clock::now() - t0;
+  std::size_t steps = 0;
+  double longest = 0;
+  auto s0 = std::chrono::steady_clock::now();
+  for (;;) {
+    auto t = std::chrono::steady_clock::now();
+    write(self, writer, st::write_batch{{st::mut::sweep_queue{qid, 10'000}}});
+    longest
+        = std::max(longest, ms(std::chrono::steady_clock::now() - t).count());
+    ++steps;
+    auto r = store.db().read();
+    auto doomed = st::tables::is_doomed(*r, qid);
+    if (!doomed)
+      die(st::to_string(doomed.err()));
+    if (!*doomed)
+      break;
+  }
+  ms total = std::chrono::steady_clock::now() - s0;
+  std::printf("delete: a queue of %zu frames with client transactionIds\n"
+              "  the deletion's write: %.1f ms\n"
+              "  sweep: %zu steps of 10,000 keys, longest %.1f ms, total "
+              "%.0f ms\n",
+              o.entries, deletion.count(), steps, longest, total.count());
 }
 
 } // namespace
@@ -382,8 +442,10 @@ int main(int argc, char** argv) {
       pop_cap(o, self, *queue);
     else if (o.scenario == "parked")
       parked(o, self, *queue, qc.parked_total);
-    else
+    else if (o.scenario == "requeue")
       requeue(o, self, *queue, *writer, store, q.id);
+    else
+      delete_queue(o, self, *queue, *writer, store, q.id);
   }
   caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);

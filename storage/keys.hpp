@@ -115,4 +115,14 @@ inline std::string txn_time(micros created_at, std::string_view id) {
   return k;
 }
 
+/// "doomed" · queue (meta): a deleted queue whose rows are still being
+/// removed in bounded steps (`mut::sweep_queue`).
+inline constexpr std::string_view doomed_prefix = "doomed";
+
+inline std::string doomed(queue_id q) {
+  std::string k{doomed_prefix};
+  put_u64(k, q.value);
+  return k;
+}
+
 } // namespace spool::storage::keys

@@ -11,19 +11,25 @@ namespace spool::storage {
 namespace {
 
 /// Deletes every key with `prefix` from `dbi`.
-expected<void> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix) {
+/// Deletes keys under `prefix`, at most `budget` (which it spends);
+/// answers whether keys under it are left.
+expected<bool> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix,
+                             std::uint64_t& budget) {
   auto cur = t.open_cursor(dbi);
   if (!cur)
     return std::move(cur).err();
   auto found = cur->seek(prefix);
   while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
+    if (budget == 0)
+      return true;
     SPOOL_TRY(cur->del());
+    --budget;
     // After a delete the cursor points at the next entry; re-read it.
     found = cur->seek(prefix);
   }
   if (!found)
     return std::move(found).err();
-  return {};
+  return false;
 }
 
 expected<void> bump_counters(txn& t, std::uint64_t id_counters::*field,
@@ -64,11 +70,34 @@ expected<void> apply_one(txn& t, const mut::delete_queue& m) {
   if (!*existing)
     return make_error(ec::unknown_queue, "queue ", m.queue.value,
                       " does not exist");
+  SPOOL_TRY(t.del(t.db().queues, keys::queue(m.queue)));
+  return tables::put_doomed(t, m.queue);
+}
+
+expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
+  auto live = tables::get_queue(t, m.queue);
+  if (!live)
+    return std::move(live).err();
+  if (*live)
+    return make_error(ec::conflict, "queue ", m.queue.value,
+                      " is not deleted: its rows stay");
+  auto doomed = tables::is_doomed(t, m.queue);
+  if (!doomed)
+    return std::move(doomed).err();
+  if (!*doomed)
+    return {}; // swept already
   auto prefix = keys::queue(m.queue);
   auto& d = t.db();
+  std::uint64_t budget = std::max<std::uint64_t>(m.max_keys, 1);
   for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq, d.queues})
-    SPOOL_TRY(delete_prefix(t, dbi, prefix));
+                   d.subscriptions, d.dedup, d.dlq}) {
+    auto left = delete_prefix(t, dbi, prefix, budget);
+    if (!left)
+      return std::move(left).err();
+    if (*left)
+      return {}; // the budget is spent: the next step goes on
+  }
+  SPOOL_TRY(tables::delete_doomed(t, m.queue));
   return {};
 }
 

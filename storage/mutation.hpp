@@ -36,12 +36,28 @@ struct update_queue {
   }
 };
 
-/// Removes a queue with every segment, cursor, record and DLQ entry of it.
+/// Deletes a queue: its record goes and the queue is marked doomed, in
+/// one small write whatever the queue holds. Its rows (segments, indices,
+/// partitions, cursors, subscriptions, dedup ids, DLQ) stay, invisible (no
+/// reader reaches them without the queue record, and queue ids are never
+/// reused), until `sweep_queue` steps remove them.
 struct delete_queue {
   queue_id queue;
   template <class F>
   friend auto fields(F& f, delete_queue& x) {
     return f(x.queue);
+  }
+};
+
+/// One bounded step of removing a deleted queue's rows: at most `max_keys`
+/// keys; the step that finds no more also clears the doomed mark. Refused
+/// for a live queue (conflict); nothing to do for one already swept.
+struct sweep_queue {
+  queue_id queue;
+  std::uint64_t max_keys = 10'000;
+  template <class F>
+  friend auto fields(F& f, sweep_queue& x) {
+    return f(x.queue, x.max_keys);
   }
 };
 
@@ -218,7 +234,7 @@ using mutation
                    mut::delete_cursor, mut::put_subscription,
                    mut::delete_subscription, mut::put_dlq, mut::delete_dlq,
                    mut::put_txn, mut::delete_txn, mut::update_dlq,
-                   mut::update_subscription>;
+                   mut::update_subscription, mut::sweep_queue>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

@@ -1,6 +1,7 @@
 #include "storage/store.hpp"
 
 #include <cstdio>
+#include <set>
 
 #include "storage/tables.hpp"
 
@@ -59,7 +60,17 @@ expected<catalog> store::load_catalog() {
   auto parts = tables::all_partitions(*t);
   if (!parts)
     return std::move(parts).err();
+  // A deleted queue's partition records stay until its sweep removes them:
+  // they are not part of what is served.
+  std::set<std::uint64_t> live;
+  for (auto& q : cat.queues)
+    live.insert(q.id.value);
+  std::erase_if(*parts, [&](auto& p) { return !live.contains(p.queue.value); });
   cat.partitions = std::move(*parts);
+  auto doomed = tables::doomed_queues(*t);
+  if (!doomed)
+    return std::move(doomed).err();
+  cat.doomed = std::move(*doomed);
   auto counters = tables::get_counters(*t);
   if (!counters)
     return std::move(counters).err();

@@ -25,7 +25,9 @@ struct store_options {
 /// What the store holds after recovery.
 struct catalog {
   std::vector<queue_record> queues;
-  std::vector<partition_record> partitions;
+  std::vector<partition_record> partitions; ///< of the queues above
+  /// Deleted queues whose rows are still to be swept (`mut::sweep_queue`).
+  std::vector<queue_id> doomed;
   id_counters counters;
 };
 

@@ -350,6 +350,34 @@ expected<std::vector<std::string>> txns_before(txn& t, micros before,
   return out;
 }
 
+expected<void> put_doomed(txn& t, queue_id q) {
+  return t.put(t.db().meta, keys::doomed(q), {});
+}
+
+expected<bool> delete_doomed(txn& t, queue_id q) {
+  return t.del(t.db().meta, keys::doomed(q));
+}
+
+expected<bool> is_doomed(txn& t, queue_id q) {
+  auto v = t.get(t.db().meta, keys::doomed(q));
+  if (!v)
+    return std::move(v).err();
+  return v->has_value();
+}
+
+expected<std::vector<queue_id>> doomed_queues(txn& t) {
+  std::vector<queue_id> out;
+  std::string prefix{keys::doomed_prefix};
+  auto scanned = t.scan_prefix(t.db().meta, prefix, [&](auto key, auto) {
+    if (key.size() == prefix.size() + 8)
+      out.push_back(queue_id{keys::get_u64(key, prefix.size())});
+    return true;
+  });
+  if (!scanned)
+    return std::move(scanned).err();
+  return out;
+}
+
 expected<id_counters> get_counters(txn& t) {
   auto rec = get_record<id_counters>(t, t.db().meta, counters_key, "meta");
   if (!rec)

@@ -106,6 +106,14 @@ expected<bool> delete_txn(txn& t, std::string_view id);
 expected<std::vector<std::string>> txns_before(txn& t, micros before,
                                                std::size_t limit);
 
+// -- deleted queues whose rows are still being removed
+// -------------------------
+expected<void> put_doomed(txn& t, queue_id q);
+expected<bool> delete_doomed(txn& t, queue_id q);
+expected<bool> is_doomed(txn& t, queue_id q);
+/// Every deleted queue whose rows are not all removed yet, by id.
+expected<std::vector<queue_id>> doomed_queues(txn& t);
+
 // -- id counters --------------------------------------------------------------
 expected<id_counters> get_counters(txn& t);
 expected<void> put_counters(txn& t, const id_counters& c);

@@ -18,6 +18,8 @@
 
 #include "actors/broker/broker_actor.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -683,6 +685,41 @@ on_delete_group(broker_ptr self, const delete_group_request& req) {
   return rp;
 }
 
+/// One bounded step of removing deleted queue `q`'s rows (one write;
+/// other writes go between steps); the next step follows until the queue's
+/// doomed mark is gone. A failed step changes nothing and is retried after
+/// `reap_retry`; a restart resumes from the doomed marks.
+constexpr auto reap_retry = std::chrono::seconds{1};
+
+void reap(broker_ptr self, storage::queue_id q) {
+  auto& node = self->state.cfg.node;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::sweep_queue{q, node.sweep_step});
+  write_then(
+      self, node.writer, std::move(batch),
+      [self, q](std::optional<storage::error> failure) {
+        auto again = [self, q] {
+          self->delayed_send(self, reap_retry, reap_atom::value, q.value);
+        };
+        if (failure) {
+          spdlog::warn("removing the rows of deleted queue {}: {} "
+                       "(retried)",
+                       q.value, storage::to_string(*failure));
+          return again();
+        }
+        auto t = self->state.cfg.node.store->db().read();
+        if (!t)
+          return again();
+        auto doomed = storage::tables::is_doomed(*t, q);
+        if (!doomed)
+          return again();
+        if (*doomed) // more rows: the next step, after what waits
+          self->send(self, reap_atom::value, q.value);
+        else
+          spdlog::info("deleted queue {}: every row of it is removed", q.value);
+      });
+}
+
 caf::typed_response_promise<delete_queue_reply>
 on_delete_queue(broker_ptr self, const std::string& name) {
   auto rp = self->make_response_promise<delete_queue_reply>();
@@ -707,7 +744,10 @@ on_delete_queue(broker_ptr self, const std::string& name) {
                 self->link_to(q);
               } else {
                 st.queues.erase(name);
-                st.records.erase(name);
+                if (auto rec = st.records.find(name); rec != st.records.end()) {
+                  reap(self, rec->second.id); // its rows, in bounded steps
+                  st.records.erase(rec);
+                }
               }
               rp.deliver(std::move(r));
               st.gate.leave();
@@ -1003,10 +1043,13 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(ok.err())));
   }
+  for (auto q : cat.doomed) // deletions a stop interrupted
+    self->send(self, reap_atom::value, q.value);
   return {
       [self](push_atom, std::vector<broker_push_item>& items) {
         return on_push(self, items);
       },
+      [self](reap_atom, std::uint64_t q) { reap(self, storage::queue_id{q}); },
       [self](pop_atom, const std::string& queue,
              queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
         if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {

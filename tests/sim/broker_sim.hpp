@@ -32,6 +32,7 @@ struct broker_sim : sim_fixture {
   /// The retention interval and deletion step the next `start()` gives.
   std::chrono::seconds retention_interval{10};
   std::size_t delete_step = 1024;
+  std::size_t sweep_step = 10'000;
   /// How the next `start()`'s broker cuts segments.
   storage::segment_limits segments;
 
@@ -145,6 +146,7 @@ struct broker_sim : sim_fixture {
     cfg.push = push_limits;
     cfg.node.retention_interval = retention_interval;
     cfg.node.delete_step = delete_step;
+    cfg.node.sweep_step = sweep_step;
     cfg.node.segments = segments;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);

@@ -5,6 +5,8 @@
 
 #include "sim/broker_sim.hpp"
 
+#include "storage/keys.hpp"
+
 using namespace spool;
 using namespace spool::test;
 using namespace std::chrono_literals;
@@ -479,4 +481,88 @@ TEST_CASE("a stop answers parked pops empty instead of leaving them waiting",
   REQUIRE(*parked);
   CHECK((*parked)->claimed.empty());
   fx.start(); // the fixture's teardown expects a broker
+}
+
+namespace {
+
+/// Rows stored under queue id `q` in every table.
+std::size_t rows_of(broker_sim& fx, storage::queue_id q) {
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  std::size_t rows = 0;
+  auto& d = t->db();
+  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
+                   d.subscriptions, d.dedup, d.dlq, d.queues})
+    REQUIRE(t->scan_prefix(dbi, storage::keys::queue(q), [&](auto, auto) {
+      ++rows;
+      return true;
+    }));
+  return rows;
+}
+
+} // namespace
+
+TEST_CASE("a queue deletion is one small write; its rows go in bounded steps "
+          "with other writes between them, a failed step is retried and a "
+          "restart resumes",
+          "[failure][bounded][admin]") {
+  fault_sim fx;
+  fx.sweep_step = 4;
+  fx.start();
+  for (int i = 0; i < 5; ++i) { // 5 segments, 25 dedup ids
+    std::vector<actors::broker_push_item> v;
+    for (int k = 0; k < 5; ++k)
+      v.push_back(
+          {"doomed", {"P", msg("x", "tx-" + std::to_string(i * 5 + k))}});
+    auto r = fx.request<actors::queue_push_reply>(fx.broker,
+                                                  actors::push_atom::value, v);
+    REQUIRE(r);
+    REQUIRE_FALSE(r->failure);
+  }
+  fx.push("other", "P", {"kept"});
+  REQUIRE(fx.pop("doomed", "P", "g").messages.size() == 10); // a cursor
+  auto q = fx.queue_id("doomed");
+  auto before = rows_of(fx, q);
+  REQUIRE(before > 30);
+  // Every sweep step fails: the deletion is still answered, and nothing of
+  // the queue is served; its rows wait.
+  fault_plan f;
+  f.when = [](const storage::write_batch& b) {
+    return count_of<storage::mut::sweep_queue>(b) > 0;
+  };
+  fx.gate_st->inject(f);
+  auto del = fx.request<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, std::string{"doomed"});
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  fx.advance(std::chrono::seconds{3}); // retried each second, failing
+  CHECK(fx.gate_st->failed >= 2);      // the first step and its retry
+  CHECK(rows_of(fx, q) == before - 1); // only the queue record went
+  {
+    auto info = fx.request<actors::queues_reply>(
+        fx.broker, actors::info_atom::value,
+        std::optional<std::string>{"doomed"});
+    REQUIRE(info);
+    CHECK(info->failure); // Queue not found
+  }
+  // A restart resumes the sweep; other queues keep serving meanwhile.
+  fx.gate_st->inject({});
+  auto batches = fx.gate_st->batches;
+  fx.start();
+  fx.push("other", "P", {"also"});
+  fx.run();
+  CHECK(rows_of(fx, q) == 0);
+  auto steps = fx.gate_st->batches - batches - 1; // less the push
+  CHECK(steps >= (before - 1) / 4);
+  {
+    auto t = fx.store.store->db().read();
+    REQUIRE(t);
+    CHECK(storage::tables::doomed_queues(*t)->empty());
+  }
+  CHECK(fx.pop("other", "P", "g").messages.size() == 2);
+  // The name is free: a push creates a new, empty queue.
+  fx.push("doomed", "P", {"new"});
+  auto fresh = fx.pop("doomed", "P", "g");
+  REQUIRE(fresh.messages.size() == 1);
+  CHECK(fresh.messages[0].frame.off.value == 0);
 }

@@ -193,14 +193,19 @@ TEST_CASE("a record that does not decode is an error naming its table",
   CHECK(!all);
 }
 
-TEST_CASE("deleting a queue removes all of its data and nothing else",
-          "[storage][tables]") {
+TEST_CASE("deleting a queue is one small write; its rows go in bounded sweep "
+          "steps, the last one clearing the doomed mark, and nothing else goes",
+          "[storage][tables][bounded]") {
   store_fixture fx;
   auto p = fx.make_partition();
   partition_log log{p};
-  REQUIRE(fx.append(log, {msg("a", "tx")}, 1'000'000));
+  REQUIRE(fx.append(log, {msg("a", "tx"), msg("b", "ty")}, 1'000'000));
+  dlq_entry dead;
+  dead.id = 1;
+  dead.partition = p.id;
   REQUIRE(fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", {}},
-                                 mut::put_subscription{p.queue, "g", {}}}}));
+                                 mut::put_subscription{p.queue, "g", {}},
+                                 mut::put_dlq{p.queue, "g", dead}}}));
   // A second queue that must survive.
   queue_record q2;
   q2.id = fx.store->next_queue_id();
@@ -211,15 +216,58 @@ TEST_CASE("deleting a queue removes all of its data and nothing else",
   p2.name = "Default";
   REQUIRE(fx.commit(
       write_batch{{mut::create_queue{q2}, mut::create_partition{p2}}}));
+  // A live queue is never swept.
+  auto live = fx.commit(write_batch{{mut::sweep_queue{q2.id, 100}}});
+  REQUIRE(!live);
+  CHECK(live.err().code == ec::conflict);
   REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
+  {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    CHECK(!*tables::get_queue(*t, p.queue));
+    CHECK(*tables::is_doomed(*t, p.queue));
+    CHECK(*tables::doomed_queues(*t) == std::vector<queue_id>{p.queue});
+  }
+  // Recovery serves none of it meanwhile.
+  fx.reopen();
+  auto& cat = fx.store->recovered();
+  CHECK(cat.doomed == std::vector<queue_id>{p.queue});
+  for (auto& part : cat.partitions)
+    CHECK(part.queue != p.queue);
+  int steps = 0;
+  for (;;) {
+    REQUIRE(fx.commit(write_batch{{mut::sweep_queue{p.queue, 2}}}));
+    ++steps;
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    if (!*tables::is_doomed(*t, p.queue))
+      break;
+    REQUIRE(steps < 100);
+  }
+  // segments, segment_time, partition, cursor, subscription, 2 dedup, dlq:
+  // 8 keys, 2 per step.
+  CHECK(steps == 4);
   auto t = fx.store->db().read();
   REQUIRE(t);
-  CHECK(!*tables::get_queue(*t, p.queue));
   CHECK(!*tables::get_partition(*t, p.queue, p.id));
   CHECK(!*tables::get_cursor(*t, p.queue, p.id, "g"));
   CHECK(!*tables::get_subscription(*t, p.queue, "g"));
   CHECK(!*tables::get_dedup(*t, p.queue, p.id, "tx"));
+  CHECK(!*tables::get_dlq(*t, p.queue, "g", 1));
+  std::size_t rows = 0;
+  auto& d = t->db();
+  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
+                   d.subscriptions, d.dedup, d.dlq, d.queues})
+    REQUIRE(t->scan_prefix(dbi, keys::queue(p.queue), [&](auto, auto) {
+      ++rows;
+      return true;
+    }));
+  CHECK(rows == 0);
   CHECK(*tables::get_partition(*t, q2.id, p2.id));
+  CHECK(tables::doomed_queues(*t)->empty());
+  t->abort();
+  // Swept already: nothing to do; deleted already: refused.
+  CHECK(fx.commit(write_batch{{mut::sweep_queue{p.queue, 2}}}));
   auto again = fx.commit(write_batch{{mut::delete_queue{p.queue}}});
   REQUIRE(!again);
   CHECK(again.err().code == ec::unknown_queue);
