@@ -464,8 +464,6 @@ struct seek_stage {
   std::optional<storage::mut::put_cursor> record;
   std::optional<storage::error> failure;
   bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
-  /// The cursor holding the stage: the queue settles it directly.
-  caf::strong_actor_ptr cursor;
 };
 
 /// The answer to a subscription update: the records rewritten.

@@ -741,7 +741,6 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
       = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition, st.cfg.group,
                                  now.record_after_seek(reply.after, wall)};
   reply.stage_id = st.next_stage_id++;
-  reply.cursor = caf::actor_cast<caf::strong_actor_ptr>(self);
   st.staged.emplace(cursor_state::staged_txn{
       reply.stage_id, std::nullopt, {}, reply.after, wall});
   return reply;

@@ -69,6 +69,10 @@ struct partition_state {
   };
   std::unordered_map<std::string, hold> holds;
   std::uint64_t next_hold = 0;
+  /// Seeks staged by live cursors here (group -> stage id), until the queue
+  /// settles them through this partition: while one may move its group
+  /// back, nothing counts as consumed by all (correction 13).
+  std::unordered_map<std::string, std::uint64_t> live_seeks;
   /// Groups whose cursor died, until the write barrier (supervise.hpp)
   /// answers: their next cursor reads a row every earlier write reached.
   std::unordered_set<std::string> respawning;
@@ -486,10 +490,10 @@ consumed_by_all(partition_ptr self) {
   for (auto& [g, _] : st.cursors)
     if (!here.contains(g))
       return std::optional<storage::offset>{};
-  // A seek held here may move its group back: nothing counts as consumed by
-  // all until it settles (a live cursor's staged seek has the same gap;
-  // holds last one fan-out and one write).
-  if (!st.holds.empty())
+  // A seek held here or staged by a live cursor may move its group back:
+  // nothing counts as consumed by all until it settles (one fan-out and one
+  // write).
+  if (!st.holds.empty() || !st.live_seeks.empty())
     return std::optional<storage::offset>{};
   return low;
 }
@@ -785,7 +789,24 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   auto c = cursor_for(self, group);
   if (!c)
     return fail(c.err());
-  rp.delegate(*c, seek_atom::value, std::move(req), view);
+  if (dry_run) {
+    rp.delegate(*c, seek_atom::value, std::move(req), view);
+    return rp;
+  }
+  self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
+      .then(
+          [self, rp, group](seek_stage& stage) mutable {
+            if (stage.stage_id != 0)
+              self->state.live_seeks[group] = stage.stage_id;
+            rp.deliver(std::move(stage));
+          },
+          [rp](caf::error& err) mutable {
+            seek_stage failed;
+            failed.failure = storage::make_error(
+                storage::ec::busy, "the group's cursor here is restarting (",
+                caf::to_string(err), "); retry");
+            rp.deliver(std::move(failed));
+          });
   return rp;
 }
 
@@ -1037,6 +1058,9 @@ partition_actor::behavior_type partition(partition_ptr self,
           st.holds.erase(h);
           return;
         }
+        if (auto l = st.live_seeks.find(group);
+            l != st.live_seeks.end() && l->second == id)
+          st.live_seeks.erase(l);
         if (auto it = st.cursors.find(group); it != st.cursors.end())
           self->send(it->second, settle_atom::value, id, commit);
       },

@@ -1153,12 +1153,10 @@ void settle_seek(queue_ptr self, seek_run& run, bool commit) {
     auto& stage = run.staged[i];
     if (stage.stage_id == 0)
       continue;
-    if (stage.cursor)
-      self->send(caf::actor_cast<cursor_actor>(stage.cursor),
-                 settle_atom::value, stage.stage_id, commit);
-    else
-      self->send(run.parts[i], settle_atom::value, run.req.group,
-                 stage.stage_id, commit);
+    // Through the partition (which forwards to the cursor): it tracks the
+    // staged seeks that keep completedRetention and maxSize away.
+    self->send(run.parts[i], settle_atom::value, run.req.group, stage.stage_id,
+               commit);
   }
 }
 

@@ -341,6 +341,42 @@ TEST_CASE("completedRetentionSeconds deletes nothing a seek staged for a "
   CHECK(fx.offsets(fx.pop("h")) == std::vector<std::int64_t>{0, 1});
 }
 
+TEST_CASE("completedRetentionSeconds deletes nothing a live cursor's staged "
+          "seek may still move back to",
+          "[sim][retention][seek]") {
+  retention_fixture fx;
+  auto o = opts();
+  o.completed_retention_s = 30;
+  fx.configure(o);
+  fx.push({"a", "b"}); // 0..1
+  fx.advance(1s);
+  fx.consume("g1");          // committed 1, its cursor live
+  fx.consume("h");           // committed 1, its cursor live
+  fx.gate_st->closed = true; // the seek's write waits
+  core::seek_target start;
+  start.to_start = true;
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"h", std::nullopt, start, false});
+  fx.run();
+  fx.advance(60s); // retention runs while the seek is staged in h's cursor
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*sought);
+  REQUIRE_FALSE((**sought).failure);
+  CHECK(fx.watermark() == offset{0});
+  auto again = fx.pop("h");
+  CHECK(fx.offsets(again) == std::vector<std::int64_t>{0, 1});
+  // Settled: once h consumed again, retention deletes (nothing is left
+  // holding it back).
+  for (auto& m : again.messages)
+    REQUIRE(fx.ack("h", again, m.frame.off.value).error
+            == core::ack_error::none);
+  fx.advance(60s);
+  CHECK(fx.watermark() == offset{2});
+}
+
 TEST_CASE("configure refuses delayedProcessing >= maxWaitTimeSeconds",
           "[sim][retention][max-wait]") {
   retention_fixture fx;
