@@ -305,6 +305,11 @@ expected<void> apply_one(txn& t, const mut::update_dlq& m) {
     return std::move(stored).err();
   if (!*stored)
     return {}; // deleted meanwhile: the deletion wins
+  auto doomed = tables::is_doomed(t, m.queue);
+  if (!doomed)
+    return std::move(doomed).err();
+  if (*doomed)
+    return {}; // its queue was deleted meanwhile: the deletion wins
   return tables::put_dlq(t, m.queue, m.group, m.entry);
 }
 
@@ -314,6 +319,11 @@ expected<void> apply_one(txn& t, const mut::update_subscription& m) {
     return std::move(stored).err();
   if (!*stored)
     return {}; // the group or its queue was deleted meanwhile: it wins
+  auto doomed = tables::is_doomed(t, m.queue);
+  if (!doomed)
+    return std::move(doomed).err();
+  if (*doomed)
+    return {}; // its queue was deleted meanwhile: the deletion wins
   return tables::put_subscription(t, m.queue, m.group, m.rec);
 }
 

@@ -108,7 +108,12 @@ expected<partition_record> require_partition(txn& t, queue_id q,
   auto rec = get_partition(t, q, p);
   if (!rec)
     return std::move(rec).err();
-  if (!*rec)
+  // A deleted queue's partition rows stay until its sweep removes them:
+  // they are not there for anyone (a write in flight at the deletion fails).
+  auto doomed = is_doomed(t, q);
+  if (!doomed)
+    return std::move(doomed).err();
+  if (!*rec || *doomed)
     return make_error(ec::unknown_partition, "partition ", q.value, "/",
                       p.value, " does not exist");
   return std::move(**rec);

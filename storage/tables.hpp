@@ -25,7 +25,8 @@ expected<std::vector<queue_record>> all_queues(txn& t);
 expected<void> put_partition(txn& t, const partition_record& rec);
 expected<std::optional<partition_record>> get_partition(txn& t, queue_id q,
                                                         partition_id p);
-/// A partition that must exist (ec::unknown_partition otherwise).
+/// A partition that must exist, of a queue not deleted
+/// (ec::unknown_partition otherwise).
 expected<partition_record> require_partition(txn& t, queue_id q,
                                              partition_id p);
 expected<std::vector<partition_record>> all_partitions(txn& t);

@@ -426,13 +426,14 @@ caf::delegated<Reply> via_queue(broker_ptr self, const queue_actor& q,
 
 /// The oldest `dlq_max_batch` entries `f` selects (and the count of all),
 /// from one short read transaction.
-storage::expected<core::dlq_selection> select_dlq(broker_ptr self,
-                                                  const core::dlq_filter& f) {
+storage::expected<core::dlq_selection>
+select_dlq(broker_ptr self, const core::dlq_filter& f,
+           std::optional<std::size_t> per_cursor = std::nullopt) {
   auto& node = self->state.cfg.node;
   auto t = node.store->db().read();
   if (!t)
     return std::move(t).err();
-  return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch);
+  return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
 }
 
 dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
@@ -490,7 +491,9 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
 caf::typed_response_promise<dlq_count_reply>
 on_requeue(broker_ptr self, const core::dlq_filter& f) {
   auto rp = self->make_response_promise<dlq_count_reply>();
-  auto selected = select_dlq(self, f);
+  // Entries pending already are left out, and each cursor gets at most its
+  // free places: one full cursor does not hold the others back.
+  auto selected = select_dlq(self, f, core::cursor_core::max_requeued);
   if (!selected) {
     rp.deliver(dlq_count_reply{0, selected.err()});
     return rp;
@@ -529,7 +532,9 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
       },
       [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
         auto total = total_of(slots);
-        if (!total.failure)
+        if (total.failure) // what was done stays done; the rest: retry
+          total.remaining = 0;
+        else
           total.remaining += remaining;
         rp.deliver(std::move(total));
       });

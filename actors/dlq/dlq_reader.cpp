@@ -93,7 +93,8 @@ private:
 /// wants among those below `after`.
 storage::expected<std::size_t>
 scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
-              std::optional<std::uint64_t> after, bounded_pick& pick) {
+              std::optional<std::uint64_t> after, bounded_pick& pick,
+              std::optional<std::size_t> per_cursor = std::nullopt) {
   namespace tb = storage::tables;
   SPOOL_TRY(check(f));
   auto queues = tb::all_queues(t);
@@ -123,6 +124,20 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
       partition_seen
           = partition_seen || (f.partition && *f.partition == p.name);
     }
+    // A requeue: per (group, partition), the cursor's free places (its
+    // pending requeues are the entries marked requeued), so one full cursor
+    // cannot hold the selection of every other one.
+    std::map<std::pair<std::string, std::uint64_t>, std::size_t> used;
+    auto scope
+        = f.group ? std::optional<std::string_view>{*f.group} : std::nullopt;
+    if (per_cursor)
+      SPOOL_TRY(tb::scan_dlq_summaries(
+          t, q.id, scope,
+          [&](std::string_view group, const storage::tables::dlq_summary& s) {
+            if (s.requeued)
+              ++used[{std::string{group}, s.partition.value}];
+            return true;
+          }));
     auto visit = [&](std::string_view group,
                      const storage::tables::dlq_summary& s) {
       auto it = names.find(s.partition.value);
@@ -141,9 +156,18 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
           || !matches(by_rest, q.name, group, pname, e)
           || expired(e, now, q.options.dlq_retention_s))
         return true;
-      ++total;
       if (!wanted.empty())
         found.insert(s.id);
+      if (per_cursor && s.requeued)
+        return true; // pending already: nothing to requeue
+      ++total;
+      if (per_cursor) {
+        auto& n = used[{std::string{group}, s.partition.value}];
+        if (n >= *per_cursor)
+          return true; // its cursor is full: a later call
+        if (pick.wants(s.id))
+          ++n;
+      }
       if ((!after || s.id < *after) && pick.wants(s.id))
         pick.add(dlq_item{q.name, std::string{group}, std::string{pname}, q.id,
                           std::move(e)});
@@ -155,10 +179,7 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
         return std::move(known).err();
       group_seen = group_seen || *known;
     }
-    SPOOL_TRY(tb::scan_dlq_summaries(
-        t, q.id,
-        f.group ? std::optional<std::string_view>{*f.group} : std::nullopt,
-        visit));
+    SPOOL_TRY(tb::scan_dlq_summaries(t, q.id, scope, visit));
   }
   if (f.partition && !partition_seen)
     return make_error(ec::unknown_partition,
@@ -174,12 +195,11 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
 
 } // namespace
 
-storage::expected<dlq_selection> select_dlq(storage::txn& t,
-                                            const dlq_filter& f,
-                                            storage::micros now,
-                                            std::size_t max) {
+storage::expected<dlq_selection>
+select_dlq(storage::txn& t, const dlq_filter& f, storage::micros now,
+           std::size_t max, std::optional<std::size_t> per_cursor) {
   bounded_pick pick{max, false};
-  auto total = scan_selected(t, f, now, std::nullopt, pick);
+  auto total = scan_selected(t, f, now, std::nullopt, pick, per_cursor);
   if (!total)
     return std::move(total).err();
   return dlq_selection{pick.take(), *total};

@@ -23,10 +23,15 @@ struct dlq_selection {
 /// message (payload, headers) nor error text: the scan decodes summaries
 /// only and keeps at most `max` of them, so its memory is bounded by `max`
 /// and its time is one pass over the rows, whatever the DLQ holds.
-storage::expected<dlq_selection> select_dlq(storage::txn& t,
-                                            const dlq_filter& f,
-                                            storage::micros now,
-                                            std::size_t max);
+///
+/// For a requeue, `per_cursor` is a cursor's cap on pending requeues: entries
+/// already pending are left out (neither selected nor counted), and per
+/// (queue, group, partition) at most the cursor's free places are selected,
+/// the oldest first; the rest counts in `total` for a later call.
+storage::expected<dlq_selection>
+select_dlq(storage::txn& t, const dlq_filter& f, storage::micros now,
+           std::size_t max,
+           std::optional<std::size_t> per_cursor = std::nullopt);
 
 /// The page `q` asks for, with the full entries of that page; one pass
 /// that keeps at most `offset + limit` summaries.

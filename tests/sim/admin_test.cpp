@@ -218,7 +218,7 @@ TEST_CASE("group introspection shows committed, exact lag, time lag, the live "
 }
 
 TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
-          "its parked pops empty; a later pop is a first contact",
+          "its parked pops empty, a later pop is a first contact",
           "[sim][admin][groups]") {
   admin_fixture fx;
   fx.push("q", "p", {"a", "b", "c"});
@@ -273,7 +273,7 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
 }
 
 TEST_CASE("deleting a queue removes everything of it and answers its parked "
-          "pops empty; a later push creates a new queue with default options",
+          "pops empty, a later push creates a new queue with default options",
           "[sim][admin][queues]") {
   admin_fixture fx;
   actors::configure_request c;
@@ -371,7 +371,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
         == "Partition not found");
 }
 
-TEST_CASE("a group idle for groupIdleSeconds is deleted with its records; "
+TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
           "one holding a lease is kept",
           "[sim][admin][groups][idle]") {
   admin_fixture fx;

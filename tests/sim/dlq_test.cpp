@@ -232,7 +232,7 @@ TEST_CASE("a requeued entry that fails past retryLimit returns to the DLQ",
   CHECK(fx.offsets(fx.pop("q", "p", "g")) == std::vector<std::int64_t>{1});
 }
 
-TEST_CASE("a pending requeue survives a restart; one leased at the restart "
+TEST_CASE("a pending requeue survives a restart, one leased at the restart "
           "is charged",
           "[sim][dlq][requeue][restart]") {
   dlq_fixture fx;
@@ -467,7 +467,7 @@ TEST_CASE("deadLetterQueue=false and dlqAfterMaxRetries=false drop the frame",
   CHECK(fx.metrics->dead_letters_dropped == 1);
 }
 
-TEST_CASE("a requeued entry deleted while pending is forgotten; with autoAck "
+TEST_CASE("a requeued entry deleted while pending is forgotten, with autoAck "
           "a requeued delivery leaves the DLQ at once",
           "[sim][dlq][requeue]") {
   dlq_fixture fx;
@@ -617,7 +617,22 @@ TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
   fx.ack("q", "p", "g", again, again.messages[0].frame.off.value);
   auto second = fx.requeue(dlq_fixture::group("g"));
   REQUIRE_FALSE(second.failure);
+  CHECK(second.count == 1); // the one free place; pending ones not again
   CHECK(second.remaining == extra - core::cursor_core::max_requeued);
+  // Another group's newer entries are not held back by g's full cursor.
+  storage::write_batch h;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    auto e = stored[0];
+    e.id = 5'000 + i;
+    h.mutations.emplace_back(storage::mut::put_dlq{qid, "h", e});
+  }
+  w = fx.request<actors::write_result>(fx.writer, actors::write_atom::value, h);
+  REQUIRE(w);
+  REQUIRE(w->ok());
+  auto third = fx.requeue({});
+  REQUIRE_FALSE(third.failure);
+  CHECK(third.count == 3); // h's three; g has no free place
+  CHECK(third.remaining == extra - core::cursor_core::max_requeued);
 }
 
 TEST_CASE("DLQ requests beyond their bounds are refused: too many ids, an "

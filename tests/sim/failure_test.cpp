@@ -502,7 +502,7 @@ std::size_t rows_of(broker_sim& fx, storage::queue_id q) {
 
 } // namespace
 
-TEST_CASE("a queue deletion is one small write; its rows go in bounded steps "
+TEST_CASE("a queue deletion is one small write, its rows go in bounded steps "
           "with other writes between them, a failed step is retried and a "
           "restart resumes",
           "[failure][bounded][admin]") {

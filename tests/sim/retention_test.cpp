@@ -426,7 +426,7 @@ TEST_CASE("retentionEnabled=false disables retentionSeconds, "
 }
 
 TEST_CASE("a cursor below the watermark resumes at the oldest retained "
-          "offset; the pop reports and counts the skipped messages",
+          "offset, the pop reports and counts the skipped messages",
           "[sim][retention]") {
   retention_fixture fx;
   auto o = opts();

@@ -655,7 +655,7 @@ held_seek_run seek_then_pop_behind_gate(seek_fixture& fx) {
 } // namespace
 
 TEST_CASE("A seek for a group without a live cursor on a partition is "
-          "staged there without one; a pop arriving before it is durable "
+          "staged there without one, a pop arriving before it is durable "
           "waits, then starts at the new position",
           "[sim][seek]") {
   seek_fixture fx;

@@ -41,7 +41,7 @@ TEST_CASE("a push that landed while the scan ran keeps the partition a "
   CHECK(c.is_candidate("g", 0));
 }
 
-TEST_CASE("a seek or requeue puts a partition back; a subscription update "
+TEST_CASE("a seek or requeue puts a partition back, a subscription update "
           "puts every partition back",
           "[unit][candidates]") {
   candidate_set c;

@@ -237,7 +237,7 @@ TEST_CASE("a response that cannot be written uncounts a requeued delivery",
 }
 
 TEST_CASE("deadLetterQueue=false and dlqAfterMaxRetries=false drop dead "
-          "letters; either alone keeps the DLQ",
+          "letters, either alone keeps the DLQ",
           "[cursor][dlq][options]") {
   spool::storage::queue_options o;
   CHECK(!cursor_policy::from(o).drop_dead_letters);

@@ -67,7 +67,7 @@ TEST_CASE("retentionSeconds bounds deletion by age up to the readable end, "
 }
 
 TEST_CASE("completedRetentionSeconds bounds deletion by age and by what "
-          "every interested group committed; nobody interested deletes "
+          "every interested group committed, nobody interested deletes "
           "nothing",
           "[retention][unit]") {
   auto p = policy(0, 30, 0);

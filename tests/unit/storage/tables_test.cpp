@@ -193,7 +193,7 @@ TEST_CASE("a record that does not decode is an error naming its table",
   CHECK(!all);
 }
 
-TEST_CASE("deleting a queue is one small write; its rows go in bounded sweep "
+TEST_CASE("deleting a queue is one small write, its rows go in bounded sweep "
           "steps, the last one clearing the doomed mark, and nothing else goes",
           "[storage][tables][bounded]") {
   store_fixture fx;
@@ -221,6 +221,15 @@ TEST_CASE("deleting a queue is one small write; its rows go in bounded sweep "
   REQUIRE(!live);
   CHECK(live.err().code == ec::conflict);
   REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
+  // A write in flight at the deletion fails: the rows it would add to are
+  // not there for it.
+  for (auto late : {mutation{mut::put_cursor{p.queue, p.id, "h", {}}},
+                    mutation{mut::put_dlq{p.queue, "g", dead}}}) {
+    auto refused = fx.commit(write_batch{{late}});
+    REQUIRE(!refused);
+    CHECK(refused.err().code == ec::unknown_partition);
+  }
+  CHECK(!fx.append(log, {msg("late")}, 2'000'000));
   {
     auto t = fx.store->db().read();
     REQUIRE(t);
