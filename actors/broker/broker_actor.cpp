@@ -195,6 +195,10 @@ struct multi_push {
   std::vector<std::vector<push_item>> parts;
   std::vector<push_token> tokens;
   std::vector<storage::write_batch> batches;
+  /// The queues sealed (settled by handle: a queue deleted meanwhile still
+  /// settles what it sealed), and what each answers once durable.
+  std::vector<queue_actor> actors;
+  std::vector<queue_push_reply> prepared;
   std::vector<queue_push_reply> replies;
   std::optional<storage::error> failure;
   std::size_t item_count = 0;
@@ -238,20 +242,13 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
   if (failure && !run->failure)
     run->failure = failure;
   run->replies.resize(run->queues.size());
-  // The queues are looked up now: one deleted meanwhile fails the push.
+  // Each queue that sealed settles by its handle, also one deleted (or
+  // restarted) meanwhile: a durable push is answered as stored.
   auto held
       = std::make_shared<std::vector<std::pair<std::size_t, queue_actor>>>();
-  for (std::size_t k = 0; k < run->queues.size(); ++k) {
-    if (!run->tokens[k])
-      continue;
-    auto q = self->state.queues.find(run->queues[k]);
-    if (q == self->state.queues.end()) {
-      if (!run->failure)
-        run->failure = queue_not_found();
-      continue;
-    }
-    held->emplace_back(k, q->second);
-  }
+  for (std::size_t k = 0; k < run->queues.size(); ++k)
+    if (run->tokens[k])
+      held->emplace_back(k, run->actors[k]);
   gather<queue_push_reply>(
       held->size(),
       [self, run, held, failure](std::size_t i) {
@@ -259,10 +256,13 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
         return self->request(queue, caf::infinite, settle_atom::value,
                              run->tokens[k], failure);
       },
-      [run, held](std::vector<fanned<queue_push_reply>> slots) {
+      [run, held, failure](std::vector<fanned<queue_push_reply>> slots) {
         for (std::size_t i = 0; i < slots.size(); ++i) {
+          auto k = (*held)[i].first;
           if (slots[i].reply)
-            run->replies[(*held)[i].first] = std::move(*slots[i].reply);
+            run->replies[k] = std::move(*slots[i].reply);
+          else if (!failure) // durable: its queue died after the commit
+            run->replies[k] = run->prepared[k];
           else if (!run->failure)
             run->failure = unreachable(slots[i].error);
         }
@@ -307,6 +307,7 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
   dests.reserve(n);
   for (auto& name : run->queues)
     dests.push_back(self->state.queues.at(name));
+  run->actors = dests;
   gather<prepared_push>(
       n,
       [self, run, dests = std::move(dests)](std::size_t k) {
@@ -316,6 +317,7 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
       [self, run](std::vector<fanned<prepared_push>> slots) {
         run->tokens.resize(slots.size());
         run->batches.resize(slots.size());
+        run->prepared.resize(slots.size());
         for (std::size_t k = 0; k < slots.size(); ++k) {
           if (!slots[k].reply) {
             if (!run->failure)
@@ -327,6 +329,8 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
             run->failure = p.failure;
           run->tokens[k] = p.token;
           run->batches[k] = std::move(p.batch);
+          run->prepared[k].results = std::move(p.results);
+          run->prepared[k].targets = std::move(p.targets);
         }
         commit(self, run);
       });

@@ -566,3 +566,38 @@ TEST_CASE("a queue deletion is one small write, its rows go in bounded steps "
   REQUIRE(fresh.messages.size() == 1);
   CHECK(fresh.messages[0].frame.off.value == 0);
 }
+
+TEST_CASE("a push spanning queues that is durable is answered as stored, also "
+          "when a queue dies before it settles",
+          "[failure][push][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"a0"});
+  fx.push("b", "P", {"b0"});
+  fx.gate_st->closed = true; // the push's batch waits at the writer
+  std::vector<actors::broker_push_item> v{{"a", {"P", msg("a1")}},
+                                          {"b", {"P", msg("b1")}}};
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  fx.run();
+  REQUIRE_FALSE(*pushed);
+  // Queue b dies (a bug) after it sealed, before the batch commits: the
+  // broker's settle then finds it gone.
+  actors::queue_pop_request pop;
+  pop.group = "other";
+  pop.lease_id = "poke";
+  auto poked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"b"}, pop);
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*pushed);
+  REQUIRE_FALSE((*pushed)->failure);
+  REQUIRE((*pushed)->results.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK((*pushed)->results[i].result.off.value == 1);
+  // Both stored: the restarted queue serves its frame too.
+  for (auto q : {"a", "b"})
+    CHECK(fx.offsets(fx.pop(q, "P", "g")) == std::vector<std::int64_t>{0, 1});
+}
