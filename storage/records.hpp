@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/trailing.hpp"
 #include "storage/types.hpp"
 
 namespace spool::storage {
@@ -145,13 +146,17 @@ struct cursor_record {
   micros last_activity = 0;
   /// Dead letters requeued to this group, in requeue order.
   std::vector<requeued_frame> requeued;
+  /// maxWaitTimeSeconds: frames at or below this were overdue when the
+  /// group last sought; its replay delivers them instead of dead-lettering
+  /// them, also after a restart (-1: none). Trailing: older rows lack it.
+  offset exempt{-1};
 
   friend bool operator==(const cursor_record&, const cursor_record&) = default;
 
   template <class F>
   friend auto fields(F& f, cursor_record& x) {
     return f(x.committed, x.lease_epoch, x.isolated, x.leased, x.counters,
-             x.last_activity, x.requeued);
+             x.last_activity, x.requeued, as_trailing(x.exempt));
   }
 };
 

@@ -15,6 +15,8 @@
 #include <variant>
 #include <vector>
 
+#include "storage/trailing.hpp"
+
 namespace spool::storage {
 
 namespace detail {
@@ -30,6 +32,10 @@ template <class T>
 struct is_pair : std::false_type {};
 template <class A, class B>
 struct is_pair<std::pair<A, B>> : std::true_type {};
+template <class T>
+struct is_trailing : std::false_type {};
+template <class T>
+struct is_trailing<trailing<T>> : std::true_type {};
 template <class T>
 struct is_variant : std::false_type {};
 template <class... Ts>
@@ -69,7 +75,7 @@ public:
   }
 
   template <class... Ts>
-  bool operator()(Ts&... xs) {
+  bool operator()(Ts&&... xs) {
     (write(xs), ...);
     return true;
   }
@@ -101,6 +107,8 @@ private:
     } else if constexpr (detail::is_pair<T>::value) {
       write(x.first);
       write(x.second);
+    } else if constexpr (detail::is_trailing<T>::value) {
+      write(x.ref);
     } else if constexpr (detail::is_variant<T>::value) {
       put_varint(out_, x.index());
       std::visit([this](auto& y) { write(y); }, x);
@@ -119,7 +127,7 @@ public:
   }
 
   template <class... Ts>
-  bool operator()(Ts&... xs) {
+  bool operator()(Ts&&... xs) {
     (read(xs), ...);
     return ok_;
   }
@@ -216,6 +224,9 @@ private:
     } else if constexpr (detail::is_pair<T>::value) {
       read(x.first);
       read(x.second);
+    } else if constexpr (detail::is_trailing<T>::value) {
+      if (!in_.empty()) // absent from a record stored before the field
+        read(x.ref);
     } else if constexpr (detail::is_variant<T>::value) {
       std::uint64_t idx = 0;
       if (!varint(idx))

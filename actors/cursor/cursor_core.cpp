@@ -95,7 +95,8 @@ cursor_core::cursor_core(storage::cursor_record rec, cursor_policy policy) :
     isolated_(to_range(rec.isolated)),
     leased_(to_range(rec.leased)),
     last_activity_(rec.last_activity),
-    requeued_(std::move(rec.requeued)) {
+    requeued_(std::move(rec.requeued)),
+    exempt_(rec.exempt) {
   // Stored records list the counters ascending; keep the first of any
   // duplicate offset, as the map this replaced did.
   std::stable_sort(rec.counters.begin(), rec.counters.end(),
@@ -117,6 +118,7 @@ storage::cursor_record cursor_core::record() const {
   rec.counters.assign(counters_.begin(), counters_.end());
   rec.last_activity = last_activity_;
   rec.requeued = requeued_;
+  rec.exempt = exempt_;
   return rec;
 }
 
@@ -449,6 +451,7 @@ cursor_core::record_after_seek(offset new_committed,
   rec.requeued = requeued_;
   for (auto& r : rec.requeued)
     r.leased = false;
+  rec.exempt = overdue_; // as `seek` sets it
   return rec;
 }
 

@@ -313,6 +313,26 @@ TEST_CASE("A seek exempts from maxWaitTimeSeconds what was overdue when it "
   CHECK(fx.offsets(fx.pop("late")) == std::vector<std::int64_t>{0, 1, 2});
 }
 
+TEST_CASE("A seek's maxWaitTimeSeconds exemption survives a restart: the "
+          "replay still delivers what was overdue when the group sought",
+          "[sim][retention][max-wait][seek]") {
+  retention_fixture fx;
+  push_under_max_wait(fx); // 0..2 at T, overdue at T + 60 s
+  fx.consume("g");         // committed 2, before they are overdue
+  fx.advance(75s);         // overdue now
+  core::seek_target start;
+  start.to_start = true;
+  auto r = fx.request<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"g", std::nullopt, start, false});
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+  fx.start();      // a restart: the cursor comes back from its row
+  fx.pop("other"); // the partition and g's cursor are spawned again
+  fx.advance(30s); // retention runs: maxWait judges what is overdue
+  CHECK(fx.offsets(fx.pop("g")) == std::vector<std::int64_t>{0, 1, 2});
+}
+
 TEST_CASE("completedRetentionSeconds deletes nothing a seek staged for a "
           "group without a cursor here may still move back to",
           "[sim][retention][seek]") {
