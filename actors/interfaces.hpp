@@ -133,6 +133,8 @@ struct ack_reply {
 struct extend_reply {
   core::extend_error error = core::extend_error::none;
   std::optional<core::mono_time> expires;
+  /// The extend's write failed: the lease keeps its old expiry.
+  std::optional<storage::error> failure;
 };
 
 /// Frames sealed by a partition, waiting for the commit of the batch that

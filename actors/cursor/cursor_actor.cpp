@@ -847,14 +847,29 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           reply.error = core::extend_error::not_found;
           return reply;
         }
-        self->state.core->touch(self->state.cfg.wall());
+        auto before = snapshot(self);
         auto r = self->state.core->extend(lease_id, by, self->clock().now());
-        if (auto* t = std::get_if<core::mono_time>(&r))
-          reply.expires = *t;
-        else
-          reply.error = std::get<core::extend_error>(r);
-        arm(self);
-        return reply;
+        if (auto* e = std::get_if<core::extend_error>(&r)) {
+          reply.error = *e;
+          return reply; // nothing changed
+        }
+        // The group is active: its activity is written, so neither a
+        // restart nor the idle sweep takes a group that only extends for
+        // an inactive one (the lease itself lives in memory).
+        self->state.core->touch(self->state.cfg.wall());
+        auto rp = self->make_response_promise<extend_reply>();
+        commit(self, std::move(before), {}, {},
+               [self, rp, expires = std::get<core::mono_time>(r)](
+                   std::optional<storage::error> failure) mutable {
+                 extend_reply done;
+                 if (failure)
+                   done.failure = std::move(failure);
+                 else
+                   done.expires = expires;
+                 arm(self);
+                 rp.deliver(std::move(done));
+               });
+        return rp;
       },
       [self](expire_atom, std::uint64_t id) -> caf::result<void> {
         if (self->state.busy())

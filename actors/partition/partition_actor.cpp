@@ -908,7 +908,8 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto c = cursor_for(self, group);
         if (!c) {
           auto rp = self->make_response_promise<extend_reply>();
-          rp.deliver(extend_reply{core::extend_error::not_found, std::nullopt});
+          rp.deliver(
+              extend_reply{core::extend_error::not_found, std::nullopt, {}});
           return {};
         }
         return self->delegate(*c, extend_atom::value, lease_id, by);

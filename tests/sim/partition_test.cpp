@@ -5,6 +5,7 @@
 
 #include "actors/partition/partition_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "sim/write_gate.hpp"
 #include "unit/storage/fixture.hpp"
 
 using namespace spool;
@@ -21,6 +22,8 @@ struct partition_fixture : sim_fixture {
 
   store_fixture store;
   actors::writer_actor writer;
+  std::shared_ptr<gate_state> gate_st = std::make_shared<gate_state>();
+  actors::writer_actor gated;
   storage::partition_record rec;
   storage::queue_options options;
   actors::partition_actor part;
@@ -32,6 +35,8 @@ struct partition_fixture : sim_fixture {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
     REQUIRE(w);
     writer = *w;
+    gate_st->keep = false;
+    gated = sys.spawn(gate, gate_st, writer); // faults for the tests that ask
     rec = store.make_partition();
     options.lease_time_s = 30;
     options.retry_limit = 2;
@@ -56,7 +61,7 @@ struct partition_fixture : sim_fixture {
     run();
     actors::partition_config cfg;
     cfg.node.store = store.store.get();
-    cfg.node.writer = writer;
+    cfg.node.writer = gated;
     cfg.record = store.stored(rec);
     cfg.options = options;
     cfg.node.wall = wall();
@@ -287,6 +292,48 @@ TEST_CASE("a lease extend keeps the lease past leaseTime",
   fx.advance(30s); // past the original expiry
   CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
   CHECK(fx.ack(p, 0).error == core::ack_error::none);
+}
+
+TEST_CASE("a lease extend is written: the group's activity survives a restart",
+          "[sim][partition][extend]") {
+  partition_fixture fx;
+  fx.push(msgs(1));
+  auto p = fx.pop(1);
+  auto popped_at = fx.stored_cursor().last_activity;
+  fx.advance(20s);
+  auto r = fx.request<actors::extend_reply>(fx.part, actors::extend_atom::value,
+                                            std::string{"g"}, p.lease->id,
+                                            std::chrono::milliseconds{60'000});
+  REQUIRE(r);
+  REQUIRE(r->error == core::extend_error::none);
+  REQUIRE_FALSE(r->failure);
+  CHECK(fx.stored_cursor().last_activity == popped_at + 20'000'000);
+}
+
+TEST_CASE("a failed extend write changes nothing: the lease ends at its old "
+          "expiry and the caller gets the error",
+          "[sim][partition][extend][failure]") {
+  partition_fixture fx;
+  fx.push(msgs(1));
+  auto p = fx.pop(1);
+  auto stored = fx.stored_cursor();
+  fx.advance(20s);
+  fault_plan f;
+  f.nth = 1;
+  f.times = 1;
+  fx.gate_st->inject(f);
+  auto r = fx.request<actors::extend_reply>(fx.part, actors::extend_atom::value,
+                                            std::string{"g"}, p.lease->id,
+                                            std::chrono::milliseconds{60'000});
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->code == storage::ec::io_error);
+  CHECK_FALSE(r->expires);
+  CHECK(fx.stored_cursor() == stored);
+  fx.advance(10s); // the original expiry (30 s) passed
+  auto again = fx.pop(1);
+  REQUIRE(again.messages.size() == 1);
+  CHECK(again.messages[0].delivery_count == 2);
 }
 
 TEST_CASE("a list of acks is settled with one write and one reply per item",
