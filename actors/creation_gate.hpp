@@ -20,6 +20,11 @@ public:
     return busy_;
   }
 
+  /// Nothing in flight and nobody waiting: the owner may drop the gate.
+  bool idle() const noexcept {
+    return !busy_ && waiting_.empty();
+  }
+
   /// Starts a creation (the gate must be free).
   void enter() noexcept {
     busy_ = true;

@@ -28,12 +28,21 @@
 //     deletion's write took and then the sweep steps that remove its rows
 //     (10,000 keys each, as the broker runs them): their count, the longest
 //     (what another write waits behind at most) and the total.
+//   groups: three rounds of --groups new consumer groups that each pop once
+//     (a subscription record, a cursor row and a cursor actor each) on a
+//     queue with groupIdleSeconds 20, each round waiting until the idle
+//     sweep deleted them all: prints the heap (RssAnon) with the groups and
+//     after the sweep, and the rows left. Flat from round to round: nothing
+//     of a deleted group stays.
 //
 // Run: build/bench/soak_bench pop-cap [--frames 100] [--frame-mib 4]
 //        [--cap-mib 1] [--dir /tmp]
 //      build/bench/soak_bench parked [--pushes 2000] [--parked 10000]
 //      build/bench/soak_bench requeue [--entries 100000]
 //      build/bench/soak_bench delete [--entries 2000000]
+//      build/bench/soak_bench groups [--groups 10000]
+
+#include <spdlog/spdlog.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -68,6 +77,7 @@ struct options {
   std::size_t pushes = 2000;
   std::size_t parked = 10'000;
   std::size_t entries = 100'000;
+  std::size_t groups = 10'000;
   std::filesystem::path parent = std::filesystem::temp_directory_path();
 };
 
@@ -76,7 +86,8 @@ options parse(int argc, char** argv) {
   if (argc < 2)
     die("usage: soak_bench pop-cap [--frames N] [--frame-mib F] [--cap-mib C] "
         "[--dir D] | parked [--pushes N] [--parked P] [--dir D] | requeue "
-        "[--entries N] [--dir D] | delete [--entries N] [--dir D]");
+        "[--entries N] [--dir D] | delete [--entries N] [--dir D] | groups "
+        "[--groups N] [--dir D]");
   o.scenario = argv[1];
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string a = argv[i];
@@ -89,6 +100,8 @@ options parse(int argc, char** argv) {
       o.cap_mib = std::stoul(v);
     else if (a == "--pushes")
       o.pushes = std::stoul(v);
+    else if (a == "--groups")
+      o.groups = std::stoul(v);
     else if (a == "--entries")
       o.entries = std::stoul(v);
     else if (a == "--parked")
@@ -99,7 +112,8 @@ options parse(int argc, char** argv) {
       die("unknown option " + a);
   }
   if (o.scenario != "pop-cap" && o.scenario != "parked"
-      && o.scenario != "requeue" && o.scenario != "delete")
+      && o.scenario != "requeue" && o.scenario != "delete"
+      && o.scenario != "groups")
     die("unknown scenario " + o.scenario);
   return o;
 }
@@ -412,6 +426,67 @@ void delete_queue(const options& o, caf::scoped_actor& self,
               o.entries, deletion.count(), steps, longest, total.count());
 }
 
+void idle_groups(const options& o, caf::scoped_actor& self,
+                 const ac::queue_actor& queue, st::store& store,
+                 st::queue_id qid) {
+  spdlog::set_level(spdlog::level::warn); // one info line per deleted group
+  push_one(self, queue, "P", "{}");
+  auto count_groups = [&] {
+    std::size_t n = 0;
+    self->request(queue, caf::infinite, ac::groups_atom::value,
+                  ac::groups_request{})
+        .receive([&](ac::groups_reply& r) { n = r.cursors.size(); },
+                 [](caf::error& e) { die(caf::to_string(e)); });
+    return n;
+  };
+  auto rows_left = [&] {
+    std::size_t rows = 0;
+    auto t = store.db().read();
+    auto subs = st::tables::subscriptions_of(*t, qid);
+    auto ps = st::tables::partitions_of(*t, qid);
+    if (!subs || !ps)
+      die("cannot read the store");
+    rows += subs->size();
+    for (auto& p : *ps)
+      if (auto c = st::tables::cursors_of(*t, qid, p.id))
+        rows += c->size();
+    return rows;
+  };
+  std::printf("groups: %zu groups per round, groupIdleSeconds 20; heap "
+              "(RssAnon) before %zu MiB\n",
+              o.groups, status_kib("RssAnon") >> 10);
+  for (int round = 1; round <= 3; ++round) {
+    for (std::size_t i = 0; i < o.groups; ++i) {
+      ac::queue_pop_request req;
+      req.partition = "P";
+      req.group = "r" + std::to_string(round) + "-group-" + std::to_string(i);
+      req.auto_ack = true;
+      req.lease_id = req.group;
+      self->request(queue, caf::infinite, ac::pop_atom::value, req)
+          .receive(
+              [](ac::queue_pop_reply& r) {
+                if (r.failure)
+                  die(st::to_string(*r.failure));
+              },
+              [](caf::error& e) { die(caf::to_string(e)); });
+    }
+    auto with = count_groups();
+    auto anon_with = status_kib("RssAnon");
+    auto t0 = std::chrono::steady_clock::now();
+    while (count_groups() > 0) {
+      if (std::chrono::steady_clock::now() - t0 > std::chrono::minutes{5})
+        die("the idle sweep did not delete the groups");
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+    }
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+    std::this_thread::sleep_for(std::chrono::seconds{1});
+    std::printf("  round %d: %zu cursors live, heap %zu MiB; all idle-deleted "
+                "%.1f s later, rows left %zu, heap %zu MiB\n",
+                round, with, anon_with >> 10, took.count(), rows_left(),
+                status_kib("RssAnon") >> 10);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -432,6 +507,8 @@ int main(int argc, char** argv) {
   qc.node.wall = spool::bench::wall_now;
   qc.node.frames.max_payload_bytes = (o.frame_mib + 1) << 20;
   qc.max_parked = o.parked;
+  if (o.scenario == "groups")
+    q.options.group_idle_s = 20; // the queue actor's copy of the record
   qc.record = q;
   auto queue = ac::spawn_queue(sys, qc);
   if (!queue)
@@ -444,8 +521,10 @@ int main(int argc, char** argv) {
       parked(o, self, *queue, qc.parked_total);
     else if (o.scenario == "requeue")
       requeue(o, self, *queue, *writer, store, q.id);
-    else
+    else if (o.scenario == "delete")
       delete_queue(o, self, *queue, *writer, store, q.id);
+    else
+      idle_groups(o, self, *queue, store, q.id);
   }
   caf::anon_send_exit(*queue, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);

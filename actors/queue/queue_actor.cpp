@@ -95,7 +95,10 @@ struct queue_state {
   core::candidate_set candidates;
   /// Per group: its registration, deletions and seeks, one at a time (none
   /// interleaves with another of the same group).
-  std::unordered_map<std::string, core::creation_gate> group_gates;
+  /// (Shared: a gate stays alive while its waiters run; an idle one is
+  /// dropped, so group names come and go without leaving a gate behind.)
+  std::unordered_map<std::string, std::shared_ptr<core::creation_gate>>
+      group_gates;
   /// Pops waiting for their group's registration, by lease id: true once
   /// cancelled (answered empty instead of served when it is done).
   std::unordered_map<std::string, bool> registering;
@@ -104,6 +107,28 @@ struct queue_state {
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
+
+/// The gate of `group` (made on first use).
+core::creation_gate& group_gate(queue_ptr self, const std::string& group) {
+  auto& gate = self->state.group_gates[group];
+  if (!gate)
+    gate = std::make_shared<core::creation_gate>();
+  return *gate;
+}
+
+/// Ends what `group`'s gate had in flight; drops the gate once idle.
+void leave_group_gate(queue_ptr self, const std::string& group) {
+  auto& gates = self->state.group_gates;
+  auto it = gates.find(group);
+  if (it == gates.end())
+    return;
+  auto gate = it->second; // alive while its waiters run
+  gate->leave();
+  if (gate->idle())
+    if (auto again = gates.find(group);
+        again != gates.end() && again->second == gate)
+      gates.erase(again);
+}
 
 storage::expected<void> add_partition(queue_ptr self,
                                       const storage::partition_record& rec) {
@@ -370,43 +395,45 @@ std::vector<partition_actor> all_partitions(queue_ptr self);
 void register_group(queue_ptr self, const std::string& group,
                     const core::subscription_params& params,
                     std::function<void(std::optional<storage::error>)> k) {
-  auto& st = self->state;
-  st.group_gates[group].wait([self, group, params, k = std::move(k)]() mutable {
-    auto& st = self->state;
-    if (st.subs.contains(group))
-      return k(std::nullopt); // registered while this one waited
-    st.group_gates[group].enter();
-    auto rec = core::registration(
-        group, params, st.cfg.node.default_subscription, st.cfg.node.wall());
-    auto parts = all_partitions(self);
-    fan_out<std::optional<storage::offset>>(
-        self, parts,
-        [self, group, rec,
-         k](std::vector<fanned<std::optional<storage::offset>>> seeds) mutable {
-          auto& st = self->state;
-          auto q = st.cfg.record.id;
-          storage::write_batch batch;
-          batch.mutations.emplace_back(
-              storage::mut::put_subscription{q, group, rec});
-          for (std::size_t i = 0; i < seeds.size(); ++i)
-            if (seeds[i].reply && *seeds[i].reply) {
-              storage::cursor_record c;
-              c.committed = **seeds[i].reply;
-              batch.mutations.emplace_back(storage::mut::put_cursor{
-                  q, st.partitions.at(st.ring[i]).rec.id, group, c});
-            }
-          auto done = [self, group, rec,
-                       k](std::optional<storage::error> failure) mutable {
-            if (!failure)
-              self->state.subs[group] = rec;
-            self->state.group_gates[group].leave();
-            k(std::move(failure));
-          };
-          write_then(self, st.cfg.node.writer, std::move(batch),
-                     std::move(done));
-        },
-        seed_atom::value, group, rec);
-  });
+  group_gate(self, group)
+      .wait([self, group, params, k = std::move(k)]() mutable {
+        auto& st = self->state;
+        if (st.subs.contains(group))
+          return k(std::nullopt); // registered while this one waited
+        group_gate(self, group).enter();
+        auto rec = core::registration(group, params,
+                                      st.cfg.node.default_subscription,
+                                      st.cfg.node.wall());
+        auto parts = all_partitions(self);
+        fan_out<std::optional<storage::offset>>(
+            self, parts,
+            [self, group, rec,
+             k](std::vector<fanned<std::optional<storage::offset>>>
+                    seeds) mutable {
+              auto& st = self->state;
+              auto q = st.cfg.record.id;
+              storage::write_batch batch;
+              batch.mutations.emplace_back(
+                  storage::mut::put_subscription{q, group, rec});
+              for (std::size_t i = 0; i < seeds.size(); ++i)
+                if (seeds[i].reply && *seeds[i].reply) {
+                  storage::cursor_record c;
+                  c.committed = **seeds[i].reply;
+                  batch.mutations.emplace_back(storage::mut::put_cursor{
+                      q, st.partitions.at(st.ring[i]).rec.id, group, c});
+                }
+              auto done = [self, group, rec,
+                           k](std::optional<storage::error> failure) mutable {
+                if (!failure)
+                  self->state.subs[group] = rec;
+                leave_group_gate(self, group);
+                k(std::move(failure));
+              };
+              write_then(self, st.cfg.node.writer, std::move(batch),
+                         std::move(done));
+            },
+            seed_atom::value, group, rec);
+      });
 }
 
 caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
@@ -588,13 +615,13 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
 /// resume the same cursors.
 void delete_group(queue_ptr self, const delete_group_request& req,
                   std::function<void(delete_group_reply)> done) {
-  self->state.group_gates[req.group].wait(
-      [self, req, done = std::move(done)]() mutable {
-        self->state.group_gates[req.group].enter();
+  group_gate(self, req.group)
+      .wait([self, req, done = std::move(done)]() mutable {
+        group_gate(self, req.group).enter();
         delete_group_now(self, req,
                          [self, group = req.group,
                           done = std::move(done)](delete_group_reply r) {
-                           self->state.group_gates[group].leave();
+                           leave_group_gate(self, group);
                            done(std::move(r));
                          });
       });
@@ -1141,7 +1168,7 @@ void answer_seek(queue_ptr self, seek_run& run, seek_reply reply) {
     run.rp.deliver(std::move(reply));
   if (run.gated) {
     run.gated = false;
-    self->state.group_gates[run.req.group].leave();
+    leave_group_gate(self, run.req.group);
   }
 }
 
@@ -1296,8 +1323,8 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
   run->req = std::move(req);
   // A group's seeks, registration and deletions on this queue run one at a
   // time: a registration never overwrites the record a seek wrote.
-  st.group_gates[run->req.group].wait([self, run] {
-    self->state.group_gates[run->req.group].enter();
+  group_gate(self, run->req.group).wait([self, run] {
+    group_gate(self, run->req.group).enter();
     run->gated = true;
     seek_all(self, run);
   });
