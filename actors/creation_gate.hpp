@@ -20,9 +20,10 @@ public:
     return busy_;
   }
 
-  /// Nothing in flight and nobody waiting: the owner may drop the gate.
+  /// Nothing in flight, nobody waiting and no `leave` running its waiters:
+  /// the owner may drop the gate.
   bool idle() const noexcept {
-    return !busy_ && waiting_.empty();
+    return !busy_ && waiting_.empty() && leaving_ == 0;
   }
 
   /// Starts a creation (the gate must be free).
@@ -45,12 +46,15 @@ public:
     busy_ = false;
     auto ready = std::move(waiting_);
     waiting_.clear();
+    ++leaving_;
     for (auto& k : ready)
       wait(std::move(k));
+    --leaving_;
   }
 
 private:
   bool busy_ = false;
+  int leaving_ = 0; ///< `leave` calls running their waiters
   std::vector<std::function<void()>> waiting_;
 };
 

@@ -3,8 +3,9 @@
 /// A field added to a record after records of it were stored
 /// (`storage/serial.hpp`): written always, read only while the input has
 /// bytes left, so a record stored before ends earlier and the field keeps
-/// the value it was constructed with. Only the last fields of a record may
-/// be trailing.
+/// the value it was constructed with. Only the last fields of a record
+/// stored as a whole value may be trailing (the reader looks at the whole
+/// input): never a record nested in another.
 
 namespace spool::storage {
 

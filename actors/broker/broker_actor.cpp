@@ -271,6 +271,21 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
 }
 
 void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
+  // A queue that died after its seal may be respawned already from what is
+  // stored: writing its old seal now would put a segment behind its new
+  // partitions' backs. Nothing is stored yet, so "failed" is the truth.
+  auto& st = self->state;
+  for (std::size_t k = 0; k < run->queues.size() && !run->failure; ++k) {
+    if (!run->tokens[k])
+      continue;
+    auto now = st.queues.find(run->queues[k]);
+    if (now == st.queues.end() || now->second != run->actors[k]
+        || st.restarting.contains(run->actors[k].address()))
+      run->failure = storage::make_error(
+          storage::ec::busy, "queue ", run->queues[k],
+          " restarted or was deleted during the push; nothing was stored, "
+          "retry");
+  }
   if (run->failure)
     return settle(self, run, run->failure);
   storage::write_batch batch;

@@ -427,7 +427,7 @@ cursor_core::extend(const std::string& lease_id, milliseconds by,
 void cursor_core::seek(offset new_committed) {
   // What was overdue when a group asks for it again is delivered, not
   // dead-lettered at once (maxWait judges frames that become overdue later).
-  exempt_ = overdue_;
+  exempt_ = std::max(exempt_, overdue_); // a boundary not known yet keeps it
   committed_ = new_committed;
   epoch_ += 1;
   lease_.reset();
@@ -451,7 +451,7 @@ cursor_core::record_after_seek(offset new_committed,
   rec.requeued = requeued_;
   for (auto& r : rec.requeued)
     r.leased = false;
-  rec.exempt = overdue_; // as `seek` sets it
+  rec.exempt = std::max(exempt_, overdue_); // as `seek` sets it
   return rec;
 }
 

@@ -72,7 +72,11 @@ struct partition_state {
   /// Seeks staged by live cursors here (group -> stage id), until the queue
   /// settles them through this partition: while one may move its group
   /// back, nothing counts as consumed by all (correction 13).
-  std::unordered_map<std::string, std::uint64_t> live_seeks;
+  struct live_seek {
+    std::uint64_t id = 0;
+    caf::actor_addr cursor; ///< the cursor that staged it (settled only there)
+  };
+  std::unordered_map<std::string, live_seek> live_seeks;
   /// Groups whose cursor died, until the write barrier (supervise.hpp)
   /// answers: their next cursor reads a row every earlier write reached.
   std::unordered_set<std::string> respawning;
@@ -184,6 +188,8 @@ storage::expected<cursor_actor> cursor_for(partition_ptr self,
   if (!c)
     return c;
   st.cursors.emplace(group, *c);
+  if (held) // the held seek is the new cursor's staged one until it settles
+    st.live_seeks[group] = {held->id, c->address()};
   // A group new here judges what is overdue already before anything else.
   if (st.overdue.value >= 0)
     self->send(*c, retention_atom::value, view_of(*st.log), st.overdue);
@@ -795,9 +801,9 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   }
   self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
       .then(
-          [self, rp, group](seek_stage& stage) mutable {
+          [self, rp, group, cursor = c->address()](seek_stage& stage) mutable {
             if (stage.stage_id != 0)
-              self->state.live_seeks[group] = stage.stage_id;
+              self->state.live_seeks[group] = {stage.stage_id, cursor};
             rp.deliver(std::move(stage));
           },
           [rp](caf::error& err) mutable {
@@ -1059,10 +1065,18 @@ partition_actor::behavior_type partition(partition_ptr self,
           st.holds.erase(h);
           return;
         }
+        auto it = st.cursors.find(group);
         if (auto l = st.live_seeks.find(group);
-            l != st.live_seeks.end() && l->second == id)
+            l != st.live_seeks.end() && l->second.id == id) {
+          auto staged_by = l->second.cursor;
           st.live_seeks.erase(l);
-        if (auto it = st.cursors.find(group); it != st.cursors.end())
+          // Only the cursor that staged it: a respawned one numbers its
+          // stages afresh and must not take this settle for its own.
+          if (it != st.cursors.end() && it->second.address() == staged_by)
+            self->send(it->second, settle_atom::value, id, commit);
+          return;
+        }
+        if (it != st.cursors.end()) // a transaction's stage
           self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,

@@ -601,3 +601,40 @@ TEST_CASE("a push spanning queues that is durable is answered as stored, also "
   for (auto q : {"a", "b"})
     CHECK(fx.offsets(fx.pop(q, "P", "g")) == std::vector<std::int64_t>{0, 1});
 }
+
+TEST_CASE("a queue dying between its seal and the commit fails the push, "
+          "stores nothing",
+          "[failure][push][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"a0"});
+  fx.push("b", "P", {"b0"});
+  // b's part needs a new partition (a write), held at the gate: a seals at
+  // once and waits for b.
+  fx.gate_st->closed = true;
+  std::vector<actors::broker_push_item> v{{"a", {"P", msg("a1")}},
+                                          {"b", {"Q", msg("b1")}}};
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  fx.run();
+  REQUIRE_FALSE(*pushed);
+  // Queue a dies (a bug) meanwhile; its respawn waits for its barrier.
+  actors::queue_pop_request pop;
+  pop.group = "other";
+  pop.lease_id = "poke";
+  auto poked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"}, pop);
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*pushed);
+  REQUIRE((*pushed)->failure); // nothing of it was stored
+  CHECK((*pushed)->failure->code == storage::ec::busy);
+  // The restarted queue and the store agree: later pushes are stored and
+  // each partition's offsets are dense.
+  fx.push("a", "P", {"a2"});
+  fx.push("b", "P", {"b2"});
+  CHECK(fx.offsets(fx.pop("a", "P", "g")) == std::vector<std::int64_t>{0, 1});
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == std::vector<std::int64_t>{0, 1});
+}

@@ -802,6 +802,41 @@ TEST_CASE("Reprocess the last hour for one group: seek that group's queue to "
   }
 }
 
+TEST_CASE("A seek held for a group whose stored row records a lease lost to "
+          "a restart starts it afresh: the late ack fails, the counters reset",
+          "[sim][seek][restart]") {
+  seek_fixture fx;
+  fx.push("q", "p", 3);
+  auto first = fx.pop("q", "p", "g", 3);
+  REQUIRE(first.lease);
+  REQUIRE(first.messages.size() == 3);
+  {
+    auto row = fx.cursor("q", "p", "g");
+    REQUIRE(row);
+    REQUIRE(row->leased); // the pop's write recorded its lease
+  }
+  fx.start(); // restart: the lease is lost, g has no live cursor
+  auto r = fx.seek("q", "g", seek_fixture::to_start());
+  REQUIRE_FALSE(r.failure);
+  {
+    auto row = fx.cursor("q", "p", "g");
+    REQUIRE(row);
+    CHECK(row->committed == offset{-1});
+    CHECK_FALSE(row->leased);
+    CHECK(row->counters.empty());
+  }
+  // The consumer's late ack for the lease lost to the restart changes
+  // nothing.
+  auto late = fx.ack("q", "p", "g", first.lease->id, offset{0});
+  CHECK(late.error != core::ack_error::none);
+  CHECK(fx.committed("q", "p", "g") == offset{-1});
+  // The replay delivers everything as new: the lost lease charged nothing.
+  auto again = fx.pop("q", "p", "g", 3);
+  REQUIRE(again.messages.size() == 3);
+  for (auto& m : again.messages)
+    CHECK(m.delivery_count == 1);
+}
+
 // -- randomized ---------------------------------------------------------------
 
 TEST_CASE("A timestamp seek always lands where the forward walk over the "
