@@ -638,3 +638,87 @@ TEST_CASE("a queue dying between its seal and the commit fails the push, "
   CHECK(fx.offsets(fx.pop("a", "P", "g")) == std::vector<std::int64_t>{0, 1});
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == std::vector<std::int64_t>{0, 1});
 }
+
+TEST_CASE("a failed configure changes nothing: the options stay as stored, "
+          "also after a restart",
+          "[failure][configure]") {
+  fault_sim fx;
+  core::options_patch o;
+  o.lease_time_s = 30;
+  fx.configure("q", o);
+  fault_plan f;
+  f.when = [](const storage::write_batch& b) {
+    return count_of<storage::mut::update_queue>(b) > 0;
+  };
+  f.times = 1;
+  fx.gate_st->inject(f);
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.lease_time_s = 90;
+  auto r = fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  auto lease_time = [&] {
+    auto info = fx.request<actors::queues_reply>(
+        fx.broker, actors::info_atom::value, std::optional<std::string>{"q"});
+    REQUIRE(info);
+    REQUIRE_FALSE(info->failure);
+    return info->queues.at(0).record.options.lease_time_s;
+  };
+  CHECK(lease_time() == 30);
+  // The queue serves with the old options: a lease of 30 s.
+  fx.push("q", "P", {"x"});
+  auto p = fx.pop_reply("q", "P", "g");
+  REQUIRE(p.claimed.size() == 1);
+  fx.advance(std::chrono::seconds{31});
+  auto again = fx.pop_reply("q", "P", "g");
+  REQUIRE(again.claimed.size() == 1); // the 30 s lease expired
+  fx.start();
+  CHECK(lease_time() == 30);
+  // The retry succeeds.
+  auto ok = fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c);
+  REQUIRE(ok);
+  REQUIRE_FALSE(ok->failure);
+  CHECK(lease_time() == 90);
+}
+
+TEST_CASE("a failed idle-expiry deletion leaves the group registered, its "
+          "position kept, and a later sweep deletes it",
+          "[failure][idle]") {
+  fault_sim fx;
+  core::options_patch o;
+  o.group_idle_s = 60;
+  fx.configure("q", o);
+  fx.push("q", "P", {"x", "y"});
+  auto p = fx.pop("q", "P", "g", 1);
+  REQUIRE(p.lease);
+  core::ack_request a;
+  a.lease_id = p.lease->id;
+  a.off = storage::offset{0};
+  auto acked = fx.request<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
+      std::string{"g"}, std::vector<core::ack_request>{a});
+  REQUIRE(acked);
+  fault_plan f;
+  f.when = [](const storage::write_batch& b) {
+    return count_of<storage::mut::delete_cursor>(b) > 0
+           || count_of<storage::mut::delete_subscription>(b) > 0;
+  };
+  fx.gate_st->inject(f); // every deletion write fails
+  fx.advance(std::chrono::seconds{200});
+  REQUIRE(fx.gate_st->failed > 0);
+  // Still registered, where it was: the stored row and what it serves.
+  auto row = fx.cursor("q", "P", "g");
+  REQUIRE(row);
+  CHECK(row->committed == storage::offset{0});
+  fx.gate_st->inject({});
+  // The group still serves from where it was (nothing of the deletion
+  // stuck in memory); then, idle again, a later sweep deletes it.
+  auto next = fx.pop("q", "P", "g", 1);
+  REQUIRE(next.messages.size() == 1);
+  CHECK(next.messages[0].frame.off == storage::offset{1});
+  fx.advance(std::chrono::seconds{400}); // the lease expires, then idle
+  CHECK_FALSE(fx.cursor("q", "P", "g"));
+}
