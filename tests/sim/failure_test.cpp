@@ -5,8 +5,6 @@
 
 #include "sim/broker_sim.hpp"
 
-#include "storage/keys.hpp"
-
 using namespace spool;
 using namespace spool::test;
 using namespace std::chrono_literals;
@@ -489,15 +487,7 @@ namespace {
 std::size_t rows_of(broker_sim& fx, storage::queue_id q) {
   auto t = fx.store.store->db().read();
   REQUIRE(t);
-  std::size_t rows = 0;
-  auto& d = t->db();
-  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq, d.queues})
-    REQUIRE(t->scan_prefix(dbi, storage::keys::queue(q), [&](auto, auto) {
-      ++rows;
-      return true;
-    }));
-  return rows;
+  return rows_under(*t, q);
 }
 
 } // namespace

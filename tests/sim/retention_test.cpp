@@ -155,6 +155,26 @@ core::options_patch opts() {
 
 /// maxWaitTimeSeconds 60, leases (600 s) that outlive it, then frames 0..2
 /// pushed at the current time.
+/// Seeks `group` to the start with its write held at the gate, lets 60 s
+/// of retention runs pass while it is staged, then lets the write go; the
+/// seek must succeed.
+void seek_to_start_while_retention_runs(retention_fixture& fx,
+                                        const std::string& group) {
+  fx.gate_st->closed = true; // the seek's write waits
+  core::seek_target start;
+  start.to_start = true;
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{group, std::nullopt, start, false});
+  fx.run();
+  fx.advance(60s); // retention runs while the seek is staged
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*sought);
+  REQUIRE_FALSE((**sought).failure);
+}
+
 void push_under_max_wait(retention_fixture& fx) {
   auto o = opts();
   o.max_wait_time_s = 60;
@@ -344,19 +364,7 @@ TEST_CASE("completedRetentionSeconds deletes nothing a seek staged for a "
   fx.advance(1s);
   fx.subscribe("h", storage::subscription_mode::new_only); // counts at 1
   fx.consume("g1");                                        // committed 1
-  fx.gate_st->closed = true; // the seek's write waits
-  core::seek_target start;
-  start.to_start = true;
-  auto sought = fx.request_later<actors::seek_reply>(
-      fx.broker, actors::seek_atom::value, std::string{"q"},
-      actors::seek_request{"h", std::nullopt, start, false});
-  fx.run();
-  fx.advance(60s); // retention runs while the seek is staged
-  fx.gate_st->closed = false;
-  caf::anon_send(fx.gated, actors::flush_atom::value);
-  fx.run();
-  REQUIRE(*sought);
-  REQUIRE_FALSE((**sought).failure);
+  seek_to_start_while_retention_runs(fx, "h");
   CHECK(fx.watermark() == offset{0});
   CHECK(fx.offsets(fx.pop("h")) == std::vector<std::int64_t>{0, 1});
 }
@@ -370,21 +378,9 @@ TEST_CASE("completedRetentionSeconds deletes nothing a live cursor's staged "
   fx.configure(o);
   fx.push({"a", "b"}); // 0..1
   fx.advance(1s);
-  fx.consume("g1");          // committed 1, its cursor live
-  fx.consume("h");           // committed 1, its cursor live
-  fx.gate_st->closed = true; // the seek's write waits
-  core::seek_target start;
-  start.to_start = true;
-  auto sought = fx.request_later<actors::seek_reply>(
-      fx.broker, actors::seek_atom::value, std::string{"q"},
-      actors::seek_request{"h", std::nullopt, start, false});
-  fx.run();
-  fx.advance(60s); // retention runs while the seek is staged in h's cursor
-  fx.gate_st->closed = false;
-  caf::anon_send(fx.gated, actors::flush_atom::value);
-  fx.run();
-  REQUIRE(*sought);
-  REQUIRE_FALSE((**sought).failure);
+  fx.consume("g1"); // committed 1, its cursor live
+  fx.consume("h");  // committed 1, its cursor live
+  seek_to_start_while_retention_runs(fx, "h");
   CHECK(fx.watermark() == offset{0});
   auto again = fx.pop("h");
   CHECK(fx.offsets(again) == std::vector<std::int64_t>{0, 1});

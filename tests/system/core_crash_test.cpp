@@ -50,18 +50,6 @@ std::string queue_name(std::size_t i) {
   return "q" + std::to_string(i);
 }
 
-void write_all(int fd, const std::string& s) {
-  const char* p = s.data();
-  std::size_t left = s.size();
-  while (left > 0) {
-    auto n = ::write(fd, p, left);
-    if (n <= 0)
-      ::_exit(3);
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
-
 /// A push to retry first (the one in flight when the last child died).
 using push_plan
     = std::vector<std::tuple<std::string, std::string, std::string>>;

@@ -35,18 +35,6 @@ std::string payload_for(int part, std::int64_t off) {
   return s;
 }
 
-void write_all(int fd, const std::string& s) {
-  const char* p = s.data();
-  std::size_t left = s.size();
-  while (left > 0) {
-    auto n = ::write(fd, p, left);
-    if (n <= 0)
-      ::_exit(3);
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
-
 /// The child: append forever; report "part next" for each durable batch.
 [[noreturn]] void child_main(const store_options& opts, int fd, unsigned seed) {
   auto st = store::open(opts);

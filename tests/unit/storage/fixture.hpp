@@ -5,12 +5,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "storage/keys.hpp"
 #include "storage/log.hpp"
 #include "storage/store.hpp"
 #include "storage/tables.hpp"
@@ -35,6 +38,33 @@ struct temp_dir {
   temp_dir(const temp_dir&) = delete;
   temp_dir& operator=(const temp_dir&) = delete;
 };
+
+/// Writes all of `s` to `fd` (a crash test's child reporting to its
+/// parent); exits the process with status 3 if the pipe breaks.
+inline void write_all(int fd, const std::string& s) {
+  const char* p = s.data();
+  std::size_t left = s.size();
+  while (left > 0) {
+    auto n = ::write(fd, p, left);
+    if (n <= 0)
+      ::_exit(3);
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+/// Rows stored under queue id `q`, in every table keyed by queue.
+inline std::size_t rows_under(st::txn& t, st::queue_id q) {
+  std::size_t rows = 0;
+  auto& d = t.db();
+  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
+                   d.subscriptions, d.dedup, d.dlq, d.queues})
+    REQUIRE(t.scan_prefix(dbi, st::keys::queue(q), [&](auto, auto) {
+      ++rows;
+      return true;
+    }));
+  return rows;
+}
 
 /// A frame with `payload` and, when given, a client transaction id.
 inline st::frame msg(std::string payload, std::string txid = {}) {

@@ -263,15 +263,7 @@ TEST_CASE("deleting a queue is one small write, its rows go in bounded sweep "
   CHECK(!*tables::get_subscription(*t, p.queue, "g"));
   CHECK(!*tables::get_dedup(*t, p.queue, p.id, "tx"));
   CHECK(!*tables::get_dlq(*t, p.queue, "g", 1));
-  std::size_t rows = 0;
-  auto& d = t->db();
-  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq, d.queues})
-    REQUIRE(t->scan_prefix(dbi, keys::queue(p.queue), [&](auto, auto) {
-      ++rows;
-      return true;
-    }));
-  CHECK(rows == 0);
+  CHECK(rows_under(*t, p.queue) == 0);
   CHECK(*tables::get_partition(*t, q2.id, p2.id));
   CHECK(tables::doomed_queues(*t)->empty());
   t->abort();
