@@ -383,6 +383,13 @@ struct purge_reply {
   std::optional<storage::error> failure;
 };
 
+/// A `maxSize` trim of one partition: the frames freed by the steps that
+/// were durable, and the error that stopped it, if any.
+struct trim_reply {
+  std::int64_t freed = 0;
+  std::optional<storage::error> failure;
+};
+
 /// A pop across the queues of a namespace (and task), by priority with
 /// starvation aging (semantics.md §9).
 struct namespace_pop_request {
@@ -587,8 +594,8 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<size_atom>::with<std::int64_t>,
     /// `maxSize`: deletes the oldest segments every interested group has
     /// committed past, until at least `need` frames are freed or none is
-    /// left; answers the frames freed.
-    caf::replies_to<trim_atom, std::int64_t>::with<std::int64_t>,
+    /// left; answers the frames freed (and a failed step's error).
+    caf::replies_to<trim_atom, std::int64_t>::with<trim_reply>,
     /// created_at of the oldest frame the group has not committed here
     /// (where it would start, for a group new here); 0: none.
     caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
@@ -793,6 +800,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trim_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::offset)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)

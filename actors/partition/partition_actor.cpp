@@ -505,9 +505,10 @@ consumed_by_all(partition_ptr self) {
 }
 
 /// maxSize: deletes segments every interested group committed past until
-/// `need` frames are freed or none is left; answers the frames freed.
+/// `need` frames are freed or none is left; answers the frames freed by the
+/// durable steps and the error of a failed one.
 void trim(partition_ptr self, std::int64_t need,
-          caf::typed_response_promise<std::int64_t> rp) {
+          caf::typed_response_promise<trim_reply> rp) {
   delete_steps(
       self,
       [self, need](std::int64_t freed) {
@@ -522,7 +523,9 @@ void trim(partition_ptr self, std::int64_t need,
         return rules;
       },
       [rp](std::int64_t freed, std::size_t,
-           std::optional<storage::error>) mutable { rp.deliver(freed); });
+           std::optional<storage::error> err) mutable {
+        rp.deliver(trim_reply{freed, std::move(err)});
+      });
 }
 
 // -- retention (semantics.md §7)
@@ -1023,7 +1026,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         return self->delegate(it->second, release_atom::value, lease_id);
       },
       [self](trim_atom, std::int64_t need) {
-        auto rp = self->make_response_promise<std::int64_t>();
+        auto rp = self->make_response_promise<trim_reply>();
         trim(self, need, rp);
         return rp;
       },

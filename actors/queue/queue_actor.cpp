@@ -951,7 +951,8 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
 /// maxSize (semantics.md §2): calls `go` if the push fits the queue's
 /// retained frames, after deleting segments every interested group has
 /// committed past if needed; otherwise fails the push with "Queue <name> is
-/// full" and nothing of it stored.
+/// full" and nothing of it stored, or with the error of a trim step that
+/// failed (the room might have been made: a retry may fit).
 void fit(queue_ptr self, std::shared_ptr<push_run> run,
          std::function<void()> go) {
   auto& st = self->state;
@@ -967,7 +968,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
   auto parts = all_partitions(self);
   fan_out<std::int64_t>(
       self, parts,
-      [self, parts, max, incoming, go,
+      [self, run, parts, max, incoming, go,
        full](std::vector<fanned<std::int64_t>> sizes) {
         std::int64_t total = 0;
         for (auto& s : sizes)
@@ -975,17 +976,30 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
         if (total + incoming <= max)
           return go();
         auto need = total + incoming - max;
-        fan_out<std::int64_t>(
+        fan_out<trim_reply>(
             self, parts,
-            [total, max, incoming, go,
-             full](std::vector<fanned<std::int64_t>> freed) {
+            [self, run, total, max, incoming, go,
+             full](std::vector<fanned<trim_reply>> trims) {
               auto left = total;
-              for (auto& f : freed)
-                left -= f.reply.value_or(0);
+              std::optional<storage::error> failure;
+              for (auto& t : trims) {
+                if (t.reply)
+                  left -= t.reply->freed;
+                if (failure)
+                  continue;
+                if (!t.reply)
+                  failure = unreachable(t.error);
+                else if (t.reply->failure)
+                  failure = t.reply->failure;
+              }
               if (left + incoming <= max)
-                go();
-              else
-                full();
+                return go();
+              if (!failure)
+                return full();
+              run->failure = storage::make_error(
+                  failure->code, "Queue ", self->state.cfg.record.name,
+                  ": making room failed: ", failure->message);
+              run->prepared(run);
             },
             trim_atom::value, need);
       },
