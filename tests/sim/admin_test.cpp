@@ -11,17 +11,6 @@ using storage::offset;
 namespace {
 
 struct admin_fixture : broker_sim {
-  actors::queue_pop_request req(const std::string& group,
-                                std::optional<std::string> partition = {},
-                                std::size_t batch = 10) {
-    actors::queue_pop_request r;
-    r.group = group;
-    r.partition = std::move(partition);
-    r.batch = batch;
-    r.lease_id = "L" + std::to_string(++leases);
-    return r;
-  }
-
   actors::queue_pop_reply pop(const std::string& queue,
                               actors::queue_pop_request r) {
     auto out = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
@@ -101,8 +90,6 @@ struct admin_fixture : broker_sim {
     FAIL("no partition " << partition);
     return std::nullopt;
   }
-
-  int leases = 0;
 };
 
 } // namespace
@@ -157,7 +144,7 @@ TEST_CASE("browsing reads by offset without a lease or a commit",
   CHECK(end.frames.empty());
   CHECK(end.next == offset{5});
   // Nobody's position moved: a new group still starts at offset 0.
-  auto r = fx.pop("q", fx.req("g", "p"));
+  auto r = fx.pop("q", fx.pop_request("g", "p"));
   REQUIRE(r.claimed.size() == 1);
   CHECK(r.claimed[0].reply.messages.front().frame.off == offset{0});
   CHECK(r.claimed[0].reply.messages.front().delivery_count == 1);
@@ -178,7 +165,7 @@ TEST_CASE("group introspection shows committed, exact lag, time lag, the live "
   auto first = fx.push("q", "p", {"a", "b"});
   fx.advance(5s);
   fx.push("q", "p", {"c", "d", "e"});
-  auto r = fx.pop("q", fx.req("g", "p", 3));
+  auto r = fx.pop("q", fx.pop_request("g", "p", 3));
   REQUIRE(r.claimed.size() == 1);
   auto lease = *r.claimed[0].reply.lease;
   fx.advance(2s);
@@ -204,7 +191,7 @@ TEST_CASE("group introspection shows committed, exact lag, time lag, the live "
   CHECK(c.lease_expires_at == fx.wall() + 295'000'000);
   CHECK(c.last_activity == acked_at);
   // A second group; filters by group and by queue.
-  fx.pop("q", fx.req("h", "p", 1));
+  fx.pop("q", fx.pop_request("h", "p", 1));
   CHECK(fx.groups().cursors.size() == 2);
   CHECK(fx.groups({}, "q").cursors.size() == 2);
   CHECK(fx.groups("h").cursors.size() == 1);
@@ -222,18 +209,18 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
           "[sim][admin][groups]") {
   admin_fixture fx;
   fx.push("q", "p", {"a", "b", "c"});
-  auto g = fx.pop("q", fx.req("g", "p", 3));
+  auto g = fx.pop("q", fx.pop_request("g", "p", 3));
   REQUIRE(g.claimed.size() == 1);
   auto lease = g.claimed[0].reply.lease->id;
   REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error
           == core::ack_error::none);
-  auto h = fx.pop("q", fx.req("h", "p", 1));
+  auto h = fx.pop("q", fx.pop_request("h", "p", 1));
   REQUIRE(h.claimed.size() == 1);
   REQUIRE(
       fx.ack("q", "p", "h", h.claimed[0].reply.lease->id, offset{0})[0].error
       == core::ack_error::none);
   // g parks a wildcard pop: its lease holds the only partition.
-  auto w = fx.req("g");
+  auto w = fx.pop_request("g");
   w.wait = true;
   w.timeout = 60s;
   auto parked = fx.request_later<actors::queue_pop_reply>(
@@ -257,7 +244,7 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
   REQUIRE(hc);
   CHECK(hc->committed == offset{0});
   // A later pop by g is a first contact: everything again, first delivery.
-  auto again = fx.pop("q", fx.req("g", "p", 3));
+  auto again = fx.pop("q", fx.pop_request("g", "p", 3));
   REQUIRE(again.claimed.size() == 1);
   auto& ms = again.claimed[0].reply.messages;
   REQUIRE(ms.size() == 3);
@@ -282,10 +269,10 @@ TEST_CASE("deleting a queue removes everything of it and answers its parked "
   REQUIRE(fx.request<actors::configure_reply>(
       fx.broker, actors::configure_atom::value, c));
   fx.push("q", "p", {"a", "b"});
-  auto popped = fx.pop("q", fx.req("g", "p"));
+  auto popped = fx.pop("q", fx.pop_request("g", "p"));
   REQUIRE(popped.claimed.size() == 1);
   auto old_id = fx.info("q").queues.at(0).record.id;
-  auto w = fx.req("h", "later");
+  auto w = fx.pop_request("h", "later");
   w.wait = true;
   w.timeout = 60s;
   auto parked = fx.request_later<actors::queue_pop_reply>(
@@ -314,7 +301,7 @@ TEST_CASE("deleting a queue removes everything of it and answers its parked "
   REQUIRE(fresh.queues.size() == 1);
   CHECK(fresh.queues[0].record.options.lease_time_s == 300);
   CHECK(fresh.queues[0].record.id != old_id);
-  auto r = fx.pop("q", fx.req("g", "p"));
+  auto r = fx.pop("q", fx.pop_request("g", "p"));
   REQUIRE(r.claimed.size() == 1);
   CHECK(r.claimed[0].reply.messages.size() == 1);
   CHECK(r.claimed[0].reply.messages[0].frame.data.payload == "x");
@@ -336,7 +323,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   fx.push("q", "p", {"s1"});
   fx.push("q", "p", {"s2"});
   fx.push("q", "p", {"s3", "s4"}); // one segment: 3..4
-  auto g = fx.pop("q", fx.req("g", "p", 1));
+  auto g = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
       == core::ack_error::none);
@@ -347,7 +334,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   CHECK(p.watermark == offset{2});
   CHECK(p.next_offset == offset{5});
   // g resumes at the oldest retained offset; the pop says what it skipped.
-  auto next = fx.pop("q", fx.req("g", "p", 1));
+  auto next = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(next.claimed.size() == 1);
   CHECK(next.claimed[0].reply.messages[0].frame.off == offset{2});
   REQUIRE(next.claimed[0].reply.skipped);
@@ -381,17 +368,17 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
   REQUIRE(fx.request<actors::configure_reply>(
       fx.broker, actors::configure_atom::value, c));
   fx.push("q", "p", {"a", "b"});
-  auto g = fx.pop("q", fx.req("g", "p", 1));
+  auto g = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
       == core::ack_error::none);
-  auto h = fx.pop("q", fx.req("h", "p", 1)); // holds its lease (300 s)
+  auto h = fx.pop("q", fx.pop_request("h", "p", 1)); // holds its lease (300 s)
   REQUIRE(h.claimed.size() == 1);
   fx.advance(9s);
   CHECK(fx.stored_cursor("q", "p", "g"));
   fx.advance(6s);
   // Activity keeps a group: k pops and acks at 15 s.
-  auto k = fx.pop("q", fx.req("k", "p", 1));
+  auto k = fx.pop("q", fx.pop_request("k", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "k", k.claimed.at(0).reply.lease->id, offset{0})[0].error
       == core::ack_error::none);
@@ -401,7 +388,7 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
   CHECK(fx.stored_cursor("q", "p", "k"));
   CHECK(fx.groups("g").cursors.empty());
   // A later pop by g is a first contact.
-  auto again = fx.pop("q", fx.req("g", "p", 1));
+  auto again = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(again.claimed.size() == 1);
   CHECK(again.claimed[0].reply.messages[0].frame.off == offset{0});
   CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
@@ -438,7 +425,7 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   CHECK(refused.failure->message == "Queue q is full");
   CHECK(next_offset() == offset{4});
   // g consumes the first segment: it can go to make room.
-  auto g = fx.pop("q", fx.req("g", "p", 2));
+  auto g = fx.pop("q", fx.pop_request("g", "p", 2));
   auto lease = g.claimed.at(0).reply.lease->id;
   REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error
           == core::ack_error::none);
@@ -457,7 +444,7 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   CHECK(push_one({"1", "2", "3", "4", "5"}).failure->code
         == storage::ec::queue_full);
   // The group's view is intact: it gets c, d, e next.
-  auto rest = fx.pop("q", fx.req("g", "p", 10));
+  auto rest = fx.pop("q", fx.pop_request("g", "p", 10));
   REQUIRE(rest.claimed.size() == 1);
   CHECK(rest.claimed[0].reply.messages.size() == 3);
   CHECK(rest.claimed[0].reply.messages[0].frame.data.payload == "c");
@@ -472,7 +459,8 @@ TEST_CASE("requests in flight when their queue is deleted are still answered",
   auto pushed = fx.request_later<actors::queue_push_reply>(
       fx.broker, actors::push_atom::value, v);
   auto popped = fx.request_later<actors::queue_pop_reply>(
-      fx.broker, actors::pop_atom::value, std::string{"q"}, fx.req("g"));
+      fx.broker, actors::pop_atom::value, std::string{"q"},
+      fx.pop_request("g"));
   auto del = fx.request_later<actors::delete_queue_reply>(
       fx.broker, actors::delete_atom::value, std::string{"q"});
   fx.run();

@@ -78,6 +78,20 @@ struct broker_sim : sim_fixture {
     return *r;
   }
 
+  /// A pop by `group` of `partition` (none: any), with a fresh lease id.
+  actors::queue_pop_request pop_request(const std::string& group,
+                                        std::optional<std::string> partition
+                                        = {},
+                                        std::size_t batch = 10) {
+    actors::queue_pop_request r;
+    r.group = group;
+    r.partition = std::move(partition);
+    r.batch = batch;
+    r.lease_id = "L" + std::to_string(++leases);
+    return r;
+  }
+  int leases = 0;
+
   /// Creates queue `queue` or changes the named options (must succeed).
   void configure(const std::string& queue, core::options_patch opts) {
     actors::configure_request c;

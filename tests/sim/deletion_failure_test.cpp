@@ -14,19 +14,6 @@ using storage::offset;
 namespace {
 
 struct deletion_sim : broker_sim {
-  int lease_no = 0;
-
-  actors::queue_pop_request req(const std::string& group,
-                                std::optional<std::string> partition,
-                                std::size_t batch = 10) {
-    actors::queue_pop_request r;
-    r.group = group;
-    r.partition = std::move(partition);
-    r.batch = batch;
-    r.lease_id = "L" + std::to_string(++lease_no);
-    return r;
-  }
-
   actors::queue_pop_reply pop(const std::string& q,
                               actors::queue_pop_request r) {
     auto out = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
@@ -40,7 +27,7 @@ struct deletion_sim : broker_sim {
   std::vector<std::int64_t> popped(const std::string& q, const std::string& p,
                                    const std::string& group) {
     std::vector<std::int64_t> out;
-    for (auto& c : pop(q, req(group, p)).claimed)
+    for (auto& c : pop(q, pop_request(group, p)).claimed)
       for (auto& m : c.reply.messages)
         out.push_back(m.frame.off.value);
     return out;
@@ -63,7 +50,7 @@ struct deletion_sim : broker_sim {
   /// Pops everything of (q, p) for `group` and acks it.
   void consume(const std::string& q, const std::string& p,
                const std::string& group) {
-    auto r = pop(q, req(group, p, 100));
+    auto r = pop(q, pop_request(group, p, 100));
     for (auto& c : r.claimed)
       for (auto& m : c.reply.messages)
         REQUIRE(ack(q, p, group, c.reply.lease->id, m.frame.off.value)
@@ -118,12 +105,7 @@ struct deletion_sim : broker_sim {
 
   /// Fails every batch that deletes segments (`times` of them).
   void fail_deletions(std::size_t times = SIZE_MAX) {
-    fault_plan f;
-    f.when = [](const storage::write_batch& b) {
-      return count_of<storage::mut::delete_segments>(b) > 0;
-    };
-    f.times = times;
-    gate_st->inject(std::move(f));
+    gate_st->inject(fail_batches_with<storage::mut::delete_segments>(times));
   }
 };
 
@@ -170,7 +152,7 @@ TEST_CASE("a failed purge answers the error and moves nothing, a retry "
   CHECK(fx.watermark("q", "p") == 0);
   CHECK(fx.browse("q", "p") == ints{0, 1, 2});
   // A group still reads from the start, nothing skipped.
-  auto r = fx.pop("q", fx.req("g", "p"));
+  auto r = fx.pop("q", fx.pop_request("g", "p"));
   REQUIRE(r.claimed.size() == 1);
   CHECK_FALSE(r.claimed[0].reply.skipped);
   CHECK(r.claimed[0].reply.messages.size() == 3);
@@ -238,24 +220,19 @@ TEST_CASE("a failed group deletion answers the error and leaves the group "
           "[failure][groups]") {
   deletion_sim fx;
   fx.push("q", "p", {"a", "b", "c"});
-  auto g = fx.pop("q", fx.req("g", "p", 2));
+  auto g = fx.pop("q", fx.pop_request("g", "p", 2));
   REQUIRE(g.claimed.size() == 1);
   auto lease = g.claimed[0].reply.lease->id;
   REQUIRE(fx.ack("q", "p", "g", lease, 0) == core::ack_error::none);
   // g parks a wildcard pop: its lease holds the only partition.
-  auto w = fx.req("g", std::nullopt);
+  auto w = fx.pop_request("g", std::nullopt);
   w.wait = true;
   w.timeout = 60s;
   auto parked = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, w);
   fx.run();
   REQUIRE_FALSE(*parked);
-  fault_plan f;
-  f.when = [](const storage::write_batch& b) {
-    return count_of<storage::mut::delete_cursor>(b) > 0;
-  };
-  f.times = 1;
-  fx.gate_st->inject(f);
+  fx.gate_st->inject(fail_batches_with<storage::mut::delete_cursor>(1));
   auto del = fx.request<actors::delete_group_reply>(
       fx.broker, actors::delete_atom::value,
       actors::delete_group_request{"g", std::string{"q"}, true});

@@ -516,11 +516,7 @@ TEST_CASE("a queue deletion is one small write, its rows go in bounded steps "
   REQUIRE(before > 30);
   // Every sweep step fails: the deletion is still answered, and nothing of
   // the queue is served; its rows wait.
-  fault_plan f;
-  f.when = [](const storage::write_batch& b) {
-    return count_of<storage::mut::sweep_queue>(b) > 0;
-  };
-  fx.gate_st->inject(f);
+  fx.gate_st->inject(fail_batches_with<storage::mut::sweep_queue>());
   auto del = fx.request<actors::delete_queue_reply>(
       fx.broker, actors::delete_atom::value, std::string{"doomed"});
   REQUIRE(del);
@@ -636,12 +632,7 @@ TEST_CASE("a failed configure changes nothing: the options stay as stored, "
   core::options_patch o;
   o.lease_time_s = 30;
   fx.configure("q", o);
-  fault_plan f;
-  f.when = [](const storage::write_batch& b) {
-    return count_of<storage::mut::update_queue>(b) > 0;
-  };
-  f.times = 1;
-  fx.gate_st->inject(f);
+  fx.gate_st->inject(fail_batches_with<storage::mut::update_queue>(1));
   actors::configure_request c;
   c.queue = "q";
   c.options.lease_time_s = 90;

@@ -21,8 +21,6 @@ using storage::offset;
 namespace {
 
 struct seek_fixture : broker_sim {
-  int leases = 0;
-
   seek_fixture() {
     gate_st->keep = true; // writes are counted
   }
@@ -59,24 +57,13 @@ struct seek_fixture : broker_sim {
     return r->results.front().result.off;
   }
 
-  actors::queue_pop_request pop_req(const std::string& group,
-                                    std::optional<std::string> partition,
-                                    std::size_t batch = 100) {
-    actors::queue_pop_request r;
-    r.group = group;
-    r.partition = std::move(partition);
-    r.batch = batch;
-    r.lease_id = "L" + std::to_string(++leases);
-    return r;
-  }
-
   /// Pops (queue, partition) for `group`; the delivery of that partition
   /// (empty when none).
   actors::pop_reply pop(const std::string& queue, const std::string& partition,
                         const std::string& group, std::size_t batch = 100) {
     auto out = request<actors::queue_pop_reply>(
         broker, actors::pop_atom::value, queue,
-        pop_req(group, partition, batch));
+        pop_request(group, partition, batch));
     REQUIRE(out);
     REQUIRE_FALSE(out->failure);
     if (out->claimed.empty()) {
@@ -480,12 +467,12 @@ TEST_CASE("Replay begins on the next poll: a parked pop of the group is "
   fx.push("q", "Default", 3);
   fx.consume_all("q", "Default", "g");
   fx.consume_all("q", "Default", "other");
-  auto parked_req = fx.pop_req("g", std::nullopt);
+  auto parked_req = fx.pop_request("g", std::nullopt, 100);
   parked_req.wait = true;
   parked_req.timeout = 60s;
   auto parked = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, parked_req);
-  auto other_req = fx.pop_req("other", std::nullopt);
+  auto other_req = fx.pop_request("other", std::nullopt, 100);
   other_req.wait = true;
   other_req.timeout = 60s;
   auto other = fx.request_later<actors::queue_pop_reply>(
@@ -512,7 +499,7 @@ TEST_CASE("Replay begins on the next poll: a parked namespace pop of the "
   fx.consume_all("ns.q", "Default", "g");
   actors::namespace_pop_request req;
   req.name_space = "ns";
-  req.pop = fx.pop_req("g", std::nullopt);
+  req.pop = fx.pop_request("g", std::nullopt, 100);
   req.pop.wait = true;
   req.pop.timeout = 60s;
   auto parked = fx.request_later<actors::namespace_pop_reply>(
@@ -574,7 +561,7 @@ TEST_CASE("A seek writes no subscription record: the group's first pop "
   CHECK_FALSE(fx.cursor("q", "p2", "g"));
   // Its first pop says `all`: registered as all, p2 seeded from its
   // beginning (its backlog is delivered), p1 keeps the seek's position.
-  auto first = fx.pop_req("g", std::string{"p2"}, 10);
+  auto first = fx.pop_request("g", std::string{"p2"}, 10);
   first.subscription = {"all", {}};
   auto r = fx.request<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, first);
@@ -608,7 +595,7 @@ TEST_CASE("While a seek is pending on a cursor, the group's other requests "
   fx.run();
   auto popped = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"},
-      fx.pop_req("g", std::string{"Default"}, 2));
+      fx.pop_request("g", std::string{"Default"}, 2));
   fx.run();
   CHECK_FALSE(*sought);
   CHECK_FALSE(*popped);       // waits for the seek to settle
@@ -645,7 +632,7 @@ held_seek_run seek_then_pop_behind_gate(seek_fixture& fx) {
   REQUIRE(fx.gate_st->held.size() == 1);
   out.popped = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"},
-      fx.pop_req("g", std::string{"p2"}, 10));
+      fx.pop_request("g", std::string{"p2"}, 10));
   fx.run();
   CHECK_FALSE(*out.sought);
   CHECK_FALSE(*out.popped); // the cursor it spawns holds the seek
@@ -745,7 +732,7 @@ TEST_CASE("Subscription records, seeded cursors and post-seek cursors "
   seek_fixture fx;
   fx.push("q", "Default", 5); // 0..4
   // "fresh" registers with subscriptionMode=new: seeded at 4.
-  auto first = fx.pop_req("fresh", std::string{"Default"}, 10);
+  auto first = fx.pop_request("fresh", std::string{"Default"}, 10);
   first.subscription = {"new", {}};
   auto r = fx.request<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, first);
@@ -898,7 +885,7 @@ TEST_CASE("Changing the stored subscription updates the timestamp of every "
   // Records by registration: each group's first pop on a queue (a seek
   // writes none).
   auto reg = [&](const char* q, const char* g) {
-    auto req = fx.pop_req(g, std::string{"Default"}, 1);
+    auto req = fx.pop_request(g, std::string{"Default"}, 1);
     req.subscription = {"new", {}};
     auto r = fx.request<actors::queue_pop_reply>(
         fx.broker, actors::pop_atom::value, std::string{q}, req);
@@ -963,7 +950,7 @@ TEST_CASE("An empty report that had to write first does not hide a partition "
   fx.close_gate();
   // g's first wildcard pop meets p2: its cursor writes the seed row first
   // (held here), then reports p2 empty at offset 1.
-  auto wild = fx.pop_req("g", std::nullopt, 10);
+  auto wild = fx.pop_request("g", std::nullopt, 10);
   wild.partitions = 2;
   auto empty = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, wild);

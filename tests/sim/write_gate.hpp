@@ -136,4 +136,13 @@ std::size_t count_of(const storage::write_batch& b) {
                     [](auto& m) { return std::holds_alternative<T>(m); }));
 }
 
+/// A plan failing the batches that hold a `T` mutation, `times` of them.
+template <class T>
+fault_plan fail_batches_with(std::size_t times = SIZE_MAX) {
+  fault_plan f;
+  f.when = [](const storage::write_batch& b) { return count_of<T>(b) > 0; };
+  f.times = times;
+  return f;
+}
+
 } // namespace spool::test
