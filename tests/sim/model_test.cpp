@@ -15,7 +15,11 @@
 // With faults (the second test), random write batches fail (I/O error or
 // storage full, injected by the gate writer): an operation that fails is as
 // if it never happened (the model does not change), an acknowledged one is
-// never undone, and the invariants above still hold.
+// never undone, and the invariants above still hold. Some operations stall:
+// their write is held while the clock moves (up to past the lease time, so
+// leases expire and their expiry writes queue behind it), then it passes or
+// fails (as the writer's stall timeout fails it: `busy`, nothing stored);
+// nothing is answered before its write.
 
 #include "sim/broker_sim.hpp"
 
@@ -42,7 +46,12 @@ using pkey = std::pair<std::string, std::string>;              // q, p
 struct live_lease {
   std::string id;
   std::vector<std::int64_t> offsets;
+  /// When the pop that took it started (the cursor stamps it then).
+  caf::actor_clock::time_point granted;
 };
+
+/// Queues created by a push have the default leaseTime.
+constexpr auto lease_time = std::chrono::seconds{300};
 
 struct model_fixture : broker_sim {
   std::mt19937_64 rng;
@@ -59,15 +68,28 @@ struct model_fixture : broker_sim {
   /// Random write failures are injected (`maybe_fault`).
   bool faults = false;
   std::size_t failed_ops = 0;
+  /// The next operation's first write stalls (`call`).
+  bool stall_next = false;
+  std::size_t stalls = 0;
+  std::size_t stalls_past_lease = 0;
+  std::size_t stalls_failed = 0;
+  /// Whether the last `call` stalled.
+  bool stalled = false;
 
   explicit model_fixture(std::uint64_t seed, bool with_faults = false) :
       rng(seed), faults(with_faults) {
   }
 
-  /// With faults: sometimes one of the next three batches fails.
+  /// With faults: sometimes one of the next three batches fails, or the
+  /// next operation's write stalls.
   void maybe_fault() {
-    if (!faults || rng() % 100 >= 15)
+    if (!faults)
       return;
+    auto roll = rng() % 100;
+    if (roll >= 15) {
+      stall_next = roll < 23;
+      return;
+    }
     fault_plan f;
     f.nth = 1 + rng() % 3;
     f.times = 1;
@@ -86,6 +108,70 @@ struct model_fixture : broker_sim {
     REQUIRE(e->message.find("injected") != std::string::npos);
     ++failed_ops;
     return true;
+  }
+
+  /// How long a stall holds the write: short, long, or past the lease
+  /// time; never within a second of a live lease's expiry (a tie with its
+  /// timer the model cannot tell).
+  caf::timespan stall_time() {
+    static const std::vector<std::pair<int, int>> ranges{
+        {1, 30}, {60, 250}, {305, 400}};
+    auto [lo, hi] = pick(ranges);
+    caf::timespan d = std::chrono::seconds{lo + rng() % (hi - lo + 1)};
+    auto near_expiry = [&] {
+      return std::any_of(leases.begin(), leases.end(), [&](auto& kv) {
+        auto age = now() + d - kv.second.granted;
+        return age >= lease_time - 1s && age <= lease_time + 1s;
+      });
+    };
+    while (near_expiry())
+      d += 5s;
+    return d;
+  }
+
+  /// Sends a request to the broker and returns its answer; with
+  /// `stall_next`, its first write is held while the clock moves by
+  /// `stall_time()`, then passes or fails (`busy`, as the writer's stall
+  /// timeout fails it).
+  template <class R, class... Ts>
+  std::optional<R> call(Ts... xs) {
+    stalled = false;
+    if (!stall_next)
+      return request<R>(broker, xs...);
+    stall_next = false;
+    fault_plan f;
+    f.nth = 1;
+    f.times = 1;
+    f.stall = true;
+    gate_st->inject(std::move(f));
+    auto answer = request_later<R>(broker, xs...);
+    run();
+    gate_st->inject({});
+    if (gate_st->held.empty())
+      return *answer; // it wrote nothing
+    stalled = true;
+    ++stalls;
+    auto d = stall_time();
+    if (d > lease_time)
+      ++stalls_past_lease;
+    advance(d); // timers fire; their writes wait behind the held one
+    REQUIRE_FALSE(*answer); // nothing is answered before its write
+    bool fail = rng() % 2 == 0;
+    stalls_failed += fail ? 1 : 0;
+    gate_st->fail_held = fail;
+    gate_st->held_code = storage::ec::busy;
+    caf::anon_send(gated, actors::flush_atom::value);
+    run();
+    gate_st->fail_held = false;
+    return *answer;
+  }
+
+  /// Forgets the leases the clock has ended (a lease taken by a stalled pop
+  /// may end before its answer arrives).
+  void prune_leases() {
+    std::erase_if(leases, [&](auto& kv) {
+      return now() - kv.second.granted >= lease_time;
+    });
   }
 
   template <class T>
@@ -136,8 +222,7 @@ struct model_fixture : broker_sim {
       items.push_back({q, {p, msg(payload)}});
     }
     auto before = gate_st->failed;
-    auto r = request<actors::queue_push_reply>(broker, actors::push_atom::value,
-                                               items);
+    auto r = call<actors::queue_push_reply>(actors::push_atom::value, items);
     REQUIRE(r);
     if (faulted(before, r->failure))
       return;
@@ -158,10 +243,16 @@ struct model_fixture : broker_sim {
     req.lease_id = "L" + std::to_string(++lease_no);
     if (named)
       req.partition = pick(parts);
+    // Where each partition starts now: a stall may let expiries
+    // dead-letter frames of it before the answer arrives.
+    std::map<std::string, std::int64_t> front_before;
+    for (auto& p : parts)
+      front_before[p] = lowest_unsettled({q, p, g});
     auto before = gate_st->failed;
-    auto r = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
-                                              q, req);
+    auto started = now();
+    auto r = call<actors::queue_pop_reply>(actors::pop_atom::value, q, req);
     REQUIRE(r);
+    prune_leases(); // those the stall ended
     if (faulted(before, r->failure))
       return; // a claim whose write failed holds no lease
     for (auto& c : r->claimed) {
@@ -170,8 +261,12 @@ struct model_fixture : broker_sim {
       auto& msgs = c.reply.messages;
       REQUIRE(!msgs.empty());
       INFO(q << "/" << c.partition << " group " << g);
-      CHECK(msgs.front().frame.off.value == lowest_unsettled(k));
-      live_lease l{c.reply.lease->id, {}};
+      auto front = msgs.front().frame.off.value;
+      if (stalled && front == front_before[c.partition])
+        CHECK(front <= lowest_unsettled(k));
+      else
+        CHECK(front == lowest_unsettled(k));
+      live_lease l{c.reply.lease->id, {}, started};
       for (std::size_t i = 0; i < msgs.size(); ++i) {
         auto off = msgs[i].frame.off.value;
         if (i > 0)
@@ -214,8 +309,8 @@ struct model_fixture : broker_sim {
         return;
     }
     auto before = gate_st->failed;
-    auto r = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, p, g, acks);
+    auto r = call<std::vector<actors::ack_reply>>(actors::ack_atom::value, q, p,
+                                                  g, acks);
     REQUIRE(r);
     if (faulted(before, r->front().failure)) {
       for (auto& each : *r) // one write for the list: none of it applied
@@ -281,7 +376,7 @@ struct model_fixture : broker_sim {
     if (req.ops.empty())
       return;
     auto before = gate_st->failed;
-    auto r = request<actors::txn_reply>(broker, actors::txn_atom::value, req);
+    auto r = call<actors::txn_reply>(actors::txn_atom::value, req);
     REQUIRE(r);
     if (faulted(before, r->failure))
       return;
@@ -395,6 +490,9 @@ void run_model(bool with_faults) {
   std::size_t txns = 0;
   std::size_t rolled_back = 0;
   std::size_t failed = 0;
+  std::size_t stalls = 0;
+  std::size_t stalls_past_lease = 0;
+  std::size_t stalls_failed = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     INFO("seed " << seed);
     model_fixture fx{seed, with_faults};
@@ -418,6 +516,7 @@ void run_model(bool with_faults) {
         fx.start(); // restart: every lease is lost
         fx.leases.clear();
       }
+      fx.prune_leases(); // those a stall ended
       if (step % 25 == 0)
         fx.check_committed();
     }
@@ -438,9 +537,16 @@ void run_model(bool with_faults) {
     txns += fx.committed_txns;
     rolled_back += fx.rolled_back_txns;
     failed += fx.failed_ops;
+    stalls += fx.stalls;
+    stalls_past_lease += fx.stalls_past_lease;
+    stalls_failed += fx.stalls_failed;
   }
-  if (with_faults)
+  if (with_faults) {
     CHECK(failed > 0);
+    CHECK(stalls_past_lease > 0);
+    CHECK(stalls_failed > 0);
+    CHECK(stalls_failed < stalls);
+  }
   // The run must have exercised the interesting paths.
   CHECK(delivered > 1000);
   CHECK(dead_lettered > 0);
@@ -450,7 +556,10 @@ void run_model(bool with_faults) {
                       << " dead-lettered, " << txns
                       << " transactions committed, " << rolled_back
                       << " rolled back, " << failed
-                      << " operations failed by injected faults");
+                      << " operations failed by injected faults, " << stalls
+                      << " stalled (" << stalls_past_lease
+                      << " past the lease time, " << stalls_failed
+                      << " then failed)");
 }
 
 } // namespace

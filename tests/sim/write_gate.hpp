@@ -60,8 +60,10 @@ struct gate_state {
       --f.times;
     return true;
   }
-  /// `flush` fails the held writes (an I/O error) instead of passing them.
+  /// `flush` fails the held writes (with `held_code`, counted in `failed`)
+  /// instead of passing them.
   bool fail_held = false;
+  storage::ec held_code = storage::ec::io_error;
   /// Whether `seen` keeps a copy of every batch.
   bool keep = true;
   std::vector<storage::write_batch> seen; ///< every batch, in arrival order
@@ -116,10 +118,12 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
         while (!st->held.empty()) {
           auto w = std::move(st->held.front());
           st->held.pop_front();
-          if (st->fail_held)
-            w.rp.deliver(actors::write_result{
-                storage::make_error(storage::ec::io_error, "injected")});
-          else
+          if (st->fail_held) {
+            ++st->failed;
+            w.rp.deliver(actors::write_result{storage::make_error(
+                st->held_code, "injected ", storage::to_string(st->held_code),
+                " (held)")});
+          } else
             forward(self, real, std::move(w.batch), w.rp);
         }
       },
