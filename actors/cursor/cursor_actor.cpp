@@ -568,9 +568,12 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
   commit(self, std::move(before), std::move(changes), {},
          [rp, replies = std::move(replies)](
              std::optional<storage::error> failure) mutable {
-           if (failure)
-             for (auto& r : replies)
+           if (failure) // nothing of the list happened
+             for (auto& r : replies) {
                r.failure = failure;
+               r.lease_released = false;
+               r.dead_lettered = false;
+             }
            rp.deliver(std::move(replies));
          });
   return rp;

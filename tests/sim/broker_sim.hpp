@@ -92,6 +92,21 @@ struct broker_sim : sim_fixture {
   }
   int leases = 0;
 
+  /// The group's DLQ entries on `queue` as listed, newest first (none for
+  /// a group the queue does not know).
+  std::vector<core::dlq_item> dlq_of(const std::string& queue,
+                                     const std::string& group) {
+    core::dlq_query query;
+    query.filter.queue = queue;
+    query.filter.group = group;
+    auto r = request<actors::dlq_list_reply>(
+        broker, actors::dlq_list_atom::value, query);
+    REQUIRE(r);
+    if (r->failure)
+      return {};
+    return r->page.items;
+  }
+
   /// Creates queue `queue` or changes the named options (must succeed).
   void configure(const std::string& queue, core::options_patch opts) {
     actors::configure_request c;

@@ -4,7 +4,7 @@
 // retried by a later run) and leaves memory equal to the stored rows; the
 // steps already durable stay.
 
-#include "sim/broker_sim.hpp"
+#include "sim/fault_sim.hpp"
 
 using namespace spool;
 using namespace spool::test;
@@ -13,88 +13,7 @@ using storage::offset;
 
 namespace {
 
-struct deletion_sim : broker_sim {
-  actors::queue_pop_reply pop(const std::string& q,
-                              actors::queue_pop_request r) {
-    auto out = request<actors::queue_pop_reply>(broker, actors::pop_atom::value,
-                                                q, r);
-    REQUIRE(out);
-    REQUIRE_FALSE(out->failure);
-    return *out;
-  }
-
-  /// The offsets of (q, p) a pop by `group` gets (no ack).
-  std::vector<std::int64_t> popped(const std::string& q, const std::string& p,
-                                   const std::string& group) {
-    std::vector<std::int64_t> out;
-    for (auto& c : pop(q, pop_request(group, p)).claimed)
-      for (auto& m : c.reply.messages)
-        out.push_back(m.frame.off.value);
-    return out;
-  }
-
-  core::ack_error ack(const std::string& q, const std::string& p,
-                      const std::string& group, const std::string& lease,
-                      std::int64_t off) {
-    core::ack_request a;
-    a.lease_id = lease;
-    a.off = offset{off};
-    auto r = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, p, group, std::vector{a});
-    REQUIRE(r);
-    REQUIRE(r->size() == 1);
-    REQUIRE_FALSE(r->front().failure);
-    return r->front().error;
-  }
-
-  /// Pops everything of (q, p) for `group` and acks it.
-  void consume(const std::string& q, const std::string& p,
-               const std::string& group) {
-    auto r = pop(q, pop_request(group, p, 100));
-    for (auto& c : r.claimed)
-      for (auto& m : c.reply.messages)
-        REQUIRE(ack(q, p, group, c.reply.lease->id, m.frame.off.value)
-                == core::ack_error::none);
-  }
-
-  /// Partition p of q as the queue's actors hold it (memory).
-  storage::partition_record live(const std::string& q, const std::string& p) {
-    auto r = request<actors::queues_reply>(broker, actors::info_atom::value,
-                                           std::optional<std::string>{q});
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
-    for (auto& part : r->queues.at(0).partitions)
-      if (part.name == p)
-        return part;
-    FAIL("no partition " << p);
-    return {};
-  }
-
-  /// The partition's watermark in memory, checked equal to the stored one.
-  std::int64_t watermark(const std::string& q, const std::string& p) {
-    auto in_memory = live(q, p);
-    auto stored = partition(q, p);
-    CHECK(in_memory.watermark == stored.watermark);
-    CHECK(in_memory.next_offset == stored.next_offset);
-    return stored.watermark.value;
-  }
-
-  /// The offsets a browse of (q, p) from 0 reads.
-  std::vector<std::int64_t> browse(const std::string& q, const std::string& p) {
-    actors::browse_request b;
-    b.partition = p;
-    b.from = offset{0};
-    b.max_frames = 100;
-    auto r = request<actors::browse_reply>(broker, actors::browse_atom::value,
-                                           q, b);
-    REQUIRE(r);
-    REQUIRE_FALSE(r->failure);
-    std::vector<std::int64_t> out;
-    for (auto& f : r->frames)
-      out.push_back(f.off.value);
-    return out;
-  }
-
+struct deletion_sim : fault_fixture {
   actors::purge_reply purge(const std::string& q) {
     auto r = request<actors::purge_reply>(
         broker, actors::purge_atom::value, q,

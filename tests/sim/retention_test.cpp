@@ -115,15 +115,7 @@ struct retention_fixture : broker_sim {
 
   /// The group's DLQ entries on q, newest first.
   std::vector<core::dlq_item> dlq(const std::string& group) {
-    core::dlq_query query;
-    query.filter.queue = "q";
-    query.filter.group = group;
-    auto r = request<actors::dlq_list_reply>(
-        broker, actors::dlq_list_atom::value, query);
-    REQUIRE(r);
-    if (r->failure) // an unknown group: no entry
-      return {};
-    return r->page.items;
+    return dlq_of("q", group);
   }
 
   std::vector<std::int64_t> offsets(const std::vector<core::dlq_item>& items) {
