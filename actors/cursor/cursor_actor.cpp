@@ -30,6 +30,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include <algorithm>
+#include <atomic>
 
 #include "actors/write.hpp"
 #include "storage/tables.hpp"
@@ -62,7 +63,6 @@ struct cursor_state {
     bool lost = false;
   };
   std::optional<staged_txn> staged;
-  std::uint64_t next_stage_id = 1;
   /// What a change being written is undone to if the write fails.
   struct undo_point {
     core::cursor_core core;
@@ -89,6 +89,14 @@ struct cursor_state {
 };
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
+
+/// Stage ids are unique in the process, not per cursor: a settle meant for
+/// a cursor that died cannot settle a stage of the one respawned in its
+/// place (they would both number from 1).
+std::uint64_t next_stage_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
 
 /// Frames by offset, sorted ascending (what `load_frames` returns).
 using frame_list = std::vector<storage::stored_frame>;
@@ -714,7 +722,7 @@ stage_reply on_stage(cursor_ptr self,
   }
   std::vector<storage::micros> written;
   reply.batch = state_batch(st.cfg, acks.after, changes, *frames, written);
-  reply.stage_id = st.next_stage_id++;
+  reply.stage_id = next_stage_id();
   st.staged.emplace(cursor_state::staged_txn{reply.stage_id, std::move(acks),
                                              std::move(written)});
   return reply;
@@ -743,7 +751,7 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
   reply.record
       = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition, st.cfg.group,
                                  now.record_after_seek(reply.after, wall)};
-  reply.stage_id = st.next_stage_id++;
+  reply.stage_id = next_stage_id();
   st.staged.emplace(cursor_state::staged_txn{
       reply.stage_id, std::nullopt, {}, reply.after, wall});
   return reply;

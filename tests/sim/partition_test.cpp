@@ -444,3 +444,48 @@ TEST_CASE("a registration seeds a partition whose cursor was spawned but never "
   fx.push({msg("c")});
   CHECK(offsets(fx.pop(10)) == std::vector<std::int64_t>{2});
 }
+
+TEST_CASE("a stale settle cannot settle the stage of a cursor respawned "
+          "after the one that staged it died",
+          "[sim][txn][supervision]") {
+  partition_fixture fx;
+  fx.push({msg("a"), msg("b")});
+  auto stage = [&](const actors::pop_reply& p) {
+    core::ack_request a;
+    a.lease_id = p.lease->id;
+    a.off = offset{0};
+    auto r = fx.request<actors::stage_reply>(fx.part, actors::stage_atom::value,
+                                             std::string{"g"}, std::vector{a});
+    REQUIRE(r);
+    REQUIRE(r->stage_id != 0);
+    return r->stage_id;
+  };
+  auto committed_in_memory = [&] {
+    auto r = fx.request<std::vector<actors::cursor_info>>(
+        fx.part, actors::groups_atom::value, std::optional<std::string>{"g"});
+    REQUIRE(r);
+    REQUIRE(r->size() == 1);
+    return r->front().committed;
+  };
+  auto first = stage(fx.pop(1));
+  // The cursor dies (a bug) with its stage open; the next contact
+  // respawns it, and a second transaction stages there.
+  auto late = fx.request_later<std::vector<actors::cursor_info>>(
+      fx.part, actors::groups_atom::value, std::optional<std::string>{"g"});
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  auto again = fx.pop(1);
+  REQUIRE(offsets(again) == std::vector<std::int64_t>{0});
+  auto second = stage(again);
+  CHECK(second != first);
+  // The first transaction's settle arrives late: it must not commit the
+  // second's stage (whose batch nobody wrote).
+  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
+                 true);
+  fx.run();
+  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, second,
+                 false);
+  fx.run();
+  CHECK(committed_in_memory() == offset{-1});
+  CHECK(fx.stored_cursor().committed == offset{-1});
+}
