@@ -186,7 +186,7 @@ void ensure_queues(broker_ptr self, std::vector<std::string> names,
       std::move(k));
 }
 
-void wake(broker_ptr self);
+void wake(broker_ptr self, const std::vector<std::string>& queues);
 
 /// A push spanning queues, gathered by the broker.
 struct multi_push {
@@ -357,10 +357,11 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   auto run = std::make_shared<multi_push>();
   run->rp = self->make_response_promise<queue_push_reply>();
   run->item_count = items.size();
-  run->stored = [self] {
-    if (!self->state.parked.empty())
-      wake(self);
-  };
+  std::vector<std::string> names;
+  for (auto& i : items)
+    if (names.empty() || names.back() != i.queue)
+      names.push_back(i.queue); // repeats left: wake dedupes namespaces
+  run->stored = [self, names = std::move(names)] { wake(self, names); };
   if (items.empty()) {
     run->rp.deliver(queue_push_reply{});
     return run->rp;
@@ -419,22 +420,23 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
 
 // -- routing -----------------------------------------------------------------
 
-/// Forwards a request to queue `q`. While namespace pops are parked the
-/// answer passes through here, and wakes them when `woke(answer)`;
-/// `fail(error)` answers an unreachable queue.
+/// Forwards a request to queue `name`, `q`. While namespace pops are parked
+/// the answer passes through here, and wakes those of its namespace when
+/// `woke(answer)`; `fail(error)` answers an unreachable queue.
 template <class Reply, class Woke, class Fail, class... Ts>
-caf::delegated<Reply> via_queue(broker_ptr self, const queue_actor& q,
-                                Woke woke, Fail fail, Ts&&... xs) {
+caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
+                                const queue_actor& q, Woke woke, Fail fail,
+                                Ts&&... xs) {
   if (self->state.parked.empty())
     return self->delegate(q, std::forward<Ts>(xs)...);
   auto rp = self->make_response_promise<Reply>();
   self->request(q, caf::infinite, std::forward<Ts>(xs)...)
       .then(
-          [self, rp, woke](Reply& r) mutable {
+          [self, rp, woke, name](Reply& r) mutable {
             bool wakes = woke(r);
             rp.deliver(std::move(r));
             if (wakes)
-              wake(self);
+              wake(self, {name});
           },
           [rp, fail](caf::error& err) mutable { rp.deliver(fail(err)); });
   return {};
@@ -575,9 +577,13 @@ void configure_now(broker_ptr self, configure_request& req,
                   std::move(req))
         .then(
             [self, rp](configure_reply& r) mutable {
-              if (!r.failure)
-                self->state.records[r.queue.name] = r.queue;
+              auto name = r.queue.name;
+              bool ok = !r.failure;
+              if (ok)
+                self->state.records[name] = r.queue;
               rp.deliver(std::move(r));
+              if (ok) // it may now be in the namespace of a parked pop
+                wake(self, {name});
             },
             [fail](caf::error& err) mutable { fail(unreachable(err)); });
     return;
@@ -874,9 +880,28 @@ void arm(broker_ptr self) {
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
 
-/// Every parked namespace pop tries again, in arrival order.
-void wake(broker_ptr self) {
-  self->state.parked.wake();
+/// The parked namespace pops `queues` may serve (those of their namespaces
+/// and tasks) try again, in arrival order; the others stay parked.
+void wake(broker_ptr self, const std::vector<std::string>& queues) {
+  auto& st = self->state;
+  if (st.parked.empty())
+    return;
+  std::vector<const storage::queue_record*> recs;
+  std::vector<std::string> spaces;
+  for (auto& name : queues)
+    if (auto it = st.records.find(name);
+        it != st.records.end() && !it->second.name_space.empty()) {
+      recs.push_back(&it->second);
+      spaces.push_back(it->second.name_space);
+    }
+  if (recs.empty())
+    return;
+  st.parked.wake(spaces, [&](const namespace_pop_request& r) {
+    return std::any_of(recs.begin(), recs.end(), [&](auto* rec) {
+      return rec->name_space == r.name_space
+             && (!r.task || *r.task == rec->task);
+    });
+  });
 }
 
 void on_timeout(broker_ptr self, std::uint64_t id) {
@@ -939,7 +964,7 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
     return fail(storage::make_error(storage::ec::unknown_queue,
                                     "Queue not found or has no partitions"));
   return via_queue<seek_reply>(
-      self, it->second,
+      self, queue, it->second,
       [](const seek_reply& r) { return r.partitions_updated > 0; },
       [](caf::error& err) {
         seek_reply reply;
@@ -1013,6 +1038,8 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   host->create_queues = [self](auto names, auto done) {
     ensure_queues(self, std::move(names), std::move(done));
   };
+  host->committed
+      = [self](const std::vector<std::string>& queues) { wake(self, queues); };
   return host;
 }
 
@@ -1049,7 +1076,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              return decltype(self->state.parked)::nothing_claimed(r.reply);
            },
        .key = [](const namespace_pop_request& r) { return r.pop.lease_id; },
-       .topic = {}, // any queue of the namespace may serve it
+       .topic = [](const namespace_pop_request& r)
+           -> std::optional<std::string> { return r.name_space; },
        .busy =
            [](namespace_pop_reply r) {
              r.reply.failure = storage::make_error(
@@ -1154,7 +1182,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         // Parked namespace pops wait: a released lease wakes them.
         auto n = reqs.size();
         return via_queue<std::vector<ack_reply>>(
-            self, it->second,
+            self, queue, it->second,
             [](const std::vector<ack_reply>& rs) {
               return std::any_of(rs.begin(), rs.end(),
                                  [](auto& r) { return r.lease_released; });
@@ -1184,7 +1212,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         }
         // Parked namespace pops wait: the released lease wakes them.
         return via_queue<bool>(
-            self, it->second, [](bool released) { return released; },
+            self, queue, it->second, [](bool released) { return released; },
             [](caf::error&) { return false; }, release_atom::value, partition,
             group, lease_id);
       },

@@ -103,6 +103,16 @@ void settle_all(run_ptr run, bool commit) {
       [](std::vector<fanned<queue_push_reply>>) {});
 }
 
+/// The queues a plan pushes to or acks on (repeats left in).
+std::vector<std::string> queues_of(const core::txn_plan& plan) {
+  std::vector<std::string> out;
+  for (auto& p : plan.pushes)
+    out.push_back(p.queue);
+  for (auto& a : plan.acks)
+    out.push_back(a.queue);
+  return out;
+}
+
 /// Ends a transaction that did not commit: no trace is left.
 void abort(run_ptr run) {
   settle_all(run, false);
@@ -189,6 +199,8 @@ void commit(run_ptr run) {
             }
             settle_all(run, true);
             answer(run, txn_reply{std::move(result), std::nullopt});
+            if (run->host->committed)
+              run->host->committed(queues_of(run->plan));
           },
           [run](caf::error& err) {
             run->failure = unreachable(err);

@@ -32,6 +32,9 @@ struct txn_host {
   std::function<void(std::vector<std::string>,
                      std::function<void(std::optional<storage::error>)>)>
       create_queues;
+  /// A commit settled on these queues (pushed to or acked on): wakes the
+  /// parked namespace pops they may serve.
+  std::function<void(const std::vector<std::string>&)> committed;
   /// Transactions with a client id in flight, with the promises of repeats
   /// that arrived meanwhile (they get the first one's answer).
   std::map<std::string, std::vector<caf::typed_response_promise<txn_reply>>>

@@ -140,3 +140,73 @@ TEST_CASE("a parked namespace pop wakes when a push lands in one of its "
   REQUIRE(bad->reply.failure);
   CHECK(bad->reply.failure->message == "namespace must not be empty");
 }
+
+TEST_CASE("a push wakes only the parked namespace pops of its own namespace",
+          "[sim][namespace][long-poll][bounded]") {
+  // The actor events one push to shop.a runs with `n` pops parked on
+  // another namespace.
+  auto events = [](int n) {
+    ns_fixture fx;
+    fx.queue("shop.a", 0);
+    fx.queue("other.a", 0);
+    std::vector<std::shared_ptr<std::optional<actors::namespace_pop_reply>>>
+        parked;
+    for (int i = 0; i < n; ++i)
+      parked.push_back(fx.request_later<actors::namespace_pop_reply>(
+          fx.broker, actors::pop_atom::value, fx.req("other", {}, true)));
+    fx.run();
+    std::vector<actors::broker_push_item> v{{"shop.a", {"Default", msg("x")}}};
+    auto pushed = fx.request_later<actors::queue_push_reply>(
+        fx.broker, actors::push_atom::value, v);
+    auto handled = fx.run();
+    REQUIRE(*pushed);
+    REQUIRE_FALSE((**pushed).failure);
+    for (auto& p : parked)
+      CHECK_FALSE(*p); // still parked
+    return handled;
+  };
+  CHECK(events(100) == events(1));
+}
+
+TEST_CASE("a parked namespace pop wakes when a transaction pushes to one of "
+          "its queues",
+          "[sim][namespace][long-poll][txn]") {
+  ns_fixture fx;
+  fx.queue("shop.a", 0);
+  auto parked = fx.request_later<actors::namespace_pop_reply>(
+      fx.broker, actors::pop_atom::value, fx.req("shop", {}, true));
+  fx.run();
+  REQUIRE_FALSE(*parked);
+  core::txn_request t;
+  core::txn_push_op push;
+  push.items.push_back({"shop.a", "Default", msg("x")});
+  t.ops.push_back(push);
+  auto r = fx.request<actors::txn_reply>(fx.broker, actors::txn_atom::value, t);
+  REQUIRE(r);
+  REQUIRE(r->result.success);
+  REQUIRE(*parked); // at once, not at its timeout
+  CHECK((*parked)->queue == "shop.a");
+  CHECK((*parked)->reply.claimed.size() == 1);
+}
+
+TEST_CASE("a parked namespace pop wakes when a queue with messages is "
+          "configured into its namespace",
+          "[sim][namespace][long-poll]") {
+  ns_fixture fx;
+  fx.queue("misc", 0);
+  fx.push("misc", "x");
+  auto parked = fx.request_later<actors::namespace_pop_reply>(
+      fx.broker, actors::pop_atom::value, fx.req("shop", {}, true));
+  fx.run();
+  REQUIRE_FALSE(*parked);
+  actors::configure_request c;
+  c.queue = "misc";
+  c.name_space = "shop";
+  auto r = fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c);
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+  REQUIRE(*parked);
+  CHECK((*parked)->queue == "misc");
+  CHECK((*parked)->reply.claimed.size() == 1);
+}
