@@ -667,18 +667,28 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         }
         // The group's DLQ entries stay, but requeues pending in its deleted
         // cursors are forgotten: unmark them, so retention applies again.
+        // At most `max_requeued` per cursor are pending, so the write stays
+        // bounded; the scan decodes summaries only, whole entries only for
+        // those pending.
         if (!batch.mutations.empty())
-          if (auto t = st.cfg.node.store->db().read())
-            (void)storage::tables::scan_dlq(
-                *t, q, req.group, [&](const storage::dlq_entry& e) {
-                  if (e.requeued) {
-                    auto unmarked = e;
-                    unmarked.requeued = false;
-                    batch.mutations.emplace_back(
-                        storage::mut::update_dlq{q, req.group, unmarked});
-                  }
+          if (auto t = st.cfg.node.store->db().read()) {
+            std::vector<std::uint64_t> pending;
+            (void)storage::tables::scan_dlq_summaries(
+                *t, q, std::string_view{req.group},
+                [&](std::string_view, const storage::tables::dlq_summary& e) {
+                  if (e.requeued)
+                    pending.push_back(e.id);
                   return true;
                 });
+            for (auto id : pending)
+              if (auto e = storage::tables::get_dlq(*t, q, req.group, id);
+                  e && *e) {
+                auto unmarked = std::move(**e);
+                unmarked.requeued = false;
+                batch.mutations.emplace_back(
+                    storage::mut::update_dlq{q, req.group, unmarked});
+              }
+          }
         auto settle = [self, done, req, parts,
                        reply](std::optional<storage::error> failure) mutable {
           for (auto& p : parts)
