@@ -255,6 +255,10 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
 
 // -- pop ----------------------------------------------------------------------
 
+/// When a wildcard pop that met a restarting cursor (and nothing else)
+/// looks at that partition again.
+constexpr auto restart_retry = std::chrono::milliseconds{100};
+
 /// One pop in progress over its candidate partitions.
 struct pop_run {
   queue_pop_request req;
@@ -297,6 +301,18 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
     self->request(it->second.actor, caf::infinite, pop_atom::value, pr)
         .then(
             [self, run, name, uuid, asked_at](pop_reply& r) {
+              if (r.failure && r.failure->code == storage::ec::busy
+                  && !run->req.partition) {
+                // The group's cursor there is restarting: nothing of it was
+                // taken. A wildcard pop goes on to the next partition, and
+                // one that finds nothing elsewhere looks here again soon.
+                auto& at = run->reply.retry_at;
+                auto soon = self->clock().now() + restart_retry;
+                if (!at || soon < *at)
+                  at = soon;
+                run->reasons.push_back(core::empty_reason::empty);
+                return step(self, run);
+              }
               if (r.failure) {
                 // Nothing of this partition's share was taken (its write
                 // failed). Shares claimed before it are durable: they are

@@ -703,3 +703,38 @@ TEST_CASE("a failed idle-expiry deletion leaves the group registered, its "
   fx.advance(std::chrono::seconds{400}); // the lease expires, then idle
   CHECK_FALSE(fx.cursor("q", "P", "g"));
 }
+
+TEST_CASE("a wildcard pop meeting a restarting cursor is served by the next "
+          "partition",
+          "[failure][supervision]") {
+  fault_sim fx;
+  fx.push("a", "A", {"x"});
+  fx.push("a", "B", {"y"});
+  REQUIRE(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
+  // g's cursor on A dies; its respawn waits for a write barrier the
+  // closed gate holds, so A answers busy meanwhile.
+  fx.gate_st->closed = true;
+  actors::groups_request g;
+  g.queue = "a";
+  g.group = "g";
+  auto late = fx.request_later<actors::groups_reply>(
+      fx.broker, actors::groups_atom::value, g);
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  actors::queue_pop_request req;
+  req.group = "g";
+  req.batch = 10;
+  req.lease_id = "wild";
+  auto wild = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"}, req);
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*wild);
+  REQUIRE_FALSE((*wild)->failure);
+  REQUIRE((*wild)->claimed.size() == 1);
+  CHECK((*wild)->claimed[0].partition == "B");
+  // A's cursor is back from its row: its lost lease's frame comes again.
+  CHECK(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
+}
