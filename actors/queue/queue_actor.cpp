@@ -75,6 +75,10 @@ struct queue_state {
   std::unordered_map<std::string, std::size_t> next_pos;
   /// Parked long-poll pops (served in arrival order).
   parking_lot<queue_pop_request, queue_pop_reply> parked;
+  /// Deleted: it lives on only to answer requests in flight; a pop that
+  /// still reaches it is answered at once, empty (the queue has no
+  /// partitions any more), and registers nothing.
+  bool deleted = false;
   std::optional<core::mono_time> armed;
   std::uint64_t timer_id = 0;
   /// The DLQ sweep's timer: when it is due (wall µs) and its id.
@@ -455,6 +459,12 @@ void register_group(queue_ptr self, const std::string& group,
 caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
                                                     queue_pop_request& req) {
   auto rp = self->make_response_promise<queue_pop_reply>();
+  if (self->state.deleted) {
+    queue_pop_reply gone;
+    gone.reason = core::empty_reason::no_partition;
+    rp.deliver(std::move(gone));
+    return rp;
+  }
   auto deadline = self->clock().now() + req.timeout;
   auto submit = [self, rp, deadline](queue_pop_request req) mutable {
     bool may_park = req.wait && req.timeout.count() > 0;
@@ -832,6 +842,7 @@ on_delete_queue(queue_ptr self) {
         rp.deliver(delete_queue_reply{false, std::move(failure)});
         return;
       }
+      self->state.deleted = true;
       answer_parked(self, [](const queue_pop_request&) { return true; });
       rp.deliver(delete_queue_reply{true, std::nullopt});
       // The broker sends nothing more here. Requests still in flight finish

@@ -242,3 +242,38 @@ TEST_CASE("parked pops of a group are served in arrival order",
   REQUIRE(*second);
   CHECK((*second)->claimed[0].reply.messages[0].frame.data.payload == "two");
 }
+
+TEST_CASE("a pop reaching a deleted queue's coordinator is answered at once, "
+          "empty, and registers nothing",
+          "[sim][queue][long-poll][admin]") {
+  queue_fixture fx;
+  fx.push({{"p", "a"}});
+  fx.ack_all(fx.pop(fx.req())); // g is registered
+  auto del = fx.request<actors::delete_queue_reply>(fx.queue,
+                                                    actors::delete_atom::value);
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  // A pop already on its way (the broker routed it before the deletion).
+  auto r = fx.req();
+  r.group = "late";
+  r.wait = true;
+  r.timeout = 20s;
+  auto late = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r);
+  r.group = "g";
+  r.lease_id = "L-g";
+  auto known = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, r);
+  fx.run();
+  for (auto* p : {&late, &known}) {
+    REQUIRE(**p); // not parked for the grace period
+    CHECK_FALSE((**p)->failure);
+    CHECK((**p)->claimed.empty());
+    CHECK((**p)->reason == core::empty_reason::no_partition);
+  }
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  auto sub = storage::tables::get_subscription(*t, fx.rec.id, "late");
+  REQUIRE(sub);
+  CHECK_FALSE(sub->has_value());
+}
