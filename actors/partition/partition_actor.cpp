@@ -77,9 +77,21 @@ struct partition_state {
     caf::actor_addr cursor; ///< the cursor that staged it (settled only there)
   };
   std::unordered_map<std::string, live_seek> live_seeks;
+  /// Transactions staged by live cursors here (group -> stage id), until
+  /// the broker settles them through this partition.
+  std::unordered_map<std::string, live_seek> live_txns;
+  /// Whether `group` has a seek or a transaction staged here.
+  bool staged(const std::string& group) const {
+    return live_seeks.contains(group) || live_txns.contains(group);
+  }
   /// Groups whose cursor died, until the write barrier (supervise.hpp)
   /// answers: their next cursor reads a row every earlier write reached.
   std::unordered_set<std::string> respawning;
+  /// Of those, the groups whose respawn barrier has not returned yet. A
+  /// group whose dead cursor had staged a seek or a transaction (`staged`)
+  /// also waits for its settle: its batch may be written after the barrier,
+  /// and the new cursor must read the row it writes.
+  std::unordered_set<std::string> barrier_pending;
   /// Cursor deaths allowed before the partition gives up.
   restart_budget restarts;
 };
@@ -851,6 +863,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             return true;
           }
           st.respawning.insert(group);
+          st.barrier_pending.insert(group);
           write_then(self, st.cfg.node.writer, barrier(),
                      [self, group](std::optional<storage::error> failure) {
                        // A barrier is never refused: an error means the
@@ -859,7 +872,10 @@ partition_actor::behavior_type partition(partition_ptr self,
                          return self->quit(
                              caf::make_error(caf::sec::runtime_error,
                                              storage::to_string(*failure)));
-                       self->state.respawning.erase(group);
+                       auto& st = self->state;
+                       st.barrier_pending.erase(group);
+                       if (!st.staged(group))
+                         st.respawning.erase(group);
                      });
           return true;
         }
@@ -1052,8 +1068,28 @@ partition_actor::behavior_type partition(partition_ptr self,
           rp.deliver(std::move(failed));
           return {};
         }
-        return self->delegate(*c, stage_atom::value, std::move(reqs),
-                              view_of(*self->state.log));
+        // Through here, not delegated: the stage is recorded until its
+        // settle, so a death in between respawns after it (`respawning`).
+        auto rp = self->make_response_promise<stage_reply>();
+        self->request(*c, caf::infinite, stage_atom::value, std::move(reqs),
+                      view_of(*self->state.log))
+            .then(
+                [self, rp, group,
+                 cursor = c->address()](stage_reply& r) mutable {
+                  if (r.stage_id != 0)
+                    self->state.live_txns[group] = {r.stage_id, cursor};
+                  rp.deliver(std::move(r));
+                },
+                [rp](caf::error& err) mutable {
+                  stage_reply failed;
+                  failed.failure
+                      = storage::make_error(storage::ec::busy,
+                                            "the group's cursor here is "
+                                            "restarting (",
+                                            caf::to_string(err), "); retry");
+                  rp.deliver(std::move(failed));
+                });
+        return {};
       },
       [self](retention_atom, std::uint64_t id) {
         on_retention_timer(self, id);
@@ -1069,18 +1105,22 @@ partition_actor::behavior_type partition(partition_ptr self,
           return;
         }
         auto it = st.cursors.find(group);
-        if (auto l = st.live_seeks.find(group);
-            l != st.live_seeks.end() && l->second.id == id) {
+        for (auto* live : {&st.live_seeks, &st.live_txns}) {
+          auto l = live->find(group);
+          if (l == live->end() || l->second.id != id)
+            continue;
           auto staged_by = l->second.cursor;
-          st.live_seeks.erase(l);
-          // Only the cursor that staged it: a respawned one numbers its
-          // stages afresh and must not take this settle for its own.
+          live->erase(l);
+          // Its cursor died: the respawn waited for this settle (its row is
+          // written now, or never will be).
+          if (st.respawning.contains(group)
+              && !st.barrier_pending.contains(group) && !st.staged(group))
+            st.respawning.erase(group);
+          // Only the cursor that staged it.
           if (it != st.cursors.end() && it->second.address() == staged_by)
             self->send(it->second, settle_atom::value, id, commit);
           return;
         }
-        if (it != st.cursors.end()) // a transaction's stage
-          self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,
              const core::seek_target& target, bool dry_run, bool no_wait) {

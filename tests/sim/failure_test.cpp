@@ -738,3 +738,115 @@ TEST_CASE("a wildcard pop meeting a restarting cursor is served by the next "
   // A's cursor is back from its row: its lost lease's frame comes again.
   CHECK(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
 }
+
+TEST_CASE("a cursor that dies with a seek staged is respawned only after the "
+          "seek settles, from the row the seek wrote",
+          "[failure][supervision][seek]") {
+  fault_sim fx;
+  fx.push("a", "P1", {"x0", "x1"});
+  fx.push("a", "P2", {"y0", "y1"});
+  for (auto p : {"P1", "P2"}) {
+    auto r = fx.pop("a", p, "g", 1);
+    REQUIRE(fx.ack("a", p, "g", r.lease->id, 0).front().error
+            == core::ack_error::none);
+  }
+  fx.gate_st->closed = true;
+  // P2's cursor is busy with a pop whose write is held: the seek's stage
+  // there waits, so the queue's seek batch is not written yet.
+  auto busy = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P2"}, 1));
+  fx.run();
+  core::seek_target start;
+  start.to_start = true;
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"a"},
+      actors::seek_request{"g", std::nullopt, start, false});
+  fx.run();
+  // P1's cursor, which staged the seek, dies (a bug); its respawn barrier
+  // queues behind P2's pop write.
+  auto doomed = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P1"}, 1));
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  // P2's pop write and the barrier pass; the seek batch is now held.
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*busy);
+  REQUIRE_FALSE(*sought);
+  // A contact with P1 now must not spawn the cursor from the row the seek
+  // is about to replace.
+  auto early = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P1"}, 1));
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*sought);
+  REQUIRE_FALSE((*sought)->failure);
+  REQUIRE(*early);
+  CHECK(((*early)->failure || (*early)->claimed.empty()));
+  // The seek is in place on P1, in the store and in what is served.
+  CHECK(fx.cursor("a", "P1", "g")->committed == offset{-1});
+  fx.advance(std::chrono::seconds{301}); // any lease ends
+  CHECK(fx.offsets(fx.pop("a", "P1", "g")) == ints{0, 1});
+}
+
+TEST_CASE("a cursor that dies with a transaction staged is respawned only "
+          "after the transaction settles, from the row it wrote",
+          "[failure][supervision][txn]") {
+  fault_sim fx;
+  fx.push("a", "P1", {"x0", "x1"});
+  fx.push("a", "P2", {"y0", "y1"});
+  auto l1 = fx.pop("a", "P1", "g", 2).lease->id;
+  auto l2 = fx.pop("a", "P2", "g", 2).lease->id;
+  fx.gate_st->closed = true;
+  // P2's cursor is busy with an ack whose write is held: the transaction's
+  // stage there waits, so its batch is not written yet.
+  core::ack_request y0;
+  y0.lease_id = l2;
+  y0.off = offset{0};
+  auto plain = fx.request_later<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"a"}, std::string{"P2"},
+      std::string{"g"}, std::vector{y0});
+  fx.run();
+  core::txn_request t;
+  core::txn_ack_op a1{"a", "P1", "g", {}};
+  a1.ack.lease_id = l1;
+  a1.ack.off = offset{0};
+  core::txn_ack_op a2{"a", "P2", "g", {}};
+  a2.ack.lease_id = l2;
+  a2.ack.off = offset{1};
+  t.ops = {a1, a2};
+  auto txn = fx.request_later<actors::txn_reply>(fx.broker,
+                                                 actors::txn_atom::value, t);
+  fx.run();
+  // P1's cursor, which staged its part, dies (a bug).
+  auto doomed = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P1"}, 1));
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  caf::anon_send(fx.gated, actors::flush_atom::value); // the ack, the barrier
+  fx.run();
+  REQUIRE(*plain);
+  REQUIRE_FALSE(*txn); // its batch is held now
+  auto early = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P1"}, 1));
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*txn);
+  REQUIRE_FALSE((*txn)->failure);
+  REQUIRE((*txn)->result.success);
+  REQUIRE(*early);
+  CHECK(((*early)->failure || (*early)->claimed.empty()));
+  // The transaction's ack of x0 stays: committed, and not delivered again.
+  CHECK(fx.cursor("a", "P1", "g")->committed == offset{0});
+  fx.advance(std::chrono::seconds{301});
+  CHECK(fx.offsets(fx.pop("a", "P1", "g")) == ints{1});
+}

@@ -445,8 +445,8 @@ TEST_CASE("a registration seeds a partition whose cursor was spawned but never "
   CHECK(offsets(fx.pop(10)) == std::vector<std::int64_t>{2});
 }
 
-TEST_CASE("a stale settle cannot settle the stage of a cursor respawned "
-          "after the one that staged it died",
+TEST_CASE("a cursor that dies with a transaction staged comes back only "
+          "after its settle, which settles nothing of the new cursor",
           "[sim][txn][supervision]") {
   partition_fixture fx;
   fx.push({msg("a"), msg("b")});
@@ -468,18 +468,31 @@ TEST_CASE("a stale settle cannot settle the stage of a cursor respawned "
     return r->front().committed;
   };
   auto first = stage(fx.pop(1));
-  // The cursor dies (a bug) with its stage open; the next contact
-  // respawns it, and a second transaction stages there.
+  // The cursor dies (a bug) with its stage open.
   auto late = fx.request_later<std::vector<actors::cursor_info>>(
       fx.part, actors::groups_atom::value, std::optional<std::string>{"g"});
   REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  // Until the transaction settles, its batch may still be written: no
+  // cursor is spawned from the row it may replace.
+  actors::pop_request req;
+  req.group = "g";
+  req.batch = 1;
+  req.lease_id = "early";
+  auto early
+      = fx.request<actors::pop_reply>(fx.part, actors::pop_atom::value, req);
+  REQUIRE(early);
+  REQUIRE(early->failure);
+  CHECK(early->failure->code == storage::ec::busy);
+  // Its settle (an abort: the batch was not written) lets the group back.
+  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
+                 false);
   fx.run();
   auto again = fx.pop(1);
   REQUIRE(offsets(again) == std::vector<std::int64_t>{0});
   auto second = stage(again);
   CHECK(second != first);
-  // The first transaction's settle arrives late: it must not commit the
-  // second's stage (whose batch nobody wrote).
+  // A repeated settle of the first stage settles nothing of the second.
   caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
                  true);
   fx.run();
