@@ -32,13 +32,14 @@
 #include <vector>
 
 #include "actors/cursor/cursor_core.hpp"
+#include "actors/promise.hpp"
 
 namespace spool::actors {
 
 template <class Request, class Reply>
 class parking_lot {
 public:
-  using promise = caf::typed_response_promise<Reply>;
+  using promise = actors::promise<Reply>;
   using hint = std::optional<core::mono_time>;
 
   /// What the owner provides.

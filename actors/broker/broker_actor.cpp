@@ -17,6 +17,7 @@
 //   and rewritten in one durable write.
 
 #include "actors/broker/broker_actor.hpp"
+#include "actors/promise.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -202,7 +203,7 @@ struct multi_push {
   std::vector<queue_push_reply> replies;
   std::optional<storage::error> failure;
   std::size_t item_count = 0;
-  caf::typed_response_promise<queue_push_reply> rp;
+  promise<queue_push_reply> rp;
   /// Called once the push is durable (wakes parked namespace pops).
   std::function<void()> stored;
 };
@@ -355,7 +356,7 @@ caf::typed_response_promise<queue_push_reply>
 on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   auto& st = self->state;
   auto run = std::make_shared<multi_push>();
-  run->rp = self->make_response_promise<queue_push_reply>();
+  run->rp = promise_for<queue_push_reply>(self);
   run->item_count = items.size();
   std::vector<std::string> names;
   for (auto& i : items)
@@ -429,7 +430,7 @@ caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
                                 Ts&&... xs) {
   if (self->state.parked.empty())
     return self->delegate(q, std::forward<Ts>(xs)...);
-  auto rp = self->make_response_promise<Reply>();
+  auto rp = promise_for<Reply>(self);
   self->request(q, caf::infinite, std::forward<Ts>(xs)...)
       .then(
           [self, rp, woke, name](Reply& r) mutable {
@@ -472,7 +473,7 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
 /// count of 0 when it failed): DLQ deletes, subscription updates.
 template <class Reply>
 void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
-                   caf::typed_response_promise<Reply> rp) {
+                   promise<Reply> rp) {
   write_then(self, self->state.cfg.node.writer, std::move(batch),
              [rp, n](std::optional<storage::error> failure) mutable {
                auto stored = failure ? std::size_t{0} : n;
@@ -482,16 +483,16 @@ void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
 
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
-  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto rp = promise_for<dlq_count_reply>(self);
   auto selected = select_dlq(self, f);
   if (!selected) {
     rp.deliver(dlq_count_reply{0, selected.err()});
-    return rp;
+    return rp.later();
   }
   auto& items = selected->items;
   if (items.empty()) {
     rp.deliver(dlq_count_reply{});
-    return rp;
+    return rp.later();
   }
   storage::write_batch b;
   for (auto& x : items)
@@ -506,18 +507,18 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
                else
                  rp.deliver(dlq_count_reply{n, std::nullopt, remaining});
              });
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<dlq_count_reply>
 on_requeue(broker_ptr self, const core::dlq_filter& f) {
-  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto rp = promise_for<dlq_count_reply>(self);
   // Entries pending already are left out, and each cursor gets at most its
   // free places: one full cursor does not hold the others back.
   auto selected = select_dlq(self, f, core::cursor_core::max_requeued);
   if (!selected) {
     rp.deliver(dlq_count_reply{0, selected.err()});
-    return rp;
+    return rp.later();
   }
   auto& items = selected->items;
   auto remaining = selected->total - items.size();
@@ -531,11 +532,11 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
       rp.deliver(dlq_count_reply{
           0, storage::make_error(storage::ec::unknown_queue,
                                  "Queue not found: ", key.first)});
-      return rp;
+      return rp.later();
     }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});
-    return rp;
+    return rp.later();
   }
   std::vector<std::pair<
       queue_actor, std::pair<std::string, std::vector<storage::dlq_entry>>>>
@@ -559,13 +560,13 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
           total.remaining += remaining;
         rp.deliver(std::move(total));
       });
-  return rp;
+  return rp.later();
 }
 
 // -- configure ----------------------------------------------------------------
 
 void configure_now(broker_ptr self, configure_request& req,
-                   caf::typed_response_promise<configure_reply> rp) {
+                   promise<configure_reply> rp) {
   auto& st = self->state;
   auto fail = [&rp](storage::error err) mutable {
     configure_reply reply;
@@ -623,17 +624,17 @@ void configure_now(broker_ptr self, configure_request& req,
 
 caf::typed_response_promise<configure_reply>
 on_configure(broker_ptr self, configure_request& req) {
-  auto rp = self->make_response_promise<configure_reply>();
+  auto rp = promise_for<configure_reply>(self);
   if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok) {
     configure_reply reply;
     reply.failure = ok.err();
     rp.deliver(std::move(reply));
-    return rp;
+    return rp.later();
   }
   self->state.gate.wait([self, req = std::move(req), rp]() mutable {
     configure_now(self, req, rp);
   });
-  return rp;
+  return rp.later();
 }
 
 // -- administration -----------------------------------------------------------
@@ -681,7 +682,7 @@ std::vector<queue_actor> queues_named(broker_ptr self,
 
 caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
                                                     const groups_request& req) {
-  auto rp = self->make_response_promise<groups_reply>();
+  auto rp = promise_for<groups_reply>(self);
   fan_out<groups_reply>(
       self, queues_named(self, req.queue),
       [rp](std::vector<fanned<groups_reply>> slots) mutable {
@@ -692,15 +693,15 @@ caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
             }));
       },
       groups_atom::value, req);
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<delete_group_reply>
 on_delete_group(broker_ptr self, const delete_group_request& req) {
-  auto rp = self->make_response_promise<delete_group_reply>();
+  auto rp = promise_for<delete_group_reply>(self);
   if (auto ok = core::check_name(core::name_kind::group, req.group); !ok) {
     rp.deliver(delete_group_reply{0, false, ok.err()});
-    return rp;
+    return rp.later();
   }
   fan_out<delete_group_reply>(
       self, queues_named(self, req.queue),
@@ -712,7 +713,7 @@ on_delete_group(broker_ptr self, const delete_group_request& req) {
         }));
       },
       delete_atom::value, req);
-  return rp;
+  return rp.later();
 }
 
 /// One bounded step of removing deleted queue `q`'s rows (one write;
@@ -752,7 +753,7 @@ void reap(broker_ptr self, storage::queue_id q) {
 
 caf::typed_response_promise<delete_queue_reply>
 on_delete_queue(broker_ptr self, const std::string& name) {
-  auto rp = self->make_response_promise<delete_queue_reply>();
+  auto rp = promise_for<delete_queue_reply>(self);
   // One at a time with queue creations: a push waiting to create the name
   // finds it gone and creates a new queue.
   self->state.gate.wait([self, rp, name]() mutable {
@@ -788,7 +789,7 @@ on_delete_queue(broker_ptr self, const std::string& name) {
               self->state.gate.leave();
             });
   });
-  return rp;
+  return rp.later();
 }
 
 // -- namespace/task pops
@@ -915,12 +916,12 @@ void on_timeout(broker_ptr self, std::uint64_t id) {
 
 caf::typed_response_promise<namespace_pop_reply>
 on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
-  auto rp = self->make_response_promise<namespace_pop_reply>();
+  auto rp = promise_for<namespace_pop_reply>(self);
   auto fail = [&rp](storage::error err) mutable {
     namespace_pop_reply r;
     r.reply.failure = std::move(err);
     rp.deliver(std::move(r));
-    return rp;
+    return rp.later();
   };
   if (req.name_space.empty())
     return fail(storage::make_error(storage::ec::invalid_argument,
@@ -937,7 +938,7 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   auto deadline = self->clock().now() + req.pop.timeout;
   bool may_park = req.pop.wait && req.pop.timeout.count() > 0;
   self->state.parked.submit(std::move(req), rp, deadline, may_park);
-  return rp;
+  return rp.later();
 }
 
 // -- replay: seek and subscription update -------------------------------------
@@ -945,7 +946,7 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
 caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
                                    seek_request& req) {
   auto fail = [self](storage::error err) {
-    auto rp = self->make_response_promise<seek_reply>();
+    auto rp = promise_for<seek_reply>(self);
     seek_reply reply;
     reply.failure = std::move(err);
     rp.deliver(std::move(reply));
@@ -980,10 +981,10 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
 caf::typed_response_promise<sub_update_reply>
 on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<sub_update_reply>();
+  auto rp = promise_for<sub_update_reply>(self);
   auto fail = [&rp](storage::error err) mutable {
     rp.deliver(sub_update_reply{0, std::move(err)});
-    return rp;
+    return rp.later();
   };
   if (group.empty() || group == queue_mode_group)
     return fail(storage::make_error(
@@ -1014,10 +1015,10 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto rows = batch.mutations.size();
   if (rows == 0) {
     rp.deliver(sub_update_reply{});
-    return rp;
+    return rp.later();
   }
   write_counted(self, std::move(batch), rows, rp);
-  return rp;
+  return rp.later();
 }
 
 // -- transactions -------------------------------------------------------------
@@ -1105,7 +1106,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](pop_atom, const std::string& queue,
              queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
         if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {
-          auto rp = self->make_response_promise<queue_pop_reply>();
+          auto rp = promise_for<queue_pop_reply>(self);
           queue_pop_reply bad;
           bad.failure = ok.err();
           rp.deliver(std::move(bad));
@@ -1116,7 +1117,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           return self->delegate(it->second, pop_atom::value, std::move(req));
         // A pop on a queue that does not exist yet registers the group
         // there (semantics.md §5), so the queue is created as a push would.
-        auto rp = self->make_response_promise<queue_pop_reply>();
+        auto rp = promise_for<queue_pop_reply>(self);
         if (auto ok = core::check_name(core::name_kind::queue, queue); !ok) {
           queue_pop_reply bad;
           bad.failure = ok.err();
@@ -1165,7 +1166,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           return std::nullopt;
         }();
         if (malformed) {
-          auto rp = self->make_response_promise<std::vector<ack_reply>>();
+          auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
               reqs.size(),
               ack_reply{core::ack_error::none, false, false, malformed}));
@@ -1173,7 +1174,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
-          auto rp = self->make_response_promise<std::vector<ack_reply>>();
+          auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
               reqs.size(),
               ack_reply{core::ack_error::not_found, false, false, {}}));
@@ -1206,7 +1207,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              const std::string& lease_id) -> caf::delegated<bool> {
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
-          auto rp = self->make_response_promise<bool>();
+          auto rp = promise_for<bool>(self);
           rp.deliver(false);
           return {};
         }
@@ -1231,7 +1232,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              browse_request& req) -> caf::delegated<browse_reply> {
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
-          auto rp = self->make_response_promise<browse_reply>();
+          auto rp = promise_for<browse_reply>(self);
           browse_reply reply;
           reply.failure = queue_not_found();
           rp.deliver(std::move(reply));
@@ -1255,7 +1256,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              purge_request& req) -> caf::delegated<purge_reply> {
         auto it = self->state.queues.find(queue);
         auto fail = [self](storage::error err) {
-          auto rp = self->make_response_promise<purge_reply>();
+          auto rp = promise_for<purge_reply>(self);
           rp.deliver(purge_reply{0, std::move(err)});
           return caf::delegated<purge_reply>{};
         };

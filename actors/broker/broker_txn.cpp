@@ -19,6 +19,7 @@
 //    outcome and the answer goes out.
 
 #include "actors/broker/broker_txn.hpp"
+#include "actors/promise.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 
@@ -40,7 +41,7 @@ struct txn_run {
   std::string id;
   bool client_id = false;
   core::txn_plan plan;
-  caf::typed_response_promise<txn_reply> rp;
+  promise<txn_reply> rp;
   // -- stage --
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
   // -- seal --
@@ -328,10 +329,10 @@ void stage_next(run_ptr run) {
 caf::typed_response_promise<txn_reply>
 run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   auto& h = *host;
-  auto rp = h.self->make_response_promise<txn_reply>();
+  auto rp = promise_for<txn_reply>(h.self);
   if (auto refused = core::check_txn(req, h.node.frames)) {
     rp.deliver(txn_reply{std::move(*refused), std::nullopt});
-    return rp;
+    return rp.later();
   }
   std::vector<const storage::frame*> frames;
   for (auto& op : req.ops)
@@ -346,7 +347,7 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
     refused.transaction_id = req.id.value_or("");
     refused.error = ok.err().message;
     rp.deliver(txn_reply{std::move(refused), std::nullopt});
-    return rp;
+    return rp.later();
   }
   auto run = std::make_shared<txn_run>();
   run->host = host;
@@ -356,18 +357,18 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   if (run->client_id) {
     if (auto it = h.in_flight.find(run->id); it != h.in_flight.end()) {
       it->second.push_back(rp); // answered with the first one's answer
-      return rp;
+      return rp.later();
     }
     auto t = h.node.store->db().read();
     if (!t) {
       rp.deliver(txn_reply{{}, t.err()});
-      return rp;
+      return rp.later();
     }
     auto stored = storage::tables::get_txn(*t, run->id);
     t->abort();
     if (!stored) {
       rp.deliver(txn_reply{{}, stored.err()});
-      return rp;
+      return rp.later();
     }
     if (*stored && !h.retention.expired((*stored)->created_at, h.node.wall())) {
       auto r = core::decode_txn_result((*stored)->result);
@@ -376,18 +377,17 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
             {},
             storage::make_error(storage::ec::corrupt_record, "transaction ",
                                 run->id, ": stored answer does not decode")});
-        return rp;
+        return rp.later();
       }
       rp.deliver(txn_reply{std::move(*r), std::nullopt});
-      return rp;
+      return rp.later();
     }
-    h.in_flight.emplace(run->id,
-                        std::vector<caf::typed_response_promise<txn_reply>>{});
+    h.in_flight.emplace(run->id, std::vector<promise<txn_reply>>{});
   }
   run->req = std::move(req);
   run->plan = core::plan_txn(run->req);
   stage_next(run);
-  return rp;
+  return rp.later();
 }
 
 } // namespace spool::actors

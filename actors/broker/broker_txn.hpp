@@ -15,6 +15,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
+#include "actors/promise.hpp"
 #include "config/options.hpp"
 
 namespace spool::actors {
@@ -37,8 +38,7 @@ struct txn_host {
   std::function<void(const std::vector<std::string>&)> committed;
   /// Transactions with a client id in flight, with the promises of repeats
   /// that arrived meanwhile (they get the first one's answer).
-  std::map<std::string, std::vector<caf::typed_response_promise<txn_reply>>>
-      in_flight;
+  std::map<std::string, std::vector<promise<txn_reply>>> in_flight;
 };
 
 /// Runs `req` and answers through the returned promise.

@@ -20,6 +20,7 @@
 // cursor's new record into one batch and settles each with the outcome.
 
 #include "actors/cursor/cursor_actor.hpp"
+#include "actors/promise.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
@@ -380,7 +381,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
                                               const partition_view& view) {
   auto& st = self->state;
   auto& core = *st.core;
-  auto rp = self->make_response_promise<pop_reply>();
+  auto rp = promise_for<pop_reply>(self);
   auto now = self->clock().now();
   auto wall = st.cfg.wall();
   core.note_watermark(view.watermark);
@@ -450,7 +451,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     }
     answer(std::move(reply), true, std::move(dead), {}, std::move(done));
     arm(self);
-    return rp;
+    return rp.later();
   }
   if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
     pop_reply reply;
@@ -461,7 +462,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
       reply.empty_at = view.readable_end - 1;
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
-    return rp;
+    return rp.later();
   }
   auto& plan = std::get<core::delivery_plan>(planned);
   // Only the frames to deliver count against the byte cap; the frames of
@@ -474,7 +475,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     pop_reply reply;
     reply.failure = frames.err();
     answer(std::move(reply), expired, std::move(dead), {});
-    return rp;
+    return rp.later();
   }
   // Frames missing from the read (deleted meanwhile) end the deliverable run.
   // `at[i]` is the frame of plan.deliver[i].
@@ -508,7 +509,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
                            *vis.next_change - wall, 0)};
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
-    return rp;
+    return rp.later();
   }
   auto granted = core.grant(plan, n, req.lease_id, now);
   dead.insert(dead.end(), granted.dead.begin(), granted.dead.end());
@@ -539,14 +540,14 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     reply.reason = core::empty_reason::empty;
   answer(std::move(reply), true, std::move(dead), std::move(*frames));
   arm(self);
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<std::vector<ack_reply>>
 on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
        const partition_view& view) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<std::vector<ack_reply>>();
+  auto rp = promise_for<std::vector<ack_reply>>(self);
   auto now = self->clock().now();
   std::vector<ack_reply> replies;
   dlq_changes changes;
@@ -569,7 +570,7 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
     changed = true;
   if (!changed) {
     rp.deliver(std::move(replies));
-    return rp;
+    return rp.later();
   }
   // One write for the whole list; every changed item waits for it, and
   // none of them stays if it fails.
@@ -584,7 +585,7 @@ on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
              }
            rp.deliver(std::move(replies));
          });
-  return rp;
+  return rp.later();
 }
 
 void on_expire(cursor_ptr self, std::uint64_t id) {
@@ -612,7 +613,7 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
 caf::typed_response_promise<dlq_count_reply>
 on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto rp = promise_for<dlq_count_reply>(self);
   dlq_changes changes;
   std::size_t count = 0;
   std::size_t full = 0; // left in the DLQ: max_requeued are pending
@@ -635,7 +636,7 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
   }
   if (changes.marked.empty()) {
     rp.deliver(dlq_count_reply{count, std::nullopt, full});
-    return rp;
+    return rp.later();
   }
   commit(self, std::move(before), std::move(changes), {},
          [rp, count, full](std::optional<storage::error> failure) mutable {
@@ -644,7 +645,7 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
            else
              rp.deliver(dlq_count_reply{count, std::nullopt, full});
          });
-  return rp;
+  return rp.later();
 }
 
 /// What introspection shows of this cursor.
@@ -868,7 +869,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         // restart nor the idle sweep takes a group that only extends for
         // an inactive one (the lease itself lives in memory).
         self->state.core->touch(self->state.cfg.wall());
-        auto rp = self->make_response_promise<extend_reply>();
+        auto rp = promise_for<extend_reply>(self);
         commit(self, std::move(before), {}, {},
                [self, rp, expires = std::get<core::mono_time>(r)](
                    std::optional<storage::error> failure) mutable {
@@ -880,7 +881,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                  arm(self);
                  rp.deliver(std::move(done));
                });
-        return rp;
+        return rp.later();
       },
       [self](expire_atom, std::uint64_t id) -> caf::result<void> {
         if (self->state.busy())
@@ -913,19 +914,19 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
         if (self->state.busy())
           return caf::skip; // the staged core would bring the lease back
-        auto rp = self->make_response_promise<bool>();
+        auto rp = promise_for<bool>(self);
         auto before = snapshot(self);
         if (self->state.deleting
             || !self->state.core->release_unwritten(lease_id)) {
           rp.deliver(false);
-          return rp;
+          return rp.later();
         }
         // Not written: the lease stays and ends as an expiry would.
         commit(self, std::move(before), {}, {},
                [rp](std::optional<storage::error> failure) mutable {
                  rp.deliver(!failure);
                });
-        return rp;
+        return rp.later();
       },
       [self](delete_atom, bool durable) {
         if (durable) {

@@ -15,6 +15,7 @@
 // dead-letter what they have not consumed).
 
 #include "actors/partition/partition_actor.hpp"
+#include "actors/promise.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -236,17 +237,17 @@ storage::expected<sealed_ptr> seal(partition_ptr self,
 caf::typed_response_promise<push_reply>
 on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<push_reply>();
+  auto rp = promise_for<push_reply>(self);
   auto sealed = seal(self, frames);
   if (!sealed) {
     rp.deliver(push_reply{{}, 0, sealed.err()});
-    return rp;
+    return rp.later();
   }
   auto s = *sealed;
   if (s->mutations.empty()) { // only duplicates of stored frames
     st.log->durable(*s);
     rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
-    return rp;
+    return rp.later();
   }
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
                 storage::write_batch{std::move(s->mutations)})
@@ -265,7 +266,7 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
             self->state.log->lost(*s); // it may be stored: keep the gap
             rp.deliver(push_reply{{}, 0, unreachable(err, "writer")});
           });
-  return rp;
+  return rp.later();
 }
 
 // -- administration
@@ -337,7 +338,7 @@ groups_here(partition_ptr self, const std::optional<std::string>& only) {
 
 caf::typed_response_promise<std::vector<cursor_info>>
 on_groups(partition_ptr self, const std::optional<std::string>& only) {
-  auto rp = self->make_response_promise<std::vector<cursor_info>>();
+  auto rp = promise_for<std::vector<cursor_info>>(self);
   auto names = groups_here(self, only);
   std::vector<cursor_actor> cursors;
   if (names)
@@ -359,23 +360,23 @@ on_groups(partition_ptr self, const std::optional<std::string>& only) {
         rp.deliver(std::move(out));
       },
       info_atom::value, view_of(*self->state.log));
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<delete_vote>
 on_delete_group(partition_ptr self, const std::string& group,
                 storage::micros active_after) {
-  auto rp = self->make_response_promise<delete_vote>();
+  auto rp = promise_for<delete_vote>(self);
   auto names = groups_here(self, group);
   if (names && names->empty()) {
     rp.deliver(delete_vote{false, false});
-    return rp;
+    return rp.later();
   }
   auto c = cursor_for(self, group);
   if (!c) {
     // Cannot tell: the delete mutation is harmless.
     rp.deliver(delete_vote{true, false});
-    return rp;
+    return rp.later();
   }
   self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, delete_atom::value, active_after)
@@ -383,7 +384,7 @@ on_delete_group(partition_ptr self, const std::string& group,
             [rp](caf::error&) mutable {
               rp.deliver(delete_vote{true, false});
             });
-  return rp;
+  return rp.later();
 }
 
 /// What the next deletion step may delete, given the frames freed so far:
@@ -519,8 +520,7 @@ consumed_by_all(partition_ptr self) {
 /// maxSize: deletes segments every interested group committed past until
 /// `need` frames are freed or none is left; answers the frames freed by the
 /// durable steps and the error of a failed one.
-void trim(partition_ptr self, std::int64_t need,
-          caf::typed_response_promise<trim_reply> rp) {
+void trim(partition_ptr self, std::int64_t need, promise<trim_reply> rp) {
   delete_steps(
       self,
       [self, need](std::int64_t freed) {
@@ -676,7 +676,7 @@ void on_retention_timer(partition_ptr self, std::uint64_t id) {
 
 caf::typed_response_promise<storage::micros>
 on_oldest(partition_ptr self, const std::string& group) {
-  auto rp = self->make_response_promise<storage::micros>();
+  auto rp = promise_for<storage::micros>(self);
   auto& st = self->state;
   auto names = groups_here(self, group);
   if (names && names->empty()) {
@@ -690,12 +690,12 @@ on_oldest(partition_ptr self, const std::string& group) {
             r && !r->frames.empty())
           at = r->frames.front().created_at;
     rp.deliver(at);
-    return rp;
+    return rp.later();
   }
   auto c = cursor_for(self, group);
   if (!c) {
     rp.deliver(storage::micros{0});
-    return rp;
+    return rp.later();
   }
   self->request(*c, caf::infinite, info_atom::value, view_of(*st.log))
       .then(
@@ -703,7 +703,7 @@ on_oldest(partition_ptr self, const std::string& group) {
             rp.deliver(info.oldest_unconsumed_at);
           },
           [rp](caf::error&) mutable { rp.deliver(storage::micros{0}); });
-  return rp;
+  return rp.later();
 }
 
 // -- seek
@@ -716,21 +716,21 @@ on_oldest(partition_ptr self, const std::string& group) {
 caf::typed_response_promise<seek_stage>
 hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
           const cursor_seek& req, const partition_view& view,
-          caf::typed_response_promise<seek_stage> rp) {
+          promise<seek_stage> rp) {
   auto& st = self->state;
   seek_stage stage;
   auto t = st.cfg.node.store->db().read();
   if (!t) {
     stage.failure = t.err();
     rp.deliver(std::move(stage));
-    return rp;
+    return rp.later();
   }
   auto pos = read_position(self, *t, group);
   t->abort();
   if (!pos) {
     stage.failure = pos.err();
     rp.deliver(std::move(stage));
-    return rp;
+    return rp.later();
   }
   storage::cursor_record initial;
   initial.committed = pos->start;
@@ -750,7 +750,7 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
       group, partition_state::hold{held_seek{stage.stage_id, stage.after, wall},
                                    std::move(pos->row), pos->start});
   rp.deliver(std::move(stage));
-  return rp;
+  return rp.later();
 }
 
 /// Stages a group's seek on its cursor (created if the group never met this
@@ -762,12 +762,12 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
                                                 const core::seek_target& target,
                                                 bool dry_run, bool no_wait) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<seek_stage>();
+  auto rp = promise_for<seek_stage>(self);
   auto fail = [&rp](storage::error err) mutable {
     seek_stage failed;
     failed.failure = std::move(err);
     rp.deliver(std::move(failed));
-    return rp;
+    return rp.later();
   };
   auto rule = core::seek_rule_of(target);
   if (!rule)
@@ -799,7 +799,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
           *rule, target,
           {view.watermark, view.readable_end - 1, *start, req.walked});
       rp.deliver(std::move(positions));
-      return rp;
+      return rp.later();
     }
   }
   // Held here only while no maxWait boundary is in force: the exemption a
@@ -812,7 +812,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
     return fail(c.err());
   if (dry_run) {
     rp.delegate(*c, seek_atom::value, std::move(req), view);
-    return rp;
+    return rp.later();
   }
   self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
       .then(
@@ -828,7 +828,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
                 caf::to_string(err), "); retry");
             rp.deliver(std::move(failed));
           });
-  return rp;
+  return rp.later();
 }
 
 partition_actor::behavior_type partition(partition_ptr self,
@@ -907,7 +907,7 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
         auto c = cursor_for(self, req.group);
         if (!c) {
-          auto rp = self->make_response_promise<pop_reply>();
+          auto rp = promise_for<pop_reply>(self);
           rp.deliver(failed(c.err()));
           return {};
         }
@@ -919,7 +919,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           -> caf::delegated<std::vector<ack_reply>> {
         auto c = cursor_for(self, group);
         if (!c) {
-          auto rp = self->make_response_promise<std::vector<ack_reply>>();
+          auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
               reqs.size(),
               ack_reply{core::ack_error::none, false, false, c.err()}));
@@ -932,7 +932,7 @@ partition_actor::behavior_type partition(partition_ptr self,
              std::chrono::milliseconds by) -> caf::delegated<extend_reply> {
         auto c = cursor_for(self, group);
         if (!c) {
-          auto rp = self->make_response_promise<extend_reply>();
+          auto rp = promise_for<extend_reply>(self);
           rp.deliver(
               extend_reply{core::extend_error::not_found, std::nullopt, {}});
           return {};
@@ -1003,7 +1003,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           st.cursors.erase(it); // the next contact is a first one
       },
       [self](purge_atom, const std::optional<storage::offset>& below) {
-        auto rp = self->make_response_promise<purge_reply>();
+        auto rp = promise_for<purge_reply>(self);
         // Never past the readable end: seals in flight stay untouched.
         auto end = self->state.log->record().next_offset;
         auto through = (below ? std::min(*below, end) : end) - 1;
@@ -1022,7 +1022,7 @@ partition_actor::behavior_type partition(partition_ptr self,
                 reply.partitions = freed > 0 ? 1u : 0u;
               rp.deliver(std::move(reply));
             });
-        return rp;
+        return rp.later();
       },
       [self](size_atom) {
         auto& log = *self->state.log;
@@ -1035,23 +1035,23 @@ partition_actor::behavior_type partition(partition_ptr self,
              const std::string& lease_id) -> caf::delegated<bool> {
         auto it = self->state.cursors.find(group);
         if (it == self->state.cursors.end()) { // no live cursor, no lease
-          auto rp = self->make_response_promise<bool>();
+          auto rp = promise_for<bool>(self);
           rp.deliver(false);
           return {};
         }
         return self->delegate(it->second, release_atom::value, lease_id);
       },
       [self](trim_atom, std::int64_t need) {
-        auto rp = self->make_response_promise<trim_reply>();
+        auto rp = promise_for<trim_reply>(self);
         trim(self, need, rp);
-        return rp;
+        return rp.later();
       },
       [self](requeue_atom, const std::string& group,
              std::vector<storage::dlq_entry>& entries)
           -> caf::delegated<dlq_count_reply> {
         auto c = cursor_for(self, group);
         if (!c) {
-          auto rp = self->make_response_promise<dlq_count_reply>();
+          auto rp = promise_for<dlq_count_reply>(self);
           rp.deliver(dlq_count_reply{0, c.err()});
           return {};
         }
@@ -1062,7 +1062,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
         auto c = cursor_for(self, group);
         if (!c) {
-          auto rp = self->make_response_promise<stage_reply>();
+          auto rp = promise_for<stage_reply>(self);
           stage_reply failed;
           failed.failure = c.err();
           rp.deliver(std::move(failed));
@@ -1070,7 +1070,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
         // Through here, not delegated: the stage is recorded until its
         // settle, so a death in between respawns after it (`respawning`).
-        auto rp = self->make_response_promise<stage_reply>();
+        auto rp = promise_for<stage_reply>(self);
         self->request(*c, caf::infinite, stage_atom::value, std::move(reqs),
                       view_of(*self->state.log))
             .then(

@@ -26,6 +26,7 @@
 //   queue's DLQ and deletes expired entries in bounded steps.
 
 #include "actors/queue/queue_actor.hpp"
+#include "actors/promise.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -458,12 +459,12 @@ void register_group(queue_ptr self, const std::string& group,
 
 caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
                                                     queue_pop_request& req) {
-  auto rp = self->make_response_promise<queue_pop_reply>();
+  auto rp = promise_for<queue_pop_reply>(self);
   if (self->state.deleted) {
     queue_pop_reply gone;
     gone.reason = core::empty_reason::no_partition;
     rp.deliver(std::move(gone));
-    return rp;
+    return rp.later();
   }
   auto deadline = self->clock().now() + req.timeout;
   auto submit = [self, rp, deadline](queue_pop_request req) mutable {
@@ -472,7 +473,7 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
   };
   if (self->state.subs.contains(req.group)) {
     submit(std::move(req));
-    return rp;
+    return rp.later();
   }
   // The group's first pop here: registered before it claims or waits.
   auto group = req.group;
@@ -494,7 +495,7 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
                    reply.failure = std::move(failure);
                    rp.deliver(std::move(reply));
                  });
-  return rp;
+  return rp.later();
 }
 
 // -- partitions ---------------------------------------------------------------
@@ -526,7 +527,7 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 void arm_sweep(queue_ptr self, storage::micros due);
 
 void configure_now(queue_ptr self, configure_request& req,
-                   caf::typed_response_promise<configure_reply> rp) {
+                   promise<configure_reply> rp) {
   auto& st = self->state;
   auto fail = [&rp](storage::error err) mutable {
     configure_reply reply;
@@ -583,11 +584,11 @@ void configure_now(queue_ptr self, configure_request& req,
 
 caf::typed_response_promise<configure_reply>
 on_configure(queue_ptr self, configure_request& req) {
-  auto rp = self->make_response_promise<configure_reply>();
+  auto rp = promise_for<configure_reply>(self);
   self->state.gate.wait([self, req = std::move(req), rp]() mutable {
     configure_now(self, req, rp);
   });
-  return rp;
+  return rp.later();
 }
 
 // -- administration -----------------------------------------------------------
@@ -609,7 +610,7 @@ void answer_parked(queue_ptr self, Pred which) {
 
 caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
                                                     const groups_request& req) {
-  auto rp = self->make_response_promise<groups_reply>();
+  auto rp = promise_for<groups_reply>(self);
   fan_out<std::vector<cursor_info>>(
       self, all_partitions(self),
       [rp, queue = self->state.cfg.record.name](
@@ -629,7 +630,7 @@ caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
         rp.deliver(std::move(reply));
       },
       groups_atom::value, req.group);
-  return rp;
+  return rp.later();
 }
 
 void delete_group_now(queue_ptr self, const delete_group_request& req,
@@ -742,11 +743,11 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
 
 caf::typed_response_promise<delete_group_reply>
 on_delete_group(queue_ptr self, const delete_group_request& req) {
-  auto rp = self->make_response_promise<delete_group_reply>();
+  auto rp = promise_for<delete_group_reply>(self);
   delete_group(self, req, [rp](delete_group_reply r) mutable {
     rp.deliver(std::move(r));
   });
-  return rp;
+  return rp.later();
 }
 
 // -- groupIdleSeconds
@@ -830,7 +831,7 @@ constexpr auto deleted_queue_grace = std::chrono::seconds{30};
 
 caf::typed_response_promise<delete_queue_reply>
 on_delete_queue(queue_ptr self) {
-  auto rp = self->make_response_promise<delete_queue_reply>();
+  auto rp = promise_for<delete_queue_reply>(self);
   self->state.gate.wait([self, rp]() mutable {
     auto& st = self->state;
     st.gate.enter(); // nothing else is created or configured meanwhile
@@ -854,12 +855,12 @@ on_delete_queue(queue_ptr self) {
     };
     write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
   });
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
                                                   const purge_request& req) {
-  auto rp = self->make_response_promise<purge_reply>();
+  auto rp = promise_for<purge_reply>(self);
   std::vector<partition_actor> parts;
   if (req.partition) {
     auto it = self->state.partitions.find(*req.partition);
@@ -867,7 +868,7 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
       rp.deliver(
           purge_reply{0, storage::make_error(storage::ec::unknown_partition,
                                              "Partition not found")});
-      return rp;
+      return rp.later();
     }
     parts.push_back(it->second.actor);
   } else {
@@ -885,7 +886,7 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
             "partition"));
       },
       purge_atom::value, req.below);
-  return rp;
+  return rp.later();
 }
 
 // -- push ---------------------------------------------------------------------
@@ -1118,7 +1119,7 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
 
 caf::typed_response_promise<queue_push_reply>
 on_push(queue_ptr self, std::vector<push_item>& items) {
-  auto rp = self->make_response_promise<queue_push_reply>();
+  auto rp = promise_for<queue_push_reply>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
     if (run->failure) {
       rp.deliver(finish(self, *run, run->failure));
@@ -1134,12 +1135,12 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
                  rp.deliver(finish(self, *run, std::move(failure)));
                });
   });
-  return rp;
+  return rp.later();
 }
 
 caf::typed_response_promise<prepared_push>
 on_prepare(queue_ptr self, std::vector<push_item>& items) {
-  auto rp = self->make_response_promise<prepared_push>();
+  auto rp = promise_for<prepared_push>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
     if (run->failure) {
       auto failure = run->failure;
@@ -1152,7 +1153,7 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
                              std::move(outcome.results),
                              std::move(outcome.targets)});
   });
-  return rp;
+  return rp.later();
 }
 
 // -- ack ----------------------------------------------------------------------
@@ -1160,12 +1161,12 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
 caf::typed_response_promise<std::vector<ack_reply>>
 on_ack(queue_ptr self, const std::string& partition, const std::string& group,
        std::vector<core::ack_request>& reqs) {
-  auto rp = self->make_response_promise<std::vector<ack_reply>>();
+  auto rp = promise_for<std::vector<ack_reply>>(self);
   auto it = self->state.partitions.find(partition);
   if (it == self->state.partitions.end()) {
     rp.deliver(std::vector<ack_reply>(
         reqs.size(), ack_reply{core::ack_error::not_found, false, false, {}}));
-    return rp;
+    return rp.later();
   }
   auto n = reqs.size();
   self->request(it->second.actor, caf::infinite, ack_atom::value, group,
@@ -1183,7 +1184,7 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
                 n, ack_reply{core::ack_error::none, false, false,
                              unreachable(err)}));
           });
-  return rp;
+  return rp.later();
 }
 
 // -- seek ---------------------------------------------------------------------
@@ -1208,7 +1209,7 @@ struct seek_run {
   std::vector<std::size_t> indices; ///< the candidate-set index of each
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
-  caf::typed_response_promise<seek_reply> rp;
+  promise<seek_reply> rp;
   bool gated = false; ///< holds the queue's group gate
 };
 
@@ -1351,7 +1352,7 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
                                                 seek_request& req) {
   auto& st = self->state;
   auto run = std::make_shared<seek_run>();
-  run->rp = self->make_response_promise<seek_reply>();
+  run->rp = promise_for<seek_reply>(self);
   if (auto rule = core::seek_rule_of(req.target); !rule) {
     fail_seek(self, *run, rule.err());
     return run->rp;
@@ -1388,7 +1389,7 @@ caf::typed_response_promise<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<dlq_count_reply>();
+  auto rp = promise_for<dlq_count_reply>(self);
   // Every entry's partition is resolved before anything is sent.
   std::map<std::uint64_t,
            std::pair<partition_actor, std::vector<storage::dlq_entry>>>
@@ -1406,7 +1407,7 @@ on_requeue(queue_ptr self, const std::string& group,
       rp.deliver(dlq_count_reply{
           0, storage::make_error(storage::ec::unknown_partition,
                                  "Partition not found: ", e.partition.value)});
-      return rp;
+      return rp.later();
     }
     auto& slot = parts[e.partition.value];
     if (slot.second.empty()) { // each partition once
@@ -1418,7 +1419,7 @@ on_requeue(queue_ptr self, const std::string& group,
   }
   if (parts.empty()) {
     rp.deliver(dlq_count_reply{});
-    return rp;
+    return rp.later();
   }
   std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
   for (auto& [_, slot] : parts)
@@ -1435,7 +1436,7 @@ on_requeue(queue_ptr self, const std::string& group,
         rp.deliver(total_of(slots));
         made_candidates(self, group, indices, names); // requeued ones are due
       });
-  return rp;
+  return rp.later();
 }
 
 /// Keeps the one sweep timer at the earliest due time (wall µs).
@@ -1600,7 +1601,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](browse_atom, browse_request& req) -> caf::delegated<browse_reply> {
         auto it = self->state.partitions.find(req.partition);
         if (it == self->state.partitions.end()) {
-          auto rp = self->make_response_promise<browse_reply>();
+          auto rp = promise_for<browse_reply>(self);
           browse_reply reply;
           reply.failure = storage::make_error(storage::ec::unknown_partition,
                                               "Partition not found");
@@ -1625,11 +1626,11 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](release_atom, const std::string& partition,
              const std::string& group, const std::string& lease_id) {
-        auto rp = self->make_response_promise<bool>();
+        auto rp = promise_for<bool>(self);
         auto it = self->state.partitions.find(partition);
         if (it == self->state.partitions.end()) {
           rp.deliver(false);
-          return rp;
+          return rp.later();
         }
         self->request(it->second.actor, caf::infinite, release_atom::value,
                       group, lease_id)
@@ -1640,7 +1641,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                     wake_for(self, {partition}, group);
                 },
                 [rp](caf::error&) mutable { rp.deliver(false); });
-        return rp;
+        return rp.later();
       },
       [self](sub_update_atom, const std::string& group) {
         self->state.candidates.forget(group);
@@ -1654,7 +1655,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         self->state.parked.cancel(lease_id);
       },
       [self](oldest_atom, const std::string& group) {
-        auto rp = self->make_response_promise<storage::micros>();
+        auto rp = promise_for<storage::micros>(self);
         fan_out<storage::micros>(
             self, all_partitions(self),
             [rp](std::vector<fanned<storage::micros>> slots) mutable {
@@ -1666,14 +1667,14 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
               rp.deliver(oldest);
             },
             oldest_atom::value, group);
-        return rp;
+        return rp.later();
       },
       [self](
           stage_atom, const std::string& partition, const std::string& group,
           std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
         auto it = self->state.partitions.find(partition);
         if (it == self->state.partitions.end()) {
-          auto rp = self->make_response_promise<stage_reply>();
+          auto rp = promise_for<stage_reply>(self);
           stage_reply refused;
           refused.refused
               = core::stage_refusal{0, to_string(core::ack_error::not_found)};

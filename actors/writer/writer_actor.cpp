@@ -23,6 +23,7 @@
 // and quits: spoold then exits non-zero.
 
 #include "actors/writer/writer_actor.hpp"
+#include "actors/promise.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -55,7 +56,7 @@ struct writer_state {
   static inline const char* name = "spool.writer";
   struct pending_batch {
     storage::write_batch batch;
-    caf::typed_response_promise<write_result> promise;
+    actors::promise<write_result> promise;
     caf::actor_clock::time_point queued_at;
   };
   writer_config cfg;
@@ -233,7 +234,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
       [self](write_atom, storage::write_batch& batch)
           -> caf::typed_response_promise<write_result> {
         auto& st = self->state;
-        auto rp = self->make_response_promise<write_result>();
+        auto rp = promise_for<write_result>(self);
         auto now = self->clock().now();
         // An empty batch is a barrier (supervise.hpp): never refused or
         // timed out, answered after every batch sent before it.
@@ -243,7 +244,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
               busy("write queue full: ", st.pending.size(),
                    " batches wait for the disk (nothing of this one is "
                    "stored)")});
-          return rp;
+          return rp.later();
         }
         if (!barrier && !st.in_flight.empty()
             && now - st.started_at > st.cfg.stall_timeout) {
@@ -252,7 +253,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
           rp.deliver(write_result{
               busy("storage stalled: the commit in progress has run for ",
                    running.count(), " ms (nothing of this write is stored)")});
-          return rp;
+          return rp.later();
         }
         st.pending.push_back({std::move(batch), rp, now});
         if (!st.flush_scheduled) {
@@ -260,7 +261,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
           self->send(self, flush_atom::value);
         }
         arm(self);
-        return rp;
+        return rp.later();
       },
       [self](flush_atom) {
         self->state.flush_scheduled = false;

@@ -850,3 +850,38 @@ TEST_CASE("a cursor that dies with a transaction staged is respawned only "
   fx.advance(std::chrono::seconds{301});
   CHECK(fx.offsets(fx.pop("a", "P1", "g")) == ints{1});
 }
+
+TEST_CASE("a queue dying while it seals its part of a push spanning queues "
+          "fails the push and leaves the other queues serving",
+          "[failure][push][supervision]") {
+  fault_sim fx;
+  fx.push("a", "P", {"a0"});
+  fx.push("b", "P", {"b0"});
+  // b's part needs a new partition (a write), held at the gate: b holds
+  // the seal's promise while a has sealed and waits.
+  fx.gate_st->closed = true;
+  std::vector<actors::broker_push_item> v{{"a", {"P", msg("a1")}},
+                                          {"b", {"Q", msg("b1")}}};
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  fx.run();
+  REQUIRE_FALSE(*pushed);
+  // Queue b dies (a bug) with the seal's promise.
+  actors::queue_pop_request pop;
+  pop.group = "other";
+  pop.lease_id = "poke";
+  auto poked = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"b"}, pop);
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  REQUIRE(*pushed); // answered, not left waiting
+  REQUIRE((*pushed)->failure);
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  // a's seal was settled as not stored: its next push takes offset 1 and
+  // is served.
+  CHECK(fx.push("a", "P", {"a2"}).results.at(0).result.off == offset{1});
+  CHECK(fx.offsets(fx.pop("a", "P", "g")) == std::vector<std::int64_t>{0, 1});
+  CHECK(fx.offsets(fx.pop("b", "P", "g")) == std::vector<std::int64_t>{0});
+}
