@@ -902,6 +902,15 @@ struct push_run {
   std::function<void(std::shared_ptr<push_run>)> prepared;
 };
 
+/// Calls the run's `prepared` once and lets go of it: the run travels to
+/// the broker as the push's token, and must not carry this queue's
+/// promises there.
+void done_preparing(const std::shared_ptr<push_run>& run) {
+  auto prepared = std::move(run->prepared);
+  run->prepared = nullptr;
+  prepared(run);
+}
+
 void settle_all(queue_ptr self, push_run& run, bool durable) {
   for (std::size_t k = 0; k < run.seals.size(); ++k)
     if (run.seals[k])
@@ -982,7 +991,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
             run->failure = s.reply->failure;
           run->seals[k] = s.reply->sealed;
         }
-        run->prepared(run);
+        done_preparing(run);
       });
 }
 
@@ -999,7 +1008,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
   auto full = [self, run] {
     run->failure = storage::make_error(storage::ec::queue_full, "Queue ",
                                        self->state.cfg.record.name, " is full");
-    run->prepared(run);
+    done_preparing(run);
   };
   if (incoming > max)
     return full();
@@ -1037,7 +1046,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
               run->failure = storage::make_error(
                   failure->code, "Queue ", self->state.cfg.record.name,
                   ": making room failed: ", failure->message);
-              run->prepared(run);
+              done_preparing(run);
             },
             trim_atom::value, need);
       },
@@ -1055,7 +1064,7 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   run->prepared = std::move(prepared);
   auto fail = [&](storage::error err) {
     run->failure = std::move(err);
-    run->prepared(run);
+    done_preparing(run);
   };
   std::unordered_map<std::string, std::size_t> index;
   // The partition slot of each item: pushes usually name one partition for
@@ -1090,14 +1099,14 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   for (std::size_t i = 0; i < items.size(); ++i)
     run->frames[slot[i]].push_back(std::move(items[i].frame));
   if (run->names.empty())
-    return run->prepared(run);
+    return done_preparing(run);
   // Partitions met for the first time are created durably first.
   auto go = [self, run] {
     ensure_partitions(self, run->names,
                       [self, run](std::optional<storage::error> failure) {
                         if (failure) {
                           run->failure = std::move(failure);
-                          return run->prepared(run);
+                          return done_preparing(run);
                         }
                         seal_all(self, run);
                       });
