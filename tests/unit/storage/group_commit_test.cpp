@@ -2,7 +2,12 @@
 
 #include "unit/storage/fixture.hpp"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <thread>
 
 using namespace spool::test;
@@ -156,4 +161,100 @@ TEST_CASE("a data directory is opened by one store at a time",
   REQUIRE((*first)->close());
   first->reset();
   CHECK(store::open(opts)); // released when the first one closed
+}
+
+#if !defined(__SANITIZE_ADDRESS__)
+namespace {
+
+/// The process's virtual memory size in bytes (/proc/self/status VmSize).
+std::size_t vm_size() {
+  std::ifstream in{"/proc/self/status"};
+  std::string key;
+  while (in >> key) {
+    if (key == "VmSize:") {
+      std::size_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+    std::getline(in, key);
+  }
+  return 0;
+}
+
+} // namespace
+#endif
+
+TEST_CASE("a map growth whose mmap fails leaves the store refusing every "
+          "transaction, and the data before it intact",
+          "[storage][group-commit][grow]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("not run under ASan: its allocator cannot live under RLIMIT_AS");
+  return;
+#else
+  store_fixture fx{std::size_t{1} << 20}; // 1 MiB map
+  auto p = fx.make_partition();
+  auto opts = fx.opts;
+  fx.store.reset();
+  std::string payload(64 * 1024, 'x');
+  // The child writes until a growth is needed, with the address space
+  // capped so LMDB's new mmap fails (it has unmapped the old map first).
+  auto pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto s = store::open(opts);
+    if (!s)
+      ::_exit(10);
+    auto& db = (*s)->db();
+    partition_log log{p, {}, {}};
+    segment_encoder plain{compression::off};
+    auto write_one = [&](int i) {
+      auto t = db.read();
+      if (!t)
+        return t.err();
+      std::vector<frame> one{msg(payload + std::to_string(i))};
+      auto sealed = log.seal(*t, one, 1'000'000, plain);
+      t->abort();
+      if (!sealed)
+        return sealed.err();
+      auto ok = (*s)->writer().submit(write_batch{sealed->mutations}).get();
+      if (!ok)
+        return ok.err();
+      log.durable(*sealed);
+      return error{ec::none, ""};
+    };
+    if (write_one(0).code != ec::none) // warms up the heap before the cap
+      ::_exit(11);
+    rlimit cap{vm_size() + 256 * 1024, RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_AS, &cap) != 0)
+      ::_exit(12);
+    for (int i = 1; i < 40; ++i) {
+      auto r = write_one(i);
+      if (r.code == ec::none)
+        continue;
+      if (r.code != ec::io_error || !db.broken())
+        ::_exit(13);
+      // Every later transaction is refused, none touches the lost map.
+      auto t = db.read();
+      if (t || t.err().code != ec::io_error)
+        ::_exit(14);
+      auto w = write_one(100);
+      if (w.code != ec::io_error)
+        ::_exit(15);
+      ::_exit(i > 1 ? 0 : 16); // something was stored before the failure
+    }
+    ::_exit(17); // never needed to grow
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  // Reopened without the cap: what the child stored is there, in order,
+  // and the store takes writes again.
+  fx.open();
+  auto stored = fx.read(p, offset{0});
+  REQUIRE(stored.frames.size() >= 2);
+  for (std::size_t i = 0; i < stored.frames.size(); ++i)
+    CHECK(stored.frames[i].data.payload == payload + std::to_string(i));
+  fx.make_partition("after");
+#endif
 }
