@@ -121,6 +121,9 @@ struct pop_reply {
   /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
   std::optional<core::mono_time> retry_at;
   std::optional<storage::error> failure;
+  /// With `failure` (busy): the group's cursor here is being respawned, so
+  /// nothing was taken and a wildcard pop may go on to another partition.
+  bool restarting = false;
 };
 
 struct ack_reply {

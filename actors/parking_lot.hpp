@@ -66,8 +66,9 @@ public:
   parking_lot& operator=(const parking_lot&) = delete;
 
   ~parking_lot() {
-    // The owner ends: requests still parked or running are never answered
-    // here (their requesters get the actor's exit); they leave the count.
+    // The owner ends: requests still parked or running are not answered
+    // here; their promises (`promise<T>`) answer `request_receiver_down` as
+    // they go. They leave the count.
     *total_ -= parked_.size() + retrying_;
   }
 
@@ -90,6 +91,12 @@ public:
 
   bool empty() const {
     return parked_.empty();
+  }
+
+  /// Nothing parked and nothing running: a wake event has nobody to wake
+  /// (a running request must see it, to run once more if it finds nothing).
+  bool idle() const {
+    return parked_.empty() && running_.empty();
   }
 
   /// Runs `req` once; delivers what it finds, or parks it until `deadline`

@@ -23,8 +23,9 @@ namespace spool::actors {
 
 /// `on_child(source, reason)` returns true when `source` was a child (and
 /// handled it). `on_stop` runs before the parent ends (a stop, or its own
-/// parent's end): it answers what it holds (parked pops), since CAF 0.17
-/// answers no promise of an actor that ends.
+/// parent's end): it answers what it holds (parked pops) as it should be
+/// answered (empty); promises it does not answer get
+/// `request_receiver_down` as they go (`promise.hpp`).
 template <class Self, class OnChild, class OnStop>
 void supervise(Self* self, OnChild on_child, OnStop on_stop) {
   self->set_exit_handler([self, on_child, on_stop](caf::exit_msg& msg) {

@@ -428,7 +428,7 @@ template <class Reply, class Woke, class Fail, class... Ts>
 caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
                                 const queue_actor& q, Woke woke, Fail fail,
                                 Ts&&... xs) {
-  if (self->state.parked.empty())
+  if (self->state.parked.idle())
     return self->delegate(q, std::forward<Ts>(xs)...);
   auto rp = promise_for<Reply>(self);
   self->request(q, caf::infinite, std::forward<Ts>(xs)...)
@@ -885,7 +885,7 @@ void arm(broker_ptr self) {
 /// and tasks) try again, in arrival order; the others stay parked.
 void wake(broker_ptr self, const std::vector<std::string>& queues) {
   auto& st = self->state;
-  if (st.parked.empty())
+  if (st.parked.idle())
     return;
   std::vector<const storage::queue_record*> recs;
   std::vector<std::string> spaces;

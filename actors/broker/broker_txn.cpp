@@ -74,8 +74,10 @@ void answer(run_ptr run, txn_reply reply) {
   run->rp.deliver(std::move(reply));
 }
 
-/// Settles every staged cursor and sealed push with the outcome.
-void settle_all(run_ptr run, bool commit) {
+/// Settles every staged cursor and sealed push with the outcome; `settled`
+/// runs once every queue answered its settle.
+void settle_all(
+    run_ptr run, bool commit, std::function<void()> settled = [] {}) {
   auto& host = *run->host;
   for (std::size_t k = 0; k < run->staged.size(); ++k) {
     auto& g = run->plan.acks[k];
@@ -101,7 +103,9 @@ void settle_all(run_ptr run, bool commit) {
         return run->host->self->request(q, caf::infinite, settle_atom::value,
                                         run->tokens[k], failure);
       },
-      [](std::vector<fanned<queue_push_reply>>) {});
+      [settled = std::move(settled)](std::vector<fanned<queue_push_reply>>) {
+        settled();
+      });
 }
 
 /// The queues a plan pushes to or acks on (repeats left in).
@@ -198,10 +202,13 @@ void commit(run_ptr run) {
               run->failure = w.failure;
               return abort(run);
             }
-            settle_all(run, true);
+            // Parked namespace pops are woken once every queue applied
+            // its settle (a queue's settle waits in a gather window).
+            settle_all(run, true, [run] {
+              if (run->host->committed)
+                run->host->committed(queues_of(run->plan));
+            });
             answer(run, txn_reply{std::move(result), std::nullopt});
-            if (run->host->committed)
-              run->host->committed(queues_of(run->plan));
           },
           [run](caf::error& err) {
             run->failure = unreachable(err);

@@ -372,17 +372,24 @@ on_delete_group(partition_ptr self, const std::string& group,
     rp.deliver(delete_vote{false, false});
     return rp.later();
   }
+  // A dead cursor's stage may still write its row after the deletion: the
+  // group counts as active until that settles (the deletion is refused,
+  // busy; the idle sweep tries again later).
+  auto unsettled = [self, group] {
+    auto& st = self->state;
+    return st.respawning.contains(group) || st.staged(group);
+  };
   auto c = cursor_for(self, group);
   if (!c) {
-    // Cannot tell: the delete mutation is harmless.
-    rp.deliver(delete_vote{true, false});
+    // Cannot tell: the delete mutation is harmless, unless a stage is open.
+    rp.deliver(delete_vote{true, unsettled()});
     return rp.later();
   }
   self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, delete_atom::value, active_after)
       .then([rp](delete_vote& v) mutable { rp.deliver(v); },
-            [rp](caf::error&) mutable {
-              rp.deliver(delete_vote{true, false});
+            [rp, unsettled](caf::error&) mutable {
+              rp.deliver(delete_vote{true, unsettled()});
             });
   return rp.later();
 }
@@ -803,9 +810,11 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
     }
   }
   // Held here only while no maxWait boundary is in force: the exemption a
-  // seek gives the frames overdue at that moment lives in the cursor.
+  // seek gives the frames overdue at that moment lives in the cursor. Not
+  // while the group's cursor is being respawned: its row may still change
+  // (a stage of the dead cursor settles), so the seek waits (busy).
   if (!dry_run && st.overdue.value < 0 && !st.cursors.contains(group)
-      && !st.holds.contains(group))
+      && !st.holds.contains(group) && !st.respawning.contains(group))
     return hold_seek(self, group, *rule, req, view, rp);
   auto c = cursor_for(self, group);
   if (!c)
@@ -908,7 +917,9 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto c = cursor_for(self, req.group);
         if (!c) {
           auto rp = promise_for<pop_reply>(self);
-          rp.deliver(failed(c.err()));
+          auto r = failed(c.err());
+          r.restarting = self->state.respawning.contains(req.group);
+          rp.deliver(std::move(r));
           return {};
         }
         return self->delegate(*c, pop_atom::value, std::move(req),

@@ -306,8 +306,7 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
     self->request(it->second.actor, caf::infinite, pop_atom::value, pr)
         .then(
             [self, run, name, uuid, asked_at](pop_reply& r) {
-              if (r.failure && r.failure->code == storage::ec::busy
-                  && !run->req.partition) {
+              if (r.failure && r.restarting && !run->req.partition) {
                 // The group's cursor there is restarting: nothing of it was
                 // taken. A wildcard pop goes on to the next partition, and
                 // one that finds nothing elsewhere looks here again soon.

@@ -885,3 +885,96 @@ TEST_CASE("a queue dying while it seals its part of a push spanning queues "
   CHECK(fx.offsets(fx.pop("a", "P", "g")) == std::vector<std::int64_t>{0, 1});
   CHECK(fx.offsets(fx.pop("b", "P", "g")) == std::vector<std::int64_t>{0});
 }
+
+TEST_CASE("a seek or a group deletion meeting a cursor that died with a "
+          "transaction staged is refused busy until it settles",
+          "[failure][supervision][txn]") {
+  fault_sim fx;
+  fx.push("a", "P1", {"x0", "x1"});
+  fx.push("b", "P2", {"y0", "y1"});
+  auto l1 = fx.pop("a", "P1", "g", 2).lease->id;
+  auto l2 = fx.pop("b", "P2", "g", 2).lease->id;
+  fx.gate_st->closed = true;
+  // b/P2's cursor is busy with an ack whose write is held: the
+  // transaction's stage there waits, so its batch is not written yet.
+  core::ack_request y0;
+  y0.lease_id = l2;
+  y0.off = offset{0};
+  auto plain = fx.request_later<std::vector<actors::ack_reply>>(
+      fx.broker, actors::ack_atom::value, std::string{"b"}, std::string{"P2"},
+      std::string{"g"}, std::vector{y0});
+  fx.run();
+  core::txn_request t;
+  core::txn_ack_op a1{"a", "P1", "g", {}};
+  a1.ack.lease_id = l1;
+  a1.ack.off = offset{0};
+  core::txn_ack_op a2{"b", "P2", "g", {}};
+  a2.ack.lease_id = l2;
+  a2.ack.off = offset{1};
+  t.ops = {a1, a2};
+  auto txn = fx.request_later<actors::txn_reply>(fx.broker,
+                                                 actors::txn_atom::value, t);
+  fx.run();
+  // a/P1's cursor, which staged its part, dies (a bug).
+  auto doomed = fx.request_later<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"},
+      fx.pop_request("g", std::string{"P1"}, 1));
+  REQUIRE(fx.kill_next("spool.cursor"));
+  fx.run();
+  // Neither may act on a/P1's row while the transaction can still write it.
+  core::seek_target start;
+  start.to_start = true;
+  auto sought = fx.request_later<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"a"},
+      actors::seek_request{"g", std::string{"P1"}, start, false});
+  auto deleted = fx.request_later<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::string{"a"}, true});
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*txn);
+  REQUIRE((*txn)->result.success);
+  REQUIRE(*sought);
+  REQUIRE((*sought)->failure);
+  CHECK((*sought)->failure->code == storage::ec::busy);
+  REQUIRE(*deleted);
+  REQUIRE((*deleted)->failure);
+  CHECK((*deleted)->failure->code == storage::ec::busy);
+  // The transaction's ack stands, and the group with it.
+  auto row = fx.cursor("a", "P1", "g");
+  REQUIRE(row);
+  CHECK(row->committed == offset{0});
+  // Now both are served.
+  auto again = fx.request<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::string{"a"}, true});
+  REQUIRE(again);
+  CHECK_FALSE(again->failure);
+  CHECK_FALSE(fx.cursor("a", "P1", "g"));
+}
+
+TEST_CASE("a wildcard pop whose write is refused busy answers the error",
+          "[failure][busy]") {
+  fault_sim fx;
+  fx.push("a", "B", {"b"});
+  REQUIRE(fx.offsets(fx.pop("a", "B", "g")) == ints{0}); // g registered
+  fx.push("a", "A", {"x"});
+  fault_plan f;
+  f.nth = 1; // the pop's own write on A
+  f.times = 1;
+  f.code = storage::ec::busy; // as a full or stalled writer refuses
+  fx.gate_st->inject(f);
+  actors::queue_pop_request req;
+  req.group = "g";
+  req.batch = 10;
+  req.lease_id = "wild";
+  auto r = fx.request<actors::queue_pop_reply>(
+      fx.broker, actors::pop_atom::value, std::string{"a"}, req);
+  REQUIRE(r);
+  // Not taken for a restarting cursor and hidden as "empty".
+  REQUIRE(r->failure);
+  CHECK(r->failure->code == storage::ec::busy);
+  CHECK(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
+}
