@@ -319,6 +319,8 @@ expected<void> apply_one(txn& t, const mut::update_subscription& m) {
     return std::move(stored).err();
   if (!*stored)
     return {}; // the group or its queue was deleted meanwhile: it wins
+  if ((*stored)->registered_at != m.rec.registered_at)
+    return {}; // deleted and registered again meanwhile: the new one wins
   auto doomed = tables::is_doomed(t, m.queue);
   if (!doomed)
     return std::move(doomed).err();

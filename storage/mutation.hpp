@@ -178,10 +178,12 @@ struct update_dlq {
   }
 };
 
-/// Rewrites a stored subscription record only while it is still stored
-/// (and its queue exists): a group or queue deletion committed before this
-/// write wins, without an error. The subscription update uses it, so it
-/// never brings back a record deleted meanwhile.
+/// Rewrites a stored subscription record only while the same registration
+/// is still stored (same `registered_at`, and its queue exists): a group
+/// or queue deletion committed before this write wins, and so does a
+/// registration made after such a deletion, without an error. The
+/// subscription update uses it, so it never brings back a record deleted
+/// meanwhile nor overwrites a newer registration.
 struct update_subscription {
   queue_id queue;
   std::string group;

@@ -307,6 +307,46 @@ TEST_CASE("a DLQ entry rewritten after its deletion stays deleted",
   }
 }
 
+TEST_CASE("a subscription update read from one registration does not "
+          "rewrite the group registered again after a deletion",
+          "[storage][tables][subscription]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  subscription_record first;
+  first.registered_at = 1'000;
+  first.mode = first.registered_mode = subscription_mode::all;
+  REQUIRE(fx.commit(write_batch{{mut::put_subscription{p.queue, "g", first}}}));
+  // An update computed from the first registration...
+  auto update = first;
+  update.mode = subscription_mode::timestamp;
+  update.timestamp = 5'000;
+  auto stored = [&] {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto got = tables::get_subscription(*t, p.queue, "g");
+    REQUIRE(got);
+    REQUIRE(*got);
+    return **got;
+  };
+  SECTION("applies while that registration is stored") {
+    REQUIRE(fx.commit(
+        write_batch{{mut::update_subscription{p.queue, "g", update}}}));
+    CHECK(stored().mode == subscription_mode::timestamp);
+  }
+  SECTION("is dropped once the group was deleted and registered again") {
+    subscription_record second;
+    second.registered_at = 2'000;
+    second.mode = second.registered_mode = subscription_mode::new_only;
+    REQUIRE(
+        fx.commit(write_batch{{mut::delete_subscription{p.queue, "g"},
+                               mut::put_subscription{p.queue, "g", second}}}));
+    REQUIRE(fx.commit(
+        write_batch{{mut::update_subscription{p.queue, "g", update}}}));
+    CHECK(stored().mode == subscription_mode::new_only);
+    CHECK(stored().registered_at == 2'000);
+  }
+}
+
 TEST_CASE("a dead letter of a group over 255 bytes is refused: the DLQ key's "
           "length byte never wraps",
           "[storage][tables][dlq][limits]") {
