@@ -74,6 +74,13 @@ struct broker_state {
   /// the dead queues whose respawn waits for its barrier.
   restart_budget restarts;
   std::set<caf::actor_addr> restarting;
+  /// Transaction stages open on each queue (staged, not settled). A queue
+  /// that dies with one open is respawned only once they settled: the
+  /// transaction's batch may be written after its barrier, and its new
+  /// cursors must read the rows it writes.
+  std::map<std::string, std::size_t> open_stages;
+  /// Respawns waiting for their queue's open stages.
+  std::map<std::string, std::function<void()>> respawn_waiting;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -122,40 +129,49 @@ void restart_queue(broker_ptr self, const std::string& name,
   // Until the respawn, requests meet the dead queue's handle and fail (the
   // name stays taken: no push creates a second queue of that name); the
   // respawn reads storage once every write the dead queue sent is settled.
-  write_then(self, st.cfg.node.writer, barrier(),
-             [self, name, id, dead](std::optional<storage::error> failure) {
-               auto& st = self->state;
-               st.restarting.erase(dead);
-               auto fail = [self](const storage::error& err) {
-                 self->quit(caf::make_error(caf::sec::runtime_error,
-                                            "cannot restart a queue: "
-                                                + storage::to_string(err)));
-               };
-               // A barrier is never refused: an error means the writer or
-               // the store is gone.
-               if (failure)
-                 return fail(*failure);
-               if (auto it = st.queues.find(name);
-                   it == st.queues.end() || it->second.address() != dead)
-                 return; // deleted or replaced meanwhile
-               auto t = st.cfg.node.store->db().read();
-               if (!t)
-                 return fail(t.err());
-               auto rec = storage::tables::get_queue(*t, id);
-               if (!rec)
-                 return fail(rec.err());
-               st.queues.erase(name);
-               if (!*rec) { // deleted meanwhile
-                 st.records.erase(name);
-                 return;
-               }
-               auto parts = storage::tables::partitions_of(*t, id);
-               if (!parts)
-                 return fail(parts.err());
-               t->abort();
-               if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
-                 return fail(ok.err());
-             });
+  auto fail = [self](const storage::error& err) {
+    self->quit(
+        caf::make_error(caf::sec::runtime_error,
+                        "cannot restart a queue: " + storage::to_string(err)));
+  };
+  auto respawn = [self, name, id, dead, fail] {
+    auto& st = self->state;
+    if (auto it = st.queues.find(name);
+        it == st.queues.end() || it->second.address() != dead)
+      return; // deleted or replaced meanwhile
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    auto rec = storage::tables::get_queue(*t, id);
+    if (!rec)
+      return fail(rec.err());
+    st.queues.erase(name);
+    if (!*rec) { // deleted meanwhile
+      st.records.erase(name);
+      return;
+    }
+    auto parts = storage::tables::partitions_of(*t, id);
+    if (!parts)
+      return fail(parts.err());
+    t->abort();
+    if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
+      return fail(ok.err());
+  };
+  write_then(
+      self, st.cfg.node.writer, barrier(),
+      [self, name, dead, fail, respawn](std::optional<storage::error> failure) {
+        auto& st = self->state;
+        st.restarting.erase(dead);
+        // A barrier is never refused: an error means the writer or
+        // the store is gone.
+        if (failure)
+          return fail(*failure);
+        if (st.open_stages.contains(name)) {
+          st.respawn_waiting[name] = respawn;
+          return;
+        }
+        respawn();
+      });
 }
 
 /// A new queue's record: fresh id, default options, namespace and task
@@ -1041,6 +1057,21 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   };
   host->committed
       = [self](const std::vector<std::string>& queues) { wake(self, queues); };
+  host->stage_opened
+      = [self](const std::string& queue) { ++self->state.open_stages[queue]; };
+  host->stage_closed = [self](const std::string& queue) {
+    auto& st = self->state;
+    auto it = st.open_stages.find(queue);
+    if (it == st.open_stages.end() || --it->second > 0)
+      return;
+    st.open_stages.erase(it);
+    if (auto w = st.respawn_waiting.find(queue);
+        w != st.respawn_waiting.end()) {
+      auto respawn = std::move(w->second);
+      st.respawn_waiting.erase(w);
+      respawn(); // after the settle was sent: the batch is durable or void
+    }
+  };
   return host;
 }
 

@@ -86,6 +86,9 @@ void settle_all(
     if (auto q = host.find_queue(g.queue))
       host.self->send(*q, settle_atom::value, g.partition, g.group,
                       run->staged[k].stage_id, commit);
+    run->staged[k].stage_id = 0; // settled once
+    if (host.stage_closed)
+      host.stage_closed(g.queue);
   }
   std::optional<storage::error> failure;
   if (!commit)
@@ -322,6 +325,8 @@ void stage_next(run_ptr run) {
                   = core::txn_rollback(run->id, g.ops[j], r.refused->reason);
               return abort(run);
             }
+            if (r.stage_id != 0 && run->host->stage_opened)
+              run->host->stage_opened(g.queue);
             run->staged.push_back(std::move(r));
             stage_next(run);
           },

@@ -33,6 +33,10 @@ struct txn_host {
   std::function<void(std::vector<std::string>,
                      std::function<void(std::optional<storage::error>)>)>
       create_queues;
+  /// A transaction stage opened on queue `name` (acks staged on one of its
+  /// cursors), and closed when its settle is sent.
+  std::function<void(const std::string&)> stage_opened;
+  std::function<void(const std::string&)> stage_closed;
   /// A commit settled on these queues (pushed to or acked on): wakes the
   /// parked namespace pops they may serve.
   std::function<void(const std::vector<std::string>&)> committed;

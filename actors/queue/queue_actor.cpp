@@ -109,6 +109,15 @@ struct queue_state {
   std::unordered_map<std::string, bool> registering;
   /// Partition deaths allowed before the queue gives up (supervise.hpp).
   restart_budget restarts;
+  /// Stages (a transaction's acks, a seek) open on each partition: staged
+  /// through this queue, not settled yet. A partition that dies with one
+  /// open is respawned only once they settled: their batch may be written
+  /// after its barrier, and its new cursors must read the rows it writes.
+  std::map<std::string, std::size_t> open_stages;
+  /// The partition of each open transaction stage, by stage id.
+  std::unordered_map<std::uint64_t, std::string> txn_stages;
+  /// Dead partitions whose respawn waits for their open stages.
+  std::map<std::string, caf::actor_addr> respawn_waiting;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -165,6 +174,63 @@ void end_queue(queue_ptr self, caf::error why) {
 /// place (same ring position, same candidates), after a write barrier; its
 /// cursors come back from their stored rows at their next contact. Requests
 /// it had in flight were answered with errors by CAF.
+/// Spawns partition `name` again from its stored record, in the place of
+/// the dead actor `dead` (unless it was deleted or replaced meanwhile).
+void respawn_partition(queue_ptr self, const std::string& name,
+                       const caf::actor_addr& dead) {
+  auto& st = self->state;
+  auto fail = [self](std::string what) {
+    end_queue(self, caf::make_error(caf::sec::runtime_error, std::move(what)));
+  };
+  auto it = st.partitions.find(name);
+  if (it == st.partitions.end() || it->second.actor.address() != dead)
+    return; // deleted or replaced meanwhile
+  auto& entry = it->second;
+  auto t = st.cfg.node.store->db().read();
+  if (!t)
+    return fail(storage::to_string(t.err()));
+  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
+  if (!rec || !*rec)
+    return fail(rec ? "partition record gone" : storage::to_string(rec.err()));
+  t->abort();
+  partition_config pc;
+  pc.node = st.cfg.node;
+  pc.record = **rec;
+  pc.options = st.cfg.record.options;
+  pc.watcher = self->address();
+  auto p = spawn_partition(self->system(), std::move(pc));
+  if (!p)
+    return fail(storage::to_string(p.err()));
+  self->link_to(*p);
+  entry.rec = **rec;
+  entry.actor = *p;
+}
+
+/// A stage was staged on partition `name` (none for id 0).
+void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id) {
+  if (id != 0)
+    ++self->state.open_stages[name];
+}
+
+/// A stage on partition `name` settled: a respawn waiting for it may go.
+void stage_closed(queue_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.open_stages.find(name);
+  if (it == st.open_stages.end() || --it->second > 0)
+    return;
+  st.open_stages.erase(it);
+  if (auto w = st.respawn_waiting.find(name); w != st.respawn_waiting.end()) {
+    auto dead = w->second;
+    st.respawn_waiting.erase(w);
+    respawn_partition(self, name, dead);
+  }
+}
+
+/// A partition died (a bug): spawned again from its stored record in its
+/// place (same ring position, same candidates), after a write barrier and
+/// after the stages open on it settled; its cursors come back from their
+/// stored rows at their next contact. Requests meanwhile meet the dead
+/// actor and fail.
 void restart_partition(queue_ptr self, const std::string& name,
                        const caf::error& why) {
   auto& st = self->state;
@@ -176,45 +242,22 @@ void restart_partition(queue_ptr self, const std::string& name,
     end_queue(self, why); // not transient: the broker takes over
     return;
   }
-  // Requests meanwhile meet the dead actor and fail; the new one reads the
-  // record once every write the dead one sent is settled (a barrier is
-  // never refused; an error means the writer or the store is gone).
+  // The new one reads the record once every write the dead one sent is
+  // settled (a barrier is never refused; an error means the writer or the
+  // store is gone).
   auto dead = entry.actor.address();
-  write_then(
-      self, st.cfg.node.writer, barrier(),
-      [self, name, dead](std::optional<storage::error> failure) {
-        auto& st = self->state;
-        auto fail = [self](std::string what) {
-          end_queue(self,
-                    caf::make_error(caf::sec::runtime_error, std::move(what)));
-        };
-        if (failure)
-          return fail(storage::to_string(*failure));
-        auto it = st.partitions.find(name);
-        if (it == st.partitions.end() || it->second.actor.address() != dead)
-          return; // deleted or replaced meanwhile
-        auto& entry = it->second;
-        auto t = st.cfg.node.store->db().read();
-        if (!t)
-          return fail(storage::to_string(t.err()));
-        auto rec = storage::tables::get_partition(*t, st.cfg.record.id,
-                                                  entry.rec.id);
-        if (!rec || !*rec)
-          return fail(rec ? "partition record gone"
-                          : storage::to_string(rec.err()));
-        t->abort();
-        partition_config pc;
-        pc.node = st.cfg.node;
-        pc.record = **rec;
-        pc.options = st.cfg.record.options;
-        pc.watcher = self->address();
-        auto p = spawn_partition(self->system(), std::move(pc));
-        if (!p)
-          return fail(storage::to_string(p.err()));
-        self->link_to(*p);
-        entry.rec = **rec;
-        entry.actor = *p;
-      });
+  write_then(self, st.cfg.node.writer, barrier(),
+             [self, name, dead](std::optional<storage::error> failure) {
+               if (failure)
+                 return end_queue(
+                     self, caf::make_error(caf::sec::runtime_error,
+                                           storage::to_string(*failure)));
+               if (self->state.open_stages.contains(name)) {
+                 self->state.respawn_waiting[name] = dead;
+                 return;
+               }
+               respawn_partition(self, name, dead);
+             });
 }
 
 // -- long poll ----------------------------------------------------------------
@@ -1244,6 +1287,8 @@ void settle_seek(queue_ptr self, seek_run& run, bool commit) {
     // staged seeks that keep completedRetention and maxSize away.
     self->send(run.parts[i], settle_atom::value, run.req.group, stage.stage_id,
                commit);
+    stage.stage_id = 0; // settled once
+    stage_closed(self, run.names[i]);
   }
 }
 
@@ -1306,6 +1351,7 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
       .then(
           [self, run](seek_stage& stage) {
             auto failure = std::move(stage.failure);
+            stage_opened(self, run->names[run->staged.size()], stage.stage_id);
             run->staged.push_back(std::move(stage));
             if (failure)
               return fail_seek(self, *run, std::move(*failure));
@@ -1341,6 +1387,7 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
           busy = busy || s.reply->busy;
           if (s.reply->failure && !failure)
             failure = s.reply->failure;
+          stage_opened(self, run->names[run->staged.size()], s.reply->stage_id);
           run->staged.push_back(std::move(*s.reply));
         }
         if (failure)
@@ -1689,15 +1736,41 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
           rp.deliver(std::move(refused));
           return {};
         }
-        return self->delegate(it->second.actor, stage_atom::value, group,
-                              std::move(reqs));
+        // Through here, not delegated: the stage is recorded until its
+        // settle (`open_stages`).
+        auto rp = promise_for<stage_reply>(self);
+        self->request(it->second.actor, caf::infinite, stage_atom::value, group,
+                      std::move(reqs))
+            .then(
+                [self, rp, partition](stage_reply& r) mutable {
+                  if (r.stage_id != 0) {
+                    stage_opened(self, partition, r.stage_id);
+                    self->state.txn_stages[r.stage_id] = partition;
+                  }
+                  rp.deliver(std::move(r));
+                },
+                [rp](caf::error& err) mutable {
+                  stage_reply failed;
+                  failed.failure = unreachable(err, "partition");
+                  rp.deliver(std::move(failed));
+                });
+        return {};
       },
       [self](settle_atom, const std::string& partition,
              const std::string& group, std::uint64_t id, bool commit) {
-        auto it = self->state.partitions.find(partition);
-        if (it == self->state.partitions.end())
+        auto& st = self->state;
+        auto it = st.partitions.find(partition);
+        if (it != st.partitions.end())
+          self->send(it->second.actor, settle_atom::value, group, id, commit);
+        // The batch is durable (or not written): a respawn waiting for this
+        // stage may read the rows now.
+        if (auto open = st.txn_stages.find(id); open != st.txn_stages.end()) {
+          auto name = open->second;
+          st.txn_stages.erase(open);
+          stage_closed(self, name);
+        }
+        if (it == st.partitions.end())
           return;
-        self->send(it->second.actor, settle_atom::value, group, id, commit);
         if (commit) // a released lease may serve the group's parked pops
           wake_for(self, {partition}, group);
       },
