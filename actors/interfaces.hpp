@@ -333,6 +333,9 @@ struct delete_group_request {
 struct delete_vote {
   bool had = false;    ///< the group had state here (its record is deleted)
   bool active = false; ///< refused: active after the cutoff or leased
+  /// Refused because the group's cursor here is restarting with a stage
+  /// open (retry later), not because it is in use.
+  bool restarting = false;
 };
 
 struct delete_group_reply {

@@ -437,14 +437,18 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
 
 // -- routing -----------------------------------------------------------------
 
-/// Forwards a request to queue `name`, `q`. While namespace pops are parked
-/// the answer passes through here, and wakes those of its namespace when
-/// `woke(answer)`; `fail(error)` answers an unreachable queue.
+/// Forwards a request to queue `name`, `q`. For a queue in a namespace the
+/// answer passes through here, and wakes the parked namespace pops it may
+/// serve when `woke(answer)`; `fail(error)` answers an unreachable queue.
 template <class Reply, class Woke, class Fail, class... Ts>
 caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
                                 const queue_actor& q, Woke woke, Fail fail,
                                 Ts&&... xs) {
-  if (self->state.parked.idle())
+  // A queue without a namespace serves no namespace pop; for one with a
+  // namespace the answer passes here even when nothing waits now: a pop
+  // may park while the request is on its way.
+  auto rec = self->state.records.find(name);
+  if (rec == self->state.records.end() || rec->second.name_space.empty())
     return self->delegate(q, std::forward<Ts>(xs)...);
   auto rp = promise_for<Reply>(self);
   self->request(q, caf::infinite, std::forward<Ts>(xs)...)

@@ -382,14 +382,16 @@ on_delete_group(partition_ptr self, const std::string& group,
   auto c = cursor_for(self, group);
   if (!c) {
     // Cannot tell: the delete mutation is harmless, unless a stage is open.
-    rp.deliver(delete_vote{true, unsettled()});
+    auto open = unsettled();
+    rp.deliver(delete_vote{true, open, open});
     return rp.later();
   }
   self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, delete_atom::value, active_after)
       .then([rp](delete_vote& v) mutable { rp.deliver(v); },
             [rp, unsettled](caf::error&) mutable {
-              rp.deliver(delete_vote{true, unsettled()});
+              auto open = unsettled();
+              rp.deliver(delete_vote{true, open, open});
             });
   return rp.later();
 }

@@ -116,6 +116,8 @@ struct queue_state {
   std::map<std::string, std::size_t> open_stages;
   /// The partition of each open transaction stage, by stage id.
   std::unordered_map<std::uint64_t, std::string> txn_stages;
+  /// The latest `registered_at` given to a group here.
+  storage::micros last_registered = 0;
   /// Dead partitions whose respawn waits for their open stages.
   std::map<std::string, caf::actor_addr> respawn_waiting;
 };
@@ -464,9 +466,13 @@ void register_group(queue_ptr self, const std::string& group,
         if (st.subs.contains(group))
           return k(std::nullopt); // registered while this one waited
         group_gate(self, group).enter();
+        // Registrations are told apart by `registered_at` (a subscription
+        // update applies only to the one it read): never two equal here,
+        // even within one microsecond or with the clock stepping back.
+        auto at = std::max(st.cfg.node.wall(), st.last_registered + 1);
+        st.last_registered = at;
         auto rec = core::registration(group, params,
-                                      st.cfg.node.default_subscription,
-                                      st.cfg.node.wall());
+                                      st.cfg.node.default_subscription, at);
         auto parts = all_partitions(self);
         fan_out<std::optional<storage::offset>>(
             self, parts,
@@ -710,11 +716,19 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         if (active) { // the idle sweep's guard: used since it looked
           for (auto& p : parts)
             self->send(p, delete_atom::value, req.group, false);
+          auto restarting
+              = std::any_of(votes.begin(), votes.end(), [](auto& v) {
+                  return v.reply && v.reply->restarting;
+                });
           done(delete_group_reply{
               0, false,
-              storage::make_error(storage::ec::busy, "Consumer group ",
-                                  req.group, " is active on queue ",
-                                  st.cfg.record.name)});
+              restarting
+                  ? storage::make_error(storage::ec::busy, "Consumer group ",
+                                        req.group, " is restarting on queue ",
+                                        st.cfg.record.name, "; retry")
+                  : storage::make_error(storage::ec::busy, "Consumer group ",
+                                        req.group, " is active on queue ",
+                                        st.cfg.record.name)});
           return;
         }
         storage::write_batch batch;

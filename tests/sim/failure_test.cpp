@@ -957,6 +957,8 @@ TEST_CASE("a seek or a group deletion meeting a cursor that died with a "
   REQUIRE(*deleted);
   REQUIRE((*deleted)->failure);
   CHECK((*deleted)->failure->code == storage::ec::busy);
+  CHECK((*deleted)->failure->message
+        == "Consumer group g is restarting on queue a; retry");
   // The transaction's ack stands, and the group with it.
   auto row = fx.cursor("a", "P1", "g");
   REQUIRE(row);

@@ -409,6 +409,7 @@ TEST_CASE("a group deleted with its records registers again on its next pop",
   sub_fixture fx;
   fx.push("q", "Default", {"a"});
   CHECK(fx.offsets("q", "g", mode("all")) == offs{0});
+  auto first = fx.record("q", "g")->registered_at;
   auto del = fx.request<actors::delete_group_reply>(
       fx.broker, actors::delete_atom::value,
       actors::delete_group_request{"g", std::string{"q"}, true});
@@ -418,6 +419,9 @@ TEST_CASE("a group deleted with its records registers again on its next pop",
   fx.push("q", "Default", {"b"});
   CHECK(fx.offsets("q", "g", mode("new")).empty());
   CHECK(fx.record("q", "g")->mode == subscription_mode::new_only);
+  // The same simulated microsecond, yet another registration: a
+  // subscription update read from the first cannot apply to this one.
+  CHECK(fx.record("q", "g")->registered_at != first);
 }
 
 TEST_CASE("recipe: bring up a new consumer that must not see history with "
