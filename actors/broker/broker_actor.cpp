@@ -136,6 +136,9 @@ void restart_queue(broker_ptr self, const std::string& name,
   };
   auto respawn = [self, name, id, dead, fail] {
     auto& st = self->state;
+    // Dead until here (also while waiting for open stages): a push it
+    // sealed must not commit, and a second exit of it is ignored.
+    st.restarting.erase(dead);
     if (auto it = st.queues.find(name);
         it == st.queues.end() || it->second.address() != dead)
       return; // deleted or replaced meanwhile
@@ -159,9 +162,8 @@ void restart_queue(broker_ptr self, const std::string& name,
   };
   write_then(
       self, st.cfg.node.writer, barrier(),
-      [self, name, dead, fail, respawn](std::optional<storage::error> failure) {
+      [self, name, fail, respawn](std::optional<storage::error> failure) {
         auto& st = self->state;
-        st.restarting.erase(dead);
         // A barrier is never refused: an error means the writer or
         // the store is gone.
         if (failure)

@@ -79,6 +79,7 @@ void answer(run_ptr run, txn_reply reply) {
 void settle_all(
     run_ptr run, bool commit, std::function<void()> settled = [] {}) {
   auto& host = *run->host;
+  std::vector<std::string> closed;
   for (std::size_t k = 0; k < run->staged.size(); ++k) {
     auto& g = run->plan.acks[k];
     if (run->staged[k].stage_id == 0)
@@ -87,8 +88,7 @@ void settle_all(
       host.self->send(*q, settle_atom::value, g.partition, g.group,
                       run->staged[k].stage_id, commit);
     run->staged[k].stage_id = 0; // settled once
-    if (host.stage_closed)
-      host.stage_closed(g.queue);
+    closed.push_back(g.queue);
   }
   std::optional<storage::error> failure;
   if (!commit)
@@ -99,6 +99,12 @@ void settle_all(
     if (run->tokens[k])
       if (auto q = host.find_queue(run->plan.pushes[k].queue))
         queues->emplace_back(k, *q);
+  // Closing a stage may respawn a dead queue: only now, so every settle
+  // above went to the handles that staged and sealed (a token never
+  // reaches a queue that did not seal it).
+  if (host.stage_closed)
+    for (auto& q : closed)
+      host.stage_closed(q);
   gather<queue_push_reply>(
       queues->size(),
       [run, queues, failure](std::size_t i) {

@@ -710,6 +710,11 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
       [self, done, req, parts](std::vector<fanned<delete_vote>> votes) mutable {
         auto& st = self->state;
         auto q = st.cfg.record.id;
+        // A partition that died with a stage open cannot vote, and that
+        // stage may still write the group's row there: restarting.
+        for (std::size_t i = 0; i < votes.size(); ++i)
+          if (!votes[i].reply && st.open_stages.contains(st.ring[i]))
+            votes[i].reply = delete_vote{true, true, true};
         auto active = std::any_of(votes.begin(), votes.end(), [](auto& v) {
           return v.reply && v.reply->active;
         });
@@ -1624,8 +1629,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       self->quit(caf::make_error(caf::sec::runtime_error,
                                  storage::to_string(subs.err())));
     else
-      for (auto& [group, rec] : *subs)
+      for (auto& [group, rec] : *subs) {
+        st.last_registered = std::max(st.last_registered, rec.registered_at);
         st.subs.emplace(group, rec);
+      }
   } else {
     self->quit(
         caf::make_error(caf::sec::runtime_error, storage::to_string(t.err())));
