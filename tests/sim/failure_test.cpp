@@ -995,3 +995,33 @@ TEST_CASE("a wildcard pop whose write is refused busy answers the error",
   CHECK(r->failure->code == storage::ec::busy);
   CHECK(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
 }
+
+TEST_CASE("a group deletion meeting a partition that died with a transaction "
+          "staged is refused busy until it settles",
+          "[failure][supervision][txn]") {
+  fault_sim fx;
+  auto [plain, txn]
+      = kill_cursor_with_txn_staged(fx, "a", "b", "spool.partition");
+  auto deleted = fx.request_later<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::string{"a"}, true});
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*txn);
+  REQUIRE((*txn)->result.success);
+  REQUIRE(*deleted);
+  REQUIRE((*deleted)->failure);
+  CHECK((*deleted)->failure->message
+        == "Consumer group g is restarting on queue a; retry");
+  // The transaction's ack stands; once the partition is back, the
+  // deletion goes through.
+  CHECK(fx.cursor("a", "P1", "g")->committed == offset{0});
+  auto again = fx.request<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::string{"a"}, true});
+  REQUIRE(again);
+  CHECK_FALSE(again->failure);
+  CHECK_FALSE(fx.cursor("a", "P1", "g"));
+}
