@@ -19,14 +19,14 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/broker/txn_core.hpp"
-#include "actors/cursor/cursor_core.hpp"
-#include "actors/cursor/cursor_txn.hpp"
-#include "actors/cursor/seek.hpp"
-#include "actors/dlq/dlq_core.hpp"
-#include "actors/partition/visibility.hpp"
-#include "actors/queue/options.hpp"
-#include "actors/queue/subscription.hpp"
+#include "core/broker/txn_core.hpp"
+#include "core/cursor/cursor_core.hpp"
+#include "core/cursor/cursor_txn.hpp"
+#include "core/cursor/seek.hpp"
+#include "core/dlq/dlq_core.hpp"
+#include "core/partition/visibility.hpp"
+#include "core/queue/options.hpp"
+#include "core/queue/subscription.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -109,17 +109,17 @@ struct delivered_frame {
 struct pop_reply {
   std::vector<delivered_frame> messages;
   /// The lease taken (none for autoAck or an empty answer).
-  std::optional<core::lease_info> lease;
+  std::optional<lease_info> lease;
   /// Offsets below the watermark the cursor jumped over.
-  std::optional<core::offset_range> skipped;
+  std::optional<offset_range> skipped;
   /// Nothing after the group's committed offset: the partition's last
   /// offset at this scan (the group's empty-scan watermark there).
   std::optional<storage::offset> empty_at;
   /// Why `messages` is empty.
-  core::empty_reason reason = core::empty_reason::empty;
+  empty_reason reason = empty_reason::empty;
   /// Empty for a while: when frames may become deliverable without a push
   /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
-  std::optional<core::mono_time> retry_at;
+  std::optional<mono_time> retry_at;
   std::optional<storage::error> failure;
   /// With `failure` (busy): the group's cursor here is being respawned, so
   /// nothing was taken and a wildcard pop may go on to another partition.
@@ -127,15 +127,15 @@ struct pop_reply {
 };
 
 struct ack_reply {
-  core::ack_error error = core::ack_error::none;
+  ack_error error = ack_error::none;
   bool lease_released = false;
   bool dead_lettered = false;
   std::optional<storage::error> failure;
 };
 
 struct extend_reply {
-  core::extend_error error = core::extend_error::none;
-  std::optional<core::mono_time> expires;
+  extend_error error = extend_error::none;
+  std::optional<mono_time> expires;
   /// The extend's write failed: the lease keeps its old expiry.
   std::optional<storage::error> failure;
 };
@@ -234,10 +234,10 @@ struct partition_delivery {
 
 struct queue_pop_reply {
   std::vector<partition_delivery> claimed;
-  core::empty_reason reason = core::empty_reason::empty;
+  empty_reason reason = empty_reason::empty;
   /// The earliest `retry_at` of the partitions asked (a parked pop is
   /// retried then).
-  std::optional<core::mono_time> retry_at;
+  std::optional<mono_time> retry_at;
   std::optional<storage::error> failure;
 };
 
@@ -308,7 +308,7 @@ struct browse_reply {
   /// Where the next browse continues.
   storage::offset next{0};
   /// Offsets below the watermark the read jumped over.
-  std::optional<core::offset_range> skipped;
+  std::optional<offset_range> skipped;
   std::optional<storage::error> failure;
 };
 
@@ -358,9 +358,9 @@ struct cursor_info {
   /// created_at of the oldest frame the group has not committed (0: none).
   storage::micros oldest_unconsumed_at = 0;
   /// The live lease, with its expiry in wall-clock µs.
-  std::optional<core::lease_info> lease;
+  std::optional<lease_info> lease;
   storage::micros lease_expires_at = 0;
-  std::optional<core::offset_range> isolated;
+  std::optional<offset_range> isolated;
   /// Frames above committed delivered more than once.
   std::size_t redeliveries = 0;
   /// Wall-clock µs of the group's last pop, ack, extend or seek here.
@@ -516,7 +516,7 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<pop_atom, pop_request, partition_view>::with<pop_reply>,
     /// Settles frames of the live lease (semantics.md §4), one reply per
     /// request, persisted in one write.
-    caf::replies_to<ack_atom, std::vector<core::ack_request>,
+    caf::replies_to<ack_atom, std::vector<ack_request>,
                     partition_view>::with<std::vector<ack_reply>>,
     /// Moves the live lease's expiry to max(current, now + by).
     caf::replies_to<extend_atom, std::string,
@@ -543,7 +543,7 @@ using cursor_actor = caf::typed_actor<
                     std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
     /// Stages a transaction's acks (validated, applied on a copy); until
     /// settled the cursor defers every other message.
-    caf::replies_to<stage_atom, std::vector<core::ack_request>,
+    caf::replies_to<stage_atom, std::vector<ack_request>,
                     partition_view>::with<stage_reply>,
     /// Settles a staged transaction or seek by id: commit (true) or abort.
     caf::reacts_to<settle_atom, std::uint64_t, bool>,
@@ -568,8 +568,8 @@ using partition_actor = caf::typed_actor<
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
     /// Acks frames for a group (forwarded to the group's cursor).
-    caf::replies_to<ack_atom, std::string, std::vector<core::ack_request>>::
-        with<std::vector<ack_reply>>,
+    caf::replies_to<ack_atom, std::string,
+                    std::vector<ack_request>>::with<std::vector<ack_reply>>,
     /// Extends a group's lease (forwarded to the group's cursor).
     caf::replies_to<extend_atom, std::string, std::string,
                     std::chrono::milliseconds>::with<extend_reply>,
@@ -612,7 +612,7 @@ using partition_actor = caf::typed_actor<
                     std::vector<storage::dlq_entry>>::with<dlq_count_reply>,
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
-                    std::vector<core::ack_request>>::with<stage_reply>,
+                    std::vector<ack_request>>::with<stage_reply>,
     /// Settles a group's staged transaction or seek (forwarded to its
     /// cursor).
     caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
@@ -638,9 +638,8 @@ using queue_actor = caf::typed_actor<
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
     /// Acks frames of a named partition for a group, one reply each.
-    caf::replies_to<
-        ack_atom, std::string, std::string,
-        std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
+    caf::replies_to<ack_atom, std::string, std::string,
+                    std::vector<ack_request>>::with<std::vector<ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
     caf::reacts_to<timeout_atom, std::uint64_t>,
     /// Changes the named options (and namespace/task) durably, creates the
@@ -681,7 +680,7 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<dlq_sweep_atom, std::uint64_t>,
     /// Stages a transaction's acks of (partition, group).
     caf::replies_to<stage_atom, std::string, std::string,
-                    std::vector<core::ack_request>>::with<stage_reply>,
+                    std::vector<ack_request>>::with<stage_reply>,
     /// Settles a staged transaction of (partition, group); a commit wakes
     /// parked pops.
     caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>,
@@ -703,9 +702,8 @@ using broker_actor = caf::typed_actor<
     caf::replies_to<pop_atom, std::string,
                     queue_pop_request>::with<queue_pop_reply>,
     /// Acks frames of (queue, partition) for a group.
-    caf::replies_to<
-        ack_atom, std::string, std::string, std::string,
-        std::vector<core::ack_request>>::with<std::vector<ack_reply>>,
+    caf::replies_to<ack_atom, std::string, std::string, std::string,
+                    std::vector<ack_request>>::with<std::vector<ack_reply>>,
     /// The names of the queues, sorted.
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     /// Creates the queue (default options plus the named ones, and its
@@ -778,7 +776,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ack_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::extend_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::core::ack_request>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::ack_request>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::chrono::milliseconds)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::dlq_entry>)

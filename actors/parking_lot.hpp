@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
-#include "actors/cursor/cursor_core.hpp"
 #include "actors/promise.hpp"
+#include "vocab/delivery.hpp"
 
 namespace spool::actors {
 
@@ -40,7 +40,7 @@ template <class Request, class Reply>
 class parking_lot {
 public:
   using promise = actors::promise<Reply>;
-  using hint = std::optional<core::mono_time>;
+  using hint = std::optional<mono_time>;
 
   /// What the owner provides.
   struct hooks {
@@ -56,7 +56,7 @@ public:
     std::function<std::optional<std::string>(const Request&)> topic;
     /// The reply when the server-wide cap refuses to park.
     std::function<Reply(Reply)> busy;
-    std::function<core::mono_time()> now;
+    std::function<mono_time()> now;
     /// Re-arms the owner's timer (after a park).
     std::function<void()> rearm;
   };
@@ -101,8 +101,7 @@ public:
 
   /// Runs `req` once; delivers what it finds, or parks it until `deadline`
   /// when it finds nothing and `may_park`.
-  void submit(Request req, promise rp, core::mono_time deadline,
-              bool may_park) {
+  void submit(Request req, promise rp, mono_time deadline, bool may_park) {
     auto key = hooks_.key(req);
     auto gen = generation_;
     auto held = std::make_shared<Request>(std::move(req));
@@ -128,7 +127,7 @@ public:
   }
 
   /// The earliest deadline or wake hint of the parked requests.
-  std::optional<core::mono_time> next_due() const {
+  std::optional<mono_time> next_due() const {
     if (due_.empty())
       return std::nullopt;
     return due_.begin()->first;
@@ -137,7 +136,7 @@ public:
   /// Answers every parked request past its deadline empty and runs again
   /// those whose wake hint is due (only those: each hint came from its own
   /// request's partitions). Visits only what is due.
-  void expire(core::mono_time now) {
+  void expire(mono_time now) {
     std::vector<std::uint64_t> hinted;
     while (!due_.empty() && due_.begin()->first <= now) {
       auto id = due_.begin()->second;
@@ -236,16 +235,16 @@ public:
   }
 
 private:
-  using due_index = std::multimap<core::mono_time, std::uint64_t>;
+  using due_index = std::multimap<mono_time, std::uint64_t>;
 
   struct entry {
     Request req;
     promise rp;
-    core::mono_time deadline;
+    mono_time deadline;
     hint wake_at;
     due_index::iterator due_at{}; ///< its place in `due_`
 
-    core::mono_time due() const {
+    mono_time due() const {
       return wake_at ? std::min(deadline, *wake_at) : deadline;
     }
   };

@@ -295,10 +295,10 @@ int main(int argc, char** argv) {
                     auto pending
                         = std::make_shared<std::size_t>(r.claimed.size());
                     for (auto& cl : r.claimed) {
-                      std::vector<spool::core::ack_request> acks;
+                      std::vector<spool::ack_request> acks;
                       acks.reserve(cl.reply.messages.size());
                       for (auto& m : cl.reply.messages) {
-                        spool::core::ack_request a;
+                        spool::ack_request a;
                         a.lease_id = cl.reply.lease->id;
                         a.off = m.frame.off;
                         acks.push_back(a);
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
                             ++counters->acks;
                             for (auto& x : rs)
                               if (x.failure
-                                  || x.error != spool::core::ack_error::none)
+                                  || x.error != spool::ack_error::none)
                                 die("ack failed");
                             auto total = counters->acked.fetch_add(n) + n;
                             if (total >= o.messages

@@ -55,12 +55,12 @@
 #include <string>
 #include <thread>
 
-#include "actors/dlq/dlq_reader.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "bench/clock.hpp"
 #include "bench/scratch.hpp"
+#include "core/dlq/dlq_reader.hpp"
 #include "storage/tables.hpp"
 
 namespace ac = spool::actors;
@@ -172,14 +172,14 @@ void pop_cap(const options& o, caf::scoped_actor& self,
     req.batch = o.frames;
     req.max_bytes = o.cap_mib << 20;
     req.lease_id = "L" + std::to_string(++pops);
-    std::vector<spool::core::ack_request> acks;
+    std::vector<spool::ack_request> acks;
     self->request(queue, caf::infinite, ac::pop_atom::value, req)
         .receive(
             [&](ac::queue_pop_reply& r) {
               if (r.failure || r.claimed.empty())
                 die("pop delivered nothing");
               for (auto& m : r.claimed.front().reply.messages) {
-                spool::core::ack_request a;
+                spool::ack_request a;
                 a.lease_id = req.lease_id;
                 a.off = m.frame.off;
                 acks.push_back(a);
@@ -345,11 +345,11 @@ void requeue(const options& o, caf::scoped_actor& self,
                 off = r.claimed[0].reply.messages[0].frame.off;
               },
               [](caf::error& e) { die(caf::to_string(e)); });
-      spool::core::ack_request a;
+      spool::ack_request a;
       a.lease_id = req.lease_id;
       a.off = off;
       self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
-                    std::string{"g"}, std::vector<spool::core::ack_request>{a})
+                    std::string{"g"}, std::vector<spool::ack_request>{a})
           .receive([](std::vector<ac::ack_reply>&) {},
                    [](caf::error& e) { die(caf::to_string(e)); });
       if (++done % 10'000 == 0) {

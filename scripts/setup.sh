@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config ccache git
   libcaf-dev liblmdb-dev libzstd-dev libxxhash-dev catch2 libspdlog-dev
   libmsgpack-cxx-dev libasio-dev libhttp-parser-dev libsimdjson-dev
-  nlohmann-json3-dev libboost-dev libmimalloc-dev
+  nlohmann-json3-dev libboost-dev libmimalloc-dev python3
 )
 
 missing=()

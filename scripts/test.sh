@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+python3 scripts/check_structure.py
 scripts/build.sh "$@"
 dir=build
 if [ "${1:-}" = "--sanitize" ]; then

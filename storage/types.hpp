@@ -1,6 +1,7 @@
 #pragma once
 
-/// Vocabulary types of the storage layer: strong ids and offsets, frames.
+/// Vocabulary types of the storage layer: frames, and the ids and offsets of
+/// the shared vocabulary under their storage names.
 
 #include <compare>
 #include <cstdint>
@@ -8,63 +9,22 @@
 #include <utility>
 #include <vector>
 
+#include "vocab/ids.hpp"
+#include "vocab/time.hpp"
+
 namespace spool::storage {
 
-/// A distinct integer type per kind of id, so a partition id cannot be passed
-/// where a queue id is expected.
-template <class Tag, class Rep>
-struct strong_id {
-  using rep = Rep;
-  Rep value{};
-
-  constexpr strong_id() = default;
-  constexpr explicit strong_id(Rep v) : value(v) {
-  }
-  friend constexpr auto operator<=>(const strong_id&, const strong_id&)
-      = default;
-
-  template <class F>
-  friend auto fields(F& f, strong_id& x) {
-    return f(x.value);
-  }
-};
-
-/// Internal id of a queue (never reused, also after deletion).
-using queue_id = strong_id<struct queue_id_tag, std::uint64_t>;
-/// Internal id of a partition, unique across all queues, never reused.
-using partition_id = strong_id<struct partition_id_tag, std::uint64_t>;
-
-/// A position in a partition's log. -1 is "before offset 0".
-struct offset {
-  std::int64_t value = 0;
-
-  constexpr offset() = default;
-  constexpr explicit offset(std::int64_t v) : value(v) {
-  }
-  friend constexpr auto operator<=>(const offset&, const offset&) = default;
-  friend constexpr offset operator+(offset o, std::int64_t n) {
-    return offset{o.value + n};
-  }
-  friend constexpr offset operator-(offset o, std::int64_t n) {
-    return offset{o.value - n};
-  }
-  friend constexpr std::int64_t operator-(offset a, offset b) {
-    return a.value - b.value;
-  }
-
-  template <class F>
-  friend auto fields(F& f, offset& x) {
-    return f(x.value);
-  }
-};
+// The ids, offsets and wall time are the shared vocabulary's (vocab/).
+using spool::micros;
+using spool::offset;
+using spool::partition_id;
+using spool::queue_id;
+using spool::strong_id;
 
 /// "partition <queue>/<partition>", the prefix of storage error messages.
 inline std::string describe_partition(queue_id q, partition_id p) {
   return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
 }
-
-/// Wall-clock time in microseconds since the Unix epoch (UTC).
-using micros = std::int64_t;
 
 /// How a payload is to be presented to consumers.
 enum class payload_encoding : std::uint8_t { json = 0, binary = 1 };

@@ -34,16 +34,16 @@
 #include <unordered_map>
 
 #include "actors/broker/broker_txn.hpp"
-#include "actors/broker/priority.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/creation_gate.hpp"
-#include "actors/dlq/dlq_reader.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/limits/names.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
+#include "core/broker/priority.hpp"
+#include "core/dlq/dlq_reader.hpp"
+#include "core/limits/names.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -67,7 +67,7 @@ struct broker_state {
   std::map<std::string, storage::queue_record> records;
   /// Parked namespace pops, and the broker's one timer for them.
   parking_lot<namespace_pop_request, namespace_pop_reply> parked;
-  std::optional<core::mono_time> armed;
+  std::optional<mono_time> armed;
   std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;
   /// Queue deaths allowed before the broker gives up (supervise.hpp), and
@@ -822,7 +822,7 @@ struct namespace_run {
   namespace_pop_request req;
   std::vector<std::string> order;
   std::size_t next = 0;
-  std::optional<core::mono_time> retry_at;
+  std::optional<mono_time> retry_at;
   std::function<void(namespace_pop_reply)> done;
 };
 
@@ -852,8 +852,8 @@ void namespace_step(broker_ptr self, std::shared_ptr<namespace_run> run) {
     return;
   }
   namespace_pop_reply empty;
-  empty.reply.reason = run->order.empty() ? core::empty_reason::no_partition
-                                          : core::empty_reason::empty;
+  empty.reply.reason
+      = run->order.empty() ? empty_reason::no_partition : empty_reason::empty;
   empty.reply.retry_at = run->retry_at;
   run->done(std::move(empty));
 }
@@ -898,8 +898,8 @@ void arm(broker_ptr self) {
   if (!due || (st.armed && *st.armed <= *due))
     return;
   st.armed = due;
-  auto delay = std::max(*due - self->clock().now(),
-                        core::mono_clock::duration::zero());
+  auto delay
+      = std::max(*due - self->clock().now(), mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
 
@@ -1189,7 +1189,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return {};
       },
       [self](ack_atom, const std::string& queue, const std::string& partition,
-             const std::string& group, std::vector<core::ack_request>& reqs)
+             const std::string& group, std::vector<ack_request>& reqs)
           -> caf::delegated<std::vector<ack_reply>> {
         // Malformed: every item answers the error, nothing is applied.
         auto malformed = [&]() -> std::optional<storage::error> {
@@ -1206,15 +1206,14 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{core::ack_error::none, false, false, malformed}));
+              ack_reply{ack_error::none, false, false, malformed}));
           return {};
         }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
-              reqs.size(),
-              ack_reply{core::ack_error::not_found, false, false, {}}));
+              reqs.size(), ack_reply{ack_error::not_found, false, false, {}}));
           return {};
         }
         // Parked namespace pops wait: a released lease wakes them.
@@ -1226,9 +1225,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                  [](auto& r) { return r.lease_released; });
             },
             [n](caf::error& err) {
-              return std::vector<ack_reply>(n, ack_reply{core::ack_error::none,
-                                                         false, false,
-                                                         unreachable(err)});
+              return std::vector<ack_reply>(
+                  n,
+                  ack_reply{ack_error::none, false, false, unreachable(err)});
             },
             ack_atom::value, partition, group, std::move(reqs));
       },

@@ -26,9 +26,9 @@
 #include <algorithm>
 
 #include "actors/fan_out.hpp"
-#include "actors/limits/names.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/write.hpp"
+#include "core/limits/names.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -312,7 +312,7 @@ void stage_next(run_ptr run) {
   auto q = run->host->find_queue(g.queue);
   if (!q) {
     run->rollback = core::txn_rollback(run->id, g.ops.front(),
-                                       to_string(core::ack_error::not_found));
+                                       to_string(ack_error::not_found));
     return abort(run);
   }
   run->host->self

@@ -45,7 +45,7 @@ struct cursor_state {
   cursor_config cfg;
   std::optional<core::cursor_core> core;
   /// The deadline the pending timer fires at, and its id.
-  std::optional<core::mono_time> armed;
+  std::optional<mono_time> armed;
   std::uint64_t timer_id = 0;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
@@ -71,7 +71,7 @@ struct cursor_state {
   };
   std::optional<undo_point> before;
   /// A change the timer made failed to write: the timer waits until then.
-  std::optional<core::mono_time> backoff_until;
+  std::optional<mono_time> backoff_until;
   /// A lease recorded before a restart is not ended durably yet.
   bool lost_pending = false;
   /// Spawned without a stored row, and none written since: the group's
@@ -349,8 +349,8 @@ void arm(cursor_ptr self) {
   if (!deadline || (st.armed && *st.armed <= *deadline))
     return;
   st.armed = deadline;
-  auto delay = std::max(*deadline - self->clock().now(),
-                        core::mono_clock::duration::zero());
+  auto delay
+      = std::max(*deadline - self->clock().now(), mono_clock::duration::zero());
   self->delayed_send(self, delay, expire_atom::value, ++st.timer_id);
 }
 
@@ -358,7 +358,7 @@ void arm(cursor_ptr self) {
 /// overdue frames (maxWait: never delivered, also just after a lease on them
 /// ended). Returns whether the record changed, and the dead letters.
 std::pair<bool, std::vector<core::dead_letter>> end_due(cursor_ptr self,
-                                                        core::mono_time now) {
+                                                        mono_time now) {
   auto& st = self->state;
   bool changed = false;
   std::vector<core::dead_letter> dead;
@@ -439,7 +439,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
       m.requeued = id;
       reply.messages.push_back(std::move(m));
       if (req.auto_ack) {
-        core::ack_request a;
+        ack_request a;
         a.lease_id = granted.lease->id;
         a.off = granted.lease->range.first;
         auto out = core.ack(a, view.readable_end - 1, now);
@@ -453,10 +453,10 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     arm(self);
     return rp.later();
   }
-  if (auto* reason = std::get_if<core::empty_reason>(&planned)) {
+  if (auto* reason = std::get_if<empty_reason>(&planned)) {
     pop_reply reply;
     reply.reason = *reason;
-    if (*reason != core::empty_reason::empty)
+    if (*reason != empty_reason::empty)
       reply.retry_at = core.next_deadline(); // lease expiry or retry delay
     else
       reply.empty_at = view.readable_end - 1;
@@ -502,7 +502,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   }
   if (n == 0 && plan.dead.empty()) {
     pop_reply reply;
-    reply.reason = vis.held_back.value_or(core::empty_reason::empty);
+    reply.reason = vis.held_back.value_or(empty_reason::empty);
     if (vis.next_change)
       reply.retry_at = now
                        + std::chrono::microseconds{std::max<storage::micros>(
@@ -528,7 +528,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   }
   if (req.auto_ack && granted.lease) {
     for (auto& m : reply.messages) {
-      core::ack_request a;
+      ack_request a;
       a.lease_id = granted.lease->id;
       a.off = m.frame.off;
       (void)core.ack(a, view.readable_end - 1, now);
@@ -537,14 +537,14 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     reply.lease = granted.lease;
   }
   if (reply.messages.empty())
-    reply.reason = core::empty_reason::empty;
+    reply.reason = empty_reason::empty;
   answer(std::move(reply), true, std::move(dead), std::move(*frames));
   arm(self);
   return rp.later();
 }
 
 caf::typed_response_promise<std::vector<ack_reply>>
-on_ack(cursor_ptr self, std::vector<core::ack_request>& reqs,
+on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
        const partition_view& view) {
   auto& st = self->state;
   auto rp = promise_for<std::vector<ack_reply>>(self);
@@ -671,11 +671,7 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
   auto now = self->clock().now();
   if (auto& lease = core.lease(); lease && lease->expires > now) {
     info.lease = lease;
-    info.lease_expires_at
-        = st.cfg.wall()
-          + std::chrono::duration_cast<std::chrono::microseconds>(lease->expires
-                                                                  - now)
-                .count();
+    info.lease_expires_at = wall_of(lease->expires, now, st.cfg.wall());
   }
   info.isolated = core.isolated();
   for (auto& c : core.record().counters)
@@ -687,8 +683,7 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
 
 // -- transactions -------------------------------------------------------------
 
-stage_reply on_stage(cursor_ptr self,
-                     const std::vector<core::ack_request>& reqs,
+stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
                      const partition_view& view) {
   auto& st = self->state;
   stage_reply reply;
@@ -825,7 +820,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
             // Soon, not at the expiry: were the write granting this lease
             // to fail, the lease would be gone and a parked pop would wait.
             pop_reply held;
-            held.reason = core::empty_reason::lease_held;
+            held.reason = empty_reason::lease_held;
             held.retry_at
                 = std::min(lease->expires,
                            self->clock().now() + self->state.cfg.write_retry);
@@ -839,14 +834,14 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         return on_pop(self, req, view);
       },
       [self](
-          ack_atom, std::vector<core::ack_request>& reqs,
+          ack_atom, std::vector<ack_request>& reqs,
           const partition_view& view) -> caf::result<std::vector<ack_reply>> {
         if (self->state.busy())
           return caf::skip;
         if (self->state.deleting)
           return std::vector<ack_reply>(
-              reqs.size(), ack_reply{core::ack_error::invalid_lease, false,
-                                     false, std::nullopt});
+              reqs.size(),
+              ack_reply{ack_error::invalid_lease, false, false, std::nullopt});
         self->state.core->touch(self->state.cfg.wall());
         return on_ack(self, reqs, view);
       },
@@ -856,12 +851,12 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           return caf::skip;
         extend_reply reply;
         if (self->state.deleting) {
-          reply.error = core::extend_error::not_found;
+          reply.error = extend_error::not_found;
           return reply;
         }
         auto before = snapshot(self);
         auto r = self->state.core->extend(lease_id, by, self->clock().now());
-        if (auto* e = std::get_if<core::extend_error>(&r)) {
+        if (auto* e = std::get_if<extend_error>(&r)) {
           reply.error = *e;
           return reply; // nothing changed
         }
@@ -871,7 +866,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         self->state.core->touch(self->state.cfg.wall());
         auto rp = promise_for<extend_reply>(self);
         commit(self, std::move(before), {}, {},
-               [self, rp, expires = std::get<core::mono_time>(r)](
+               [self, rp, expires = std::get<mono_time>(r)](
                    std::optional<storage::error> failure) mutable {
                  extend_reply done;
                  if (failure)
@@ -951,14 +946,14 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         st.core->set_policy(std::move(policy));
         return {};
       },
-      [self](stage_atom, std::vector<core::ack_request>& reqs,
+      [self](stage_atom, std::vector<ack_request>& reqs,
              const partition_view& view) -> caf::result<stage_reply> {
         if (self->state.busy())
           return caf::skip; // another transaction's stage: after its settle
         if (self->state.deleting) {
           stage_reply refused;
-          refused.refused = core::stage_refusal{
-              0, to_string(core::ack_error::invalid_lease)};
+          refused.refused
+              = core::stage_refusal{0, to_string(ack_error::invalid_lease)};
           return refused;
         }
         return on_stage(self, reqs, view);

@@ -14,7 +14,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
-#include "actors/partition/visibility.hpp"
+#include "core/partition/visibility.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {

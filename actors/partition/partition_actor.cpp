@@ -33,9 +33,9 @@
 #include "actors/creation_gate.hpp"
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/partition/retention.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
+#include "core/partition/retention.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors {
@@ -309,7 +309,7 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
   reply.next = reply.frames.empty() ? std::min(r->next, end)
                                     : reply.frames.back().off + 1;
   if (r->skipped)
-    reply.skipped = core::offset_range{r->skipped->first, r->skipped->second};
+    reply.skipped = offset_range{r->skipped->first, r->skipped->second};
   return reply;
 }
 
@@ -927,15 +927,13 @@ partition_actor::behavior_type partition(partition_ptr self,
         return self->delegate(*c, pop_atom::value, std::move(req),
                               view_of(*self->state.log));
       },
-      [self](ack_atom, const std::string& group,
-             std::vector<core::ack_request>& reqs)
+      [self](ack_atom, const std::string& group, std::vector<ack_request>& reqs)
           -> caf::delegated<std::vector<ack_reply>> {
         auto c = cursor_for(self, group);
         if (!c) {
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
-              reqs.size(),
-              ack_reply{core::ack_error::none, false, false, c.err()}));
+              reqs.size(), ack_reply{ack_error::none, false, false, c.err()}));
           return {};
         }
         return self->delegate(*c, ack_atom::value, std::move(reqs),
@@ -946,8 +944,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto c = cursor_for(self, group);
         if (!c) {
           auto rp = promise_for<extend_reply>(self);
-          rp.deliver(
-              extend_reply{core::extend_error::not_found, std::nullopt, {}});
+          rp.deliver(extend_reply{extend_error::not_found, std::nullopt, {}});
           return {};
         }
         return self->delegate(*c, extend_atom::value, lease_id, by);
@@ -1070,9 +1067,8 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
         return self->delegate(*c, requeue_atom::value, std::move(entries));
       },
-      [self](
-          stage_atom, const std::string& group,
-          std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
+      [self](stage_atom, const std::string& group,
+             std::vector<ack_request>& reqs) -> caf::delegated<stage_reply> {
         auto c = cursor_for(self, group);
         if (!c) {
           auto rp = promise_for<stage_reply>(self);

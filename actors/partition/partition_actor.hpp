@@ -10,7 +10,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
-#include "actors/partition/visibility.hpp"
+#include "core/partition/visibility.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {

@@ -42,14 +42,14 @@
 
 #include "actors/create_missing.hpp"
 #include "actors/creation_gate.hpp"
-#include "actors/dlq/dlq_core.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/limits/names.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
-#include "actors/queue/candidates.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
+#include "core/dlq/dlq_core.hpp"
+#include "core/limits/names.hpp"
+#include "core/queue/candidates.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -80,7 +80,7 @@ struct queue_state {
   /// still reaches it is answered at once, empty (the queue has no
   /// partitions any more), and registers nothing.
   bool deleted = false;
-  std::optional<core::mono_time> armed;
+  std::optional<mono_time> armed;
   std::uint64_t timer_id = 0;
   /// The DLQ sweep's timer: when it is due (wall µs) and its id.
   std::optional<storage::micros> sweep_due;
@@ -92,7 +92,7 @@ struct queue_state {
   /// maxSize: one push at a time from its size check to its seal.
   core::creation_gate size_gate;
   /// When the next groupIdleSeconds sweep runs (the option is > 0).
-  std::optional<core::mono_time> next_sweep;
+  std::optional<mono_time> next_sweep;
   /// The subscription records of the groups registered here, as stored.
   std::unordered_map<std::string, storage::subscription_record> subs;
   /// Per group, the partitions its wildcard pops ask (empty-scan
@@ -276,7 +276,7 @@ void arm(queue_ptr self) {
     return;
   st.armed = due;
   auto delay
-      = std::max(due - self->clock().now(), core::mono_clock::duration::zero());
+      = std::max(due - self->clock().now(), mono_clock::duration::zero());
   self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
 }
 
@@ -317,17 +317,16 @@ struct pop_run {
   std::size_t remaining = 0;
   std::size_t bytes_left = SIZE_MAX;
   queue_pop_reply reply;
-  std::vector<core::empty_reason> reasons;
+  std::vector<empty_reason> reasons;
   std::function<void(queue_pop_reply)> done;
 };
 
-core::empty_reason best_reason(const std::vector<core::empty_reason>& rs) {
-  for (auto r : {core::empty_reason::delayed, core::empty_reason::window_buffer,
-                 core::empty_reason::lease_held})
+empty_reason best_reason(const std::vector<empty_reason>& rs) {
+  for (auto r : {empty_reason::delayed, empty_reason::window_buffer,
+                 empty_reason::lease_held})
     if (std::find(rs.begin(), rs.end(), r) != rs.end())
       return r;
-  return rs.empty() ? core::empty_reason::no_partition
-                    : core::empty_reason::empty;
+  return rs.empty() ? empty_reason::no_partition : empty_reason::empty;
 }
 
 void step(queue_ptr self, std::shared_ptr<pop_run> run) {
@@ -359,7 +358,7 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
                 auto soon = self->clock().now() + restart_retry;
                 if (!at || soon < *at)
                   at = soon;
-                run->reasons.push_back(core::empty_reason::empty);
+                run->reasons.push_back(empty_reason::empty);
                 return step(self, run);
               }
               if (r.failure) {
@@ -510,7 +509,7 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
   auto rp = promise_for<queue_pop_reply>(self);
   if (self->state.deleted) {
     queue_pop_reply gone;
-    gone.reason = core::empty_reason::no_partition;
+    gone.reason = empty_reason::no_partition;
     rp.deliver(std::move(gone));
     return rp.later();
   }
@@ -815,7 +814,7 @@ on_delete_group(queue_ptr self, const delete_group_request& req) {
 // ----------------------------------------------------------
 
 /// How often a queue with `groupIdleSeconds` looks for idle groups.
-core::mono_clock::duration idle_sweep_interval(std::int64_t group_idle_s) {
+mono_clock::duration idle_sweep_interval(std::int64_t group_idle_s) {
   return std::chrono::seconds{std::clamp<std::int64_t>(group_idle_s, 1, 60)};
 }
 
@@ -1230,12 +1229,12 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
 
 caf::typed_response_promise<std::vector<ack_reply>>
 on_ack(queue_ptr self, const std::string& partition, const std::string& group,
-       std::vector<core::ack_request>& reqs) {
+       std::vector<ack_request>& reqs) {
   auto rp = promise_for<std::vector<ack_reply>>(self);
   auto it = self->state.partitions.find(partition);
   if (it == self->state.partitions.end()) {
     rp.deliver(std::vector<ack_reply>(
-        reqs.size(), ack_reply{core::ack_error::not_found, false, false, {}}));
+        reqs.size(), ack_reply{ack_error::not_found, false, false, {}}));
     return rp.later();
   }
   auto n = reqs.size();
@@ -1251,8 +1250,7 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
           },
           [rp, n](caf::error& err) mutable {
             rp.deliver(std::vector<ack_reply>(
-                n, ack_reply{core::ack_error::none, false, false,
-                             unreachable(err)}));
+                n, ack_reply{ack_error::none, false, false, unreachable(err)}));
           });
   return rp.later();
 }
@@ -1656,7 +1654,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
       [self](ack_atom, const std::string& partition, const std::string& group,
-             std::vector<core::ack_request>& reqs) {
+             std::vector<ack_request>& reqs) {
         return on_ack(self, partition, group, reqs);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
@@ -1745,15 +1743,14 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             oldest_atom::value, group);
         return rp.later();
       },
-      [self](
-          stage_atom, const std::string& partition, const std::string& group,
-          std::vector<core::ack_request>& reqs) -> caf::delegated<stage_reply> {
+      [self](stage_atom, const std::string& partition, const std::string& group,
+             std::vector<ack_request>& reqs) -> caf::delegated<stage_reply> {
         auto it = self->state.partitions.find(partition);
         if (it == self->state.partitions.end()) {
           auto rp = promise_for<stage_reply>(self);
           stage_reply refused;
           refused.refused
-              = core::stage_refusal{0, to_string(core::ack_error::not_found)};
+              = core::stage_refusal{0, to_string(ack_error::not_found)};
           rp.deliver(std::move(refused));
           return {};
         }

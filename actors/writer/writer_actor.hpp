@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
-#include "actors/writer/committer.hpp"
+#include "core/writer/committer.hpp"
 #include "storage/lmdb.hpp"
 
 namespace spool::actors {

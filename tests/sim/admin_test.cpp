@@ -23,7 +23,7 @@ struct admin_fixture : broker_sim {
                                      const std::string& partition,
                                      const std::string& group,
                                      const std::string& lease, offset off) {
-    core::ack_request a;
+    ack_request a;
     a.lease_id = lease;
     a.off = off;
     auto out = request<std::vector<actors::ack_reply>>(
@@ -170,7 +170,7 @@ TEST_CASE("group introspection shows committed, exact lag, time lag, the live "
   auto lease = *r.claimed[0].reply.lease;
   fx.advance(2s);
   REQUIRE(fx.ack("q", "p", "g", lease.id, offset{0})[0].error
-          == core::ack_error::none);
+          == ack_error::none);
   auto acked_at = fx.wall();
   fx.advance(3s);
   auto gs = fx.groups("g");
@@ -186,7 +186,7 @@ TEST_CASE("group introspection shows committed, exact lag, time lag, the live "
   CHECK(c.oldest_unconsumed_at == first.created_at);
   REQUIRE(c.lease);
   CHECK(c.lease->id == lease.id);
-  CHECK(c.lease->range == core::offset_range{offset{0}, offset{2}});
+  CHECK(c.lease->range == offset_range{offset{0}, offset{2}});
   // 300 s lease taken 5 s ago.
   CHECK(c.lease_expires_at == fx.wall() + 295'000'000);
   CHECK(c.last_activity == acked_at);
@@ -212,13 +212,12 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
   auto g = fx.pop("q", fx.pop_request("g", "p", 3));
   REQUIRE(g.claimed.size() == 1);
   auto lease = g.claimed[0].reply.lease->id;
-  REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error
-          == core::ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error == ack_error::none);
   auto h = fx.pop("q", fx.pop_request("h", "p", 1));
   REQUIRE(h.claimed.size() == 1);
   REQUIRE(
       fx.ack("q", "p", "h", h.claimed[0].reply.lease->id, offset{0})[0].error
-      == core::ack_error::none);
+      == ack_error::none);
   // g parks a wildcard pop: its lease holds the only partition.
   auto w = fx.pop_request("g");
   w.wait = true;
@@ -238,7 +237,7 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
   CHECK_FALSE(fx.stored_cursor("q", "p", "g"));
   // Its old lease is gone: a late ack fails.
   CHECK(fx.ack("q", "p", "g", lease, offset{1})[0].error
-        == core::ack_error::invalid_lease);
+        == ack_error::invalid_lease);
   // h is untouched.
   auto hc = fx.stored_cursor("q", "p", "h");
   REQUIRE(hc);
@@ -326,7 +325,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   auto g = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
-      == core::ack_error::none);
+      == ack_error::none);
   auto r = fx.purge("q", offset{2});
   REQUIRE_FALSE(r.failure);
   CHECK(r.partitions == 1);
@@ -338,8 +337,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   REQUIRE(next.claimed.size() == 1);
   CHECK(next.claimed[0].reply.messages[0].frame.off == offset{2});
   REQUIRE(next.claimed[0].reply.skipped);
-  CHECK(*next.claimed[0].reply.skipped
-        == core::offset_range{offset{1}, offset{1}});
+  CHECK(*next.claimed[0].reply.skipped == offset_range{offset{1}, offset{1}});
   // Below 4: the segment 3..4 is kept whole.
   REQUIRE_FALSE(fx.purge("q", offset{4}, "p").failure);
   CHECK(fx.info("q").queues.at(0).partitions.at(0).watermark == offset{3});
@@ -371,7 +369,7 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
   auto g = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "g", g.claimed.at(0).reply.lease->id, offset{0})[0].error
-      == core::ack_error::none);
+      == ack_error::none);
   auto h = fx.pop("q", fx.pop_request("h", "p", 1)); // holds its lease (300 s)
   REQUIRE(h.claimed.size() == 1);
   fx.advance(9s);
@@ -381,7 +379,7 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
   auto k = fx.pop("q", fx.pop_request("k", "p", 1));
   REQUIRE(
       fx.ack("q", "p", "k", k.claimed.at(0).reply.lease->id, offset{0})[0].error
-      == core::ack_error::none);
+      == ack_error::none);
   fx.advance(6s); // sweeps at 10 s (g idle 10 s: deleted) and 20 s (k: 5 s)
   CHECK_FALSE(fx.stored_cursor("q", "p", "g"));
   CHECK(fx.stored_cursor("q", "p", "h")); // idle, but its lease lives
@@ -427,10 +425,8 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   // g consumes the first segment: it can go to make room.
   auto g = fx.pop("q", fx.pop_request("g", "p", 2));
   auto lease = g.claimed.at(0).reply.lease->id;
-  REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error
-          == core::ack_error::none);
-  REQUIRE(fx.ack("q", "p", "g", lease, offset{1})[0].error
-          == core::ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", lease, offset{0})[0].error == ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", lease, offset{1})[0].error == ack_error::none);
   auto fits = push_one({"e"});
   REQUIRE_FALSE(fits.failure);
   CHECK(fits.results.at(0).result.off == offset{4});

@@ -119,7 +119,7 @@ TEST_CASE("the broker recovers every queue and its messages after a restart",
   auto none = fx.request<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"nope"}, req);
   REQUIRE(none);
-  CHECK(none->reason == core::empty_reason::no_partition);
+  CHECK(none->reason == empty_reason::no_partition);
 }
 
 TEST_CASE("an auto-created queue takes namespace and task from its name",

@@ -158,7 +158,7 @@ TEST_CASE("a changed leaseTime applies to the next lease of a live cursor",
   REQUIRE_FALSE(fx.configure("q", p).failure);
   // The running lease keeps its expiry: 10 s later it still holds.
   fx.advance(10s);
-  CHECK(fx.pop("q", "L2").reason == core::empty_reason::lease_held);
+  CHECK(fx.pop("q", "L2").reason == empty_reason::lease_held);
   fx.advance(290s);
   // Expired at 300 s; the redelivery takes a 10 s lease.
   auto second = fx.pop("q", "L3");

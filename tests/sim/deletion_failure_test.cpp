@@ -142,7 +142,7 @@ TEST_CASE("a failed group deletion answers the error and leaves the group "
   auto g = fx.pop("q", fx.pop_request("g", "p", 2));
   REQUIRE(g.claimed.size() == 1);
   auto lease = g.claimed[0].reply.lease->id;
-  REQUIRE(fx.ack("q", "p", "g", lease, 0) == core::ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", lease, 0) == ack_error::none);
   // g parks a wildcard pop: its lease holds the only partition.
   auto w = fx.pop_request("g", std::nullopt);
   w.wait = true;
@@ -173,7 +173,7 @@ TEST_CASE("a failed group deletion answers the error and leaves the group "
   // The parked pop is still parked, the lease still live: acking its last
   // frame ends it, and the parked pop gets the next frame.
   CHECK_FALSE(*parked);
-  CHECK(fx.ack("q", "p", "g", lease, 1) == core::ack_error::none);
+  CHECK(fx.ack("q", "p", "g", lease, 1) == ack_error::none);
   fx.run();
   REQUIRE(*parked);
   REQUIRE((*parked)->claimed.size() == 1);

@@ -55,10 +55,9 @@ struct dlq_fixture : broker_sim {
 
   actors::ack_reply ack(const std::string& q, const std::string& p,
                         const std::string& group, const actors::pop_reply& r,
-                        std::int64_t off,
-                        core::ack_status s = core::ack_status::completed,
+                        std::int64_t off, ack_status s = ack_status::completed,
                         std::string error = "boom") {
-    core::ack_request a;
+    ack_request a;
     REQUIRE(r.lease);
     a.lease_id = r.lease->id;
     a.off = offset{off};
@@ -66,7 +65,7 @@ struct dlq_fixture : broker_sim {
     a.error = std::move(error);
     auto res = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, q, p, group,
-        std::vector<core::ack_request>{a});
+        std::vector<ack_request>{a});
     REQUIRE(res);
     REQUIRE(res->size() == 1);
     REQUIRE(!res->front().failure);
@@ -78,7 +77,7 @@ struct dlq_fixture : broker_sim {
                 const std::string& group, const std::string& error = "bad") {
     auto r = pop(q, p, group, 100);
     for (auto& m : r.messages)
-      ack(q, p, group, r, m.frame.off.value, core::ack_status::dlq, error);
+      ack(q, p, group, r, m.frame.off.value, ack_status::dlq, error);
   }
 
   actors::dlq_list_reply list(core::dlq_query q) {
@@ -161,7 +160,7 @@ TEST_CASE("a requeued dead letter is delivered again to its group only, "
     auto r = fx.pop("q", "p", g);
     REQUIRE(fx.offsets(r) == std::vector<std::int64_t>{0, 1, 2});
     fx.ack("q", "p", g, r, 0);
-    fx.ack("q", "p", g, r, 1, core::ack_status::dlq, "bad b");
+    fx.ack("q", "p", g, r, 1, ack_status::dlq, "bad b");
     fx.ack("q", "p", g, r, 2);
   }
   auto g1 = fx.page(dlq_fixture::group("g1"));
@@ -176,7 +175,7 @@ TEST_CASE("a requeued dead letter is delivered again to its group only, "
   auto rq = fx.requeue(dlq_fixture::ids({id}));
   REQUIRE(!rq.failure);
   CHECK(rq.count == 1);
-  CHECK(fx.pop("q", "p", "g1").reason == core::empty_reason::lease_held);
+  CHECK(fx.pop("q", "p", "g1").reason == empty_reason::lease_held);
   CHECK(fx.page(dlq_fixture::group("g1")).items.at(0).entry.requeued);
   fx.ack("q", "p", "g1", held, 3);
   // Delivered alone, ahead of frame 4, with its original offset and ids.
@@ -195,7 +194,7 @@ TEST_CASE("a requeued dead letter is delivered again to its group only, "
   // The ordinary ack settles it although offset 1 is below committed, and
   // the entry leaves the DLQ.
   auto done = fx.ack("q", "p", "g1", again, 1);
-  CHECK(done.error == core::ack_error::none);
+  CHECK(done.error == ack_error::none);
   CHECK(done.lease_released);
   CHECK(fx.page(dlq_fixture::group("g1")).total == 0);
   CHECK(fx.stored().size() == 1); // g2's entry only
@@ -208,18 +207,18 @@ TEST_CASE("a requeued entry that fails past retryLimit returns to the DLQ",
   fx.make_queue("q", options(1));
   fx.push("q", "p", {"a", "b"});
   auto r = fx.pop("q", "p", "g", 1);
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "first");
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq, "first");
   auto id = fx.page({}).items.at(0).entry.id;
   REQUIRE(fx.requeue(dlq_fixture::ids({id})).count == 1);
   auto a = fx.pop("q", "p", "g");
   REQUIRE(fx.offsets(a) == std::vector<std::int64_t>{0});
   CHECK(a.messages[0].delivery_count == 1);
-  fx.ack("q", "p", "g", a, 0, core::ack_status::failed, "again 1");
+  fx.ack("q", "p", "g", a, 0, ack_status::failed, "again 1");
   CHECK(fx.page({}).items.at(0).entry.requeued); // still pending
   auto b = fx.pop("q", "p", "g");
   REQUIRE(fx.offsets(b) == std::vector<std::int64_t>{0});
   CHECK(b.messages[0].delivery_count == 2);
-  auto back = fx.ack("q", "p", "g", b, 0, core::ack_status::failed, "again 2");
+  auto back = fx.ack("q", "p", "g", b, 0, ack_status::failed, "again 2");
   CHECK(back.dead_lettered);
   auto entries = fx.page({});
   REQUIRE(entries.total == 1);
@@ -239,8 +238,8 @@ TEST_CASE("a pending requeue survives a restart, one leased at the restart "
   fx.make_queue("q", options(0));
   fx.push("q", "p", {"a", "b"});
   auto r = fx.pop("q", "p", "g");
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq);
-  fx.ack("q", "p", "g", r, 1, core::ack_status::dlq);
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq);
+  fx.ack("q", "p", "g", r, 1, ack_status::dlq);
   auto all = fx.page({});
   REQUIRE(all.total == 2);
   auto newer = all.items[0].entry.id; // offset 1
@@ -402,10 +401,10 @@ TEST_CASE("DLQ entries expire after dlqRetentionSeconds",
   fx.make_queue("q", o);
   fx.push("q", "p", {"a", "b"});
   auto r = fx.pop("q", "p", "g", 1);
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq);
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq);
   fx.advance(300s);
   auto s = fx.pop("q", "p", "g", 1);
-  fx.ack("q", "p", "g", s, 1, core::ack_status::dlq);
+  fx.ack("q", "p", "g", s, 1, ack_status::dlq);
   REQUIRE(fx.stored().size() == 2);
   fx.advance(299s);
   CHECK(fx.stored().size() == 2);
@@ -453,7 +452,7 @@ TEST_CASE("deadLetterQueue=false and dlqAfterMaxRetries=false drop the frame",
   for (auto q : {"drop", "keep"}) {
     fx.push(q, "p", {"a", "b"});
     auto r = fx.pop(q, "p", "g", 1);
-    auto a = fx.ack(q, "p", "g", r, 0, core::ack_status::failed);
+    auto a = fx.ack(q, "p", "g", r, 0, ack_status::failed);
     CHECK(a.dead_lettered);
     // Either way the frame counts as done.
     CHECK(fx.offsets(fx.pop(q, "p", "g")) == std::vector<std::int64_t>{1});
@@ -474,8 +473,8 @@ TEST_CASE("a requeued entry deleted while pending is forgotten, with autoAck "
   fx.make_queue("q", options());
   fx.push("q", "p", {"a", "b", "c"});
   auto r = fx.pop("q", "p", "g", 2);
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq);
-  fx.ack("q", "p", "g", r, 1, core::ack_status::dlq);
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq);
+  fx.ack("q", "p", "g", r, 1, ack_status::dlq);
   auto all = fx.page({});
   REQUIRE(all.total == 2);
   REQUIRE(fx.requeue(dlq_fixture::group("g")).count == 2);
@@ -528,7 +527,7 @@ TEST_CASE("deleting a group forgets its pending requeues: their entries stay "
   fx.make_queue("q", options());
   fx.push("q", "p", {"a", "b"});
   auto r = fx.pop("q", "p", "g");
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad a");
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq, "bad a");
   fx.ack("q", "p", "g", r, 1);
   auto id = fx.page(dlq_fixture::group("g")).items.at(0).entry.id;
   fx.push("q", "p", {"c"});
@@ -552,7 +551,7 @@ TEST_CASE("a requeue puts the entry's partition back among the candidates of "
   fx.make_queue("q", options());
   fx.push("q", "p", {"a"});
   auto r = fx.pop("q", "p", "g", 1);
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad");
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq, "bad");
   auto wildcard = [&] {
     actors::queue_pop_request req;
     req.group = "g";
@@ -580,7 +579,7 @@ TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
   fx.make_queue("q", options());
   fx.push("q", "p", {"a"});
   auto r = fx.pop("q", "p", "g", 1);
-  fx.ack("q", "p", "g", r, 0, core::ack_status::dlq, "bad");
+  fx.ack("q", "p", "g", r, 0, ack_status::dlq, "bad");
   // More entries of the group on p than one cursor keeps pending, written
   // straight to the store (as many failures over time would leave them).
   auto stored = fx.stored();

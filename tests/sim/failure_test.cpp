@@ -46,18 +46,19 @@ struct fault_sim : broker_sim {
     return r.claimed.front().reply;
   }
 
-  std::vector<actors::ack_reply>
-  ack(const std::string& q, const std::string& p, const std::string& group,
-      std::optional<std::string> lease_id, std::int64_t off,
-      core::ack_status s = core::ack_status::completed) {
-    core::ack_request a;
+  std::vector<actors::ack_reply> ack(const std::string& q, const std::string& p,
+                                     const std::string& group,
+                                     std::optional<std::string> lease_id,
+                                     std::int64_t off,
+                                     ack_status s = ack_status::completed) {
+    ack_request a;
     a.lease_id = std::move(lease_id);
     a.off = offset{off};
     a.status = s;
     a.error = "boom";
     auto r = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, q, p, group,
-        std::vector<core::ack_request>{a});
+        std::vector<ack_request>{a});
     REQUIRE(r);
     return *r;
   }
@@ -150,7 +151,7 @@ TEST_CASE("a failed maxWait dead-letter write leaves the cursor serving",
   fx.push("a", "P", {"x"});
   REQUIRE(fx.offsets(fx.pop("a", "P", "g")).empty() == false);
   REQUIRE(fx.ack("a", "P", "g", std::nullopt, 0).front().error
-          == core::ack_error::none);
+          == ack_error::none);
   fx.push("a", "P", {"late"});
   fx.fail_next_cursor_write();
   fx.advance(75s); // overdue: the dead-letter write fails
@@ -199,7 +200,7 @@ TEST_CASE("a failed ack changes nothing: its leaseless retry writes it",
   REQUIRE(failed.front().failure);
   auto writes = fx.gate_st->batches;
   auto retried = fx.ack("a", "P", "g", std::nullopt, 0);
-  CHECK(retried.front().error == core::ack_error::none);
+  CHECK(retried.front().error == ack_error::none);
   CHECK_FALSE(retried.front().failure);
   CHECK(fx.gate_st->batches > writes); // the retry wrote the ack
   fx.require_memory_equals_store("a", "g");
@@ -405,21 +406,21 @@ TEST_CASE("an ack with delayMs out of range is refused and changes nothing",
   fx.push("q", "P", {"x"});
   auto r = fx.pop("q", "P", "g");
   REQUIRE(r.lease);
-  core::ack_request a;
+  ack_request a;
   a.lease_id = r.lease->id;
   a.off = offset{0};
-  a.status = core::ack_status::failed;
+  a.status = ack_status::failed;
   a.delay = std::chrono::milliseconds{86'400'001};
   auto res = fx.request<std::vector<actors::ack_reply>>(
       fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
-      std::string{"g"}, std::vector<core::ack_request>{a});
+      std::string{"g"}, std::vector<ack_request>{a});
   REQUIRE(res);
   REQUIRE(res->front().failure);
   CHECK(res->front().failure->message
         == "acks[0].delayMs must be between 0 and 86400000, got 86400001");
   // The lease is untouched: a completed ack of it still works.
   auto done = fx.ack("q", "P", "g", r.lease->id, 0);
-  CHECK(done.front().error == core::ack_error::none);
+  CHECK(done.front().error == ack_error::none);
   CHECK_FALSE(done.front().failure);
 }
 
@@ -444,7 +445,7 @@ TEST_CASE("a pop meeting a lease whose write is in flight answers lease_held "
   REQUIRE(fx.gate_st->held.size() == 1);
   auto second = fx.pop_reply("a", "P", "g");
   REQUIRE(second.claimed.empty());
-  CHECK(second.reason == core::empty_reason::lease_held);
+  CHECK(second.reason == empty_reason::lease_held);
   fx.gate_st->fail_held = true;
   caf::anon_send(fx.gated, actors::flush_atom::value);
   fx.run();
@@ -675,12 +676,12 @@ TEST_CASE("a failed idle-expiry deletion leaves the group registered, its "
   fx.push("q", "P", {"x", "y"});
   auto p = fx.pop("q", "P", "g", 1);
   REQUIRE(p.lease);
-  core::ack_request a;
+  ack_request a;
   a.lease_id = p.lease->id;
   a.off = storage::offset{0};
   auto acked = fx.request<std::vector<actors::ack_reply>>(
       fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
-      std::string{"g"}, std::vector<core::ack_request>{a});
+      std::string{"g"}, std::vector<ack_request>{a});
   REQUIRE(acked);
   fault_plan f;
   f.when = [](const storage::write_batch& b) {
@@ -748,7 +749,7 @@ TEST_CASE("a cursor that dies with a seek staged is respawned only after the "
   for (auto p : {"P1", "P2"}) {
     auto r = fx.pop("a", p, "g", 1);
     REQUIRE(fx.ack("a", p, "g", r.lease->id, 0).front().error
-            == core::ack_error::none);
+            == ack_error::none);
   }
   fx.gate_st->closed = true;
   // P2's cursor is busy with a pop whose write is held: the seek's stage
@@ -814,7 +815,7 @@ dead_stage kill_cursor_with_txn_staged(fault_sim& fx, const std::string& q1,
   auto l1 = fx.pop(q1, "P1", "g", 2).lease->id;
   auto l2 = fx.pop(q2, "P2", "g", 2).lease->id;
   fx.gate_st->closed = true;
-  core::ack_request y0;
+  ack_request y0;
   y0.lease_id = l2;
   y0.off = offset{0};
   dead_stage out;

@@ -32,9 +32,8 @@ struct fault_fixture : broker_sim {
   actors::ack_reply ack_reply(const std::string& q, const std::string& p,
                               const std::string& group,
                               const std::string& lease, std::int64_t off,
-                              core::ack_status s
-                              = core::ack_status::completed) {
-    core::ack_request a;
+                              ack_status s = ack_status::completed) {
+    ack_request a;
     a.lease_id = lease;
     a.off = storage::offset{off};
     a.status = s;
@@ -47,10 +46,9 @@ struct fault_fixture : broker_sim {
   }
 
   /// Acks one frame (its write must succeed); the ack's error.
-  core::ack_error ack(const std::string& q, const std::string& p,
-                      const std::string& group, const std::string& lease,
-                      std::int64_t off,
-                      core::ack_status s = core::ack_status::completed) {
+  ack_error ack(const std::string& q, const std::string& p,
+                const std::string& group, const std::string& lease,
+                std::int64_t off, ack_status s = ack_status::completed) {
     auto r = ack_reply(q, p, group, lease, off, s);
     REQUIRE_FALSE(r.failure);
     return r.error;
@@ -63,7 +61,7 @@ struct fault_fixture : broker_sim {
     for (auto& c : r.claimed)
       for (auto& m : c.reply.messages)
         REQUIRE(ack(q, p, group, c.reply.lease->id, m.frame.off.value)
-                == core::ack_error::none);
+                == ack_error::none);
   }
 
   /// Partition p of q as the queue's actors hold it (memory).

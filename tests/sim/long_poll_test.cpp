@@ -83,10 +83,10 @@ TEST_CASE("a parked pop wakes when a retryDelay ends", "[sim][long-poll]") {
   auto first = fx.pop(fx.req());
   REQUIRE(first.claimed.size() == 1);
   auto parked = fx.park();
-  core::ack_request fail;
+  ack_request fail;
   fail.lease_id = first.claimed[0].reply.lease->id;
   fail.off = offset{0};
-  fail.status = core::ack_status::failed;
+  fail.status = ack_status::failed;
   auto acked = fx.request<std::vector<actors::ack_reply>>(
       fx.broker, actors::ack_atom::value, std::string{"q"},
       std::string{"Default"}, std::string{"g"}, std::vector{fail});
@@ -109,7 +109,7 @@ TEST_CASE("a parked pop wakes when a delayedProcessing frame becomes visible",
   o.delayed_processing_s = 10;
   fx.configure(o);
   fx.push("a");
-  CHECK(fx.pop(fx.req()).reason == core::empty_reason::delayed);
+  CHECK(fx.pop(fx.req()).reason == empty_reason::delayed);
   auto parked = fx.park();
   fx.advance(10s - 1ms);
   CHECK_FALSE(*parked);
@@ -237,14 +237,14 @@ TEST_CASE("an unwritable pop response releases its lease at once and counts "
   REQUIRE(again.claimed.size() == 1);
   CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
   // The late ack of the released lease fails.
-  core::ack_request a;
+  ack_request a;
   a.lease_id = lease;
   a.off = offset{0};
   auto acked = fx.request<std::vector<actors::ack_reply>>(
       fx.broker, actors::ack_atom::value, std::string{"q"},
       std::string{"Default"}, std::string{"g"}, std::vector{a});
   REQUIRE(acked);
-  CHECK(acked->at(0).error == core::ack_error::invalid_lease);
+  CHECK(acked->at(0).error == ack_error::invalid_lease);
 }
 
 TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
@@ -268,14 +268,14 @@ TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
   REQUIRE(*parked);
   CHECK((*parked)->claimed.empty());
   // The held lease is untouched: its ack succeeds.
-  core::ack_request a;
+  ack_request a;
   a.lease_id = held.claimed[0].reply.lease->id;
   a.off = offset{0};
   auto acked = fx.request<std::vector<actors::ack_reply>>(
       fx.broker, actors::ack_atom::value, std::string{"q"},
       std::string{"Default"}, std::string{"g"}, std::vector{a});
   REQUIRE(acked);
-  CHECK(acked->at(0).error == core::ack_error::none);
+  CHECK(acked->at(0).error == ack_error::none);
   // The slot is free again.
   auto next = fx.request_later<actors::queue_pop_reply>(
       fx.broker, actors::pop_atom::value, std::string{"q"}, fx.req(true));
@@ -302,7 +302,7 @@ TEST_CASE("a push that lands while a pop is still running wakes it: no "
   auto first = fx.pop(both);
   REQUIRE(first.claimed.size() == 2);
   for (auto& c : first.claimed) {
-    core::ack_request a;
+    ack_request a;
     a.lease_id = c.reply.lease->id;
     a.off = offset{0};
     REQUIRE(fx.request<std::vector<actors::ack_reply>>(

@@ -289,18 +289,18 @@ struct model_fixture : broker_sim {
     std::advance(it, rng() % leases.size());
     auto [k, l] = *it;
     auto& [q, p, g] = k;
-    std::vector<core::ack_request> acks;
+    std::vector<ack_request> acks;
     if (fail) {
-      core::ack_request a;
+      ack_request a;
       a.lease_id = l.id;
       a.off = offset{l.offsets[rng() % l.offsets.size()]};
-      a.status = core::ack_status::failed;
+      a.status = ack_status::failed;
       a.error = "model failure";
       acks.push_back(a);
     } else {
       for (auto o : l.offsets)
         if (rng() % 4 != 0) {
-          core::ack_request a;
+          ack_request a;
           a.lease_id = l.id;
           a.off = offset{o};
           acks.push_back(a);
@@ -320,7 +320,7 @@ struct model_fixture : broker_sim {
     bool released = false;
     for (std::size_t i = 0; i < acks.size(); ++i) {
       REQUIRE(!(*r)[i].failure);
-      REQUIRE((*r)[i].error == core::ack_error::none);
+      REQUIRE((*r)[i].error == ack_error::none);
       released = released || (*r)[i].lease_released;
       if (!fail)
         completed[k].insert(acks[i].off.value);
@@ -460,9 +460,9 @@ struct model_fixture : broker_sim {
           REQUIRE(r);
           for (auto& c : r->claimed) {
             any = true;
-            std::vector<core::ack_request> acks;
+            std::vector<ack_request> acks;
             for (auto& m : c.reply.messages) {
-              core::ack_request a;
+              ack_request a;
               a.lease_id = c.reply.lease->id;
               a.off = m.frame.off;
               acks.push_back(a);

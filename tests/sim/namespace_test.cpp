@@ -50,7 +50,7 @@ struct ns_fixture : broker_sim {
     if (out->reply.claimed.empty())
       return "";
     auto& c = out->reply.claimed[0];
-    core::ack_request a;
+    ack_request a;
     a.lease_id = c.reply.lease->id;
     a.off = c.reply.messages.at(0).frame.off;
     auto acked = request<std::vector<actors::ack_reply>>(
@@ -80,7 +80,7 @@ TEST_CASE("a namespace pop serves the queue with the highest priority first",
   auto none = fx.request<actors::namespace_pop_reply>(
       fx.broker, actors::pop_atom::value, fx.req("nobody"));
   REQUIRE(none);
-  CHECK(none->reply.reason == core::empty_reason::no_partition);
+  CHECK(none->reply.reason == empty_reason::no_partition);
 }
 
 TEST_CASE("a namespace pop serves a queue starved past maxStarvationSeconds "

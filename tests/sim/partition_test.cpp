@@ -92,9 +92,9 @@ struct partition_fixture : sim_fixture {
   }
 
   actors::ack_reply ack(const actors::pop_reply& p, std::int64_t off,
-                        core::ack_status status = core::ack_status::completed,
+                        ack_status status = ack_status::completed,
                         std::string group = "g") {
-    core::ack_request a;
+    ack_request a;
     a.lease_id = p.lease ? std::optional{p.lease->id} : std::nullopt;
     a.off = offset{off};
     a.status = status;
@@ -153,7 +153,7 @@ TEST_CASE("a pop while the group's lease is live answers lease_held and "
   fx.pop(1);
   auto again = fx.pop(1);
   CHECK(again.messages.empty());
-  CHECK(again.reason == core::empty_reason::lease_held);
+  CHECK(again.reason == empty_reason::lease_held);
   auto other = fx.pop(3, "other");
   CHECK(offsets(other) == std::vector<std::int64_t>{0, 1, 2});
 }
@@ -164,7 +164,7 @@ TEST_CASE("a lease expires at exactly leaseTime on the actor clock",
   fx.push(msgs(2));
   auto first = fx.pop(1);
   fx.advance(30s - 1ms);
-  CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
+  CHECK(fx.pop(1).reason == empty_reason::lease_held);
   fx.advance(1ms); // the cursor's one timer fires
   CHECK(fx.stored_cursor().counters.at(0).failures == 1);
   auto again = fx.pop(1);
@@ -178,7 +178,7 @@ TEST_CASE("acks commit the contiguous prefix durably before answering",
   partition_fixture fx;
   fx.push(msgs(4));
   auto p = fx.pop(4);
-  CHECK(fx.ack(p, 1).error == core::ack_error::none);
+  CHECK(fx.ack(p, 1).error == ack_error::none);
   CHECK(fx.stored_cursor().committed == offset{-1});
   fx.ack(p, 0);
   CHECK(fx.stored_cursor().committed == offset{1});
@@ -187,7 +187,7 @@ TEST_CASE("acks commit the contiguous prefix durably before answering",
   CHECK(last.lease_released);
   CHECK(fx.stored_cursor().committed == offset{3});
   CHECK(!fx.stored_cursor().leased);
-  CHECK(fx.ack(actors::pop_reply{}, 9).error == core::ack_error::not_found);
+  CHECK(fx.ack(actors::pop_reply{}, 9).error == ack_error::not_found);
 }
 
 TEST_CASE("autoAck commits what the pop returns, durably, before answering",
@@ -208,7 +208,7 @@ TEST_CASE("autoAck obeys a lease held by another pop of the group",
   fx.pop(1);
   auto p = fx.pop(2, "g", true);
   CHECK(p.messages.empty());
-  CHECK(p.reason == core::empty_reason::lease_held);
+  CHECK(p.reason == empty_reason::lease_held);
 }
 
 TEST_CASE("a failed ack past retryLimit stores the message in the group's "
@@ -219,7 +219,7 @@ TEST_CASE("a failed ack past retryLimit stores the message in the group's "
   for (int i = 0; i < 3; ++i) {
     auto p = fx.pop(2);
     REQUIRE(offsets(p).front() == 0);
-    auto r = fx.ack(p, 0, core::ack_status::failed);
+    auto r = fx.ack(p, 0, ack_status::failed);
     CHECK(r.dead_lettered == (i == 2));
   }
   std::vector<storage::dlq_entry> dlq;
@@ -250,7 +250,7 @@ TEST_CASE("after a restart every lease is gone and its batch is delivered "
   CHECK(p.messages[0].delivery_count == 2);
   CHECK(p.lease->epoch > before.lease->epoch);
   // The old lease is gone for good.
-  CHECK(fx.ack(before, 1).error == core::ack_error::invalid_lease);
+  CHECK(fx.ack(before, 1).error == ack_error::invalid_lease);
 }
 
 TEST_CASE("a failed ack redelivers the unsettled remainder after retryDelay",
@@ -261,8 +261,8 @@ TEST_CASE("a failed ack redelivers the unsettled remainder after retryDelay",
   fx.push(msgs(3));
   auto p = fx.pop(3);
   fx.ack(p, 0);
-  fx.ack(p, 1, core::ack_status::failed);
-  CHECK(fx.pop(3).reason == core::empty_reason::delayed);
+  fx.ack(p, 1, ack_status::failed);
+  CHECK(fx.pop(3).reason == empty_reason::delayed);
   fx.advance(500ms);
   CHECK(offsets(fx.pop(3)) == std::vector<std::int64_t>{1, 2});
 }
@@ -273,7 +273,7 @@ TEST_CASE("delayedProcessing keeps frames invisible until they are old enough",
   fx.options.delayed_processing_s = 10;
   fx.spawn();
   fx.push(msgs(2));
-  CHECK(fx.pop(2).reason == core::empty_reason::delayed);
+  CHECK(fx.pop(2).reason == empty_reason::delayed);
   fx.advance(10s);
   CHECK(offsets(fx.pop(2)) == std::vector<std::int64_t>{0, 1});
 }
@@ -288,10 +288,10 @@ TEST_CASE("a lease extend keeps the lease past leaseTime",
                                             std::string{"g"}, p.lease->id,
                                             std::chrono::milliseconds{60'000});
   REQUIRE(r);
-  CHECK(r->error == core::extend_error::none);
+  CHECK(r->error == extend_error::none);
   fx.advance(30s); // past the original expiry
-  CHECK(fx.pop(1).reason == core::empty_reason::lease_held);
-  CHECK(fx.ack(p, 0).error == core::ack_error::none);
+  CHECK(fx.pop(1).reason == empty_reason::lease_held);
+  CHECK(fx.ack(p, 0).error == ack_error::none);
 }
 
 TEST_CASE("a lease extend is written: the group's activity survives a restart",
@@ -305,7 +305,7 @@ TEST_CASE("a lease extend is written: the group's activity survives a restart",
                                             std::string{"g"}, p.lease->id,
                                             std::chrono::milliseconds{60'000});
   REQUIRE(r);
-  REQUIRE(r->error == core::extend_error::none);
+  REQUIRE(r->error == extend_error::none);
   REQUIRE_FALSE(r->failure);
   CHECK(fx.stored_cursor().last_activity == popped_at + 20'000'000);
 }
@@ -341,7 +341,7 @@ TEST_CASE("a list of acks is settled with one write and one reply per item",
   partition_fixture fx;
   fx.push(msgs(3));
   auto p = fx.pop(3);
-  std::vector<core::ack_request> acks(4);
+  std::vector<ack_request> acks(4);
   for (std::int64_t i = 0; i < 4; ++i) {
     acks[i].lease_id = p.lease->id;
     acks[i].off = offset{i < 3 ? i : 7};
@@ -350,9 +350,9 @@ TEST_CASE("a list of acks is settled with one write and one reply per item",
       fx.part, actors::ack_atom::value, std::string{"g"}, acks);
   REQUIRE(r);
   REQUIRE(r->size() == 4);
-  CHECK((*r)[0].error == core::ack_error::none);
+  CHECK((*r)[0].error == ack_error::none);
   CHECK((*r)[2].lease_released);
-  CHECK((*r)[3].error == core::ack_error::invalid_lease); // lease ended at [2]
+  CHECK((*r)[3].error == ack_error::invalid_lease); // lease ended at [2]
   CHECK(fx.stored_cursor().committed == offset{2});
 }
 
@@ -373,7 +373,7 @@ TEST_CASE("a group deletion's second phase spares a cursor created after its "
   // Second phase: must not end the new cursor (nor lose its lease).
   caf::anon_send(fx.part, actors::delete_atom::value, std::string{"g"}, true);
   fx.run();
-  CHECK(fx.ack(r, 0).error == core::ack_error::none);
+  CHECK(fx.ack(r, 0).error == ack_error::none);
   CHECK(fx.stored_cursor().committed == offset{0});
 }
 
@@ -396,7 +396,7 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   CHECK(fx.stored_cursor().committed == offset{1});
   auto r = fx.pop(1);
   REQUIRE(offsets(r) == std::vector<std::int64_t>{2});
-  CHECK(fx.ack(r, 2).error == core::ack_error::none);
+  CHECK(fx.ack(r, 2).error == ack_error::none);
   // Without activity since the cutoff, the same guard lets it go.
   fx.advance(1s);
   auto later = fx.request<actors::delete_vote>(
@@ -413,13 +413,13 @@ TEST_CASE("a registration seeds a partition whose cursor was spawned but never "
   fx.push({msg("a"), msg("b")});
   // A late ack (e.g. after the group was deleted) spawns the cursor; its
   // lease is unknown, so nothing is stored.
-  core::ack_request a;
+  ack_request a;
   a.lease_id = "gone";
   a.off = offset{0};
   auto acked = fx.request<std::vector<actors::ack_reply>>(
       fx.part, actors::ack_atom::value, std::string{"g"}, std::vector{a});
   REQUIRE(acked);
-  REQUIRE(acked->front().error != core::ack_error::none);
+  REQUIRE(acked->front().error != ack_error::none);
   // The group registers with `new`: the seed is this partition's last
   // offset, and the queue writes it.
   storage::subscription_record rec;
@@ -451,7 +451,7 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
   partition_fixture fx;
   fx.push({msg("a"), msg("b")});
   auto stage = [&](const actors::pop_reply& p) {
-    core::ack_request a;
+    ack_request a;
     a.lease_id = p.lease->id;
     a.off = offset{0};
     auto r = fx.request<actors::stage_reply>(fx.part, actors::stage_atom::value,

@@ -82,9 +82,9 @@ struct queue_fixture : sim_fixture {
 
   void ack_all(const actors::queue_pop_reply& r) {
     for (auto& c : r.claimed) {
-      std::vector<core::ack_request> acks;
+      std::vector<ack_request> acks;
       for (auto& m : c.reply.messages) {
-        core::ack_request a;
+        ack_request a;
         a.lease_id = c.reply.lease->id;
         a.off = m.frame.off;
         acks.push_back(a);
@@ -93,7 +93,7 @@ struct queue_fixture : sim_fixture {
           queue, actors::ack_atom::value, c.partition, std::string{"g"}, acks);
       REQUIRE(res);
       for (auto& x : *res)
-        REQUIRE(x.error == core::ack_error::none);
+        REQUIRE(x.error == ack_error::none);
     }
   }
 };
@@ -181,8 +181,8 @@ TEST_CASE("a pop on a partition that does not exist answers no_partition",
   queue_fixture fx;
   auto r = fx.req();
   r.partition = "nope";
-  CHECK(fx.pop(r).reason == core::empty_reason::no_partition);
-  CHECK(fx.pop(fx.req()).reason == core::empty_reason::no_partition);
+  CHECK(fx.pop(r).reason == empty_reason::no_partition);
+  CHECK(fx.pop(fx.req()).reason == empty_reason::no_partition);
 }
 
 TEST_CASE("a parked pop is answered as soon as a push lands",
@@ -269,7 +269,7 @@ TEST_CASE("a pop reaching a deleted queue's coordinator is answered at once, "
     REQUIRE(**p); // not parked for the grace period
     CHECK_FALSE((**p)->failure);
     CHECK((**p)->claimed.empty());
-    CHECK((**p)->reason == core::empty_reason::no_partition);
+    CHECK((**p)->reason == empty_reason::no_partition);
   }
   auto t = fx.store.store->db().read();
   REQUIRE(t);

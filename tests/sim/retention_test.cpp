@@ -52,8 +52,8 @@ struct retention_fixture : broker_sim {
 
   actors::ack_reply ack(const std::string& group, const actors::pop_reply& r,
                         std::int64_t off,
-                        core::ack_status s = core::ack_status::completed) {
-    core::ack_request a;
+                        ack_status s = ack_status::completed) {
+    ack_request a;
     REQUIRE(r.lease);
     a.lease_id = r.lease->id;
     a.off = offset{off};
@@ -61,7 +61,7 @@ struct retention_fixture : broker_sim {
     a.error = "boom";
     auto res = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, std::string{"q"}, std::string{"p"},
-        group, std::vector<core::ack_request>{a});
+        group, std::vector<ack_request>{a});
     REQUIRE(res);
     REQUIRE(res->size() == 1);
     REQUIRE_FALSE(res->front().failure);
@@ -72,7 +72,7 @@ struct retention_fixture : broker_sim {
   void consume(const std::string& group) {
     auto r = pop(group, 100);
     for (auto& m : r.messages)
-      REQUIRE(ack(group, r, m.frame.off.value).error == core::ack_error::none);
+      REQUIRE(ack(group, r, m.frame.off.value).error == ack_error::none);
   }
 
   actors::queue_info queue() {
@@ -294,7 +294,7 @@ TEST_CASE("maxWaitTimeSeconds sends what a lagging group has not consumed to "
   CHECK(fx.dlq("fast").empty()); // consumed in time
   CHECK(fx.metrics->max_wait_dead_letters == 2);
   // The leased frame is judged when its lease ends: a retry ends it.
-  fx.ack("slow", slow, 0, core::ack_status::retry);
+  fx.ack("slow", slow, 0, ack_status::retry);
   CHECK(fx.offsets(fx.dlq("slow")) == std::vector<std::int64_t>{0, 1, 2});
   // Nothing is left to deliver to slow.
   CHECK(fx.pop("slow").messages.empty());
@@ -379,8 +379,7 @@ TEST_CASE("completedRetentionSeconds deletes nothing a live cursor's staged "
   // Settled: once h consumed again, retention deletes (nothing is left
   // holding it back).
   for (auto& m : again.messages)
-    REQUIRE(fx.ack("h", again, m.frame.off.value).error
-            == core::ack_error::none);
+    REQUIRE(fx.ack("h", again, m.frame.off.value).error == ack_error::none);
   fx.advance(60s);
   CHECK(fx.watermark() == offset{2});
 }
@@ -450,7 +449,7 @@ TEST_CASE("a cursor below the watermark resumes at the oldest retained "
   auto r = fx.pop("g");
   CHECK(fx.offsets(r) == std::vector<std::int64_t>{2, 3});
   REQUIRE(r.skipped);
-  CHECK(*r.skipped == core::offset_range{offset{1}, offset{1}});
+  CHECK(*r.skipped == offset_range{offset{1}, offset{1}});
   CHECK(fx.metrics->retention_skipped == 1);
   // Deleted data cannot be replayed: browsing reports the gap.
   actors::browse_request b;

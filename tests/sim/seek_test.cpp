@@ -83,9 +83,8 @@ struct seek_fixture : broker_sim {
 
   actors::ack_reply ack(const std::string& queue, const std::string& partition,
                         const std::string& group, const std::string& lease,
-                        offset off,
-                        core::ack_status status = core::ack_status::completed) {
-    core::ack_request a;
+                        offset off, ack_status status = ack_status::completed) {
+    ack_request a;
     a.lease_id = lease;
     a.off = off;
     a.status = status;
@@ -104,7 +103,7 @@ struct seek_fixture : broker_sim {
     REQUIRE(r.lease);
     for (auto off : offsets(r))
       REQUIRE(ack(queue, partition, group, r.lease->id, off).error
-              == core::ack_error::none);
+              == ack_error::none);
   }
 
   actors::seek_reply seek(const std::string& queue, const std::string& group,
@@ -396,7 +395,7 @@ TEST_CASE("A seek releases any live lease, so a late ack of the abandoned "
   REQUIRE(first.lease);
   // A failure charges offset 0 (retry budget) and ends the lease.
   REQUIRE(fx.ack("q", "Default", "g", first.lease->id, offset{0},
-                 core::ack_status::failed)
+                 ack_status::failed)
               .lease_released);
   auto second = fx.pop("q", "Default", "g", 3);
   REQUIRE(second.lease);
@@ -409,7 +408,7 @@ TEST_CASE("A seek releases any live lease, so a late ack of the abandoned "
   CHECK_FALSE(rec->leased);
   CHECK(rec->lease_epoch > epoch);
   CHECK(fx.ack("q", "Default", "g", second.lease->id, offset{0}).error
-        == core::ack_error::invalid_lease);
+        == ack_error::invalid_lease);
   auto third = fx.pop("q", "Default", "g", 3);
   REQUIRE(third.lease);
   CHECK(third.messages.front().delivery_count == 1);
@@ -423,7 +422,7 @@ TEST_CASE("Give up on a stuck batch: seeking abandons an in-flight claim "
   fx.push("q", "Default", 10);
   auto stuck = fx.pop("q", "Default", "g", 5);
   REQUIRE(stuck.lease);
-  CHECK(fx.pop("q", "Default", "g").reason == core::empty_reason::lease_held);
+  CHECK(fx.pop("q", "Default", "g").reason == empty_reason::lease_held);
   REQUIRE_FALSE(fx.seek("q", "g", fx.to_offset(5)).failure); // skip it
   auto next = fx.pop("q", "Default", "g", 5);
   CHECK(fx.offsets(next)
@@ -457,7 +456,7 @@ TEST_CASE("A seek affects exactly one consumer group: every other group's "
   CHECK(fx.cursor("q", "Default", "b") == b_before);
   // b's lease is still live.
   CHECK(fx.ack("q", "Default", "b", held.lease->id, offset{0}).error
-        == core::ack_error::none);
+        == ack_error::none);
 }
 
 TEST_CASE("Replay begins on the next poll: a parked pop of the group is "
@@ -544,7 +543,7 @@ TEST_CASE("A dry run answers the positions and writes nothing", "[sim][seek]") {
   REQUIRE(listed);
   CHECK(listed->cursors.size() == 1); // no cursor created on p2
   CHECK(fx.ack("q", "p1", "g", live.lease->id, offset{5}).error
-        == core::ack_error::none);
+        == ack_error::none);
 }
 
 TEST_CASE("A seek writes no subscription record: the group's first pop "
@@ -683,7 +682,7 @@ TEST_CASE("A seek waits for a transaction staged on the cursor, and for a "
   REQUIRE(lease);
   fx.close_gate();
   core::txn_request txn;
-  core::ack_request a;
+  ack_request a;
   a.lease_id = lease->id;
   a.off = offset{0};
   txn.ops.push_back(core::txn_ack_op{"q", "Default", "g", a});
@@ -815,7 +814,7 @@ TEST_CASE("A seek held for a group whose stored row records a lease lost to "
   // The consumer's late ack for the lease lost to the restart changes
   // nothing.
   auto late = fx.ack("q", "p", "g", first.lease->id, offset{0});
-  CHECK(late.error != core::ack_error::none);
+  CHECK(late.error != ack_error::none);
   CHECK(fx.committed("q", "p", "g") == offset{-1});
   // The replay delivers everything as new: the lost lease charged nothing.
   auto again = fx.pop("q", "p", "g", 3);
@@ -920,7 +919,7 @@ TEST_CASE("Changing the stored subscription updates the timestamp of every "
   CHECK(fx.cursor("q1", "Default", "g") == c1);
   CHECK(fx.cursor("q2", "Default", "g") == c2);
   CHECK(fx.ack("q2", "Default", "g", lease->id, offset{0}).error
-        == core::ack_error::none); // no lease touched
+        == ack_error::none); // no lease touched
   auto none = fx.update_subscription("nobody", ts);
   REQUIRE_FALSE(none.failure);
   CHECK(none.rows_updated == 0);

@@ -58,10 +58,10 @@ struct sub_fixture : broker_sim {
     std::map<std::string, std::vector<std::int64_t>> got;
     for (auto& c : out->claimed) {
       auto& offs = got[c.partition];
-      std::vector<core::ack_request> acks;
+      std::vector<ack_request> acks;
       for (auto& m : c.reply.messages) {
         offs.push_back(m.frame.off.value);
-        core::ack_request a;
+        ack_request a;
         a.lease_id = r.lease_id;
         a.off = m.frame.off;
         acks.push_back(a);

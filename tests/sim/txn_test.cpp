@@ -110,7 +110,7 @@ struct txn_fixture : sim_fixture {
   }
 
   /// The lease of a pop that must have delivered.
-  core::lease_info lease_of(const actors::queue_pop_reply& r) {
+  lease_info lease_of(const actors::queue_pop_reply& r) {
     REQUIRE(r.claimed.size() == 1);
     REQUIRE(r.claimed[0].reply.lease);
     return *r.claimed[0].reply.lease;
@@ -123,9 +123,8 @@ struct txn_fixture : sim_fixture {
     return *r;
   }
 
-  std::vector<actors::ack_reply> plain_ack(const std::string& q,
-                                           const std::string& group,
-                                           core::ack_request a) {
+  std::vector<actors::ack_reply>
+  plain_ack(const std::string& q, const std::string& group, ack_request a) {
     auto r = request<std::vector<actors::ack_reply>>(
         broker, actors::ack_atom::value, q, std::string{"Default"}, group,
         std::vector{a});
@@ -176,8 +175,8 @@ struct txn_fixture : sim_fixture {
 };
 
 core::txn_ack_op ack_op(const std::string& q, const std::string& group,
-                        const core::lease_info& lease, std::int64_t off,
-                        core::ack_status s = core::ack_status::completed) {
+                        const lease_info& lease, std::int64_t off,
+                        ack_status s = ack_status::completed) {
   core::txn_ack_op op{q, "Default", group, {}};
   op.ack.lease_id = lease.id;
   op.ack.off = offset{off};
@@ -233,12 +232,12 @@ TEST_CASE("a transaction with an invalid ack stores nothing and leaves leases "
   auto c = fx.cursor("q", "g");
   REQUIRE(c);
   CHECK(c->committed == offset{-1});
-  core::ack_request a;
+  ack_request a;
   a.lease_id = lease.id;
   a.off = offset{0};
   auto acked = fx.plain_ack("q", "g", a);
   REQUIRE(acked.size() == 1);
-  CHECK(acked[0].error == core::ack_error::none);
+  CHECK(acked[0].error == ack_error::none);
   CHECK(fx.cursor("q", "g")->committed == offset{0});
   // The id was not spent: the corrected transaction runs.
   req.ops.pop_back();
@@ -317,7 +316,7 @@ TEST_CASE("a transaction's pushes and acks become durable in one write",
   core::txn_request req;
   req.id = "tx-one-write";
   req.ops.push_back(ack_op("q", "g", lease, 0));
-  req.ops.push_back(ack_op("q", "g", lease, 1, core::ack_status::dlq));
+  req.ops.push_back(ack_op("q", "g", lease, 1, ack_status::dlq));
   req.ops.push_back(push_op("out", {{"o1", ""}, {"o2", ""}}));
   auto r = fx.txn(req);
   REQUIRE(!r.failure);
@@ -429,7 +428,7 @@ TEST_CASE("retry in a transaction is refused", "[sim][txn]") {
   auto writes = fx.gate_st->seen.size();
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"x", ""}}));
-  req.ops.push_back(ack_op("q", "g", lease, 0, core::ack_status::retry));
+  req.ops.push_back(ack_op("q", "g", lease, 0, ack_status::retry));
   auto r = fx.txn(req);
   CHECK(!r.result.success);
   CHECK(r.result.error
@@ -564,7 +563,7 @@ TEST_CASE("failed in a transaction charges the frame and ends the lease",
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   // A later ack of the lease that `failed` ended makes it all roll back.
   core::txn_request both;
-  both.ops.push_back(ack_op("q", "g", lease, 0, core::ack_status::failed));
+  both.ops.push_back(ack_op("q", "g", lease, 0, ack_status::failed));
   both.ops.push_back(ack_op("q", "g", lease, 1));
   auto refused = fx.txn(both);
   CHECK(!refused.result.success);

@@ -63,10 +63,9 @@ struct write_fault_sim : fault_fixture {
     auto r = pop_one("q", "p", "g");
     REQUIRE(offsets(r) == ints{0, 1, 2});
     auto lease = r.lease->id;
-    REQUIRE(ack("q", "p", "g", lease, 0) == core::ack_error::none);
-    REQUIRE(ack("q", "p", "g", lease, 1, core::ack_status::dlq)
-            == core::ack_error::none);
-    REQUIRE(ack("q", "p", "g", lease, 2) == core::ack_error::none);
+    REQUIRE(ack("q", "p", "g", lease, 0) == ack_error::none);
+    REQUIRE(ack("q", "p", "g", lease, 1, ack_status::dlq) == ack_error::none);
+    REQUIRE(ack("q", "p", "g", lease, 2) == ack_error::none);
     auto entries = dlq("g");
     REQUIRE(entries.size() == 1);
     return entries[0].entry.id;
@@ -106,7 +105,7 @@ TEST_CASE("a failed dead-lettering ack stores no entry and keeps the lease",
   auto r = fx.pop_one("q", "p", "g");
   auto lease = r.lease->id;
   fx.fail_next();
-  auto failed = fx.ack_reply("q", "p", "g", lease, 0, core::ack_status::dlq);
+  auto failed = fx.ack_reply("q", "p", "g", lease, 0, ack_status::dlq);
   REQUIRE(failed.failure);
   // The reply claims nothing of what did not happen.
   CHECK_FALSE(failed.dead_lettered);
@@ -114,7 +113,7 @@ TEST_CASE("a failed dead-lettering ack stores no entry and keeps the lease",
   CHECK(fx.dlq("g").empty());
   CHECK(fx.cursor("q", "p", "g")->committed == offset{-1});
   // The lease still holds both frames: the retry dead-letters a.
-  auto ok = fx.ack_reply("q", "p", "g", lease, 0, core::ack_status::dlq);
+  auto ok = fx.ack_reply("q", "p", "g", lease, 0, ack_status::dlq);
   REQUIRE_FALSE(ok.failure);
   CHECK(ok.dead_lettered);
   CHECK(fx.dlq("g").size() == 1);
@@ -245,8 +244,8 @@ TEST_CASE("a failed seek of a live cursor leaves it where it was",
   write_fault_sim fx;
   fx.push("q", "p", {"a", "b", "c"});
   auto r = fx.pop_one("q", "p", "g", 2);
-  REQUIRE(fx.ack("q", "p", "g", r.lease->id, 0) == core::ack_error::none);
-  REQUIRE(fx.ack("q", "p", "g", r.lease->id, 1) == core::ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", r.lease->id, 0) == ack_error::none);
+  REQUIRE(fx.ack("q", "p", "g", r.lease->id, 1) == ack_error::none);
   core::seek_target start;
   start.to_start = true;
   auto seek = [&] {

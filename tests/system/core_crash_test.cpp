@@ -158,19 +158,19 @@ std::string describe(const push_plan& items) {
       for (auto& d : r.claimed) {
         if (d.reply.messages.empty())
           continue;
-        std::vector<spool::core::ack_request> acks;
+        std::vector<spool::ack_request> acks;
         std::string begun = "B ack " + q + " " + d.partition + " " + g;
         for (auto& m : d.reply.messages) {
-          spool::core::ack_request a;
+          spool::ack_request a;
           if (d.reply.lease) {
             a.lease_id = d.reply.lease->id;
             a.lease_epoch = d.reply.lease->epoch;
           }
           a.off = m.frame.off;
           auto s = rng() % 10;
-          a.status = s < 7   ? spool::core::ack_status::completed
-                     : s < 9 ? spool::core::ack_status::failed
-                             : spool::core::ack_status::dlq;
+          a.status = s < 7   ? spool::ack_status::completed
+                     : s < 9 ? spool::ack_status::failed
+                             : spool::ack_status::dlq;
           a.error = "boom";
           acks.push_back(a);
           begun += " " + std::to_string(a.off.value);
@@ -188,10 +188,10 @@ std::string describe(const push_plan& items) {
             fail("ack: " + st::to_string(*rep.failure));
           // o: ok and done (completed or dead-lettered), f: ok and failed
           // (retried later), x: refused (nothing changed).
-          char c = rep.error != spool::core::ack_error::none              ? 'x'
-                   : rep.dead_lettered                                    ? 'd'
-                   : acks[i].status == spool::core::ack_status::completed ? 'o'
-                                                                          : 'f';
+          char c = rep.error != spool::ack_error::none              ? 'x'
+                   : rep.dead_lettered                              ? 'd'
+                   : acks[i].status == spool::ack_status::completed ? 'o'
+                                                                    : 'f';
           done += std::string(" ") + c;
         }
         write_all(fd, done + "\n");

@@ -1,0 +1,27 @@
+#include "core/cursor/cursor_txn.hpp"
+
+namespace spool::core {
+
+std::variant<staged_acks, stage_refusal>
+stage_acks(const cursor_core& core, const std::vector<ack_request>& reqs,
+           offset last_offset, mono_time now) {
+  staged_acks staged{core, {}, {}, false};
+  staged.outcomes.reserve(reqs.size());
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    auto& req = reqs[i];
+    if (req.status == ack_status::retry)
+      return stage_refusal{i, "retry is not allowed in a transaction"};
+    if (!req.lease_id && !req.lease_epoch)
+      return stage_refusal{i, "an ack in a transaction must name its lease"};
+    auto out = staged.after.ack(req, last_offset, now);
+    if (out.error != ack_error::none)
+      return stage_refusal{i, to_string(out.error)};
+    staged.changed = staged.changed || out.changed;
+    if (out.dead)
+      staged.dead.push_back(*out.dead);
+    staged.outcomes.push_back(std::move(out));
+  }
+  return staged;
+}
+
+} // namespace spool::core

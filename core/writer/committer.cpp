@@ -1,0 +1,95 @@
+#include "core/writer/committer.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace spool::actors {
+
+namespace {
+
+class inline_commits final : public committer {
+public:
+  explicit inline_commits(storage::env& env) : env_(env) {
+  }
+  void start(std::vector<const storage::write_batch*> batches,
+             std::function<void(results)> done) override {
+    done(storage::commit_group(env_, batches));
+  }
+  void wait_idle() override {
+  }
+
+private:
+  storage::env& env_;
+};
+
+class thread_commits final : public committer {
+public:
+  explicit thread_commits(storage::env& env) :
+      env_(env), thread_([this] { run(); }) {
+  }
+  ~thread_commits() override {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::vector<const storage::write_batch*> batches,
+             std::function<void(results)> done) override {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      job_.emplace(job{std::move(batches), std::move(done)});
+      busy_ = true;
+    }
+    cv_.notify_all();
+  }
+  void wait_idle() override {
+    std::unique_lock<std::mutex> lock{mtx_};
+    cv_.wait(lock, [this] { return !busy_; });
+  }
+
+private:
+  struct job {
+    std::vector<const storage::write_batch*> batches;
+    std::function<void(results)> done;
+  };
+
+  void run() {
+    std::unique_lock<std::mutex> lock{mtx_};
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || job_.has_value(); });
+      if (!job_)
+        return; // stopping with nothing to do
+      auto j = std::move(*job_);
+      job_.reset();
+      lock.unlock();
+      j.done(storage::commit_group(env_, j.batches));
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  storage::env& env_;
+  std::mutex mtx_;
+  std::condition_variable cv_;
+  std::optional<job> job_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+} // namespace
+
+std::shared_ptr<committer> inline_committer(storage::env& env) {
+  return std::make_shared<inline_commits>(env);
+}
+
+std::shared_ptr<committer> thread_committer(storage::env& env) {
+  return std::make_shared<thread_commits>(env);
+}
+
+} // namespace spool::actors

@@ -1,0 +1,28 @@
+#pragma once
+
+/// The two clocks (DESIGN.md "Time"): the monotonic one for leases,
+/// long-poll deadlines and retry delays; the wall clock (µs since the Unix
+/// epoch, UTC) for `created_at`, visibility, retention and timestamps. Both
+/// are injected; deterministic tests simulate them.
+
+#include <chrono>
+#include <cstdint>
+
+namespace spool {
+
+using mono_clock = std::chrono::steady_clock;
+using mono_time = mono_clock::time_point;
+using milliseconds = std::chrono::milliseconds;
+
+/// Wall-clock time in microseconds since the Unix epoch (UTC).
+using micros = std::int64_t;
+
+/// The wall-clock time at which a monotonic deadline falls, seen from a
+/// moment known on both clocks.
+constexpr micros wall_of(mono_time t, mono_time mono_now, micros wall_now) {
+  return wall_now
+         + std::chrono::duration_cast<std::chrono::microseconds>(t - mono_now)
+               .count();
+}
+
+} // namespace spool
