@@ -35,8 +35,8 @@ void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
                     std::vector<std::string> names,
                     std::function<bool(const std::string&)> exists,
                     std::function<Record(const std::string&)> make,
-                    std::function<storage::expected<void>(const Record&)> add,
-                    std::function<void(std::optional<storage::error>)> k) {
+                    std::function<expected<void>(const Record&)> add,
+                    std::function<void(std::optional<api_error>)> k) {
   if (std::all_of(names.begin(), names.end(), exists))
     return k(std::nullopt); // the usual case: nothing to create
   gate->wait([self, gate, writer, names = std::move(names),
@@ -56,7 +56,7 @@ void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
     gate->enter();
     write_then(self, writer, std::move(create),
                [gate, fresh = std::move(fresh), add = std::move(add),
-                k = std::move(k)](std::optional<storage::error> failure) {
+                k = std::move(k)](std::optional<api_error> failure) {
                  if (!failure)
                    for (auto& rec : fresh)
                      if (auto ok = add(rec); !ok && !failure)

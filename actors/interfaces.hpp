@@ -75,7 +75,7 @@ using reap_atom = caf::atom_constant<caf::atom("reap")>;
 
 /// The outcome of a write batch: durable, or the error that kept it out.
 struct write_result {
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   bool ok() const noexcept {
     return !failure;
   }
@@ -85,7 +85,7 @@ struct write_result {
 struct push_reply {
   std::vector<storage::frame_result> results;
   storage::micros created_at = 0;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// A pop on one partition for one group.
@@ -120,7 +120,7 @@ struct pop_reply {
   /// Empty for a while: when frames may become deliverable without a push
   /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
   std::optional<mono_time> retry_at;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   /// With `failure` (busy): the group's cursor here is being respawned, so
   /// nothing was taken and a wildcard pop may go on to another partition.
   bool restarting = false;
@@ -130,14 +130,14 @@ struct ack_reply {
   ack_error error = ack_error::none;
   bool lease_released = false;
   bool dead_lettered = false;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 struct extend_reply {
   extend_error error = extend_error::none;
   std::optional<mono_time> expires;
   /// The extend's write failed: the lease keeps its old expiry.
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// Frames sealed by a partition, waiting for the commit of the batch that
@@ -146,7 +146,7 @@ using sealed_ptr = std::shared_ptr<storage::sealed_append>;
 
 struct seal_reply {
   sealed_ptr sealed;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// One item of a queue push.
@@ -172,7 +172,7 @@ struct push_item_result {
 struct queue_push_reply {
   std::vector<push_item_result> results; ///< in input order
   storage::micros created_at = 0;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   /// One per partition the push touched (items of one partition share it:
   /// a push of 1000 items to one partition names it once).
   std::vector<push_target> targets;
@@ -183,7 +183,7 @@ struct queue_push_reply {
 };
 
 /// A push that stored nothing.
-inline queue_push_reply push_failed(std::optional<storage::error> failure) {
+inline queue_push_reply push_failed(std::optional<api_error> failure) {
   queue_push_reply r;
   r.failure = std::move(failure);
   return r;
@@ -202,7 +202,7 @@ using push_token = std::shared_ptr<void>;
 struct prepared_push {
   push_token token;
   storage::write_batch batch;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   /// What the settle answers if the batch is durable (a transaction stores
   /// it in the same batch): per item, in input order, and their targets.
   std::vector<push_item_result> results;
@@ -238,7 +238,7 @@ struct queue_pop_reply {
   /// The earliest `retry_at` of the partitions asked (a parked pop is
   /// retried then).
   std::optional<mono_time> retry_at;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// What a cursor needs to know of its partition with each request.
@@ -252,13 +252,13 @@ struct partition_view {
 /// The answer to a DLQ listing.
 struct dlq_list_reply {
   core::dlq_page page;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// The answer to a DLQ requeue or delete: how many entries it applied to.
 struct dlq_count_reply {
   std::size_t count = 0;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   /// Selected but not acted on by this call: past `core::dlq_max_batch`, or
   /// (requeue) past a cursor's pending requeues; a later call takes them.
   std::size_t remaining = 0;
@@ -280,7 +280,7 @@ struct configure_reply {
   /// The `Default` partition's id (configure creates it if missing).
   std::string default_partition_uuid;
   bool created = false; ///< the queue did not exist before
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// A queue as listed: its record (every option) and its partitions with
@@ -292,7 +292,7 @@ struct queue_info {
 
 struct queues_reply {
   std::vector<queue_info> queues; ///< sorted by name
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// Read-only browsing by offset: no lease, no commit (semantics.md §8).
@@ -309,12 +309,12 @@ struct browse_reply {
   storage::offset next{0};
   /// Offsets below the watermark the read jumped over.
   std::optional<offset_range> skipped;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 struct delete_queue_reply {
   bool existed = false;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// Deletes a group's cursors on one queue or all (semantics.md §8).
@@ -323,8 +323,8 @@ struct delete_group_request {
   std::optional<std::string> queue; ///< none: every queue
   bool delete_metadata = true;      ///< also its subscription records
   /// The idle sweep's guard: a cursor active after this wall time, or
-  /// holding a lease, refuses and the deletion is abandoned (`busy`). The
-  /// default never refuses.
+  /// holding a lease, refuses and the deletion is abandoned (`unavailable`).
+  /// The default never refuses.
   storage::micros active_after = INT64_MAX;
 };
 
@@ -341,7 +341,7 @@ struct delete_vote {
 struct delete_group_reply {
   std::size_t deleted_partitions = 0;
   bool metadata_deleted = false;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// One group's cursor on one partition, as introspection shows it.
@@ -375,7 +375,7 @@ struct groups_request {
 
 struct groups_reply {
   std::vector<cursor_info> cursors; ///< by queue, partition, group
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// Deletes whole segments below `below` (none: all), moving the watermark.
@@ -386,14 +386,14 @@ struct purge_request {
 
 struct purge_reply {
   std::size_t partitions = 0; ///< partitions whose watermark moved
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// A `maxSize` trim of one partition: the frames freed by the steps that
 /// were durable, and the error that stopped it, if any.
 struct trim_reply {
   std::int64_t freed = 0;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// A pop across the queues of a namespace (and task), by priority with
@@ -419,14 +419,14 @@ struct stage_reply {
   /// The cursor record and DLQ entries to write with the transaction.
   storage::write_batch batch;
   std::optional<core::stage_refusal> refused;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// The answer to a transaction; `failure` is a storage or actor failure
 /// (nothing was committed; a rollback answer is `result.success == false`).
 struct txn_reply {
   core::txn_result result;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 using core::queue_mode_group; // pops without a consumer group
@@ -454,7 +454,7 @@ struct seek_position {
 struct seek_reply {
   std::size_t partitions_updated = 0;
   std::vector<seek_position> positions; ///< by partition name
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 /// A seek as a cursor gets it from its partition.
@@ -463,8 +463,8 @@ struct cursor_seek {
   /// The partition's timestamp walk (timestamp rule only).
   std::optional<storage::offset> walked;
   bool dry_run = false;
-  /// Answer `busy` at once instead of waiting while another transaction or
-  /// seek holds the cursor (the queue's parallel first attempt).
+  /// Answer `unavailable` at once instead of waiting while another transaction
+  /// or seek holds the cursor (the queue's parallel first attempt).
   bool no_wait = false;
 };
 
@@ -477,14 +477,14 @@ struct seek_stage {
   storage::offset after{-1};
   /// The record to write in the queue's one batch (none for a dry run).
   std::optional<storage::mut::put_cursor> record;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
 };
 
 /// The answer to a subscription update: the records rewritten.
 struct sub_update_reply {
   std::size_t rows_updated = 0;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
 };
 
 // -- actors -------------------------------------------------------------------
@@ -634,7 +634,7 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<seal_atom, std::vector<push_item>>::with<prepared_push>,
     /// Settles a prepared push with its batch's outcome; answers the results.
     caf::replies_to<settle_atom, push_token,
-                    std::optional<storage::error>>::with<queue_push_reply>,
+                    std::optional<api_error>>::with<queue_push_reply>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
     /// Acks frames of a named partition for a group, one reply each.
@@ -766,7 +766,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::broker_push_item>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_token)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::prepared_push)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::error>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::api_error>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)

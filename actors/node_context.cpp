@@ -2,10 +2,9 @@
 
 namespace spool::actors {
 
-storage::expected<void> node_context::validate(const char* who) const {
+expected<void> node_context::validate(const char* who) const {
   auto missing = [who](const char* what) {
-    return storage::make_error(storage::ec::invalid_argument, who, ": no ",
-                               what);
+    return make_error(errc::invalid_argument, who, ": no ", what);
   };
   if (store == nullptr)
     return missing("store");
@@ -14,12 +13,12 @@ storage::expected<void> node_context::validate(const char* who) const {
   if (!wall)
     return missing("wall clock");
   if (segments.max_frames == 0 || segments.max_bytes == 0)
-    return storage::make_error(storage::ec::invalid_argument, who,
-                               ": segment limits must be positive");
+    return make_error(errc::invalid_argument, who,
+                      ": segment limits must be positive");
   if (retention_interval.count() <= 0 || delete_step == 0)
-    return storage::make_error(storage::ec::invalid_argument, who,
-                               ": retention interval and delete step must be "
-                               "positive");
+    return make_error(errc::invalid_argument, who,
+                      ": retention interval and delete step must be "
+                      "positive");
   return {};
 }
 

@@ -42,7 +42,7 @@ struct node_context {
   std::chrono::milliseconds max_extend{3'600'000};
 
   /// Errors name `who` ("broker: no store").
-  storage::expected<void> validate(const char* who) const;
+  expected<void> validate(const char* who) const;
 };
 
 } // namespace spool::actors

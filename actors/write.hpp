@@ -14,11 +14,9 @@
 namespace spool::actors {
 
 /// The error for a request no actor answered (it exited, or the request
-/// failed in CAF): `io_error`, "<who> unreachable: <CAF's reason>".
-inline storage::error unreachable(const caf::error& err,
-                                  const char* who = "actor") {
-  return storage::make_error(storage::ec::io_error, who,
-                             " unreachable: ", caf::to_string(err));
+/// failed in CAF): `internal`, "<who> unreachable: <CAF's reason>".
+inline api_error unreachable(const caf::error& err, const char* who = "actor") {
+  return make_error(errc::internal, who, " unreachable: ", caf::to_string(err));
 }
 
 /// Writes `batch` through `writer` and calls `done` once with the outcome:

@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     caf::actor_system sys{cfg};
     auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
     if (!writer)
-      die(st::to_string(writer.err()));
+      die(spool::to_string(writer.err()));
     ac::queue_config qc;
     qc.node.store = &store;
     qc.node.writer = *writer;
@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
     qc.node.wall = wall_now;
     auto queue = ac::spawn_queue(sys, qc);
     if (!queue)
-      die(st::to_string(queue.err()));
+      die(spool::to_string(queue.err()));
     // Partitions exist before timing starts.
     std::vector<std::string> names;
     for (std::size_t p = 0; p < o.partitions; ++p)
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
             self->request(*queue, caf::infinite, ac::push_atom::value, init)
                 .then([&](ac::queue_push_reply& r) {
                   if (r.failure)
-                    die(st::to_string(*r.failure));
+                    die(spool::to_string(*r.failure));
                   ready.set_value();
                 });
           },
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
                   .then([in_flight, next, sent, batches,
                          counters](ac::queue_push_reply& r) {
                     if (r.failure)
-                      die(st::to_string(*r.failure));
+                      die(spool::to_string(*r.failure));
                     --*in_flight;
                     if (*sent >= batches->size() && *in_flight == 0) {
                       counters->push_done = steady::now();
@@ -284,7 +284,7 @@ int main(int argc, char** argv) {
                          &o](ac::queue_pop_reply& r) {
                     *popping = false;
                     if (r.failure)
-                      die(st::to_string(*r.failure));
+                      die(spool::to_string(*r.failure));
                     if (r.claimed.empty()) {
                       (*loop)();
                       return;

@@ -81,7 +81,7 @@ st::micros fill(caf::scoped_actor& self, const ac::broker_actor& broker,
     auto r = ask<ac::queue_push_reply>(self, broker, ac::push_atom::value,
                                        std::move(items));
     if (r.failure)
-      die(st::to_string(*r.failure));
+      die(spool::to_string(*r.failure));
   }
   auto mid = wall_now();
   ac::queue_pop_request pop;
@@ -90,7 +90,7 @@ st::micros fill(caf::scoped_actor& self, const ac::broker_actor& broker,
   auto registered
       = ask<ac::queue_pop_reply>(self, broker, ac::pop_atom::value, queue, pop);
   if (registered.failure)
-    die(st::to_string(*registered.failure));
+    die(spool::to_string(*registered.failure));
   return mid;
 }
 
@@ -106,7 +106,7 @@ void pop_everywhere(caf::scoped_actor& self, const ac::broker_actor& broker,
     auto r = ask<ac::queue_pop_reply>(self, broker, ac::pop_atom::value, queue,
                                       pop);
     if (r.failure)
-      die(st::to_string(*r.failure));
+      die(spool::to_string(*r.failure));
   }
 }
 
@@ -138,7 +138,7 @@ result seek_times(caf::scoped_actor& self, const ac::broker_actor& broker,
         = ask<ac::seek_reply>(self, broker, ac::seek_atom::value, queue, req);
     auto t1 = steady::now();
     if (r.failure)
-      die(st::to_string(*r.failure));
+      die(spool::to_string(*r.failure));
     if (r.partitions_updated != partitions)
       die("seek updated " + std::to_string(r.partitions_updated)
           + " partitions of " + std::to_string(partitions));
@@ -206,14 +206,14 @@ int main(int argc, char** argv) {
     caf::actor_system sys{cfg};
     auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
     if (!writer)
-      die(st::to_string(writer.err()));
+      die(spool::to_string(writer.err()));
     ac::broker_config bc;
     bc.node.store = &store;
     bc.node.writer = *writer;
     bc.node.wall = wall_now;
     auto broker = ac::spawn_broker(sys, bc);
     if (!broker)
-      die(st::to_string(broker.err()));
+      die(spool::to_string(broker.err()));
     caf::scoped_actor self{sys};
     run(self, *broker, "baseline", 1, seeks, pause, results);
     run(self, *broker, "wide", partitions, seeks, pause, results);

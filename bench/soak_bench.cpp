@@ -144,7 +144,7 @@ void push_one(caf::scoped_actor& self, const ac::queue_actor& queue,
       .receive(
           [](ac::queue_push_reply& r) {
             if (r.failure)
-              die(st::to_string(*r.failure));
+              die(spool::to_string(*r.failure));
           },
           [](caf::error& e) { die(caf::to_string(e)); });
 }
@@ -262,7 +262,7 @@ void write(caf::scoped_actor& self, const ac::writer_actor& writer,
       .receive(
           [](ac::write_result& r) {
             if (!r.ok())
-              die(st::to_string(*r.failure));
+              die(spool::to_string(*r.failure));
           },
           [](caf::error& e) { die(caf::to_string(e)); });
 }
@@ -310,7 +310,7 @@ void requeue(const options& o, caf::scoped_actor& self,
       auto sel = spool::core::select_dlq(*t, f, spool::bench::wall_now(),
                                          spool::core::dlq_max_batch);
       if (!sel)
-        die(st::to_string(sel.err()));
+        die(spool::to_string(sel.err()));
       for (auto it = sel->items.rbegin(); it != sel->items.rend(); ++it)
         entries.push_back(std::move(it->entry));
     }
@@ -320,7 +320,7 @@ void requeue(const options& o, caf::scoped_actor& self,
         .receive(
             [&](ac::dlq_count_reply& r) {
               if (r.failure)
-                die(st::to_string(*r.failure));
+                die(spool::to_string(*r.failure));
               count = r.count;
             },
             [](caf::error& e) { die(caf::to_string(e)); });
@@ -388,7 +388,7 @@ void delete_queue(const options& o, caf::scoped_actor& self,
         .receive(
             [](ac::queue_push_reply& r) {
               if (r.failure)
-                die(st::to_string(*r.failure));
+                die(spool::to_string(*r.failure));
             },
             [](caf::error& e) { die(caf::to_string(e)); });
   }
@@ -398,7 +398,7 @@ void delete_queue(const options& o, caf::scoped_actor& self,
       .receive(
           [](ac::delete_queue_reply& r) {
             if (r.failure)
-              die(st::to_string(*r.failure));
+              die(spool::to_string(*r.failure));
           },
           [](caf::error& e) { die(caf::to_string(e)); });
   ms deletion = std::chrono::steady_clock::now() - t0;
@@ -414,7 +414,7 @@ void delete_queue(const options& o, caf::scoped_actor& self,
     auto r = store.db().read();
     auto doomed = st::tables::is_doomed(*r, qid);
     if (!doomed)
-      die(st::to_string(doomed.err()));
+      die(spool::to_string(doomed.err()));
     if (!*doomed)
       break;
   }
@@ -466,7 +466,7 @@ void idle_groups(const options& o, caf::scoped_actor& self,
           .receive(
               [](ac::queue_pop_reply& r) {
                 if (r.failure)
-                  die(st::to_string(*r.failure));
+                  die(spool::to_string(*r.failure));
               },
               [](caf::error& e) { die(caf::to_string(e)); });
     }
@@ -500,7 +500,7 @@ int main(int argc, char** argv) {
   caf::actor_system sys{cfg};
   auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
   if (!writer)
-    die(st::to_string(writer.err()));
+    die(spool::to_string(writer.err()));
   ac::queue_config qc;
   qc.node.store = &store;
   qc.node.writer = *writer;
@@ -512,7 +512,7 @@ int main(int argc, char** argv) {
   qc.record = q;
   auto queue = ac::spawn_queue(sys, qc);
   if (!queue)
-    die(st::to_string(queue.err()));
+    die(spool::to_string(queue.err()));
   {
     caf::scoped_actor self{sys};
     if (o.scenario == "pop-cap")

@@ -32,16 +32,38 @@ const char* to_string(ec code) noexcept {
     return "storage_full";
   case ec::shutting_down:
     return "shutting_down";
-  case ec::busy:
-    return "busy";
-  case ec::queue_full:
-    return "queue_full";
   }
   return "unknown";
 }
 
 std::string to_string(const error& err) {
   return std::string{to_string(err.code)} + ": " + err.message;
+}
+
+api_error to_api(const error& err) {
+  switch (err.code) {
+  case ec::storage_full:
+    return {errc::storage_full, err.message};
+  case ec::shutting_down:
+    return {errc::unavailable, err.message};
+  case ec::unknown_queue:
+  case ec::unknown_partition:
+    return {errc::not_found, err.message};
+  case ec::frame_too_large:
+    return {errc::too_large, err.message};
+  case ec::invalid_argument:
+  case ec::offset_out_of_range:
+    return {errc::invalid_argument, err.message};
+  case ec::none:
+  case ec::lmdb_error:
+  case ec::corrupt_segment:
+  case ec::corrupt_record:
+  case ec::conflict:
+  case ec::compression_error:
+  case ec::io_error:
+    break;
+  }
+  return {errc::internal, to_string(err)};
 }
 
 } // namespace spool::storage

@@ -9,6 +9,9 @@
 #include <utility>
 #include <variant>
 
+#include "vocab/errors.hpp"
+#include "vocab/expected.hpp"
+
 namespace spool::storage {
 
 /// Stable error numbers of the storage component. Never renumber.
@@ -27,11 +30,20 @@ enum class ec : std::uint8_t {
   io_error = 11,           ///< File system error (open, sync, ...).
   storage_full = 12,       ///< The map could not grow (disk or limit).
   shutting_down = 13,      ///< The writer no longer takes batches.
-  busy = 14,               ///< A server-wide cap is reached (503).
-  queue_full = 15,         ///< A queue's maxSize refuses the push (429).
+  // 14 and 15 (busy, queue_full) were refusals of the actor layer; they
+  // are API errors now (`spool::errc`). Not to be reused.
 };
 
 const char* to_string(ec code) noexcept;
+
+struct error;
+
+/// What a storage error is to a client (api.md's table): the map cannot grow
+/// is `storage_full`, a stopped writer `unavailable`, an unknown queue or
+/// partition `not_found`, a malformed argument `invalid_argument` (too
+/// large: `too_large`); corruption and LMDB or file errors are `internal`.
+/// The message keeps the storage detail.
+api_error to_api(const error& err);
 
 /// An error value: code plus human-readable context.
 struct error {
@@ -39,103 +51,25 @@ struct error {
   std::string message;
 
   friend bool operator==(const error&, const error&) = default;
+
+  /// Where the actor layer or the API expects an error, a storage error is
+  /// the API error it means (`to_api`): the one mapping, applied at every
+  /// such boundary.
+  operator api_error() const {
+    return to_api(*this);
+  }
 };
 
 std::string to_string(const error& err);
 
-/// Minimal expected<T, error>: holds either a value or an error.
+/// A value or a storage error.
 template <class T>
-class [[nodiscard]] expected {
-public:
-  expected(T value) : data_(std::in_place_index<0>, std::move(value)) {
-  }
-  expected(error err) : data_(std::in_place_index<1>, std::move(err)) {
-  }
-
-  explicit operator bool() const noexcept {
-    return data_.index() == 0;
-  }
-  bool has_value() const noexcept {
-    return data_.index() == 0;
-  }
-
-  T& value() & {
-    return std::get<0>(data_);
-  }
-  const T& value() const& {
-    return std::get<0>(data_);
-  }
-  T&& value() && {
-    return std::get<0>(std::move(data_));
-  }
-  T& operator*() & {
-    return value();
-  }
-  const T& operator*() const& {
-    return value();
-  }
-  T* operator->() {
-    return &value();
-  }
-  const T* operator->() const {
-    return &value();
-  }
-
-  const error& err() const& {
-    return std::get<1>(data_);
-  }
-  error&& err() && {
-    return std::get<1>(std::move(data_));
-  }
-
-private:
-  std::variant<T, error> data_;
-};
-
-/// expected<void>: success or an error.
-template <>
-class [[nodiscard]] expected<void> {
-public:
-  expected() = default;
-  expected(error err) : err_(std::move(err)), failed_(true) {
-  }
-
-  explicit operator bool() const noexcept {
-    return !failed_;
-  }
-  bool has_value() const noexcept {
-    return !failed_;
-  }
-  const error& err() const& {
-    return err_;
-  }
-  error&& err() && {
-    return std::move(err_);
-  }
-
-private:
-  error err_;
-  bool failed_ = false;
-};
+using expected = spool::expected<T, error>;
 
 /// Builds an error; `make_error(ec::x, "partition ", id, ": ...")`.
 template <class... Ts>
 error make_error(ec code, Ts&&... parts) {
-  std::string msg;
-  auto add = [&msg](auto&& part) {
-    using part_t = std::decay_t<decltype(part)>;
-    if constexpr (std::is_arithmetic_v<part_t>)
-      msg += std::to_string(part);
-    else
-      msg += part;
-  };
-  (add(std::forward<Ts>(parts)), ...);
-  return error{code, std::move(msg)};
+  return error{code, concat(std::forward<Ts>(parts)...)};
 }
 
 } // namespace spool::storage
-
-/// Returns the error of an `expected` expression from the enclosing function.
-#define SPOOL_TRY(expr)                                                        \
-  if (auto spool_try_result = (expr); !spool_try_result)                       \
-    return std::move(spool_try_result).err();

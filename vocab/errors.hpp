@@ -47,4 +47,7 @@ struct api_error {
   friend bool operator==(const api_error&, const api_error&) = default;
 };
 
+/// "<code>: <message>", for logs.
+std::string to_string(const api_error& err);
+
 } // namespace spool

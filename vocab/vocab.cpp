@@ -77,4 +77,8 @@ std::string_view to_string(errc code) noexcept {
   return wire_of(code).msgpack_code;
 }
 
+std::string to_string(const api_error& err) {
+  return std::string{to_string(err.code)} + ": " + err.message;
+}
+
 } // namespace spool

@@ -85,13 +85,12 @@ struct broker_state {
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
 
-storage::error queue_not_found() {
-  return storage::make_error(storage::ec::unknown_queue, "Queue not found");
+api_error queue_not_found() {
+  return make_error(errc::not_found, "Queue not found");
 }
 
-storage::expected<void>
-add_queue(broker_ptr self, const storage::queue_record& rec,
-          std::vector<storage::partition_record> partitions) {
+expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
+                         std::vector<storage::partition_record> partitions) {
   auto& st = self->state;
   queue_config qc;
   qc.node = st.cfg.node;
@@ -129,10 +128,9 @@ void restart_queue(broker_ptr self, const std::string& name,
   // Until the respawn, requests meet the dead queue's handle and fail (the
   // name stays taken: no push creates a second queue of that name); the
   // respawn reads storage once every write the dead queue sent is settled.
-  auto fail = [self](const storage::error& err) {
-    self->quit(
-        caf::make_error(caf::sec::runtime_error,
-                        "cannot restart a queue: " + storage::to_string(err)));
+  auto fail = [self](const api_error& err) {
+    self->quit(caf::make_error(caf::sec::runtime_error,
+                               "cannot restart a queue: " + to_string(err)));
   };
   auto respawn = [self, name, id, dead, fail] {
     auto& st = self->state;
@@ -160,20 +158,19 @@ void restart_queue(broker_ptr self, const std::string& name,
     if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
       return fail(ok.err());
   };
-  write_then(
-      self, st.cfg.node.writer, barrier(),
-      [self, name, fail, respawn](std::optional<storage::error> failure) {
-        auto& st = self->state;
-        // A barrier is never refused: an error means the writer or
-        // the store is gone.
-        if (failure)
-          return fail(*failure);
-        if (st.open_stages.contains(name)) {
-          st.respawn_waiting[name] = respawn;
-          return;
-        }
-        respawn();
-      });
+  write_then(self, st.cfg.node.writer, barrier(),
+             [self, name, fail, respawn](std::optional<api_error> failure) {
+               auto& st = self->state;
+               // A barrier is never refused: an error means the writer or
+               // the store is gone.
+               if (failure)
+                 return fail(*failure);
+               if (st.open_stages.contains(name)) {
+                 st.respawn_waiting[name] = respawn;
+                 return;
+               }
+               respawn();
+             });
 }
 
 /// A new queue's record: fresh id, default options, namespace and task
@@ -194,7 +191,7 @@ storage::queue_record new_queue_record(broker_ptr self,
 /// same name waits and then finds it), then calls `k` (with the write's
 /// error, if any).
 void ensure_queues(broker_ptr self, std::vector<std::string> names,
-                   std::function<void(std::optional<storage::error>)> k) {
+                   std::function<void(std::optional<api_error>)> k) {
   create_missing<std::remove_pointer_t<broker_ptr>, storage::queue_record>(
       self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
       [self](const std::string& n) { return self->state.queues.contains(n); },
@@ -219,7 +216,7 @@ struct multi_push {
   std::vector<queue_actor> actors;
   std::vector<queue_push_reply> prepared;
   std::vector<queue_push_reply> replies;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   std::size_t item_count = 0;
   promise<queue_push_reply> rp;
   /// Called once the push is durable (wakes parked namespace pops).
@@ -257,7 +254,7 @@ void answer(std::shared_ptr<multi_push> run) {
 /// Settles every prepared part with `failure` (none: durable), at most
 /// `gather_window` queues at a time.
 void settle(broker_ptr self, std::shared_ptr<multi_push> run,
-            std::optional<storage::error> failure) {
+            std::optional<api_error> failure) {
   if (failure && !run->failure)
     run->failure = failure;
   run->replies.resize(run->queues.size());
@@ -300,8 +297,8 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
     auto now = st.queues.find(run->queues[k]);
     if (now == st.queues.end() || now->second != run->actors[k]
         || st.restarting.contains(run->actors[k].address()))
-      run->failure = storage::make_error(
-          storage::ec::busy, "queue ", run->queues[k],
+      run->failure = make_error(
+          errc::unavailable, "queue ", run->queues[k],
           " restarted or was deleted during the push; nothing was stored, "
           "retry");
   }
@@ -314,7 +311,7 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
   if (batch.mutations.empty())
     return settle(self, run, std::nullopt);
   write_then(self, self->state.cfg.node.writer, std::move(batch),
-             [self, run](std::optional<storage::error> failure) {
+             [self, run](std::optional<api_error> failure) {
                settle(self, run, std::move(failure));
              });
 }
@@ -396,28 +393,28 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   for (std::size_t i = 0; i < items.size(); ++i) {
     auto& q = items[i].queue;
     if (auto ok = core::check_name(core::name_kind::queue, q); !ok) {
-      run->rp.deliver(push_failed(storage::make_error(
-          storage::ec::invalid_argument, "items[", i, "].", ok.err().message)));
+      run->rp.deliver(push_failed(make_error(errc::invalid_argument, "items[",
+                                             i, "].", ok.err().message)));
       return run->rp;
     }
     // Everything is validated before a queue is created: a bad item leaves
     // no trace.
-    auto bad = [&](storage::error err) {
+    auto bad = [&](api_error err) {
       run->rp.deliver(push_failed(std::move(err)));
       return run->rp;
     };
     if (auto ok
         = core::check_name(core::name_kind::partition, items[i].item.partition);
         !ok)
-      return bad(storage::make_error(storage::ec::invalid_argument, "items[", i,
-                                     "].", ok.err().message));
+      return bad(make_error(errc::invalid_argument, "items[", i, "].",
+                            ok.err().message));
     if (auto ok = storage::check_frame(items[i].item.frame, st.cfg.node.frames);
         !ok)
-      return bad(storage::make_error(ok.err().code, "items[", i,
-                                     "]: ", ok.err().message));
+      return bad(
+          make_error(ok.err().code, "items[", i, "]: ", ok.err().message));
     if (auto ok = core::check_frame_texts(items[i].item.frame); !ok)
-      return bad(storage::make_error(ok.err().code, "items[", i, "].",
-                                     ok.err().message));
+      return bad(
+          make_error(ok.err().code, "items[", i, "].", ok.err().message));
     auto [it, fresh] = index.try_emplace(q, run->queues.size());
     if (fresh) {
       run->queues.push_back(q);
@@ -428,7 +425,7 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->parts[it->second].push_back(std::move(items[i].item));
   }
   ensure_queues(self, run->queues,
-                [self, run](std::optional<storage::error> failure) {
+                [self, run](std::optional<api_error> failure) {
                   if (failure)
                     run->rp.deliver(push_failed(failure));
                   else
@@ -470,7 +467,7 @@ caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
 
 /// The oldest `dlq_max_batch` entries `f` selects (and the count of all),
 /// from one short read transaction.
-storage::expected<core::dlq_selection>
+expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
            std::optional<std::size_t> per_cursor = std::nullopt) {
   auto& node = self->state.cfg.node;
@@ -497,7 +494,7 @@ template <class Reply>
 void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
                    promise<Reply> rp) {
   write_then(self, self->state.cfg.node.writer, std::move(batch),
-             [rp, n](std::optional<storage::error> failure) mutable {
+             [rp, n](std::optional<api_error> failure) mutable {
                auto stored = failure ? std::size_t{0} : n;
                rp.deliver(Reply{stored, std::move(failure)});
              });
@@ -523,7 +520,7 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   auto remaining = selected->total - items.size();
   write_then(self, self->state.cfg.node.writer, std::move(b),
              [rp, n = items.size(),
-              remaining](std::optional<storage::error> failure) mutable {
+              remaining](std::optional<api_error> failure) mutable {
                if (failure)
                  rp.deliver(dlq_count_reply{0, std::move(failure), 0});
                else
@@ -552,8 +549,7 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
   for (auto& [key, _] : parts)
     if (!self->state.queues.contains(key.first)) {
       rp.deliver(dlq_count_reply{
-          0, storage::make_error(storage::ec::unknown_queue,
-                                 "Queue not found: ", key.first)});
+          0, make_error(errc::not_found, "Queue not found: ", key.first)});
       return rp.later();
     }
   if (parts.empty()) {
@@ -590,7 +586,7 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
 void configure_now(broker_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;
-  auto fail = [&rp](storage::error err) mutable {
+  auto fail = [&rp](api_error err) mutable {
     configure_reply reply;
     reply.failure = std::move(err);
     rp.deliver(std::move(reply));
@@ -625,22 +621,21 @@ void configure_now(broker_ptr self, configure_request& req,
   batch.mutations.emplace_back(storage::mut::create_queue{rec});
   batch.mutations.emplace_back(storage::mut::create_partition{part});
   st.gate.enter();
-  auto done
-      = [self, rp, rec, part](std::optional<storage::error> failure) mutable {
-          if (!failure)
-            if (auto ok = add_queue(self, rec, {part}); !ok)
-              failure = ok.err();
-          configure_reply reply;
-          if (failure) {
-            reply.failure = std::move(failure);
-          } else {
-            reply.queue = rec;
-            reply.default_partition_uuid = part.uuid;
-            reply.created = true;
-          }
-          rp.deliver(std::move(reply));
-          self->state.gate.leave();
-        };
+  auto done = [self, rp, rec, part](std::optional<api_error> failure) mutable {
+    if (!failure)
+      if (auto ok = add_queue(self, rec, {part}); !ok)
+        failure = ok.err();
+    configure_reply reply;
+    if (failure) {
+      reply.failure = std::move(failure);
+    } else {
+      reply.queue = rec;
+      reply.default_partition_uuid = part.uuid;
+      reply.created = true;
+    }
+    rp.deliver(std::move(reply));
+    self->state.gate.leave();
+  };
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
@@ -750,14 +745,14 @@ void reap(broker_ptr self, storage::queue_id q) {
   batch.mutations.emplace_back(storage::mut::sweep_queue{q, node.sweep_step});
   write_then(
       self, node.writer, std::move(batch),
-      [self, q](std::optional<storage::error> failure) {
+      [self, q](std::optional<api_error> failure) {
         auto again = [self, q] {
           self->delayed_send(self, reap_retry, reap_atom::value, q.value);
         };
         if (failure) {
           spdlog::warn("removing the rows of deleted queue {}: {} "
                        "(retried)",
-                       q.value, storage::to_string(*failure));
+                       q.value, to_string(*failure));
           return again();
         }
         auto t = self->state.cfg.node.store->db().read();
@@ -939,15 +934,15 @@ void on_timeout(broker_ptr self, std::uint64_t id) {
 caf::typed_response_promise<namespace_pop_reply>
 on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
   auto rp = promise_for<namespace_pop_reply>(self);
-  auto fail = [&rp](storage::error err) mutable {
+  auto fail = [&rp](api_error err) mutable {
     namespace_pop_reply r;
     r.reply.failure = std::move(err);
     rp.deliver(std::move(r));
     return rp.later();
   };
   if (req.name_space.empty())
-    return fail(storage::make_error(storage::ec::invalid_argument,
-                                    "namespace must not be empty"));
+    return fail(
+        make_error(errc::invalid_argument, "namespace must not be empty"));
   req.pop.partition.reset(); // always a wildcard pop: `partitions` counts
   if (auto ok = check_pop(self->state.cfg.pop, req.pop); !ok)
     return fail(ok.err());
@@ -967,7 +962,7 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
 
 caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
                                    seek_request& req) {
-  auto fail = [self](storage::error err) {
+  auto fail = [self](api_error err) {
     auto rp = promise_for<seek_reply>(self);
     seek_reply reply;
     reply.failure = std::move(err);
@@ -984,8 +979,8 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
       return fail(ok.err());
   auto it = self->state.queues.find(queue);
   if (it == self->state.queues.end())
-    return fail(storage::make_error(storage::ec::unknown_queue,
-                                    "Queue not found or has no partitions"));
+    return fail(
+        make_error(errc::not_found, "Queue not found or has no partitions"));
   return via_queue<seek_reply>(
       self, queue, it->second,
       [](const seek_reply& r) { return r.partitions_updated > 0; },
@@ -1004,13 +999,13 @@ caf::typed_response_promise<sub_update_reply>
 on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto& st = self->state;
   auto rp = promise_for<sub_update_reply>(self);
-  auto fail = [&rp](storage::error err) mutable {
+  auto fail = [&rp](api_error err) mutable {
     rp.deliver(sub_update_reply{0, std::move(err)});
     return rp.later();
   };
   if (group.empty() || group == queue_mode_group)
-    return fail(storage::make_error(
-        storage::ec::invalid_argument,
+    return fail(make_error(
+        errc::invalid_argument,
         "Queue mode (__QUEUE_MODE__) has no subscription to update"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
     return fail(ok.err());
@@ -1118,8 +1113,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
            -> std::optional<std::string> { return r.name_space; },
        .busy =
            [](namespace_pop_reply r) {
-             r.reply.failure = storage::make_error(
-                 storage::ec::busy, "Server busy: too many parked pops");
+             r.reply.failure = make_error(errc::unavailable,
+                                          "Server busy: too many parked pops");
              return r;
            },
        .now = [self] { return self->clock().now(); },
@@ -1130,8 +1125,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       if (p.queue == q.id)
         parts.push_back(p);
     if (auto ok = add_queue(self, q, std::move(parts)); !ok)
-      self->quit(caf::make_error(caf::sec::runtime_error,
-                                 storage::to_string(ok.err())));
+      self->quit(caf::make_error(caf::sec::runtime_error, to_string(ok.err())));
   }
   for (auto q : cat.doomed) // deletions a stop interrupted
     self->send(self, reap_atom::value, q.value);
@@ -1164,8 +1158,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         self->state.creating[req.lease_id] = false;
         ensure_queues(
             self, {queue},
-            [self, rp, queue, req = std::move(req)](
-                std::optional<storage::error> failure) mutable {
+            [self, rp, queue,
+             req = std::move(req)](std::optional<api_error> failure) mutable {
               auto& creating = self->state.creating;
               bool cancelled = false;
               if (auto c = creating.find(req.lease_id); c != creating.end()) {
@@ -1179,8 +1173,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               auto it = self->state.queues.find(queue);
               if (failure || it == self->state.queues.end()) {
                 queue_pop_reply bad;
-                bad.failure = failure.value_or(storage::make_error(
-                    storage::ec::io_error, "Queue ", queue, " not created"));
+                bad.failure = failure.value_or(make_error(
+                    errc::internal, "Queue ", queue, " not created"));
                 rp.deliver(std::move(bad));
                 return;
               }
@@ -1192,14 +1186,14 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              const std::string& group, std::vector<ack_request>& reqs)
           -> caf::delegated<std::vector<ack_reply>> {
         // Malformed: every item answers the error, nothing is applied.
-        auto malformed = [&]() -> std::optional<storage::error> {
+        auto malformed = [&]() -> std::optional<api_error> {
           SPOOL_TRY(core::check_name(core::name_kind::queue, queue));
           SPOOL_TRY(core::check_name(core::name_kind::partition, partition));
           SPOOL_TRY(core::check_name(core::name_kind::group, group));
           for (std::size_t i = 0; i < reqs.size(); ++i)
             if (auto ok = core::check_ack(reqs[i]); !ok)
-              return storage::make_error(ok.err().code, "acks[", i, "].",
-                                         ok.err().message);
+              return make_error(ok.err().code, "acks[", i, "].",
+                                ok.err().message);
           return std::nullopt;
         }();
         if (malformed) {
@@ -1291,14 +1285,14 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](purge_atom, const std::string& queue,
              purge_request& req) -> caf::delegated<purge_reply> {
         auto it = self->state.queues.find(queue);
-        auto fail = [self](storage::error err) {
+        auto fail = [self](api_error err) {
           auto rp = promise_for<purge_reply>(self);
           rp.deliver(purge_reply{0, std::move(err)});
           return caf::delegated<purge_reply>{};
         };
         if (req.below && req.below->value < 0)
-          return fail(storage::make_error(storage::ec::invalid_argument,
-                                          "purge: offset must be >= 0"));
+          return fail(
+              make_error(errc::invalid_argument, "purge: offset must be >= 0"));
         if (it == self->state.queues.end())
           return fail(queue_not_found());
         return self->delegate(it->second, purge_atom::value, std::move(req));
@@ -1332,10 +1326,10 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 
 } // namespace
 
-storage::expected<void> check_pop(const config::pop_limits& limits,
-                                  queue_pop_request& req) {
+expected<void> check_pop(const config::pop_limits& limits,
+                         queue_pop_request& req) {
   auto bad = [](auto... parts) {
-    return storage::make_error(storage::ec::invalid_argument, parts...);
+    return make_error(errc::invalid_argument, parts...);
   };
   if (req.group.empty())
     return bad("consumer group must not be empty (queue mode is ",
@@ -1370,12 +1364,11 @@ std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
                                                       : second - first - 1)};
 }
 
-storage::expected<void> broker_config::validate() const {
+expected<void> broker_config::validate() const {
   return node.validate("broker");
 }
 
-storage::expected<broker_actor> spawn_broker(caf::actor_system& sys,
-                                             broker_config cfg) {
+expected<broker_actor> spawn_broker(caf::actor_system& sys, broker_config cfg) {
   SPOOL_TRY(cfg.validate());
   auto cat = cfg.node.store->load_catalog();
   if (!cat)

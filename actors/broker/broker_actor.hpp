@@ -25,19 +25,18 @@ struct broker_config {
   /// How long the answers of client-given transaction ids are kept.
   core::txn_retention txn_retention;
 
-  storage::expected<void> validate() const;
+  expected<void> validate() const;
 };
 
 /// Validates `cfg`, loads the catalog and spawns the broker with a
 /// coordinator per recovered queue.
-storage::expected<broker_actor> spawn_broker(caf::actor_system& sys,
-                                             broker_config cfg);
+expected<broker_actor> spawn_broker(caf::actor_system& sys, broker_config cfg);
 
 /// Checks a pop against the server's caps (batch, wildcard partitions,
 /// timeout) and lowers its byte budget to `pop.maxBytes`; an
 /// `invalid_argument` error names the field.
-storage::expected<void> check_pop(const config::pop_limits& limits,
-                                  queue_pop_request& req);
+expected<void> check_pop(const config::pop_limits& limits,
+                         queue_pop_request& req);
 
 /// The namespace and task Queen derives from a queue name: the text before
 /// the first '.', and between the first and the second '.'.

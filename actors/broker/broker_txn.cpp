@@ -49,7 +49,7 @@ struct txn_run {
   std::vector<storage::write_batch> push_batches;
   /// Per sealed push: its items' results and their targets.
   std::vector<queue_push_reply> push_results;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   std::optional<core::txn_result> rollback;
 };
 
@@ -90,10 +90,10 @@ void settle_all(
     run->staged[k].stage_id = 0; // settled once
     closed.push_back(g.queue);
   }
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   if (!commit)
-    failure = run->failure.value_or(storage::make_error(
-        storage::ec::conflict, "transaction ", run->id, " rolled back"));
+    failure = run->failure.value_or(
+        make_error(errc::tx_aborted, "transaction ", run->id, " rolled back"));
   auto queues = std::make_shared<queue_slots>();
   for (std::size_t k = 0; k < run->tokens.size(); ++k)
     if (run->tokens[k])
@@ -238,8 +238,7 @@ void seal_all(run_ptr run) {
     if (auto q = host.find_queue(name))
       queues->emplace_back(k, *q);
     else
-      run->failure = storage::make_error(storage::ec::unknown_queue, "queue ",
-                                         name, " vanished");
+      run->failure = make_error(errc::not_found, "queue ", name, " vanished");
   }
   gather<prepared_push>(
       queues->size(),
@@ -265,7 +264,7 @@ void seal_all(run_ptr run) {
           }
           auto& p = *slots[i].reply;
           // maxSize: a full queue rolls back, naming its first push op.
-          if (p.failure && p.failure->code == storage::ec::queue_full
+          if (p.failure && p.failure->code == errc::queue_full
               && !run->rollback)
             run->rollback = core::txn_rollback(
                 run->id, run->plan.pushes[k].from.front().first,
@@ -294,7 +293,7 @@ void push_phase(run_ptr run) {
   if (names.empty())
     return seal_all(run);
   run->host->create_queues(std::move(names),
-                           [run](std::optional<storage::error> failure) {
+                           [run](std::optional<api_error> failure) {
                              if (failure) {
                                run->failure = std::move(failure);
                                return abort(run);
@@ -391,10 +390,9 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
     if (*stored && !h.retention.expired((*stored)->created_at, h.node.wall())) {
       auto r = core::decode_txn_result((*stored)->result);
       if (!r) {
-        rp.deliver(txn_reply{
-            {},
-            storage::make_error(storage::ec::corrupt_record, "transaction ",
-                                run->id, ": stored answer does not decode")});
+        rp.deliver(txn_reply{{},
+                             make_error(errc::internal, "transaction ", run->id,
+                                        ": stored answer does not decode")});
         return rp.later();
       }
       rp.deliver(txn_reply{std::move(*r), std::nullopt});

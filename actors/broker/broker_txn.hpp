@@ -31,7 +31,7 @@ struct txn_host {
   /// Creates the named queues that do not exist yet (one durable write),
   /// then calls back with the error, if any.
   std::function<void(std::vector<std::string>,
-                     std::function<void(std::optional<storage::error>)>)>
+                     std::function<void(std::optional<api_error>)>)>
       create_queues;
   /// A transaction stage opened on queue `name` (acks staged on one of its
   /// cursors), and closed when its settle is sent.

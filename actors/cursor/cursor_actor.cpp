@@ -120,9 +120,9 @@ storage::stored_frame* find_frame(frame_list& frames, storage::offset off) {
 /// Reads the frames at `offsets` (sorted) in one short read transaction,
 /// decoding no more than `max_bytes` of payload (at least one frame; the
 /// offsets past the cap are not read: a pop's byte cap bounds its memory).
-storage::expected<frame_list>
-load_frames(const cursor_config& cfg, const std::vector<storage::offset>& offs,
-            std::size_t max_bytes = SIZE_MAX) {
+expected<frame_list> load_frames(const cursor_config& cfg,
+                                 const std::vector<storage::offset>& offs,
+                                 std::size_t max_bytes = SIZE_MAX) {
   frame_list out;
   if (offs.empty())
     return out;
@@ -254,7 +254,7 @@ void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
   auto batch = state_batch(st.cfg, *st.core, changes, known, written);
   write_then(self, st.cfg.writer, std::move(batch),
              [self, then = std::move(then), written = std::move(written)](
-                 std::optional<storage::error> failure) mutable {
+                 std::optional<api_error> failure) mutable {
                auto watcher
                    = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
                if (!failure && watcher)
@@ -279,24 +279,24 @@ void commit(cursor_ptr self, cursor_state::undo_point before,
             dlq_changes changes, frame_list known, F then) {
   auto& st = self->state;
   st.before.emplace(std::move(before));
-  persist(self, std::move(changes), std::move(known),
-          [self, then = std::move(then)](
-              std::optional<storage::error> failure) mutable {
-            auto& st = self->state;
-            if (failure) {
-              *st.core = std::move(st.before->core);
-              st.lost_pending = st.before->lost_pending;
-              st.backoff_until = self->clock().now() + st.cfg.write_retry;
-              if (st.cfg.metrics)
-                st.cfg.metrics->failed_writes += 1;
-            } else {
-              st.backoff_until.reset();
-              st.row_written = true;
-            }
-            st.before.reset();
-            then(failure);
-            arm(self);
-          });
+  persist(
+      self, std::move(changes), std::move(known),
+      [self, then = std::move(then)](std::optional<api_error> failure) mutable {
+        auto& st = self->state;
+        if (failure) {
+          *st.core = std::move(st.before->core);
+          st.lost_pending = st.before->lost_pending;
+          st.backoff_until = self->clock().now() + st.cfg.write_retry;
+          if (st.cfg.metrics)
+            st.cfg.metrics->failed_writes += 1;
+        } else {
+          st.backoff_until.reset();
+          st.row_written = true;
+        }
+        st.before.reset();
+        then(failure);
+        arm(self);
+      });
 }
 
 /// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;
@@ -329,7 +329,7 @@ void on_retention(cursor_ptr self, const partition_view& view,
     return;
   bool more = dead.size() >= st.cfg.overdue_step;
   commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
-         [self, view, overdue, more](std::optional<storage::error> failure) {
+         [self, view, overdue, more](std::optional<api_error> failure) {
            if (!failure && more)
              self->send(self, retention_atom::value, view, overdue);
            else if (failure) // the partition tells a boundary only once
@@ -403,8 +403,8 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     // it made) stays if its write fails.
     commit(self, std::move(before),
            dlq_changes{std::move(dead), std::move(done), {}}, std::move(frames),
-           [rp, reply = std::move(reply)](
-               std::optional<storage::error> failure) mutable {
+           [rp, reply
+                = std::move(reply)](std::optional<api_error> failure) mutable {
              if (failure) {
                reply = pop_reply{};
                reply.failure = std::move(failure);
@@ -575,8 +575,8 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   // One write for the whole list; every changed item waits for it, and
   // none of them stays if it fails.
   commit(self, std::move(before), std::move(changes), {},
-         [rp, replies = std::move(replies)](
-             std::optional<storage::error> failure) mutable {
+         [rp, replies
+              = std::move(replies)](std::optional<api_error> failure) mutable {
            if (failure) // nothing of the list happened
              for (auto& r : replies) {
                r.failure = failure;
@@ -603,7 +603,7 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
   // A failed write is undone and retried after `write_retry` (commit).
   if (changed)
     commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
-           [](std::optional<storage::error>) {});
+           [](std::optional<api_error>) {});
   else
     arm(self);
 }
@@ -639,7 +639,7 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
     return rp.later();
   }
   commit(self, std::move(before), std::move(changes), {},
-         [rp, count, full](std::optional<storage::error> failure) mutable {
+         [rp, count, full](std::optional<api_error> failure) mutable {
            if (failure)
              rp.deliver(dlq_count_reply{0, std::move(failure), 0});
            else
@@ -753,9 +753,8 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
   return reply;
 }
 
-storage::error being_deleted() {
-  return storage::make_error(storage::ec::invalid_argument,
-                             "Consumer group is being deleted");
+api_error being_deleted() {
+  return make_error(errc::invalid_argument, "Consumer group is being deleted");
 }
 
 /// A lease recorded before a restart ends as an expiry would.
@@ -766,7 +765,7 @@ void recover_lost(cursor_ptr self) {
   auto [changed, dead] = end_due(self, self->clock().now());
   if (changed)
     commit(self, std::move(before), dlq_changes{std::move(dead), {}, {}}, {},
-           [](std::optional<storage::error>) {});
+           [](std::optional<api_error>) {});
 }
 
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
@@ -867,7 +866,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         auto rp = promise_for<extend_reply>(self);
         commit(self, std::move(before), {}, {},
                [self, rp, expires = std::get<mono_time>(r)](
-                   std::optional<storage::error> failure) mutable {
+                   std::optional<api_error> failure) mutable {
                  extend_reply done;
                  if (failure)
                    done.failure = std::move(failure);
@@ -918,7 +917,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         }
         // Not written: the lease stays and ends as an expiry would.
         commit(self, std::move(before), {}, {},
-               [rp](std::optional<storage::error> failure) mutable {
+               [rp](std::optional<api_error> failure) mutable {
                  rp.deliver(!failure);
                });
         return rp.later();
@@ -998,23 +997,19 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
 
 } // namespace
 
-storage::expected<void> cursor_config::validate() const {
+expected<void> cursor_config::validate() const {
   if (store == nullptr)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "cursor: no store");
+    return make_error(errc::invalid_argument, "cursor: no store");
   if (!writer)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "cursor: no writer");
+    return make_error(errc::invalid_argument, "cursor: no writer");
   if (!wall)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "cursor: no wall clock");
+    return make_error(errc::invalid_argument, "cursor: no wall clock");
   if (group.empty())
-    return storage::make_error(storage::ec::invalid_argument,
-                               "cursor: empty group name");
+    return make_error(errc::invalid_argument, "cursor: empty group name");
   return {};
 }
 
-storage::expected<cursor_actor>
+expected<cursor_actor>
 spawn_cursor(caf::local_actor* parent, cursor_config cfg,
              std::optional<storage::cursor_record> stored,
              std::optional<held_seek> held) {

@@ -45,7 +45,7 @@ struct cursor_config {
   /// counted).
   std::shared_ptr<node_metrics> metrics;
 
-  storage::expected<void> validate() const;
+  expected<void> validate() const;
 };
 
 /// A seek its partition staged for a group whose cursor was not live (no
@@ -62,7 +62,7 @@ struct held_seek {
 /// group's `stored` cursor record (a lease recorded there was lost to a
 /// restart and ends as an expiry), or at `cfg.initial_committed` when no
 /// record is stored; with `held`, that seek staged.
-storage::expected<cursor_actor>
+expected<cursor_actor>
 spawn_cursor(caf::local_actor* parent, cursor_config cfg,
              std::optional<storage::cursor_record> stored,
              std::optional<held_seek> held = std::nullopt);

@@ -114,7 +114,7 @@ partition_view view_of(const storage::partition_log& log) {
 /// Where `group` starts here on its first contact: seeded from its stored
 /// subscription record (none, e.g. queue mode: `all`), never past the
 /// readable end (a seal committed out of order is not readable yet).
-storage::expected<storage::offset>
+expected<storage::offset>
 first_contact(partition_ptr self, storage::txn& t, const std::string& group,
               const std::optional<storage::subscription_record>& known = {}) {
   auto& st = self->state;
@@ -141,8 +141,8 @@ struct stored_position {
   storage::offset start{-1}; ///< used only without a row
 };
 
-storage::expected<stored_position>
-read_position(partition_ptr self, storage::txn& t, const std::string& group) {
+expected<stored_position> read_position(partition_ptr self, storage::txn& t,
+                                        const std::string& group) {
   auto& st = self->state;
   auto row = storage::tables::get_cursor(t, st.cfg.record.queue,
                                          st.cfg.record.id, group);
@@ -160,14 +160,14 @@ read_position(partition_ptr self, storage::txn& t, const std::string& group) {
 
 /// The group's cursor, spawned on first contact. A seek held here for the
 /// group passes to the new cursor, staged from the row it was computed on.
-storage::expected<cursor_actor> cursor_for(partition_ptr self,
-                                           const std::string& group) {
+expected<cursor_actor> cursor_for(partition_ptr self,
+                                  const std::string& group) {
   auto& st = self->state;
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
   if (st.respawning.contains(group))
-    return storage::make_error(storage::ec::busy, "the cursor of group ", group,
-                               " is restarting; retry");
+    return make_error(errc::unavailable, "the cursor of group ", group,
+                      " is restarting; retry");
   stored_position pos;
   std::optional<held_seek> held;
   if (auto h = st.holds.find(group); h != st.holds.end()) {
@@ -221,8 +221,8 @@ void watermark_moved(partition_ptr self, storage::offset watermark) {
 void retention_after_push(partition_ptr self);
 
 /// Seals `frames`; nothing changes on error.
-storage::expected<sealed_ptr> seal(partition_ptr self,
-                                   const std::vector<storage::frame>& frames) {
+expected<sealed_ptr> seal(partition_ptr self,
+                          const std::vector<storage::frame>& frames) {
   auto& st = self->state;
   auto t = st.cfg.node.store->db().read();
   if (!t)
@@ -284,9 +284,9 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
   auto end = st.log->record().next_offset; // the readable end
   reply.next = req.from;
   if (req.from.value < 0 || req.max_frames == 0) {
-    reply.failure = storage::make_error(
-        storage::ec::invalid_argument,
-        "browse: offset must be >= 0 and the count at least 1");
+    reply.failure
+        = make_error(errc::invalid_argument,
+                     "browse: offset must be >= 0 and the count at least 1");
     return reply;
   }
   if (req.from >= end)
@@ -314,7 +314,7 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
 }
 
 /// The groups with a cursor here: live ones and stored ones.
-storage::expected<std::vector<std::string>>
+expected<std::vector<std::string>>
 groups_here(partition_ptr self, const std::optional<std::string>& only) {
   auto& st = self->state;
   std::vector<std::string> names;
@@ -404,7 +404,7 @@ using step_rules
 /// The end of a deletion run: frames freed (how far the watermark moved),
 /// writes made, and the error that stopped it, if any.
 using steps_done = std::function<void(std::int64_t freed, std::size_t writes,
-                                      std::optional<storage::error>)>;
+                                      std::optional<api_error>)>;
 
 /// One step: plans with the first rule that admits a segment (at most
 /// `delete_step` segments), writes it, moves the watermark and goes on.
@@ -449,9 +449,8 @@ void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
           },
           [freed, writes, done](caf::error& err) mutable {
             done(freed, writes,
-                 storage::make_error(
-                     storage::ec::io_error,
-                     "writer unreachable: ", caf::to_string(err)));
+                 make_error(errc::internal,
+                            "writer unreachable: ", caf::to_string(err)));
           });
 }
 
@@ -463,13 +462,13 @@ void delete_steps(partition_ptr self, step_rules rules, steps_done done) {
   auto shared = std::make_shared<step_rules>(std::move(rules));
   self->state.deleting.wait([self, shared, done = std::move(done)]() mutable {
     self->state.deleting.enter();
-    delete_step(
-        self, shared, 0, 0,
-        [self, done = std::move(done)](std::int64_t freed, std::size_t writes,
-                                       std::optional<storage::error> err) {
-          done(freed, writes, std::move(err));
-          self->state.deleting.leave();
-        });
+    delete_step(self, shared, 0, 0,
+                [self, done = std::move(done)](std::int64_t freed,
+                                               std::size_t writes,
+                                               std::optional<api_error> err) {
+                  done(freed, writes, std::move(err));
+                  self->state.deleting.leave();
+                });
   });
 }
 
@@ -485,8 +484,7 @@ storage::retention_rule through_rule(storage::offset through) {
 /// registered on the queue without one, where its first contact would seed
 /// it; none when nobody is interested, or a group met here has nothing
 /// stored yet.
-storage::expected<std::optional<storage::offset>>
-consumed_by_all(partition_ptr self) {
+expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self) {
   auto& st = self->state;
   auto t = st.cfg.node.store->db().read();
   if (!t)
@@ -544,7 +542,7 @@ void trim(partition_ptr self, std::int64_t need, promise<trim_reply> rp) {
         return rules;
       },
       [rp](std::int64_t freed, std::size_t,
-           std::optional<storage::error> err) mutable {
+           std::optional<api_error> err) mutable {
         rp.deliver(trim_reply{freed, std::move(err)});
       });
 }
@@ -650,7 +648,7 @@ void run_retention(partition_ptr self) {
         return rules;
       },
       [self](std::int64_t freed, std::size_t writes,
-             std::optional<storage::error> err) {
+             std::optional<api_error> err) {
         auto& st = self->state;
         st.retaining = false;
         if (auto& m = st.cfg.node.metrics) {
@@ -659,7 +657,7 @@ void run_retention(partition_ptr self) {
         }
         if (err)
           spdlog::warn("partition {}: retention stopped: {}",
-                       st.cfg.record.name, storage::to_string(*err));
+                       st.cfg.record.name, to_string(*err));
         auto now = st.cfg.node.wall();
         auto interval = std::chrono::duration_cast<std::chrono::microseconds>(
                             st.cfg.node.retention_interval)
@@ -772,7 +770,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
                                                 bool dry_run, bool no_wait) {
   auto& st = self->state;
   auto rp = promise_for<seek_stage>(self);
-  auto fail = [&rp](storage::error err) mutable {
+  auto fail = [&rp](api_error err) mutable {
     seek_stage failed;
     failed.failure = std::move(err);
     rp.deliver(std::move(failed));
@@ -834,8 +832,8 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
           },
           [rp](caf::error& err) mutable {
             seek_stage failed;
-            failed.failure = storage::make_error(
-                storage::ec::busy, "the group's cursor here is restarting (",
+            failed.failure = make_error(
+                errc::unavailable, "the group's cursor here is restarting (",
                 caf::to_string(err), "); retry");
             rp.deliver(std::move(failed));
           });
@@ -876,13 +874,12 @@ partition_actor::behavior_type partition(partition_ptr self,
           st.respawning.insert(group);
           st.barrier_pending.insert(group);
           write_then(self, st.cfg.node.writer, barrier(),
-                     [self, group](std::optional<storage::error> failure) {
+                     [self, group](std::optional<api_error> failure) {
                        // A barrier is never refused: an error means the
                        // writer or the store is gone.
                        if (failure)
-                         return self->quit(
-                             caf::make_error(caf::sec::runtime_error,
-                                             storage::to_string(*failure)));
+                         return self->quit(caf::make_error(
+                             caf::sec::runtime_error, to_string(*failure)));
                        auto& st = self->state;
                        st.barrier_pending.erase(group);
                        if (!st.staged(group))
@@ -892,7 +889,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
     return false;
   });
-  auto failed = [](const storage::error& err) {
+  auto failed = [](const api_error& err) {
     pop_reply r;
     r.failure = err;
     return r;
@@ -1024,7 +1021,7 @@ partition_actor::behavior_type partition(partition_ptr self,
                   through_rule(through)};
             },
             [rp](std::int64_t freed, std::size_t,
-                 std::optional<storage::error> err) mutable {
+                 std::optional<api_error> err) mutable {
               purge_reply reply;
               if (err)
                 reply.failure = std::move(err);
@@ -1091,11 +1088,10 @@ partition_actor::behavior_type partition(partition_ptr self,
                 },
                 [rp](caf::error& err) mutable {
                   stage_reply failed;
-                  failed.failure
-                      = storage::make_error(storage::ec::busy,
-                                            "the group's cursor here is "
-                                            "restarting (",
-                                            caf::to_string(err), "); retry");
+                  failed.failure = make_error(errc::unavailable,
+                                              "the group's cursor here is "
+                                              "restarting (",
+                                              caf::to_string(err), "); retry");
                   rp.deliver(std::move(failed));
                 });
         return {};
@@ -1140,12 +1136,12 @@ partition_actor::behavior_type partition(partition_ptr self,
 
 } // namespace
 
-storage::expected<void> partition_config::validate() const {
+expected<void> partition_config::validate() const {
   return node.validate("partition");
 }
 
-storage::expected<partition_actor> spawn_partition(caf::actor_system& sys,
-                                                   partition_config cfg) {
+expected<partition_actor> spawn_partition(caf::actor_system& sys,
+                                          partition_config cfg) {
   SPOOL_TRY(cfg.validate());
   return sys.spawn(partition, std::move(cfg));
 }

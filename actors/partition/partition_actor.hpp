@@ -22,10 +22,10 @@ struct partition_config {
   /// Told of every dead letter its cursors write (none: nobody). A weak
   /// reference: the watcher (its queue) owns this partition.
   caf::actor_addr watcher;
-  storage::expected<void> validate() const;
+  expected<void> validate() const;
 };
 
-storage::expected<partition_actor> spawn_partition(caf::actor_system& sys,
-                                                   partition_config cfg);
+expected<partition_actor> spawn_partition(caf::actor_system& sys,
+                                          partition_config cfg);
 
 } // namespace spool::actors

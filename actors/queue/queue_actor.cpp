@@ -146,8 +146,8 @@ void leave_group_gate(queue_ptr self, const std::string& group) {
       gates.erase(again);
 }
 
-storage::expected<void> add_partition(queue_ptr self,
-                                      const storage::partition_record& rec) {
+expected<void> add_partition(queue_ptr self,
+                             const storage::partition_record& rec) {
   auto& st = self->state;
   partition_config pc;
   pc.node = st.cfg.node;
@@ -190,10 +190,10 @@ void respawn_partition(queue_ptr self, const std::string& name,
   auto& entry = it->second;
   auto t = st.cfg.node.store->db().read();
   if (!t)
-    return fail(storage::to_string(t.err()));
+    return fail(to_string(t.err()));
   auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
   if (!rec || !*rec)
-    return fail(rec ? "partition record gone" : storage::to_string(rec.err()));
+    return fail(rec ? "partition record gone" : to_string(rec.err()));
   t->abort();
   partition_config pc;
   pc.node = st.cfg.node;
@@ -202,7 +202,7 @@ void respawn_partition(queue_ptr self, const std::string& name,
   pc.watcher = self->address();
   auto p = spawn_partition(self->system(), std::move(pc));
   if (!p)
-    return fail(storage::to_string(p.err()));
+    return fail(to_string(p.err()));
   self->link_to(*p);
   entry.rec = **rec;
   entry.actor = *p;
@@ -249,11 +249,10 @@ void restart_partition(queue_ptr self, const std::string& name,
   // store is gone).
   auto dead = entry.actor.address();
   write_then(self, st.cfg.node.writer, barrier(),
-             [self, name, dead](std::optional<storage::error> failure) {
+             [self, name, dead](std::optional<api_error> failure) {
                if (failure)
-                 return end_queue(
-                     self, caf::make_error(caf::sec::runtime_error,
-                                           storage::to_string(*failure)));
+                 return end_queue(self, caf::make_error(caf::sec::runtime_error,
+                                                        to_string(*failure)));
                if (self->state.open_stages.contains(name)) {
                  self->state.respawn_waiting[name] = dead;
                  return;
@@ -458,7 +457,7 @@ std::vector<partition_actor> all_partitions(queue_ptr self);
 /// group's first contact.
 void register_group(queue_ptr self, const std::string& group,
                     const core::subscription_params& params,
-                    std::function<void(std::optional<storage::error>)> k) {
+                    std::function<void(std::optional<api_error>)> k) {
   group_gate(self, group)
       .wait([self, group, params, k = std::move(k)]() mutable {
         auto& st = self->state;
@@ -491,7 +490,7 @@ void register_group(queue_ptr self, const std::string& group,
                       q, st.partitions.at(st.ring[i]).rec.id, group, c});
                 }
               auto done = [self, group, rec,
-                           k](std::optional<storage::error> failure) mutable {
+                           k](std::optional<api_error> failure) mutable {
                 if (!failure)
                   self->state.subs[group] = rec;
                 leave_group_gate(self, group);
@@ -528,7 +527,7 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
   self->state.registering[req.lease_id] = false;
   register_group(self, group, params,
                  [self, rp, submit, req = std::move(req)](
-                     std::optional<storage::error> failure) mutable {
+                     std::optional<api_error> failure) mutable {
                    auto& waiting = self->state.registering;
                    bool cancelled = false;
                    if (auto it = waiting.find(req.lease_id);
@@ -552,7 +551,7 @@ caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
 /// same name waits and then finds it), then calls `k` (with the write's
 /// error, if any).
 void ensure_partitions(queue_ptr self, std::vector<std::string> names,
-                       std::function<void(std::optional<storage::error>)> k) {
+                       std::function<void(std::optional<api_error>)> k) {
   create_missing<std::remove_pointer_t<queue_ptr>, storage::partition_record>(
       self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
       [self](const std::string& n) {
@@ -576,7 +575,7 @@ void arm_sweep(queue_ptr self, storage::micros due);
 void configure_now(queue_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;
-  auto fail = [&rp](storage::error err) mutable {
+  auto fail = [&rp](api_error err) mutable {
     configure_reply reply;
     reply.failure = std::move(err);
     rp.deliver(std::move(reply));
@@ -598,34 +597,33 @@ void configure_now(queue_ptr self, configure_request& req,
     batch.mutations.emplace_back(storage::mut::create_partition{*fresh});
   }
   st.gate.enter();
-  auto done
-      = [self, rp, rec, fresh](std::optional<storage::error> failure) mutable {
-          auto& st = self->state;
-          configure_reply reply;
-          if (!failure) {
-            auto old_retention = st.cfg.record.options.dlq_retention_s;
-            st.cfg.record = rec;
-            plan_sweep(self);
-            arm(self);
-            // A new dlqRetentionSeconds: the DLQ sweep re-plans at once.
-            if (rec.options.dlq_retention_s != old_retention)
-              arm_sweep(self, st.cfg.node.wall());
-            if (fresh)
-              if (auto ok = add_partition(self, *fresh); !ok)
-                failure = ok.err();
-            for (auto& [_, p] : st.partitions)
-              self->send(p.actor, options_atom::value, rec.options);
-          }
-          if (failure) {
-            reply.failure = std::move(failure);
-          } else {
-            reply.queue = rec;
-            reply.default_partition_uuid
-                = st.partitions.at(default_partition).rec.uuid;
-          }
-          rp.deliver(std::move(reply));
-          st.gate.leave();
-        };
+  auto done = [self, rp, rec, fresh](std::optional<api_error> failure) mutable {
+    auto& st = self->state;
+    configure_reply reply;
+    if (!failure) {
+      auto old_retention = st.cfg.record.options.dlq_retention_s;
+      st.cfg.record = rec;
+      plan_sweep(self);
+      arm(self);
+      // A new dlqRetentionSeconds: the DLQ sweep re-plans at once.
+      if (rec.options.dlq_retention_s != old_retention)
+        arm_sweep(self, st.cfg.node.wall());
+      if (fresh)
+        if (auto ok = add_partition(self, *fresh); !ok)
+          failure = ok.err();
+      for (auto& [_, p] : st.partitions)
+        self->send(p.actor, options_atom::value, rec.options);
+    }
+    if (failure) {
+      reply.failure = std::move(failure);
+    } else {
+      reply.queue = rec;
+      reply.default_partition_uuid
+          = st.partitions.at(default_partition).rec.uuid;
+    }
+    rp.deliver(std::move(reply));
+    st.gate.leave();
+  };
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
@@ -727,12 +725,11 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
           done(delete_group_reply{
               0, false,
               restarting
-                  ? storage::make_error(storage::ec::busy, "Consumer group ",
-                                        req.group, " is restarting on queue ",
-                                        st.cfg.record.name, "; retry")
-                  : storage::make_error(storage::ec::busy, "Consumer group ",
-                                        req.group, " is active on queue ",
-                                        st.cfg.record.name)});
+                  ? make_error(errc::unavailable, "Consumer group ", req.group,
+                               " is restarting on queue ", st.cfg.record.name,
+                               "; retry")
+                  : make_error(errc::unavailable, "Consumer group ", req.group,
+                               " is active on queue ", st.cfg.record.name)});
           return;
         }
         storage::write_batch batch;
@@ -777,7 +774,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
               }
           }
         auto settle = [self, done, req, parts,
-                       reply](std::optional<storage::error> failure) mutable {
+                       reply](std::optional<api_error> failure) mutable {
           for (auto& p : parts)
             self->send(p, delete_atom::value, req.group, !failure);
           if (failure) {
@@ -867,7 +864,7 @@ void sweep_idle(queue_ptr self) {
           // Judged on what the fan-out saw: a cursor used since refuses.
           delete_group(self, {name, st.cfg.record.name, true, g.last},
                        [self, name](delete_group_reply r) {
-                         if (r.failure && r.failure->code == storage::ec::busy)
+                         if (r.failure && r.failure->code == errc::unavailable)
                            spdlog::debug("queue {}: idle group {} active "
                                          "again, kept",
                                          self->state.cfg.record.name, name);
@@ -875,7 +872,7 @@ void sweep_idle(queue_ptr self) {
                            spdlog::warn("queue {}: idle group {} not deleted: "
                                         "{}",
                                         self->state.cfg.record.name, name,
-                                        storage::to_string(*r.failure));
+                                        to_string(*r.failure));
                          else
                            spdlog::info("queue {}: group {} idle for "
                                         "groupIdleSeconds, deleted",
@@ -897,7 +894,7 @@ on_delete_queue(queue_ptr self) {
     st.gate.enter(); // nothing else is created or configured meanwhile
     storage::write_batch batch;
     batch.mutations.emplace_back(storage::mut::delete_queue{st.cfg.record.id});
-    auto done = [self, rp](std::optional<storage::error> failure) mutable {
+    auto done = [self, rp](std::optional<api_error> failure) mutable {
       self->state.gate.leave();
       if (failure) {
         rp.deliver(delete_queue_reply{false, std::move(failure)});
@@ -926,8 +923,7 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
     auto it = self->state.partitions.find(*req.partition);
     if (it == self->state.partitions.end()) {
       rp.deliver(
-          purge_reply{0, storage::make_error(storage::ec::unknown_partition,
-                                             "Partition not found")});
+          purge_reply{0, make_error(errc::not_found, "Partition not found")});
       return rp.later();
     }
     parts.push_back(it->second.actor);
@@ -956,7 +952,7 @@ struct push_run {
   std::vector<std::vector<std::size_t>> items; ///< item indices per partition
   std::vector<std::vector<storage::frame>> frames;
   std::vector<sealed_ptr> seals;
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).
   std::function<void(std::shared_ptr<push_run>)> prepared;
@@ -1008,7 +1004,7 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
 
 /// Settles every seal with the batch's outcome and builds the answer.
 queue_push_reply finish(queue_ptr self, push_run& run,
-                        std::optional<storage::error> failure) {
+                        std::optional<api_error> failure) {
   settle_all(self, run, !failure);
   if (failure)
     return push_failed(std::move(failure));
@@ -1066,8 +1062,8 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
   auto max = st.cfg.record.options.max_size;
   auto incoming = static_cast<std::int64_t>(run->item_count);
   auto full = [self, run] {
-    run->failure = storage::make_error(storage::ec::queue_full, "Queue ",
-                                       self->state.cfg.record.name, " is full");
+    run->failure = make_error(errc::queue_full, "Queue ",
+                              self->state.cfg.record.name, " is full");
     done_preparing(run);
   };
   if (incoming > max)
@@ -1088,7 +1084,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
             [self, run, total, max, incoming, go,
              full](std::vector<fanned<trim_reply>> trims) {
               auto left = total;
-              std::optional<storage::error> failure;
+              std::optional<api_error> failure;
               for (auto& t : trims) {
                 if (t.reply)
                   left -= t.reply->freed;
@@ -1103,7 +1099,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
                 return go();
               if (!failure)
                 return full();
-              run->failure = storage::make_error(
+              run->failure = make_error(
                   failure->code, "Queue ", self->state.cfg.record.name,
                   ": making room failed: ", failure->message);
               done_preparing(run);
@@ -1122,7 +1118,7 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   auto run = std::make_shared<push_run>();
   run->item_count = items.size();
   run->prepared = std::move(prepared);
-  auto fail = [&](storage::error err) {
+  auto fail = [&](api_error err) {
     run->failure = std::move(err);
     done_preparing(run);
   };
@@ -1139,8 +1135,8 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
       auto [it, fresh] = index.try_emplace(name, run->names.size());
       if (fresh) {
         if (auto ok = core::check_name(core::name_kind::partition, name); !ok)
-          return fail(storage::make_error(storage::ec::invalid_argument,
-                                          "items[", i, "].", ok.err().message));
+          return fail(make_error(errc::invalid_argument, "items[", i, "].",
+                                 ok.err().message));
         run->names.push_back(name);
         run->items.emplace_back();
         run->frames.emplace_back();
@@ -1150,8 +1146,8 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     // Validate every frame before anything is created or sealed, so a bad
     // item leaves no trace (not even a new partition).
     if (auto ok = storage::check_frame(items[i].frame, st.cfg.node.frames); !ok)
-      return fail(storage::make_error(ok.err().code, "items[", i,
-                                      "]: ", ok.err().message));
+      return fail(
+          make_error(ok.err().code, "items[", i, "]: ", ok.err().message));
     run->items[slot[i]].push_back(i);
   }
   for (std::size_t k = 0; k < run->names.size(); ++k)
@@ -1163,7 +1159,7 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   // Partitions met for the first time are created durably first.
   auto go = [self, run] {
     ensure_partitions(self, run->names,
-                      [self, run](std::optional<storage::error> failure) {
+                      [self, run](std::optional<api_error> failure) {
                         if (failure) {
                           run->failure = std::move(failure);
                           return done_preparing(run);
@@ -1200,7 +1196,7 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
       return;
     }
     write_then(self, self->state.cfg.node.writer, std::move(batch),
-               [self, rp, run](std::optional<storage::error> failure) mutable {
+               [self, rp, run](std::optional<api_error> failure) mutable {
                  rp.deliver(finish(self, *run, std::move(failure)));
                });
   });
@@ -1309,7 +1305,7 @@ void settle_seek(queue_ptr self, seek_run& run, bool commit) {
   }
 }
 
-void fail_seek(queue_ptr self, seek_run& run, storage::error err) {
+void fail_seek(queue_ptr self, seek_run& run, api_error err) {
   settle_seek(self, run, false);
   seek_reply reply;
   reply.failure = std::move(err);
@@ -1336,8 +1332,7 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
   // group's first pop, with its mode; it seeds only the partitions without
   // a row, so those the seek wrote keep the seek's position.
   reply.partitions_updated = run->names.size();
-  auto done = [self, run,
-               reply](std::optional<storage::error> failure) mutable {
+  auto done = [self, run, reply](std::optional<api_error> failure) mutable {
     if (failure) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
@@ -1390,7 +1385,7 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
   fan_out<seek_stage>(
       self, run->parts,
       [self, run](std::vector<fanned<seek_stage>> stages) {
-        std::optional<storage::error> failure;
+        std::optional<api_error> failure;
         bool busy = false;
         run->staged.clear();
         run->staged.reserve(stages.size());
@@ -1437,11 +1432,10 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
     }
   if (run->parts.empty()) {
     fail_seek(self, *run,
-              req.partition ? storage::make_error(
-                  storage::ec::unknown_partition, "Partition not found")
-                            : storage::make_error(
-                                storage::ec::unknown_queue,
-                                "Queue not found or has no partitions"));
+              req.partition
+                  ? make_error(errc::not_found, "Partition not found")
+                  : make_error(errc::not_found,
+                               "Queue not found or has no partitions"));
     return run->rp;
   }
   run->req = std::move(req);
@@ -1477,8 +1471,8 @@ on_requeue(queue_ptr self, const std::string& group,
     auto it = found == by_id.end() ? st.partitions.end() : found->second;
     if (it == st.partitions.end()) {
       rp.deliver(dlq_count_reply{
-          0, storage::make_error(storage::ec::unknown_partition,
-                                 "Partition not found: ", e.partition.value)});
+          0, make_error(errc::not_found,
+                        "Partition not found: ", e.partition.value)});
       return rp.later();
     }
     auto& slot = parts[e.partition.value];
@@ -1586,8 +1580,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   st.cfg = std::move(cfg);
   for (auto& rec : st.cfg.partitions)
     if (auto ok = add_partition(self, rec); !ok)
-      self->quit(caf::make_error(caf::sec::runtime_error,
-                                 storage::to_string(ok.err())));
+      self->quit(caf::make_error(caf::sec::runtime_error, to_string(ok.err())));
   supervise(
       self,
       [self](const caf::actor_addr& src, const caf::error& why) {
@@ -1615,8 +1608,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
        .topic = [](const queue_pop_request& r) { return r.partition; },
        .busy =
            [](queue_pop_reply r) {
-             r.failure = storage::make_error(
-                 storage::ec::busy, "Server busy: too many parked pops");
+             r.failure = make_error(errc::unavailable,
+                                    "Server busy: too many parked pops");
              return r;
            },
        .now = [self] { return self->clock().now(); },
@@ -1624,16 +1617,15 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   if (auto t = st.cfg.node.store->db().read()) {
     auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.id);
     if (!subs)
-      self->quit(caf::make_error(caf::sec::runtime_error,
-                                 storage::to_string(subs.err())));
+      self->quit(
+          caf::make_error(caf::sec::runtime_error, to_string(subs.err())));
     else
       for (auto& [group, rec] : *subs) {
         st.last_registered = std::max(st.last_registered, rec.registered_at);
         st.subs.emplace(group, rec);
       }
   } else {
-    self->quit(
-        caf::make_error(caf::sec::runtime_error, storage::to_string(t.err())));
+    self->quit(caf::make_error(caf::sec::runtime_error, to_string(t.err())));
   }
   // Entries stored before a restart: the first sweep finds their expiry.
   st.sweep_due = st.cfg.node.wall();
@@ -1648,7 +1640,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_prepare(self, items);
       },
       [self](settle_atom, const push_token& token,
-             std::optional<storage::error>& failure) {
+             std::optional<api_error>& failure) {
         auto run = std::static_pointer_cast<push_run>(token);
         return finish(self, *run, std::move(failure));
       },
@@ -1677,8 +1669,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         if (it == self->state.partitions.end()) {
           auto rp = promise_for<browse_reply>(self);
           browse_reply reply;
-          reply.failure = storage::make_error(storage::ec::unknown_partition,
-                                              "Partition not found");
+          reply.failure = make_error(errc::not_found, "Partition not found");
           rp.deliver(std::move(reply));
           return {};
         }
@@ -1818,12 +1809,11 @@ storage::partition_record new_partition_record(const node_context& node,
   return rec;
 }
 
-storage::expected<void> queue_config::validate() const {
+expected<void> queue_config::validate() const {
   return node.validate("queue");
 }
 
-storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,
-                                           queue_config cfg) {
+expected<queue_actor> spawn_queue(caf::actor_system& sys, queue_config cfg) {
   SPOOL_TRY(cfg.validate());
   return sys.spawn(queue, std::move(cfg));
 }

@@ -34,11 +34,10 @@ struct queue_config {
   std::size_t dlq_sweep_step = 1'000;
   storage::micros dlq_sweep_gap = 60'000'000;
 
-  storage::expected<void> validate() const;
+  expected<void> validate() const;
 };
 
-storage::expected<queue_actor> spawn_queue(caf::actor_system& sys,
-                                           queue_config cfg);
+expected<queue_actor> spawn_queue(caf::actor_system& sys, queue_config cfg);
 
 /// Partition indices in the order a wildcard pop considers them: all `n`,
 /// starting at `start` (the one after the group's last claim), wrapping.

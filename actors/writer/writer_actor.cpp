@@ -8,8 +8,9 @@
 // queue for the next group.
 //
 // Bounds (issue 11): at most `max_pending` batches wait (more are refused at
-// once with `busy`; an empty batch, a restart's barrier, never is); a batch
-// that waited `stall_timeout` without its commit starting fails with `busy`
+// once with `unavailable`; an empty batch, a restart's barrier, never is); a
+// batch that waited `stall_timeout` without its commit starting fails with
+// `unavailable`
 // ("storage stalled"), and while a commit runs longer than that new batches are
 // refused at once. Refused and failed batches were never handed to LMDB. A
 // batch being committed is answered when its commit ends, however long that
@@ -76,8 +77,8 @@ struct writer_state {
 
 using writer_ptr = writer_actor::stateful_pointer<writer_state>;
 
-storage::error busy(auto&&... parts) {
-  return storage::make_error(storage::ec::busy, parts...);
+api_error busy(auto&&... parts) {
+  return make_error(errc::unavailable, parts...);
 }
 
 void answer(std::vector<writer_state::pending_batch>& group,
@@ -85,8 +86,7 @@ void answer(std::vector<writer_state::pending_batch>& group,
   for (std::size_t i = 0; i < group.size(); ++i) {
     write_result r;
     if (i >= results.size())
-      r.failure = storage::make_error(storage::ec::io_error,
-                                      "writer: commit gave no result");
+      r.failure = make_error(errc::internal, "writer: commit gave no result");
     else if (!results[i])
       r.failure = results[i].err();
     group[i].promise.deliver(std::move(r));
@@ -133,9 +133,9 @@ bool stop_if_broken(writer_ptr self) {
   auto& st = self->state;
   if (!st.cfg.env->broken())
     return false;
-  auto err = storage::make_error(storage::ec::io_error,
-                                 "storage unusable: the LMDB map is gone after "
-                                 "a failed growth");
+  auto err = make_error(errc::internal,
+                        "storage unusable: the LMDB map is gone after "
+                        "a failed growth");
   for (auto& p : st.pending)
     p.promise.deliver(write_result{err});
   st.pending.clear();
@@ -274,24 +274,23 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
 
 } // namespace
 
-storage::expected<void> writer_config::validate() const {
+expected<void> writer_config::validate() const {
   if (env == nullptr)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "writer: no storage environment");
+    return make_error(errc::invalid_argument, "writer: no storage environment");
   if (max_group_bytes == 0)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "writer: max_group_bytes must be positive");
+    return make_error(errc::invalid_argument,
+                      "writer: max_group_bytes must be positive");
   if (max_pending == 0)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "writer: max_pending must be positive");
+    return make_error(errc::invalid_argument,
+                      "writer: max_pending must be positive");
   if (stall_timeout.count() <= 0)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "writer: stall_timeout must be positive");
+    return make_error(errc::invalid_argument,
+                      "writer: stall_timeout must be positive");
   return {};
 }
 
-storage::expected<writer_actor> spawn_writer(caf::actor_system& sys,
-                                             writer_config cfg, bool threaded) {
+expected<writer_actor> spawn_writer(caf::actor_system& sys, writer_config cfg,
+                                    bool threaded) {
   if (auto ok = cfg.validate(); !ok)
     return std::move(ok).err();
   if (!cfg.commits)

@@ -25,23 +25,23 @@ struct writer_config {
   storage::env* env = nullptr;
   /// A commit group stops taking batches at this many bytes.
   std::size_t max_group_bytes = std::size_t{64} << 20;
-  /// Batches waiting for the disk beyond this are refused at once (`busy`,
-  /// "write queue full").
+  /// Batches waiting for the disk beyond this are refused at once
+  /// (`unavailable`, "write queue full").
   std::size_t max_pending = 8192;
   /// A batch that waited this long without its commit starting fails
-  /// (`busy`, "storage stalled"); while a commit runs longer than this, new
-  /// batches are refused at once.
+  /// (`unavailable`, "storage stalled"); while a commit runs longer than this,
+  /// new batches are refused at once.
   std::chrono::milliseconds stall_timeout{10'000};
   /// Who commits (none: `thread_committer` when spawned with `threaded`,
   /// else `inline_committer`).
   std::shared_ptr<committer> commits{};
 
-  storage::expected<void> validate() const;
+  expected<void> validate() const;
 };
 
 /// Validates `cfg` and spawns the writer; `threaded` gives its commits a
 /// thread of their own.
-storage::expected<writer_actor> spawn_writer(caf::actor_system& sys,
-                                             writer_config cfg, bool threaded);
+expected<writer_actor> spawn_writer(caf::actor_system& sys, writer_config cfg,
+                                    bool threaded);
 
 } // namespace spool::actors

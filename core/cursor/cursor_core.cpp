@@ -18,11 +18,10 @@ cursor_policy cursor_policy::from(const storage::queue_options& opts) {
   return p;
 }
 
-storage::expected<void> check_ack(const ack_request& req) {
+expected<void> check_ack(const ack_request& req) {
   if (req.delay && (req.delay->count() < 0 || *req.delay > max_ack_delay))
-    return storage::make_error(
-        storage::ec::invalid_argument, "delayMs must be between 0 and ",
-        max_ack_delay.count(), ", got ", req.delay->count());
+    return make_error(errc::invalid_argument, "delayMs must be between 0 and ",
+                      max_ack_delay.count(), ", got ", req.delay->count());
   return {};
 }
 

@@ -77,7 +77,7 @@ struct grant_result {
 
 /// An ack's request fields in range: `delayMs` 0..max_ack_delay
 /// (`invalid_argument` naming the field otherwise).
-storage::expected<void> check_ack(const ack_request& req);
+expected<void> check_ack(const ack_request& req);
 
 struct ack_outcome {
   ack_error error = ack_error::none;

@@ -18,7 +18,7 @@ std::int64_t add_saturated(std::int64_t a, std::int64_t b) {
 
 } // namespace
 
-storage::expected<seek_rule> seek_rule_of(const seek_target& t) {
+expected<seek_rule> seek_rule_of(const seek_target& t) {
   if (t.to_end)
     return seek_rule::to_end;
   if (t.timestamp)
@@ -29,8 +29,8 @@ storage::expected<seek_rule> seek_rule_of(const seek_target& t) {
     return seek_rule::offset;
   if (t.shift_by)
     return seek_rule::shift_by;
-  return storage::make_error(storage::ec::invalid_argument,
-                             "Must specify toEnd=true or a timestamp");
+  return make_error(errc::invalid_argument,
+                    "Must specify toEnd=true or a timestamp");
 }
 
 storage::offset seek_position(seek_rule rule, const seek_target& t,

@@ -36,8 +36,8 @@ enum class seek_rule : std::uint8_t {
 
 /// The rule of `t`, by precedence toEnd > timestamp > toStart > offset >
 /// shiftBy (the product document: "toEnd wins over a timestamp"); none
-/// given: `ec::invalid_argument` "Must specify toEnd=true or a timestamp".
-storage::expected<seek_rule> seek_rule_of(const seek_target& t);
+/// given: `errc::invalid_argument` "Must specify toEnd=true or a timestamp".
+expected<seek_rule> seek_rule_of(const seek_target& t);
 
 /// One partition as a seek sees it.
 struct seek_bounds {

@@ -4,31 +4,29 @@
 
 namespace spool::core {
 
-storage::expected<void> check(const dlq_filter& f) {
+expected<void> check(const dlq_filter& f) {
   if (f.from && f.to && *f.from > *f.to)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "Invalid DLQ filter: from is after to");
+    return make_error(errc::invalid_argument,
+                      "Invalid DLQ filter: from is after to");
   for (auto& name : {f.queue, f.group, f.partition})
     if (name && name->empty())
-      return storage::make_error(storage::ec::invalid_argument,
-                                 "Invalid DLQ filter: empty name");
+      return make_error(errc::invalid_argument,
+                        "Invalid DLQ filter: empty name");
   if (f.ids.size() > dlq_max_batch)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "Invalid DLQ filter: at most ", dlq_max_batch,
-                               " ids");
+    return make_error(errc::invalid_argument, "Invalid DLQ filter: at most ",
+                      dlq_max_batch, " ids");
   return {};
 }
 
-storage::expected<void> check(const dlq_query& q) {
+expected<void> check(const dlq_query& q) {
   SPOOL_TRY(check(q.filter));
   if (q.limit == 0 || q.limit > dlq_max_limit)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "Invalid DLQ filter: limit must be 1..",
-                               dlq_max_limit);
+    return make_error(errc::invalid_argument,
+                      "Invalid DLQ filter: limit must be 1..", dlq_max_limit);
   if (q.offset > dlq_max_offset)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "Invalid DLQ filter: offset must be 0..",
-                               dlq_max_offset, " (use after for deeper pages)");
+    return make_error(errc::invalid_argument,
+                      "Invalid DLQ filter: offset must be 0..", dlq_max_offset,
+                      " (use after for deeper pages)");
   return {};
 }
 

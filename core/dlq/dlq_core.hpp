@@ -59,10 +59,10 @@ struct dlq_page {
 };
 
 /// Checks a filter ("from is after to", …); names are checked by the reader.
-storage::expected<void> check(const dlq_filter& f);
+expected<void> check(const dlq_filter& f);
 /// Checks a filter's ids (at most dlq_max_batch) and a query: its filter,
 /// `limit` in 1..dlq_max_limit, `offset` up to dlq_max_offset.
-storage::expected<void> check(const dlq_query& q);
+expected<void> check(const dlq_query& q);
 
 /// Whether the entry of (queue, group, partition) passes the filter.
 bool matches(const dlq_filter& f, std::string_view queue,

@@ -96,7 +96,6 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
               std::optional<std::uint64_t> after, bounded_pick& pick,
               std::optional<std::size_t> per_cursor = std::nullopt) {
   namespace tb = storage::tables;
-  SPOOL_TRY(check(f));
   auto queues = tb::all_queues(t);
   if (!queues)
     return std::move(queues).err();
@@ -195,30 +194,31 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
 
 } // namespace
 
-storage::expected<dlq_selection>
-select_dlq(storage::txn& t, const dlq_filter& f, storage::micros now,
-           std::size_t max, std::optional<std::size_t> per_cursor) {
+expected<dlq_selection> select_dlq(storage::txn& t, const dlq_filter& f,
+                                   storage::micros now, std::size_t max,
+                                   std::optional<std::size_t> per_cursor) {
+  SPOOL_TRY(check(f));
   bounded_pick pick{max, false};
   auto total = scan_selected(t, f, now, std::nullopt, pick, per_cursor);
   if (!total)
-    return std::move(total).err();
+    return storage::to_api(total.err());
   return dlq_selection{pick.take(), *total};
 }
 
-storage::expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
-                                     storage::micros now) {
+expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
+                            storage::micros now) {
   SPOOL_TRY(check(q));
   bounded_pick pick{q.offset + q.limit, true};
   auto total = scan_selected(t, q.filter, now, q.after, pick);
   if (!total)
-    return std::move(total).err();
+    return storage::to_api(total.err());
   auto page = paginate(pick.take(), q);
   page.total = *total;
   for (auto& item : page.items) {
     auto full
         = storage::tables::get_dlq(t, item.queue_id, item.group, item.entry.id);
     if (!full)
-      return std::move(full).err();
+      return storage::to_api(full.err());
     if (*full)
       item.entry = std::move(**full);
   }

@@ -28,14 +28,14 @@ struct dlq_selection {
 /// already pending are left out (neither selected nor counted), and per
 /// (queue, group, partition) at most the cursor's free places are selected,
 /// the oldest first; the rest counts in `total` for a later call.
-storage::expected<dlq_selection>
-select_dlq(storage::txn& t, const dlq_filter& f, storage::micros now,
-           std::size_t max,
-           std::optional<std::size_t> per_cursor = std::nullopt);
+expected<dlq_selection> select_dlq(storage::txn& t, const dlq_filter& f,
+                                   storage::micros now, std::size_t max,
+                                   std::optional<std::size_t> per_cursor
+                                   = std::nullopt);
 
 /// The page `q` asks for, with the full entries of that page; one pass
 /// that keeps at most `offset + limit` summaries.
-storage::expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
-                                     storage::micros now);
+expected<dlq_page> list_dlq(storage::txn& t, const dlq_query& q,
+                            storage::micros now);
 
 } // namespace spool::core

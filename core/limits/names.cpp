@@ -58,8 +58,8 @@ bool is_control(std::int32_t cp) noexcept {
   return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
 }
 
-storage::error bad(auto&&... parts) {
-  return storage::make_error(storage::ec::invalid_argument, parts...);
+api_error bad(auto&&... parts) {
+  return make_error(errc::invalid_argument, parts...);
 }
 
 } // namespace
@@ -84,8 +84,8 @@ bool has_control(std::string_view s) noexcept {
   return false;
 }
 
-storage::expected<void> check_text(const char* what, std::string_view s,
-                                   std::size_t max) {
+expected<void> check_text(const char* what, std::string_view s,
+                          std::size_t max) {
   if (s.size() > max)
     return bad(what, " must be at most ", max, " bytes, got ", s.size());
   if (!valid_utf8(s))
@@ -95,7 +95,7 @@ storage::expected<void> check_text(const char* what, std::string_view s,
   return {};
 }
 
-storage::expected<void> check_frame_texts(const storage::frame& f) {
+expected<void> check_frame_texts(const storage::frame& f) {
   SPOOL_TRY(check_text("transactionId", f.transaction_id));
   SPOOL_TRY(check_text("traceId", f.trace_id));
   for (auto& [k, v] : f.headers) {
@@ -108,7 +108,7 @@ storage::expected<void> check_frame_texts(const storage::frame& f) {
   return {};
 }
 
-storage::expected<void> check_name(name_kind kind, std::string_view name) {
+expected<void> check_name(name_kind kind, std::string_view name) {
   auto what = to_string(kind);
   if (name.empty() || name.size() > max_name_bytes)
     return bad(what, " must be 1..", max_name_bytes, " bytes, got ",
@@ -123,20 +123,18 @@ storage::expected<void> check_name(name_kind kind, std::string_view name) {
   return {};
 }
 
-storage::expected<void>
+expected<void>
 check_push_size(const config::push_limits& limits, std::size_t items,
                 const std::function<std::size_t(std::size_t)>& payload_of) {
   if (items > limits.max_items)
-    return storage::make_error(storage::ec::invalid_argument,
-                               "a push holds at most ", limits.max_items,
-                               " items, got ", items);
+    return make_error(errc::invalid_argument, "a push holds at most ",
+                      limits.max_items, " items, got ", items);
   std::uint64_t bytes = 0;
   for (std::size_t i = 0; i < items; ++i)
     bytes += payload_of(i);
   if (bytes > limits.max_bytes)
-    return storage::make_error(storage::ec::frame_too_large,
-                               "a push holds at most ", limits.max_bytes,
-                               " payload bytes, got ", bytes);
+    return make_error(errc::too_large, "a push holds at most ",
+                      limits.max_bytes, " payload bytes, got ", bytes);
   return {};
 }
 

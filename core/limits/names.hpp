@@ -43,23 +43,23 @@ bool has_control(std::string_view s) noexcept;
 /// A name of `kind`: `invalid_argument` with a message naming the kind and
 /// the rule ("queue must be 1..255 bytes, got 300"; a caller prefixes where
 /// the name came from: "items[3].queue …").
-storage::expected<void> check_name(name_kind kind, std::string_view name);
+expected<void> check_name(name_kind kind, std::string_view name);
 
 /// A free text field with a byte limit (transactionId, traceId, header
 /// keys): UTF-8, no control characters, at most `max` bytes; `what` names it
 /// in the error.
-storage::expected<void> check_text(const char* what, std::string_view s,
-                                   std::size_t max = max_name_bytes);
+expected<void> check_text(const char* what, std::string_view s,
+                          std::size_t max = max_name_bytes);
 
 /// The texts of a frame beyond `storage::check_frame`'s sizes: its
 /// transactionId, traceId and header keys as `check_text` (UTF-8, no
 /// control characters, at most 255 bytes), header values valid UTF-8.
-storage::expected<void> check_frame_texts(const storage::frame& f);
+expected<void> check_frame_texts(const storage::frame& f);
 
 /// A push (or a transaction's pushes) of `items` items, item i holding
 /// `payload_of(i)` payload bytes, within `limits`: "a push holds at most …"
 /// (`invalid_argument` for the count, `frame_too_large` for the bytes).
-storage::expected<void>
+expected<void>
 check_push_size(const config::push_limits& limits, std::size_t items,
                 const std::function<std::size_t(std::size_t)>& payload_of);
 

@@ -33,10 +33,10 @@ enum option_index : std::size_t {
 /// Longest `retryBackoffMs` list.
 constexpr std::size_t max_backoff_steps = 64;
 
-storage::error out_of_range(const option_range& r, std::int64_t got) {
-  return storage::make_error(storage::ec::invalid_argument, "option ", r.name,
-                             " must be between ", r.min, " and ", r.max,
-                             *r.unit ? " " : "", r.unit, ", got ", got);
+api_error out_of_range(const option_range& r, std::int64_t got) {
+  return make_error(errc::invalid_argument, "option ", r.name,
+                    " must be between ", r.min, " and ", r.max,
+                    *r.unit ? " " : "", r.unit, ", got ", got);
 }
 
 } // namespace
@@ -64,12 +64,12 @@ const std::vector<option_range>& option_ranges() {
   return ranges;
 }
 
-storage::expected<storage::queue_options>
+expected<storage::queue_options>
 apply_options(const storage::queue_options& base, const options_patch& p) {
   auto out = base;
   auto& r = option_ranges();
   // Sets `field` from `value` when the patch names it, checking its range.
-  std::optional<storage::error> failure;
+  std::optional<api_error> failure;
   auto set = [&](std::int64_t& field, const std::optional<std::int64_t>& value,
                  option_index i) {
     if (failure || !value)
@@ -84,10 +84,9 @@ apply_options(const storage::queue_options& base, const options_patch& p) {
   set(out.retry_delay_ms, p.retry_delay_ms, retry_delay);
   if (p.retry_backoff_ms && !failure) {
     if (p.retry_backoff_ms->size() > max_backoff_steps)
-      failure = storage::make_error(storage::ec::invalid_argument,
-                                    "option retryBackoffMs must have at most ",
-                                    max_backoff_steps, " entries, got ",
-                                    p.retry_backoff_ms->size());
+      failure = make_error(
+          errc::invalid_argument, "option retryBackoffMs must have at most ",
+          max_backoff_steps, " entries, got ", p.retry_backoff_ms->size());
     for (auto v : *p.retry_backoff_ms)
       if (!failure && (v < r[retry_backoff].min || v > r[retry_backoff].max))
         failure = out_of_range(r[retry_backoff], v);
@@ -125,21 +124,20 @@ apply_options(const storage::queue_options& base, const options_patch& p) {
   // Combinations, judged on the result (an option named earlier may meet
   // one that was already stored).
   if (out.encryption_enabled)
-    return storage::make_error(
-        storage::ec::invalid_argument,
+    return make_error(
+        errc::invalid_argument,
         "option encryptionEnabled: encryption at rest is not built in this "
         "server; only false is accepted");
   if (out.max_wait_time_s > 0
       && out.delayed_processing_s >= out.max_wait_time_s)
-    return storage::make_error(
-        storage::ec::invalid_argument,
+    return make_error(
+        errc::invalid_argument,
         "option delayedProcessing must be below maxWaitTimeSeconds (",
         out.max_wait_time_s, "), got ", out.delayed_processing_s);
   if (out.window_buffer_max_s && *out.window_buffer_max_s < out.window_buffer_s)
-    return storage::make_error(
-        storage::ec::invalid_argument,
-        "option windowBufferMax must not be below windowBuffer (",
-        out.window_buffer_s, "), got ", *out.window_buffer_max_s);
+    return make_error(errc::invalid_argument,
+                      "option windowBufferMax must not be below windowBuffer (",
+                      out.window_buffer_s, "), got ", *out.window_buffer_max_s);
   return out;
 }
 

@@ -57,7 +57,7 @@ const std::vector<option_range>& option_ranges();
 /// maxWaitTimeSeconds; windowBufferMax not below windowBuffer). Otherwise an
 /// `invalid_argument` error naming the first offending option; nothing is
 /// applied then.
-storage::expected<storage::queue_options>
+expected<storage::queue_options>
 apply_options(const storage::queue_options& base, const options_patch& patch);
 
 } // namespace spool::core

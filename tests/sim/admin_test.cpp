@@ -125,7 +125,7 @@ TEST_CASE("listing shows queues with options, partitions, lastOffset and "
   REQUIRE(one.queues.size() == 1);
   auto none = fx.info("nope");
   REQUIRE(none.failure);
-  CHECK(none.failure->code == storage::ec::unknown_queue);
+  CHECK(none.failure->code == errc::not_found);
   CHECK(none.failure->message == "Queue not found");
 }
 
@@ -153,7 +153,7 @@ TEST_CASE("browsing reads by offset without a lease or a commit",
   CHECK(unknown.failure->message == "Partition not found");
   auto bad = fx.browse("q", "p", offset{-1}, 1);
   REQUIRE(bad.failure);
-  CHECK(bad.failure->code == storage::ec::invalid_argument);
+  CHECK(bad.failure->code == errc::invalid_argument);
   CHECK(fx.browse("nope", "p", offset{0}, 1).failure->message
         == "Queue not found");
 }
@@ -350,8 +350,7 @@ TEST_CASE("purge deletes whole segments below an offset and moves the "
   CHECK(all.next_offset == offset{5});
   CHECK(fx.browse("q", "p", offset{0}, 10).frames.empty());
   CHECK(fx.purge("nope", std::nullopt).failure->message == "Queue not found");
-  CHECK(fx.purge("q", offset{-1}).failure->code
-        == storage::ec::invalid_argument);
+  CHECK(fx.purge("q", offset{-1}).failure->code == errc::invalid_argument);
   CHECK(fx.purge("q", std::nullopt, "zz").failure->message
         == "Partition not found");
 }
@@ -419,7 +418,7 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   // No group consumed anything: nothing may go, the push is refused.
   auto refused = push_one({"e"});
   REQUIRE(refused.failure);
-  CHECK(refused.failure->code == storage::ec::queue_full);
+  CHECK(refused.failure->code == errc::queue_full);
   CHECK(refused.failure->message == "Queue q is full");
   CHECK(next_offset() == offset{4});
   // g consumes the first segment: it can go to make room.
@@ -434,11 +433,10 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
   // Unconsumed frames are never deleted for room.
   auto still = push_one({"f", "g"});
   REQUIRE(still.failure);
-  CHECK(still.failure->code == storage::ec::queue_full);
+  CHECK(still.failure->code == errc::queue_full);
   CHECK(next_offset() == offset{5});
   // Larger than maxSize alone: refused at once.
-  CHECK(push_one({"1", "2", "3", "4", "5"}).failure->code
-        == storage::ec::queue_full);
+  CHECK(push_one({"1", "2", "3", "4", "5"}).failure->code == errc::queue_full);
   // The group's view is intact: it gets c, d, e next.
   auto rest = fx.pop("q", fx.pop_request("g", "p", 10));
   REQUIRE(rest.claimed.size() == 1);

@@ -127,7 +127,7 @@ TEST_CASE("configure with an option out of range stores nothing",
   bad.lease_time_s = 0;
   auto r = fx.configure("fresh", bad);
   REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::invalid_argument);
+  CHECK(r.failure->code == errc::invalid_argument);
   CHECK(r.failure->message.find("option leaseTime") != std::string::npos);
   CHECK(fx.stored_queues().empty());
   CHECK(fx.stored_partitions().empty());

@@ -67,7 +67,7 @@ TEST_CASE("a failed purge answers the error and moves nothing, a retry "
   fx.fail_deletions(1);
   auto failed = fx.purge("q");
   REQUIRE(failed.failure);
-  CHECK(failed.failure->code == storage::ec::io_error);
+  CHECK(failed.failure->code == errc::internal);
   CHECK(fx.watermark("q", "p") == 0);
   CHECK(fx.browse("q", "p") == ints{0, 1, 2});
   // A group still reads from the start, nothing skipped.
@@ -120,7 +120,7 @@ TEST_CASE("a failed maxSize trim refuses the push with the write's error, "
   REQUIRE(refused);
   REQUIRE(refused->failure);
   // Not "full": room could be made, the write failed (a retry may succeed).
-  CHECK(refused->failure->code == storage::ec::io_error);
+  CHECK(refused->failure->code == errc::internal);
   CHECK(fx.watermark("q", "p") == 0);
   CHECK(fx.partition("q", "p").next_offset == offset{4});
   CHECK(fx.browse("q", "p") == ints{0, 1, 2, 3});
@@ -157,7 +157,7 @@ TEST_CASE("a failed group deletion answers the error and leaves the group "
       actors::delete_group_request{"g", std::string{"q"}, true});
   REQUIRE(del);
   REQUIRE(del->failure);
-  CHECK(del->failure->code == storage::ec::io_error);
+  CHECK(del->failure->code == errc::internal);
   CHECK(del->deleted_partitions == 0);
   // Registered where it was: the stored row and subscription stay.
   auto row = fx.cursor("q", "p", "g");

@@ -644,7 +644,7 @@ TEST_CASE("DLQ requests beyond their bounds are refused: too many ids, an "
     many.ids.push_back(i);
   auto r = fx.requeue(many);
   REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::invalid_argument);
+  CHECK(r.failure->code == errc::invalid_argument);
   CHECK(r.failure->message.find("at most 10000 ids") != std::string::npos);
   core::dlq_query deep;
   deep.offset = core::dlq_max_offset + 1;

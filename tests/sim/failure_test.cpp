@@ -102,7 +102,7 @@ struct fault_sim : broker_sim {
 
   /// Injects a failure of the next batch holding a cursor record (not a
   /// group's registration).
-  void fail_next_cursor_write(storage::ec code = storage::ec::io_error) {
+  void fail_next_cursor_write(errc code = errc::internal) {
     fault_plan f;
     f.when = [](const storage::write_batch& b) {
       return count_of<storage::mut::put_cursor>(b) > 0
@@ -317,7 +317,7 @@ TEST_CASE("a group name over 255 bytes is refused before it registers "
   // every later cursor key of it would exceed LMDB's 511-byte limit.
   auto r = fx.pop_reply("fresh", "P", hostile);
   REQUIRE(r.failure);
-  CHECK(r.failure->code == storage::ec::invalid_argument);
+  CHECK(r.failure->code == errc::invalid_argument);
   CHECK(r.failure->message == "consumerGroup must be 1..255 bytes, got 500");
   fx.push("fresh", "P", {"x"});
   CHECK(fx.cursors("fresh", hostile).empty());
@@ -394,7 +394,7 @@ TEST_CASE("a push over push.maxItems or push.maxBytes is refused and stores "
   CHECK(too_many.failure->message == "a push holds at most 3 items, got 4");
   auto too_big = push({"a", "0123456789"});
   REQUIRE(too_big.failure);
-  CHECK(too_big.failure->code == storage::ec::frame_too_large);
+  CHECK(too_big.failure->code == errc::too_large);
   CHECK(too_big.failure->message
         == "a push holds at most 10 payload bytes, got 11");
   CHECK(fx.offsets(fx.pop("q", "P", "g")) == ints{0, 1, 2});
@@ -617,7 +617,7 @@ TEST_CASE("a queue dying between its seal and the commit fails the push, "
   fx.run();
   REQUIRE(*pushed);
   REQUIRE((*pushed)->failure); // nothing of it was stored
-  CHECK((*pushed)->failure->code == storage::ec::busy);
+  CHECK((*pushed)->failure->code == errc::unavailable);
   // The restarted queue and the store agree: later pushes are stored and
   // each partition's offsets are dense.
   fx.push("a", "P", {"a2"});
@@ -954,10 +954,10 @@ TEST_CASE("a seek or a group deletion meeting a cursor that died with a "
   REQUIRE((*txn)->result.success);
   REQUIRE(*sought);
   REQUIRE((*sought)->failure);
-  CHECK((*sought)->failure->code == storage::ec::busy);
+  CHECK((*sought)->failure->code == errc::unavailable);
   REQUIRE(*deleted);
   REQUIRE((*deleted)->failure);
-  CHECK((*deleted)->failure->code == storage::ec::busy);
+  CHECK((*deleted)->failure->code == errc::unavailable);
   CHECK((*deleted)->failure->message
         == "Consumer group g is restarting on queue a; retry");
   // The transaction's ack stands, and the group with it.
@@ -982,7 +982,7 @@ TEST_CASE("a wildcard pop whose write is refused busy answers the error",
   fault_plan f;
   f.nth = 1; // the pop's own write on A
   f.times = 1;
-  f.code = storage::ec::busy; // as a full or stalled writer refuses
+  f.code = errc::unavailable; // as a full or stalled writer refuses
   fx.gate_st->inject(f);
   actors::queue_pop_request req;
   req.group = "g";
@@ -993,7 +993,7 @@ TEST_CASE("a wildcard pop whose write is refused busy answers the error",
   REQUIRE(r);
   // Not taken for a restarting cursor and hidden as "empty".
   REQUIRE(r->failure);
-  CHECK(r->failure->code == storage::ec::busy);
+  CHECK(r->failure->code == errc::unavailable);
   CHECK(fx.offsets(fx.pop("a", "A", "g")) == ints{0});
 }
 

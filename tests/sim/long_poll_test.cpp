@@ -167,7 +167,7 @@ TEST_CASE("pops beyond pop.maxParked across the server are refused as busy",
   CHECK_FALSE(*p2);
   auto third = fx.pop(fx.req(true));
   REQUIRE(third.failure);
-  CHECK(third.failure->code == storage::ec::busy);
+  CHECK(third.failure->code == errc::unavailable);
   CHECK(third.failure->message == "Server busy: too many parked pops");
   // A push answers one; a slot is free again.
   fx.push("a");
@@ -194,7 +194,7 @@ TEST_CASE("pop caps refuse a batch, partitions or timeout out of range and "
   CHECK(fx.pop(r).failure->message
         == "batch must be between 1 and 100, got 101");
   r.batch = 0;
-  CHECK(fx.pop(r).failure->code == storage::ec::invalid_argument);
+  CHECK(fx.pop(r).failure->code == errc::invalid_argument);
   r = fx.req();
   r.partitions = 5;
   CHECK(fx.pop(r).failure->message

@@ -93,17 +93,17 @@ struct model_fixture : broker_sim {
     fault_plan f;
     f.nth = 1 + rng() % 3;
     f.times = 1;
-    f.code = rng() % 2 ? storage::ec::io_error : storage::ec::storage_full;
+    f.code = rng() % 2 ? errc::internal : errc::storage_full;
     gate_st->inject(std::move(f));
   }
 
   /// Whether an operation's failure came from an injected fault since
   /// `before` (then it must have changed nothing: the model stays).
-  bool faulted(std::size_t before, const std::optional<storage::error>& e) {
+  bool faulted(std::size_t before, const std::optional<api_error>& e) {
     if (!e)
       return false;
     // No failure but the injected ones: the operation's own write failed.
-    INFO(storage::to_string(*e));
+    INFO(to_string(*e));
     REQUIRE(gate_st->failed > before);
     REQUIRE(e->message.find("injected") != std::string::npos);
     ++failed_ops;
@@ -159,7 +159,7 @@ struct model_fixture : broker_sim {
     bool fail = rng() % 2 == 0;
     stalls_failed += fail ? 1 : 0;
     gate_st->fail_held = fail;
-    gate_st->held_code = storage::ec::busy;
+    gate_st->held_code = errc::unavailable;
     caf::anon_send(gated, actors::flush_atom::value);
     run();
     gate_st->fail_held = false;

@@ -327,7 +327,7 @@ TEST_CASE("a failed extend write changes nothing: the lease ends at its old "
                                             std::chrono::milliseconds{60'000});
   REQUIRE(r);
   REQUIRE(r->failure);
-  CHECK(r->failure->code == storage::ec::io_error);
+  CHECK(r->failure->code == errc::internal);
   CHECK_FALSE(r->expires);
   CHECK(fx.stored_cursor() == stored);
   fx.advance(10s); // the original expiry (30 s) passed
@@ -483,7 +483,7 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
       = fx.request<actors::pop_reply>(fx.part, actors::pop_atom::value, req);
   REQUIRE(early);
   REQUIRE(early->failure);
-  CHECK(early->failure->code == storage::ec::busy);
+  CHECK(early->failure->code == errc::unavailable);
   // Its settle (an abort: the batch was not written) lets the group back.
   caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
                  false);

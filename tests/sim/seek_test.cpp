@@ -118,8 +118,8 @@ struct seek_fixture : broker_sim {
   }
 
   /// `failure` is `code` with `message`.
-  static void check_failure(const std::optional<storage::error>& failure,
-                            storage::ec code, const std::string& message) {
+  static void check_failure(const std::optional<api_error>& failure, errc code,
+                            const std::string& message) {
     REQUIRE(failure);
     CHECK(failure->code == code);
     CHECK(failure->message == message);
@@ -237,7 +237,7 @@ TEST_CASE("A queue that does not exist, or that has no partitions yet, is "
   seek_fixture fx;
   auto before = fx.writes();
   auto r = fx.seek("ghost", "g", fx.to_end());
-  fx.check_failure(r.failure, storage::ec::unknown_queue,
+  fx.check_failure(r.failure, errc::not_found,
                    "Queue not found or has no partitions");
   CHECK(r.partitions_updated == 0);
   // A queue actor without partitions answers the same.
@@ -253,7 +253,7 @@ TEST_CASE("A queue that does not exist, or that has no partitions yet, is "
       *q, actors::seek_atom::value,
       actors::seek_request{"g", std::nullopt, fx.to_end(), false});
   REQUIRE(e);
-  fx.check_failure(e->failure, storage::ec::unknown_queue,
+  fx.check_failure(e->failure, errc::not_found,
                    "Queue not found or has no partitions");
   caf::anon_send_exit(*q, caf::exit_reason::user_shutdown);
   fx.run();
@@ -275,8 +275,7 @@ TEST_CASE("The per-partition form answers with updated: true, or a not-found "
   CHECK(fx.committed("q", "p1", "g") == offset{2}); // not named: untouched
   auto before = fx.writes();
   auto missing = fx.seek("q", "g", fx.to_start(), "nope");
-  fx.check_failure(missing.failure, storage::ec::unknown_partition,
-                   "Partition not found");
+  fx.check_failure(missing.failure, errc::not_found, "Partition not found");
   CHECK(fx.writes() == before);
 }
 
@@ -287,12 +286,12 @@ TEST_CASE("A body with neither is rejected with Must specify toEnd=true or a "
   fx.push("q", "Default", 3);
   auto before = fx.writes();
   auto r = fx.seek("q", "g", core::seek_target{});
-  fx.check_failure(r.failure, storage::ec::invalid_argument,
+  fx.check_failure(r.failure, errc::invalid_argument,
                    "Must specify toEnd=true or a timestamp");
   // Checked before the queue is looked up (a bad body is a 400, not a 404).
   auto ghost = fx.seek("ghost", "g", core::seek_target{});
   REQUIRE(ghost.failure);
-  CHECK(ghost.failure->code == storage::ec::invalid_argument);
+  CHECK(ghost.failure->code == errc::invalid_argument);
   CHECK(fx.writes() == before);
   CHECK_FALSE(fx.cursor("q", "Default", "g"));
 }
@@ -932,7 +931,7 @@ TEST_CASE("The subscription update refuses queue mode (__QUEUE_MODE__)",
   fx.consume_all("q", "Default", "__QUEUE_MODE__"); // registers queue mode
   auto before = *fx.subscription("q", "__QUEUE_MODE__");
   auto r = fx.update_subscription("__QUEUE_MODE__", 1);
-  fx.check_failure(r.failure, storage::ec::invalid_argument,
+  fx.check_failure(r.failure, errc::invalid_argument,
                    "Queue mode (__QUEUE_MODE__) has no subscription to update");
   CHECK(r.rows_updated == 0);
   CHECK(fx.subscription("q", "__QUEUE_MODE__") == before);

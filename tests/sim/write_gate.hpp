@@ -29,7 +29,7 @@ struct fault_plan {
   /// How many batches may still fail (SIZE_MAX = no limit).
   std::size_t times = SIZE_MAX;
   /// What a failed batch answers: `io_error` or `storage_full`.
-  storage::ec code = storage::ec::io_error;
+  errc code = errc::internal;
   /// Picked batches are held (as if `closed`, and every later batch behind
   /// them) instead of failed; `flush` lets them go.
   bool stall = false;
@@ -63,7 +63,7 @@ struct gate_state {
   /// `flush` fails the held writes (with `held_code`, counted in `failed`)
   /// instead of passing them.
   bool fail_held = false;
-  storage::ec held_code = storage::ec::io_error;
+  errc held_code = errc::internal;
   /// Whether `seen` keeps a copy of every batch.
   bool keep = true;
   std::vector<storage::write_batch> seen; ///< every batch, in arrival order
@@ -82,7 +82,7 @@ inline void forward(actors::writer_actor::pointer self,
       .then([rp](actors::write_result& r) mutable { rp.deliver(r); },
             [rp](caf::error&) mutable {
               rp.deliver(actors::write_result{
-                  storage::make_error(storage::ec::io_error, "writer gone")});
+                  make_error(errc::internal, "writer gone")});
             });
 }
 
@@ -101,9 +101,8 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
         bool picked = st->picks(b);
         if (picked && !st->faults.stall) {
           ++st->failed;
-          rp.deliver(actors::write_result{
-              storage::make_error(st->faults.code, "injected ",
-                                  storage::to_string(st->faults.code))});
+          rp.deliver(actors::write_result{make_error(
+              st->faults.code, "injected ", to_string(st->faults.code))});
           return rp;
         }
         // A stalled batch holds every later one behind it, as a hung sync
@@ -120,9 +119,9 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
           st->held.pop_front();
           if (st->fail_held) {
             ++st->failed;
-            w.rp.deliver(actors::write_result{storage::make_error(
-                st->held_code, "injected ", storage::to_string(st->held_code),
-                " (held)")});
+            w.rp.deliver(actors::write_result{
+                make_error(st->held_code, "injected ", to_string(st->held_code),
+                           " (held)")});
           } else
             forward(self, real, std::move(w.batch), w.rp);
         }

@@ -80,7 +80,7 @@ TEST_CASE("a failing batch is answered with its error and the others commit",
   CHECK((*good)->ok());
   REQUIRE(*failed);
   REQUIRE(!(*failed)->ok());
-  CHECK((*failed)->failure->code == storage::ec::unknown_partition);
+  CHECK((*failed)->failure->code == errc::not_found);
 }
 
 TEST_CASE("a stopped writer commits and answers every batch sent before the "
@@ -186,7 +186,7 @@ TEST_CASE("a write past the writer's queue bound is refused at once and "
   fx.run();
   REQUIRE(*refused);
   REQUIRE((*refused)->failure);
-  CHECK((*refused)->failure->code == storage::ec::busy);
+  CHECK((*refused)->failure->code == errc::unavailable);
   CHECK_THAT((*refused)->failure->message, Catch::Contains("write queue full"));
   CHECK_FALSE(*a); // still waiting, not refused
   fx.commits->release();
@@ -215,7 +215,7 @@ TEST_CASE("a write that waits the stall timeout behind a hung commit fails "
   fx.advance(std::chrono::seconds{2});
   REQUIRE(*waiting);
   REQUIRE((*waiting)->failure);
-  CHECK((*waiting)->failure->code == storage::ec::busy);
+  CHECK((*waiting)->failure->code == errc::unavailable);
   CHECK_THAT((*waiting)->failure->message,
              Catch::Contains("storage stalled")
                  && Catch::Contains("not started"));

@@ -77,7 +77,7 @@ std::string describe(const push_plan& items) {
   caf::actor_system sys{cfg};
   auto writer = ac::spawn_writer(sys, {.env = &store.db()}, true);
   if (!writer)
-    fail(st::to_string(writer.err()));
+    fail(spool::to_string(writer.err()));
   ac::broker_config bc;
   bc.node.store = &store;
   bc.node.writer = *writer;
@@ -88,7 +88,7 @@ std::string describe(const push_plan& items) {
   };
   auto broker = ac::spawn_broker(sys, bc);
   if (!broker)
-    fail(st::to_string(broker.err()));
+    fail(spool::to_string(broker.err()));
   caf::scoped_actor self{sys};
   auto ask = [&](auto reply_type, auto&&... xs) {
     decltype(reply_type) out;
@@ -104,7 +104,7 @@ std::string describe(const push_plan& items) {
     req.options.dead_letter_queue = true;
     auto r = ask(ac::configure_reply{}, ac::configure_atom::value, req);
     if (r.failure)
-      fail("configure: " + st::to_string(*r.failure));
+      fail("configure: " + spool::to_string(*r.failure));
   }
   std::mt19937 rng{seed};
   int seq = 0;
@@ -115,7 +115,7 @@ std::string describe(const push_plan& items) {
       items.push_back({q, {p, msg(R"({"t":")" + txid + R"("})", txid)}});
     auto r = ask(ac::queue_push_reply{}, ac::push_atom::value, items);
     if (r.failure)
-      fail("push: " + st::to_string(*r.failure));
+      fail("push: " + spool::to_string(*r.failure));
     std::string done = "D push";
     for (std::size_t i = 0; i < plan.size(); ++i) {
       auto& t = r.target_of(i);
@@ -153,7 +153,7 @@ std::string describe(const push_plan& items) {
       write_all(fd, "B pop " + q + " " + g + "\n");
       auto r = ask(ac::queue_pop_reply{}, ac::pop_atom::value, q, req);
       if (r.failure)
-        fail("pop: " + st::to_string(*r.failure));
+        fail("pop: " + spool::to_string(*r.failure));
       write_all(fd, "D pop\n");
       for (auto& d : r.claimed) {
         if (d.reply.messages.empty())
@@ -185,7 +185,7 @@ std::string describe(const push_plan& items) {
         for (std::size_t i = 0; i < acks.size(); ++i) {
           auto& rep = replies[i];
           if (rep.failure)
-            fail("ack: " + st::to_string(*rep.failure));
+            fail("ack: " + spool::to_string(*rep.failure));
           // o: ok and done (completed or dead-lettered), f: ok and failed
           // (retried later), x: refused (nothing changed).
           char c = rep.error != spool::ack_error::none              ? 'x'
@@ -218,9 +218,8 @@ std::string describe(const push_plan& items) {
       if (r.failure) {
         // Only this refusal is expected: a queue or partition not created
         // yet (nothing was written).
-        if (r.failure->code != st::ec::unknown_queue
-            && r.failure->code != st::ec::unknown_partition)
-          fail("seek: " + st::to_string(*r.failure));
+        if (r.failure->code != spool::errc::not_found)
+          fail("seek: " + spool::to_string(*r.failure));
       } else {
         for (auto& p : r.positions)
           done += " " + p.partition + ":" + std::to_string(p.after.value);

@@ -42,7 +42,7 @@ TEST_CASE("an option out of range is refused naming the option and nothing "
   auto refuse = [&](options_patch p, const std::string& needle) {
     auto out = apply_options(base, p);
     REQUIRE_FALSE(out);
-    CHECK(out.err().code == spool::storage::ec::invalid_argument);
+    CHECK(out.err().code == spool::errc::invalid_argument);
     CHECK_THAT(out.err().message, Catch::Contains(needle));
   };
   options_patch p;

@@ -32,7 +32,7 @@ TEST_CASE("a seek without a target is refused: Must specify toEnd=true or a "
   seek_target none;
   auto r = seek_rule_of(none);
   REQUIRE_FALSE(r);
-  CHECK(r.err().code == ec::invalid_argument);
+  CHECK(r.err().code == errc::invalid_argument);
   CHECK(r.err().message == "Must specify toEnd=true or a timestamp");
   seek_target off_flags;
   off_flags.to_end = false;
