@@ -41,9 +41,11 @@
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
+#include "core/broker/pop_checks.hpp"
 #include "core/broker/priority.hpp"
 #include "core/dlq/dlq_reader.hpp"
 #include "core/limits/names.hpp"
+#include "core/push/push_items.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -181,7 +183,7 @@ storage::queue_record new_queue_record(broker_ptr self,
   storage::queue_record rec;
   rec.id = node.store->next_queue_id();
   rec.name = name;
-  std::tie(rec.name_space, rec.task) = namespace_and_task(name);
+  std::tie(rec.name_space, rec.task) = core::namespace_and_task(name);
   rec.created_at = node.wall();
   return rec;
 }
@@ -389,41 +391,24 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     run->rp.deliver(push_failed(ok.err()));
     return run->rp;
   }
-  std::unordered_map<std::string, std::size_t> index;
+  // Everything is validated before a queue is created: a bad item leaves
+  // no trace.
   for (std::size_t i = 0; i < items.size(); ++i) {
-    auto& q = items[i].queue;
-    if (auto ok = core::check_name(core::name_kind::queue, q); !ok) {
-      run->rp.deliver(push_failed(make_error(errc::invalid_argument, "items[",
-                                             i, "].", ok.err().message)));
+    auto& item = items[i];
+    if (auto ok = core::check_push_item(i, &item.queue, item.item.partition,
+                                        item.item.frame, st.cfg.node.frames);
+        !ok) {
+      run->rp.deliver(push_failed(ok.err()));
       return run->rp;
     }
-    // Everything is validated before a queue is created: a bad item leaves
-    // no trace.
-    auto bad = [&](api_error err) {
-      run->rp.deliver(push_failed(std::move(err)));
-      return run->rp;
-    };
-    if (auto ok
-        = core::check_name(core::name_kind::partition, items[i].item.partition);
-        !ok)
-      return bad(make_error(errc::invalid_argument, "items[", i, "].",
-                            ok.err().message));
-    if (auto ok = storage::check_frame(items[i].item.frame, st.cfg.node.frames);
-        !ok)
-      return bad(
-          make_error(ok.err().code, "items[", i, "]: ", ok.err().message));
-    if (auto ok = core::check_frame_texts(items[i].item.frame); !ok)
-      return bad(
-          make_error(ok.err().code, "items[", i, "].", ok.err().message));
-    auto [it, fresh] = index.try_emplace(q, run->queues.size());
-    if (fresh) {
-      run->queues.push_back(q);
-      run->items.emplace_back();
-      run->parts.emplace_back();
-    }
-    run->items[it->second].push_back(i);
-    run->parts[it->second].push_back(std::move(items[i].item));
   }
+  auto groups = core::group_by_name(
+      items.size(),
+      [&](std::size_t i) -> const std::string& { return items[i].queue; });
+  run->parts = core::distribute<push_item>(
+      groups, [&](std::size_t i) { return std::move(items[i].item); });
+  run->queues = std::move(groups.names);
+  run->items = std::move(groups.items);
   ensure_queues(self, run->queues,
                 [self, run](std::optional<api_error> failure) {
                   if (failure)
@@ -1328,40 +1313,18 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 
 expected<void> check_pop(const config::pop_limits& limits,
                          queue_pop_request& req) {
-  auto bad = [](auto... parts) {
-    return make_error(errc::invalid_argument, parts...);
-  };
-  if (req.group.empty())
-    return bad("consumer group must not be empty (queue mode is ",
-               core::queue_mode_group, ")");
-  SPOOL_TRY(core::check_name(core::name_kind::group, req.group));
-  if (req.partition)
-    SPOOL_TRY(core::check_name(core::name_kind::partition, *req.partition));
-  if (req.batch < 1 || req.batch > limits.max_batch)
-    return bad("batch must be between 1 and ", limits.max_batch, ", got ",
-               req.batch);
-  if (!req.partition
-      && (req.partitions < 1 || req.partitions > limits.max_partitions))
-    return bad("partitions must be between 1 and ", limits.max_partitions,
-               ", got ", req.partitions);
-  if (req.wait
-      && (req.timeout.count() < 0
-          || static_cast<std::uint64_t>(req.timeout.count())
-                 > limits.max_timeout_ms))
-    return bad("timeout must be between 0 and ", limits.max_timeout_ms,
-               " ms, got ", req.timeout.count());
-  req.max_bytes = std::min<std::size_t>(req.max_bytes, limits.max_bytes);
+  auto bytes = core::check_pop(
+      limits, {.group = req.group,
+               .partition = req.partition ? &*req.partition : nullptr,
+               .batch = req.batch,
+               .partitions = req.partitions,
+               .wait = req.wait,
+               .timeout = req.timeout,
+               .max_bytes = req.max_bytes});
+  if (!bytes)
+    return std::move(bytes).err();
+  req.max_bytes = *bytes;
   return {};
-}
-
-std::pair<std::string, std::string> namespace_and_task(const std::string& q) {
-  auto first = q.find('.');
-  if (first == std::string::npos)
-    return {};
-  auto second = q.find('.', first + 1);
-  return {q.substr(0, first), q.substr(first + 1, second == std::string::npos
-                                                      ? std::string::npos
-                                                      : second - first - 1)};
 }
 
 expected<void> broker_config::validate() const {

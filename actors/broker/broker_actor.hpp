@@ -32,14 +32,9 @@ struct broker_config {
 /// coordinator per recovered queue.
 expected<broker_actor> spawn_broker(caf::actor_system& sys, broker_config cfg);
 
-/// Checks a pop against the server's caps (batch, wildcard partitions,
-/// timeout) and lowers its byte budget to `pop.maxBytes`; an
-/// `invalid_argument` error names the field.
+/// Checks a pop against the server's caps (`core::check_pop`) and lowers
+/// its byte budget to `pop.maxBytes`.
 expected<void> check_pop(const config::pop_limits& limits,
                          queue_pop_request& req);
-
-/// The namespace and task Queen derives from a queue name: the text before
-/// the first '.', and between the first and the second '.'.
-std::pair<std::string, std::string> namespace_and_task(const std::string& q);
 
 } // namespace spool::actors

@@ -49,6 +49,7 @@
 #include "actors/write.hpp"
 #include "core/dlq/dlq_core.hpp"
 #include "core/limits/names.hpp"
+#include "core/push/push_items.hpp"
 #include "core/queue/candidates.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -1122,38 +1123,20 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     run->failure = std::move(err);
     done_preparing(run);
   };
-  std::unordered_map<std::string, std::size_t> index;
-  // The partition slot of each item: pushes usually name one partition for
-  // a run of items, so a name equal to the previous item's skips the lookup
-  // (and the name check, done once per distinct name).
-  std::vector<std::size_t> slot(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    auto& name = items[i].partition;
-    if (i > 0 && name == items[i - 1].partition) {
-      slot[i] = slot[i - 1];
-    } else {
-      auto [it, fresh] = index.try_emplace(name, run->names.size());
-      if (fresh) {
-        if (auto ok = core::check_name(core::name_kind::partition, name); !ok)
-          return fail(make_error(errc::invalid_argument, "items[", i, "].",
-                                 ok.err().message));
-        run->names.push_back(name);
-        run->items.emplace_back();
-        run->frames.emplace_back();
-      }
-      slot[i] = it->second;
-    }
-    // Validate every frame before anything is created or sealed, so a bad
-    // item leaves no trace (not even a new partition).
-    if (auto ok = storage::check_frame(items[i].frame, st.cfg.node.frames); !ok)
-      return fail(
-          make_error(ok.err().code, "items[", i, "]: ", ok.err().message));
-    run->items[slot[i]].push_back(i);
-  }
-  for (std::size_t k = 0; k < run->names.size(); ++k)
-    run->frames[k].reserve(run->items[k].size());
+  // Every item is validated before anything is created or sealed, so a
+  // bad item leaves no trace (not even a new partition).
   for (std::size_t i = 0; i < items.size(); ++i)
-    run->frames[slot[i]].push_back(std::move(items[i].frame));
+    if (auto ok = core::check_push_item(i, nullptr, items[i].partition,
+                                        items[i].frame, st.cfg.node.frames);
+        !ok)
+      return fail(ok.err());
+  auto groups = core::group_by_name(
+      items.size(),
+      [&](std::size_t i) -> const std::string& { return items[i].partition; });
+  run->frames = core::distribute<storage::frame>(
+      groups, [&](std::size_t i) { return std::move(items[i].frame); });
+  run->names = std::move(groups.names);
+  run->items = std::move(groups.items);
   if (run->names.empty())
     return done_preparing(run);
   // Partitions met for the first time are created durably first.

@@ -2,6 +2,7 @@
 #include "core/cursor/cursor_core.hpp"
 
 #include "core/limits/names.hpp"
+#include "core/push/push_items.hpp"
 
 #include <algorithm>
 #include <map>
@@ -62,18 +63,10 @@ std::optional<txn_result> check_txn(const txn_request& req,
         return txn_rollback(id, i, "items must not be empty");
       for (std::size_t j = 0; j < push->items.size(); ++j) {
         auto& item = push->items[j];
-        if (auto ok = check_name(name_kind::queue, item.queue); !ok)
-          return txn_rollback(id, i,
-                              concat("items[", j, "].", ok.err().message));
-        if (auto ok = check_name(name_kind::partition, item.partition); !ok)
-          return txn_rollback(id, i,
-                              concat("items[", j, "].", ok.err().message));
-        if (auto ok = storage::check_frame(item.frame, limits); !ok)
-          return txn_rollback(id, i,
-                              concat("items[", j, "]: ", ok.err().message));
-        if (auto ok = check_frame_texts(item.frame); !ok)
-          return txn_rollback(id, i,
-                              concat("items[", j, "].", ok.err().message));
+        if (auto ok = check_push_item(j, &item.queue, item.partition,
+                                      item.frame, limits);
+            !ok)
+          return txn_rollback(id, i, ok.err().message);
       }
       continue;
     }

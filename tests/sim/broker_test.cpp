@@ -121,14 +121,3 @@ TEST_CASE("the broker recovers every queue and its messages after a restart",
   REQUIRE(none);
   CHECK(none->reason == empty_reason::no_partition);
 }
-
-TEST_CASE("an auto-created queue takes namespace and task from its name",
-          "[broker]") {
-  using actors::namespace_and_task;
-  CHECK(namespace_and_task("orders.eu.paid")
-        == std::pair<std::string, std::string>{"orders", "eu"});
-  CHECK(namespace_and_task("orders.eu")
-        == std::pair<std::string, std::string>{"orders", "eu"});
-  CHECK(namespace_and_task("orders")
-        == std::pair<std::string, std::string>{"", ""});
-}

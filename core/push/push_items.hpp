@@ -1,0 +1,73 @@
+#pragma once
+
+/// The items of a push before anything is stored (semantics.md §1, §2):
+/// each item checked as a whole, and the items grouped by the name they go
+/// to (queue, then partition). One rule for every push: the broker's, a
+/// queue's, and a transaction's push operations.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/types.hpp"
+#include "vocab/expected.hpp"
+
+namespace spool::core {
+
+/// Push item `i`: its queue (when the item names one), its partition, its
+/// frame's sizes (`storage::check_frame`) and texts (`check_frame_texts`).
+/// The error names the item: "items[3].queue must be …", "items[3]: payload
+/// of 9000000 bytes exceeds …".
+expected<void> check_push_item(std::size_t i, const std::string* queue,
+                               std::string_view partition,
+                               const storage::frame& f,
+                               const storage::frame_limits& limits);
+
+/// Items grouped by name in first-seen order: `names[k]` receives the items
+/// `items[k]` (input indices, ascending); `slot[i]` is item i's group.
+struct push_groups {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::size_t>> items;
+  std::vector<std::size_t> slot;
+};
+
+/// Groups `n` items by `name_of(i)`. Pushes usually name one queue and
+/// partition for a run of items: a name equal to the previous item's skips
+/// the lookup.
+template <class NameOf>
+push_groups group_by_name(std::size_t n, NameOf name_of) {
+  push_groups g;
+  g.slot.resize(n);
+  std::unordered_map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string& name = name_of(i);
+    if (i > 0 && name == name_of(i - 1)) {
+      g.slot[i] = g.slot[i - 1];
+    } else {
+      auto [it, fresh] = index.try_emplace(name, g.names.size());
+      if (fresh) {
+        g.names.push_back(name);
+        g.items.emplace_back();
+      }
+      g.slot[i] = it->second;
+    }
+    g.items[g.slot[i]].push_back(i);
+  }
+  return g;
+}
+
+/// Each item's value (`take(i)`) in its group, in input order: what a
+/// group's queue or partition receives.
+template <class T, class Take>
+std::vector<std::vector<T>> distribute(const push_groups& g, Take take) {
+  std::vector<std::vector<T>> out(g.names.size());
+  for (std::size_t k = 0; k < out.size(); ++k)
+    out[k].reserve(g.items[k].size());
+  for (std::size_t i = 0; i < g.slot.size(); ++i)
+    out[g.slot[i]].push_back(take(i));
+  return out;
+}
+
+} // namespace spool::core
