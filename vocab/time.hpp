@@ -25,4 +25,10 @@ constexpr micros wall_of(mono_time t, mono_time mono_now, micros wall_now) {
                .count();
 }
 
+/// The monotonic time at which a wall-clock moment falls (now if it is
+/// past), seen from a moment known on both clocks.
+constexpr mono_time mono_of(micros t, micros wall_now, mono_time mono_now) {
+  return mono_now + std::chrono::microseconds{t > wall_now ? t - wall_now : 0};
+}
+
 } // namespace spool

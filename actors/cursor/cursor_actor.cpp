@@ -21,6 +21,7 @@
 
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/promise.hpp"
+#include "core/cursor/delivery.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/local_actor.hpp>
@@ -439,12 +440,9 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
       m.requeued = id;
       reply.messages.push_back(std::move(m));
       if (req.auto_ack) {
-        ack_request a;
-        a.lease_id = granted.lease->id;
-        a.off = granted.lease->range.first;
-        auto out = core.ack(a, view.readable_end - 1, now);
-        if (out.requeue_done)
-          done.push_back(*out.requeue_done);
+        storage::offset off = granted.lease->range.first;
+        done = core::auto_ack(core, *granted.lease, {&off, 1},
+                              view.readable_end - 1, now);
       } else {
         reply.lease = granted.lease;
       }
@@ -482,31 +480,25 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   std::vector<storage::stored_frame*> at;
   at.reserve(plan.deliver.size());
   std::vector<storage::micros> stamps;
+  std::vector<std::size_t> sizes;
   stamps.reserve(plan.deliver.size());
+  sizes.reserve(plan.deliver.size());
   for (auto off : plan.deliver) {
     auto* f = find_frame(*frames, off);
     if (f == nullptr)
       break;
     at.push_back(f);
     stamps.push_back(f->created_at);
+    sizes.push_back(f->data.payload.size());
   }
-  auto vis = core::visible_prefix(stamps, view.newest_created_at, wall,
-                                  st.cfg.visibility);
-  std::size_t n = 0;
-  std::size_t bytes = 0;
-  for (; n < vis.count; ++n) {
-    auto size = at[n]->data.payload.size();
-    if (n > 0 && bytes + size > req.max_bytes)
-      break;
-    bytes += size;
-  }
+  auto cut = core::cut_delivery(stamps, sizes, view.newest_created_at, wall,
+                                st.cfg.visibility, req.max_bytes);
+  auto n = cut.count;
   if (n == 0 && plan.dead.empty()) {
     pop_reply reply;
-    reply.reason = vis.held_back.value_or(empty_reason::empty);
-    if (vis.next_change)
-      reply.retry_at = now
-                       + std::chrono::microseconds{std::max<storage::micros>(
-                           *vis.next_change - wall, 0)};
+    reply.reason = cut.held_back.value_or(empty_reason::empty);
+    if (cut.next_change)
+      reply.retry_at = mono_of(*cut.next_change, wall, now);
     answer(std::move(reply), expired, std::move(dead), {});
     arm(self);
     return rp.later();
@@ -527,12 +519,10 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
     reply.messages[i].delivery_count = granted.delivery_counts[i].second;
   }
   if (req.auto_ack && granted.lease) {
-    for (auto& m : reply.messages) {
-      ack_request a;
-      a.lease_id = granted.lease->id;
-      a.off = m.frame.off;
-      (void)core.ack(a, view.readable_end - 1, now);
-    }
+    (void)core::auto_ack(
+        core, *granted.lease,
+        std::span<const storage::offset>{plan.deliver}.first(n),
+        view.readable_end - 1, now);
   } else {
     reply.lease = granted.lease;
   }
