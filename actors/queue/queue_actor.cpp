@@ -51,6 +51,7 @@
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
 #include "core/queue/candidates.hpp"
+#include "core/queue/claim.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -73,8 +74,8 @@ struct queue_state {
   std::map<std::string, partition_entry> partitions;
   /// Partition names in creation order (the rotation ring).
   std::vector<std::string> ring;
-  /// Per group: the ring index after its last wildcard claim.
-  std::unordered_map<std::string, std::size_t> next_pos;
+  /// Per group: where its next wildcard pop starts in `ring`.
+  core::rotation rotation;
   /// Parked long-poll pops (served in arrival order).
   parking_lot<queue_pop_request, queue_pop_reply> parked;
   /// Deleted: it lives on only to answer requests in flight; a pop that
@@ -305,132 +306,104 @@ void on_timeout(queue_ptr self, std::uint64_t id) {
 
 // -- pop ----------------------------------------------------------------------
 
-/// When a wildcard pop that met a restarting cursor (and nothing else)
-/// looks at that partition again.
-constexpr auto restart_retry = std::chrono::milliseconds{100};
-
-/// One pop in progress over its candidate partitions.
+/// One pop in progress over its candidate partitions (`core::pop_claim`).
 struct pop_run {
+  pop_run(queue_pop_request r, std::vector<std::string> names) :
+      req(std::move(r)),
+      candidates(std::move(names)),
+      claim(candidates.size(), req.batch, req.partitions, req.max_bytes,
+            !req.partition) {
+  }
   queue_pop_request req;
   std::vector<std::string> candidates;
-  std::size_t next = 0;
-  std::size_t remaining = 0;
-  std::size_t bytes_left = SIZE_MAX;
+  core::pop_claim claim;
   queue_pop_reply reply;
-  std::vector<empty_reason> reasons;
   std::function<void(queue_pop_reply)> done;
 };
 
-empty_reason best_reason(const std::vector<empty_reason>& rs) {
-  for (auto r : {empty_reason::delayed, empty_reason::window_buffer,
-                 empty_reason::lease_held})
-    if (std::find(rs.begin(), rs.end(), r) != rs.end())
-      return r;
-  return rs.empty() ? empty_reason::no_partition : empty_reason::empty;
+/// Answers the pop with what it claimed (the reason and retry time of an
+/// empty answer from the claim).
+void finish_pop(std::shared_ptr<pop_run>& run) {
+  if (run->reply.claimed.empty())
+    run->reply.reason = run->claim.reason();
+  run->reply.retry_at = run->claim.retry_at();
+  run->done(std::move(run->reply));
 }
 
 void step(queue_ptr self, std::shared_ptr<pop_run> run) {
   auto& st = self->state;
   auto& req = run->req;
-  while (run->next < run->candidates.size() && run->remaining > 0
-         && run->reply.claimed.size()
-                < std::max<std::size_t>(req.partitions, 1)) {
-    auto name = run->candidates[run->next++];
+  while (auto ask = run->claim.next()) {
+    auto name = run->candidates[ask->candidate];
     auto it = st.partitions.find(name);
     if (it == st.partitions.end())
       continue;
     pop_request pr;
     pr.group = req.group;
-    pr.batch = run->remaining;
-    pr.max_bytes = run->bytes_left;
+    pr.batch = ask->batch;
+    pr.max_bytes = ask->max_bytes;
     pr.lease_id = req.lease_id;
     pr.auto_ack = req.auto_ack;
     auto uuid = it->second.rec.uuid;
     auto asked_at = st.candidates.generation();
     self->request(it->second.actor, caf::infinite, pop_atom::value, pr)
         .then(
-            [self, run, name, uuid, asked_at](pop_reply& r) {
-              if (r.failure && r.restarting && !run->req.partition) {
-                // The group's cursor there is restarting: nothing of it was
-                // taken. A wildcard pop goes on to the next partition, and
-                // one that finds nothing elsewhere looks here again soon.
-                auto& at = run->reply.retry_at;
-                auto soon = self->clock().now() + restart_retry;
-                if (!at || soon < *at)
-                  at = soon;
-                run->reasons.push_back(empty_reason::empty);
+            [self, run, name, uuid, asked_at](pop_reply& r) mutable {
+              auto& st = self->state;
+              if (r.failure && r.restarting
+                  && run->claim.restarting(self->clock().now()))
                 return step(self, run);
-              }
               if (r.failure) {
-                // Nothing of this partition's share was taken (its write
-                // failed). Shares claimed before it are durable: they are
-                // answered (their leases would otherwise be orphaned and
-                // their expiry charge frames nobody received); with none,
-                // the failure is.
-                if (run->reply.claimed.empty())
+                if (run->claim.failure_answers())
                   run->reply.failure = r.failure;
+                run->reply.retry_at = run->claim.retry_at();
                 run->done(std::move(run->reply));
                 return;
               }
-              if (self->state.cfg.node.metrics)
-                self->state.cfg.node.metrics->partition_pops += 1;
-              if (r.empty_at) {
-                auto& entry = self->state.partitions.at(name);
-                self->state.candidates.found_empty(run->req.group, entry.index,
-                                                   *r.empty_at, entry.last,
-                                                   asked_at);
-              }
+              if (st.cfg.node.metrics)
+                st.cfg.node.metrics->partition_pops += 1;
+              auto& entry = st.partitions.at(name);
+              if (r.empty_at)
+                st.candidates.found_empty(run->req.group, entry.index,
+                                          *r.empty_at, entry.last, asked_at);
               if (r.messages.empty()) {
-                run->reasons.push_back(r.reason);
-                auto& at = run->reply.retry_at;
-                if (r.retry_at && (!at || *r.retry_at < *at))
-                  at = r.retry_at;
+                run->claim.empty(r.reason, r.retry_at);
               } else {
                 std::size_t bytes = 0;
                 for (auto& m : r.messages)
                   bytes += m.frame.data.payload.size();
-                run->remaining -= std::min(run->remaining, r.messages.size());
-                run->bytes_left -= std::min(run->bytes_left, bytes);
-                if (!run->req.partition) {
-                  auto& ring = self->state.ring;
-                  auto pos = std::find(ring.begin(), ring.end(), name)
-                             - ring.begin();
-                  self->state.next_pos[run->req.group]
-                      = static_cast<std::size_t>(pos) + 1;
-                }
+                run->claim.delivered(r.messages.size(), bytes);
+                if (!run->req.partition)
+                  st.rotation.claimed(run->req.group, entry.index);
                 run->reply.claimed.push_back({name, uuid, std::move(r)});
               }
               step(self, run);
             },
             [run](caf::error& err) {
-              if (run->reply.claimed.empty()) // as a failed share, above
+              if (run->claim.failure_answers()) // as a failed share, above
                 run->reply.failure = unreachable(err);
+              run->reply.retry_at = run->claim.retry_at();
               run->done(std::move(run->reply));
             });
     return; // continue in the response handler
   }
-  if (run->reply.claimed.empty())
-    run->reply.reason = best_reason(run->reasons);
-  run->done(std::move(run->reply));
+  finish_pop(run);
 }
 
 /// Runs one pop over its candidates; `done` gets the reply.
 void run_pop(queue_ptr self, const queue_pop_request& req,
              std::function<void(queue_pop_reply)> done) {
   auto& st = self->state;
-  auto run = std::make_shared<pop_run>();
-  run->req = req;
-  run->remaining = std::max<std::size_t>(req.batch, 1);
-  run->bytes_left = req.max_bytes;
-  run->done = std::move(done);
+  std::vector<std::string> names;
   if (req.partition) {
-    run->candidates.push_back(*req.partition);
+    names.push_back(*req.partition);
   } else {
     // Only the partitions that may have something for the group.
-    auto start = st.next_pos[req.group];
-    for (auto i : st.candidates.order(req.group, start))
-      run->candidates.push_back(st.ring[i]);
+    for (auto i : st.candidates.order(req.group, st.rotation.start(req.group)))
+      names.push_back(st.ring[i]);
   }
+  auto run = std::make_shared<pop_run>(req, std::move(names));
+  run->done = std::move(done);
   step(self, run);
 }
 
@@ -782,7 +755,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
             done(delete_group_reply{0, false, std::move(failure)});
             return;
           }
-          self->state.next_pos.erase(req.group);
+          self->state.rotation.forget(req.group);
           self->state.candidates.forget(req.group);
           if (req.delete_metadata)
             self->state.subs.erase(req.group); // the next pop registers
