@@ -58,6 +58,16 @@ bool is_control(std::int32_t cp) noexcept {
   return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
 }
 
+/// Every byte printable ASCII (0x20..0x7e): valid UTF-8 with no control
+/// character, decided in one cheap pass (the common case: generated ids,
+/// plain names).
+bool printable_ascii(std::string_view s) noexcept {
+  for (unsigned char c : s)
+    if (c < 0x20 || c > 0x7e)
+      return false;
+  return true;
+}
+
 api_error bad(auto&&... parts) {
   return make_error(errc::invalid_argument, parts...);
 }
@@ -88,6 +98,8 @@ expected<void> check_text(const char* what, std::string_view s,
                           std::size_t max) {
   if (s.size() > max)
     return bad(what, " must be at most ", max, " bytes, got ", s.size());
+  if (printable_ascii(s))
+    return {};
   if (!valid_utf8(s))
     return bad(what, " must be valid UTF-8");
   if (has_control(s))
@@ -102,7 +114,7 @@ expected<void> check_frame_texts(const storage::frame& f) {
     if (k.empty())
       return bad("headers must not have an empty key");
     SPOOL_TRY(check_text("headers key", k));
-    if (!valid_utf8(v))
+    if (!printable_ascii(v) && !valid_utf8(v))
       return bad("headers.", k, " must be valid UTF-8");
   }
   return {};
@@ -113,9 +125,10 @@ expected<void> check_name(name_kind kind, std::string_view name) {
   if (name.empty() || name.size() > max_name_bytes)
     return bad(what, " must be 1..", max_name_bytes, " bytes, got ",
                name.size());
-  if (!valid_utf8(name))
+  bool plain = printable_ascii(name);
+  if (!plain && !valid_utf8(name))
     return bad(what, " must be valid UTF-8");
-  if (has_control(name) || name.find('/') != std::string_view::npos)
+  if ((!plain && has_control(name)) || name.find('/') != std::string_view::npos)
     return bad(what, " must not contain '/' or control characters");
   if (name.starts_with("__")
       && !(kind == name_kind::group && name == "__QUEUE_MODE__"))
