@@ -25,6 +25,7 @@
 #include "core/cursor/seek.hpp"
 #include "core/dlq/dlq_core.hpp"
 #include "core/partition/visibility.hpp"
+#include "core/queue/group_deletion.hpp"
 #include "core/queue/options.hpp"
 #include "core/queue/subscription.hpp"
 #include "storage/error.hpp"
@@ -328,15 +329,8 @@ struct delete_group_request {
   storage::micros active_after = INT64_MAX;
 };
 
-/// A cursor's (and its partition's) answer to the first phase of a group
-/// deletion.
-struct delete_vote {
-  bool had = false;    ///< the group had state here (its record is deleted)
-  bool active = false; ///< refused: active after the cutoff or leased
-  /// Refused because the group's cursor here is restarting with a stage
-  /// open (retry later), not because it is in use.
-  bool restarting = false;
-};
+/// A partition's answer to the first phase of a group deletion.
+using core::delete_vote;
 
 struct delete_group_reply {
   std::size_t deleted_partitions = 0;

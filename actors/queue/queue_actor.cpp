@@ -52,6 +52,7 @@
 #include "core/push/push_items.hpp"
 #include "core/queue/candidates.hpp"
 #include "core/queue/claim.hpp"
+#include "core/queue/group_deletion.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -683,22 +684,20 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         auto q = st.cfg.record.id;
         // A partition that died with a stage open cannot vote, and that
         // stage may still write the group's row there: restarting.
-        for (std::size_t i = 0; i < votes.size(); ++i)
-          if (!votes[i].reply && st.open_stages.contains(st.ring[i]))
-            votes[i].reply = delete_vote{true, true, true};
-        auto active = std::any_of(votes.begin(), votes.end(), [](auto& v) {
-          return v.reply && v.reply->active;
-        });
-        if (active) { // the idle sweep's guard: used since it looked
+        std::vector<std::optional<delete_vote>> answers;
+        std::vector<bool> open;
+        for (std::size_t i = 0; i < votes.size(); ++i) {
+          answers.push_back(std::move(votes[i].reply));
+          open.push_back(st.open_stages.contains(st.ring[i]));
+        }
+        auto verdict = core::fold_votes(answers, open);
+        using outcome = core::deletion_verdict::outcome;
+        if (verdict.result != outcome::go) { // the idle sweep's guard
           for (auto& p : parts)
             self->send(p, delete_atom::value, req.group, false);
-          auto restarting
-              = std::any_of(votes.begin(), votes.end(), [](auto& v) {
-                  return v.reply && v.reply->restarting;
-                });
           done(delete_group_reply{
               0, false,
-              restarting
+              verdict.result == outcome::restarting
                   ? make_error(errc::unavailable, "Consumer group ", req.group,
                                " is restarting on queue ", st.cfg.record.name,
                                "; retry")
@@ -708,12 +707,10 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         }
         storage::write_batch batch;
         delete_group_reply reply;
-        for (std::size_t i = 0; i < parts.size(); ++i)
-          if (!votes[i].reply || votes[i].reply->had) {
-            ++reply.deleted_partitions;
-            batch.mutations.emplace_back(storage::mut::delete_cursor{
-                q, st.partitions.at(st.ring[i]).rec.id, req.group});
-          }
+        reply.deleted_partitions = verdict.rows.size();
+        for (auto i : verdict.rows)
+          batch.mutations.emplace_back(storage::mut::delete_cursor{
+              q, st.partitions.at(st.ring[i]).rec.id, req.group});
         if (req.delete_metadata) {
           reply.metadata_deleted = true; // unless known to be absent
           if (auto t = st.cfg.node.store->db().read())
@@ -784,11 +781,6 @@ on_delete_group(queue_ptr self, const delete_group_request& req) {
 // -- groupIdleSeconds
 // ----------------------------------------------------------
 
-/// How often a queue with `groupIdleSeconds` looks for idle groups.
-mono_clock::duration idle_sweep_interval(std::int64_t group_idle_s) {
-  return std::chrono::seconds{std::clamp<std::int64_t>(group_idle_s, 1, 60)};
-}
-
 /// Schedules the next idle sweep (or none when the option is 0).
 void plan_sweep(queue_ptr self) {
   auto& st = self->state;
@@ -797,7 +789,7 @@ void plan_sweep(queue_ptr self) {
     st.next_sweep.reset();
     return;
   }
-  auto at = self->clock().now() + idle_sweep_interval(idle);
+  auto at = self->clock().now() + core::idle_sweep_interval(idle);
   if (!st.next_sweep || at < *st.next_sweep)
     st.next_sweep = at;
 }
@@ -813,30 +805,18 @@ void sweep_idle(queue_ptr self) {
       self, all_partitions(self),
       [self, idle_us](std::vector<fanned<std::vector<cursor_info>>> slots) {
         auto& st = self->state;
-        struct seen {
-          storage::micros last = 0;
-          bool busy = false;
-        };
-        std::map<std::string, seen> groups;
+        core::idle_sweep sweep;
         for (auto& s : slots) {
           if (!s.reply)
             return; // a partition did not answer: judge nobody this time
-          for (auto& c : *s.reply) {
-            auto& g = groups[c.group];
-            g.last = std::max(g.last, c.last_activity);
-            g.busy = g.busy || c.lease.has_value();
-          }
+          for (auto& c : *s.reply)
+            sweep.saw(c.group, c.last_activity, c.lease.has_value());
         }
-        st.parked.for_each([&](const queue_pop_request& req) {
-          if (auto it = groups.find(req.group); it != groups.end())
-            it->second.busy = true;
-        });
-        auto now = st.cfg.node.wall();
-        for (auto& [name, g] : groups) {
-          if (g.busy || now - g.last < idle_us)
-            continue;
+        st.parked.for_each(
+            [&](const queue_pop_request& req) { sweep.parked(req.group); });
+        for (auto& [name, last] : sweep.idle(st.cfg.node.wall(), idle_us)) {
           // Judged on what the fan-out saw: a cursor used since refuses.
-          delete_group(self, {name, st.cfg.record.name, true, g.last},
+          delete_group(self, {name, st.cfg.record.name, true, last},
                        [self, name](delete_group_reply r) {
                          if (r.failure && r.failure->code == errc::unavailable)
                            spdlog::debug("queue {}: idle group {} active "
