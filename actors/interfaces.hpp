@@ -26,6 +26,7 @@
 #include "core/dlq/dlq_core.hpp"
 #include "core/partition/visibility.hpp"
 #include "core/queue/group_deletion.hpp"
+#include "core/queue/max_size.hpp"
 #include "core/queue/options.hpp"
 #include "core/queue/subscription.hpp"
 #include "storage/error.hpp"
@@ -385,10 +386,7 @@ struct purge_reply {
 
 /// A `maxSize` trim of one partition: the frames freed by the steps that
 /// were durable, and the error that stopped it, if any.
-struct trim_reply {
-  std::int64_t freed = 0;
-  std::optional<api_error> failure;
-};
+using trim_reply = core::trim_share;
 
 /// A pop across the queues of a namespace (and task), by priority with
 /// starvation aging (semantics.md §9).
@@ -798,7 +796,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::groups_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::purge_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trim_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::trim_share)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<std::string>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::offset)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)

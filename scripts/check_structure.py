@@ -58,11 +58,11 @@ DOOR_HEADERS = ["gateway/gateway.hpp"]
 MAX_ACTOR_LINES = 600
 # Actor-layer files still over the limit, with the most lines they may have.
 OVER_LIMIT = {
-    "actors/queue/queue_actor.cpp": 1757,
+    "actors/queue/queue_actor.cpp": 1748,
     "actors/broker/broker_actor.cpp": 1342,
     "actors/partition/partition_actor.cpp": 1149,
     "actors/cursor/cursor_actor.cpp": 1019,
-    "actors/interfaces.hpp": 814,
+    "actors/interfaces.hpp": 812,
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -53,6 +53,7 @@
 #include "core/queue/candidates.hpp"
 #include "core/queue/claim.hpp"
 #include "core/queue/group_deletion.hpp"
+#include "core/queue/max_size.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 
@@ -1015,50 +1016,40 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
   auto& st = self->state;
   auto max = st.cfg.record.options.max_size;
   auto incoming = static_cast<std::int64_t>(run->item_count);
-  auto full = [self, run] {
-    run->failure = make_error(errc::queue_full, "Queue ",
-                              self->state.cfg.record.name, " is full");
+  auto fail = [run](api_error err) {
+    run->failure = std::move(err);
     done_preparing(run);
   };
   if (incoming > max)
-    return full();
+    return fail(core::queue_full(st.cfg.record.name));
   auto parts = all_partitions(self);
   fan_out<std::int64_t>(
       self, parts,
       [self, run, parts, max, incoming, go,
-       full](std::vector<fanned<std::int64_t>> sizes) {
+       fail](std::vector<fanned<std::int64_t>> sizes) {
         std::int64_t total = 0;
         for (auto& s : sizes)
           total += s.reply.value_or(0);
-        if (total + incoming <= max)
+        using outcome = core::room_check::outcome;
+        auto room = core::check_room(max, total, incoming);
+        if (room.result == outcome::fits)
           return go();
-        auto need = total + incoming - max;
+        if (room.result == outcome::full)
+          return fail(core::queue_full(self->state.cfg.record.name));
         fan_out<trim_reply>(
             self, parts,
-            [self, run, total, max, incoming, go,
-             full](std::vector<fanned<trim_reply>> trims) {
-              auto left = total;
-              std::optional<api_error> failure;
-              for (auto& t : trims) {
-                if (t.reply)
-                  left -= t.reply->freed;
-                if (failure)
-                  continue;
-                if (!t.reply)
-                  failure = unreachable(t.error);
-                else if (t.reply->failure)
-                  failure = t.reply->failure;
-              }
-              if (left + incoming <= max)
-                return go();
-              if (!failure)
-                return full();
-              run->failure = make_error(
-                  failure->code, "Queue ", self->state.cfg.record.name,
-                  ": making room failed: ", failure->message);
-              done_preparing(run);
+            [self, total, max, incoming, go,
+             fail](std::vector<fanned<trim_reply>> trims) {
+              std::vector<core::trim_share> shares;
+              for (auto& t : trims)
+                shares.push_back(t.reply ? std::move(*t.reply)
+                                         : trim_reply{0, unreachable(t.error)});
+              if (auto err = core::after_trims(self->state.cfg.record.name, max,
+                                               total, incoming, shares))
+                return fail(std::move(*err));
+              go();
             },
-            trim_atom::value, need);
+            trim_atom::value, room.need);
       },
       size_atom::value);
 }
