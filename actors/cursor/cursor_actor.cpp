@@ -725,18 +725,16 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
     reply.failure = rule.err();
     return reply;
   }
-  auto& now = *st.core;
-  reply.before = now.committed();
-  reply.after = core::seek_position(
-      *rule, req.target,
-      {view.watermark, view.readable_end - 1, now.committed(), req.walked});
-  if (req.dry_run)
-    return reply;
   // Staged without copying the core: the settle applies the same seek.
   auto wall = st.cfg.wall();
-  reply.record
-      = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition, st.cfg.group,
-                                 now.record_after_seek(reply.after, wall)};
+  auto plan = core::plan_seek(*st.core, *rule, req.target, view.watermark,
+                              view.readable_end - 1, req.walked, wall);
+  reply.before = plan.before;
+  reply.after = plan.after;
+  if (req.dry_run)
+    return reply;
+  reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
+                                          st.cfg.group, std::move(plan.record)};
   reply.stage_id = next_stage_id();
   st.staged.emplace(cursor_state::staged_txn{
       reply.stage_id, std::nullopt, {}, reply.after, wall});

@@ -743,14 +743,13 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
   initial.committed = pos->start;
   core::cursor_core core{pos->row ? *pos->row : initial, policy_of(st)};
   core.note_watermark(view.watermark);
-  stage.before = core.committed();
-  stage.after = core::seek_position(
-      rule, req.target,
-      {view.watermark, view.readable_end - 1, core.committed(), req.walked});
   auto wall = st.cfg.node.wall();
-  stage.record
-      = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id, group,
-                                 core.record_after_seek(stage.after, wall)};
+  auto plan = core::plan_seek(core, rule, req.target, view.watermark,
+                              view.readable_end - 1, req.walked, wall);
+  stage.before = plan.before;
+  stage.after = plan.after;
+  stage.record = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id,
+                                          group, std::move(plan.record)};
   // Ids of held seeks have the top bit set: never a cursor's own stage id.
   stage.stage_id = (std::uint64_t{1} << 63) | ++st.next_hold;
   st.holds.emplace(

@@ -364,10 +364,14 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
               }
               if (st.cfg.node.metrics)
                 st.cfg.node.metrics->partition_pops += 1;
-              auto& entry = st.partitions.at(name);
-              if (r.empty_at)
-                st.candidates.found_empty(run->req.group, entry.index,
-                                          *r.empty_at, entry.last, asked_at);
+              // (Partitions are never removed from a live queue; a reply
+              // for one that were would still be answered.)
+              auto entry = st.partitions.find(name);
+              auto known = entry != st.partitions.end();
+              if (r.empty_at && known)
+                st.candidates.found_empty(run->req.group, entry->second.index,
+                                          *r.empty_at, entry->second.last,
+                                          asked_at);
               if (r.messages.empty()) {
                 run->claim.empty(r.reason, r.retry_at);
               } else {
@@ -375,8 +379,8 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
                 for (auto& m : r.messages)
                   bytes += m.frame.data.payload.size();
                 run->claim.delivered(r.messages.size(), bytes);
-                if (!run->req.partition)
-                  st.rotation.claimed(run->req.group, entry.index);
+                if (!run->req.partition && known)
+                  st.rotation.claimed(run->req.group, entry->second.index);
                 run->reply.claimed.push_back({name, uuid, std::move(r)});
               }
               step(self, run);

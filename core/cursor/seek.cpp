@@ -59,4 +59,17 @@ storage::offset seek_position(seek_rule rule, const seek_target& t,
   return storage::offset{std::clamp(want, low, high)};
 }
 
+seek_plan plan_seek(const cursor_core& core, seek_rule rule,
+                    const seek_target& t, storage::offset watermark,
+                    storage::offset last_offset,
+                    std::optional<storage::offset> walked,
+                    storage::micros wall) {
+  seek_plan p;
+  p.before = core.committed();
+  p.after = seek_position(rule, t,
+                          {watermark, last_offset, core.committed(), walked});
+  p.record = core.record_after_seek(p.after, wall);
+  return p;
+}
+
 } // namespace spool::core

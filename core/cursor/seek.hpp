@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/cursor/cursor_core.hpp"
 #include "storage/error.hpp"
+#include "storage/records.hpp"
 #include "storage/types.hpp"
 
 namespace spool::core {
@@ -57,5 +59,24 @@ struct seek_bounds {
 /// is clamped to [watermark - 1, lastOffset].
 storage::offset seek_position(seek_rule rule, const seek_target& t,
                               const seek_bounds& b);
+
+/// A seek of one group on one partition, staged: where its cursor stands,
+/// where it moves, and the record the seek's write stores.
+struct seek_plan {
+  storage::offset before;
+  storage::offset after;
+  storage::cursor_record record;
+};
+
+/// What seeking `core` does at `wall` on a partition of `watermark` and
+/// `last_offset` (`walked`: the timestamp walk's answer): the record after
+/// `seek` and `touch`, computed without changing `core`. The one rule for a
+/// live cursor's staged seek and a seek the partition holds for a group
+/// without one.
+seek_plan plan_seek(const cursor_core& core, seek_rule rule,
+                    const seek_target& t, storage::offset watermark,
+                    storage::offset last_offset,
+                    std::optional<storage::offset> walked,
+                    storage::micros wall);
 
 } // namespace spool::core

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct push_groups {
 /// the lookup.
 template <class NameOf>
 push_groups group_by_name(std::size_t n, NameOf name_of) {
+  // The index keeps views of the names: `name_of` must return references
+  // to names that outlive the call, never temporaries.
+  static_assert(
+      std::is_lvalue_reference_v<std::invoke_result_t<NameOf&, std::size_t>>);
   push_groups g;
   g.slot.resize(n);
   std::unordered_map<std::string_view, std::size_t> index;

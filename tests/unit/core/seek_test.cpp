@@ -121,3 +121,20 @@ TEST_CASE("shiftBy moves from the current position, same clamp", "[seek]") {
   t.shift_by = 5;
   CHECK(resolve(t, behind) == offset{104});
 }
+
+TEST_CASE("a staged seek answers before and after and the record it writes, "
+          "leaving the cursor as it was",
+          "[core][seek]") {
+  spool::storage::cursor_record rec;
+  rec.committed = offset{4};
+  cursor_core cur(rec, cursor_policy{});
+  seek_target t;
+  t.to_start = true;
+  auto plan = plan_seek(cur, seek_rule::to_start, t, offset{2}, offset{9},
+                        std::nullopt, 1'000);
+  CHECK(plan.before == offset{4});
+  CHECK(plan.after == offset{1}); // watermark - 1
+  CHECK(plan.record.committed == offset{1});
+  CHECK(plan.record.last_activity == 1'000);
+  CHECK(cur.committed() == offset{4}); // nothing changed yet
+}
