@@ -647,8 +647,9 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
   info.committed = core.committed();
   info.last_offset = view.readable_end - 1;
   info.watermark = view.watermark;
-  auto consumed = std::max(info.committed, view.watermark - 1);
-  info.lag = std::max<std::int64_t>(0, info.last_offset - consumed);
+  auto [consumed, lag]
+      = core::lag_of(info.committed, view.watermark, info.last_offset);
+  info.lag = lag;
   if (info.lag > 0) {
     // The oldest frame not committed: its segment's one commit time.
     if (auto t = st.cfg.store->db().read()) {
@@ -659,14 +660,12 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
     }
   }
   auto now = self->clock().now();
-  if (auto& lease = core.lease(); lease && lease->expires > now) {
-    info.lease = lease;
+  if (auto lease = core.live_lease(now)) {
     info.lease_expires_at = wall_of(lease->expires, now, st.cfg.wall());
+    info.lease = std::move(lease);
   }
   info.isolated = core.isolated();
-  for (auto& c : core.record().counters)
-    if (c.deliveries > 1)
-      ++info.redeliveries;
+  info.redeliveries = core.redeliveries();
   info.last_activity = core.last_activity();
   return info;
 }

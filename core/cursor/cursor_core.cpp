@@ -25,6 +25,19 @@ expected<void> check_ack(const ack_request& req) {
   return {};
 }
 
+lag_info lag_of(offset committed, offset watermark, offset last_offset) {
+  auto consumed = std::max(committed, watermark - 1);
+  return {consumed, std::max<std::int64_t>(0, last_offset - consumed)};
+}
+
+std::size_t cursor_core::redeliveries() const {
+  std::size_t n = 0;
+  for (auto& c : counters_)
+    if (c.deliveries > 1)
+      ++n;
+  return n;
+}
+
 namespace {
 
 std::optional<offset_range>

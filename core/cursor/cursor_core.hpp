@@ -88,6 +88,15 @@ struct ack_outcome {
   std::optional<std::uint64_t> requeue_done;
 };
 
+/// How far a group is behind on a partition (api.md `offsetLag`): the frames
+/// after what it consumed — its committed, or what retention deleted past
+/// it (`watermark - 1`) — up to the partition's last offset; never negative.
+struct lag_info {
+  offset consumed;
+  std::int64_t lag = 0;
+};
+lag_info lag_of(offset committed, offset watermark, offset last_offset);
+
 class cursor_core {
 public:
   cursor_core(storage::cursor_record rec, cursor_policy policy);
@@ -108,6 +117,14 @@ public:
   const std::optional<offset_range>& isolated() const noexcept {
     return isolated_;
   }
+  /// The lease if it is live at `now` (not yet expired).
+  std::optional<lease_info> live_lease(mono_time now) const {
+    if (lease_ && lease_->expires > now)
+      return lease_;
+    return std::nullopt;
+  }
+  /// Frames above committed delivered more than once.
+  std::size_t redeliveries() const;
   /// Failures of the head frame (the product document's "retry budget").
   std::uint32_t head_failures() const;
   std::uint32_t deliveries_of(offset off) const;

@@ -547,3 +547,29 @@ TEST_CASE("delayMs is 0..86400000 and a larger one cannot overflow the retry "
   fx.cur.ack(huge, fx.last, t0);
   CHECK(fx.cur.next_deadline() == t0 + max_ack_delay);
 }
+
+TEST_CASE("a group's lag counts the frames after what it consumed, "
+          "retention's deletions counting as consumed",
+          "[core][cursor][lag]") {
+  auto l = lag_of(offset{3}, offset{0}, offset{9});
+  CHECK(l.consumed == offset{3});
+  CHECK(l.lag == 6);
+  l = lag_of(offset{3}, offset{6}, offset{9}); // frames 0..5 deleted
+  CHECK(l.consumed == offset{5});
+  CHECK(l.lag == 4);
+  CHECK(lag_of(offset{9}, offset{0}, offset{9}).lag == 0);
+  CHECK(lag_of(offset{-1}, offset{0}, offset{-1}).lag == 0); // empty
+}
+
+TEST_CASE("introspection sees a lease only while it lives, and counts "
+          "frames delivered more than once",
+          "[core][cursor][lag]") {
+  cursor_fixture f;
+  auto l = f.pop(3);
+  CHECK(f.cur.live_lease(t0)->id == l.id);
+  CHECK_FALSE(f.cur.live_lease(t0 + 31s)); // lease_time 30 s
+  CHECK(f.cur.redeliveries() == 0);
+  (void)f.cur.expire(t0 + 31s); // several frames: isolated, none charged
+  f.pop(1, t0 + 32s);
+  CHECK(f.cur.redeliveries() == 1);
+}
