@@ -130,8 +130,7 @@ first_contact(partition_ptr self, storage::txn& t, const std::string& group,
       t, rec.queue, rec.id, sub.value_or(storage::subscription_record{}));
   if (!at)
     return std::move(at).err();
-  return std::clamp(*at, rec.watermark - 1,
-                    std::max(rec.watermark, rec.next_offset) - 1);
+  return core::clamp_first_contact(*at, rec.watermark, rec.next_offset);
 }
 
 /// Where a group without a live cursor stands here: its stored row, or
@@ -496,32 +495,23 @@ expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self) {
   auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.queue);
   if (!subs)
     return std::move(subs).err();
-  std::optional<storage::offset> low;
+  core::interest groups;
   std::set<std::string> here;
   for (auto& [g, c] : *cursors) {
     here.insert(g);
-    if (!low || c.committed < *low)
-      low = c.committed;
+    groups.stored.push_back(c.committed);
   }
-  // A group registered on the queue but not yet here counts as positioned
-  // where its first contact would seed it.
   for (auto& [g, sub] : *subs)
     if (!here.contains(g) && !st.cursors.contains(g)) {
       auto at = first_contact(self, *t, g, sub);
       if (!at)
         return std::move(at).err();
-      if (!low || *at < *low)
-        low = *at;
+      groups.seeds.push_back(*at);
     }
   for (auto& [g, _] : st.cursors)
-    if (!here.contains(g))
-      return std::optional<storage::offset>{};
-  // A seek held here or staged by a live cursor may move its group back:
-  // nothing counts as consumed by all until it settles (one fan-out and one
-  // write).
-  if (!st.holds.empty() || !st.live_seeks.empty())
-    return std::optional<storage::offset>{};
-  return low;
+    groups.unstored_cursor = groups.unstored_cursor || !here.contains(g);
+  groups.seek_open = !st.holds.empty() || !st.live_seeks.empty();
+  return core::consumed_by_all(groups);
 }
 
 /// maxSize: deletes segments every interested group committed past until

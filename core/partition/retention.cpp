@@ -67,4 +67,22 @@ next_run(const retention_policy& policy, storage::micros now,
   return std::max(*due, now + interval);
 }
 
+storage::offset clamp_first_contact(storage::offset seeded,
+                                    storage::offset watermark,
+                                    storage::offset next_offset) {
+  return std::clamp(seeded, watermark - 1,
+                    std::max(watermark, next_offset) - 1);
+}
+
+std::optional<storage::offset> consumed_by_all(const interest& groups) {
+  if (groups.unstored_cursor || groups.seek_open)
+    return std::nullopt;
+  std::optional<storage::offset> low;
+  for (auto* v : {&groups.stored, &groups.seeds})
+    for (auto off : *v)
+      if (!low || off < *low)
+        low = off;
+  return low;
+}
+
 } // namespace spool::core

@@ -68,4 +68,33 @@ next_run(const retention_policy& policy, storage::micros now,
          storage::micros interval, std::optional<storage::micros> oldest,
          std::optional<storage::micros> oldest_unjudged);
 
+/// Where a group starts here at its first contact: the position its
+/// subscription seeds (`storage::first_contact`), never below
+/// `watermark - 1` and never past the readable end (a seal committed out of
+/// order is not readable yet).
+storage::offset clamp_first_contact(storage::offset seeded,
+                                    storage::offset watermark,
+                                    storage::offset next_offset);
+
+/// What the partition knows of the groups interested in it.
+struct interest {
+  /// committed of every cursor row stored here.
+  std::vector<storage::offset> stored;
+  /// For every group registered on the queue with no cursor here (stored
+  /// or live): where its first contact would seed it.
+  std::vector<storage::offset> seeds;
+  /// A live cursor has no stored row yet (its position is not durable).
+  bool unstored_cursor = false;
+  /// A seek is held here or staged by a live cursor: it may move its group
+  /// back.
+  bool seek_open = false;
+};
+
+/// The highest offset every interested group has consumed (semantics.md
+/// §7, `completedRetentionSeconds` and `maxSize`): the lowest position
+/// among them; none when nobody is interested, a live cursor has nothing
+/// stored, or a seek is open (nothing counts as consumed by all until it
+/// settles).
+std::optional<storage::offset> consumed_by_all(const interest& groups);
+
 } // namespace spool::core

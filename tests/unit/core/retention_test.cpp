@@ -209,3 +209,35 @@ TEST_CASE("frames deleted under a live lease count as completed when the "
     CHECK(c.isolated() == offset_range{off(2), off(3)});
   }
 }
+
+TEST_CASE("a group's first contact starts at its seed, within what is "
+          "retained and readable",
+          "[core][retention][first-contact]") {
+  using spool::storage::offset;
+  // watermark 5, next offset 10: positions -1..9 become 4..9.
+  CHECK(clamp_first_contact(offset{-1}, offset{5}, offset{10}) == offset{4});
+  CHECK(clamp_first_contact(offset{7}, offset{5}, offset{10}) == offset{7});
+  CHECK(clamp_first_contact(offset{12}, offset{5}, offset{10}) == offset{9});
+  // Everything deleted (watermark past the next offset): at watermark - 1.
+  CHECK(clamp_first_contact(offset{-1}, offset{10}, offset{8}) == offset{9});
+}
+
+TEST_CASE("consumed by all is the lowest position of every interested group, "
+          "none while one is unsettled",
+          "[core][retention][consumed]") {
+  using spool::storage::offset;
+  interest none;
+  CHECK_FALSE(consumed_by_all(none)); // nobody interested
+  interest g;
+  g.stored = {offset{7}, offset{4}};
+  g.seeds = {offset{5}};
+  CHECK(consumed_by_all(g) == offset{4});
+  g.seeds = {offset{2}}; // a registered group not met here yet
+  CHECK(consumed_by_all(g) == offset{2});
+  auto unstored = g;
+  unstored.unstored_cursor = true;
+  CHECK_FALSE(consumed_by_all(unstored));
+  auto seeking = g;
+  seeking.seek_open = true;
+  CHECK_FALSE(consumed_by_all(seeking));
+}
