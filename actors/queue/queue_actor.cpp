@@ -120,8 +120,8 @@ struct queue_state {
   std::map<std::string, std::size_t> open_stages;
   /// The partition of each open transaction stage, by stage id.
   std::unordered_map<std::uint64_t, std::string> txn_stages;
-  /// The latest `registered_at` given to a group here.
-  storage::micros last_registered = 0;
+  /// The `registered_at` stamps of this queue's registrations.
+  core::registration_clock registrations;
   /// Dead partitions whose respawn waits for their open stages.
   std::map<std::string, caf::actor_addr> respawn_waiting;
 };
@@ -447,8 +447,7 @@ void register_group(queue_ptr self, const std::string& group,
         // Registrations are told apart by `registered_at` (a subscription
         // update applies only to the one it read): never two equal here,
         // even within one microsecond or with the clock stepping back.
-        auto at = std::max(st.cfg.node.wall(), st.last_registered + 1);
-        st.last_registered = at;
+        auto at = st.registrations.next(st.cfg.node.wall());
         auto rec = core::registration(group, params,
                                       st.cfg.node.default_subscription, at);
         auto parts = all_partitions(self);
@@ -1552,7 +1551,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
           caf::make_error(caf::sec::runtime_error, to_string(subs.err())));
     else
       for (auto& [group, rec] : *subs) {
-        st.last_registered = std::max(st.last_registered, rec.registered_at);
+        st.registrations.saw(rec.registered_at);
         st.subs.emplace(group, rec);
       }
   } else {

@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include <algorithm>
+
 #include "storage/records.hpp"
 #include "storage/types.hpp"
 
@@ -36,6 +38,27 @@ struct subscription_params {
 storage::subscription_record
 registration(std::string_view group, const subscription_params& params,
              storage::subscription_mode server_default, storage::micros now);
+
+/// The `registered_at` stamps of one queue's registrations: strictly
+/// increasing (`max(wall, last + 1)`), even within one microsecond or with
+/// the wall clock stepping back, so a subscription update that read one
+/// registration never applies to another of the same group (its ABA
+/// guard). Seeded from the stored records at start.
+class registration_clock {
+public:
+  /// A stored registration stamped at `at`.
+  void saw(storage::micros at) noexcept {
+    last_ = std::max(last_, at);
+  }
+  /// The stamp of a new registration at wall time `wall`.
+  storage::micros next(storage::micros wall) noexcept {
+    last_ = std::max(wall, last_ + 1);
+    return last_;
+  }
+
+private:
+  storage::micros last_ = 0;
+};
 
 /// `all`, `new` or `timestamp` (for messages and listings).
 std::string_view to_string(storage::subscription_mode mode);

@@ -88,3 +88,17 @@ TEST_CASE("queue mode always registers as all", "[unit][subscription]") {
   CHECK(r.mode == subscription_mode::all);
   CHECK(r.registered_mode == subscription_mode::all);
 }
+
+TEST_CASE("registrations of a queue get strictly increasing stamps, also "
+          "after a restart and with the clock stepping back",
+          "[core][subscription][registration]") {
+  spool::core::registration_clock c;
+  CHECK(c.next(100) == 100);
+  CHECK(c.next(100) == 101); // the same microsecond
+  CHECK(c.next(50) == 102);  // the clock stepped back
+  CHECK(c.next(500) == 500);
+  spool::core::registration_clock restarted;
+  restarted.saw(700); // stored records seed it
+  restarted.saw(300);
+  CHECK(restarted.next(600) == 701);
+}
