@@ -4,11 +4,10 @@
 /// "Where a new consumer group starts"): the timestamp grammar and the
 /// record a group's first pop registers. Pure: no CAF include.
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <algorithm>
 
 #include "storage/records.hpp"
 #include "storage/types.hpp"
