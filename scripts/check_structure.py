@@ -59,7 +59,7 @@ MAX_ACTOR_LINES = 600
 # Actor-layer files still over the limit, with the most lines they may have.
 OVER_LIMIT = {
     "actors/queue/queue_actor.cpp": 1751,
-    "actors/broker/broker_actor.cpp": 1342,
+    "actors/broker/broker_actor.cpp": 1340,
     "actors/partition/partition_actor.cpp": 1138,
     "actors/cursor/cursor_actor.cpp": 1016,
     "actors/interfaces.hpp": 812,

@@ -846,8 +846,7 @@ void try_namespace(broker_ptr self, const namespace_pop_request& req,
   std::vector<core::queue_candidate> candidates;
   std::vector<queue_actor> actors;
   for (auto& [name, rec] : st.records)
-    if (rec.name_space == req.name_space
-        && (!req.task || rec.task == *req.task)) {
+    if (core::serves(rec.name_space, rec.task, req.name_space, req.task)) {
       candidates.push_back({name, rec.options.priority, std::nullopt});
       actors.push_back(st.queues.at(name));
     }
@@ -901,8 +900,7 @@ void wake(broker_ptr self, const std::vector<std::string>& queues) {
     return;
   st.parked.wake(spaces, [&](const namespace_pop_request& r) {
     return std::any_of(recs.begin(), recs.end(), [&](auto* rec) {
-      return rec->name_space == r.name_space
-             && (!r.task || *r.task == rec->task);
+      return core::serves(rec->name_space, rec->task, r.name_space, r.task);
     });
   });
 }

@@ -5,6 +5,11 @@
 
 namespace spool::core {
 
+bool serves(std::string_view ns, std::string_view task, std::string_view pop_ns,
+            const std::optional<std::string>& pop_task) {
+  return !ns.empty() && ns == pop_ns && (!pop_task || *pop_task == task);
+}
+
 std::vector<std::size_t> serving_order(std::span<const queue_candidate> qs,
                                        storage::micros now,
                                        storage::micros max_starvation) {

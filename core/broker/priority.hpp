@@ -10,11 +10,18 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/types.hpp"
 
 namespace spool::core {
+
+/// Whether a queue in namespace `ns` with task `task` serves a namespace pop
+/// of `pop_ns` and, when it names one, `pop_task` (semantics.md §9). A queue
+/// in no namespace serves none.
+bool serves(std::string_view ns, std::string_view task, std::string_view pop_ns,
+            const std::optional<std::string>& pop_task);
 
 struct queue_candidate {
   std::string name;

@@ -34,3 +34,16 @@ TEST_CASE("queues with nothing waiting are not tried", "[priority]") {
   std::vector<queue_candidate> qs{{"empty", 9, std::nullopt}, {"full", 0, 1}};
   CHECK(serving_order(qs, 2, 30 * s) == std::vector<std::size_t>{1});
 }
+
+TEST_CASE("a namespace pop is served by the queues of its namespace and, "
+          "when it names one, its task",
+          "[core][priority][namespace]") {
+  using spool::core::serves;
+  std::optional<std::string> any;
+  std::optional<std::string> eu{"eu"};
+  CHECK(serves("orders", "eu", "orders", any));
+  CHECK(serves("orders", "eu", "orders", eu));
+  CHECK_FALSE(serves("orders", "us", "orders", eu));
+  CHECK_FALSE(serves("billing", "eu", "orders", any));
+  CHECK_FALSE(serves("", "", "", any)); // no namespace serves nothing
+}
