@@ -2,7 +2,7 @@
 
 /// Creating what a request needs and the directory lacks (queues in the
 /// broker, partitions in a queue): one durable write, one creation at a time
-/// through the owner's `creation_gate`, so two concurrent first pushes to a
+/// through the owner's `async_mutex`, so two concurrent first pushes to a
 /// new name create it once. The one piece of code behind both.
 
 #include <caf/error.hpp>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/creation_gate.hpp"
+#include "actors/async_mutex.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/write.hpp"
 
@@ -31,7 +31,7 @@ inline storage::mutation creation_of(const storage::partition_record& rec) {
 /// `make`, written in one batch, then registered with `add`; then calls `k`
 /// (with the first error, if any). `gate` lives in the owner's state.
 template <class Self, class Record>
-void create_missing(Self* self, core::creation_gate* gate, writer_actor writer,
+void create_missing(Self* self, async_mutex* gate, writer_actor writer,
                     std::vector<std::string> names,
                     std::function<bool(const std::string&)> exists,
                     std::function<Record(const std::string&)> make,

@@ -33,9 +33,9 @@
 #include <set>
 #include <unordered_map>
 
+#include "actors/async_mutex.hpp"
 #include "actors/broker/broker_txn.hpp"
 #include "actors/create_missing.hpp"
-#include "actors/creation_gate.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -61,7 +61,7 @@ struct broker_state {
   std::shared_ptr<std::atomic<std::size_t>> parked_total
       = std::make_shared<std::atomic<std::size_t>>(0);
   /// Queue creations, one at a time.
-  core::creation_gate gate;
+  async_mutex gate;
   /// Pops waiting for their queue's creation, by lease id: true once
   /// cancelled (answered empty instead of handed to the queue).
   std::unordered_map<std::string, bool> creating;

@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "actors/creation_gate.hpp"
+#include "actors/async_mutex.hpp"
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/supervise.hpp"
@@ -52,7 +52,7 @@ struct partition_state {
   /// second phase reaches only these (never a cursor created since).
   std::unordered_map<std::string, cursor_actor> stopping;
   /// Deletions (purge, trim, retention): one run at a time.
-  core::creation_gate deleting;
+  async_mutex deleting;
   /// Retention: the options' rules, the one timer (when it fires, wall µs,
   /// and its id), whether a run is going on, and the maxWait boundary told
   /// to the cursors (frames at or below it are overdue).

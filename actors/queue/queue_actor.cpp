@@ -40,8 +40,8 @@
 #include <memory>
 #include <unordered_map>
 
+#include "actors/async_mutex.hpp"
 #include "actors/create_missing.hpp"
-#include "actors/creation_gate.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
@@ -92,9 +92,9 @@ struct queue_state {
   bool sweeping = false;    ///< a sweep's delete is being written
   bool sweep_again = false; ///< the timer fired while sweeping
   /// Partition creations and option changes, one at a time.
-  core::creation_gate gate;
+  async_mutex gate;
   /// maxSize: one push at a time from its size check to its seal.
-  core::creation_gate size_gate;
+  async_mutex size_gate;
   /// When the next groupIdleSeconds sweep runs (the option is > 0).
   std::optional<mono_time> next_sweep;
   /// The subscription records of the groups registered here, as stored.
@@ -106,8 +106,7 @@ struct queue_state {
   /// interleaves with another of the same group).
   /// (Shared: a gate stays alive while its waiters run; an idle one is
   /// dropped, so group names come and go without leaving a gate behind.)
-  std::unordered_map<std::string, std::shared_ptr<core::creation_gate>>
-      group_gates;
+  std::unordered_map<std::string, std::shared_ptr<async_mutex>> group_gates;
   /// Pops waiting for their group's registration, by lease id: true once
   /// cancelled (answered empty instead of served when it is done).
   std::unordered_map<std::string, bool> registering;
@@ -129,10 +128,10 @@ struct queue_state {
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
 
 /// The gate of `group` (made on first use).
-core::creation_gate& group_gate(queue_ptr self, const std::string& group) {
+async_mutex& group_gate(queue_ptr self, const std::string& group) {
   auto& gate = self->state.group_gates[group];
   if (!gate)
-    gate = std::make_shared<core::creation_gate>();
+    gate = std::make_shared<async_mutex>();
   return *gate;
 }
 
@@ -1718,14 +1717,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
 }
 
 } // namespace
-
-std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start) {
-  std::vector<std::size_t> out;
-  out.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
-    out.push_back((start + i) % n);
-  return out;
-}
 
 storage::partition_record new_partition_record(const node_context& node,
                                                storage::queue_id queue,

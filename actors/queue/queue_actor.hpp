@@ -39,10 +39,6 @@ struct queue_config {
 
 expected<queue_actor> spawn_queue(caf::actor_system& sys, queue_config cfg);
 
-/// Partition indices in the order a wildcard pop considers them: all `n`,
-/// starting at `start` (the one after the group's last claim), wrapping.
-std::vector<std::size_t> rotation_order(std::size_t n, std::size_t start);
-
 /// The partition a push or configure uses when it names none.
 inline constexpr const char* default_partition = "Default";
 
