@@ -1,0 +1,415 @@
+// A queue's administration: listings, group deletion, groupIdleSeconds, queue
+// deletion, purge, DLQ requeue and retention.
+
+#include "actors/queue/queue_state.hpp"
+
+namespace spool::actors::queue_detail {
+
+// -- administration -----------------------------------------------------------
+
+/// Every partition actor, in ring (creation) order.
+std::vector<partition_actor> all_partitions(queue_ptr self) {
+  std::vector<partition_actor> out;
+  for (auto& name : self->state.ring)
+    out.push_back(self->state.partitions.at(name).actor);
+  return out;
+}
+
+caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
+                                                    const groups_request& req) {
+  auto rp = promise_for<groups_reply>(self);
+  fan_out<std::vector<cursor_info>>(
+      self, all_partitions(self),
+      [rp, queue = self->state.cfg.record.name](
+          std::vector<fanned<std::vector<cursor_info>>> slots) mutable {
+        groups_reply reply;
+        for (auto& s : slots) {
+          if (!s.reply) {
+            if (!reply.failure) // the first failure wins, as in fold_replies
+              reply.failure = unreachable(s.error, "partition");
+            continue;
+          }
+          for (auto& c : *s.reply) {
+            c.queue = queue;
+            reply.cursors.push_back(std::move(c));
+          }
+        }
+        rp.deliver(std::move(reply));
+      },
+      groups_atom::value, req.group);
+  return rp.later();
+}
+
+void delete_group_now(queue_ptr self, const delete_group_request& req,
+                      std::function<void(delete_group_reply)> done);
+
+/// Deletes a group's cursors (and records) on this queue in one write, then
+/// answers its parked pops empty; `done` gets the outcome. One deletion,
+/// registration or seek of the group at a time, so two never stop and
+/// resume the same cursors.
+void delete_group(queue_ptr self, const delete_group_request& req,
+                  std::function<void(delete_group_reply)> done) {
+  group_gate(self, req.group)
+      .wait([self, req, done = std::move(done)]() mutable {
+        group_gate(self, req.group).enter();
+        delete_group_now(self, req,
+                         [self, group = req.group,
+                          done = std::move(done)](delete_group_reply r) {
+                           leave_group_gate(self, group);
+                           done(std::move(r));
+                         });
+      });
+}
+
+void delete_group_now(queue_ptr self, const delete_group_request& req,
+                      std::function<void(delete_group_reply)> done) {
+  auto parts = all_partitions(self);
+  fan_out<delete_vote>(
+      self, parts,
+      [self, done, req, parts](std::vector<fanned<delete_vote>> votes) mutable {
+        auto& st = self->state;
+        auto q = st.cfg.record.id;
+        // A partition that died with a stage open cannot vote, and that
+        // stage may still write the group's row there: restarting.
+        std::vector<std::optional<delete_vote>> answers;
+        std::vector<bool> open;
+        for (std::size_t i = 0; i < votes.size(); ++i) {
+          answers.push_back(std::move(votes[i].reply));
+          open.push_back(st.open_stages.contains(st.ring[i]));
+        }
+        auto verdict = core::fold_votes(answers, open);
+        using outcome = core::deletion_verdict::outcome;
+        if (verdict.result != outcome::go) { // the idle sweep's guard
+          for (auto& p : parts)
+            self->send(p, delete_atom::value, req.group, false);
+          done(delete_group_reply{
+              0, false,
+              verdict.result == outcome::restarting
+                  ? make_error(errc::unavailable, "Consumer group ", req.group,
+                               " is restarting on queue ", st.cfg.record.name,
+                               "; retry")
+                  : make_error(errc::unavailable, "Consumer group ", req.group,
+                               " is active on queue ", st.cfg.record.name)});
+          return;
+        }
+        storage::write_batch batch;
+        delete_group_reply reply;
+        reply.deleted_partitions = verdict.rows.size();
+        for (auto i : verdict.rows)
+          batch.mutations.emplace_back(storage::mut::delete_cursor{
+              q, st.partitions.at(st.ring[i]).rec.id, req.group});
+        if (req.delete_metadata) {
+          reply.metadata_deleted = true; // unless known to be absent
+          if (auto t = st.cfg.node.store->db().read())
+            if (auto sub = storage::tables::get_subscription(*t, q, req.group))
+              reply.metadata_deleted = sub->has_value();
+          if (reply.metadata_deleted)
+            batch.mutations.emplace_back(
+                storage::mut::delete_subscription{q, req.group});
+        }
+        // The group's DLQ entries stay, but requeues pending in its deleted
+        // cursors are forgotten: unmark them, so retention applies again.
+        // At most `max_requeued` per cursor are pending, so the write stays
+        // bounded; the scan decodes summaries only, whole entries only for
+        // those pending.
+        if (!batch.mutations.empty())
+          if (auto t = st.cfg.node.store->db().read()) {
+            std::vector<std::uint64_t> pending;
+            (void)storage::tables::scan_dlq_summaries(
+                *t, q, std::string_view{req.group},
+                [&](std::string_view, const storage::tables::dlq_summary& e) {
+                  if (e.requeued)
+                    pending.push_back(e.id);
+                  return true;
+                });
+            for (auto id : pending)
+              if (auto e = storage::tables::get_dlq(*t, q, req.group, id);
+                  e && *e) {
+                auto unmarked = std::move(**e);
+                unmarked.requeued = false;
+                batch.mutations.emplace_back(
+                    storage::mut::update_dlq{q, req.group, unmarked});
+              }
+          }
+        auto settle = [self, done, req, parts,
+                       reply](std::optional<api_error> failure) mutable {
+          for (auto& p : parts)
+            self->send(p, delete_atom::value, req.group, !failure);
+          if (failure) {
+            done(delete_group_reply{0, false, std::move(failure)});
+            return;
+          }
+          self->state.rotation.forget(req.group);
+          self->state.candidates.forget(req.group);
+          if (req.delete_metadata)
+            self->state.subs.erase(req.group); // the next pop registers
+          answer_parked(self, [&](const queue_pop_request& r) {
+            return r.group == req.group;
+          });
+          done(reply);
+        };
+        if (batch.mutations.empty())
+          return settle(std::nullopt);
+        write_then(self, st.cfg.node.writer, std::move(batch),
+                   std::move(settle));
+      },
+      delete_atom::value, req.group, req.active_after);
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(queue_ptr self, const delete_group_request& req) {
+  auto rp = promise_for<delete_group_reply>(self);
+  delete_group(self, req, [rp](delete_group_reply r) mutable {
+    rp.deliver(std::move(r));
+  });
+  return rp.later();
+}
+
+// -- groupIdleSeconds
+// ----------------------------------------------------------
+
+/// Schedules the next idle sweep (or none when the option is 0).
+void plan_sweep(queue_ptr self) {
+  auto& st = self->state;
+  auto idle = st.cfg.record.options.group_idle_s;
+  if (idle <= 0) {
+    st.next_sweep.reset();
+    return;
+  }
+  auto at = self->clock().now() + core::idle_sweep_interval(idle);
+  if (!st.next_sweep || at < *st.next_sweep)
+    st.next_sweep = at;
+}
+
+/// Deletes (records included) every group on this queue without activity
+/// for `groupIdleSeconds`, without a live lease and without a parked pop.
+void sweep_idle(queue_ptr self) {
+  auto& st = self->state;
+  auto idle_us = st.cfg.record.options.group_idle_s * 1'000'000;
+  if (idle_us <= 0)
+    return;
+  fan_out<std::vector<cursor_info>>(
+      self, all_partitions(self),
+      [self, idle_us](std::vector<fanned<std::vector<cursor_info>>> slots) {
+        auto& st = self->state;
+        core::idle_sweep sweep;
+        for (auto& s : slots) {
+          if (!s.reply)
+            return; // a partition did not answer: judge nobody this time
+          for (auto& c : *s.reply)
+            sweep.saw(c.group, c.last_activity, c.lease.has_value());
+        }
+        st.parked.for_each(
+            [&](const queue_pop_request& req) { sweep.parked(req.group); });
+        for (auto& [name, last] : sweep.idle(st.cfg.node.wall(), idle_us)) {
+          // Judged on what the fan-out saw: a cursor used since refuses.
+          delete_group(self, {name, st.cfg.record.name, true, last},
+                       [self, name](delete_group_reply r) {
+                         if (r.failure && r.failure->code == errc::unavailable)
+                           spdlog::debug("queue {}: idle group {} active "
+                                         "again, kept",
+                                         self->state.cfg.record.name, name);
+                         else if (r.failure)
+                           spdlog::warn("queue {}: idle group {} not deleted: "
+                                        "{}",
+                                        self->state.cfg.record.name, name,
+                                        to_string(*r.failure));
+                         else
+                           spdlog::info("queue {}: group {} idle for "
+                                        "groupIdleSeconds, deleted",
+                                        self->state.cfg.record.name, name);
+                       });
+        }
+      },
+      groups_atom::value, std::optional<std::string>{});
+}
+
+/// How long a deleted queue lives on to answer requests in flight.
+constexpr auto deleted_queue_grace = std::chrono::seconds{30};
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(queue_ptr self) {
+  auto rp = promise_for<delete_queue_reply>(self);
+  self->state.gate.wait([self, rp]() mutable {
+    auto& st = self->state;
+    st.gate.enter(); // nothing else is created or configured meanwhile
+    storage::write_batch batch;
+    batch.mutations.emplace_back(storage::mut::delete_queue{st.cfg.record.id});
+    auto done = [self, rp](std::optional<api_error> failure) mutable {
+      self->state.gate.leave();
+      if (failure) {
+        rp.deliver(delete_queue_reply{false, std::move(failure)});
+        return;
+      }
+      self->state.deleted = true;
+      answer_parked(self, [](const queue_pop_request&) { return true; });
+      rp.deliver(delete_queue_reply{true, std::nullopt});
+      // The broker sends nothing more here. Requests still in flight finish
+      // (their writes now fail: the queue is gone) and are answered; after
+      // a grace period the queue quits, and its linked partitions and
+      // cursors with it.
+      self->delayed_send(self, deleted_queue_grace, delete_atom::value,
+                         std::uint64_t{0});
+    };
+    write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  });
+  return rp.later();
+}
+
+caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
+                                                  const purge_request& req) {
+  auto rp = promise_for<purge_reply>(self);
+  std::vector<partition_actor> parts;
+  if (req.partition) {
+    auto it = self->state.partitions.find(*req.partition);
+    if (it == self->state.partitions.end()) {
+      rp.deliver(
+          purge_reply{0, make_error(errc::not_found, "Partition not found")});
+      return rp.later();
+    }
+    parts.push_back(it->second.actor);
+  } else {
+    parts = all_partitions(self);
+  }
+  fan_out<purge_reply>(
+      self, parts,
+      [rp](std::vector<fanned<purge_reply>> slots) mutable {
+        // A partition whose purge failed counts 0 partitions purged.
+        rp.deliver(fold_replies(
+            slots,
+            [](purge_reply& out, const purge_reply& part) {
+              out.partitions += part.partitions;
+            },
+            "partition"));
+      },
+      purge_atom::value, req.below);
+  return rp.later();
+}
+
+// -- DLQ requeue and retention ------------------------------------------------
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(queue_ptr self, const std::string& group,
+           std::vector<storage::dlq_entry>& entries) {
+  auto& st = self->state;
+  auto rp = promise_for<dlq_count_reply>(self);
+  // Every entry's partition is resolved before anything is sent.
+  std::map<std::uint64_t,
+           std::pair<partition_actor, std::vector<storage::dlq_entry>>>
+      parts;
+  std::vector<std::size_t> indices;
+  std::vector<std::string> names;
+  // Partitions by id, once: a requeue of many entries is one pass.
+  std::unordered_map<std::uint64_t, decltype(st.partitions.begin())> by_id;
+  for (auto it = st.partitions.begin(); it != st.partitions.end(); ++it)
+    by_id.emplace(it->second.rec.id.value, it);
+  for (auto& e : entries) {
+    auto found = by_id.find(e.partition.value);
+    auto it = found == by_id.end() ? st.partitions.end() : found->second;
+    if (it == st.partitions.end()) {
+      rp.deliver(dlq_count_reply{
+          0, make_error(errc::not_found,
+                        "Partition not found: ", e.partition.value)});
+      return rp.later();
+    }
+    auto& slot = parts[e.partition.value];
+    if (slot.second.empty()) { // each partition once
+      indices.push_back(it->second.index);
+      names.push_back(it->first);
+    }
+    slot.first = it->second.actor;
+    slot.second.push_back(std::move(e));
+  }
+  if (parts.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp.later();
+  }
+  std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
+  for (auto& [_, slot] : parts)
+    asks.push_back(std::move(slot));
+  auto n = asks.size();
+  gather<dlq_count_reply>(
+      n,
+      [self, group, asks = std::move(asks)](std::size_t i) mutable {
+        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
+                             group, std::move(asks[i].second));
+      },
+      [self, rp, group, indices,
+       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        rp.deliver(total_of(slots));
+        made_candidates(self, group, indices, names); // requeued ones are due
+      });
+  return rp.later();
+}
+
+/// Keeps the one sweep timer at the earliest due time (wall µs).
+void arm_sweep(queue_ptr self, storage::micros due) {
+  auto& st = self->state;
+  if (st.sweep_due && *st.sweep_due <= due)
+    return;
+  st.sweep_due = due;
+  auto delay = due - st.cfg.node.wall();
+  if (delay <= 0) // due now: a message, not a timer
+    self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+  else
+    self->delayed_send(self, std::chrono::microseconds{delay},
+                       dlq_sweep_atom::value, ++st.sweep_id);
+}
+
+void on_sweep(queue_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.sweep_id)
+    return;
+  st.sweep_due.reset();
+  if (st.sweeping) {
+    st.sweep_again = true;
+    return;
+  }
+  core::dlq_sweeper sweep(st.cfg.node.wall(),
+                          st.cfg.record.options.dlq_retention_s,
+                          st.cfg.dlq_sweep_step, st.cfg.dlq_sweep_gap);
+  {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return;
+    auto scanned = storage::tables::scan_queue_dlq(
+        *t, st.cfg.record.id, [&](std::string_view g, auto& e) {
+          sweep.see(g, e);
+          return true;
+        });
+    if (!scanned)
+      return;
+  }
+  auto next = sweep.next();
+  if (sweep.expired().empty()) {
+    if (next)
+      arm_sweep(self, *next);
+    return;
+  }
+  storage::write_batch b;
+  for (auto& [group, dlq_id] : sweep.expired())
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{st.cfg.record.id, group, dlq_id});
+  auto n = sweep.expired().size();
+  st.sweeping = true;
+  // The next sweep is armed once this one's delete is durable.
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                std::move(b))
+      .then(
+          [self, n, next](write_result& r) {
+            auto& st = self->state;
+            st.sweeping = false;
+            if (r.ok() && st.cfg.node.metrics)
+              st.cfg.node.metrics->dead_letters_expired += n;
+            if (std::exchange(st.sweep_again, false))
+              arm_sweep(self, st.cfg.node.wall());
+            else if (next)
+              arm_sweep(self, *next);
+          },
+          [self](caf::error&) {
+            self->state.sweeping = false;
+            self->state.sweep_again = false;
+          });
+}
+
+} // namespace spool::actors::queue_detail

@@ -1,0 +1,275 @@
+// A queue's pushes (one batch per push, prepare/settle for pushes across
+// queues, maxSize) and acks.
+
+#include "actors/queue/queue_state.hpp"
+
+namespace spool::actors::queue_detail {
+
+// -- push ---------------------------------------------------------------------
+
+/// Calls the run's `prepared` once and lets go of it: the run travels to
+/// the broker as the push's token, and must not carry this queue's
+/// promises there.
+void done_preparing(const std::shared_ptr<push_run>& run) {
+  auto prepared = std::move(run->prepared);
+  run->prepared = nullptr;
+  prepared(run);
+}
+
+void settle_all(queue_ptr self, push_run& run, bool durable) {
+  for (std::size_t k = 0; k < run.seals.size(); ++k)
+    if (run.seals[k])
+      self->send(self->state.partitions.at(run.names[k]).actor,
+                 settle_atom::value, run.seals[k], durable);
+}
+
+/// Every sealed mutation of the push, as one batch. The mutations move out
+/// of the seals: settling needs only their offsets and ids, not the bytes.
+storage::write_batch batch_of(push_run& run) {
+  storage::write_batch batch;
+  for (auto& s : run.seals)
+    for (auto& m : s->mutations)
+      batch.mutations.push_back(std::move(m));
+  return batch;
+}
+
+/// The answer of a sealed push, should its batch be durable.
+queue_push_reply results_of(queue_ptr self, push_run& run) {
+  queue_push_reply reply;
+  reply.results.resize(run.item_count);
+  reply.targets.reserve(run.names.size());
+  for (std::size_t k = 0; k < run.names.size(); ++k) {
+    auto& entry = self->state.partitions.at(run.names[k]);
+    reply.created_at = std::max(reply.created_at, run.seals[k]->created_at);
+    reply.targets.push_back(
+        push_target{self->state.cfg.record.name, run.names[k], entry.rec.uuid});
+    auto target = static_cast<std::uint32_t>(k);
+    for (std::size_t j = 0; j < run.items[k].size(); ++j)
+      reply.results[run.items[k][j]]
+          = push_item_result{target, run.seals[k]->results[j]};
+  }
+  return reply;
+}
+
+/// Settles every seal with the batch's outcome and builds the answer.
+queue_push_reply finish(queue_ptr self, push_run& run,
+                        std::optional<api_error> failure) {
+  settle_all(self, run, !failure);
+  if (failure)
+    return push_failed(std::move(failure));
+  auto reply = results_of(self, run);
+  std::vector<std::string> grown;
+  for (std::size_t k = 0; k < run.seals.size(); ++k) {
+    auto& s = run.seals[k];
+    if (!s || s->next <= s->first)
+      continue; // only duplicates
+    auto& entry = self->state.partitions.at(run.names[k]);
+    entry.last = std::max(entry.last, s->next - 1);
+    self->state.candidates.pushed(entry.index, entry.last);
+    grown.push_back(run.names[k]);
+  }
+  wake_for(self, grown);
+  return reply;
+}
+
+/// Seals every partition's frames (at most `gather_window` seals in flight,
+/// so a push to thousands of partitions stays linear), then calls
+/// `prepared`.
+void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
+  gather<seal_reply>(
+      run->names.size(),
+      [self, run](std::size_t k) {
+        auto& actor = self->state.partitions.at(run->names[k]).actor;
+        return self->request(actor, caf::infinite, seal_atom::value,
+                             std::move(run->frames[k]));
+      },
+      [run](std::vector<fanned<seal_reply>> slots) {
+        run->seals.resize(slots.size());
+        for (std::size_t k = 0; k < slots.size(); ++k) {
+          auto& s = slots[k];
+          if (!s.reply) {
+            if (!run->failure)
+              run->failure = unreachable(s.error);
+            continue;
+          }
+          if (s.reply->failure && !run->failure)
+            run->failure = s.reply->failure;
+          run->seals[k] = s.reply->sealed;
+        }
+        done_preparing(run);
+      });
+}
+
+/// maxSize (semantics.md §2): calls `go` if the push fits the queue's
+/// retained frames, after deleting segments every interested group has
+/// committed past if needed; otherwise fails the push with "Queue <name> is
+/// full" and nothing of it stored, or with the error of a trim step that
+/// failed (the room might have been made: a retry may fit).
+void fit(queue_ptr self, std::shared_ptr<push_run> run,
+         std::function<void()> go) {
+  auto& st = self->state;
+  auto max = st.cfg.record.options.max_size;
+  auto incoming = static_cast<std::int64_t>(run->item_count);
+  auto fail = [run](api_error err) {
+    run->failure = std::move(err);
+    done_preparing(run);
+  };
+  if (incoming > max)
+    return fail(core::queue_full(st.cfg.record.name));
+  auto parts = all_partitions(self);
+  fan_out<std::int64_t>(
+      self, parts,
+      [self, run, parts, max, incoming, go,
+       fail](std::vector<fanned<std::int64_t>> sizes) {
+        std::int64_t total = 0;
+        for (auto& s : sizes)
+          total += s.reply.value_or(0);
+        using outcome = core::room_check::outcome;
+        auto room = core::check_room(max, total, incoming);
+        if (room.result == outcome::fits)
+          return go();
+        if (room.result == outcome::full)
+          return fail(core::queue_full(self->state.cfg.record.name));
+        fan_out<trim_reply>(
+            self, parts,
+            [self, total, max, incoming, go,
+             fail](std::vector<fanned<trim_reply>> trims) {
+              std::vector<core::trim_share> shares;
+              for (auto& t : trims)
+                shares.push_back(t.reply ? std::move(*t.reply)
+                                         : trim_reply{0, unreachable(t.error)});
+              if (auto err = core::after_trims(self->state.cfg.record.name, max,
+                                               total, incoming, shares))
+                return fail(std::move(*err));
+              go();
+            },
+            trim_atom::value, room.need);
+      },
+      size_atom::value);
+}
+
+/// Validates the items, creates missing partitions (durably), seals every
+/// partition's frames, then calls `prepared` (also on failure, with
+/// `run->failure` set and nothing sealed left unsettled by the caller).
+void prepare(queue_ptr self, std::vector<push_item>& items,
+             std::function<void(std::shared_ptr<push_run>)> prepared) {
+  auto& st = self->state;
+  auto run = std::make_shared<push_run>();
+  run->item_count = items.size();
+  run->prepared = std::move(prepared);
+  auto fail = [&](api_error err) {
+    run->failure = std::move(err);
+    done_preparing(run);
+  };
+  // Every item is validated before anything is created or sealed, so a
+  // bad item leaves no trace (not even a new partition).
+  for (std::size_t i = 0; i < items.size(); ++i)
+    if (auto ok = core::check_push_item(i, nullptr, items[i].partition,
+                                        items[i].frame, st.cfg.node.frames);
+        !ok)
+      return fail(ok.err());
+  auto groups = core::group_by_name(
+      items.size(),
+      [&](std::size_t i) -> const std::string& { return items[i].partition; });
+  run->frames = core::distribute<storage::frame>(
+      groups, [&](std::size_t i) { return std::move(items[i].frame); });
+  run->names = std::move(groups.names);
+  run->items = std::move(groups.items);
+  if (run->names.empty())
+    return done_preparing(run);
+  // Partitions met for the first time are created durably first.
+  auto go = [self, run] {
+    ensure_partitions(self, run->names,
+                      [self, run](std::optional<api_error> failure) {
+                        if (failure) {
+                          run->failure = std::move(failure);
+                          return done_preparing(run);
+                        }
+                        seal_all(self, run);
+                      });
+  };
+  if (st.cfg.record.options.max_size <= 0)
+    return go();
+  // maxSize: pushes pass one at a time from the size check to the end of
+  // sealing (sealing reserves their offsets, so the next check counts them).
+  auto inner = std::move(run->prepared);
+  run->prepared = [self, inner](std::shared_ptr<push_run> r) {
+    self->state.size_gate.leave();
+    inner(std::move(r));
+  };
+  st.size_gate.wait([self, run, go] {
+    self->state.size_gate.enter();
+    fit(self, run, go);
+  });
+}
+
+caf::typed_response_promise<queue_push_reply>
+on_push(queue_ptr self, std::vector<push_item>& items) {
+  auto rp = promise_for<queue_push_reply>(self);
+  prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
+    if (run->failure) {
+      rp.deliver(finish(self, *run, run->failure));
+      return;
+    }
+    auto batch = batch_of(*run);
+    if (batch.mutations.empty()) { // only duplicates of stored frames
+      rp.deliver(finish(self, *run, std::nullopt));
+      return;
+    }
+    write_then(self, self->state.cfg.node.writer, std::move(batch),
+               [self, rp, run](std::optional<api_error> failure) mutable {
+                 rp.deliver(finish(self, *run, std::move(failure)));
+               });
+  });
+  return rp.later();
+}
+
+caf::typed_response_promise<prepared_push>
+on_prepare(queue_ptr self, std::vector<push_item>& items) {
+  auto rp = promise_for<prepared_push>(self);
+  prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
+    if (run->failure) {
+      auto failure = run->failure;
+      (void)finish(self, *run, failure); // settles what was sealed
+      rp.deliver(prepared_push{nullptr, {}, failure, {}, {}});
+      return;
+    }
+    auto outcome = results_of(self, *run);
+    rp.deliver(prepared_push{run, batch_of(*run), std::nullopt,
+                             std::move(outcome.results),
+                             std::move(outcome.targets)});
+  });
+  return rp.later();
+}
+
+// -- ack ----------------------------------------------------------------------
+
+caf::typed_response_promise<std::vector<ack_reply>>
+on_ack(queue_ptr self, const std::string& partition, const std::string& group,
+       std::vector<ack_request>& reqs) {
+  auto rp = promise_for<std::vector<ack_reply>>(self);
+  auto it = self->state.partitions.find(partition);
+  if (it == self->state.partitions.end()) {
+    rp.deliver(std::vector<ack_reply>(
+        reqs.size(), ack_reply{ack_error::not_found, false, false, {}}));
+    return rp.later();
+  }
+  auto n = reqs.size();
+  self->request(it->second.actor, caf::infinite, ack_atom::value, group,
+                std::move(reqs))
+      .then(
+          [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
+            bool released = std::any_of(
+                rs.begin(), rs.end(), [](auto& r) { return r.lease_released; });
+            rp.deliver(std::move(rs));
+            if (released)
+              wake_for(self, {partition}, group);
+          },
+          [rp, n](caf::error& err) mutable {
+            rp.deliver(std::vector<ack_reply>(
+                n, ack_reply{ack_error::none, false, false, unreachable(err)}));
+          });
+  return rp.later();
+}
+
+} // namespace spool::actors::queue_detail

@@ -1,0 +1,243 @@
+#pragma once
+
+// The queue coordinator's state and the pieces its files share (internal to
+// actors/queue/): queue_actor.cpp holds the behaviour, the partitions (and
+// their respawn), the long-poll timer and configure; queue_pop.cpp pops and
+// registration; queue_push.cpp pushes, maxSize and acks; queue_seek.cpp
+// seeks; queue_admin.cpp listings, group deletion, the idle sweep, queue
+// deletion, purge, DLQ requeue and retention.
+
+#include "actors/async_mutex.hpp"
+#include "actors/create_missing.hpp"
+#include "actors/fan_out.hpp"
+#include "actors/parking_lot.hpp"
+#include "actors/partition/partition_actor.hpp"
+#include "actors/promise.hpp"
+#include "actors/queue/queue_actor.hpp"
+#include "actors/supervise.hpp"
+#include "actors/write.hpp"
+#include "core/dlq/dlq_core.hpp"
+#include "core/limits/names.hpp"
+#include "core/push/push_items.hpp"
+#include "core/queue/candidates.hpp"
+#include "core/queue/claim.hpp"
+#include "core/queue/group_deletion.hpp"
+#include "core/queue/max_size.hpp"
+#include "storage/segment.hpp"
+#include "storage/tables.hpp"
+#include <algorithm>
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <map>
+#include <memory>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+
+namespace spool::actors::queue_detail {
+
+struct partition_entry {
+  storage::partition_record rec;
+  partition_actor actor;
+  std::size_t index = 0; ///< in `ring`
+  /// The last offset of the pushes this queue settled (a lower bound of
+  /// what readers may see soon; compared with empty-scan watermarks).
+  storage::offset last{-1};
+};
+
+struct queue_state {
+  static inline const char* name = "spool.queue";
+  queue_config cfg;
+  std::map<std::string, partition_entry> partitions;
+  /// Partition names in creation order (the rotation ring).
+  std::vector<std::string> ring;
+  /// Per group: where its next wildcard pop starts in `ring`.
+  core::rotation rotation;
+  /// Parked long-poll pops (served in arrival order).
+  parking_lot<queue_pop_request, queue_pop_reply> parked;
+  /// Deleted: it lives on only to answer requests in flight; a pop that
+  /// still reaches it is answered at once, empty (the queue has no
+  /// partitions any more), and registers nothing.
+  bool deleted = false;
+  std::optional<mono_time> armed;
+  std::uint64_t timer_id = 0;
+  /// The DLQ sweep's timer: when it is due (wall µs) and its id.
+  std::optional<storage::micros> sweep_due;
+  std::uint64_t sweep_id = 0;
+  bool sweeping = false;    ///< a sweep's delete is being written
+  bool sweep_again = false; ///< the timer fired while sweeping
+  /// Partition creations and option changes, one at a time.
+  async_mutex gate;
+  /// maxSize: one push at a time from its size check to its seal.
+  async_mutex size_gate;
+  /// When the next groupIdleSeconds sweep runs (the option is > 0).
+  std::optional<mono_time> next_sweep;
+  /// The subscription records of the groups registered here, as stored.
+  std::unordered_map<std::string, storage::subscription_record> subs;
+  /// Per group, the partitions its wildcard pops ask (empty-scan
+  /// watermarks).
+  core::candidate_set candidates;
+  /// Per group: its registration, deletions and seeks, one at a time (none
+  /// interleaves with another of the same group).
+  /// (Shared: a gate stays alive while its waiters run; an idle one is
+  /// dropped, so group names come and go without leaving a gate behind.)
+  std::unordered_map<std::string, std::shared_ptr<async_mutex>> group_gates;
+  /// Pops waiting for their group's registration, by lease id: true once
+  /// cancelled (answered empty instead of served when it is done).
+  std::unordered_map<std::string, bool> registering;
+  /// Partition deaths allowed before the queue gives up (supervise.hpp).
+  restart_budget restarts;
+  /// Stages (a transaction's acks, a seek) open on each partition: staged
+  /// through this queue, not settled yet. A partition that dies with one
+  /// open is respawned only once they settled: their batch may be written
+  /// after its barrier, and its new cursors must read the rows it writes.
+  std::map<std::string, std::size_t> open_stages;
+  /// The partition of each open transaction stage, by stage id.
+  std::unordered_map<std::uint64_t, std::string> txn_stages;
+  /// The `registered_at` stamps of this queue's registrations.
+  core::registration_clock registrations;
+  /// Dead partitions whose respawn waits for their open stages.
+  std::map<std::string, caf::actor_addr> respawn_waiting;
+};
+
+using queue_ptr = queue_actor::stateful_pointer<queue_state>;
+
+// -- shared between the queue's files ----------------------------------------
+
+struct push_run {
+  std::vector<std::string> names;              ///< partitions, first-seen order
+  std::vector<std::vector<std::size_t>> items; ///< item indices per partition
+  std::vector<std::vector<storage::frame>> frames;
+  std::vector<sealed_ptr> seals;
+  std::optional<api_error> failure;
+  std::size_t item_count = 0;
+  /// Called once every partition sealed (or the push failed before).
+  std::function<void(std::shared_ptr<push_run>)> prepared;
+};
+
+/// Answers the pops `which` selects empty: parked ones now, running ones
+/// when their run ends (so none of them parks again).
+template <class Pred>
+void answer_parked(queue_ptr self, Pred which) {
+  self->state.parked.cancel_if(which);
+}
+
+async_mutex& group_gate(queue_ptr self, const std::string& group);
+
+void leave_group_gate(queue_ptr self, const std::string& group);
+
+expected<void> add_partition(queue_ptr self,
+                             const storage::partition_record& rec);
+
+void end_queue(queue_ptr self, caf::error why);
+
+void respawn_partition(queue_ptr self, const std::string& name,
+                       const caf::actor_addr& dead);
+
+void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id);
+
+void stage_closed(queue_ptr self, const std::string& name);
+
+void restart_partition(queue_ptr self, const std::string& name,
+                       const caf::error& why);
+
+void arm(queue_ptr self);
+
+void on_timeout(queue_ptr self, std::uint64_t id);
+
+void run_pop(queue_ptr self, const queue_pop_request& req,
+             std::function<void(queue_pop_reply)> done);
+
+void wake_for(queue_ptr self, const std::vector<std::string>& partitions);
+
+void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
+              const std::string& group);
+
+void register_group(queue_ptr self, const std::string& group,
+                    const core::subscription_params& params,
+                    std::function<void(std::optional<api_error>)> k);
+
+caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
+                                                    queue_pop_request& req);
+
+void ensure_partitions(queue_ptr self, std::vector<std::string> names,
+                       std::function<void(std::optional<api_error>)> k);
+
+void configure_now(queue_ptr self, configure_request& req,
+                   promise<configure_reply> rp);
+
+caf::typed_response_promise<configure_reply>
+on_configure(queue_ptr self, configure_request& req);
+
+std::vector<partition_actor> all_partitions(queue_ptr self);
+
+caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
+                                                    const groups_request& req);
+
+void delete_group(queue_ptr self, const delete_group_request& req,
+                  std::function<void(delete_group_reply)> done);
+
+void delete_group_now(queue_ptr self, const delete_group_request& req,
+                      std::function<void(delete_group_reply)> done);
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(queue_ptr self, const delete_group_request& req);
+
+void plan_sweep(queue_ptr self);
+
+void sweep_idle(queue_ptr self);
+
+caf::typed_response_promise<delete_queue_reply> on_delete_queue(queue_ptr self);
+
+caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
+                                                  const purge_request& req);
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(queue_ptr self, const std::string& group,
+           std::vector<storage::dlq_entry>& entries);
+
+void arm_sweep(queue_ptr self, storage::micros due);
+
+void on_sweep(queue_ptr self, std::uint64_t id);
+
+void done_preparing(const std::shared_ptr<push_run>& run);
+
+void settle_all(queue_ptr self, push_run& run, bool durable);
+
+storage::write_batch batch_of(push_run& run);
+
+queue_push_reply results_of(queue_ptr self, push_run& run);
+
+queue_push_reply finish(queue_ptr self, push_run& run,
+                        std::optional<api_error> failure);
+
+void seal_all(queue_ptr self, std::shared_ptr<push_run> run);
+
+void fit(queue_ptr self, std::shared_ptr<push_run> run,
+         std::function<void()> go);
+
+void prepare(queue_ptr self, std::vector<push_item>& items,
+             std::function<void(std::shared_ptr<push_run>)> prepared);
+
+caf::typed_response_promise<queue_push_reply>
+on_push(queue_ptr self, std::vector<push_item>& items);
+
+caf::typed_response_promise<prepared_push>
+on_prepare(queue_ptr self, std::vector<push_item>& items);
+
+caf::typed_response_promise<std::vector<ack_reply>>
+on_ack(queue_ptr self, const std::string& partition, const std::string& group,
+       std::vector<ack_request>& reqs);
+
+void made_candidates(queue_ptr self, const std::string& group,
+                     const std::vector<std::size_t>& indices,
+                     const std::vector<std::string>& names,
+                     bool wake_now = true);
+
+caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
+                                                seek_request& req);
+
+queue_actor::behavior_type queue(queue_ptr self, queue_config cfg);
+
+} // namespace spool::actors::queue_detail
