@@ -184,11 +184,17 @@ struct queue_push_reply {
   }
 };
 
-/// A push that stored nothing.
-inline queue_push_reply push_failed(std::optional<api_error> failure) {
-  queue_push_reply r;
+/// A reply that carries only `failure` (every reply type has one).
+template <class Reply>
+Reply failed(std::optional<api_error> failure) {
+  Reply r;
   r.failure = std::move(failure);
   return r;
+}
+
+/// A push that stored nothing.
+inline queue_push_reply push_failed(std::optional<api_error> failure) {
+  return failed<queue_push_reply>(std::move(failure));
 }
 
 /// One item of a broker push: any queue.

@@ -241,9 +241,7 @@ void configure_now(queue_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;
   auto fail = [&rp](api_error err) mutable {
-    configure_reply reply;
-    reply.failure = std::move(err);
-    rp.deliver(std::move(reply));
+    rp.deliver(failed<configure_reply>(std::move(err)));
   };
   auto opts = core::apply_options(st.cfg.record.options, req.options);
   if (!opts)

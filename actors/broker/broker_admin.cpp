@@ -1,0 +1,434 @@
+// The broker's administration: the DLQ (list, delete, requeue), configure,
+// listings, group and queue deletion (with the bounded reaping of a deleted
+// queue's rows), purge; seek routing and the subscription update.
+
+#include "actors/broker/broker_state.hpp"
+
+namespace spool::actors::broker_detail {
+
+// -- dead-letter queue
+// ---------------------------------------------------------
+
+/// The oldest `dlq_max_batch` entries `f` selects (and the count of all),
+/// from one short read transaction.
+expected<core::dlq_selection>
+select_dlq(broker_ptr self, const core::dlq_filter& f,
+           std::optional<std::size_t> per_cursor = std::nullopt) {
+  auto& node = self->state.cfg.node;
+  auto t = node.store->db().read();
+  if (!t)
+    return std::move(t).err();
+  return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
+}
+
+dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
+  auto& node = self->state.cfg.node;
+  auto t = node.store->db().read();
+  if (!t)
+    return dlq_list_reply{{}, t.err()};
+  auto page = core::list_dlq(*t, q, node.wall());
+  if (!page)
+    return dlq_list_reply{{}, page.err()};
+  return dlq_list_reply{std::move(*page), std::nullopt};
+}
+
+/// Writes `batch` and answers `Reply{n, failure}` once it is durable (a
+/// count of 0 when it failed): DLQ deletes, subscription updates.
+template <class Reply>
+void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
+                   promise<Reply> rp) {
+  write_then(self, self->state.cfg.node.writer, std::move(batch),
+             [rp, n](std::optional<api_error> failure) mutable {
+               auto stored = failure ? std::size_t{0} : n;
+               rp.deliver(Reply{stored, std::move(failure)});
+             });
+}
+
+caf::typed_response_promise<dlq_count_reply>
+on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
+  auto rp = promise_for<dlq_count_reply>(self);
+  auto selected = select_dlq(self, f);
+  if (!selected) {
+    rp.deliver(dlq_count_reply{0, selected.err()});
+    return rp.later();
+  }
+  auto& items = selected->items;
+  if (items.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp.later();
+  }
+  storage::write_batch b;
+  for (auto& x : items)
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{x.queue_id, x.group, x.entry.id});
+  auto remaining = selected->total - items.size();
+  write_then(self, self->state.cfg.node.writer, std::move(b),
+             [rp, n = items.size(),
+              remaining](std::optional<api_error> failure) mutable {
+               if (failure)
+                 rp.deliver(dlq_count_reply{0, std::move(failure), 0});
+               else
+                 rp.deliver(dlq_count_reply{n, std::nullopt, remaining});
+             });
+  return rp.later();
+}
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(broker_ptr self, const core::dlq_filter& f) {
+  auto rp = promise_for<dlq_count_reply>(self);
+  // Entries pending already are left out, and each cursor gets at most its
+  // free places: one full cursor does not hold the others back.
+  auto selected = select_dlq(self, f, core::cursor_core::max_requeued);
+  if (!selected) {
+    rp.deliver(dlq_count_reply{0, selected.err()});
+    return rp.later();
+  }
+  auto& items = selected->items;
+  auto remaining = selected->total - items.size();
+  // By (queue, group), oldest first: requeue order is delivery order.
+  std::map<std::pair<std::string, std::string>, std::vector<storage::dlq_entry>>
+      parts;
+  for (auto it = items.rbegin(); it != items.rend(); ++it)
+    parts[{it->queue, it->group}].push_back(std::move(it->entry));
+  for (auto& [key, _] : parts)
+    if (!self->state.queues.contains(key.first)) {
+      rp.deliver(dlq_count_reply{
+          0, make_error(errc::not_found, "Queue not found: ", key.first)});
+      return rp.later();
+    }
+  if (parts.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp.later();
+  }
+  std::vector<std::pair<
+      queue_actor, std::pair<std::string, std::vector<storage::dlq_entry>>>>
+      asks;
+  for (auto& [key, entries] : parts)
+    asks.push_back(
+        {self->state.queues.at(key.first), {key.second, std::move(entries)}});
+  auto n = asks.size();
+  gather<dlq_count_reply>(
+      n,
+      [self, asks = std::move(asks)](std::size_t i) mutable {
+        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
+                             asks[i].second.first,
+                             std::move(asks[i].second.second));
+      },
+      [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        auto total = total_of(slots);
+        if (total.failure) // what was done stays done; the rest: retry
+          total.remaining = 0;
+        else
+          total.remaining += remaining;
+        rp.deliver(std::move(total));
+      });
+  return rp.later();
+}
+
+// -- configure ----------------------------------------------------------------
+
+void configure_now(broker_ptr self, configure_request& req,
+                   promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](api_error err) mutable {
+    rp.deliver(failed<configure_reply>(std::move(err)));
+  };
+  if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
+    self->request(it->second, caf::infinite, configure_atom::value,
+                  std::move(req))
+        .then(
+            [self, rp](configure_reply& r) mutable {
+              auto name = r.queue.name;
+              bool ok = !r.failure;
+              if (ok)
+                self->state.records[name] = r.queue;
+              rp.deliver(std::move(r));
+              if (ok) // it may now be in the namespace of a parked pop
+                wake(self, {name});
+            },
+            [fail](caf::error& err) mutable { fail(unreachable(err)); });
+    return;
+  }
+  auto opts = core::apply_options(storage::queue_options{}, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = new_queue_record(self, req.queue);
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  auto part = new_partition_record(st.cfg.node, rec.id, default_partition);
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::create_queue{rec});
+  batch.mutations.emplace_back(storage::mut::create_partition{part});
+  st.gate.enter();
+  auto done = [self, rp, rec, part](std::optional<api_error> failure) mutable {
+    if (!failure)
+      if (auto ok = add_queue(self, rec, {part}); !ok)
+        failure = ok.err();
+    configure_reply reply;
+    if (failure) {
+      reply.failure = std::move(failure);
+    } else {
+      reply.queue = rec;
+      reply.default_partition_uuid = part.uuid;
+      reply.created = true;
+    }
+    rp.deliver(std::move(reply));
+    self->state.gate.leave();
+  };
+  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+}
+
+caf::typed_response_promise<configure_reply>
+on_configure(broker_ptr self, configure_request& req) {
+  auto rp = promise_for<configure_reply>(self);
+  if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok) {
+    configure_reply reply;
+    reply.failure = ok.err();
+    rp.deliver(std::move(reply));
+    return rp.later();
+  }
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp.later();
+}
+
+// -- administration -----------------------------------------------------------
+
+queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
+  queues_reply reply;
+  auto t = self->state.cfg.node.store->db().read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto qs = storage::tables::all_queues(*t);
+  auto ps = storage::tables::all_partitions(*t);
+  if (!qs || !ps) {
+    reply.failure = !qs ? qs.err() : ps.err();
+    return reply;
+  }
+  for (auto& q : *qs) {
+    if (only && q.name != *only)
+      continue;
+    queue_info info{q, {}};
+    for (auto& p : *ps)
+      if (p.queue == q.id)
+        info.partitions.push_back(p);
+    std::sort(info.partitions.begin(), info.partitions.end(),
+              [](auto& a, auto& b) { return a.id.value < b.id.value; });
+    reply.queues.push_back(std::move(info));
+  }
+  std::sort(reply.queues.begin(), reply.queues.end(),
+            [](auto& a, auto& b) { return a.record.name < b.record.name; });
+  if (only && reply.queues.empty())
+    reply.failure = queue_not_found();
+  return reply;
+}
+
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
+caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
+                                                    const groups_request& req) {
+  auto rp = promise_for<groups_reply>(self);
+  fan_out<groups_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<groups_reply>> slots) mutable {
+        rp.deliver(
+            fold_replies(slots, [](groups_reply& out, groups_reply& part) {
+              for (auto& c : part.cursors)
+                out.cursors.push_back(std::move(c));
+            }));
+      },
+      groups_atom::value, req);
+  return rp.later();
+}
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(broker_ptr self, const delete_group_request& req) {
+  auto rp = promise_for<delete_group_reply>(self);
+  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok) {
+    rp.deliver(delete_group_reply{0, false, ok.err()});
+    return rp.later();
+  }
+  fan_out<delete_group_reply>(
+      self, queues_named(self, req.queue),
+      [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
+        rp.deliver(fold_replies(slots, [](delete_group_reply& out,
+                                          const delete_group_reply& part) {
+          out.deleted_partitions += part.deleted_partitions;
+          out.metadata_deleted = out.metadata_deleted || part.metadata_deleted;
+        }));
+      },
+      delete_atom::value, req);
+  return rp.later();
+}
+
+/// One bounded step of removing deleted queue `q`'s rows (one write;
+/// other writes go between steps); the next step follows until the queue's
+/// doomed mark is gone. A failed step changes nothing and is retried after
+/// `reap_retry`; a restart resumes from the doomed marks.
+constexpr auto reap_retry = std::chrono::seconds{1};
+
+void reap(broker_ptr self, storage::queue_id q) {
+  auto& node = self->state.cfg.node;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::sweep_queue{q, node.sweep_step});
+  write_then(
+      self, node.writer, std::move(batch),
+      [self, q](std::optional<api_error> failure) {
+        auto again = [self, q] {
+          self->delayed_send(self, reap_retry, reap_atom::value, q.value);
+        };
+        if (failure) {
+          spdlog::warn("removing the rows of deleted queue {}: {} "
+                       "(retried)",
+                       q.value, to_string(*failure));
+          return again();
+        }
+        auto t = self->state.cfg.node.store->db().read();
+        if (!t)
+          return again();
+        auto doomed = storage::tables::is_doomed(*t, q);
+        if (!doomed)
+          return again();
+        if (*doomed) // more rows: the next step, after what waits
+          self->send(self, reap_atom::value, q.value);
+        else
+          spdlog::info("deleted queue {}: every row of it is removed", q.value);
+      });
+}
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(broker_ptr self, const std::string& name) {
+  auto rp = promise_for<delete_queue_reply>(self);
+  // One at a time with queue creations: a push waiting to create the name
+  // finds it gone and creates a new queue.
+  self->state.gate.wait([self, rp, name]() mutable {
+    auto& st = self->state;
+    auto it = st.queues.find(name);
+    if (it == st.queues.end()) {
+      rp.deliver(delete_queue_reply{false, std::nullopt});
+      return;
+    }
+    auto q = it->second;
+    st.gate.enter();
+    // The queue quits once deleted; unlinked, its exit does not reach us.
+    self->unlink_from(q);
+    self->request(q, caf::infinite, delete_atom::value)
+        .then(
+            [self, rp, name, q](delete_queue_reply& r) mutable {
+              auto& st = self->state;
+              if (r.failure) {
+                self->link_to(q);
+              } else {
+                st.queues.erase(name);
+                if (auto rec = st.records.find(name); rec != st.records.end()) {
+                  reap(self, rec->second.id); // its rows, in bounded steps
+                  st.records.erase(rec);
+                }
+              }
+              rp.deliver(std::move(r));
+              st.gate.leave();
+            },
+            [self, rp, q](caf::error& err) mutable {
+              self->link_to(q);
+              rp.deliver(delete_queue_reply{false, unreachable(err)});
+              self->state.gate.leave();
+            });
+  });
+  return rp.later();
+}
+
+// -- replay: seek and subscription update -------------------------------------
+
+caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
+                                   seek_request& req) {
+  auto fail = [self](api_error err) {
+    auto rp = promise_for<seek_reply>(self);
+    seek_reply reply;
+    reply.failure = std::move(err);
+    rp.deliver(std::move(reply));
+    return caf::delegated<seek_reply>{};
+  };
+  if (auto rule = core::seek_rule_of(req.target); !rule)
+    return fail(rule.err());
+  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok)
+    return fail(ok.err());
+  if (req.partition)
+    if (auto ok = core::check_name(core::name_kind::partition, *req.partition);
+        !ok)
+      return fail(ok.err());
+  auto it = self->state.queues.find(queue);
+  if (it == self->state.queues.end())
+    return fail(
+        make_error(errc::not_found, "Queue not found or has no partitions"));
+  return via_queue<seek_reply>(
+      self, queue, it->second,
+      [](const seek_reply& r) { return r.partitions_updated > 0; },
+      [](caf::error& err) {
+        seek_reply reply;
+        reply.failure = unreachable(err);
+        return reply;
+      },
+      seek_atom::value, std::move(req));
+}
+
+/// Sets mode `timestamp` and `ts` on every subscription record of `group`
+/// (semantics.md §6), in one write. Queues keep no copy of their records;
+/// clearing the group's empty-scan watermarks comes with the candidate set.
+caf::typed_response_promise<sub_update_reply>
+on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
+  auto& st = self->state;
+  auto rp = promise_for<sub_update_reply>(self);
+  auto fail = [&rp](api_error err) mutable {
+    rp.deliver(sub_update_reply{0, std::move(err)});
+    return rp.later();
+  };
+  if (group.empty() || group == queue_mode_group)
+    return fail(make_error(
+        errc::invalid_argument,
+        "Queue mode (__QUEUE_MODE__) has no subscription to update"));
+  if (auto ok = core::check_name(core::name_kind::group, group); !ok)
+    return fail(ok.err());
+  // Partitions the group found empty are considered again by its next pops.
+  for (auto& [_, q] : st.queues)
+    self->send(q, sub_update_atom::value, group);
+  storage::write_batch batch;
+  {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    for (auto& [_, q] : st.records) {
+      auto rec = storage::tables::get_subscription(*t, q.id, group);
+      if (!rec)
+        return fail(rec.err());
+      if (!*rec)
+        continue;
+      (*rec)->mode = storage::subscription_mode::timestamp;
+      (*rec)->timestamp = ts;
+      batch.mutations.emplace_back(
+          storage::mut::update_subscription{q.id, group, **rec});
+    }
+  }
+  auto rows = batch.mutations.size();
+  if (rows == 0) {
+    rp.deliver(sub_update_reply{});
+    return rp.later();
+  }
+  write_counted(self, std::move(batch), rows, rp);
+  return rp.later();
+}
+
+} // namespace spool::actors::broker_detail

@@ -1,0 +1,178 @@
+#pragma once
+
+// The broker's state and the pieces its files share (internal to
+// actors/broker/): broker_actor.cpp holds the behaviour, the queue directory
+// (recovery, creation, restarts) and the transaction host; broker_push.cpp
+// pushes; broker_namespace.cpp namespace pops; broker_admin.cpp the DLQ,
+// configure, listings, deletions, purge, seek and the subscription update.
+
+#include "actors/async_mutex.hpp"
+#include "actors/broker/broker_actor.hpp"
+#include "actors/broker/broker_txn.hpp"
+#include "actors/create_missing.hpp"
+#include "actors/fan_out.hpp"
+#include "actors/parking_lot.hpp"
+#include "actors/promise.hpp"
+#include "actors/queue/queue_actor.hpp"
+#include "actors/supervise.hpp"
+#include "actors/write.hpp"
+#include "core/broker/pop_checks.hpp"
+#include "core/broker/priority.hpp"
+#include "core/dlq/dlq_reader.hpp"
+#include "core/limits/names.hpp"
+#include "core/push/push_items.hpp"
+#include "storage/segment.hpp"
+#include "storage/tables.hpp"
+#include <algorithm>
+#include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <map>
+#include <memory>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+
+namespace spool::actors::broker_detail {
+
+struct broker_state {
+  static inline const char* name = "spool.broker";
+  broker_config cfg;
+  std::map<std::string, queue_actor> queues;
+  /// Parked pops across every queue (the pop.maxParked cap).
+  std::shared_ptr<std::atomic<std::size_t>> parked_total
+      = std::make_shared<std::atomic<std::size_t>>(0);
+  /// Queue creations, one at a time.
+  async_mutex gate;
+  /// Pops waiting for their queue's creation, by lease id: true once
+  /// cancelled (answered empty instead of handed to the queue).
+  std::unordered_map<std::string, bool> creating;
+  /// The queues' records as last configured (namespace, task, priority).
+  std::map<std::string, storage::queue_record> records;
+  /// Parked namespace pops, and the broker's one timer for them.
+  parking_lot<namespace_pop_request, namespace_pop_reply> parked;
+  std::optional<mono_time> armed;
+  std::uint64_t timer_id = 0;
+  std::shared_ptr<txn_host> txn;
+  /// Queue deaths allowed before the broker gives up (supervise.hpp), and
+  /// the dead queues whose respawn waits for its barrier.
+  restart_budget restarts;
+  std::set<caf::actor_addr> restarting;
+  /// Transaction stages open on each queue (staged, not settled). A queue
+  /// that dies with one open is respawned only once they settled: the
+  /// transaction's batch may be written after its barrier, and its new
+  /// cursors must read the rows it writes.
+  std::map<std::string, std::size_t> open_stages;
+  /// Respawns waiting for their queue's open stages.
+  std::map<std::string, std::function<void()>> respawn_waiting;
+};
+
+using broker_ptr = broker_actor::stateful_pointer<broker_state>;
+
+// -- shared between the broker's files --------------------------------------
+
+api_error queue_not_found();
+
+expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
+                         std::vector<storage::partition_record> partitions);
+
+void restart_queue(broker_ptr self, const std::string& name,
+                   const caf::error& why);
+
+storage::queue_record new_queue_record(broker_ptr self,
+                                       const std::string& name);
+
+void ensure_queues(broker_ptr self, std::vector<std::string> names,
+                   std::function<void(std::optional<api_error>)> k);
+
+std::shared_ptr<txn_host> make_txn_host(broker_ptr self);
+
+broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
+                                   storage::catalog cat);
+
+caf::typed_response_promise<queue_push_reply>
+on_push(broker_ptr self, std::vector<broker_push_item>& items);
+
+expected<core::dlq_selection> select_dlq(broker_ptr self,
+                                         const core::dlq_filter& f,
+                                         std::optional<std::size_t> per_cursor);
+
+dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q);
+
+caf::typed_response_promise<dlq_count_reply>
+on_dlq_delete(broker_ptr self, const core::dlq_filter& f);
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(broker_ptr self, const core::dlq_filter& f);
+
+void configure_now(broker_ptr self, configure_request& req,
+                   promise<configure_reply> rp);
+
+caf::typed_response_promise<configure_reply>
+on_configure(broker_ptr self, configure_request& req);
+
+queues_reply describe(broker_ptr self, const std::optional<std::string>& only);
+
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only);
+
+caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
+                                                    const groups_request& req);
+
+caf::typed_response_promise<delete_group_reply>
+on_delete_group(broker_ptr self, const delete_group_request& req);
+
+void reap(broker_ptr self, storage::queue_id q);
+
+caf::typed_response_promise<delete_queue_reply>
+on_delete_queue(broker_ptr self, const std::string& name);
+
+caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
+                                   seek_request& req);
+
+caf::typed_response_promise<sub_update_reply>
+on_sub_update(broker_ptr self, const std::string& group, storage::micros ts);
+
+void try_namespace(broker_ptr self, const namespace_pop_request& req,
+                   std::function<void(namespace_pop_reply)> done);
+
+void arm(broker_ptr self);
+
+void wake(broker_ptr self, const std::vector<std::string>& queues);
+
+void on_timeout(broker_ptr self, std::uint64_t id);
+
+caf::typed_response_promise<namespace_pop_reply>
+on_namespace_pop(broker_ptr self, namespace_pop_request& req);
+
+// -- routing -----------------------------------------------------------------
+
+/// Forwards a request to queue `name`, `q`. For a queue in a namespace the
+/// answer passes through here, and wakes the parked namespace pops it may
+/// serve when `woke(answer)`; `fail(error)` answers an unreachable queue.
+template <class Reply, class Woke, class Fail, class... Ts>
+caf::delegated<Reply> via_queue(broker_ptr self, const std::string& name,
+                                const queue_actor& q, Woke woke, Fail fail,
+                                Ts&&... xs) {
+  // A queue without a namespace serves no namespace pop; for one with a
+  // namespace the answer passes here even when nothing waits now: a pop
+  // may park while the request is on its way.
+  auto rec = self->state.records.find(name);
+  if (rec == self->state.records.end() || rec->second.name_space.empty())
+    return self->delegate(q, std::forward<Ts>(xs)...);
+  auto rp = promise_for<Reply>(self);
+  self->request(q, caf::infinite, std::forward<Ts>(xs)...)
+      .then(
+          [self, rp, woke, name](Reply& r) mutable {
+            bool wakes = woke(r);
+            rp.deliver(std::move(r));
+            if (wakes)
+              wake(self, {name});
+          },
+          [rp, fail](caf::error& err) mutable { rp.deliver(fail(err)); });
+  return {};
+}
+
+} // namespace spool::actors::broker_detail
