@@ -60,7 +60,7 @@ MAX_ACTOR_LINES = 600
 OVER_LIMIT = {
     "actors/partition/partition_actor.cpp": 1138,
     "actors/cursor/cursor_actor.cpp": 1016,
-    "actors/interfaces.hpp": 812,
+    "actors/interfaces.hpp": 818,
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
