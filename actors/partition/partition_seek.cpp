@@ -1,0 +1,134 @@
+// A partition's part of a seek: the timestamp walk, the cursor's stage, or the
+// seek it holds for a group without a live cursor.
+
+#include "actors/partition/partition_state.hpp"
+
+namespace spool::actors::partition_detail {
+
+// -- seek
+// ---------------------------------------------------------------------
+
+/// Stages a seek for a group without a live cursor here, without spawning
+/// one: the new record is computed from the stored row (or first-contact
+/// position) as the cursor would compute it, and held until the queue
+/// settles it (see `held_seek`).
+caf::typed_response_promise<seek_stage>
+hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
+          const cursor_seek& req, const partition_view& view,
+          promise<seek_stage> rp) {
+  auto& st = self->state;
+  seek_stage stage;
+  auto t = st.cfg.node.store->db().read();
+  if (!t) {
+    stage.failure = t.err();
+    rp.deliver(std::move(stage));
+    return rp.later();
+  }
+  auto pos = read_position(self, *t, group);
+  t->abort();
+  if (!pos) {
+    stage.failure = pos.err();
+    rp.deliver(std::move(stage));
+    return rp.later();
+  }
+  storage::cursor_record initial;
+  initial.committed = pos->start;
+  core::cursor_core core{pos->row ? *pos->row : initial, policy_of(st)};
+  core.note_watermark(view.watermark);
+  auto wall = st.cfg.node.wall();
+  auto plan = core::plan_seek(core, rule, req.target, view.watermark,
+                              view.readable_end - 1, req.walked, wall);
+  stage.before = plan.before;
+  stage.after = plan.after;
+  stage.record = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id,
+                                          group, std::move(plan.record)};
+  // Ids of held seeks have the top bit set: never a cursor's own stage id.
+  stage.stage_id = (std::uint64_t{1} << 63) | ++st.next_hold;
+  st.holds.emplace(
+      group, partition_state::hold{held_seek{stage.stage_id, stage.after, wall},
+                                   std::move(pos->row), pos->start});
+  rp.deliver(std::move(stage));
+  return rp.later();
+}
+
+/// Stages a group's seek on its cursor (created if the group never met this
+/// partition), after the timestamp walk. A dry run for a group without a
+/// cursor here creates none: it answers where the seek would land from the
+/// position a first contact would seed.
+caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
+                                                const std::string& group,
+                                                const core::seek_target& target,
+                                                bool dry_run, bool no_wait) {
+  auto& st = self->state;
+  auto rp = promise_for<seek_stage>(self);
+  auto fail = [&rp](api_error err) mutable {
+    seek_stage failed;
+    failed.failure = std::move(err);
+    rp.deliver(std::move(failed));
+    return rp.later();
+  };
+  auto rule = core::seek_rule_of(target);
+  if (!rule)
+    return fail(rule.err());
+  auto view = view_of(*st.log);
+  cursor_seek req{target, std::nullopt, dry_run, no_wait};
+  if (*rule == core::seek_rule::timestamp) {
+    auto t = st.cfg.node.store->db().read();
+    if (!t)
+      return fail(t.err());
+    auto walked = storage::resolve_timestamp(
+        *t, st.cfg.record.queue, st.cfg.record.id, *target.timestamp);
+    if (!walked)
+      return fail(walked.err());
+    req.walked = *walked;
+  }
+  if (dry_run) {
+    auto names = groups_here(self, group);
+    if (names && names->empty()) {
+      auto t = self->state.cfg.node.store->db().read();
+      if (!t)
+        return fail(t.err());
+      auto start = first_contact(self, *t, group);
+      t->abort();
+      if (!start)
+        return fail(start.err());
+      seek_stage positions;
+      positions.after = core::seek_position(
+          *rule, target,
+          {view.watermark, view.readable_end - 1, *start, req.walked});
+      rp.deliver(std::move(positions));
+      return rp.later();
+    }
+  }
+  // Held here only while no maxWait boundary is in force: the exemption a
+  // seek gives the frames overdue at that moment lives in the cursor. Not
+  // while the group's cursor is being respawned: its row may still change
+  // (a stage of the dead cursor settles), so the seek waits (busy).
+  if (!dry_run && st.overdue.value < 0 && !st.cursors.contains(group)
+      && !st.holds.contains(group) && !st.respawning.contains(group))
+    return hold_seek(self, group, *rule, req, view, rp);
+  auto c = cursor_for(self, group);
+  if (!c)
+    return fail(c.err());
+  if (dry_run) {
+    rp.delegate(*c, seek_atom::value, std::move(req), view);
+    return rp.later();
+  }
+  self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
+      .then(
+          [self, rp, group, cursor = c->address()](seek_stage& stage) mutable {
+            if (stage.stage_id != 0)
+              self->state.live_seeks[group] = {stage.stage_id, cursor};
+            rp.deliver(std::move(stage));
+          },
+          [rp](caf::error& err) mutable {
+            seek_stage failed;
+            failed.failure = make_error(
+                errc::unavailable, "the group's cursor here is restarting (",
+                caf::to_string(err), "); retry");
+            rp.deliver(std::move(failed));
+          });
+  return rp.later();
+}
+
+} // namespace spool::actors::partition_detail

@@ -1,0 +1,180 @@
+#pragma once
+
+// The partition actor's state and the pieces its files share (internal to
+// actors/partition/): partition_actor.cpp holds the behaviour, seal/settle,
+// first contact and the cursors; partition_admin.cpp browse, listings,
+// seeds, group deletion votes, the deletion stepper (purge, maxSize trims);
+// partition_retention.cpp retention on its timer; partition_seek.cpp seeks.
+
+#include "actors/async_mutex.hpp"
+#include "actors/cursor/cursor_actor.hpp"
+#include "actors/fan_out.hpp"
+#include "actors/partition/partition_actor.hpp"
+#include "actors/promise.hpp"
+#include "actors/supervise.hpp"
+#include "actors/write.hpp"
+#include "core/partition/retention.hpp"
+#include "storage/tables.hpp"
+#include <algorithm>
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <memory>
+#include <set>
+#include <spdlog/spdlog.h>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace spool::actors::partition_detail {
+
+struct partition_state {
+  static inline const char* name = "spool.partition";
+  partition_config cfg;
+  std::unique_ptr<storage::partition_log> log;
+  std::unique_ptr<storage::segment_encoder> enc;
+  std::unordered_map<std::string, cursor_actor> cursors;
+  /// Cursors stopped by the first phase of a group deletion, by group: the
+  /// second phase reaches only these (never a cursor created since).
+  std::unordered_map<std::string, cursor_actor> stopping;
+  /// Deletions (purge, trim, retention): one run at a time.
+  async_mutex deleting;
+  /// Retention: the options' rules, the one timer (when it fires, wall µs,
+  /// and its id), whether a run is going on, and the maxWait boundary told
+  /// to the cursors (frames at or below it are overdue).
+  core::retention_policy retention;
+  std::optional<storage::micros> armed;
+  std::uint64_t timer_id = 0;
+  bool retaining = false;
+  storage::offset overdue{-1};
+  /// Seeks staged here for groups without a live cursor, until settled:
+  /// the seek, and the row (or first-contact position) it was staged from.
+  struct hold {
+    held_seek seek;
+    std::optional<storage::cursor_record> row;
+    storage::offset start{-1};
+  };
+  std::unordered_map<std::string, hold> holds;
+  std::uint64_t next_hold = 0;
+  /// Seeks staged by live cursors here (group -> stage id), until the queue
+  /// settles them through this partition: while one may move its group
+  /// back, nothing counts as consumed by all (correction 13).
+  struct live_seek {
+    std::uint64_t id = 0;
+    caf::actor_addr cursor; ///< the cursor that staged it (settled only there)
+  };
+  std::unordered_map<std::string, live_seek> live_seeks;
+  /// Transactions staged by live cursors here (group -> stage id), until
+  /// the broker settles them through this partition.
+  std::unordered_map<std::string, live_seek> live_txns;
+  /// Whether `group` has a seek or a transaction staged here.
+  bool staged(const std::string& group) const {
+    return live_seeks.contains(group) || live_txns.contains(group);
+  }
+  /// Groups whose cursor died, until the write barrier (supervise.hpp)
+  /// answers: their next cursor reads a row every earlier write reached.
+  std::unordered_set<std::string> respawning;
+  /// Of those, the groups whose respawn barrier has not returned yet. A
+  /// group whose dead cursor had staged a seek or a transaction (`staged`)
+  /// also waits for its settle: its batch may be written after the barrier,
+  /// and the new cursor must read the row it writes.
+  std::unordered_set<std::string> barrier_pending;
+  /// Cursor deaths allowed before the partition gives up.
+  restart_budget restarts;
+};
+
+using partition_ptr = partition_actor::stateful_pointer<partition_state>;
+
+/// Where a group without a live cursor stands here: its stored row, or
+/// (none stored) the position its first contact seeds.
+struct stored_position {
+  std::optional<storage::cursor_record> row;
+  storage::offset start{-1}; ///< used only without a row
+};
+
+/// What the next deletion step may delete, given the frames freed so far:
+/// rules tried in order until one admits a segment (none: the run ends).
+using step_rules
+    = std::function<std::vector<storage::retention_rule>(std::int64_t freed)>;
+
+/// The end of a deletion run: frames freed (how far the watermark moved),
+/// writes made, and the error that stopped it, if any.
+using steps_done = std::function<void(std::int64_t freed, std::size_t writes,
+                                      std::optional<api_error>)>;
+
+// -- shared between the files -------------------------------------------------
+
+core::cursor_policy policy_of(const partition_state& st);
+
+partition_view view_of(const storage::partition_log& log);
+
+expected<storage::offset>
+first_contact(partition_ptr self, storage::txn& t, const std::string& group,
+              const std::optional<storage::subscription_record>& known = {});
+
+expected<stored_position> read_position(partition_ptr self, storage::txn& t,
+                                        const std::string& group);
+
+expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
+
+void watermark_moved(partition_ptr self, storage::offset watermark);
+
+expected<sealed_ptr> seal(partition_ptr self,
+                          const std::vector<storage::frame>& frames);
+
+caf::typed_response_promise<push_reply>
+on_push(partition_ptr self, std::vector<storage::frame>& frames);
+
+partition_actor::behavior_type partition(partition_ptr self,
+                                         partition_config cfg);
+
+browse_reply browse(partition_ptr self, const browse_request& req);
+
+expected<std::vector<std::string>>
+groups_here(partition_ptr self, const std::optional<std::string>& only);
+
+caf::typed_response_promise<std::vector<cursor_info>>
+on_groups(partition_ptr self, const std::optional<std::string>& only);
+
+caf::typed_response_promise<delete_vote>
+on_delete_group(partition_ptr self, const std::string& group,
+                storage::micros active_after);
+
+void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
+                 std::int64_t freed, std::size_t writes, steps_done done);
+
+void delete_steps(partition_ptr self, step_rules rules, steps_done done);
+
+storage::retention_rule through_rule(storage::offset through);
+
+expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self);
+
+void trim(partition_ptr self, std::int64_t need, promise<trim_reply> rp);
+
+void arm_retention(partition_ptr self, std::optional<storage::micros> due);
+
+void retention_after_push(partition_ptr self);
+
+std::optional<storage::micros> created_at_of(partition_ptr self,
+                                             storage::offset off);
+
+void tell_overdue(partition_ptr self, storage::micros before);
+
+void run_retention(partition_ptr self);
+
+void on_retention_timer(partition_ptr self, std::uint64_t id);
+
+caf::typed_response_promise<storage::micros>
+on_oldest(partition_ptr self, const std::string& group);
+
+caf::typed_response_promise<seek_stage>
+hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
+          const cursor_seek& req, const partition_view& view,
+          promise<seek_stage> rp);
+
+caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
+                                                const std::string& group,
+                                                const core::seek_target& target,
+                                                bool dry_run, bool no_wait);
+
+} // namespace spool::actors::partition_detail
