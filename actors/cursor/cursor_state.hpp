@@ -1,0 +1,211 @@
+#pragma once
+
+// The cursor actor's state and the pieces its files share (internal to
+// actors/cursor/): cursor_actor.cpp holds the behaviour, its reads and
+// writes (frames, DLQ entries, the record's batch), the timer and
+// retention; cursor_pop.cpp pops; cursor_settle.cpp acks, expiry, requeues
+// and introspection; cursor_stage.cpp transaction and seek stages.
+// `persist` and `commit` are here: every file writes through them.
+
+#include "actors/cursor/cursor_actor.hpp"
+#include "actors/promise.hpp"
+#include "actors/write.hpp"
+#include "core/cursor/delivery.hpp"
+#include "storage/tables.hpp"
+#include <algorithm>
+#include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/local_actor.hpp>
+#include <caf/result.hpp>
+#include <caf/skip.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+namespace spool::actors::cursor_detail {
+
+struct cursor_state {
+  static inline const char* name = "spool.cursor";
+  cursor_config cfg;
+  std::optional<core::cursor_core> core;
+  /// The deadline the pending timer fires at, and its id.
+  std::optional<mono_time> armed;
+  std::uint64_t timer_id = 0;
+  /// The group is being deleted: serve nothing until it settles.
+  bool deleting = false;
+  /// A transaction's staged acks, or a seek's new position, until settled.
+  struct staged_txn {
+    std::uint64_t id;
+    /// The transaction's cursor once committed (none for a seek).
+    std::optional<core::staged_acks> acks;
+    /// Failure times of the DLQ entries its batch writes.
+    std::vector<storage::micros> written;
+    /// The seek's committed and wall time (for a transaction: unused).
+    storage::offset seek_to{-1};
+    storage::micros seek_wall = 0;
+    /// A seek held from spawn over a lease lost to a restart: if it aborts,
+    /// the lost lease ends as an expiry then.
+    bool lost = false;
+  };
+  std::optional<staged_txn> staged;
+  /// What a change being written is undone to if the write fails.
+  struct undo_point {
+    core::cursor_core core;
+    bool lost_pending;
+  };
+  std::optional<undo_point> before;
+  /// A change the timer made failed to write: the timer waits until then.
+  std::optional<mono_time> backoff_until;
+  /// A lease recorded before a restart is not ended durably yet.
+  bool lost_pending = false;
+  /// Spawned without a stored row, and none written since: the group's
+  /// first pop writes the seed (semantics.md §5: durable at first contact,
+  /// even when the pop finds nothing).
+  bool fresh = false;
+  bool row_written = false;
+  bool needs_seed() const noexcept {
+    return fresh && !row_written;
+  }
+
+  /// Another message is in progress: everything but settles waits.
+  bool busy() const noexcept {
+    return staged.has_value() || before.has_value();
+  }
+};
+
+using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
+
+/// What a change does to the DLQ besides the cursor record.
+struct dlq_changes {
+  /// New entries, or requeued entries returning (`dlq_id` set).
+  std::vector<core::dead_letter> dead;
+  /// Requeued entries acked: removed from the DLQ.
+  std::vector<std::uint64_t> done;
+  /// Entries now pending requeue (stored with `requeued` set).
+  std::vector<std::uint64_t> marked;
+};
+
+/// Frames by offset, sorted ascending (what `load_frames` returns).
+using frame_list = std::vector<storage::stored_frame>;
+
+// -- shared between the files -------------------------------------------------
+
+std::uint64_t next_stage_id();
+
+storage::stored_frame* find_frame(frame_list& frames, storage::offset off);
+
+expected<frame_list> load_frames(const cursor_config& cfg,
+                                 const std::vector<storage::offset>& offs,
+                                 std::size_t max_bytes = SIZE_MAX);
+
+std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
+                                             std::uint64_t id);
+
+storage::write_batch state_batch(const cursor_config& cfg,
+                                 const core::cursor_core& core,
+                                 const dlq_changes& changes, frame_list& frames,
+                                 std::vector<storage::micros>& written);
+
+cursor_state::undo_point snapshot(cursor_ptr self);
+
+bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead);
+
+void on_retention(cursor_ptr self, const partition_view& view,
+                  storage::offset overdue);
+
+void arm(cursor_ptr self);
+
+std::pair<bool, std::vector<core::dead_letter>> end_due(cursor_ptr self,
+                                                        mono_time now);
+
+cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
+                                   storage::cursor_record rec, bool lost,
+                                   bool fresh, std::optional<held_seek> held);
+
+caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
+                                              const partition_view& view);
+
+caf::typed_response_promise<std::vector<ack_reply>>
+on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
+       const partition_view& view);
+
+void on_expire(cursor_ptr self, std::uint64_t id);
+
+caf::typed_response_promise<dlq_count_reply>
+on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries);
+
+cursor_info describe(cursor_ptr self, const partition_view& view);
+
+stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
+                     const partition_view& view);
+
+seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
+                   const partition_view& view);
+
+api_error being_deleted();
+
+void recover_lost(cursor_ptr self);
+
+void on_settle(cursor_ptr self, std::uint64_t id, bool commit);
+
+/// Builds the batch for `changes` (reading the frames of new dead letters)
+/// and writes it; `then` gets the write's error, if any.
+template <class F>
+void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
+  auto& st = self->state;
+  std::vector<storage::offset> missing;
+  for (auto& d : changes.dead)
+    if (!d.dlq_id && !find_frame(known, d.off))
+      missing.push_back(d.off);
+  if (!missing.empty()) {
+    std::sort(missing.begin(), missing.end());
+    if (auto more = load_frames(st.cfg, missing)) {
+      for (auto& f : *more)
+        known.push_back(std::move(f));
+      std::sort(known.begin(), known.end(),
+                [](auto& a, auto& b) { return a.off < b.off; });
+    }
+  }
+  std::vector<storage::micros> written;
+  auto batch = state_batch(st.cfg, *st.core, changes, known, written);
+  write_then(self, st.cfg.writer, std::move(batch),
+             [self, then = std::move(then), written = std::move(written)](
+                 std::optional<api_error> failure) mutable {
+               auto watcher
+                   = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
+               if (!failure && watcher)
+                 for (auto t : written)
+                   self->send(watcher, dead_atom::value, t);
+               then(std::move(failure));
+             });
+}
+
+/// Writes the change made to the core since `before` (with `changes`):
+/// kept when durable, undone (the core restored to `before`) when the write
+/// fails; `then` gets the write's error. Every other message waits.
+template <class F>
+void commit(cursor_ptr self, cursor_state::undo_point before,
+            dlq_changes changes, frame_list known, F then) {
+  auto& st = self->state;
+  st.before.emplace(std::move(before));
+  persist(
+      self, std::move(changes), std::move(known),
+      [self, then = std::move(then)](std::optional<api_error> failure) mutable {
+        auto& st = self->state;
+        if (failure) {
+          *st.core = std::move(st.before->core);
+          st.lost_pending = st.before->lost_pending;
+          st.backoff_until = self->clock().now() + st.cfg.write_retry;
+          if (st.cfg.metrics)
+            st.cfg.metrics->failed_writes += 1;
+        } else {
+          st.backoff_until.reset();
+          st.row_written = true;
+        }
+        st.before.reset();
+        then(failure);
+        arm(self);
+      });
+}
+
+} // namespace spool::actors::cursor_detail
