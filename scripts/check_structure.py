@@ -57,9 +57,7 @@ DOOR_HEADERS = ["gateway/gateway.hpp"]
 
 MAX_ACTOR_LINES = 600
 # Actor-layer files still over the limit, with the most lines they may have.
-OVER_LIMIT = {
-    "actors/interfaces.hpp": 818,
-}
+OVER_LIMIT = {}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 

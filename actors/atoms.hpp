@@ -1,0 +1,46 @@
+#pragma once
+
+/// The atoms of Spool's actor protocol (CAF 0.17: at most 10 characters
+/// each). Part of `interfaces.hpp`.
+
+#include <caf/atom.hpp>
+
+namespace spool::actors {
+
+using write_atom = caf::atom_constant<caf::atom("write")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using push_atom = caf::atom_constant<caf::atom("push")>;
+using pop_atom = caf::atom_constant<caf::atom("pop")>;
+using ack_atom = caf::atom_constant<caf::atom("ack")>;
+using extend_atom = caf::atom_constant<caf::atom("extend")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using seal_atom = caf::atom_constant<caf::atom("seal")>;
+using settle_atom = caf::atom_constant<caf::atom("settle")>;
+using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
+using dlq_list_atom = caf::atom_constant<caf::atom("dlq_list")>;
+using dlq_del_atom = caf::atom_constant<caf::atom("dlq_del")>;
+using dead_atom = caf::atom_constant<caf::atom("dead")>;
+using dlq_sweep_atom = caf::atom_constant<caf::atom("dlq_sweep")>;
+using configure_atom = caf::atom_constant<caf::atom("configure")>;
+using options_atom = caf::atom_constant<caf::atom("options")>;
+using info_atom = caf::atom_constant<caf::atom("info")>;
+using browse_atom = caf::atom_constant<caf::atom("browse")>;
+using delete_atom = caf::atom_constant<caf::atom("delete")>;
+using groups_atom = caf::atom_constant<caf::atom("groups")>;
+using purge_atom = caf::atom_constant<caf::atom("purge")>;
+using size_atom = caf::atom_constant<caf::atom("size")>;
+using trim_atom = caf::atom_constant<caf::atom("trim")>;
+using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using stage_atom = caf::atom_constant<caf::atom("stage")>;
+using txn_atom = caf::atom_constant<caf::atom("txn")>;
+using seed_atom = caf::atom_constant<caf::atom("seed")>;
+using retention_atom = caf::atom_constant<caf::atom("retention")>;
+using seek_atom = caf::atom_constant<caf::atom("seek")>;
+using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
+using reap_atom = caf::atom_constant<caf::atom("reap")>;
+
+} // namespace spool::actors

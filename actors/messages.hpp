@@ -1,0 +1,441 @@
+#pragma once
+
+/// The message types of Spool's actor protocol: plain structs, no CAF. They
+/// carry storage and core types and never leave the process (node-to-node
+/// traffic uses Spool's msgpack protocol). Part of `interfaces.hpp`, which
+/// declares them as local-only CAF message types.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/broker/txn_core.hpp"
+#include "core/cursor/cursor_core.hpp"
+#include "core/cursor/cursor_txn.hpp"
+#include "core/cursor/seek.hpp"
+#include "core/dlq/dlq_core.hpp"
+#include "core/partition/visibility.hpp"
+#include "core/queue/group_deletion.hpp"
+#include "core/queue/max_size.hpp"
+#include "core/queue/options.hpp"
+#include "core/queue/subscription.hpp"
+#include "storage/error.hpp"
+#include "storage/log.hpp"
+#include "storage/mutation.hpp"
+
+namespace spool::actors {
+
+/// The outcome of a write batch: durable, or the error that kept it out.
+struct write_result {
+  std::optional<api_error> failure;
+  bool ok() const noexcept {
+    return !failure;
+  }
+};
+
+/// The answer to a push: one result per frame, in input order.
+struct push_reply {
+  std::vector<storage::frame_result> results;
+  storage::micros created_at = 0;
+  std::optional<api_error> failure;
+};
+
+/// A pop on one partition for one group.
+struct pop_request {
+  std::string group;
+  std::size_t batch = 1;
+  std::size_t max_bytes = SIZE_MAX;
+  /// Chosen by the caller: one wildcard pop shares it across partitions.
+  std::string lease_id;
+  bool auto_ack = false;
+};
+
+/// A message as a pop delivers it.
+struct delivered_frame {
+  storage::stored_frame frame;
+  std::uint32_t delivery_count = 0;
+  /// A requeued dead letter (`requeued: true`): its DLQ id.
+  std::optional<std::uint64_t> requeued;
+};
+
+struct pop_reply {
+  std::vector<delivered_frame> messages;
+  /// The lease taken (none for autoAck or an empty answer).
+  std::optional<lease_info> lease;
+  /// Offsets below the watermark the cursor jumped over.
+  std::optional<offset_range> skipped;
+  /// Nothing after the group's committed offset: the partition's last
+  /// offset at this scan (the group's empty-scan watermark there).
+  std::optional<storage::offset> empty_at;
+  /// Why `messages` is empty.
+  empty_reason reason = empty_reason::empty;
+  /// Empty for a while: when frames may become deliverable without a push
+  /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
+  std::optional<mono_time> retry_at;
+  std::optional<api_error> failure;
+  /// With `failure` (busy): the group's cursor here is being respawned, so
+  /// nothing was taken and a wildcard pop may go on to another partition.
+  bool restarting = false;
+};
+
+struct ack_reply {
+  ack_error error = ack_error::none;
+  bool lease_released = false;
+  bool dead_lettered = false;
+  std::optional<api_error> failure;
+};
+
+struct extend_reply {
+  extend_error error = extend_error::none;
+  std::optional<mono_time> expires;
+  /// The extend's write failed: the lease keeps its old expiry.
+  std::optional<api_error> failure;
+};
+
+/// Frames sealed by a partition, waiting for the commit of the batch that
+/// carries them (see `partition_actor`'s seal/settle).
+using sealed_ptr = std::shared_ptr<storage::sealed_append>;
+
+struct seal_reply {
+  sealed_ptr sealed;
+  std::optional<api_error> failure;
+};
+
+/// One item of a queue push.
+struct push_item {
+  std::string partition; ///< name; "Default" when the client named none
+  storage::frame frame;
+};
+
+/// A partition a push stored items in, named once per reply.
+struct push_target {
+  std::string queue;
+  std::string partition;
+  std::string partition_uuid;
+};
+
+/// The outcome of one push item: where it went (an index into the reply's
+/// `targets`) and its offset, or its original's for a duplicate.
+struct push_item_result {
+  std::uint32_t target = 0;
+  storage::frame_result result;
+};
+
+struct queue_push_reply {
+  std::vector<push_item_result> results; ///< in input order
+  storage::micros created_at = 0;
+  std::optional<api_error> failure;
+  /// One per partition the push touched (items of one partition share it:
+  /// a push of 1000 items to one partition names it once).
+  std::vector<push_target> targets;
+
+  const push_target& target_of(std::size_t item) const {
+    return targets[results[item].target];
+  }
+};
+
+/// A reply that carries only `failure` (every reply type has one).
+template <class Reply>
+Reply failed(std::optional<api_error> failure) {
+  Reply r;
+  r.failure = std::move(failure);
+  return r;
+}
+
+/// A push that stored nothing.
+inline queue_push_reply push_failed(std::optional<api_error> failure) {
+  return failed<queue_push_reply>(std::move(failure));
+}
+
+/// One item of a broker push: any queue.
+struct broker_push_item {
+  std::string queue;
+  push_item item;
+};
+
+/// A queue's part of a push that spans queues: the batch to commit and a
+/// token to settle with the outcome.
+using push_token = std::shared_ptr<void>;
+
+struct prepared_push {
+  push_token token;
+  storage::write_batch batch;
+  std::optional<api_error> failure;
+  /// What the settle answers if the batch is durable (a transaction stores
+  /// it in the same batch): per item, in input order, and their targets.
+  std::vector<push_item_result> results;
+  std::vector<push_target> targets;
+};
+
+/// A pop on a queue: one named partition, or any (wildcard).
+struct queue_pop_request {
+  std::optional<std::string> partition;
+  std::string group;
+  std::size_t batch = 1;      ///< a global cap across partitions
+  std::size_t partitions = 1; ///< wildcard: how many partitions to claim
+  std::size_t max_bytes = SIZE_MAX;
+  bool auto_ack = false;
+  bool wait = false;
+  std::chrono::milliseconds timeout{30'000};
+  std::string lease_id; ///< one id for every partition claimed
+  /// Where the group starts if this is its first pop on the queue
+  /// (semantics.md §5); ignored once the group is registered.
+  core::subscription_params subscription;
+};
+
+/// What one claimed partition delivered.
+struct partition_delivery {
+  std::string partition;
+  std::string partition_uuid;
+  pop_reply reply;
+};
+
+struct queue_pop_reply {
+  std::vector<partition_delivery> claimed;
+  empty_reason reason = empty_reason::empty;
+  /// The earliest `retry_at` of the partitions asked (a parked pop is
+  /// retried then).
+  std::optional<mono_time> retry_at;
+  std::optional<api_error> failure;
+};
+
+/// What a cursor needs to know of its partition with each request.
+struct partition_view {
+  storage::offset watermark;
+  /// The readable end: next offset after the settled prefix of seals.
+  storage::offset readable_end;
+  storage::micros newest_created_at = 0;
+};
+
+/// The answer to a DLQ listing.
+struct dlq_list_reply {
+  core::dlq_page page;
+  std::optional<api_error> failure;
+};
+
+/// The answer to a DLQ requeue or delete: how many entries it applied to.
+struct dlq_count_reply {
+  std::size_t count = 0;
+  std::optional<api_error> failure;
+  /// Selected but not acted on by this call: past `core::dlq_max_batch`, or
+  /// (requeue) past a cursor's pending requeues; a later call takes them.
+  std::size_t remaining = 0;
+};
+
+/// Creates a queue or changes the options of one (semantics.md §8, §9).
+struct configure_request {
+  std::string queue;
+  /// Set only when named (an auto-created queue derives them from its name).
+  std::optional<std::string> name_space;
+  std::optional<std::string> task;
+  /// Only the options named change; the rest keep their values.
+  core::options_patch options;
+};
+
+struct configure_reply {
+  /// The queue as stored after the change (every option).
+  storage::queue_record queue;
+  /// The `Default` partition's id (configure creates it if missing).
+  std::string default_partition_uuid;
+  bool created = false; ///< the queue did not exist before
+  std::optional<api_error> failure;
+};
+
+/// A queue as listed: its record (every option) and its partitions with
+/// lastOffset (`next_offset - 1`) and watermark, in creation order.
+struct queue_info {
+  storage::queue_record record;
+  std::vector<storage::partition_record> partitions;
+};
+
+struct queues_reply {
+  std::vector<queue_info> queues; ///< sorted by name
+  std::optional<api_error> failure;
+};
+
+/// Read-only browsing by offset: no lease, no commit (semantics.md §8).
+struct browse_request {
+  std::string partition;
+  storage::offset from{0};
+  std::size_t max_frames = 100;
+  std::size_t max_bytes = SIZE_MAX;
+};
+
+struct browse_reply {
+  std::vector<storage::stored_frame> frames;
+  /// Where the next browse continues.
+  storage::offset next{0};
+  /// Offsets below the watermark the read jumped over.
+  std::optional<offset_range> skipped;
+  std::optional<api_error> failure;
+};
+
+struct delete_queue_reply {
+  bool existed = false;
+  std::optional<api_error> failure;
+};
+
+/// Deletes a group's cursors on one queue or all (semantics.md §8).
+struct delete_group_request {
+  std::string group;
+  std::optional<std::string> queue; ///< none: every queue
+  bool delete_metadata = true;      ///< also its subscription records
+  /// The idle sweep's guard: a cursor active after this wall time, or
+  /// holding a lease, refuses and the deletion is abandoned (`unavailable`).
+  /// The default never refuses.
+  storage::micros active_after = INT64_MAX;
+};
+
+/// A partition's answer to the first phase of a group deletion.
+using core::delete_vote;
+
+struct delete_group_reply {
+  std::size_t deleted_partitions = 0;
+  bool metadata_deleted = false;
+  std::optional<api_error> failure;
+};
+
+/// One group's cursor on one partition, as introspection shows it.
+struct cursor_info {
+  std::string queue;
+  std::string partition;
+  std::string partition_uuid;
+  std::string group;
+  storage::offset committed{-1};
+  storage::offset last_offset{-1};
+  storage::offset watermark{0};
+  /// lastOffset - max(committed, watermark - 1).
+  std::int64_t lag = 0;
+  /// created_at of the oldest frame the group has not committed (0: none).
+  storage::micros oldest_unconsumed_at = 0;
+  /// The live lease, with its expiry in wall-clock µs.
+  std::optional<lease_info> lease;
+  storage::micros lease_expires_at = 0;
+  std::optional<offset_range> isolated;
+  /// Frames above committed delivered more than once.
+  std::size_t redeliveries = 0;
+  /// Wall-clock µs of the group's last pop, ack, extend or seek here.
+  storage::micros last_activity = 0;
+};
+
+/// Which cursors an introspection lists: a group and/or a queue, or all.
+struct groups_request {
+  std::optional<std::string> group;
+  std::optional<std::string> queue;
+};
+
+struct groups_reply {
+  std::vector<cursor_info> cursors; ///< by queue, partition, group
+  std::optional<api_error> failure;
+};
+
+/// Deletes whole segments below `below` (none: all), moving the watermark.
+struct purge_request {
+  std::optional<std::string> partition; ///< none: every partition
+  std::optional<storage::offset> below;
+};
+
+struct purge_reply {
+  std::size_t partitions = 0; ///< partitions whose watermark moved
+  std::optional<api_error> failure;
+};
+
+/// A `maxSize` trim of one partition: the frames freed by the steps that
+/// were durable, and the error that stopped it, if any.
+using trim_reply = core::trim_share;
+
+/// A pop across the queues of a namespace (and task), by priority with
+/// starvation aging (semantics.md §9).
+struct namespace_pop_request {
+  std::string name_space;
+  std::optional<std::string> task;
+  /// Wildcard over each queue's partitions; `wait` parks across the queues.
+  queue_pop_request pop;
+};
+
+struct namespace_pop_reply {
+  std::string queue; ///< the queue served (empty: none)
+  queue_pop_reply reply;
+};
+
+/// A cursor's part of a transaction: its acks validated and applied on a
+/// staged copy (`core::stage_acks`), held until settled by id. The cursor
+/// defers every other message meanwhile (docs/transactions.md).
+struct stage_reply {
+  std::uint64_t stage_id = 0;     ///< 0: nothing staged, nothing to settle
+  std::vector<ack_reply> replies; ///< one per ack when accepted
+  /// The cursor record and DLQ entries to write with the transaction.
+  storage::write_batch batch;
+  std::optional<core::stage_refusal> refused;
+  std::optional<api_error> failure;
+};
+
+/// The answer to a transaction; `failure` is a storage or actor failure
+/// (nothing was committed; a rollback answer is `result.success == false`).
+struct txn_reply {
+  core::txn_result result;
+  std::optional<api_error> failure;
+};
+
+using core::queue_mode_group; // pops without a consumer group
+
+/// A seek of one group (semantics.md §6): every partition of a queue, or
+/// one. A queue applies it in one durable write (all or nothing).
+struct seek_request {
+  std::string group;
+  std::optional<std::string> partition; ///< none: every partition
+  core::seek_target target;
+  bool dry_run = false; ///< answer the positions, write and change nothing
+};
+
+/// One partition's committed before and after a seek.
+struct seek_position {
+  std::string partition;
+  /// None: the group had no cursor here (a dry run does not create one).
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+};
+
+/// The answer to a seek: `partitions_updated` counts the partitions
+/// written (the per-queue route's `partitionsUpdated`; 1 is the
+/// per-partition route's `updated: true`; 0 for a dry run).
+struct seek_reply {
+  std::size_t partitions_updated = 0;
+  std::vector<seek_position> positions; ///< by partition name
+  std::optional<api_error> failure;
+};
+
+/// A seek as a cursor gets it from its partition.
+struct cursor_seek {
+  core::seek_target target;
+  /// The partition's timestamp walk (timestamp rule only).
+  std::optional<storage::offset> walked;
+  bool dry_run = false;
+  /// Answer `unavailable` at once instead of waiting while another transaction
+  /// or seek holds the cursor (the queue's parallel first attempt).
+  bool no_wait = false;
+};
+
+/// A cursor's part of a seek: its new record, computed and held (staged,
+/// like a transaction's acks) until the queue settles it by id; the cursor
+/// defers every other message meanwhile.
+struct seek_stage {
+  std::uint64_t stage_id = 0; ///< 0: nothing staged, nothing to settle
+  std::optional<storage::offset> before;
+  storage::offset after{-1};
+  /// The record to write in the queue's one batch (none for a dry run).
+  std::optional<storage::mut::put_cursor> record;
+  std::optional<api_error> failure;
+  bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
+};
+
+/// The answer to a subscription update: the records rewritten.
+struct sub_update_reply {
+  std::size_t rows_updated = 0;
+  std::optional<api_error> failure;
+};
+
+} // namespace spool::actors
