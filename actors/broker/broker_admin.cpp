@@ -1,6 +1,7 @@
 // The broker's administration: the DLQ (list, delete, requeue), configure,
 // listings, group and queue deletion (with the bounded reaping of a deleted
-// queue's rows), purge; seek routing and the subscription update.
+// queue's rows); seek routing and the subscription update (purge is routed
+// in broker_actor.cpp's behaviour).
 
 #include "actors/broker/broker_state.hpp"
 
@@ -13,7 +14,7 @@ namespace spool::actors::broker_detail {
 /// from one short read transaction.
 expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
-           std::optional<std::size_t> per_cursor = std::nullopt) {
+           std::optional<std::size_t> per_cursor) {
   auto& node = self->state.cfg.node;
   auto t = node.store->db().read();
   if (!t)

@@ -4,7 +4,7 @@
 // actors/broker/): broker_actor.cpp holds the behaviour, the queue directory
 // (recovery, creation, restarts) and the transaction host; broker_push.cpp
 // pushes; broker_namespace.cpp namespace pops; broker_admin.cpp the DLQ,
-// configure, listings, deletions, purge, seek and the subscription update.
+// configure, listings, deletions, seek and the subscription update.
 
 #include "actors/async_mutex.hpp"
 #include "actors/broker/broker_actor.hpp"
@@ -95,9 +95,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 caf::typed_response_promise<queue_push_reply>
 on_push(broker_ptr self, std::vector<broker_push_item>& items);
 
-expected<core::dlq_selection> select_dlq(broker_ptr self,
-                                         const core::dlq_filter& f,
-                                         std::optional<std::size_t> per_cursor);
+expected<core::dlq_selection>
+select_dlq(broker_ptr self, const core::dlq_filter& f,
+           std::optional<std::size_t> per_cursor = std::nullopt);
 
 dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q);
 

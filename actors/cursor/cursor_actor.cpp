@@ -6,7 +6,7 @@
 // The one timer (`expire_atom` with an id; stale ids are ignored) ends
 // expired leases.
 // A failed write changes nothing: every change is made on the core after a
-// snapshot of it (`begin_change`), written, and kept only once durable; a
+// snapshot of it (`snapshot`), written, and kept only once durable; a
 // failed write restores the snapshot, so memory equals the stored record.
 // While a change is being written every other message waits in the mailbox
 // (as for a staged transaction). No write failure ends the cursor: a timer

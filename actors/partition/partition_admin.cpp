@@ -1,5 +1,6 @@
-// A partition's administration: browse, group listings, seeds, group deletion
-// votes, purge, size and maxSize trims.
+// A partition's administration: browse, group listings, group deletion
+// votes, and the one deletion stepper behind purge, maxSize trims and
+// retention.
 
 #include "actors/partition/partition_state.hpp"
 
@@ -10,9 +11,6 @@ namespace spool::actors::partition_detail {
 
 /// Most frames one browse returns.
 constexpr std::size_t max_browse_frames = 10'000;
-
-/// Segments deleted per purge step (one write each).
-constexpr std::size_t purge_step_segments = 1024;
 
 browse_reply browse(partition_ptr self, const browse_request& req) {
   auto& st = self->state;

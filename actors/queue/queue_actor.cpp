@@ -234,7 +234,7 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 // -- configure ----------------------------------------------------------------
 
-/// (DLQ retention, below.)
+/// (DLQ retention, queue_admin.cpp.)
 void arm_sweep(queue_ptr self, storage::micros due);
 
 void configure_now(queue_ptr self, configure_request& req,

@@ -162,12 +162,16 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     done_preparing(run);
   };
   // Every item is validated before anything is created or sealed, so a
-  // bad item leaves no trace (not even a new partition).
-  for (std::size_t i = 0; i < items.size(); ++i)
-    if (auto ok = core::check_push_item(i, nullptr, items[i].partition,
-                                        items[i].frame, st.cfg.node.frames);
+  // bad item leaves no trace (not even a new partition). A name equal to
+  // the previous item's was checked with it.
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i == 0 || items[i].partition != items[i - 1].partition)
+      if (auto ok = core::check_item_partition(i, items[i].partition); !ok)
+        return fail(ok.err());
+    if (auto ok = core::check_item_frame(i, items[i].frame, st.cfg.node.frames);
         !ok)
       return fail(ok.err());
+  }
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].partition; });

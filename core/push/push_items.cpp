@@ -5,6 +5,21 @@
 
 namespace spool::core {
 
+expected<void> check_item_partition(std::size_t i, std::string_view partition) {
+  if (auto ok = check_name(name_kind::partition, partition); !ok)
+    return make_error(errc::invalid_argument, "items[", i, "].",
+                      ok.err().message);
+  return {};
+}
+
+expected<void> check_item_frame(std::size_t i, const storage::frame& f,
+                                const storage::frame_limits& limits) {
+  if (auto ok = storage::check_frame(f, limits); !ok)
+    return make_error(storage::to_api(ok.err()).code, "items[", i,
+                      "]: ", ok.err().message);
+  return {};
+}
+
 expected<void> check_push_item(std::size_t i, const std::string* queue,
                                std::string_view partition,
                                const storage::frame& f,
@@ -13,12 +28,8 @@ expected<void> check_push_item(std::size_t i, const std::string* queue,
     if (auto ok = check_name(name_kind::queue, *queue); !ok)
       return make_error(errc::invalid_argument, "items[", i, "].",
                         ok.err().message);
-  if (auto ok = check_name(name_kind::partition, partition); !ok)
-    return make_error(errc::invalid_argument, "items[", i, "].",
-                      ok.err().message);
-  if (auto ok = storage::check_frame(f, limits); !ok)
-    return make_error(storage::to_api(ok.err()).code, "items[", i,
-                      "]: ", ok.err().message);
+  SPOOL_TRY(check_item_partition(i, partition));
+  SPOOL_TRY(check_item_frame(i, f, limits));
   if (auto ok = check_frame_texts(f); !ok)
     return make_error(ok.err().code, "items[", i, "].", ok.err().message);
   return {};

@@ -17,14 +17,21 @@
 
 namespace spool::core {
 
-/// Push item `i`: its queue (when the item names one), its partition, its
-/// frame's sizes (`storage::check_frame`) and texts (`check_frame_texts`).
-/// The error names the item: "items[3].queue must be …", "items[3]: payload
-/// of 9000000 bytes exceeds …".
+/// Push item `i` at the edge (the broker's push, a transaction's push
+/// operation): its queue (when the item names one), its partition, its
+/// frame's sizes and texts (`check_frame_texts`). The error names the item:
+/// "items[3].queue must be …", "items[3]: payload exceeds …".
 expected<void> check_push_item(std::size_t i, const std::string* queue,
                                std::string_view partition,
                                const storage::frame& f,
                                const storage::frame_limits& limits);
+
+/// The parts of `check_push_item` a queue checks again for its own push
+/// (it trusts the broker's text checks): item i's partition name, and its
+/// frame's sizes (`storage::check_frame`), with the same errors.
+expected<void> check_item_partition(std::size_t i, std::string_view partition);
+expected<void> check_item_frame(std::size_t i, const storage::frame& f,
+                                const storage::frame_limits& limits);
 
 /// Items grouped by name in first-seen order: `names[k]` receives the items
 /// `items[k]` (input indices, ascending); `slot[i]` is item i's group.

@@ -73,3 +73,22 @@ TEST_CASE("a push's items are grouped by name in first-seen order",
   CHECK(none.names.empty());
   CHECK(none.slot.empty());
 }
+
+TEST_CASE("a queue's own check of an item names its partition and frame "
+          "errors as the edge's does",
+          "[core][push]") {
+  storage::frame_limits limits;
+  limits.max_payload_bytes = 2;
+  CHECK(check_item_partition(4, "p"));
+  auto bad = check_item_partition(4, "__p");
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().message
+        == "items[4].partition must not start with __ (reserved)");
+  auto big = check_item_frame(1, frame_of("abc"), limits);
+  REQUIRE_FALSE(big);
+  CHECK(big.err().code == errc::too_large);
+  CHECK(big.err().message == "items[1]: payload exceeds 2 bytes");
+  std::string q = "q";
+  CHECK(check_push_item(1, &q, "p", frame_of("abc"), limits).err()
+        == big.err());
+}
