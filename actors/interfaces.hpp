@@ -204,6 +204,14 @@ using queue_actor = caf::typed_actor<
     /// The client of a parked pop (by its lease id) is gone: it is answered
     /// empty and dropped; nothing it did not take is released.
     caf::reacts_to<cancel_atom, std::string>,
+    /// Extends the lease with this id on every partition it holds (the
+    /// queue's lease directory, `core::lease_directory`).
+    caf::replies_to<extend_atom, std::string,
+                    std::chrono::milliseconds>::with<lease_extend_reply>,
+    /// The response carrying this lease could not be written: released on
+    /// every partition it holds; wakes parked pops. False if none held it.
+    caf::replies_to<release_atom, std::string>::with<bool>,
+
     /// Requeues DLQ entries of a group (routed by the entries' partitions);
     /// wakes parked pops.
     caf::replies_to<requeue_atom, std::string,
@@ -225,10 +233,17 @@ using queue_actor = caf::typed_actor<
     /// consider every partition again (empty-scan watermarks cleared).
     caf::reacts_to<sub_update_atom, std::string>>;
 
-/// The broker (one per node): the directory of queues, recovered at start;
-/// queues are created by their first push. A push may span queues and is
-/// stored all or nothing.
-using broker_actor = caf::typed_actor<
+/// Who hears of the leases a queue grants and ends: the broker, whose
+/// directory routes a lease id to its queue.
+using lease_watcher = caf::typed_actor<
+    /// Lease `id` of queue `queue` began (true) or ended (false).
+    caf::reacts_to<lease_atom, std::string, std::string, bool>>;
+
+/// The node API: what the gateway (and only it) asks the broker, in the
+/// wire's identities where the wire has them (partition uuid, lease id,
+/// request token; api.md). The broker's internal messages (timers, queue
+/// removal, lease notes) are not part of it.
+using node_api = caf::typed_actor<
     /// Pushes items to any queues in one durable batch; results in input order.
     caf::replies_to<push_atom,
                     std::vector<broker_push_item>>::with<queue_push_reply>,
@@ -238,6 +253,20 @@ using broker_actor = caf::typed_actor<
     /// Acks frames of (queue, partition) for a group.
     caf::replies_to<ack_atom, std::string, std::string, std::string,
                     std::vector<ack_request>>::with<std::vector<ack_reply>>,
+    /// Acks frames named as the wire names them (partition uuid, and
+    /// transactionId or offset), across partitions and queues; one reply
+    /// per item in order. Unknown uuid: `not_found`.
+    caf::replies_to<ack_atom, std::vector<located_ack>>::with<
+        std::vector<located_ack_reply>>,
+    /// Extends a lease by id on every partition it holds.
+    caf::replies_to<extend_atom, std::string,
+                    std::chrono::milliseconds>::with<lease_extend_reply>,
+    /// The gateway could not write the response carrying this lease: it is
+    /// released on every partition, counting no delivery.
+    caf::replies_to<release_atom, std::string>::with<bool>,
+    /// The client of a parked pop is gone (by its request token, the pop's
+    /// lease id): routed to its queue (none: a namespace pop, parked here).
+    caf::reacts_to<cancel_atom, std::string, std::optional<std::string>>,
     /// The names of the queues, sorted.
     caf::replies_to<list_atom>::with<std::vector<std::string>>,
     /// Creates the queue (default options plus the named ones, and its
@@ -261,17 +290,6 @@ using broker_actor = caf::typed_actor<
     /// Pops from the queues of a namespace/task: higher priority first,
     /// starved queues before all; `wait` parks until one delivers.
     caf::replies_to<pop_atom, namespace_pop_request>::with<namespace_pop_reply>,
-    /// Internal: the broker's one timer (parked namespace pops), by id.
-    caf::reacts_to<timeout_atom, std::uint64_t>,
-    /// Internal: the next bounded step of removing a deleted queue's rows
-    /// (by queue id).
-    caf::reacts_to<reap_atom, std::uint64_t>,
-    /// The gateway could not write a pop's response: releases the lease of
-    /// (queue, partition, group) at once, counting no delivery.
-    caf::replies_to<release_atom, std::string, std::string, std::string,
-                    std::string>::with<bool>,
-    /// The client of a parked pop (by its lease id) disconnected.
-    caf::reacts_to<cancel_atom, std::string>,
     /// Lists DLQ entries: newest first, filtered, paginated, exact total.
     caf::replies_to<dlq_list_atom, core::dlq_query>::with<dlq_list_reply>,
     /// Requeues the selected DLQ entries, each to its own group only.
@@ -288,6 +306,22 @@ using broker_actor = caf::typed_actor<
     /// record of the group, in one write; moves no cursor.
     caf::replies_to<sub_update_atom, std::string,
                     storage::micros>::with<sub_update_reply>>;
+
+/// The broker (one per node): the directory of queues, recovered at start;
+/// queues are created by their first push. A push may span queues and is
+/// stored all or nothing. Serves the node API, plus its internal messages.
+using broker_actor = node_api::extend<
+    /// Internal: the broker's one timer (parked namespace pops), by id.
+    caf::reacts_to<timeout_atom, std::uint64_t>,
+    /// Internal: the next bounded step of removing a deleted queue's rows
+    /// (by queue id).
+    caf::reacts_to<reap_atom, std::uint64_t>,
+    /// Internal: releases the lease of (queue, partition, group) at once,
+    /// counting no delivery (the per-partition form of the node API's).
+    caf::replies_to<release_atom, std::string, std::string, std::string,
+                    std::string>::with<bool>,
+    /// From the queues: a lease began or ended (`lease_watcher`).
+    caf::reacts_to<lease_atom, std::string, std::string, bool>>;
 
 } // namespace spool::actors
 
@@ -352,3 +386,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_seek)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_stage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack_reply>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::lease_extend_reply)

@@ -86,12 +86,45 @@ struct ack_reply {
   bool lease_released = false;
   bool dead_lettered = false;
   std::optional<api_error> failure;
+  /// With `lease_released`: the id of the lease the ack ended.
+  std::string released_lease;
+};
+
+/// An ack as the wire names its frame: the partition by uuid (api.md's
+/// `partitionId`), the frame by transactionId (or offset), per item group.
+struct located_ack {
+  std::string partition_uuid;
+  std::string group;
+  ack_request ack;
+};
+
+/// The answer to a `located_ack`: where it went (empty for an unknown
+/// partition uuid) and its outcome.
+struct located_ack_reply {
+  std::string queue;
+  std::string partition;
+  ack_reply reply;
 };
 
 struct extend_reply {
   extend_error error = extend_error::none;
   std::optional<mono_time> expires;
   /// The extend's write failed: the lease keeps its old expiry.
+  std::optional<api_error> failure;
+};
+
+/// One partition's part of an extend by lease id.
+struct lease_extension {
+  std::string partition;
+  std::string partition_uuid;
+  extend_reply reply;
+};
+
+/// The answer to an extend by lease id: one item per partition the lease
+/// holds (empty with `error` not_found: no such live lease).
+struct lease_extend_reply {
+  std::vector<lease_extension> partitions;
+  extend_error error = extend_error::none;
   std::optional<api_error> failure;
 };
 

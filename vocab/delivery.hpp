@@ -42,6 +42,10 @@ struct ack_request {
   std::optional<std::string> lease_id;
   std::optional<std::uint64_t> lease_epoch;
   offset off;
+  /// The frame named by its transactionId instead (the wire's ack): `off`
+  /// is then ignored, the cursor resolves the id against the frames its
+  /// last lease delivered (`cursor_core::frame_of`).
+  std::optional<std::string> transaction_id;
   ack_status status = ack_status::completed;
   std::string error;                 ///< failure text (failed, dlq)
   std::optional<milliseconds> delay; ///< delayMs (failed, retry)

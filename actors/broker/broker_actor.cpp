@@ -35,6 +35,9 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.partitions = std::move(partitions);
   qc.max_parked = st.cfg.pop.max_parked;
   qc.parked_total = st.parked_total;
+  qc.lease_watcher = self->address();
+  for (auto& p : qc.partitions)
+    st.by_uuid.add(p.uuid, rec.name, p.name);
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();
@@ -161,6 +164,13 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   };
   host->committed
       = [self](const std::vector<std::string>& queues) { wake(self, queues); };
+  host->stored = [self](const core::txn_result& r) {
+    for (auto& op : r.results)
+      for (auto& item : op.items)
+        if (!item.partition_uuid.empty())
+          self->state.by_uuid.add(item.partition_uuid, item.queue,
+                                  item.partition);
+  };
   host->stage_opened
       = [self](const std::string& queue) { ++self->state.open_stages[queue]; };
   host->stage_closed = [self](const std::string& queue) {
@@ -303,14 +313,15 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{ack_error::none, false, false, malformed}));
+              ack_reply{ack_error::none, false, false, malformed, {}}));
           return {};
         }
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end()) {
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
-              reqs.size(), ack_reply{ack_error::not_found, false, false, {}}));
+              reqs.size(),
+              ack_reply{ack_error::not_found, false, false, {}, {}}));
           return {};
         }
         // Parked namespace pops wait: a released lease wakes them.
@@ -323,8 +334,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
             },
             [n](caf::error& err) {
               return std::vector<ack_reply>(
-                  n,
-                  ack_reply{ack_error::none, false, false, unreachable(err)});
+                  n, ack_reply{
+                         ack_error::none, false, false, unreachable(err), {}});
             },
             ack_atom::value, partition, group, std::move(reqs));
       },
@@ -350,14 +361,21 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
             [](caf::error&) { return false; }, release_atom::value, partition,
             group, lease_id);
       },
-      [self](cancel_atom, const std::string& lease_id) {
-        auto& st = self->state;
-        if (auto c = st.creating.find(lease_id); c != st.creating.end())
-          c->second = true;
-        st.parked.cancel(lease_id);
-        for (auto& [_, q] : st.queues)
-          self->send(q, cancel_atom::value, lease_id);
+      [self](cancel_atom, const std::string& token,
+             const std::optional<std::string>& queue) {
+        on_cancel(self, token, queue);
       },
+      [self](ack_atom, std::vector<located_ack>& acks) {
+        return on_located_ack(self, acks);
+      },
+      [self](extend_atom, const std::string& id, std::chrono::milliseconds by) {
+        return on_extend_lease(self, id, by);
+      },
+      [self](release_atom, const std::string& id) {
+        return on_release_lease(self, id);
+      },
+      [self](lease_atom, const std::string& id, const std::string& queue,
+             bool live) { on_lease_note(self, id, queue, live); },
       [self](info_atom, const std::optional<std::string>& queue) {
         return describe(self, queue);
       },

@@ -141,8 +141,12 @@ void configure_now(broker_ptr self, configure_request& req,
             [self, rp](configure_reply& r) mutable {
               auto name = r.queue.name;
               bool ok = !r.failure;
-              if (ok)
+              if (ok) {
                 self->state.records[name] = r.queue;
+                if (!r.default_partition_uuid.empty())
+                  self->state.by_uuid.add(r.default_partition_uuid, name,
+                                          default_partition);
+              }
               rp.deliver(std::move(r));
               if (ok) // it may now be in the namespace of a parked pop
                 wake(self, {name});
@@ -335,6 +339,7 @@ on_delete_queue(broker_ptr self, const std::string& name) {
                 self->link_to(q);
               } else {
                 st.queues.erase(name);
+                forget_queue(self, name);
                 if (auto rec = st.records.find(name); rec != st.records.end()) {
                   reap(self, rec->second.id); // its rows, in bounded steps
                   st.records.erase(rec);

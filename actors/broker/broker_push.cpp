@@ -22,6 +22,8 @@ struct multi_push {
   promise<queue_push_reply> rp;
   /// Called once the push is durable (wakes parked namespace pops).
   std::function<void()> stored;
+  /// Called with the reply before it is sent (the partition directory).
+  std::function<void(const queue_push_reply&)> learn;
 };
 
 void answer(std::shared_ptr<multi_push> run) {
@@ -47,6 +49,8 @@ void answer(std::shared_ptr<multi_push> run) {
       reply.results[run->items[k][j]] = r;
     }
   }
+  if (run->learn)
+    run->learn(reply);
   run->rp.deliver(std::move(reply));
   if (run->stored)
     run->stored();
@@ -179,6 +183,7 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
     if (names.empty() || names.back() != i.queue)
       names.push_back(i.queue); // repeats left: wake dedupes namespaces
   run->stored = [self, names = std::move(names)] { wake(self, names); };
+  run->learn = [self](const queue_push_reply& r) { learn_partitions(self, r); };
   if (items.empty()) {
     run->rp.deliver(queue_push_reply{});
     return run->rp;

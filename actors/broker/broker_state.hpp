@@ -16,6 +16,7 @@
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
+#include "core/broker/directory.hpp"
 #include "core/broker/pop_checks.hpp"
 #include "core/broker/priority.hpp"
 #include "core/dlq/dlq_reader.hpp"
@@ -67,6 +68,10 @@ struct broker_state {
   std::map<std::string, std::size_t> open_stages;
   /// Respawns waiting for their queue's open stages.
   std::map<std::string, std::function<void()>> respawn_waiting;
+  /// The node API's directories (broker_node.cpp): partitions by uuid, and
+  /// the queue of every live lease by id (each queue tells of its own).
+  core::partition_directory by_uuid;
+  std::unordered_map<std::string, std::string> lease_queue;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -146,6 +151,25 @@ void on_timeout(broker_ptr self, std::uint64_t id);
 
 caf::typed_response_promise<namespace_pop_reply>
 on_namespace_pop(broker_ptr self, namespace_pop_request& req);
+
+void learn_partitions(broker_ptr self, const queue_push_reply& reply);
+
+void forget_queue(broker_ptr self, const std::string& name);
+
+caf::typed_response_promise<std::vector<located_ack_reply>>
+on_located_ack(broker_ptr self, std::vector<located_ack>& acks);
+
+caf::delegated<lease_extend_reply>
+on_extend_lease(broker_ptr self, const std::string& id,
+                std::chrono::milliseconds by);
+
+caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id);
+
+void on_lease_note(broker_ptr self, const std::string& id,
+                   const std::string& queue, bool live);
+
+void on_cancel(broker_ptr self, const std::string& token,
+               const std::optional<std::string>& queue);
 
 // -- routing -----------------------------------------------------------------
 

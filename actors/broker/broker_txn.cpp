@@ -71,6 +71,8 @@ void answer(run_ptr run, txn_reply reply) {
       host.in_flight.erase(it);
     }
   }
+  if (!reply.failure && reply.result.success && host.stored)
+    host.stored(reply.result);
   run->rp.deliver(std::move(reply));
 }
 

@@ -287,7 +287,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         if (self->state.deleting)
           return std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{ack_error::invalid_lease, false, false, std::nullopt});
+              ack_reply{
+                  ack_error::invalid_lease, false, false, std::nullopt, {}});
         self->state.core->touch(self->state.cfg.wall());
         return on_ack(self, reqs, view);
       },

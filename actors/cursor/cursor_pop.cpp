@@ -5,6 +5,19 @@
 
 namespace spool::actors::cursor_detail {
 
+namespace {
+
+/// The lease's frames by transaction id, for acks that name them so.
+void note_txids(core::cursor_core& core, const pop_reply& reply) {
+  std::vector<std::uint64_t> hashes;
+  hashes.reserve(reply.messages.size());
+  for (auto& m : reply.messages)
+    hashes.push_back(core::cursor_core::txid_hash(m.frame.data.transaction_id));
+  core.note_lease_txids(std::move(hashes));
+}
+
+} // namespace
+
 caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
                                               const partition_view& view) {
   auto& st = self->state;
@@ -72,6 +85,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
                               view.readable_end - 1, now);
       } else {
         reply.lease = granted.lease;
+        note_txids(core, reply);
       }
     }
     answer(std::move(reply), true, std::move(dead), {}, std::move(done));
@@ -152,6 +166,7 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
         view.readable_end - 1, now);
   } else {
     reply.lease = granted.lease;
+    note_txids(core, reply);
   }
   if (reply.messages.empty())
     reply.reason = empty_reason::empty;

@@ -272,7 +272,8 @@ partition_actor::behavior_type partition(partition_ptr self,
         if (!c) {
           auto rp = promise_for<std::vector<ack_reply>>(self);
           rp.deliver(std::vector<ack_reply>(
-              reqs.size(), ack_reply{ack_error::none, false, false, c.err()}));
+              reqs.size(),
+              ack_reply{ack_error::none, false, false, c.err(), {}}));
           return {};
         }
         return self->delegate(*c, ack_atom::value, std::move(reqs),

@@ -437,6 +437,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         self->state.parked.wake_if(
             [&](const queue_pop_request& r) { return r.group == group; });
       },
+      [self](extend_atom, const std::string& id, std::chrono::milliseconds by) {
+        return on_extend(self, id, by);
+      },
+      [self](release_atom, const std::string& id) {
+        return on_release(self, id);
+      },
       [self](cancel_atom, const std::string& lease_id) {
         if (auto it = self->state.registering.find(lease_id);
             it != self->state.registering.end())

@@ -33,6 +33,9 @@ struct queue_config {
   /// (µs) between sweeps that are not catching up.
   std::size_t dlq_sweep_step = 1'000;
   storage::micros dlq_sweep_gap = 60'000'000;
+  /// Told of every lease this queue grants and ends (a `lease_watcher`,
+  /// the broker; none: nobody).
+  caf::actor_addr lease_watcher;
 
   expected<void> validate() const;
 };

@@ -80,6 +80,9 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
                 run->claim.delivered(r.messages.size(), bytes);
                 if (!run->req.partition && known)
                   st.rotation.claimed(run->req.group, entry->second.index);
+                if (r.lease)
+                  lease_granted(self, r.lease->id, run->req.group, name,
+                                r.lease->expires);
                 run->reply.claimed.push_back({name, uuid, std::move(r)});
               }
               step(self, run);

@@ -255,7 +255,7 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
   auto it = self->state.partitions.find(partition);
   if (it == self->state.partitions.end()) {
     rp.deliver(std::vector<ack_reply>(
-        reqs.size(), ack_reply{ack_error::not_found, false, false, {}}));
+        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}}));
     return rp.later();
   }
   auto n = reqs.size();
@@ -263,15 +263,20 @@ on_ack(queue_ptr self, const std::string& partition, const std::string& group,
                 std::move(reqs))
       .then(
           [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
-            bool released = std::any_of(
-                rs.begin(), rs.end(), [](auto& r) { return r.lease_released; });
+            bool released = false;
+            for (auto& r : rs)
+              if (r.lease_released) {
+                released = true;
+                lease_ended(self, r.released_lease, partition);
+              }
             rp.deliver(std::move(rs));
             if (released)
               wake_for(self, {partition}, group);
           },
           [rp, n](caf::error& err) mutable {
             rp.deliver(std::vector<ack_reply>(
-                n, ack_reply{ack_error::none, false, false, unreachable(err)}));
+                n, ack_reply{
+                       ack_error::none, false, false, unreachable(err), {}}));
           });
   return rp.later();
 }

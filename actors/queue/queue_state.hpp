@@ -22,6 +22,7 @@
 #include "core/queue/candidates.hpp"
 #include "core/queue/claim.hpp"
 #include "core/queue/group_deletion.hpp"
+#include "core/queue/leases.hpp"
 #include "core/queue/max_size.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -99,6 +100,8 @@ struct queue_state {
   core::registration_clock registrations;
   /// Dead partitions whose respawn waits for their open stages.
   std::map<std::string, caf::actor_addr> respawn_waiting;
+  /// The leases this queue's pops granted, by id (queue_leases.cpp).
+  core::lease_directory leases;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -198,6 +201,19 @@ on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries);
 
 void arm_sweep(queue_ptr self, storage::micros due);
+
+void lease_granted(queue_ptr self, const std::string& id,
+                   const std::string& group, const std::string& partition,
+                   mono_time expires);
+
+void lease_ended(queue_ptr self, const std::string& id,
+                 const std::string& partition);
+
+caf::typed_response_promise<lease_extend_reply>
+on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by);
+
+caf::typed_response_promise<bool> on_release(queue_ptr self,
+                                             const std::string& id);
 
 void on_sweep(queue_ptr self, std::uint64_t id);
 

@@ -1,6 +1,8 @@
 #include "core/cursor/cursor_core.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 
 namespace spool::core {
 
@@ -19,6 +21,8 @@ cursor_policy cursor_policy::from(const storage::queue_options& opts) {
 }
 
 expected<void> check_ack(const ack_request& req) {
+  if (req.transaction_id && req.transaction_id->empty())
+    return make_error(errc::invalid_argument, "transactionId is empty");
   if (req.delay && (req.delay->count() < 0 || *req.delay > max_ack_delay))
     return make_error(errc::invalid_argument, "delayMs must be between 0 and ",
                       max_ack_delay.count(), ", got ", req.delay->count());
@@ -216,6 +220,26 @@ grant_result cursor_core::grant(const delivery_plan& plan,
   return result;
 }
 
+void cursor_core::note_lease_txids(std::vector<std::uint64_t> hashes) {
+  lease_txids_.clear();
+  lease_txids_.reserve(hashes.size());
+  for (std::size_t i = 0; i < hashes.size() && i < lease_offsets_.size(); ++i)
+    lease_txids_.emplace_back(hashes[i], lease_offsets_[i]);
+}
+
+std::optional<offset>
+cursor_core::frame_of(std::string_view transaction_id) const {
+  auto h = txid_hash(transaction_id);
+  for (auto& [hash, off] : lease_txids_)
+    if (hash == h)
+      return off;
+  return std::nullopt;
+}
+
+std::uint64_t cursor_core::txid_hash(std::string_view transaction_id) noexcept {
+  return std::hash<std::string_view>{}(transaction_id);
+}
+
 bool cursor_core::release_unwritten(const std::string& lease_id) {
   if (!lease_ || lease_->id != lease_id)
     return false;
@@ -249,17 +273,32 @@ bool cursor_core::release_unwritten(const std::string& lease_id) {
 
 // -- settlement ---------------------------------------------------------------
 
-ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
+ack_outcome cursor_core::ack(const ack_request& named, offset last_offset,
                              mono_time now) {
   ack_outcome out;
   bool live = lease_ && now < lease_->expires;
-  if (req.lease_id || req.lease_epoch) {
-    if (!live || (req.lease_id && *req.lease_id != lease_->id)
-        || (req.lease_epoch && *req.lease_epoch != lease_->epoch)) {
+  if (named.lease_id || named.lease_epoch) {
+    if (!live || (named.lease_id && *named.lease_id != lease_->id)
+        || (named.lease_epoch && *named.lease_epoch != lease_->epoch)) {
       out.error = ack_error::invalid_lease;
       return out;
     }
   }
+  // By transactionId: the frame of the last lease with that id, then the
+  // rules of an ack by offset (a frame of an earlier lease is not known).
+  const ack_request* by = &named;
+  ack_request resolved;
+  if (named.transaction_id) {
+    auto off = frame_of(*named.transaction_id);
+    if (!off) {
+      out.error = live ? ack_error::not_in_lease : ack_error::invalid_lease;
+      return out;
+    }
+    resolved = named;
+    resolved.off = *off;
+    by = &resolved;
+  }
+  const ack_request& req = *by;
   if (req.off.value < 0 || req.off > last_offset) {
     out.error = ack_error::not_found;
     return out;

@@ -163,6 +163,14 @@ public:
   grant_result grant(const delivery_plan& plan, std::size_t delivered,
                      std::string lease_id, mono_time now);
 
+  /// The transaction ids of the frames the last grant delivered, in its
+  /// order (hashed with `txid_hash`): what an ack naming a frame by
+  /// transactionId resolves against until the next grant.
+  void note_lease_txids(std::vector<std::uint64_t> hashes);
+  /// The frame of the last lease with this transaction id, if any.
+  std::optional<offset> frame_of(std::string_view transaction_id) const;
+  static std::uint64_t txid_hash(std::string_view transaction_id) noexcept;
+
   /// The response carrying the lease could not be written: the lease ends at
   /// once, its deliveries are not counted, nothing is charged.
   bool release_unwritten(const std::string& lease_id);
@@ -272,6 +280,8 @@ private:
   std::optional<lease_info> lease_;
   /// The frames the live lease delivered, in order.
   std::vector<offset> lease_offsets_;
+  /// (txid hash, offset) of the frames the last grant delivered.
+  std::vector<std::pair<std::uint64_t, offset>> lease_txids_;
   /// Per frame of the live lease (by index in lease_offsets_): settled.
   std::vector<bool> settled_;
   /// Frames of the live lease not settled yet (the lease ends at zero).

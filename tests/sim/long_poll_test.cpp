@@ -263,7 +263,8 @@ TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
   fx.run();
   CHECK_FALSE(*parked);
   CHECK(fx.pop(fx.req(true)).failure); // the one slot is taken
-  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id);
+  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id,
+                 std::optional<std::string>{"q"});
   fx.run();
   REQUIRE(*parked);
   CHECK((*parked)->claimed.empty());
@@ -336,7 +337,8 @@ TEST_CASE("a cancel that arrives while the pop is still running answers it "
   // queue starts its run; then the client leaves.
   for (int i = 0; i < 3; ++i)
     fx.sched.run_once();
-  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id);
+  caf::anon_send(fx.broker, actors::cancel_atom::value, waiting.lease_id,
+                 std::optional<std::string>{"q"});
   fx.run();
   REQUIRE(*parked);
   CHECK((*parked)->claimed.empty());

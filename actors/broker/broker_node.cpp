@@ -1,0 +1,175 @@
+// The broker's node-API requests that name things as the wire does: acks by
+// partition uuid (and transactionId), extend and release by lease id, and
+// cancel by request token routed to its queue; with the two directories
+// they need (partitions by uuid, the queue of each live lease).
+
+#include "actors/broker/broker_state.hpp"
+
+namespace spool::actors::broker_detail {
+
+void learn_partitions(broker_ptr self, const queue_push_reply& reply) {
+  for (auto& t : reply.targets)
+    self->state.by_uuid.add(t.partition_uuid, t.queue, t.partition);
+}
+
+void forget_queue(broker_ptr self, const std::string& name) {
+  auto& st = self->state;
+  st.by_uuid.drop_queue(name);
+  std::erase_if(st.lease_queue,
+                [&](const auto& kv) { return kv.second == name; });
+}
+
+namespace {
+
+/// The acks of one (queue, partition, group), with their item indices.
+struct ack_share {
+  std::string queue;
+  std::string partition;
+  std::string group;
+  queue_actor actor;
+  std::vector<std::size_t> items;
+  std::vector<ack_request> reqs;
+};
+
+/// Why item `a` is malformed (nothing of the list is applied then).
+std::optional<api_error> malformed(const located_ack& a) {
+  SPOOL_TRY(core::check_name(core::name_kind::group, a.group));
+  SPOOL_TRY(core::check_ack(a.ack));
+  return std::nullopt;
+}
+
+/// The queue that granted lease `id` (`queues.end()`: none known).
+std::map<std::string, queue_actor>::iterator
+queue_of_lease(broker_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto it = st.lease_queue.find(id);
+  return it == st.lease_queue.end() ? st.queues.end()
+                                    : st.queues.find(it->second);
+}
+
+} // namespace
+
+caf::typed_response_promise<std::vector<located_ack_reply>>
+on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
+  auto rp = promise_for<std::vector<located_ack_reply>>(self);
+  auto& st = self->state;
+  std::vector<located_ack_reply> out(acks.size());
+  for (std::size_t i = 0; i < acks.size(); ++i)
+    if (auto bad = malformed(acks[i])) {
+      // As the per-partition ack: every item answers the error.
+      auto err
+          = make_error(bad->code, "acknowledgments[", i, "].", bad->message);
+      for (auto& o : out)
+        o.reply.failure = err;
+      rp.deliver(std::move(out));
+      return rp.later();
+    }
+  std::vector<ack_share> shares;
+  std::map<std::tuple<std::string, std::string, std::string>, std::size_t>
+      index;
+  for (std::size_t i = 0; i < acks.size(); ++i) {
+    auto& a = acks[i];
+    auto* place = st.by_uuid.find(a.partition_uuid);
+    auto q = place ? st.queues.find(place->queue) : st.queues.end();
+    if (q == st.queues.end()) {
+      out[i].reply.error = ack_error::not_found;
+      continue;
+    }
+    out[i].queue = place->queue;
+    out[i].partition = place->partition;
+    auto key = std::make_tuple(place->queue, place->partition, a.group);
+    auto [it, fresh] = index.try_emplace(key, shares.size());
+    if (fresh)
+      shares.push_back(
+          {place->queue, place->partition, a.group, q->second, {}, {}});
+    shares[it->second].items.push_back(i);
+    shares[it->second].reqs.push_back(std::move(a.ack));
+  }
+  if (shares.empty()) {
+    rp.deliver(std::move(out));
+    return rp.later();
+  }
+  auto run = std::make_shared<
+      std::pair<std::vector<ack_share>, std::vector<located_ack_reply>>>(
+      std::move(shares), std::move(out));
+  gather<std::vector<ack_reply>>(
+      run->first.size(),
+      [self, run](std::size_t k) {
+        auto& s = run->first[k];
+        return self->request(s.actor, caf::infinite, ack_atom::value,
+                             s.partition, s.group, s.reqs);
+      },
+      [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
+        auto& [shares, out] = *run;
+        std::vector<std::string> woke;
+        for (std::size_t k = 0; k < shares.size(); ++k) {
+          auto& s = shares[k];
+          for (std::size_t j = 0; j < s.items.size(); ++j) {
+            auto& slot = out[s.items[j]].reply;
+            if (!rs[k].reply || j >= rs[k].reply->size()) {
+              slot.failure = unreachable(rs[k].error, "queue");
+              continue;
+            }
+            slot = std::move((*rs[k].reply)[j]);
+            if (slot.lease_released)
+              woke.push_back(s.queue);
+          }
+        }
+        rp.deliver(std::move(out));
+        if (!woke.empty()) // a released lease may serve a namespace pop
+          wake(self, woke);
+      });
+  return rp.later();
+}
+
+caf::delegated<lease_extend_reply>
+on_extend_lease(broker_ptr self, const std::string& id,
+                std::chrono::milliseconds by) {
+  auto q = queue_of_lease(self, id);
+  if (q == self->state.queues.end()) {
+    auto rp = promise_for<lease_extend_reply>(self);
+    lease_extend_reply none;
+    none.error = extend_error::not_found;
+    rp.deliver(std::move(none));
+    return {};
+  }
+  return self->delegate(q->second, extend_atom::value, id, by);
+}
+
+caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id) {
+  auto q = queue_of_lease(self, id);
+  if (q == self->state.queues.end()) {
+    auto rp = promise_for<bool>(self);
+    rp.deliver(false);
+    return {};
+  }
+  // Parked namespace pops wait: the released lease wakes them.
+  return via_queue<bool>(
+      self, q->first, q->second, [](bool released) { return released; },
+      [](caf::error&) { return false; }, release_atom::value, id);
+}
+
+void on_lease_note(broker_ptr self, const std::string& id,
+                   const std::string& queue, bool live) {
+  auto& leases = self->state.lease_queue;
+  if (live) {
+    leases[id] = queue;
+    return;
+  }
+  if (auto it = leases.find(id); it != leases.end() && it->second == queue)
+    leases.erase(it);
+}
+
+void on_cancel(broker_ptr self, const std::string& token,
+               const std::optional<std::string>& queue) {
+  auto& st = self->state;
+  if (auto c = st.creating.find(token); c != st.creating.end())
+    c->second = true;
+  st.parked.cancel(token); // a namespace pop parks here
+  if (!queue)
+    return;
+  if (auto q = st.queues.find(*queue); q != st.queues.end())
+    self->send(q->second, cancel_atom::value, token);
+}
+
+} // namespace spool::actors::broker_detail

@@ -1,0 +1,129 @@
+// A queue's leases by id (core::lease_directory): what its pops granted,
+// extended and released by lease id across the partitions one lease holds.
+// The broker hears of each lease that begins or ends here (its directory
+// routes a lease id to this queue).
+
+#include "actors/queue/queue_state.hpp"
+
+namespace spool::actors::queue_detail {
+
+namespace {
+
+/// Expired entries removed per grant (the directory stays at the live
+/// leases without a timer of its own).
+constexpr std::size_t lease_sweep_step = 16;
+
+void tell_broker(queue_ptr self, const std::string& id, bool live) {
+  auto& w = self->state.cfg.lease_watcher;
+  if (!w)
+    return;
+  if (auto h = caf::actor_cast<lease_watcher>(w))
+    self->send(h, lease_atom::value, id, self->state.cfg.record.name, live);
+}
+
+void forget(queue_ptr self, const std::string& id) {
+  tell_broker(self, id, false);
+}
+
+} // namespace
+
+void lease_granted(queue_ptr self, const std::string& id,
+                   const std::string& group, const std::string& partition,
+                   mono_time expires) {
+  auto& leases = self->state.leases;
+  for (auto& gone : leases.sweep(self->clock().now(), lease_sweep_step))
+    forget(self, gone);
+  bool fresh = leases.size() == 0 || !leases.find(id, self->clock().now());
+  leases.granted(id, group, {partition}, expires);
+  if (fresh)
+    tell_broker(self, id, true);
+}
+
+void lease_ended(queue_ptr self, const std::string& id,
+                 const std::string& partition) {
+  if (self->state.leases.ended(id, partition))
+    forget(self, id);
+}
+
+caf::typed_response_promise<lease_extend_reply>
+on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
+  auto rp = promise_for<lease_extend_reply>(self);
+  auto& st = self->state;
+  auto now = self->clock().now();
+  auto* entry = st.leases.find(id, now);
+  if (entry == nullptr) {
+    forget(self, id);
+    lease_extend_reply none;
+    none.error = extend_error::not_found;
+    rp.deliver(std::move(none));
+    return rp.later();
+  }
+  std::vector<partition_actor> parts;
+  std::vector<std::pair<std::string, std::string>> names; // (name, uuid)
+  for (auto& p : entry->partitions)
+    if (auto it = st.partitions.find(p); it != st.partitions.end()) {
+      parts.push_back(it->second.actor);
+      names.emplace_back(p, it->second.rec.uuid);
+    }
+  fan_out<extend_reply>(
+      self, parts,
+      [self, rp, id, names](std::vector<fanned<extend_reply>> rs) mutable {
+        lease_extend_reply out;
+        std::optional<mono_time> latest;
+        for (std::size_t i = 0; i < rs.size(); ++i) {
+          extend_reply r = rs[i].reply
+                               ? std::move(*rs[i].reply)
+                               : failed<extend_reply>(unreachable(rs[i].error));
+          if (r.error == extend_error::not_found
+              || r.error == extend_error::expired)
+            lease_ended(self, id, names[i].first); // over there
+          else if (r.expires && (!latest || *r.expires > *latest))
+            latest = r.expires;
+          out.partitions.push_back(
+              {names[i].first, names[i].second, std::move(r)});
+        }
+        if (latest)
+          self->state.leases.extended(id, *latest);
+        if (out.partitions.empty())
+          out.error = extend_error::not_found;
+        rp.deliver(std::move(out));
+      },
+      extend_atom::value, entry->group, id, by);
+  return rp.later();
+}
+
+caf::typed_response_promise<bool> on_release(queue_ptr self,
+                                             const std::string& id) {
+  auto rp = promise_for<bool>(self);
+  auto& st = self->state;
+  auto* entry = st.leases.find(id, self->clock().now());
+  if (entry == nullptr) {
+    forget(self, id);
+    rp.deliver(false);
+    return rp.later();
+  }
+  std::vector<partition_actor> parts;
+  std::vector<std::string> names;
+  for (auto& p : entry->partitions)
+    if (auto it = st.partitions.find(p); it != st.partitions.end()) {
+      parts.push_back(it->second.actor);
+      names.push_back(p);
+    }
+  auto group = entry->group;
+  st.leases.erase(id);
+  forget(self, id);
+  fan_out<bool>(
+      self, parts,
+      [self, rp, names, group](std::vector<fanned<bool>> rs) mutable {
+        bool any = false;
+        for (auto& r : rs)
+          any = any || (r.reply && *r.reply);
+        if (any)
+          wake_for(self, names, group);
+        rp.deliver(any);
+      },
+      release_atom::value, group, id);
+  return rp.later();
+}
+
+} // namespace spool::actors::queue_detail

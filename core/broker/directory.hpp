@@ -1,0 +1,45 @@
+#pragma once
+
+/// The node's directory of partitions by uuid: a wire ack names its frame by
+/// `partitionId` (the partition's uuid) and transactionId only, so the
+/// broker resolves the uuid to (queue, partition name) here. Filled at
+/// recovery and by every reply that names a new partition (push, configure,
+/// transaction), pruned when a queue is deleted. Pure: no CAF include.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace spool::core {
+
+/// Where a partition uuid lives.
+struct partition_place {
+  std::string queue;
+  std::string partition;
+};
+
+class partition_directory {
+public:
+  /// Records (or re-records) `uuid` as partition `partition` of `queue`.
+  void add(const std::string& uuid, const std::string& queue,
+           const std::string& partition);
+
+  /// The partition of `uuid`, if known (nullptr otherwise).
+  const partition_place* find(std::string_view uuid) const;
+
+  /// Forgets every partition of `queue` (it was deleted).
+  void drop_queue(const std::string& queue);
+
+  std::size_t size() const noexcept {
+    return by_uuid_.size();
+  }
+
+private:
+  std::unordered_map<std::string, partition_place> by_uuid_;
+  /// The uuids of each queue, for `drop_queue`.
+  std::unordered_map<std::string, std::vector<std::string>> of_queue_;
+};
+
+} // namespace spool::core

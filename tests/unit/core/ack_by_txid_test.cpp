@@ -1,0 +1,100 @@
+// An ack naming its frame by transactionId (the wire's ack, api.md): the
+// cursor resolves it against the frames its last lease delivered.
+
+#include <catch2/catch.hpp>
+
+#include "core/cursor/cursor_core.hpp"
+
+using namespace spool;
+using namespace spool::core;
+using namespace std::chrono_literals;
+
+namespace {
+
+const mono_time t0 = mono_time{} + 1000h;
+
+/// A cursor on offsets 0..9 that leased `n` frames with ids "tx<offset>".
+struct leased {
+  cursor_core cur{storage::cursor_record{}, [] {
+                    cursor_policy p;
+                    p.lease_time = 30s;
+                    return p;
+                  }()};
+  lease_info lease;
+
+  explicit leased(std::size_t n, std::string id = "L1") {
+    auto plan = cur.plan(t0, offset{0}, offset{9}, n);
+    REQUIRE(std::holds_alternative<delivery_plan>(plan));
+    auto& p = std::get<delivery_plan>(plan);
+    auto g = cur.grant(p, p.deliver.size(), std::move(id), t0);
+    REQUIRE(g.lease);
+    lease = *g.lease;
+    std::vector<std::uint64_t> hashes;
+    for (auto o : p.deliver)
+      hashes.push_back(cursor_core::txid_hash("tx" + std::to_string(o.value)));
+    cur.note_lease_txids(std::move(hashes));
+  }
+
+  ack_outcome ack(std::string txid, mono_time now = t0) {
+    ack_request r;
+    r.transaction_id = std::move(txid);
+    r.off = offset{999}; // ignored: the id names the frame
+    return cur.ack(r, offset{9}, now);
+  }
+};
+
+} // namespace
+
+TEST_CASE("an ack by transactionId settles the lease's frame with that id",
+          "[cursor][ack][txid]") {
+  leased fx(3);
+  CHECK(fx.cur.frame_of("tx1") == offset{1});
+  CHECK(fx.ack("tx0").error == ack_error::none);
+  CHECK(fx.cur.committed() == offset{0});
+  fx.ack("tx2");
+  CHECK(fx.cur.committed() == offset{0}); // 1 is not settled yet
+  auto last = fx.ack("tx1");
+  CHECK(last.lease_released);
+  CHECK(fx.cur.committed() == offset{2});
+}
+
+TEST_CASE("an ack by an unknown transactionId is not in the lease",
+          "[cursor][ack][txid]") {
+  leased fx(2);
+  auto r = fx.ack("tx7"); // a frame the lease did not deliver
+  CHECK(r.error == ack_error::not_in_lease);
+  CHECK_FALSE(r.changed);
+  CHECK(fx.cur.committed() == offset{-1});
+}
+
+TEST_CASE("an ack by transactionId after the lease expired is refused",
+          "[cursor][ack][txid]") {
+  leased fx(2);
+  auto r = fx.ack("tx0", t0 + 31s);
+  CHECK(r.error == ack_error::invalid_lease);
+  CHECK(fx.cur.committed() == offset{-1});
+}
+
+TEST_CASE("a repeated ack by transactionId succeeds and changes nothing",
+          "[cursor][ack][txid]") {
+  leased fx(1);
+  CHECK(fx.ack("tx0").lease_released);
+  auto again = fx.ack("tx0"); // the lease ended; the id still resolves
+  CHECK(again.error == ack_error::none);
+  CHECK_FALSE(again.changed);
+}
+
+TEST_CASE("an ack by transactionId resolves against the last lease only",
+          "[cursor][ack][txid]") {
+  leased fx(1);
+  fx.ack("tx0");
+  // The next lease delivers offset 1 under new ids.
+  auto plan = fx.cur.plan(t0, offset{0}, offset{9}, 1);
+  auto& p = std::get<delivery_plan>(plan);
+  auto g = fx.cur.grant(p, 1, "L2", t0);
+  REQUIRE(g.lease);
+  fx.cur.note_lease_txids({cursor_core::txid_hash("next")});
+  CHECK_FALSE(fx.cur.frame_of("tx0"));
+  CHECK(fx.cur.frame_of("next") == offset{1});
+  CHECK(fx.ack("tx0").error == ack_error::not_in_lease);
+}
