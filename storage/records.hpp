@@ -10,48 +10,12 @@
 #include <vector>
 
 #include "storage/trailing.hpp"
+#include "vocab/options.hpp"
 #include "storage/types.hpp"
 
 namespace spool::storage {
 
-/// Queue options, Queen's names (semantics.md §9). Stored as given; the
-/// broker validates them when a queue is configured.
-struct queue_options {
-  std::int64_t lease_time_s = 300;
-  std::int64_t retry_limit = 3;
-  std::int64_t retry_delay_ms = 0;
-  std::vector<std::int64_t> retry_backoff_ms;
-  std::int64_t max_deliveries = 0;
-  std::int64_t max_size = 0;
-  std::int64_t delayed_processing_s = 0;
-  std::int64_t window_buffer_s = 0;
-  std::optional<std::int64_t> window_buffer_max_s;
-  bool retention_enabled = true;
-  std::int64_t retention_s = 0;
-  std::int64_t completed_retention_s = 0;
-  std::int64_t max_wait_time_s = 0;
-  std::optional<bool> dead_letter_queue;
-  std::optional<bool> dlq_after_max_retries;
-  std::int64_t dlq_retention_s = 14 * 24 * 3600;
-  std::int64_t dedup_window_s = 0;
-  std::int64_t group_idle_s = 0;
-  std::int64_t priority = 0;
-  std::int64_t ttl_s = 0;
-  bool encryption_enabled = false;
-
-  friend bool operator==(const queue_options&, const queue_options&) = default;
-
-  template <class F>
-  friend auto fields(F& f, queue_options& x) {
-    return f(x.lease_time_s, x.retry_limit, x.retry_delay_ms,
-             x.retry_backoff_ms, x.max_deliveries, x.max_size,
-             x.delayed_processing_s, x.window_buffer_s, x.window_buffer_max_s,
-             x.retention_enabled, x.retention_s, x.completed_retention_s,
-             x.max_wait_time_s, x.dead_letter_queue, x.dlq_after_max_retries,
-             x.dlq_retention_s, x.dedup_window_s, x.group_idle_s, x.priority,
-             x.ttl_s, x.encryption_enabled);
-  }
-};
+using spool::queue_options;
 
 struct queue_record {
   queue_id id;

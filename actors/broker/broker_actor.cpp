@@ -434,6 +434,11 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return on_dlq_delete(self, f);
       },
       [self](txn_atom, core::txn_request& req) {
+        if (auto unknown = locate_txn_acks(self, req)) {
+          auto rp = promise_for<txn_reply>(self);
+          rp.deliver(txn_reply{std::move(*unknown), std::nullopt});
+          return rp.later();
+        }
         return run_transaction(self->state.txn, std::move(req));
       },
       [self](seek_atom, const std::string& queue, seek_request& req) {

@@ -149,6 +149,22 @@ caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id) {
       [](caf::error&) { return false; }, release_atom::value, id);
 }
 
+std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
+                                                core::txn_request& req) {
+  for (std::size_t i = 0; i < req.ops.size(); ++i) {
+    auto* ack = std::get_if<core::txn_ack_op>(&req.ops[i]);
+    if (ack == nullptr || ack->partition_uuid.empty())
+      continue;
+    auto* place = self->state.by_uuid.find(ack->partition_uuid);
+    if (place == nullptr)
+      return core::txn_rollback(req.id.value_or(""), i,
+                                to_string(ack_error::not_found));
+    ack->queue = place->queue;
+    ack->partition = place->partition;
+  }
+  return std::nullopt;
+}
+
 void on_lease_note(broker_ptr self, const std::string& id,
                    const std::string& queue, bool live) {
   auto& leases = self->state.lease_queue;

@@ -165,6 +165,9 @@ on_extend_lease(broker_ptr self, const std::string& id,
 
 caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id);
 
+std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
+                                                core::txn_request& req);
+
 void on_lease_note(broker_ptr self, const std::string& id,
                    const std::string& queue, bool live);
 

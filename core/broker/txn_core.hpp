@@ -41,6 +41,9 @@ struct txn_ack_op {
   std::string partition;
   std::string group;
   ack_request ack;
+  /// The wire's `partitionId`: when set, the broker resolves it to `queue`
+  /// and `partition` before anything else (unknown: `Message not found`).
+  std::string partition_uuid = {};
 };
 
 using txn_op = std::variant<txn_push_op, txn_ack_op>;

@@ -10,22 +10,14 @@
 #include <optional>
 
 #include "core/cursor/cursor_core.hpp"
+#include "vocab/queries.hpp"
 #include "storage/error.hpp"
 #include "storage/records.hpp"
 #include "storage/types.hpp"
 
 namespace spool::core {
 
-/// The body of a seek: `toEnd`, `timestamp` and Spool's additions
-/// `toStart`, `offset`, `shiftBy`. An unset field is absent (a false flag
-/// too).
-struct seek_target {
-  bool to_end = false;
-  std::optional<storage::micros> timestamp; ///< µs UTC
-  bool to_start = false;
-  std::optional<std::int64_t> offset; ///< the next offset wanted
-  std::optional<std::int64_t> shift_by;
-};
+using spool::seek_target;
 
 /// Which target applies.
 enum class seek_rule : std::uint8_t {

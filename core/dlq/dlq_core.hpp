@@ -13,28 +13,12 @@
 
 #include "storage/error.hpp"
 #include "storage/records.hpp"
+#include "vocab/queries.hpp"
 
 namespace spool::core {
 
-/// Which entries an operation applies to; every field narrows the set.
-struct dlq_filter {
-  std::optional<std::string> queue;
-  std::optional<std::string> group;
-  std::optional<std::string> partition; ///< by name
-  std::optional<storage::micros> from;  ///< failed_at >= from
-  std::optional<storage::micros> to;    ///< failed_at <= to
-  /// Non-empty: exactly these entries (each must exist and match).
-  std::vector<std::uint64_t> ids;
-};
-
-/// A listing: the filter, then `after` (entries older than that id), then
-/// `offset` entries skipped, then at most `limit`.
-struct dlq_query {
-  dlq_filter filter;
-  std::size_t limit = 100;
-  std::size_t offset = 0;
-  std::optional<std::uint64_t> after;
-};
+using spool::dlq_filter;
+using spool::dlq_query;
 
 constexpr std::size_t dlq_max_limit = 10'000;
 /// A listing's deepest `offset` (a deeper page is reached with `after`):

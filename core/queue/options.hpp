@@ -14,31 +14,7 @@
 
 namespace spool::core {
 
-/// The options a `configure` names; every unset one keeps its value
-/// (semantics.md §8: configure changes only the options it names).
-struct options_patch {
-  std::optional<std::int64_t> lease_time_s;
-  std::optional<std::int64_t> retry_limit;
-  std::optional<std::int64_t> retry_delay_ms;
-  std::optional<std::vector<std::int64_t>> retry_backoff_ms;
-  std::optional<std::int64_t> max_deliveries;
-  std::optional<std::int64_t> max_size;
-  std::optional<std::int64_t> delayed_processing_s;
-  std::optional<std::int64_t> window_buffer_s;
-  std::optional<std::int64_t> window_buffer_max_s;
-  std::optional<bool> retention_enabled;
-  std::optional<std::int64_t> retention_s;
-  std::optional<std::int64_t> completed_retention_s;
-  std::optional<std::int64_t> max_wait_time_s;
-  std::optional<bool> dead_letter_queue;
-  std::optional<bool> dlq_after_max_retries;
-  std::optional<std::int64_t> dlq_retention_s;
-  std::optional<std::int64_t> dedup_window_s;
-  std::optional<std::int64_t> group_idle_s;
-  std::optional<std::int64_t> priority;
-  std::optional<std::int64_t> ttl_s;
-  std::optional<bool> encryption_enabled;
-};
+using spool::options_patch;
 
 /// The inclusive range of an integer option, with its wire name and unit.
 struct option_range {

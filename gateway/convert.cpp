@@ -1,0 +1,336 @@
+#include "gateway/convert.hpp"
+
+#include <algorithm>
+
+#include "core/queue/subscription.hpp"
+
+namespace spool::gateway_detail {
+
+namespace {
+
+storage::frame to_frame(node::push_item& item,
+                        const std::function<std::string()>& make_id) {
+  storage::frame f;
+  if (item.transaction_id) {
+    f.transaction_id = std::move(*item.transaction_id);
+    f.origin = storage::txid_origin::client;
+  } else {
+    f.transaction_id = make_id();
+    f.origin = storage::txid_origin::generated;
+  }
+  f.trace_id = std::move(item.trace_id);
+  f.headers = std::move(item.headers);
+  f.producer_sub = std::move(item.producer_sub);
+  f.encoding = item.binary ? storage::payload_encoding::binary
+                           : storage::payload_encoding::json;
+  f.payload = std::move(item.payload);
+  return f;
+}
+
+node::push_result from_target(const actors::push_target& t,
+                              const storage::frame_result& r,
+                              const std::pair<std::string, std::string>& id) {
+  node::push_result out;
+  out.queue = t.queue;
+  out.partition = t.partition;
+  out.partition_id = t.partition_uuid;
+  out.transaction_id = id.first;
+  out.trace_id = id.second;
+  out.status = r.status == storage::frame_result::duplicate
+                   ? node::push_status::duplicate
+                   : node::push_status::queued;
+  out.offset = r.off.value;
+  return out;
+}
+
+std::string group_or_queue_mode(const std::optional<std::string>& g) {
+  return g ? *g : std::string{core::queue_mode_group};
+}
+
+} // namespace
+
+std::vector<actors::broker_push_item>
+to_broker(std::vector<node::push_item>& items,
+          const std::function<std::string()>& make_id, item_ids& ids) {
+  std::vector<actors::broker_push_item> out;
+  out.reserve(items.size());
+  ids.reserve(items.size());
+  for (auto& item : items) {
+    auto f = to_frame(item, make_id);
+    ids.emplace_back(f.transaction_id, f.trace_id);
+    out.push_back(
+        {std::move(item.queue), {std::move(item.partition), std::move(f)}});
+  }
+  return out;
+}
+
+expected<node::push_reply> from_broker(actors::queue_push_reply& r,
+                                       const item_ids& ids) {
+  if (r.failure)
+    return *r.failure;
+  node::push_reply out;
+  out.created_at = r.created_at;
+  out.items.reserve(r.results.size());
+  for (std::size_t i = 0; i < r.results.size(); ++i)
+    out.items.push_back(
+        from_target(r.target_of(i), r.results[i].result, ids.at(i)));
+  return out;
+}
+
+actors::queue_pop_request to_broker(node::pop_request& req) {
+  actors::queue_pop_request out;
+  out.partition = std::move(req.partition);
+  out.group = group_or_queue_mode(req.group);
+  out.batch = req.batch;
+  out.partitions = req.partitions;
+  out.max_bytes = req.max_bytes.value_or(SIZE_MAX);
+  out.auto_ack = req.auto_ack;
+  out.wait = req.wait;
+  out.timeout = req.timeout;
+  out.lease_id = std::move(req.token);
+  out.subscription.mode = std::move(req.subscription_mode);
+  out.subscription.from = std::move(req.subscription_from);
+  return out;
+}
+
+node::message from_stored(storage::stored_frame& f, const std::string& queue,
+                          const std::string& partition,
+                          const std::string& partition_id) {
+  node::message m;
+  m.queue = queue;
+  m.partition = partition;
+  m.partition_id = partition_id;
+  m.offset = f.off.value;
+  m.transaction_id = std::move(f.data.transaction_id);
+  m.trace_id = std::move(f.data.trace_id);
+  m.headers = std::move(f.data.headers);
+  m.producer_sub = std::move(f.data.producer_sub);
+  m.payload = std::move(f.data.payload);
+  m.binary = f.data.encoding == storage::payload_encoding::binary;
+  m.created_at = f.created_at;
+  return m;
+}
+
+node::pop_reply from_broker(const std::string& queue, const std::string& group,
+                            actors::queue_pop_reply& r, const clocks& now) {
+  node::pop_reply out;
+  out.queue = queue;
+  out.group = group;
+  out.reason = r.reason;
+  out.partitions_claimed = r.claimed.size();
+  for (auto& d : r.claimed) {
+    auto& lease = d.reply.lease;
+    for (auto& dm : d.reply.messages) {
+      auto m = from_stored(dm.frame, queue, d.partition, d.partition_uuid);
+      m.delivery_count = dm.delivery_count;
+      m.requeued = dm.requeued;
+      if (lease) {
+        m.lease_id = lease->id;
+        m.lease_epoch = lease->epoch;
+        m.lease_expires_at = now.wall_of(lease->expires);
+      }
+      out.messages.push_back(std::move(m));
+    }
+    if (d.reply.skipped)
+      out.skipped.push_back({d.partition, d.reply.skipped->first.value,
+                             d.reply.skipped->last.value});
+  }
+  return out;
+}
+
+expected<std::vector<actors::located_ack>> to_broker(node::ack_request& req) {
+  std::vector<actors::located_ack> out;
+  out.reserve(req.items.size());
+  for (std::size_t i = 0; i < req.items.size(); ++i) {
+    auto& item = req.items[i];
+    if (!item.transaction_id && !item.offset)
+      return make_error(errc::invalid_argument, "acknowledgments[", i,
+                        "].transactionId is required");
+    if (item.partition_id.empty())
+      return make_error(errc::invalid_argument, "acknowledgments[", i,
+                        "].partitionId is required");
+    actors::located_ack a;
+    a.partition_uuid = std::move(item.partition_id);
+    a.group = group_or_queue_mode(req.group ? req.group : item.group);
+    a.ack.lease_id = std::move(item.lease_id);
+    a.ack.lease_epoch = item.lease_epoch;
+    a.ack.off = offset{item.offset.value_or(0)};
+    a.ack.transaction_id = std::move(item.transaction_id);
+    a.ack.status = item.status;
+    a.ack.error = std::move(item.error);
+    a.ack.delay = item.delay;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+expected<node::ack_reply>
+from_broker(std::vector<actors::located_ack_reply>& rs) {
+  node::ack_reply out;
+  out.items.reserve(rs.size());
+  for (auto& r : rs) {
+    // A malformed list is refused whole (every item carries the error).
+    if (r.reply.failure && r.reply.failure->code == errc::invalid_argument)
+      return *r.reply.failure;
+    node::ack_result a;
+    a.queue = std::move(r.queue);
+    a.partition = std::move(r.partition);
+    if (r.reply.failure)
+      a.error = r.reply.failure->message;
+    else
+      a.error = to_string(r.reply.error);
+    a.success = !r.reply.failure && r.reply.error == ack_error::none;
+    a.lease_released = r.reply.lease_released;
+    a.dead_lettered = r.reply.dead_lettered;
+    out.items.push_back(std::move(a));
+  }
+  return out;
+}
+
+expected<node::extend_reply> from_broker(actors::lease_extend_reply& r,
+                                         const clocks& now) {
+  if (r.failure)
+    return *r.failure;
+  node::extend_reply out;
+  if (r.error != extend_error::none) {
+    out.error = to_string(r.error);
+    return out;
+  }
+  std::optional<api_error> failure;
+  for (auto& p : r.partitions) {
+    if (p.reply.failure) {
+      failure = failure.value_or(*p.reply.failure);
+      continue;
+    }
+    if (p.reply.error != extend_error::none) {
+      if (out.error.empty())
+        out.error = to_string(p.reply.error);
+      continue;
+    }
+    if (!p.reply.expires)
+      continue;
+    auto at = now.wall_of(*p.reply.expires);
+    out.expires_at = out.partitions.empty() ? at : std::min(out.expires_at, at);
+    out.partitions.push_back(p.partition);
+  }
+  if (out.partitions.empty() && failure)
+    return *failure;
+  out.success = !out.partitions.empty();
+  if (out.success)
+    out.error.clear();
+  else if (out.error.empty())
+    out.error = to_string(extend_error::not_found);
+  return out;
+}
+
+node::queue_info from_record(const storage::queue_record& rec) {
+  node::queue_info q;
+  q.name = rec.name;
+  q.id = rec.id.value;
+  q.name_space = rec.name_space;
+  q.task = rec.task;
+  q.options = rec.options;
+  q.created_at = rec.created_at;
+  return q;
+}
+
+node::cursor_view from_broker(actors::cursor_info& c) {
+  node::cursor_view v;
+  v.queue = std::move(c.queue);
+  v.partition = std::move(c.partition);
+  v.partition_id = std::move(c.partition_uuid);
+  v.group = std::move(c.group);
+  v.committed = c.committed.value;
+  v.last_offset = c.last_offset.value;
+  v.lag = c.lag;
+  v.oldest_unconsumed_at = c.oldest_unconsumed_at;
+  if (c.lease)
+    v.lease = node::lease_view{c.lease->id, c.lease->epoch, c.lease_expires_at,
+                               c.lease->range.first.value,
+                               c.lease->range.last.value};
+  v.redeliveries = c.redeliveries;
+  v.last_activity = c.last_activity;
+  return v;
+}
+
+node::dlq_message from_broker(core::dlq_item& item) {
+  node::dlq_message m;
+  m.dlq_id = item.entry.id;
+  m.queue = item.queue;
+  m.partition = item.partition;
+  m.group = std::move(item.group);
+  m.error = std::move(item.entry.error);
+  m.retry_count = item.entry.deliveries;
+  m.failed_at = item.entry.failed_at;
+  m.frame = from_stored(item.entry.message, item.queue, item.partition, "");
+  return m;
+}
+
+expected<core::txn_request>
+to_broker(node::txn_request& req, const std::function<std::string()>& make_id,
+          std::vector<item_ids>& ids) {
+  core::txn_request out;
+  out.id = std::move(req.transaction_id);
+  ids.resize(req.operations.size());
+  for (std::size_t i = 0; i < req.operations.size(); ++i) {
+    if (auto* push = std::get_if<node::txn_push>(&req.operations[i])) {
+      core::txn_push_op op;
+      for (auto& item : push->items) {
+        auto f = to_frame(item, make_id);
+        ids[i].emplace_back(f.transaction_id, f.trace_id);
+        op.items.push_back(
+            {std::move(item.queue), std::move(item.partition), std::move(f)});
+      }
+      out.ops.emplace_back(std::move(op));
+      continue;
+    }
+    node::ack_request one;
+    one.items.push_back(std::get<node::txn_ack>(req.operations[i]).ack);
+    auto located = to_broker(one);
+    if (!located)
+      return make_error(located.err().code, "operations[", i, "].",
+                        located.err().message);
+    auto& a = located->front();
+    core::txn_ack_op op;
+    op.group = std::move(a.group);
+    op.ack = std::move(a.ack);
+    op.partition_uuid = std::move(a.partition_uuid);
+    out.ops.emplace_back(std::move(op));
+  }
+  return out;
+}
+
+node::txn_reply from_broker(core::txn_result& r,
+                            const std::vector<item_ids>& ids) {
+  node::txn_reply out;
+  out.transaction_id = std::move(r.transaction_id);
+  out.success = r.success;
+  out.failed_op = r.failed_op;
+  out.error = std::move(r.error);
+  for (std::size_t i = 0; i < r.results.size(); ++i) {
+    auto& op = r.results[i];
+    node::txn_op_result o;
+    o.lease_released = op.lease_released;
+    o.dead_lettered = op.dead_lettered;
+    for (std::size_t j = 0; j < op.items.size(); ++j) {
+      auto& item = op.items[j];
+      node::push_result p;
+      p.queue = item.queue;
+      p.partition = item.partition;
+      p.partition_id = item.partition_uuid;
+      if (i < ids.size() && j < ids[i].size()) {
+        p.transaction_id = ids[i][j].first;
+        p.trace_id = ids[i][j].second;
+      }
+      p.status = item.status == core::txn_push_status::duplicate
+                     ? node::push_status::duplicate
+                     : node::push_status::queued;
+      p.offset = item.off.value;
+      o.items.push_back(std::move(p));
+    }
+    out.results.push_back(std::move(o));
+  }
+  return out;
+}
+
+} // namespace spool::gateway_detail

@@ -1,0 +1,132 @@
+// The gateway over the node's broker: each call converts its request
+// (gateway/convert.hpp), sends it from a short-lived helper actor of its
+// own, and converts the answer there. A helper per request keeps parked
+// pops out of any one actor's table of pending responses (CAF 0.17 keeps
+// them in a list searched on every answer), and it ends with its answer.
+
+#include "gateway/impl.hpp"
+
+namespace spool {
+
+using namespace gateway_detail;
+
+gateway::gateway(std::unique_ptr<impl> p) : impl_(std::move(p)) {
+}
+
+gateway::~gateway() = default;
+
+std::unique_ptr<gateway> make_gateway(caf::actor_system& sys,
+                                      actors::node_api node,
+                                      std::function<micros()> wall) {
+  return std::make_unique<gateway>(
+      std::make_unique<gateway::impl>(sys, std::move(node), std::move(wall)));
+}
+
+std::string gateway::new_token() {
+  return impl_->next_id();
+}
+
+void gateway::push(node::push_request req, done<node::push_reply> k) {
+  auto ids = std::make_shared<item_ids>();
+  auto items = to_broker(
+      req.items, [this] { return impl_->next_id(); }, *ids);
+  impl_->ask<actors::queue_push_reply>(
+      std::move(k),
+      [ids](actors::queue_push_reply& r, const clocks&) {
+        return from_broker(r, *ids);
+      },
+      actors::push_atom::value, std::move(items));
+}
+
+void gateway::pop(node::pop_request req, done<node::pop_reply> k) {
+  if (req.token.empty())
+    req.token = new_token();
+  auto token = req.token;
+  auto group = req.group.value_or(std::string{core::queue_mode_group});
+  std::optional<std::string> queue;
+  if (!req.name_space)
+    queue = req.queue;
+  {
+    std::lock_guard lock{impl_->mx};
+    impl_->pops[token] = queue;
+  }
+  // The pop leaves the table with its answer (before the caller sees it).
+  auto finish = [p = impl_.get(), token,
+                 k = std::move(k)](expected<node::pop_reply> r) mutable {
+    {
+      std::lock_guard lock{p->mx};
+      p->pops.erase(token);
+    }
+    k(std::move(r));
+  };
+  if (req.name_space) {
+    actors::namespace_pop_request nreq;
+    nreq.name_space = *req.name_space;
+    nreq.task = req.task;
+    nreq.pop = to_broker(req);
+    impl_->ask<actors::namespace_pop_reply>(
+        done<node::pop_reply>{std::move(finish)},
+        [group](actors::namespace_pop_reply& r,
+                const clocks& now) -> expected<node::pop_reply> {
+          if (r.reply.failure)
+            return *r.reply.failure;
+          return from_broker(r.queue, group, r.reply, now);
+        },
+        actors::pop_atom::value, std::move(nreq));
+    return;
+  }
+  auto convert = [name = req.queue,
+                  group](actors::queue_pop_reply& r,
+                         const clocks& now) -> expected<node::pop_reply> {
+    if (r.failure)
+      return *r.failure;
+    return from_broker(name, group, r, now);
+  };
+  auto queue_name = std::move(req.queue);
+  auto pop = to_broker(req);
+  impl_->ask<actors::queue_pop_reply>(
+      done<node::pop_reply>{std::move(finish)}, std::move(convert),
+      actors::pop_atom::value, std::move(queue_name), std::move(pop));
+}
+
+void gateway::cancel(const std::string& token) {
+  std::optional<std::string> queue;
+  {
+    std::lock_guard lock{impl_->mx};
+    auto it = impl_->pops.find(token);
+    if (it == impl_->pops.end())
+      return; // answered already (or never asked)
+    queue = it->second;
+  }
+  caf::anon_send(impl_->node, actors::cancel_atom::value, token, queue);
+}
+
+void gateway::ack(node::ack_request req, done<node::ack_reply> k) {
+  auto located = to_broker(req);
+  if (!located)
+    return k(located.err());
+  impl_->ask<std::vector<actors::located_ack_reply>>(
+      std::move(k),
+      [](std::vector<actors::located_ack_reply>& rs, const clocks&) {
+        return from_broker(rs);
+      },
+      actors::ack_atom::value, std::move(*located));
+}
+
+void gateway::extend(node::extend_request req, done<node::extend_reply> k) {
+  impl_->ask<actors::lease_extend_reply>(
+      std::move(k),
+      [](actors::lease_extend_reply& r, const clocks& now) {
+        return from_broker(r, now);
+      },
+      actors::extend_atom::value, std::move(req.lease_id), req.by);
+}
+
+void gateway::release(const std::string& lease_id, done<bool> k) {
+  impl_->ask<bool>(
+      std::move(k),
+      [](bool& released, const clocks&) -> expected<bool> { return released; },
+      actors::release_atom::value, lease_id);
+}
+
+} // namespace spool

@@ -1,0 +1,81 @@
+#pragma once
+
+/// The gateway: the one seam between the front doors (HTTP, msgpack) and a
+/// Spool node. A plain C++ facade, no CAF in sight: each call takes a
+/// request of the node API (node/api.hpp) and a completion that is called
+/// exactly once with the answer or an `api_error` (vocab/errors.hpp maps it
+/// to the wire). Completions run on one of the node's threads and must not
+/// block: a front door posts the result to its io thread from there.
+/// Thread-safe: any thread may call any method at any time.
+///
+/// Made by `make_gateway` (gateway/start.hpp) over a running node; it must
+/// not outlive the node's actor system.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "node/api.hpp"
+#include "vocab/errors.hpp"
+#include "vocab/expected.hpp"
+
+namespace spool {
+
+class gateway {
+public:
+  template <class T>
+  using done = std::function<void(expected<T>)>;
+
+  struct impl;
+  explicit gateway(std::unique_ptr<impl> p);
+  ~gateway();
+  gateway(const gateway&) = delete;
+  gateway& operator=(const gateway&) = delete;
+
+  /// A fresh request token for a pop (unique on this node).
+  std::string new_token();
+
+  void push(node::push_request req, done<node::push_reply> k);
+  /// A pop; with `wait` it parks until something is deliverable or its
+  /// timeout passes. An empty answer carries its reason.
+  void pop(node::pop_request req, done<node::pop_reply> k);
+  /// The client of the pop with this token left: a parked pop is answered
+  /// empty at once, leasing nothing. Unknown or finished tokens: nothing.
+  void cancel(const std::string& token);
+  void ack(node::ack_request req, done<node::ack_reply> k);
+  void extend(node::extend_request req, done<node::extend_reply> k);
+  /// The response carrying this lease could not be written: the lease ends
+  /// at once on every partition, counting no delivery; false if unknown.
+  void release(const std::string& lease_id, done<bool> k);
+
+  void seek(node::seek_request req, done<node::seek_reply> k);
+  void update_subscription(node::subscription_request req,
+                           done<node::subscription_reply> k);
+
+  void configure(node::configure_request req, done<node::configure_reply> k);
+  /// Every queue, sorted by name, or the one named (unknown: `not_found`).
+  void queues(std::optional<std::string> name,
+              done<std::vector<node::queue_info>> k);
+  /// Deletes a queue with everything of it; answers whether it existed.
+  void delete_queue(const std::string& name, done<bool> k);
+  /// Answers the number of partitions whose retained range moved.
+  void purge(node::purge_request req, done<std::size_t> k);
+  void browse(node::browse_request req, done<node::browse_reply> k);
+
+  void groups(node::groups_request req, done<std::vector<node::cursor_view>> k);
+  void delete_group(node::delete_group_request req,
+                    done<node::delete_group_reply> k);
+
+  void dlq_list(dlq_query q, done<node::dlq_page> k);
+  void dlq_requeue(dlq_filter f, done<node::dlq_count> k);
+  void dlq_delete(dlq_filter f, done<node::dlq_count> k);
+
+  void transaction(node::txn_request req, done<node::txn_reply> k);
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace spool

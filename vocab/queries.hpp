@@ -1,0 +1,47 @@
+#pragma once
+
+/// What a seek and a DLQ operation select (semantics.md §4, §6): plain
+/// structs shared by the cores, the actors and the node API.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vocab/time.hpp"
+
+namespace spool {
+
+/// The body of a seek: `toEnd`, `timestamp` and Spool's additions
+/// `toStart`, `offset`, `shiftBy`. An unset field is absent (a false flag
+/// too).
+struct seek_target {
+  bool to_end = false;
+  std::optional<micros> timestamp; ///< µs UTC
+  bool to_start = false;
+  std::optional<std::int64_t> offset; ///< the next offset wanted
+  std::optional<std::int64_t> shift_by;
+};
+
+/// Which entries an operation applies to; every field narrows the set.
+struct dlq_filter {
+  std::optional<std::string> queue;
+  std::optional<std::string> group;
+  std::optional<std::string> partition; ///< by name
+  std::optional<micros> from;  ///< failed_at >= from
+  std::optional<micros> to;    ///< failed_at <= to
+  /// Non-empty: exactly these entries (each must exist and match).
+  std::vector<std::uint64_t> ids;
+};
+
+/// A listing: the filter, then `after` (entries older than that id), then
+/// `offset` entries skipped, then at most `limit`.
+struct dlq_query {
+  dlq_filter filter;
+  std::size_t limit = 100;
+  std::size_t offset = 0;
+  std::optional<std::uint64_t> after;
+};
+
+} // namespace spool
