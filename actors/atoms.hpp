@@ -16,6 +16,9 @@ using extend_atom = caf::atom_constant<caf::atom("extend")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
+/// The batch carrying what an actor prepared (seals, a queue's part of a
+/// push) was durable or failed.
+using sealed_atom = caf::atom_constant<caf::atom("sealed")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using requeue_atom = caf::atom_constant<caf::atom("requeue")>;
@@ -28,6 +31,12 @@ using options_atom = caf::atom_constant<caf::atom("options")>;
 using info_atom = caf::atom_constant<caf::atom("info")>;
 using browse_atom = caf::atom_constant<caf::atom("browse")>;
 using delete_atom = caf::atom_constant<caf::atom("delete")>;
+/// Group deletion: the first phase (a cursor's vote) and the second (the
+/// verdict: durable or failed).
+using vote_atom = caf::atom_constant<caf::atom("vote")>;
+using verdict_atom = caf::atom_constant<caf::atom("verdict")>;
+/// A deleted queue's grace period is over.
+using grace_atom = caf::atom_constant<caf::atom("grace")>;
 using groups_atom = caf::atom_constant<caf::atom("groups")>;
 using purge_atom = caf::atom_constant<caf::atom("purge")>;
 using size_atom = caf::atom_constant<caf::atom("size")>;

@@ -64,10 +64,10 @@ using cursor_actor = caf::typed_actor<
     /// Group deletion, first phase: unless active after the cutoff (or
     /// leased, with a cutoff), stops serving (pops empty, acks refused) and
     /// answers whether the group has a stored record here.
-    caf::replies_to<delete_atom, storage::micros>::with<delete_vote>,
+    caf::replies_to<vote_atom, storage::micros>::with<delete_vote>,
     /// Group deletion, second phase: durable (true: the cursor quits) or
     /// failed (false: it serves again).
-    caf::reacts_to<delete_atom, bool>,
+    caf::reacts_to<verdict_atom, bool>,
     /// The response carrying this lease could not be written: the lease
     /// ends at once, no delivery counted; false if it is not the live one.
     caf::replies_to<release_atom, std::string>::with<bool>,
@@ -98,7 +98,7 @@ using partition_actor = caf::typed_actor<
     /// commits; the caller must settle every successful seal.
     caf::replies_to<seal_atom, std::vector<storage::frame>>::with<seal_reply>,
     /// The batch carrying a seal was durable (true) or failed (false).
-    caf::reacts_to<settle_atom, sealed_ptr, bool>,
+    caf::reacts_to<sealed_atom, sealed_ptr, bool>,
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
     /// Acks frames for a group (forwarded to the group's cursor).
@@ -120,11 +120,10 @@ using partition_actor = caf::typed_actor<
         std::optional<storage::offset>>,
     /// Group deletion, first phase (see the cursor's): whether the group
     /// had a cursor here, or refused as active after the cutoff.
-    caf::replies_to<delete_atom, std::string,
-                    storage::micros>::with<delete_vote>,
+    caf::replies_to<vote_atom, std::string, storage::micros>::with<delete_vote>,
     /// Group deletion, second phase: durable or failed. Reaches only the
     /// cursor the first phase stopped (not one created since).
-    caf::reacts_to<delete_atom, std::string, bool>,
+    caf::reacts_to<verdict_atom, std::string, bool>,
     /// Purge: deletes whole segments below the offset (none: all) durably;
     /// answers whether the watermark moved.
     caf::replies_to<purge_atom,
@@ -166,8 +165,9 @@ using queue_actor = caf::typed_actor<
     /// Prepares a push (partitions created, frames sealed) for a batch the
     /// caller commits together with other queues' parts.
     caf::replies_to<seal_atom, std::vector<push_item>>::with<prepared_push>,
-    /// Settles a prepared push with its batch's outcome; answers the results.
-    caf::replies_to<settle_atom, push_token,
+    /// The batch carrying a prepared push was durable (no error) or failed;
+    /// answers the push's results.
+    caf::replies_to<sealed_atom, push_token,
                     std::optional<api_error>>::with<queue_push_reply>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
@@ -193,7 +193,7 @@ using queue_actor = caf::typed_actor<
     /// flight are answered meanwhile).
     caf::replies_to<delete_atom>::with<delete_queue_reply>,
     /// Internal: the grace period after a deletion is over.
-    caf::reacts_to<delete_atom, std::uint64_t>,
+    caf::reacts_to<grace_atom, std::uint64_t>,
     /// Purges partitions of the queue.
     caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
     /// The oldest frame waiting for the group on any partition; 0: none.

@@ -148,6 +148,7 @@ struct push_target {
   std::string queue;
   std::string partition;
   std::string partition_uuid;
+  storage::queue_id queue_id = {};
 };
 
 /// The outcome of one push item: where it went (an index into the reply's

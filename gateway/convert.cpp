@@ -168,18 +168,19 @@ expected<node::ack_reply>
 from_broker(std::vector<actors::located_ack_reply>& rs) {
   node::ack_reply out;
   out.items.reserve(rs.size());
-  for (auto& r : rs) {
-    // A malformed list is refused whole (every item carries the error).
-    if (r.reply.failure && r.reply.failure->code == errc::invalid_argument)
+  // A request-level failure of any item (a malformed list, a failed write,
+  // an unreachable queue) fails the whole answer: an item error is one of
+  // api.md's three texts. Acks are idempotent, so the client retries the
+  // list (items that were applied answer success again).
+  for (auto& r : rs)
+    if (r.reply.failure)
       return *r.reply.failure;
+  for (auto& r : rs) {
     node::ack_result a;
     a.queue = std::move(r.queue);
     a.partition = std::move(r.partition);
-    if (r.reply.failure)
-      a.error = r.reply.failure->message;
-    else
-      a.error = to_string(r.reply.error);
-    a.success = !r.reply.failure && r.reply.error == ack_error::none;
+    a.error = to_string(r.reply.error);
+    a.success = r.reply.error == ack_error::none;
     a.lease_released = r.reply.lease_released;
     a.dead_lettered = r.reply.dead_lettered;
     out.items.push_back(std::move(a));
@@ -196,30 +197,35 @@ expected<node::extend_reply> from_broker(actors::lease_extend_reply& r,
     out.error = to_string(r.error);
     return out;
   }
+  // Success only when every partition of the lease was extended; the
+  // partitions that were are listed either way.
   std::optional<api_error> failure;
+  bool all = !r.partitions.empty();
   for (auto& p : r.partitions) {
+    if (p.reply.error == extend_error::out_of_range) // a bad request
+      return make_error(errc::invalid_argument, to_string(p.reply.error));
     if (p.reply.failure) {
       failure = failure.value_or(*p.reply.failure);
+      all = false;
       continue;
     }
-    if (p.reply.error != extend_error::none) {
+    if (p.reply.error != extend_error::none || !p.reply.expires) {
       if (out.error.empty())
         out.error = to_string(p.reply.error);
+      all = false;
       continue;
     }
-    if (!p.reply.expires)
-      continue;
     auto at = now.wall_of(*p.reply.expires);
     out.expires_at = out.partitions.empty() ? at : std::min(out.expires_at, at);
     out.partitions.push_back(p.partition);
   }
   if (out.partitions.empty() && failure)
     return *failure;
-  out.success = !out.partitions.empty();
-  if (out.success)
+  out.success = all;
+  if (all)
     out.error.clear();
   else if (out.error.empty())
-    out.error = to_string(extend_error::not_found);
+    out.error = failure ? failure->message : to_string(extend_error::not_found);
   return out;
 }
 

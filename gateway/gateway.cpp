@@ -43,36 +43,20 @@ void gateway::pop(node::pop_request req, done<node::pop_reply> k) {
     req.token = new_token();
   auto token = req.token;
   auto group = req.group.value_or(std::string{core::queue_mode_group});
-  std::optional<std::string> queue;
-  if (!req.name_space)
-    queue = req.queue;
-  {
-    std::lock_guard lock{impl_->mx};
-    impl_->pops[token] = queue;
-  }
-  // The pop leaves the table with its answer (before the caller sees it).
-  auto finish = [p = impl_.get(), token,
-                 k = std::move(k)](expected<node::pop_reply> r) mutable {
-    {
-      std::lock_guard lock{p->mx};
-      p->pops.erase(token);
-    }
-    k(std::move(r));
-  };
   if (req.name_space) {
     actors::namespace_pop_request nreq;
     nreq.name_space = *req.name_space;
     nreq.task = req.task;
     nreq.pop = to_broker(req);
-    impl_->ask<actors::namespace_pop_reply>(
-        done<node::pop_reply>{std::move(finish)},
+    impl_->ask_pop<actors::namespace_pop_reply>(
+        token, std::nullopt, std::move(k),
         [group](actors::namespace_pop_reply& r,
                 const clocks& now) -> expected<node::pop_reply> {
           if (r.reply.failure)
             return *r.reply.failure;
           return from_broker(r.queue, group, r.reply, now);
         },
-        actors::pop_atom::value, std::move(nreq));
+        std::make_tuple(std::move(nreq)));
     return;
   }
   auto convert = [name = req.queue,
@@ -82,23 +66,22 @@ void gateway::pop(node::pop_request req, done<node::pop_reply> k) {
       return *r.failure;
     return from_broker(name, group, r, now);
   };
-  auto queue_name = std::move(req.queue);
+  auto queue = req.queue;
   auto pop = to_broker(req);
-  impl_->ask<actors::queue_pop_reply>(
-      done<node::pop_reply>{std::move(finish)}, std::move(convert),
-      actors::pop_atom::value, std::move(queue_name), std::move(pop));
+  impl_->ask_pop<actors::queue_pop_reply>(
+      token, queue, std::move(k), std::move(convert),
+      std::make_tuple(std::move(req.queue), std::move(pop)));
 }
 
 void gateway::cancel(const std::string& token) {
-  std::optional<std::string> queue;
-  {
-    std::lock_guard lock{impl_->mx};
-    auto it = impl_->pops.find(token);
-    if (it == impl_->pops.end())
-      return; // answered already (or never asked)
-    queue = it->second;
-  }
-  caf::anon_send(impl_->node, actors::cancel_atom::value, token, queue);
+  std::lock_guard lock{impl_->pops->mx};
+  auto it = impl_->pops->pops.find(token);
+  if (it == impl_->pops->pops.end())
+    return; // answered already (or never asked)
+  if (it->second.helper)
+    caf::anon_send(it->second.helper, actors::cancel_atom::value);
+  else
+    it->second.cancelled = true; // its helper is being spawned
 }
 
 void gateway::ack(node::ack_request req, done<node::ack_reply> k) {

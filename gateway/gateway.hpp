@@ -5,7 +5,9 @@
 /// request of the node API (node/api.hpp) and a completion that is called
 /// exactly once with the answer or an `api_error` (vocab/errors.hpp maps it
 /// to the wire). Completions run on one of the node's threads and must not
-/// block: a front door posts the result to its io thread from there.
+/// block: a front door posts the result to its io thread from there (a
+/// request refused before it reaches the node, e.g. a malformed ack list,
+/// completes on the caller's thread before the call returns).
 /// Thread-safe: any thread may call any method at any time.
 ///
 /// Made by `make_gateway` (gateway/start.hpp) over a running node; it must
@@ -39,7 +41,8 @@ public:
 
   void push(node::push_request req, done<node::push_reply> k);
   /// A pop; with `wait` it parks until something is deliverable or its
-  /// timeout passes. An empty answer carries its reason.
+  /// timeout passes. An empty answer carries its reason. Its token (made
+  /// here when empty) must not be in flight already (`invalid_argument`).
   void pop(node::pop_request req, done<node::pop_reply> k);
   /// The client of the pop with this token left: a parked pop is answered
   /// empty at once, leasing nothing. Unknown or finished tokens: nothing.

@@ -31,10 +31,23 @@ struct gateway::impl {
   /// a counter (unique on the node, never reused while it runs).
   std::string prefix;
   std::atomic<std::uint64_t> counter{0};
-  /// The pops in flight by token, with their queue (none: a namespace
-  /// pop), so that a cancel reaches only the queue where it is parked.
-  std::mutex mx;
-  std::unordered_map<std::string, std::optional<std::string>> pops;
+  /// The pops in flight by token, each with the helper that sent it: a
+  /// cancel goes through that helper, so it reaches the broker after the
+  /// pop (one sender, in order) and only the pop's queue. Shared with the
+  /// helpers, which may outlive the gateway.
+  struct pop_table {
+    struct entry {
+      caf::actor helper; ///< null until the spawn returned
+      bool cancelled = false;
+    };
+    std::mutex mx;
+    std::unordered_map<std::string, entry> pops;
+    void erase(const std::string& token) {
+      std::lock_guard lock{mx};
+      pops.erase(token);
+    }
+  };
+  std::shared_ptr<pop_table> pops = std::make_shared<pop_table>();
 
   impl(caf::actor_system& s, actors::node_api n, std::function<micros()> w) :
       sys(s), node(std::move(n)), wall(std::move(w)) {
@@ -79,6 +92,57 @@ struct gateway::impl {
         },
         0); // the int: CAF 0.17's init_fun_factory binds a reference
             // through a null pointer for argument-less spawns (UBSan)
+  }
+
+  /// A pop (`msg`: the tuple after `pop_atom`): as `ask`, from a helper that
+  /// stays until the answer and passes a cancel on (to `queue` only; none: the
+  /// broker's parked namespace pops). A token already in flight is refused.
+  template <class Reply, class Convert, class Msg>
+  void ask_pop(const std::string& token, std::optional<std::string> queue,
+               gateway::done<node::pop_reply> k, Convert convert, Msg msg) {
+    {
+      std::lock_guard lock{pops->mx};
+      if (!pops->pops.try_emplace(token).second)
+        return k(make_error(errc::invalid_argument, "pop token ", token,
+                            " is already in flight"));
+    }
+    auto helper = sys.spawn(
+        [node = node, wall = wall, k = std::move(k),
+         convert = std::move(convert), msg = std::move(msg), token, queue,
+         table = pops](caf::event_based_actor* self,
+                       int) mutable -> caf::behavior {
+          std::apply(
+              [&](auto&... args) {
+                self->request(node, caf::infinite, actors::pop_atom::value,
+                              std::move(args)...)
+                    .then(
+                        [self, wall, k, convert, token,
+                         table](Reply& r) mutable {
+                          clocks now{self->clock().now(), wall()};
+                          table->erase(token); // before the caller sees it
+                          k(convert(r, now));
+                          self->quit();
+                        },
+                        [self, k, token, table](caf::error& err) mutable {
+                          table->erase(token);
+                          k(expected<node::pop_reply>{
+                              actors::unreachable(err, "node")});
+                          self->quit();
+                        });
+              },
+              msg);
+          return {[self, node, token, queue](actors::cancel_atom) {
+            self->send(node, actors::cancel_atom::value, token, queue);
+          }};
+        },
+        0);
+    std::lock_guard lock{pops->mx};
+    auto it = pops->pops.find(token);
+    if (it == pops->pops.end())
+      return; // answered already
+    it->second.helper = helper;
+    if (it->second.cancelled)
+      caf::anon_send(helper, actors::cancel_atom::value);
   }
 };
 

@@ -37,7 +37,7 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.parked_total = st.parked_total;
   qc.lease_watcher = self->address();
   for (auto& p : qc.partitions)
-    st.by_uuid.add(p.uuid, rec.name, p.name);
+    st.by_uuid.add(p.uuid, rec.name, p.name, rec.id.value);
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();
@@ -87,7 +87,8 @@ void restart_queue(broker_ptr self, const std::string& name,
     if (!rec)
       return fail(rec.err());
     st.queues.erase(name);
-    if (!*rec) { // deleted meanwhile
+    forget_queue(self, name); // its leases were lost with it
+    if (!*rec) {              // deleted meanwhile
       st.records.erase(name);
       return;
     }
@@ -168,8 +169,8 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
     for (auto& op : r.results)
       for (auto& item : op.items)
         if (!item.partition_uuid.empty())
-          self->state.by_uuid.add(item.partition_uuid, item.queue,
-                                  item.partition);
+          learn_partition(self, item.partition_uuid, item.queue,
+                          item.partition);
   };
   host->stage_opened
       = [self](const std::string& queue) { ++self->state.open_stages[queue]; };

@@ -144,8 +144,8 @@ void configure_now(broker_ptr self, configure_request& req,
               if (ok) {
                 self->state.records[name] = r.queue;
                 if (!r.default_partition_uuid.empty())
-                  self->state.by_uuid.add(r.default_partition_uuid, name,
-                                          default_partition);
+                  learn_partition(self, r.default_partition_uuid, name,
+                                  default_partition);
               }
               rp.deliver(std::move(r));
               if (ok) // it may now be in the namespace of a parked pop

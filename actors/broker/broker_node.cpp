@@ -7,9 +7,26 @@
 
 namespace spool::actors::broker_detail {
 
+void learn_partition(broker_ptr self, const std::string& uuid,
+                     const std::string& queue, const std::string& partition) {
+  // Only for a live queue (an answer may arrive after its deletion), under
+  // the id of the queue live now.
+  auto& st = self->state;
+  auto rec = st.records.find(queue);
+  if (rec == st.records.end() || !st.queues.contains(queue))
+    return;
+  st.by_uuid.add(uuid, queue, partition, rec->second.id.value);
+}
+
 void learn_partitions(broker_ptr self, const queue_push_reply& reply) {
-  for (auto& t : reply.targets)
-    self->state.by_uuid.add(t.partition_uuid, t.queue, t.partition);
+  auto& st = self->state;
+  for (auto& t : reply.targets) {
+    auto rec = st.records.find(t.queue);
+    // The queue that answered, not one created again under its name since.
+    if (rec != st.records.end() && rec->second.id == t.queue_id
+        && st.queues.contains(t.queue))
+      st.by_uuid.add(t.partition_uuid, t.queue, t.partition, t.queue_id.value);
+  }
 }
 
 void forget_queue(broker_ptr self, const std::string& name) {
@@ -36,6 +53,20 @@ std::optional<api_error> malformed(const located_ack& a) {
   SPOOL_TRY(core::check_name(core::name_kind::group, a.group));
   SPOOL_TRY(core::check_ack(a.ack));
   return std::nullopt;
+}
+
+/// Where partition `uuid` lives, if its queue is the one live under that
+/// name (nullptr otherwise).
+const core::partition_place* live_place(broker_ptr self,
+                                        const std::string& uuid) {
+  auto& st = self->state;
+  auto* place = st.by_uuid.find(uuid);
+  if (place == nullptr)
+    return nullptr;
+  auto rec = st.records.find(place->queue);
+  if (rec == st.records.end() || rec->second.id.value != place->queue_id)
+    return nullptr;
+  return place;
 }
 
 /// The queue that granted lease `id` (`queues.end()`: none known).
@@ -69,7 +100,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
       index;
   for (std::size_t i = 0; i < acks.size(); ++i) {
     auto& a = acks[i];
-    auto* place = st.by_uuid.find(a.partition_uuid);
+    auto* place = live_place(self, a.partition_uuid);
     auto q = place ? st.queues.find(place->queue) : st.queues.end();
     if (q == st.queues.end()) {
       out[i].reply.error = ack_error::not_found;
@@ -155,7 +186,7 @@ std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
     auto* ack = std::get_if<core::txn_ack_op>(&req.ops[i]);
     if (ack == nullptr || ack->partition_uuid.empty())
       continue;
-    auto* place = self->state.by_uuid.find(ack->partition_uuid);
+    auto* place = live_place(self, ack->partition_uuid);
     if (place == nullptr)
       return core::txn_rollback(req.id.value_or(""), i,
                                 to_string(ack_error::not_found));
@@ -169,7 +200,8 @@ void on_lease_note(broker_ptr self, const std::string& id,
                    const std::string& queue, bool live) {
   auto& leases = self->state.lease_queue;
   if (live) {
-    leases[id] = queue;
+    if (self->state.queues.contains(queue)) // not one deleted meanwhile
+      leases[id] = queue;
     return;
   }
   if (auto it = leases.find(id); it != leases.end() && it->second == queue)

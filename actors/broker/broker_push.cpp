@@ -74,7 +74,7 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
       held->size(),
       [self, run, held, failure](std::size_t i) {
         auto& [k, queue] = (*held)[i];
-        return self->request(queue, caf::infinite, settle_atom::value,
+        return self->request(queue, caf::infinite, sealed_atom::value,
                              run->tokens[k], failure);
       },
       [run, held, failure](std::vector<fanned<queue_push_reply>> slots) {

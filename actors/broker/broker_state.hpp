@@ -154,6 +154,9 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req);
 
 void learn_partitions(broker_ptr self, const queue_push_reply& reply);
 
+void learn_partition(broker_ptr self, const std::string& uuid,
+                     const std::string& queue, const std::string& partition);
+
 void forget_queue(broker_ptr self, const std::string& name);
 
 caf::typed_response_promise<std::vector<located_ack_reply>>

@@ -111,7 +111,7 @@ void settle_all(
       queues->size(),
       [run, queues, failure](std::size_t i) {
         auto& [k, q] = (*queues)[i];
-        return run->host->self->request(q, caf::infinite, settle_atom::value,
+        return run->host->self->request(q, caf::infinite, sealed_atom::value,
                                         run->tokens[k], failure);
       },
       [settled = std::move(settled)](std::vector<fanned<queue_push_reply>>) {

@@ -335,7 +335,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](info_atom, const partition_view& view) {
         return describe(self, view); // read-only: answered while staged too
       },
-      [self](delete_atom,
+      [self](vote_atom,
              storage::micros active_after) -> caf::result<delete_vote> {
         auto& st = self->state;
         if (st.busy())
@@ -370,7 +370,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                });
         return rp.later();
       },
-      [self](delete_atom, bool durable) {
+      [self](verdict_atom, bool durable) {
         if (durable) {
           self->quit();
           return;

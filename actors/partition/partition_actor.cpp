@@ -246,7 +246,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           return seal_reply{nullptr, sealed.err()};
         return seal_reply{*sealed, std::nullopt};
       },
-      [self](settle_atom, const sealed_ptr& s, bool durable) {
+      [self](sealed_atom, const sealed_ptr& s, bool durable) {
         if (durable) {
           self->state.log->durable(*s);
           retention_after_push(self);
@@ -322,7 +322,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           // Spawned but never stored (e.g. by a late ack after the group was
           // deleted): nothing of it is durable. It ends, so the group's next
           // contact reads the seed instead of its in-memory start.
-          self->send(it->second, delete_atom::value, true);
+          self->send(it->second, verdict_atom::value, true);
           st.cursors.erase(it);
         }
         // `new` at registration: this partition's last offset right now
@@ -336,18 +336,18 @@ partition_actor::behavior_type partition(partition_ptr self,
           return std::nullopt;
         return *at;
       },
-      [self](delete_atom, const std::string& group,
+      [self](vote_atom, const std::string& group,
              storage::micros active_after) {
         return on_delete_group(self, group, active_after);
       },
-      [self](delete_atom, const std::string& group, bool durable) {
+      [self](verdict_atom, const std::string& group, bool durable) {
         auto& st = self->state;
         auto stopped = st.stopping.find(group);
         if (stopped == st.stopping.end())
           return; // the first phase stopped no cursor here
         auto c = std::move(stopped->second);
         st.stopping.erase(stopped);
-        self->send(c, delete_atom::value, durable);
+        self->send(c, verdict_atom::value, durable);
         if (auto it = st.cursors.find(group);
             durable && it != st.cursors.end() && it->second == c)
           st.cursors.erase(it); // the next contact is a first one

@@ -121,7 +121,7 @@ on_delete_group(partition_ptr self, const std::string& group,
     return rp.later();
   }
   self->state.stopping[group] = *c;
-  self->request(*c, caf::infinite, delete_atom::value, active_after)
+  self->request(*c, caf::infinite, vote_atom::value, active_after)
       .then([rp](delete_vote& v) mutable { rp.deliver(v); },
             [rp, unsettled](caf::error&) mutable {
               auto open = unsettled();

@@ -363,7 +363,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](seal_atom, std::vector<push_item>& items) {
         return on_prepare(self, items);
       },
-      [self](settle_atom, const push_token& token,
+      [self](sealed_atom, const push_token& token,
              std::optional<api_error>& failure) {
         auto run = std::static_pointer_cast<push_run>(token);
         return finish(self, *run, std::move(failure));
@@ -407,7 +407,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_delete_group(self, req);
       },
       [self](delete_atom) { return on_delete_queue(self); },
-      [self](delete_atom, std::uint64_t) {
+      [self](grace_atom, std::uint64_t) {
         end_queue(self, caf::make_error(caf::exit_reason::user_shutdown));
       },
       [self](purge_atom, const purge_request& req) {

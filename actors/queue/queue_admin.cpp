@@ -81,7 +81,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         using outcome = core::deletion_verdict::outcome;
         if (verdict.result != outcome::go) { // the idle sweep's guard
           for (auto& p : parts)
-            self->send(p, delete_atom::value, req.group, false);
+            self->send(p, verdict_atom::value, req.group, false);
           done(delete_group_reply{
               0, false,
               verdict.result == outcome::restarting
@@ -134,7 +134,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         auto settle = [self, done, req, parts,
                        reply](std::optional<api_error> failure) mutable {
           for (auto& p : parts)
-            self->send(p, delete_atom::value, req.group, !failure);
+            self->send(p, verdict_atom::value, req.group, !failure);
           if (failure) {
             done(delete_group_reply{0, false, std::move(failure)});
             return;
@@ -153,7 +153,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         write_then(self, st.cfg.node.writer, std::move(batch),
                    std::move(settle));
       },
-      delete_atom::value, req.group, req.active_after);
+      vote_atom::value, req.group, req.active_after);
 }
 
 caf::typed_response_promise<delete_group_reply>
@@ -248,7 +248,7 @@ on_delete_queue(queue_ptr self) {
       // (their writes now fail: the queue is gone) and are answered; after
       // a grace period the queue quits, and its linked partitions and
       // cursors with it.
-      self->delayed_send(self, deleted_queue_grace, delete_atom::value,
+      self->delayed_send(self, deleted_queue_grace, grace_atom::value,
                          std::uint64_t{0});
     };
     write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));

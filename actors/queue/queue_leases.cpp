@@ -25,14 +25,21 @@ void forget(queue_ptr self, const std::string& id) {
   tell_broker(self, id, false);
 }
 
+/// Removes a bounded step of expired entries (at every grant, ack release,
+/// extend and release, so a queue that stops popping empties it too).
+void sweep(queue_ptr self) {
+  for (auto& gone :
+       self->state.leases.sweep(self->clock().now(), lease_sweep_step))
+    forget(self, gone);
+}
+
 } // namespace
 
 void lease_granted(queue_ptr self, const std::string& id,
                    const std::string& group, const std::string& partition,
                    mono_time expires) {
   auto& leases = self->state.leases;
-  for (auto& gone : leases.sweep(self->clock().now(), lease_sweep_step))
-    forget(self, gone);
+  sweep(self);
   bool fresh = leases.size() == 0 || !leases.find(id, self->clock().now());
   leases.granted(id, group, {partition}, expires);
   if (fresh)
@@ -43,6 +50,7 @@ void lease_ended(queue_ptr self, const std::string& id,
                  const std::string& partition) {
   if (self->state.leases.ended(id, partition))
     forget(self, id);
+  sweep(self);
 }
 
 caf::typed_response_promise<lease_extend_reply>
@@ -50,6 +58,15 @@ on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
   auto rp = promise_for<lease_extend_reply>(self);
   auto& st = self->state;
   auto now = self->clock().now();
+  if (st.leases.expired(id, now)) {
+    st.leases.erase(id);
+    forget(self, id);
+    lease_extend_reply late;
+    late.error = extend_error::expired;
+    rp.deliver(std::move(late));
+    return rp.later();
+  }
+  sweep(self);
   auto* entry = st.leases.find(id, now);
   if (entry == nullptr) {
     forget(self, id);
@@ -96,6 +113,7 @@ caf::typed_response_promise<bool> on_release(queue_ptr self,
                                              const std::string& id) {
   auto rp = promise_for<bool>(self);
   auto& st = self->state;
+  sweep(self);
   auto* entry = st.leases.find(id, self->clock().now());
   if (entry == nullptr) {
     forget(self, id);

@@ -20,7 +20,7 @@ void settle_all(queue_ptr self, push_run& run, bool durable) {
   for (std::size_t k = 0; k < run.seals.size(); ++k)
     if (run.seals[k])
       self->send(self->state.partitions.at(run.names[k]).actor,
-                 settle_atom::value, run.seals[k], durable);
+                 sealed_atom::value, run.seals[k], durable);
 }
 
 /// Every sealed mutation of the push, as one batch. The mutations move out
@@ -41,8 +41,9 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
   for (std::size_t k = 0; k < run.names.size(); ++k) {
     auto& entry = self->state.partitions.at(run.names[k]);
     reply.created_at = std::max(reply.created_at, run.seals[k]->created_at);
-    reply.targets.push_back(
-        push_target{self->state.cfg.record.name, run.names[k], entry.rec.uuid});
+    reply.targets.push_back(push_target{self->state.cfg.record.name,
+                                        run.names[k], entry.rec.uuid,
+                                        self->state.cfg.record.id});
     auto target = static_cast<std::uint32_t>(k);
     for (std::size_t j = 0; j < run.items[k].size(); ++j)
       reply.results[run.items[k][j]]

@@ -3,26 +3,25 @@
 namespace spool::core {
 
 void partition_directory::add(const std::string& uuid, const std::string& queue,
-                              const std::string& partition) {
+                              const std::string& partition,
+                              std::uint64_t queue_id) {
   auto [it, fresh]
-      = by_uuid_.try_emplace(uuid, partition_place{queue, partition});
+      = by_uuid_.try_emplace(uuid, partition_place{queue, partition, queue_id});
   if (!fresh) {
     if (it->second.queue == queue) {
       it->second.partition = partition;
+      it->second.queue_id = queue_id;
       return;
     }
-    // Moved to another queue (never today: uuids are random): unlist it
+    // Moved to another queue (never today: uuids are random): unlisted
     // from its old queue first.
-    auto& old = of_queue_[it->second.queue];
-    std::erase(old, uuid);
-    it->second = partition_place{queue, partition};
+    std::erase(of_queue_[it->second.queue], uuid);
+    it->second = partition_place{queue, partition, queue_id};
   }
   of_queue_[queue].push_back(uuid);
 }
 
 const partition_place* partition_directory::find(std::string_view uuid) const {
-  // std::unordered_map<std::string, …> has no heterogeneous lookup in C++20
-  // without a transparent hash; one string per lookup is cheap here.
   auto it = by_uuid_.find(std::string{uuid});
   return it == by_uuid_.end() ? nullptr : &it->second;
 }

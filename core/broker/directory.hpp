@@ -7,6 +7,7 @@
 /// transaction), pruned when a queue is deleted. Pure: no CAF include.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,13 +19,17 @@ namespace spool::core {
 struct partition_place {
   std::string queue;
   std::string partition;
+  /// The queue's internal id: a queue deleted and created again under the
+  /// same name has another, so a stale uuid is told apart (`find`'s caller
+  /// compares it with the live queue's).
+  std::uint64_t queue_id = 0;
 };
 
 class partition_directory {
 public:
   /// Records (or re-records) `uuid` as partition `partition` of `queue`.
   void add(const std::string& uuid, const std::string& queue,
-           const std::string& partition);
+           const std::string& partition, std::uint64_t queue_id);
 
   /// The partition of `uuid`, if known (nullptr otherwise).
   const partition_place* find(std::string_view uuid) const;

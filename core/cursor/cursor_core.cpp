@@ -229,11 +229,20 @@ void cursor_core::note_lease_txids(std::vector<std::uint64_t> hashes) {
 
 std::optional<offset>
 cursor_core::frame_of(std::string_view transaction_id) const {
+  // Ids repeat only past a queue's dedup window: the first frame with the
+  // id that is not settled yet, else the first with it.
   auto h = txid_hash(transaction_id);
-  for (auto& [hash, off] : lease_txids_)
-    if (hash == h)
+  std::optional<offset> first;
+  for (auto& [hash, off] : lease_txids_) {
+    if (hash != h)
+      continue;
+    if (!first)
+      first = off;
+    auto idx = lease_index(off);
+    if (off > committed_ && !is_done(off) && idx && !settled_[*idx])
       return off;
-  return std::nullopt;
+  }
+  return first;
 }
 
 std::uint64_t cursor_core::txid_hash(std::string_view transaction_id) noexcept {

@@ -45,6 +45,11 @@ const lease_entry* lease_directory::find(const std::string& id, mono_time now) {
   return &it->second;
 }
 
+bool lease_directory::expired(const std::string& id, mono_time now) const {
+  auto it = entries_.find(id);
+  return it != entries_.end() && it->second.expires <= now;
+}
+
 void lease_directory::extended(const std::string& id, mono_time expires) {
   auto it = entries_.find(id);
   if (it == entries_.end() || expires <= it->second.expires)

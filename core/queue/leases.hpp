@@ -35,6 +35,10 @@ public:
   /// an expired one is removed).
   const lease_entry* find(const std::string& id, mono_time now);
 
+  /// Whether `id` is known and expired at `now` (an extend answers
+  /// `Lease already expired` then, not `Lease not found`).
+  bool expired(const std::string& id, mono_time now) const;
+
   /// An extend moved the expiry of `id` to `expires` (the latest wins).
   void extended(const std::string& id, mono_time expires);
 

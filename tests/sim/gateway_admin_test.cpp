@@ -183,6 +183,23 @@ TEST_CASE("a deleted queue's partition ids resolve no more at the gateway",
       = fx.call<bool>([&](auto k) { fx.gw->delete_queue("q", std::move(k)); });
   REQUIRE(again);
   CHECK_FALSE(*again);
+  // Created again under the same name, with a partition of the same name:
+  // the old partition id still names nothing (not the new partition).
+  fx.push_to("q", "p", {"new"});
+  auto fresh = fx.pop(fx.pop_of("q"));
+  REQUIRE(fresh);
+  REQUIRE(fresh->messages.size() == 1);
+  CHECK(fresh->messages[0].partition_id != pushed.items[0].partition_id);
+  node::ack_request stale;
+  stale.group = "g";
+  node::ack_item by_offset;
+  by_offset.partition_id = pushed.items[0].partition_id;
+  by_offset.offset = 0;
+  stale.items = {by_offset};
+  auto refused = fx.ack(stale);
+  REQUIRE(refused);
+  CHECK(refused->items[0].error == "Message not found");
+  CHECK(fx.cursor_on(fx.cursors(), "p").committed == -1);
 }
 
 TEST_CASE("gateway DLQ calls list, requeue and delete dead letters",

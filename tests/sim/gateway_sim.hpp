@@ -73,6 +73,19 @@ struct gateway_sim : broker_sim {
     return r;
   }
 
+  /// A waiting pop of "g" on queue `q` (configured first), sent and not
+  /// run: its answer fills the slot during later runs.
+  std::pair<node::pop_request,
+            std::shared_ptr<std::optional<expected<node::pop_reply>>>>
+  waiting_pop() {
+    configure("q", {});
+    auto req = pop_of("q");
+    req.wait = true;
+    auto slot = call_later<node::pop_reply>(
+        [&](auto k) { gw->pop(req, std::move(k)); });
+    return {req, slot};
+  }
+
   expected<node::pop_reply> pop(node::pop_request req) {
     return call<node::pop_reply>(
         [&](auto k) { gw->pop(std::move(req), std::move(k)); });
@@ -119,6 +132,15 @@ struct gateway_sim : broker_sim {
     });
   }
 
+  /// An extend of `lease` that the node answers unsuccessful with `error`.
+  void extend_refused(const std::string& lease, milliseconds by,
+                      const std::string& error) {
+    auto r = extend(lease, by);
+    REQUIRE(r);
+    CHECK_FALSE(r->success);
+    CHECK(r->error == error);
+  }
+
   expected<bool> release(const std::string& lease) {
     return call<bool>([&](auto k) { gw->release(lease, std::move(k)); });
   }
@@ -131,6 +153,15 @@ struct gateway_sim : broker_sim {
       req.partition = partition;
       gw->browse(std::move(req), std::move(k));
     });
+  }
+
+  /// Acks everything `r` delivered; every item must succeed.
+  void ack_all_succeed(const node::pop_reply& r) {
+    auto acked = ack_all(r);
+    REQUIRE(acked);
+    REQUIRE(acked->items.size() == r.messages.size());
+    for (auto& item : acked->items)
+      CHECK(item.success);
   }
 
   std::vector<node::cursor_view> cursors(const std::string& group = "g") {

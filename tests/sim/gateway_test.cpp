@@ -178,10 +178,7 @@ TEST_CASE("one gateway ack list settles every partition of a lease",
   CHECK(fx.cursor_on(cs, "b").committed == 0);
   CHECK(fx.cursor_on(cs, "c").committed == 0);
   // The lease ended everywhere: an extend finds it no more.
-  auto ext = fx.extend(req.token, 60s);
-  REQUIRE(ext);
-  CHECK_FALSE(ext->success);
-  CHECK(ext->error == "Lease not found");
+  fx.extend_refused(req.token, 60s, "Lease not found");
 }
 
 TEST_CASE("gateway ack items that name nothing known answer api.md's errors",
@@ -248,19 +245,13 @@ TEST_CASE("a gateway extend by lease id moves the lease on all its partitions",
   }
   // Past the old expiry the lease still holds: its acks succeed.
   fx.advance(200s);
-  auto acked = fx.ack_all(r);
-  REQUIRE(acked);
-  for (auto& item : acked->items)
-    CHECK(item.success);
+  fx.ack_all_succeed(r);
 }
 
 TEST_CASE("a gateway extend of an unknown lease answers Lease not found",
           "[gateway][extend]") {
   gateway_sim fx;
-  auto ext = fx.extend("nope", 60s);
-  REQUIRE(ext);
-  CHECK_FALSE(ext->success);
-  CHECK(ext->error == "Lease not found");
+  fx.extend_refused("nope", 60s, "Lease not found");
 }
 
 TEST_CASE("a gateway release by lease id frees every partition of the lease "
@@ -294,12 +285,7 @@ TEST_CASE("a gateway release by lease id frees every partition of the lease "
 TEST_CASE("a gateway cancel answers the parked pop with that token at once",
           "[gateway][cancel]") {
   gateway_sim fx;
-  fx.configure("q", {});
-  auto req = fx.pop_of("q");
-  req.wait = true;
-  req.timeout = 30s;
-  auto parked = fx.call_later<node::pop_reply>(
-      [&](auto k) { fx.gw->pop(req, std::move(k)); });
+  auto [req, parked] = fx.waiting_pop(); // the default timeout: 30 s
   fx.run();
   CHECK_FALSE(*parked);
   fx.gw->cancel(req.token);
@@ -319,11 +305,7 @@ TEST_CASE("a gateway cancel answers the parked pop with that token at once",
 TEST_CASE("a parked gateway pop is woken by a push through the gateway",
           "[gateway][pop][long-poll]") {
   gateway_sim fx;
-  fx.configure("q", {});
-  auto req = fx.pop_of("q");
-  req.wait = true;
-  auto parked = fx.call_later<node::pop_reply>(
-      [&](auto k) { fx.gw->pop(req, std::move(k)); });
+  auto [req, parked] = fx.waiting_pop();
   fx.run();
   CHECK_FALSE(*parked);
   fx.push_to("q", "Default", {"x"});
@@ -331,4 +313,61 @@ TEST_CASE("a parked gateway pop is woken by a push through the gateway",
   REQUIRE(**parked);
   REQUIRE((**parked)->messages.size() == 1);
   CHECK((**parked)->messages[0].payload == "\"x\"");
+}
+
+TEST_CASE("a gateway extend after the lease expired answers Lease already "
+          "expired, an extend out of range is refused",
+          "[gateway][extend]") {
+  gateway_sim fx;
+  auto [req, r] = fx.lease_over({"a"});
+  auto bad = fx.extend(req.token, 0s);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.err().code == errc::invalid_argument);
+  CHECK(bad.err().message == "Extend seconds out of range");
+  fx.advance(301s); // past the 300 s lease
+  fx.extend_refused(req.token, 60s, "Lease already expired");
+}
+
+TEST_CASE("gateway extends keep a lease past its first and second expiry",
+          "[gateway][extend]") {
+  gateway_sim fx;
+  auto [req, r] = fx.lease_over({"a", "b"});
+  fx.advance(250s);
+  REQUIRE(fx.extend(req.token, 100s)->success); // until 350 s
+  fx.advance(80s);                              // 330 s
+  auto second = fx.extend(req.token, 100s);     // until 430 s
+  REQUIRE(second);
+  CHECK(second->success);
+  CHECK(second->expires_at == fx.wall() + 100'000'000);
+  fx.advance(60s); // 390 s: past both earlier expiries
+  fx.ack_all_succeed(r);
+}
+
+TEST_CASE("a gateway pop whose token is in flight is refused",
+          "[gateway][pop]") {
+  gateway_sim fx;
+  auto [req, parked] = fx.waiting_pop();
+  auto twin = fx.pop(req);
+  REQUIRE_FALSE(twin);
+  CHECK(twin.err().code == errc::invalid_argument);
+  fx.gw->cancel(req.token); // the first is still the token's
+  fx.run();
+  REQUIRE(*parked);
+  CHECK((**parked)->messages.empty());
+}
+
+TEST_CASE("a gateway cancel sent right after its pop, before the pop reached "
+          "the broker, still answers it at once",
+          "[gateway][cancel]") {
+  gateway_sim fx;
+  auto [req, parked] = fx.waiting_pop();
+  fx.gw->cancel(req.token); // nothing has run yet
+  fx.run();
+  REQUIRE(*parked);
+  REQUIRE(**parked);
+  CHECK((**parked)->messages.empty());
+  fx.push_to("q", "Default", {"x"}); // it leased nothing
+  auto r = fx.pop(fx.pop_of("q"));
+  REQUIRE(r);
+  CHECK(r->messages.size() == 1);
 }

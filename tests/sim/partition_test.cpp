@@ -362,16 +362,16 @@ TEST_CASE("a group deletion's second phase spares a cursor created after its "
   partition_fixture fx;
   fx.push({msg("a")});
   // First phase: the group has nothing here, so no cursor is stopped.
-  auto vote = fx.request<actors::delete_vote>(
-      fx.part, actors::delete_atom::value, std::string{"g"},
-      storage::micros{INT64_MAX});
+  auto vote = fx.request<actors::delete_vote>(fx.part, actors::vote_atom::value,
+                                              std::string{"g"},
+                                              storage::micros{INT64_MAX});
   REQUIRE(vote);
   CHECK(!vote->had);
   // The group's first pop arrives in between and takes a lease.
   auto r = fx.pop(10);
   REQUIRE(offsets(r) == std::vector<std::int64_t>{0});
   // Second phase: must not end the new cursor (nor lose its lease).
-  caf::anon_send(fx.part, actors::delete_atom::value, std::string{"g"}, true);
+  caf::anon_send(fx.part, actors::verdict_atom::value, std::string{"g"}, true);
   fx.run();
   CHECK(fx.ack(r, 0).error == ack_error::none);
   CHECK(fx.stored_cursor().committed == offset{0});
@@ -386,11 +386,11 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   auto seen = fx.wall()(); // what the idle sweep saw
   fx.advance(1s);
   fx.ack(fx.pop(1), 1); // used after the sweep looked; no lease left
-  auto vote = fx.request<actors::delete_vote>(
-      fx.part, actors::delete_atom::value, std::string{"g"}, seen);
+  auto vote = fx.request<actors::delete_vote>(fx.part, actors::vote_atom::value,
+                                              std::string{"g"}, seen);
   REQUIRE(vote);
   CHECK(vote->active);
-  caf::anon_send(fx.part, actors::delete_atom::value, std::string{"g"}, false);
+  caf::anon_send(fx.part, actors::verdict_atom::value, std::string{"g"}, false);
   fx.run();
   // The cursor still serves and its records stay.
   CHECK(fx.stored_cursor().committed == offset{1});
@@ -400,7 +400,7 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   // Without activity since the cutoff, the same guard lets it go.
   fx.advance(1s);
   auto later = fx.request<actors::delete_vote>(
-      fx.part, actors::delete_atom::value, std::string{"g"}, fx.wall()());
+      fx.part, actors::vote_atom::value, std::string{"g"}, fx.wall()());
   REQUIRE(later);
   CHECK(!later->active);
   CHECK(later->had);

@@ -98,3 +98,18 @@ TEST_CASE("an ack by transactionId resolves against the last lease only",
   CHECK(fx.cur.frame_of("next") == offset{1});
   CHECK(fx.ack("tx0").error == ack_error::not_in_lease);
 }
+
+TEST_CASE("acks by a transactionId two frames of one lease share settle both",
+          "[cursor][ack][txid]") {
+  // Past a queue's dedup window a client id may repeat in one partition.
+  leased fx(3);
+  fx.cur.note_lease_txids({cursor_core::txid_hash("same"),
+                           cursor_core::txid_hash("same"),
+                           cursor_core::txid_hash("other")});
+  CHECK(fx.ack("same").error == ack_error::none);
+  CHECK(fx.cur.committed() == offset{0});
+  CHECK(fx.ack("same").error == ack_error::none); // the second frame now
+  CHECK(fx.cur.committed() == offset{1});
+  CHECK(fx.ack("same").error == ack_error::none); // settled: idempotent
+  CHECK(fx.cur.committed() == offset{1});
+}
