@@ -6,7 +6,7 @@ expected<void> node_context::validate(const char* who) const {
   auto missing = [who](const char* what) {
     return make_error(errc::invalid_argument, who, ": no ", what);
   };
-  if (store == nullptr)
+  if (!store)
     return missing("store");
   if (!writer)
     return missing("writer");

@@ -16,7 +16,8 @@
 namespace spool::actors {
 
 struct node_context {
-  storage::store* store = nullptr;
+  /// Reads and fresh ids only: writes go through `writer`.
+  storage::store_view store;
   writer_actor writer;
   storage::segment_limits segments;
   storage::frame_limits frames;

@@ -79,4 +79,41 @@ private:
   std::mt19937_64 rng_;
 };
 
+/// What the actors may do with the store: read (short read transactions,
+/// the catalog) and draw fresh ids. No write path: every write goes
+/// through the writer actor, which alone holds the environment for
+/// writing. Cheap to copy; converts from the `store*` it views.
+class store_view {
+public:
+  store_view() = default;
+  store_view(store* s) noexcept : s_(s) { // NOLINT: a view of it
+  }
+
+  explicit operator bool() const noexcept {
+    return s_ != nullptr;
+  }
+
+  expected<txn> read() const {
+    return s_->db().read();
+  }
+  expected<catalog> load_catalog() const {
+    return s_->load_catalog();
+  }
+  queue_id next_queue_id() const noexcept {
+    return s_->next_queue_id();
+  }
+  partition_id next_partition_id() const noexcept {
+    return s_->next_partition_id();
+  }
+  std::uint64_t next_dlq_id() const noexcept {
+    return s_->next_dlq_id();
+  }
+  std::string make_uuid() const {
+    return s_->make_uuid();
+  }
+
+private:
+  store* s_ = nullptr;
+};
+
 } // namespace spool::storage

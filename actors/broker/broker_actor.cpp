@@ -80,7 +80,7 @@ void restart_queue(broker_ptr self, const std::string& name,
     if (auto it = st.queues.find(name);
         it == st.queues.end() || it->second.address() != dead)
       return; // deleted or replaced meanwhile
-    auto t = st.cfg.node.store->db().read();
+    auto t = st.cfg.node.store.read();
     if (!t)
       return fail(t.err());
     auto rec = storage::tables::get_queue(*t, id);
@@ -120,7 +120,7 @@ storage::queue_record new_queue_record(broker_ptr self,
                                        const std::string& name) {
   auto& node = self->state.cfg.node;
   storage::queue_record rec;
-  rec.id = node.store->next_queue_id();
+  rec.id = node.store.next_queue_id();
   rec.name = name;
   std::tie(rec.name_space, rec.task) = core::namespace_and_task(name);
   rec.created_at = node.wall();
@@ -475,7 +475,7 @@ expected<void> broker_config::validate() const {
 
 expected<broker_actor> spawn_broker(caf::actor_system& sys, broker_config cfg) {
   SPOOL_TRY(cfg.validate());
-  auto cat = cfg.node.store->load_catalog();
+  auto cat = cfg.node.store.load_catalog();
   if (!cat)
     return std::move(cat).err();
   return sys.spawn(broker_detail::broker, std::move(cfg), std::move(*cat));

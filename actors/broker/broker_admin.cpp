@@ -16,7 +16,7 @@ expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
            std::optional<std::size_t> per_cursor) {
   auto& node = self->state.cfg.node;
-  auto t = node.store->db().read();
+  auto t = node.store.read();
   if (!t)
     return std::move(t).err();
   return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
@@ -24,7 +24,7 @@ select_dlq(broker_ptr self, const core::dlq_filter& f,
 
 dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   auto& node = self->state.cfg.node;
-  auto t = node.store->db().read();
+  auto t = node.store.read();
   if (!t)
     return dlq_list_reply{{}, t.err()};
   auto page = core::list_dlq(*t, q, node.wall());
@@ -205,7 +205,7 @@ on_configure(broker_ptr self, configure_request& req) {
 
 queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
   queues_reply reply;
-  auto t = self->state.cfg.node.store->db().read();
+  auto t = self->state.cfg.node.store.read();
   if (!t) {
     reply.failure = t.err();
     return reply;
@@ -302,7 +302,7 @@ void reap(broker_ptr self, storage::queue_id q) {
                        q.value, to_string(*failure));
           return again();
         }
-        auto t = self->state.cfg.node.store->db().read();
+        auto t = self->state.cfg.node.store.read();
         if (!t)
           return again();
         auto doomed = storage::tables::is_doomed(*t, q);
@@ -413,7 +413,7 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
     self->send(q, sub_update_atom::value, group);
   storage::write_batch batch;
   {
-    auto t = st.cfg.node.store->db().read();
+    auto t = st.cfg.node.store.read();
     if (!t)
       return fail(t.err());
     for (auto& [_, q] : st.records) {

@@ -191,7 +191,7 @@ void commit(run_ptr run) {
     // Retention: every transaction write forgets a few expired ids (only
     // if still expired when the batch applies: an id may run again).
     auto cutoff = host.retention.cutoff(now);
-    if (auto t = host.node.store->db().read()) {
+    if (auto t = host.node.store.read()) {
       auto old = storage::tables::txns_before(*t, cutoff, host.retention.sweep);
       t->abort();
       if (old)
@@ -372,13 +372,13 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   run->host = host;
   run->rp = rp;
   run->client_id = req.id.has_value();
-  run->id = req.id ? *req.id : h.node.store->make_uuid();
+  run->id = req.id ? *req.id : h.node.store.make_uuid();
   if (run->client_id) {
     if (auto it = h.in_flight.find(run->id); it != h.in_flight.end()) {
       it->second.push_back(rp); // answered with the first one's answer
       return rp.later();
     }
-    auto t = h.node.store->db().read();
+    auto t = h.node.store.read();
     if (!t) {
       rp.deliver(txn_reply{{}, t.err()});
       return rp.later();

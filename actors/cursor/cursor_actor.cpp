@@ -59,7 +59,7 @@ expected<frame_list> load_frames(const cursor_config& cfg,
     return out;
   auto lo = offs.front();
   auto hi = offs.back();
-  auto t = cfg.store->db().read();
+  auto t = cfg.store.read();
   if (!t)
     return std::move(t).err();
   auto r
@@ -80,7 +80,7 @@ expected<frame_list> load_frames(const cursor_config& cfg,
 /// The stored DLQ entry `id` of this cursor's group, or none (gone).
 std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
                                              std::uint64_t id) {
-  auto t = cfg.store->db().read();
+  auto t = cfg.store.read();
   if (!t)
     return std::nullopt;
   auto e = storage::tables::get_dlq(*t, cfg.queue, cfg.group, id);
@@ -129,7 +129,7 @@ storage::write_batch state_batch(const cursor_config& cfg,
       continue;
     }
     storage::dlq_entry e;
-    e.id = cfg.store->next_dlq_id();
+    e.id = cfg.store.next_dlq_id();
     e.partition = cfg.partition;
     if (auto* f = find_frame(frames, d.off))
       e.message = *f;
@@ -346,7 +346,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         st.deleting = true;
         if (st.core->lease() || st.core->last_activity() > 0)
           return delete_vote{true, false};
-        auto t = st.cfg.store->db().read();
+        auto t = st.cfg.store.read();
         if (!t)
           return delete_vote{true, false}; // cannot tell: count it
         auto rec = storage::tables::get_cursor(*t, st.cfg.queue,
@@ -446,7 +446,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
 } // namespace cursor_detail
 
 expected<void> cursor_config::validate() const {
-  if (store == nullptr)
+  if (!store)
     return make_error(errc::invalid_argument, "cursor: no store");
   if (!writer)
     return make_error(errc::invalid_argument, "cursor: no writer");

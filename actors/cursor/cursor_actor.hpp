@@ -20,7 +20,7 @@
 namespace spool::actors {
 
 struct cursor_config {
-  storage::store* store = nullptr;
+  storage::store_view store; ///< reads and fresh ids only
   writer_actor writer;
   storage::queue_id queue;
   storage::partition_id partition;

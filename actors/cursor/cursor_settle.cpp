@@ -126,7 +126,7 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
   info.lag = lag;
   if (info.lag > 0) {
     // The oldest frame not committed: its segment's one commit time.
-    if (auto t = st.cfg.store->db().read()) {
+    if (auto t = st.cfg.store.read()) {
       auto r = storage::read_frames(*t, st.cfg.queue, st.cfg.partition,
                                     consumed + 1, 1);
       if (r && !r->frames.empty())

@@ -88,7 +88,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
     held = h->second.seek;
     st.holds.erase(h);
   } else {
-    auto t = st.cfg.node.store->db().read();
+    auto t = st.cfg.node.store.read();
     if (!t)
       return std::move(t).err();
     auto read = read_position(self, *t, group);
@@ -137,7 +137,7 @@ void retention_after_push(partition_ptr self);
 expected<sealed_ptr> seal(partition_ptr self,
                           const std::vector<storage::frame>& frames) {
   auto& st = self->state;
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return std::move(t).err();
   auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
@@ -311,7 +311,7 @@ partition_actor::behavior_type partition(partition_ptr self,
              const storage::subscription_record& sub)
           -> std::optional<storage::offset> {
         auto& st = self->state;
-        auto t = st.cfg.node.store->db().read();
+        auto t = st.cfg.node.store.read();
         if (!t)
           return std::nullopt; // seeded on first contact instead
         auto row = storage::tables::get_cursor(*t, st.cfg.record.queue,

@@ -25,7 +25,7 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
   }
   if (req.from >= end)
     return reply; // nothing readable there yet
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t) {
     reply.failure = t.err();
     return reply;
@@ -54,7 +54,7 @@ groups_here(partition_ptr self, const std::optional<std::string>& only) {
   std::vector<std::string> names;
   for (auto& [g, _] : st.cursors)
     names.push_back(g);
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return std::move(t).err();
   auto stored
@@ -138,7 +138,7 @@ void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
   auto candidates = (*rules)(freed);
   if (candidates.empty())
     return done(freed, writes, std::nullopt);
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return done(freed, writes, t.err());
   std::optional<storage::mut::delete_segments> step;
@@ -210,7 +210,7 @@ storage::retention_rule through_rule(storage::offset through) {
 /// stored yet.
 expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self) {
   auto& st = self->state;
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return std::move(t).err();
   auto cursors

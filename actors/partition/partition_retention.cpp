@@ -41,7 +41,7 @@ std::optional<storage::micros> created_at_of(partition_ptr self,
   off = std::max(off, rec.watermark);
   if (off >= rec.next_offset)
     return std::nullopt;
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return std::nullopt;
   auto r = storage::read_frames(*t, rec.queue, rec.id, off, 1);
@@ -55,7 +55,7 @@ std::optional<storage::micros> created_at_of(partition_ptr self,
 void tell_overdue(partition_ptr self, storage::micros before) {
   auto& st = self->state;
   auto& rec = st.log->record();
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return;
   auto boundary = storage::resolve_timestamp(*t, rec.queue, rec.id, before);
@@ -148,7 +148,7 @@ on_oldest(partition_ptr self, const std::string& group) {
     // New here: it would start where its first contact seeds it.
     auto& rec = st.log->record();
     storage::micros at = 0;
-    if (auto t = st.cfg.node.store->db().read())
+    if (auto t = st.cfg.node.store.read())
       if (auto start = first_contact(self, *t, group);
           start && *start + 1 < rec.next_offset)
         if (auto r = storage::read_frames(*t, rec.queue, rec.id, *start + 1, 1);

@@ -18,7 +18,7 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
           promise<seek_stage> rp) {
   auto& st = self->state;
   seek_stage stage;
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t) {
     stage.failure = t.err();
     rp.deliver(std::move(stage));
@@ -73,7 +73,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   auto view = view_of(*st.log);
   cursor_seek req{target, std::nullopt, dry_run, no_wait};
   if (*rule == core::seek_rule::timestamp) {
-    auto t = st.cfg.node.store->db().read();
+    auto t = st.cfg.node.store.read();
     if (!t)
       return fail(t.err());
     auto walked = storage::resolve_timestamp(
@@ -85,7 +85,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   if (dry_run) {
     auto names = groups_here(self, group);
     if (names && names->empty()) {
-      auto t = self->state.cfg.node.store->db().read();
+      auto t = self->state.cfg.node.store.read();
       if (!t)
         return fail(t.err());
       auto start = first_contact(self, *t, group);

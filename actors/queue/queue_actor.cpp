@@ -95,7 +95,7 @@ void respawn_partition(queue_ptr self, const std::string& name,
   if (it == st.partitions.end() || it->second.actor.address() != dead)
     return; // deleted or replaced meanwhile
   auto& entry = it->second;
-  auto t = st.cfg.node.store->db().read();
+  auto t = st.cfg.node.store.read();
   if (!t)
     return fail(to_string(t.err()));
   auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
@@ -338,7 +338,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
            },
        .now = [self] { return self->clock().now(); },
        .rearm = [self] { arm(self); }});
-  if (auto t = st.cfg.node.store->db().read()) {
+  if (auto t = st.cfg.node.store.read()) {
     auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.id);
     if (!subs)
       self->quit(
@@ -524,9 +524,9 @@ storage::partition_record new_partition_record(const node_context& node,
                                                std::string name) {
   storage::partition_record rec;
   rec.queue = queue;
-  rec.id = node.store->next_partition_id();
+  rec.id = node.store.next_partition_id();
   rec.name = std::move(name);
-  rec.uuid = node.store->make_uuid();
+  rec.uuid = node.store.make_uuid();
   rec.created_at = node.wall();
   return rec;
 }

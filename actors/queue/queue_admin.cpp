@@ -100,7 +100,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
               q, st.partitions.at(st.ring[i]).rec.id, req.group});
         if (req.delete_metadata) {
           reply.metadata_deleted = true; // unless known to be absent
-          if (auto t = st.cfg.node.store->db().read())
+          if (auto t = st.cfg.node.store.read())
             if (auto sub = storage::tables::get_subscription(*t, q, req.group))
               reply.metadata_deleted = sub->has_value();
           if (reply.metadata_deleted)
@@ -113,7 +113,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         // bounded; the scan decodes summaries only, whole entries only for
         // those pending.
         if (!batch.mutations.empty())
-          if (auto t = st.cfg.node.store->db().read()) {
+          if (auto t = st.cfg.node.store.read()) {
             std::vector<std::uint64_t> pending;
             (void)storage::tables::scan_dlq_summaries(
                 *t, q, std::string_view{req.group},
@@ -369,7 +369,7 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
                           st.cfg.record.options.dlq_retention_s,
                           st.cfg.dlq_sweep_step, st.cfg.dlq_sweep_gap);
   {
-    auto t = st.cfg.node.store->db().read();
+    auto t = st.cfg.node.store.read();
     if (!t)
       return;
     auto scanned = storage::tables::scan_queue_dlq(
