@@ -117,14 +117,19 @@ void kick(writer_ptr self) {
   auto id = ++st.group_id;
   st.started_at = self->clock().now();
   auto handle = caf::actor_cast<writer_actor>(self);
-  st.cfg.commits->start(std::move(batches),
-                        [slot = st.slot, handle, id](committer::results r) {
-                          {
-                            std::lock_guard<std::mutex> guard{slot->mtx};
-                            slot->results = std::move(r);
-                          }
-                          caf::anon_send(handle, flush_atom::value, id);
-                        });
+  // Answered once the durability policy holds the group durable.
+  st.cfg.commits->start(
+      std::move(batches), [slot = st.slot, handle, id,
+                           policy = st.cfg.durability](committer::results r) {
+        policy->committed(std::move(r),
+                          [slot, handle, id](committer::results durable) {
+                            {
+                              std::lock_guard<std::mutex> guard{slot->mtx};
+                              slot->results = std::move(durable);
+                            }
+                            caf::anon_send(handle, flush_atom::value, id);
+                          });
+      });
   arm(self);
 }
 
@@ -225,7 +230,10 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
           std::make_move_iterator(st.pending.begin()),
           std::make_move_iterator(st.pending.end()));
       st.pending.clear();
-      answer(rest, results);
+      // (The local policy answers within the call, before the quit.)
+      st.cfg.durability->committed(
+          std::move(results),
+          [&rest](committer::results durable) { answer(rest, durable); });
     }
     stop_if_broken(self);
     self->quit(std::move(msg.reason));
@@ -296,6 +304,8 @@ expected<writer_actor> spawn_writer(caf::actor_system& sys, writer_config cfg,
   if (!cfg.commits)
     cfg.commits
         = threaded ? thread_committer(*cfg.env) : inline_committer(*cfg.env);
+  if (!cfg.durability)
+    cfg.durability = local_durability();
   // Threaded, the actor has a thread of its own too: queueing, answering
   // and the committer's wake-ups stay off the scheduler's workers.
   if (threaded)

@@ -17,6 +17,7 @@
 
 #include "actors/interfaces.hpp"
 #include "core/writer/committer.hpp"
+#include "core/writer/durability.hpp"
 #include "storage/lmdb.hpp"
 
 namespace spool::actors {
@@ -35,6 +36,8 @@ struct writer_config {
   /// Who commits (none: `thread_committer` when spawned with `threaded`,
   /// else `inline_committer`).
   std::shared_ptr<committer> commits{};
+  /// When a committed group counts as durable (none: `local_durability`).
+  std::shared_ptr<durability_policy> durability{};
 
   expected<void> validate() const;
 };
