@@ -98,7 +98,7 @@ using partition_actor = caf::typed_actor<
     /// commits; the caller must settle every successful seal.
     caf::replies_to<seal_atom, std::vector<storage::frame>>::with<seal_reply>,
     /// The batch carrying a seal was durable (true) or failed (false).
-    caf::reacts_to<sealed_atom, sealed_ptr, bool>,
+    caf::reacts_to<sealed_atom, std::uint64_t, bool>,
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
     /// Acks frames for a group (forwarded to the group's cursor).
@@ -326,13 +326,11 @@ using broker_actor = node_api::extend<
 } // namespace spool::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::write_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sealed_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seal_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::push_item>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_push_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::broker_push_item>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_token)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::prepared_push)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::api_error>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)

@@ -128,12 +128,13 @@ struct lease_extend_reply {
   std::optional<api_error> failure;
 };
 
-/// Frames sealed by a partition, waiting for the commit of the batch that
-/// carries them (see `partition_actor`'s seal/settle).
-using sealed_ptr = std::shared_ptr<storage::sealed_append>;
-
+/// Frames sealed by a partition for a batch the caller commits: the
+/// caller's copy (it moves the mutations into its batch) and the id the
+/// partition keeps its own by until the caller settles it (`sealed_atom`).
+/// Nothing is shared between the two actors.
 struct seal_reply {
-  sealed_ptr sealed;
+  std::uint64_t seal_id = 0; ///< 0: nothing sealed, nothing to settle
+  storage::sealed_append sealed;
   std::optional<api_error> failure;
 };
 
@@ -190,12 +191,12 @@ struct broker_push_item {
   push_item item;
 };
 
-/// A queue's part of a push that spans queues: the batch to commit and a
-/// token to settle with the outcome.
-using push_token = std::shared_ptr<void>;
+/// A queue's part of a push that spans queues is settled by this id (the
+/// queue keeps the prepared push by it; 0: nothing to settle).
+using push_token = std::uint64_t;
 
 struct prepared_push {
-  push_token token;
+  push_token token = 0;
   storage::write_batch batch;
   std::optional<api_error> failure;
   /// What the settle answers if the batch is durable (a transaction stores

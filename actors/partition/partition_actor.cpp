@@ -243,15 +243,32 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](seal_atom, const std::vector<storage::frame>& frames) {
         auto sealed = seal(self, frames);
         if (!sealed)
-          return seal_reply{nullptr, sealed.err()};
-        return seal_reply{*sealed, std::nullopt};
+          return seal_reply{0, {}, sealed.err()};
+        // The caller gets the mutations; the partition keeps the rest
+        // (offsets, results, ids in flight) for the settle.
+        auto& st = self->state;
+        auto id = ++st.next_seal;
+        seal_reply reply{id, std::move(**sealed), std::nullopt};
+        auto& kept = st.seals[id];
+        kept.results = reply.sealed.results;
+        kept.first = reply.sealed.first;
+        kept.next = reply.sealed.next;
+        kept.created_at = reply.sealed.created_at;
+        kept.pending_ids = reply.sealed.pending_ids;
+        return reply;
       },
-      [self](sealed_atom, const sealed_ptr& s, bool durable) {
+      [self](sealed_atom, std::uint64_t id, bool durable) {
+        auto& st = self->state;
+        auto it = st.seals.find(id);
+        if (it == st.seals.end())
+          return; // not this incarnation's (respawned meanwhile)
+        auto s = std::move(it->second);
+        st.seals.erase(it);
         if (durable) {
-          self->state.log->durable(*s);
+          st.log->durable(s);
           retention_after_push(self);
         } else {
-          self->state.log->failed(*s);
+          st.log->failed(s);
         }
       },
       [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {

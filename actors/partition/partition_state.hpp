@@ -34,6 +34,10 @@ struct partition_state {
   std::unique_ptr<storage::partition_log> log;
   std::unique_ptr<storage::segment_encoder> enc;
   std::unordered_map<std::string, cursor_actor> cursors;
+  /// Seals handed out for a caller's batch, by id, until settled (their
+  /// mutations went to the caller).
+  std::unordered_map<std::uint64_t, storage::sealed_append> seals;
+  std::uint64_t next_seal = 0;
   /// Cursors stopped by the first phase of a group deletion, by group: the
   /// second phase reaches only these (never a cursor created since).
   std::unordered_map<std::string, cursor_actor> stopping;
@@ -118,6 +122,10 @@ expected<stored_position> read_position(partition_ptr self, storage::txn& t,
 expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
 
 void watermark_moved(partition_ptr self, storage::offset watermark);
+
+/// A seal held across this actor's own continuations (its push); never
+/// sent to another actor (`seal_reply` carries a copy and an id).
+using sealed_ptr = std::shared_ptr<storage::sealed_append>;
 
 expected<sealed_ptr> seal(partition_ptr self,
                           const std::vector<storage::frame>& frames);

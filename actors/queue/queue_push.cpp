@@ -7,9 +7,8 @@ namespace spool::actors::queue_detail {
 
 // -- push ---------------------------------------------------------------------
 
-/// Calls the run's `prepared` once and lets go of it: the run travels to
-/// the broker as the push's token, and must not carry this queue's
-/// promises there.
+/// Calls the run's `prepared` once and lets go of it (a prepared run waits
+/// in `prepared_pushes` for its settle and must not hold a promise).
 void done_preparing(const std::shared_ptr<push_run>& run) {
   auto prepared = std::move(run->prepared);
   run->prepared = nullptr;
@@ -18,9 +17,9 @@ void done_preparing(const std::shared_ptr<push_run>& run) {
 
 void settle_all(queue_ptr self, push_run& run, bool durable) {
   for (std::size_t k = 0; k < run.seals.size(); ++k)
-    if (run.seals[k])
+    if (run.seals[k].seal_id != 0)
       self->send(self->state.partitions.at(run.names[k]).actor,
-                 sealed_atom::value, run.seals[k], durable);
+                 sealed_atom::value, run.seals[k].seal_id, durable);
 }
 
 /// Every sealed mutation of the push, as one batch. The mutations move out
@@ -28,7 +27,7 @@ void settle_all(queue_ptr self, push_run& run, bool durable) {
 storage::write_batch batch_of(push_run& run) {
   storage::write_batch batch;
   for (auto& s : run.seals)
-    for (auto& m : s->mutations)
+    for (auto& m : s.sealed.mutations)
       batch.mutations.push_back(std::move(m));
   return batch;
 }
@@ -40,14 +39,15 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
   reply.targets.reserve(run.names.size());
   for (std::size_t k = 0; k < run.names.size(); ++k) {
     auto& entry = self->state.partitions.at(run.names[k]);
-    reply.created_at = std::max(reply.created_at, run.seals[k]->created_at);
+    reply.created_at
+        = std::max(reply.created_at, run.seals[k].sealed.created_at);
     reply.targets.push_back(push_target{self->state.cfg.record.name,
                                         run.names[k], entry.rec.uuid,
                                         self->state.cfg.record.id});
     auto target = static_cast<std::uint32_t>(k);
     for (std::size_t j = 0; j < run.items[k].size(); ++j)
       reply.results[run.items[k][j]]
-          = push_item_result{target, run.seals[k]->results[j]};
+          = push_item_result{target, run.seals[k].sealed.results[j]};
   }
   return reply;
 }
@@ -61,11 +61,11 @@ queue_push_reply finish(queue_ptr self, push_run& run,
   auto reply = results_of(self, run);
   std::vector<std::string> grown;
   for (std::size_t k = 0; k < run.seals.size(); ++k) {
-    auto& s = run.seals[k];
-    if (!s || s->next <= s->first)
+    auto& s = run.seals[k].sealed;
+    if (run.seals[k].seal_id == 0 || s.next <= s.first)
       continue; // only duplicates
     auto& entry = self->state.partitions.at(run.names[k]);
-    entry.last = std::max(entry.last, s->next - 1);
+    entry.last = std::max(entry.last, s.next - 1);
     self->state.candidates.pushed(entry.index, entry.last);
     grown.push_back(run.names[k]);
   }
@@ -95,7 +95,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
           }
           if (s.reply->failure && !run->failure)
             run->failure = s.reply->failure;
-          run->seals[k] = s.reply->sealed;
+          run->seals[k] = std::move(*s.reply);
         }
         done_preparing(run);
       });
@@ -236,11 +236,14 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
     if (run->failure) {
       auto failure = run->failure;
       (void)finish(self, *run, failure); // settles what was sealed
-      rp.deliver(prepared_push{nullptr, {}, failure, {}, {}});
+      rp.deliver(prepared_push{0, {}, failure, {}, {}});
       return;
     }
     auto outcome = results_of(self, *run);
-    rp.deliver(prepared_push{run, batch_of(*run), std::nullopt,
+    auto& st = self->state;
+    auto token = ++st.next_prepared;
+    st.prepared_pushes.emplace(token, run);
+    rp.deliver(prepared_push{token, batch_of(*run), std::nullopt,
                              std::move(outcome.results),
                              std::move(outcome.targets)});
   });

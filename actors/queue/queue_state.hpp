@@ -47,6 +47,8 @@ struct partition_entry {
   storage::offset last{-1};
 };
 
+struct push_run;
+
 struct queue_state {
   static inline const char* name = "spool.queue";
   queue_config cfg;
@@ -102,6 +104,10 @@ struct queue_state {
   std::map<std::string, caf::actor_addr> respawn_waiting;
   /// The leases this queue's pops granted, by id (queue_leases.cpp).
   core::lease_directory leases;
+  /// Pushes prepared for a batch the broker commits, by their token, until
+  /// the broker settles them.
+  std::unordered_map<push_token, std::shared_ptr<push_run>> prepared_pushes;
+  push_token next_prepared = 0;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
@@ -112,7 +118,7 @@ struct push_run {
   std::vector<std::string> names;              ///< partitions, first-seen order
   std::vector<std::vector<std::size_t>> items; ///< item indices per partition
   std::vector<std::vector<storage::frame>> frames;
-  std::vector<sealed_ptr> seals;
+  std::vector<seal_reply> seals; ///< per partition (seal_id 0: none)
   std::optional<api_error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).
