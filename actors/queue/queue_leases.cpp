@@ -25,8 +25,10 @@ void forget(queue_ptr self, const std::string& id) {
   tell_broker(self, id, false);
 }
 
-/// Removes a bounded step of expired entries (at every grant, ack release,
-/// extend and release, so a queue that stops popping empties it too).
+/// Removes a bounded step of expired entries, at every grant, ack release,
+/// extend and release (a queue that no longer hears of leases keeps its
+/// expired entries, at most those granted within one lease time, until the
+/// next such message).
 void sweep(queue_ptr self) {
   for (auto& gone :
        self->state.leases.sweep(self->clock().now(), lease_sweep_step))
