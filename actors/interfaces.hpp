@@ -229,9 +229,14 @@ using queue_actor = caf::typed_actor<
     /// Seeks a group on every partition (or one) in one durable write;
     /// answers after it is durable and parked pops were woken.
     caf::replies_to<seek_atom, seek_request>::with<seek_reply>,
-    /// The group's subscription was updated: its next wildcard pops
-    /// consider every partition again (empty-scan watermarks cleared).
-    caf::reacts_to<sub_update_atom, std::string>>;
+    /// A subscription update's part here (the queue owns its records):
+    /// the group's record rewritten to mode timestamp at `ts`, held until
+    /// settled; none when the group has no record on this queue.
+    caf::replies_to<sub_update_atom, std::string,
+                    storage::micros>::with<sub_update_part>,
+    /// Settles the held part: durable (the group's next wildcard pops
+    /// consider every partition again) or failed (nothing changed).
+    caf::reacts_to<sub_update_atom, std::string, bool>>;
 
 /// Who hears of the leases a queue grants and ends: the broker, whose
 /// directory routes a lease id to its queue.
@@ -384,6 +389,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_seek)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_stage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::lease_extend_reply)

@@ -392,8 +392,9 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
 }
 
 /// Sets mode `timestamp` and `ts` on every subscription record of `group`
-/// (semantics.md §6), in one write. Queues keep no copy of their records;
-/// clearing the group's empty-scan watermarks comes with the candidate set.
+/// (semantics.md §6), in one write, all or nothing: each queue gives its
+/// record's part (queue_admin.cpp) and, once the write's outcome is known,
+/// takes it (and clears the group's empty-scan watermarks) or drops it.
 caf::typed_response_promise<sub_update_reply>
 on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto& st = self->state;
@@ -408,32 +409,50 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
         "Queue mode (__QUEUE_MODE__) has no subscription to update"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
     return fail(ok.err());
-  // Partitions the group found empty are considered again by its next pops.
+  // Each queue owns its records: it gives its part (held until settled),
+  // the broker writes every part in one batch and settles each.
+  std::vector<queue_actor> queues;
   for (auto& [_, q] : st.queues)
-    self->send(q, sub_update_atom::value, group);
-  storage::write_batch batch;
-  {
-    auto t = st.cfg.node.store.read();
-    if (!t)
-      return fail(t.err());
-    for (auto& [_, q] : st.records) {
-      auto rec = storage::tables::get_subscription(*t, q.id, group);
-      if (!rec)
-        return fail(rec.err());
-      if (!*rec)
-        continue;
-      (*rec)->mode = storage::subscription_mode::timestamp;
-      (*rec)->timestamp = ts;
-      batch.mutations.emplace_back(
-          storage::mut::update_subscription{q.id, group, **rec});
-    }
-  }
-  auto rows = batch.mutations.size();
-  if (rows == 0) {
-    rp.deliver(sub_update_reply{});
-    return rp.later();
-  }
-  write_counted(self, std::move(batch), rows, rp);
+    queues.push_back(q);
+  fan_out<sub_update_part>(
+      self, queues,
+      [self, rp, group,
+       queues](std::vector<fanned<sub_update_part>> parts) mutable {
+        std::optional<api_error> failure;
+        std::vector<queue_actor> held;
+        storage::write_batch batch;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          auto& p = parts[i];
+          if (!p.reply) {
+            failure = failure.value_or(unreachable(p.error, "queue"));
+            continue;
+          }
+          if (p.reply->failure)
+            failure = failure.value_or(*p.reply->failure);
+          if (p.reply->mutation) {
+            held.push_back(queues[i]);
+            batch.mutations.emplace_back(std::move(*p.reply->mutation));
+          }
+        }
+        auto settle = [self, group, held](bool durable) {
+          for (auto& q : held)
+            self->send(q, sub_update_atom::value, group, durable);
+        };
+        if (failure || batch.mutations.empty()) {
+          settle(false);
+          rp.deliver(sub_update_reply{0, std::move(failure)});
+          return;
+        }
+        auto rows = batch.mutations.size();
+        write_then(
+            self, self->state.cfg.node.writer, std::move(batch),
+            [rp, rows, settle](std::optional<api_error> failure) mutable {
+              settle(!failure);
+              rp.deliver(
+                  sub_update_reply{failure ? 0 : rows, std::move(failure)});
+            });
+      },
+      sub_update_atom::value, group, ts);
   return rp.later();
 }
 

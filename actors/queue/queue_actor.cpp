@@ -438,10 +438,11 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                 [rp](caf::error&) mutable { rp.deliver(false); });
         return rp.later();
       },
-      [self](sub_update_atom, const std::string& group) {
-        self->state.candidates.forget(group);
-        self->state.parked.wake_if(
-            [&](const queue_pop_request& r) { return r.group == group; });
+      [self](sub_update_atom, const std::string& group, storage::micros ts) {
+        return on_sub_update(self, group, ts);
+      },
+      [self](sub_update_atom, const std::string& group, bool durable) {
+        settle_sub_update(self, group, durable);
       },
       [self](extend_atom, const std::string& id, std::chrono::milliseconds by) {
         return on_extend(self, id, by);

@@ -412,4 +412,53 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
           });
 }
 
+// -- subscription update ------------------------------------------------------
+
+/// The queue owns its subscription records: a subscription update (which
+/// spans every queue of the group, in one write) asks each queue for its
+/// part, under the group's gate (no registration, deletion or seek of the
+/// group interleaves), and settles it with the write's outcome.
+caf::typed_response_promise<sub_update_part>
+on_sub_update(queue_ptr self, const std::string& group, storage::micros ts) {
+  auto rp = promise_for<sub_update_part>(self);
+  group_gate(self, group).wait([self, group, ts, rp]() mutable {
+    auto& st = self->state;
+    if (st.deleted || !st.subs.contains(group))
+      return rp.deliver(sub_update_part{}); // no record here
+    auto t = st.cfg.node.store.read();
+    if (!t)
+      return rp.deliver(sub_update_part{std::nullopt, t.err()});
+    auto rec = storage::tables::get_subscription(*t, st.cfg.record.id, group);
+    if (!rec)
+      return rp.deliver(sub_update_part{std::nullopt, rec.err()});
+    if (!*rec)
+      return rp.deliver(sub_update_part{});
+    (*rec)->mode = storage::subscription_mode::timestamp;
+    (*rec)->timestamp = ts;
+    group_gate(self, group).enter(); // until settled
+    st.sub_updates[group] = **rec;
+    rp.deliver(sub_update_part{
+        storage::mut::update_subscription{st.cfg.record.id, group, **rec},
+        std::nullopt});
+  });
+  return rp.later();
+}
+
+void settle_sub_update(queue_ptr self, const std::string& group, bool durable) {
+  auto& st = self->state;
+  auto it = st.sub_updates.find(group);
+  if (it == st.sub_updates.end())
+    return; // not held here (this incarnation's)
+  auto rec = std::move(it->second);
+  st.sub_updates.erase(it);
+  if (durable) {
+    st.subs[group] = std::move(rec);
+    // Its next wildcard pops consider every partition again.
+    st.candidates.forget(group);
+    st.parked.wake_if(
+        [&](const queue_pop_request& r) { return r.group == group; });
+  }
+  leave_group_gate(self, group);
+}
+
 } // namespace spool::actors::queue_detail

@@ -107,6 +107,9 @@ struct queue_state {
   /// Pushes prepared for a batch the broker commits, by their token, until
   /// the broker settles them.
   std::unordered_map<push_token, std::shared_ptr<push_run>> prepared_pushes;
+  /// Subscription updates held under their group's gate until settled: the
+  /// record as it will be stored.
+  std::unordered_map<std::string, storage::subscription_record> sub_updates;
   push_token next_prepared = 0;
 };
 
@@ -220,6 +223,11 @@ on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by);
 
 caf::typed_response_promise<bool> on_release(queue_ptr self,
                                              const std::string& id);
+
+caf::typed_response_promise<sub_update_part>
+on_sub_update(queue_ptr self, const std::string& group, storage::micros ts);
+
+void settle_sub_update(queue_ptr self, const std::string& group, bool durable);
 
 void on_sweep(queue_ptr self, std::uint64_t id);
 

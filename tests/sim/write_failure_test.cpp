@@ -200,6 +200,42 @@ TEST_CASE("a failed subscription update keeps the old record: a partition "
   CHECK(fx.pop_one("q", "p3", "g").messages.empty()); // seeded an hour ahead
 }
 
+TEST_CASE("a failed subscription update over two queues changes neither, "
+          "its retry updates both",
+          "[failure][subscription]") {
+  write_fault_sim fx;
+  fx.push("q", "p", {"a"});
+  fx.push("r", "p", {"a"});
+  REQUIRE(fx.offsets(fx.pop_one("q", "p", "g")) == ints{0});
+  REQUIRE(fx.offsets(fx.pop_one("r", "p", "g")) == ints{0});
+  auto ahead = fx.wall() + 3'600'000'000;
+  fx.gate_st->inject(fail_batches_with<storage::mut::update_subscription>(1));
+  auto failed = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ahead);
+  REQUIRE(failed);
+  REQUIRE(failed->failure);
+  CHECK(failed->rows_updated == 0);
+  for (auto q : {"q", "r"})
+    CHECK(fx.stored_subscription(q, "g")->mode
+          == storage::subscription_mode::all);
+  auto ok = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ahead);
+  REQUIRE(ok);
+  REQUIRE_FALSE(ok->failure);
+  CHECK(ok->rows_updated == 2);
+  for (auto q : {"q", "r"}) {
+    CHECK(fx.stored_subscription(q, "g")->mode
+          == storage::subscription_mode::timestamp);
+    CHECK(fx.stored_subscription(q, "g")->timestamp == ahead);
+  }
+  // Each settle left the group's gate on both queues: another update (it
+  // waits for the gate) goes through.
+  auto again = fx.request<actors::sub_update_reply>(
+      fx.broker, actors::sub_update_atom::value, std::string{"g"}, ahead + 1);
+  REQUIRE(again);
+  CHECK(again->rows_updated == 2);
+}
+
 TEST_CASE("a push whose queue or partition creation fails creates nothing, "
           "its retry starts at offset 0",
           "[failure][push]") {
