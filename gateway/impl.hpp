@@ -100,12 +100,14 @@ struct gateway::impl {
   template <class Reply, class Convert, class Msg>
   void ask_pop(const std::string& token, std::optional<std::string> queue,
                gateway::done<node::pop_reply> k, Convert convert, Msg msg) {
+    bool in_flight = false;
     {
       std::lock_guard lock{pops->mx};
-      if (!pops->pops.try_emplace(token).second)
-        return k(make_error(errc::invalid_argument, "pop token ", token,
-                            " is already in flight"));
+      in_flight = !pops->pops.try_emplace(token).second;
     }
+    if (in_flight) // answered outside the lock (it may call the gateway)
+      return k(make_error(errc::invalid_argument, "pop token ", token,
+                          " is already in flight"));
     auto helper = sys.spawn(
         [node = node, wall = wall, k = std::move(k),
          convert = std::move(convert), msg = std::move(msg), token, queue,

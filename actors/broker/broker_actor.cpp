@@ -165,12 +165,10 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
   };
   host->committed
       = [self](const std::vector<std::string>& queues) { wake(self, queues); };
-  host->stored = [self](const core::txn_result& r) {
-    for (auto& op : r.results)
-      for (auto& item : op.items)
-        if (!item.partition_uuid.empty())
-          learn_partition(self, item.partition_uuid, item.queue,
-                          item.partition);
+  host->stored = [self](const std::vector<push_target>& targets) {
+    queue_push_reply r;
+    r.targets = targets;
+    learn_partitions(self, r);
   };
   host->stage_opened
       = [self](const std::string& queue) { ++self->state.open_stages[queue]; };

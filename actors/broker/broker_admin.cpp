@@ -412,12 +412,15 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   // Each queue owns its records: it gives its part (held until settled),
   // the broker writes every part in one batch and settles each.
   std::vector<queue_actor> queues;
-  for (auto& [_, q] : st.queues)
+  std::vector<std::string> names;
+  for (auto& [name, q] : st.queues) {
     queues.push_back(q);
+    names.push_back(name);
+  }
   fan_out<sub_update_part>(
       self, queues,
-      [self, rp, group,
-       queues](std::vector<fanned<sub_update_part>> parts) mutable {
+      [self, rp, group, queues,
+       names](std::vector<fanned<sub_update_part>> parts) mutable {
         std::optional<api_error> failure;
         std::vector<queue_actor> held;
         storage::write_batch batch;
@@ -430,6 +433,14 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
           if (p.reply->failure)
             failure = failure.value_or(*p.reply->failure);
           if (p.reply->mutation) {
+            // A part from a queue that died or was replaced since is stale:
+            // the queue now live would not hold it.
+            auto live = self->state.queues.find(names[i]);
+            if (live == self->state.queues.end() || live->second != queues[i]
+                || self->state.restarting.contains(queues[i].address()))
+              failure = failure.value_or(
+                  make_error(errc::unavailable, "Server busy: queue ", names[i],
+                             " restarted; retry"));
             held.push_back(queues[i]);
             batch.mutations.emplace_back(std::move(*p.reply->mutation));
           }

@@ -72,7 +72,8 @@ void answer(run_ptr run, txn_reply reply) {
     }
   }
   if (!reply.failure && reply.result.success && host.stored)
-    host.stored(reply.result);
+    for (auto& part : run->push_results)
+      host.stored(part.targets);
   run->rp.deliver(std::move(reply));
 }
 

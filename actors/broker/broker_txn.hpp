@@ -35,8 +35,8 @@ struct txn_host {
       create_queues;
   /// A transaction stage opened on queue `name` (acks staged on one of its
   /// cursors), and closed when its settle is sent.
-  /// The partitions a committed transaction pushed to (their uuids).
-  std::function<void(const core::txn_result&)> stored;
+  /// The partitions a committed transaction pushed to (uuid, queue id).
+  std::function<void(const std::vector<push_target>&)> stored;
   std::function<void(const std::string&)> stage_opened;
   std::function<void(const std::string&)> stage_closed;
   /// A commit settled on these queues (pushed to or acked on): wakes the

@@ -16,6 +16,8 @@
 
 #include "actors/partition/partition_state.hpp"
 
+#include <atomic>
+
 namespace spool::actors {
 
 namespace partition_detail {
@@ -133,6 +135,13 @@ void watermark_moved(partition_ptr self, storage::offset watermark) {
 
 void retention_after_push(partition_ptr self);
 
+/// Seal ids are unique in the process, not per incarnation: a settle sent
+/// by name to a partition respawned since names no seal of the new one.
+std::uint64_t next_seal_id() {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 /// Seals `frames`; nothing changes on error.
 expected<sealed_ptr> seal(partition_ptr self,
                           const std::vector<storage::frame>& frames) {
@@ -247,7 +256,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         // The caller gets the mutations; the partition keeps the rest
         // (offsets, results, ids in flight) for the settle.
         auto& st = self->state;
-        auto id = ++st.next_seal;
+        auto id = next_seal_id();
         seal_reply reply{id, std::move(**sealed), std::nullopt};
         auto& kept = st.seals[id];
         kept.results = reply.sealed.results;

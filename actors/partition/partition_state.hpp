@@ -37,7 +37,6 @@ struct partition_state {
   /// Seals handed out for a caller's batch, by id, until settled (their
   /// mutations went to the caller).
   std::unordered_map<std::uint64_t, storage::sealed_append> seals;
-  std::uint64_t next_seal = 0;
   /// Cursors stopped by the first phase of a group deletion, by group: the
   /// second phase reaches only these (never a cursor created since).
   std::unordered_map<std::string, cursor_actor> stopping;

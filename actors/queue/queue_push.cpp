@@ -3,6 +3,8 @@
 
 #include "actors/queue/queue_state.hpp"
 
+#include <atomic>
+
 namespace spool::actors::queue_detail {
 
 // -- push ---------------------------------------------------------------------
@@ -241,7 +243,10 @@ on_prepare(queue_ptr self, std::vector<push_item>& items) {
     }
     auto outcome = results_of(self, *run);
     auto& st = self->state;
-    auto token = ++st.next_prepared;
+    // Unique in the process (not per incarnation): a settle reaching a
+    // queue respawned since names none of its pushes.
+    static std::atomic<push_token> last{0};
+    auto token = last.fetch_add(1, std::memory_order_relaxed) + 1;
     st.prepared_pushes.emplace(token, run);
     rp.deliver(prepared_push{token, batch_of(*run), std::nullopt,
                              std::move(outcome.results),

@@ -110,7 +110,6 @@ struct queue_state {
   /// Subscription updates held under their group's gate until settled: the
   /// record as it will be stored.
   std::unordered_map<std::string, storage::subscription_record> sub_updates;
-  push_token next_prepared = 0;
 };
 
 using queue_ptr = queue_actor::stateful_pointer<queue_state>;
