@@ -16,18 +16,21 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   replies.reserve(reqs.size());
   st.core->note_watermark(view.watermark);
   auto before = snapshot(self);
+  // The live lease's id, copied only when it changes (a list's acks
+  // share one lease): an ack that ends it names it in its reply.
+  std::string lease_id;
   for (auto& req : reqs) {
-    auto& live = st.core->lease();
-    auto lease_id = live ? live->id : std::string{};
+    if (auto& live = st.core->lease(); live && live->id != lease_id)
+      lease_id = live->id;
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
     if (out.dead)
       changes.dead.push_back(*out.dead);
     if (out.requeue_done)
       changes.done.push_back(*out.requeue_done);
-    replies.push_back(ack_reply{
-        out.error, out.lease_released, out.dead.has_value(), std::nullopt,
-        out.lease_released ? std::move(lease_id) : std::string{}});
+    replies.push_back(ack_reply{out.error, out.lease_released,
+                                out.dead.has_value(), std::nullopt,
+                                out.lease_released ? lease_id : std::string{}});
   }
   // A lease that ended has its overdue frames judged now.
   if (judge_overdue(self, changes.dead))
