@@ -16,12 +16,13 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   replies.reserve(reqs.size());
   st.core->note_watermark(view.watermark);
   auto before = snapshot(self);
-  // The live lease's id, copied only when it changes (a list's acks
-  // share one lease): an ack that ends it names it in its reply.
+  // The live lease's id, copied once: an ack that ends it names it in its
+  // reply (acks only end a lease, never grant one, so it is the same lease
+  // all through the list).
   std::string lease_id;
+  if (auto& live = st.core->lease())
+    lease_id = live->id;
   for (auto& req : reqs) {
-    if (auto& live = st.core->lease(); live && live->id != lease_id)
-      lease_id = live->id;
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
     if (out.dead)

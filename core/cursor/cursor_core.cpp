@@ -1,8 +1,10 @@
 #include "core/cursor/cursor_core.hpp"
 
 #include <algorithm>
-#include <functional>
+#include <memory>
 #include <string_view>
+
+#include <xxhash.h>
 
 namespace spool::core {
 
@@ -221,10 +223,11 @@ grant_result cursor_core::grant(const delivery_plan& plan,
 }
 
 void cursor_core::note_lease_txids(std::vector<std::uint64_t> hashes) {
-  lease_txids_.clear();
-  lease_txids_.reserve(hashes.size());
+  auto txids = std::make_shared<lease_txid_list>();
+  txids->reserve(hashes.size());
   for (std::size_t i = 0; i < hashes.size() && i < lease_offsets_.size(); ++i)
-    lease_txids_.emplace_back(hashes[i], lease_offsets_[i]);
+    txids->emplace_back(hashes[i], lease_offsets_[i]);
+  lease_txids_ = std::move(txids);
 }
 
 std::optional<offset>
@@ -233,7 +236,9 @@ cursor_core::frame_of(std::string_view transaction_id) const {
   // id that is not settled yet, else the first with it.
   auto h = txid_hash(transaction_id);
   std::optional<offset> first;
-  for (auto& [hash, off] : lease_txids_) {
+  if (!lease_txids_)
+    return std::nullopt;
+  for (auto& [hash, off] : *lease_txids_) {
     if (hash != h)
       continue;
     if (!first)
@@ -246,7 +251,7 @@ cursor_core::frame_of(std::string_view transaction_id) const {
 }
 
 std::uint64_t cursor_core::txid_hash(std::string_view transaction_id) noexcept {
-  return std::hash<std::string_view>{}(transaction_id);
+  return XXH3_64bits(transaction_id.data(), transaction_id.size());
 }
 
 bool cursor_core::release_unwritten(const std::string& lease_id) {
@@ -295,19 +300,19 @@ ack_outcome cursor_core::ack(const ack_request& named, offset last_offset,
   }
   // By transactionId: the frame of the last lease with that id, then the
   // rules of an ack by offset (a frame of an earlier lease is not known).
-  const ack_request* by = &named;
-  ack_request resolved;
+  // (The copy is made only for such an ack: acks by offset, the hot path,
+  // construct nothing.)
+  std::optional<ack_request> resolved;
   if (named.transaction_id) {
     auto off = frame_of(*named.transaction_id);
     if (!off) {
       out.error = live ? ack_error::not_in_lease : ack_error::invalid_lease;
       return out;
     }
-    resolved = named;
-    resolved.off = *off;
-    by = &resolved;
+    resolved.emplace(named);
+    resolved->off = *off;
   }
-  const ack_request& req = *by;
+  const ack_request& req = resolved ? *resolved : named;
   if (req.off.value < 0 || req.off > last_offset) {
     out.error = ack_error::not_found;
     return out;

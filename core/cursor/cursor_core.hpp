@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -280,8 +281,11 @@ private:
   std::optional<lease_info> lease_;
   /// The frames the live lease delivered, in order.
   std::vector<offset> lease_offsets_;
-  /// (txid hash, offset) of the frames the last grant delivered.
-  std::vector<std::pair<std::uint64_t, offset>> lease_txids_;
+  /// (txid hash, offset) of the frames the last grant delivered. Shared
+  /// and never changed once made (a grant makes a new list), so the undo
+  /// snapshot every pop and ack list takes copies a pointer, not the list.
+  using lease_txid_list = std::vector<std::pair<std::uint64_t, offset>>;
+  std::shared_ptr<const lease_txid_list> lease_txids_;
   /// Per frame of the live lease (by index in lease_offsets_): settled.
   std::vector<bool> settled_;
   /// Frames of the live lease not settled yet (the lease ends at zero).
