@@ -209,8 +209,10 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].queue; });
-  run->parts = core::distribute<push_item>(
-      groups, [&](std::size_t i) { return std::move(items[i].item); });
+  run->parts
+      = core::distribute<push_item>(groups, [&](std::size_t i) -> push_item&& {
+          return std::move(items[i].item);
+        });
   run->queues = std::move(groups.names);
   run->items = std::move(groups.items);
   ensure_queues(self, run->queues,

@@ -29,9 +29,12 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
       changes.dead.push_back(*out.dead);
     if (out.requeue_done)
       changes.done.push_back(*out.requeue_done);
-    replies.push_back(ack_reply{out.error, out.lease_released,
-                                out.dead.has_value(), std::nullopt,
-                                out.lease_released ? lease_id : std::string{}});
+    auto& reply = replies.emplace_back(); // filled in place: a list of
+    reply.error = out.error;              // n acks moves no reply
+    reply.lease_released = out.lease_released;
+    reply.dead_lettered = out.dead.has_value();
+    if (out.lease_released)
+      reply.released_lease = lease_id;
   }
   // A lease that ended has its overdue frames judged now.
   if (judge_overdue(self, changes.dead))

@@ -165,21 +165,33 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
     done_preparing(run);
   };
   // Every item is validated before anything is created or sealed, so a
-  // bad item leaves no trace (not even a new partition). A name equal to
-  // the previous item's was checked with it.
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i == 0 || items[i].partition != items[i - 1].partition)
-      if (auto ok = core::check_item_partition(i, items[i].partition); !ok)
-        return fail(ok.err());
-    if (auto ok = core::check_item_frame(i, items[i].frame, st.cfg.node.frames);
-        !ok)
-      return fail(ok.err());
-  }
+  // bad item leaves no trace (not even a new partition): each frame, and
+  // each partition name once (per group); the error is the first bad
+  // item's, in input order, whichever check found it.
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].partition; });
+  std::optional<std::pair<std::size_t, api_error>> bad;
+  for (std::size_t k = 0; k < groups.names.size(); ++k) {
+    auto first = groups.items[k].front();
+    if (bad && bad->first < first)
+      continue;
+    if (auto ok = core::check_item_partition(first, groups.names[k]); !ok)
+      bad.emplace(first, std::move(ok).err());
+  }
+  auto frames_to = bad ? bad->first : items.size();
+  for (std::size_t i = 0; i < frames_to; ++i)
+    if (auto ok = core::check_item_frame(i, items[i].frame, st.cfg.node.frames);
+        !ok) {
+      bad.emplace(i, std::move(ok).err());
+      break;
+    }
+  if (bad)
+    return fail(std::move(bad->second));
   run->frames = core::distribute<storage::frame>(
-      groups, [&](std::size_t i) { return std::move(items[i].frame); });
+      groups, [&](std::size_t i) -> storage::frame&& {
+        return std::move(items[i].frame);
+      });
   run->names = std::move(groups.names);
   run->items = std::move(groups.items);
   if (run->names.empty())

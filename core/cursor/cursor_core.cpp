@@ -223,11 +223,9 @@ grant_result cursor_core::grant(const delivery_plan& plan,
 }
 
 void cursor_core::note_lease_txids(std::vector<std::uint64_t> hashes) {
-  auto txids = std::make_shared<lease_txid_list>();
-  txids->reserve(hashes.size());
-  for (std::size_t i = 0; i < hashes.size() && i < lease_offsets_.size(); ++i)
-    txids->emplace_back(hashes[i], lease_offsets_[i]);
-  lease_txids_ = std::move(txids);
+  hashes.resize(std::min(hashes.size(), lease_offsets_.size()));
+  lease_txids_ = std::make_shared<const lease_txid_list>(
+      lease_txid_list{std::move(hashes), lease_offsets_});
 }
 
 std::optional<offset>
@@ -238,9 +236,19 @@ cursor_core::frame_of(std::string_view transaction_id) const {
   std::optional<offset> first;
   if (!lease_txids_)
     return std::nullopt;
-  for (auto& [hash, off] : *lease_txids_) {
-    if (hash != h)
-      continue;
+  auto& list = *lease_txids_;
+  // By hash, built at the first ack by transactionId of a lease (a lease
+  // acked by offset never pays for it): a list of n acks costs n log n.
+  if (list.index.empty() && !list.hashes.empty()) {
+    list.index.reserve(list.hashes.size());
+    for (std::size_t i = 0; i < list.hashes.size(); ++i)
+      list.index.emplace_back(list.hashes[i], i);
+    std::sort(list.index.begin(), list.index.end());
+  }
+  auto lo = std::lower_bound(list.index.begin(), list.index.end(),
+                             std::pair<std::uint64_t, std::size_t>{h, 0});
+  for (auto it = lo; it != list.index.end() && it->first == h; ++it) {
+    auto off = list.offsets[it->second];
     if (!first)
       first = off;
     auto idx = lease_index(off);
@@ -287,39 +295,36 @@ bool cursor_core::release_unwritten(const std::string& lease_id) {
 
 // -- settlement ---------------------------------------------------------------
 
-ack_outcome cursor_core::ack(const ack_request& named, offset last_offset,
+ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
                              mono_time now) {
   ack_outcome out;
   bool live = lease_ && now < lease_->expires;
-  if (named.lease_id || named.lease_epoch) {
-    if (!live || (named.lease_id && *named.lease_id != lease_->id)
-        || (named.lease_epoch && *named.lease_epoch != lease_->epoch)) {
+  if (req.lease_id || req.lease_epoch) {
+    if (!live || (req.lease_id && *req.lease_id != lease_->id)
+        || (req.lease_epoch && *req.lease_epoch != lease_->epoch)) {
       out.error = ack_error::invalid_lease;
       return out;
     }
   }
-  // By transactionId: the frame of the last lease with that id, then the
-  // rules of an ack by offset (a frame of an earlier lease is not known).
-  // (The copy is made only for such an ack: acks by offset, the hot path,
-  // construct nothing.)
-  std::optional<ack_request> resolved;
-  if (named.transaction_id) {
-    auto off = frame_of(*named.transaction_id);
+  // The frame: by offset, or by transactionId (the frame of the last lease
+  // with that id; a frame of an earlier lease is not known); then the rules
+  // of an ack by offset, on `at`.
+  offset at = req.off;
+  if (req.transaction_id) {
+    auto off = frame_of(*req.transaction_id);
     if (!off) {
       out.error = live ? ack_error::not_in_lease : ack_error::invalid_lease;
       return out;
     }
-    resolved.emplace(named);
-    resolved->off = *off;
+    at = *off;
   }
-  const ack_request& req = resolved ? *resolved : named;
-  if (req.off.value < 0 || req.off > last_offset) {
+  if (at.value < 0 || at > last_offset) {
     out.error = ack_error::not_found;
     return out;
   }
   // The frame of a requeue lease: its offset is usually at or below
   // committed, so it is recognised before the idempotent check.
-  if (lease_ && lease_->requeued && lease_offsets_.front() == req.off
+  if (lease_ && lease_->requeued && lease_offsets_.front() == at
       && !settled_.front()) {
     if (!live) {
       out.error = ack_error::invalid_lease;
@@ -329,9 +334,9 @@ ack_outcome cursor_core::ack(const ack_request& named, offset last_offset,
   }
   // The frame's place in the lease (O(1) for a run of offsets, else a
   // binary search: a list of n acks stays O(n log n)).
-  auto idx = lease_index(req.off);
+  auto idx = lease_index(at);
   // Settled already: idempotent success, nothing changes.
-  if (req.off <= committed_ || is_done(req.off) || (idx && settled_[*idx]))
+  if (at <= committed_ || is_done(at) || (idx && settled_[*idx]))
     return out;
   if (!live) {
     out.error = ack_error::invalid_lease;
@@ -344,19 +349,19 @@ ack_outcome cursor_core::ack(const ack_request& named, offset last_offset,
   out.changed = true;
   switch (req.status) {
   case ack_status::completed:
-    counters(req.off).done = true;
+    counters(at).done = true;
     settled_[*idx] = true;
     --unsettled_;
     break;
   case ack_status::dlq:
-    out.dead = bury(req.off, req.error);
+    out.dead = bury(at, req.error);
     settled_[*idx] = true;
     --unsettled_;
     break;
   case ack_status::failed: {
-    out.dead = charge(req.off, req.error);
+    out.dead = charge(at, req.error);
     auto delay
-        = req.delay ? *req.delay : retry_delay_for(counters(req.off).failures);
+        = req.delay ? *req.delay : retry_delay_for(counters(at).failures);
     end_lease(now, delay);
     out.lease_released = true;
     break;

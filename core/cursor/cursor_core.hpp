@@ -281,10 +281,15 @@ private:
   std::optional<lease_info> lease_;
   /// The frames the live lease delivered, in order.
   std::vector<offset> lease_offsets_;
-  /// (txid hash, offset) of the frames the last grant delivered. Shared
+  /// The txid hashes of the frames the last grant delivered. Shared
   /// and never changed once made (a grant makes a new list), so the undo
   /// snapshot every pop and ack list takes copies a pointer, not the list.
-  using lease_txid_list = std::vector<std::pair<std::uint64_t, offset>>;
+  struct lease_txid_list {
+    std::vector<std::uint64_t> hashes; ///< txid hashes, in delivery order
+    std::vector<offset> offsets;       ///< the frame of each
+    /// (hash, position) sorted: made at the first lookup (frame_of).
+    mutable std::vector<std::pair<std::uint64_t, std::size_t>> index = {};
+  };
   std::shared_ptr<const lease_txid_list> lease_txids_;
   /// Per frame of the live lease (by index in lease_offsets_): settled.
   std::vector<bool> settled_;

@@ -12,12 +12,9 @@ expected<void> check_item_partition(std::size_t i, std::string_view partition) {
   return {};
 }
 
-expected<void> check_item_frame(std::size_t i, const storage::frame& f,
-                                const storage::frame_limits& limits) {
-  if (auto ok = storage::check_frame(f, limits); !ok)
-    return make_error(storage::to_api(ok.err()).code, "items[", i,
-                      "]: ", ok.err().message);
-  return {};
+api_error item_frame_error(std::size_t i, const storage::error& refused) {
+  return make_error(storage::to_api(refused).code, "items[", i,
+                    "]: ", refused.message);
 }
 
 expected<void> check_push_item(std::size_t i, const std::string* queue,

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/segment.hpp"
 #include "storage/types.hpp"
 #include "vocab/expected.hpp"
 
@@ -30,8 +31,19 @@ expected<void> check_push_item(std::size_t i, const std::string* queue,
 /// (it trusts the broker's text checks): item i's partition name, and its
 /// frame's sizes (`storage::check_frame`), with the same errors.
 expected<void> check_item_partition(std::size_t i, std::string_view partition);
-expected<void> check_item_frame(std::size_t i, const storage::frame& f,
-                                const storage::frame_limits& limits);
+/// (Inline: a push checks every frame, and nearly all pass.)
+inline expected<void> check_item_frame(std::size_t i, const storage::frame& f,
+                                       const storage::frame_limits& limits);
+/// The error of item i whose frame `check_frame` refused.
+api_error item_frame_error(std::size_t i, const storage::error& refused);
+
+inline expected<void> check_item_frame(std::size_t i, const storage::frame& f,
+                                       const storage::frame_limits& limits) {
+  auto ok = storage::check_frame(f, limits);
+  if (ok) [[likely]]
+    return {};
+  return item_frame_error(i, ok.err());
+}
 
 /// Items grouped by name in first-seen order: `names[k]` receives the items
 /// `items[k]` (input indices, ascending); `slot[i]` is item i's group.
@@ -71,7 +83,9 @@ push_groups group_by_name(std::size_t n, NameOf name_of) {
 }
 
 /// Each item's value (`take(i)`) in its group, in input order: what a
-/// group's queue or partition receives.
+/// group's queue or partition receives. To move the items, `take` returns
+/// an rvalue reference (`-> T&&`): each item is then moved once, straight
+/// into its group (a `take` returning by value moves it twice).
 template <class T, class Take>
 std::vector<std::vector<T>> distribute(const push_groups& g, Take take) {
   std::vector<std::vector<T>> out(g.names.size());

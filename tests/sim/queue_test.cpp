@@ -139,6 +139,40 @@ TEST_CASE("a push with an invalid item stores nothing of it",
   CHECK(storage::tables::partitions_of(*t, fx.rec.id)->empty());
 }
 
+TEST_CASE("a push with several invalid items names the first in input order",
+          "[sim][queue][push][bad-input]") {
+  queue_fixture fx;
+  auto big = [] {
+    auto f = msg("x");
+    f.payload.assign((8u << 20) + 1, 'x');
+    return f;
+  };
+  // A bad frame before a bad partition name (of a name seen before too).
+  std::vector<actors::push_item> frame_first{
+      {"a", msg("ok")}, {"a", big()}, {"b", msg("ok")}, {"__x", msg("ok")}};
+  auto r = fx.request<actors::queue_push_reply>(
+      fx.queue, actors::push_atom::value, frame_first);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1]: ") == 0);
+  // A bad partition name before a bad frame, and one item with both.
+  std::vector<actors::push_item> name_first{
+      {"a", msg("ok")}, {"__x", msg("ok")}, {"a", big()}};
+  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
+                                           name_first);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1].partition") == 0);
+  std::vector<actors::push_item> both{{"a", msg("ok")}, {"__x", big()}};
+  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
+                                           both);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1].partition") == 0);
+  auto t = fx.store.store->db().read();
+  CHECK(storage::tables::partitions_of(*t, fx.rec.id)->empty());
+}
+
 TEST_CASE("wildcard pops rotate so every partition is served within "
           "ceil(P / partitions) pops",
           "[sim][queue][pop][fairness]") {
