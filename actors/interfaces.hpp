@@ -192,6 +192,9 @@ using queue_actor = caf::typed_actor<
     /// parked pops empty, and quits after a grace period (requests in
     /// flight are answered meanwhile).
     caf::replies_to<delete_atom>::with<delete_queue_reply>,
+    /// Deletes DLQ entries of the queue in one write (the queue is the one
+    /// writer of its DLQ rows); counts those deleted.
+    caf::replies_to<delete_atom, dlq_delete_request>::with<dlq_count_reply>,
     /// Internal: the grace period after a deletion is over.
     caf::reacts_to<grace_atom, std::uint64_t>,
     /// Purges partitions of the queue.
@@ -365,6 +368,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_vote)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::subscription_record)

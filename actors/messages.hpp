@@ -314,6 +314,15 @@ struct delete_queue_reply {
 };
 
 /// Deletes a group's cursors on one queue or all (semantics.md §8).
+/// DLQ entries of one queue to delete, by (group, id): the broker asks the
+/// queue, the one writer of its DLQ rows. `queue_id` is the queue the
+/// entries were selected under; a queue created again under the name
+/// since deletes none of them (the old queue's rows go with its reaping).
+struct dlq_delete_request {
+  storage::queue_id queue_id;
+  std::vector<std::pair<std::string, std::uint64_t>> entries;
+};
+
 struct delete_group_request {
   std::string group;
   std::optional<std::string> queue; ///< none: every queue

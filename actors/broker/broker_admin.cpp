@@ -33,18 +33,6 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   return dlq_list_reply{std::move(*page), std::nullopt};
 }
 
-/// Writes `batch` and answers `Reply{n, failure}` once it is durable (a
-/// count of 0 when it failed): DLQ deletes, subscription updates.
-template <class Reply>
-void write_counted(broker_ptr self, storage::write_batch batch, std::size_t n,
-                   promise<Reply> rp) {
-  write_then(self, self->state.cfg.node.writer, std::move(batch),
-             [rp, n](std::optional<api_error> failure) mutable {
-               auto stored = failure ? std::size_t{0} : n;
-               rp.deliver(Reply{stored, std::move(failure)});
-             });
-}
-
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   auto rp = promise_for<dlq_count_reply>(self);
@@ -58,19 +46,37 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
     rp.deliver(dlq_count_reply{});
     return rp.later();
   }
-  storage::write_batch b;
-  for (auto& x : items)
-    b.mutations.emplace_back(
-        storage::mut::delete_dlq{x.queue_id, x.group, x.entry.id});
+  // Each queue deletes its own rows (the one writer of its DLQ), in one
+  // write per queue: a failure in one queue leaves the others' deletions
+  // done (retry deletes the rest). Rows of a queue no longer live (deleted,
+  // being reaped) are left to the reaping.
+  std::map<std::string, dlq_delete_request> per_queue;
+  for (auto& x : items) {
+    auto& req = per_queue[x.queue];
+    req.queue_id = x.queue_id;
+    req.entries.emplace_back(x.group, x.entry.id);
+  }
+  std::vector<std::pair<queue_actor, dlq_delete_request>> asks;
+  for (auto& [name, req] : per_queue)
+    if (auto it = self->state.queues.find(name); it != self->state.queues.end())
+      asks.emplace_back(it->second, std::move(req));
   auto remaining = selected->total - items.size();
-  write_then(self, self->state.cfg.node.writer, std::move(b),
-             [rp, n = items.size(),
-              remaining](std::optional<api_error> failure) mutable {
-               if (failure)
-                 rp.deliver(dlq_count_reply{0, std::move(failure), 0});
-               else
-                 rp.deliver(dlq_count_reply{n, std::nullopt, remaining});
-             });
+  if (asks.empty()) {
+    rp.deliver(dlq_count_reply{0, std::nullopt, remaining});
+    return rp.later();
+  }
+  auto n = asks.size();
+  gather<dlq_count_reply>(
+      n,
+      [self, asks = std::move(asks)](std::size_t i) mutable {
+        return self->request(asks[i].first, caf::infinite, delete_atom::value,
+                             std::move(asks[i].second));
+      },
+      [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        auto total = total_of(slots);
+        total.remaining = total.failure ? 0 : remaining;
+        rp.deliver(std::move(total));
+      });
   return rp.later();
 }
 

@@ -384,6 +384,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
              std::vector<storage::dlq_entry>& entries) {
         return on_requeue(self, group, entries);
       },
+      [self](delete_atom, const dlq_delete_request& req) {
+        return on_dlq_delete(self, req);
+      },
       [self](dead_atom, storage::micros failed_at) {
         auto& st = self->state;
         auto retention = st.cfg.record.options.dlq_retention_s;

@@ -286,6 +286,34 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
   return rp.later();
 }
 
+// -- DLQ deletion
+// --------------------------------------------------------------
+
+caf::typed_response_promise<dlq_count_reply>
+on_dlq_delete(queue_ptr self, const dlq_delete_request& req) {
+  auto& st = self->state;
+  auto rp = promise_for<dlq_count_reply>(self);
+  // Entries of an earlier queue of this name go with its reaping; a queue
+  // being deleted deletes its rows itself.
+  if (st.deleted || req.queue_id != st.cfg.record.id || req.entries.empty()) {
+    rp.deliver(dlq_count_reply{});
+    return rp.later();
+  }
+  storage::write_batch b;
+  for (auto& [group, id] : req.entries)
+    b.mutations.emplace_back(
+        storage::mut::delete_dlq{st.cfg.record.id, group, id});
+  write_then(
+      self, st.cfg.node.writer, std::move(b),
+      [rp, n = req.entries.size()](std::optional<api_error> failure) mutable {
+        if (failure)
+          rp.deliver(dlq_count_reply{0, std::move(failure), 0});
+        else
+          rp.deliver(dlq_count_reply{n, std::nullopt, 0});
+      });
+  return rp.later();
+}
+
 // -- DLQ requeue and retention ------------------------------------------------
 
 caf::typed_response_promise<dlq_count_reply>

@@ -11,8 +11,7 @@ namespace spool::actors::queue_detail {
 /// `wake_now` is false (the caller wakes them later).
 void made_candidates(queue_ptr self, const std::string& group,
                      const std::vector<std::size_t>& indices,
-                     const std::vector<std::string>& names,
-                     bool wake_now) {
+                     const std::vector<std::string>& names, bool wake_now) {
   for (auto i : indices)
     self->state.candidates.add(group, i);
   if (wake_now)

@@ -208,6 +208,9 @@ caf::typed_response_promise<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries);
 
+caf::typed_response_promise<dlq_count_reply>
+on_dlq_delete(queue_ptr self, const dlq_delete_request& req);
+
 void arm_sweep(queue_ptr self, storage::micros due);
 
 void lease_granted(queue_ptr self, const std::string& id,

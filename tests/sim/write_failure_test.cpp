@@ -58,15 +58,15 @@ struct write_fault_sim : fault_fixture {
 
   /// q/p holds a, b, c; g dead-lettered b and completed a and c. The id of
   /// b's entry.
-  std::uint64_t bury_b() {
-    push("q", "p", {"a", "b", "c"});
-    auto r = pop_one("q", "p", "g");
+  std::uint64_t bury_b(const std::string& q = "q") {
+    push(q, "p", {"a", "b", "c"});
+    auto r = pop_one(q, "p", "g");
     REQUIRE(offsets(r) == ints{0, 1, 2});
     auto lease = r.lease->id;
-    REQUIRE(ack("q", "p", "g", lease, 0) == ack_error::none);
-    REQUIRE(ack("q", "p", "g", lease, 1, ack_status::dlq) == ack_error::none);
-    REQUIRE(ack("q", "p", "g", lease, 2) == ack_error::none);
-    auto entries = dlq("g");
+    REQUIRE(ack(q, "p", "g", lease, 0) == ack_error::none);
+    REQUIRE(ack(q, "p", "g", lease, 1, ack_status::dlq) == ack_error::none);
+    REQUIRE(ack(q, "p", "g", lease, 2) == ack_error::none);
+    auto entries = dlq_of(q, "g");
     REQUIRE(entries.size() == 1);
     return entries[0].entry.id;
   }
@@ -151,6 +151,34 @@ TEST_CASE("a failed DLQ delete keeps the entry, a retry deletes it",
   REQUIRE_FALSE(ok.failure);
   CHECK(ok.count == 1);
   CHECK(fx.dlq("g").empty());
+}
+
+TEST_CASE("a DLQ delete over two queues: each queue deletes its own rows, a "
+          "failed write in one leaves the other's deletion done",
+          "[failure][dlq]") {
+  write_fault_sim fx;
+  auto in_q = fx.bury_b("q");
+  auto in_r = fx.bury_b("r");
+  fx.fail_next(); // the first queue's write
+  core::dlq_filter f;
+  f.ids = {in_q, in_r};
+  auto first = fx.request<actors::dlq_count_reply>(
+      fx.broker, actors::dlq_del_atom::value, f);
+  REQUIRE(first);
+  REQUIRE(first->failure);
+  CHECK(first->count == 1);
+  auto left_q = fx.dlq_of("q", "g");
+  auto left_r = fx.dlq_of("r", "g");
+  REQUIRE(left_q.size() + left_r.size() == 1);
+  // The retry names the entry left (an id already deleted is not found).
+  f.ids = {left_q.empty() ? in_r : in_q};
+  auto retry = fx.request<actors::dlq_count_reply>(
+      fx.broker, actors::dlq_del_atom::value, f);
+  REQUIRE(retry);
+  REQUIRE_FALSE(retry->failure);
+  CHECK(retry->count == 1);
+  CHECK(fx.dlq_of("q", "g").empty());
+  CHECK(fx.dlq_of("r", "g").empty());
 }
 
 TEST_CASE("a failed registration registers nothing: the retry is the first "
