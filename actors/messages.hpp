@@ -313,7 +313,6 @@ struct delete_queue_reply {
   std::optional<api_error> failure;
 };
 
-/// Deletes a group's cursors on one queue or all (semantics.md §8).
 /// DLQ entries of one queue to delete, by (group, id): the broker asks the
 /// queue, the one writer of its DLQ rows. `queue_id` is the queue the
 /// entries were selected under; a queue created again under the name
@@ -323,6 +322,7 @@ struct dlq_delete_request {
   std::vector<std::pair<std::string, std::uint64_t>> entries;
 };
 
+/// Deletes a group's cursors on one queue or all (semantics.md §8).
 struct delete_group_request {
   std::string group;
   std::optional<std::string> queue; ///< none: every queue

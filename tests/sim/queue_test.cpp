@@ -163,6 +163,22 @@ TEST_CASE("a push with several invalid items names the first in input order",
   REQUIRE(r);
   REQUIRE(r->failure);
   CHECK(r->failure->message.find("items[1].partition") == 0);
+  // Two bad names: the earlier one.
+  std::vector<actors::push_item> two_names{
+      {"a", msg("ok")}, {"__x", msg("ok")}, {"__y", msg("ok")}};
+  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
+                                           two_names);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1].partition") == 0);
+  // A bad frame under a name that recurs after another.
+  std::vector<actors::push_item> recurring{
+      {"a", msg("ok")}, {"b", msg("ok")}, {"a", big()}, {"__x", msg("ok")}};
+  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
+                                           recurring);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[2]: ") == 0);
   std::vector<actors::push_item> both{{"a", msg("ok")}, {"__x", big()}};
   r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
                                            both);

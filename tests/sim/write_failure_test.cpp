@@ -167,6 +167,7 @@ TEST_CASE("a DLQ delete over two queues: each queue deletes its own rows, a "
   REQUIRE(first);
   REQUIRE(first->failure);
   CHECK(first->count == 1);
+  CHECK(first->remaining == 0);
   auto left_q = fx.dlq_of("q", "g");
   auto left_r = fx.dlq_of("r", "g");
   REQUIRE(left_q.size() + left_r.size() == 1);
