@@ -147,44 +147,39 @@ TEST_CASE("a push with several invalid items names the first in input order",
     f.payload.assign((8u << 20) + 1, 'x');
     return f;
   };
+  // The refused push's error message.
+  auto refusal = [&](std::vector<actors::push_item> items) {
+    auto r = fx.request<actors::queue_push_reply>(
+        fx.queue, actors::push_atom::value, std::move(items));
+    REQUIRE(r);
+    REQUIRE(r->failure);
+    return r->failure->message;
+  };
   // A bad frame before a bad partition name (of a name seen before too).
-  std::vector<actors::push_item> frame_first{
-      {"a", msg("ok")}, {"a", big()}, {"b", msg("ok")}, {"__x", msg("ok")}};
-  auto r = fx.request<actors::queue_push_reply>(
-      fx.queue, actors::push_atom::value, frame_first);
-  REQUIRE(r);
-  REQUIRE(r->failure);
-  CHECK(r->failure->message.find("items[1]: ") == 0);
-  // A bad partition name before a bad frame, and one item with both.
-  std::vector<actors::push_item> name_first{
-      {"a", msg("ok")}, {"__x", msg("ok")}, {"a", big()}};
-  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
-                                           name_first);
-  REQUIRE(r);
-  REQUIRE(r->failure);
-  CHECK(r->failure->message.find("items[1].partition") == 0);
+  CHECK(refusal({{"a", msg("ok")},
+                 {"a", big()},
+                 {"b", msg("ok")},
+                 {"__x", msg("ok")}})
+            .find("items[1]: ")
+        == 0);
+  // A bad partition name before a bad frame.
+  CHECK(refusal({{"a", msg("ok")}, {"__x", msg("ok")}, {"a", big()}})
+            .find("items[1].partition")
+        == 0);
   // Two bad names: the earlier one.
-  std::vector<actors::push_item> two_names{
-      {"a", msg("ok")}, {"__x", msg("ok")}, {"__y", msg("ok")}};
-  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
-                                           two_names);
-  REQUIRE(r);
-  REQUIRE(r->failure);
-  CHECK(r->failure->message.find("items[1].partition") == 0);
+  CHECK(refusal({{"a", msg("ok")}, {"__x", msg("ok")}, {"__y", msg("ok")}})
+            .find("items[1].partition")
+        == 0);
   // A bad frame under a name that recurs after another.
-  std::vector<actors::push_item> recurring{
-      {"a", msg("ok")}, {"b", msg("ok")}, {"a", big()}, {"__x", msg("ok")}};
-  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
-                                           recurring);
-  REQUIRE(r);
-  REQUIRE(r->failure);
-  CHECK(r->failure->message.find("items[2]: ") == 0);
-  std::vector<actors::push_item> both{{"a", msg("ok")}, {"__x", big()}};
-  r = fx.request<actors::queue_push_reply>(fx.queue, actors::push_atom::value,
-                                           both);
-  REQUIRE(r);
-  REQUIRE(r->failure);
-  CHECK(r->failure->message.find("items[1].partition") == 0);
+  CHECK(refusal({{"a", msg("ok")},
+                 {"b", msg("ok")},
+                 {"a", big()},
+                 {"__x", msg("ok")}})
+            .find("items[2]: ")
+        == 0);
+  // One item with both: its name.
+  CHECK(refusal({{"a", msg("ok")}, {"__x", big()}}).find("items[1].partition")
+        == 0);
   auto t = fx.store.store->db().read();
   CHECK(storage::tables::partitions_of(*t, fx.rec.id)->empty());
 }
