@@ -286,8 +286,7 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
   return rp.later();
 }
 
-// -- DLQ deletion
-// --------------------------------------------------------------
+// -- DLQ deletion -------------------------------------------------------------
 
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(queue_ptr self, const dlq_delete_request& req) {
