@@ -105,11 +105,18 @@ inline std::string dlq(queue_id q, std::string_view group, std::uint64_t id) {
   return k;
 }
 
-/// created_at · transaction id (txn_time: the expiry index of `txns`,
-/// whose key is the transaction id itself).
-inline std::string txn_time(micros created_at, std::string_view id) {
-  std::string k;
-  k.reserve(8 + id.size());
+/// queue · transaction id (txns: the answer of a client-given id, kept by
+/// the transaction's home queue, `core::txn_home_queue`).
+inline std::string txn(queue_id q, std::string_view id) {
+  return queue_named(q, id);
+}
+
+/// queue · created_at · transaction id (txn_time: the expiry index of
+/// `txns`).
+inline std::string txn_time(queue_id q, micros created_at,
+                            std::string_view id) {
+  auto k = queue(q);
+  k.reserve(16 + id.size());
   put_i64(k, created_at);
   k.append(id);
   return k;

@@ -249,13 +249,26 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       {"dedup", &d.dedup},
       {"dlq", &d.dlq},
       {"meta", &d.meta},
-      {"txns", &d.txns},
-      {"txn_time", &d.txn_time},
+      {"queue_txns", &d.txns},
+      {"queue_txn_time", &d.txn_time},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {
       mdb_txn_abort(t);
       return lmdb_error(rc, std::string{"open database "} + name);
+    }
+  }
+  // Stores written before a transaction's answer was kept by its home
+  // queue held the answers keyed node-wide: they are dropped (a repeat of
+  // such a transaction runs again; the pushes in it still dedup).
+  for (const char* old_name : {"txns", "txn_time"}) {
+    MDB_dbi old = 0;
+    auto rc = mdb_dbi_open(t, old_name, 0, &old);
+    if (rc == 0)
+      rc = mdb_drop(t, old, 1);
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+      mdb_txn_abort(t);
+      return lmdb_error(rc, std::string{"drop database "} + old_name);
     }
   }
   if (auto rc = mdb_txn_commit(t); rc != 0)

@@ -43,6 +43,16 @@ expected<void> bump_counters(txn& t, std::uint64_t id_counters::*field,
   return tables::put_counters(t, *c);
 }
 
+/// The stored record of live queue `q`; `unknown_queue` when there is none.
+expected<queue_record> require_queue(txn& t, queue_id q) {
+  auto rec = tables::get_queue(t, q);
+  if (!rec)
+    return std::move(rec).err();
+  if (!*rec)
+    return make_error(ec::unknown_queue, "queue ", q.value, " does not exist");
+  return std::move(**rec);
+}
+
 expected<void> apply_one(txn& t, const mut::create_queue& m) {
   auto existing = tables::get_queue(t, m.rec.id);
   if (!existing)
@@ -54,22 +64,12 @@ expected<void> apply_one(txn& t, const mut::create_queue& m) {
 }
 
 expected<void> apply_one(txn& t, const mut::update_queue& m) {
-  auto existing = tables::get_queue(t, m.rec.id);
-  if (!existing)
-    return std::move(existing).err();
-  if (!*existing)
-    return make_error(ec::unknown_queue, "queue ", m.rec.id.value,
-                      " does not exist");
+  SPOOL_TRY(require_queue(t, m.rec.id));
   return tables::put_queue(t, m.rec);
 }
 
 expected<void> apply_one(txn& t, const mut::delete_queue& m) {
-  auto existing = tables::get_queue(t, m.queue);
-  if (!existing)
-    return std::move(existing).err();
-  if (!*existing)
-    return make_error(ec::unknown_queue, "queue ", m.queue.value,
-                      " does not exist");
+  SPOOL_TRY(require_queue(t, m.queue));
   SPOOL_TRY(t.del(t.db().queues, keys::queue(m.queue)));
   return tables::put_doomed(t, m.queue);
 }
@@ -90,7 +90,7 @@ expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
   auto& d = t.db();
   std::uint64_t budget = std::max<std::uint64_t>(m.max_keys, 1);
   for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq}) {
+                   d.subscriptions, d.dedup, d.dlq, d.txns, d.txn_time}) {
     auto left = delete_prefix(t, dbi, prefix, budget);
     if (!left)
       return std::move(left).err();
@@ -102,12 +102,7 @@ expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
 }
 
 expected<void> apply_one(txn& t, const mut::create_partition& m) {
-  auto q = tables::get_queue(t, m.rec.queue);
-  if (!q)
-    return std::move(q).err();
-  if (!*q)
-    return make_error(ec::unknown_queue, "queue ", m.rec.queue.value,
-                      " does not exist");
+  SPOOL_TRY(require_queue(t, m.rec.queue));
   auto existing = tables::get_partition(t, m.rec.queue, m.rec.id);
   if (!existing)
     return std::move(existing).err();
@@ -279,12 +274,7 @@ expected<void> apply_one(txn& t, const mut::delete_cursor& m) {
 }
 
 expected<void> apply_one(txn& t, const mut::put_subscription& m) {
-  auto q = tables::get_queue(t, m.queue);
-  if (!q)
-    return std::move(q).err();
-  if (!*q)
-    return make_error(ec::unknown_queue, "queue ", m.queue.value,
-                      " does not exist");
+  SPOOL_TRY(require_queue(t, m.queue));
   return tables::put_subscription(t, m.queue, m.group, m.rec);
 }
 
@@ -295,8 +285,9 @@ expected<void> apply_one(txn& t, const mut::delete_subscription& m) {
 
 expected<void> apply_one(txn& t, const mut::put_dlq& m) {
   SPOOL_TRY(tables::require_partition(t, m.queue, m.entry.partition));
-  SPOOL_TRY(tables::put_dlq(t, m.queue, m.group, m.entry));
-  return bump_counters(t, &id_counters::next_dlq, m.entry.id);
+  // The id needs no counter (`store::next_dlq_id`): the write stays
+  // within the queue's keys.
+  return tables::put_dlq(t, m.queue, m.group, m.entry);
 }
 
 expected<void> apply_one(txn& t, const mut::update_dlq& m) {
@@ -338,15 +329,16 @@ expected<void> apply_one(txn& t, const mut::put_txn& m) {
   if (m.id.empty() || m.id.size() > 255)
     return make_error(ec::invalid_argument,
                       "transaction id must be 1..255 bytes");
-  return tables::put_txn(t, m.id, m.rec);
+  SPOOL_TRY(require_queue(t, m.queue));
+  return tables::put_txn(t, m.queue, m.id, m.rec);
 }
 
 expected<void> apply_one(txn& t, const mut::delete_txn& m) {
-  auto old = tables::get_txn(t, m.id);
+  auto old = tables::get_txn(t, m.queue, m.id);
   if (!old)
     return std::move(old).err();
   if (*old && (*old)->created_at < m.stored_before)
-    SPOOL_TRY(tables::delete_txn(t, m.id));
+    SPOOL_TRY(tables::delete_txn(t, m.queue, m.id));
   return {};
 }
 

@@ -204,26 +204,29 @@ struct delete_dlq {
   }
 };
 
-/// Stores the answer of a transaction with a client-given id (replacing an
-/// expired one under the same id).
+/// Stores the answer of a transaction with a client-given id in its home
+/// queue (`core::txn_home_queue`), replacing an expired one under the same
+/// id. The queue must exist.
 struct put_txn {
+  queue_id queue;
   std::string id;
   txn_record rec;
   template <class F>
   friend auto fields(F& f, put_txn& x) {
-    return f(x.id, x.rec);
+    return f(x.queue, x.id, x.rec);
   }
 };
 
-/// Forgets a transaction's stored answer if it is still one stored before
-/// `stored_before` (retention): an id stored again meanwhile stays. No error
-/// when already gone.
+/// Forgets a transaction's stored answer in queue `queue` if it is still one
+/// stored before `stored_before` (retention): an id stored again meanwhile
+/// stays. No error when already gone.
 struct delete_txn {
+  queue_id queue;
   std::string id;
   micros stored_before = INT64_MAX;
   template <class F>
   friend auto fields(F& f, delete_txn& x) {
-    return f(x.id, x.stored_before);
+    return f(x.queue, x.id, x.stored_before);
   }
 };
 

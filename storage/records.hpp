@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "storage/trailing.hpp"
-#include "vocab/options.hpp"
 #include "storage/types.hpp"
+#include "vocab/options.hpp"
 
 namespace spool::storage {
 
@@ -202,6 +202,8 @@ struct txn_record {
 struct id_counters {
   std::uint64_t next_queue = 1;
   std::uint64_t next_partition = 1;
+  /// No longer written (DLQ ids follow the clock, `store::next_dlq_id`);
+  /// a store from before keeps it as a floor for new ids.
   std::uint64_t next_dlq = 1;
 
   friend bool operator==(const id_counters&, const id_counters&) = default;

@@ -19,7 +19,10 @@ expected<std::unique_ptr<store>> store::open(store_options opts) {
   s->recovered_ = std::move(*cat);
   s->next_queue_ = s->recovered_.counters.next_queue;
   s->next_partition_ = s->recovered_.counters.next_partition;
-  s->next_dlq_ = s->recovered_.counters.next_dlq;
+  auto dlq_floor = s->first_free_dlq_id();
+  if (!dlq_floor)
+    return std::move(dlq_floor).err();
+  s->next_dlq_ = *dlq_floor;
   std::random_device rd;
   s->rng_.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
   s->commit_opts_ = opts.commit;
@@ -86,8 +89,30 @@ partition_id store::next_partition_id() noexcept {
   return partition_id{next_partition_.fetch_add(1)};
 }
 
-std::uint64_t store::next_dlq_id() noexcept {
-  return next_dlq_.fetch_add(1);
+std::uint64_t store::next_dlq_id(micros now) noexcept {
+  auto clock = static_cast<std::uint64_t>(std::max<micros>(now, 0));
+  auto next = next_dlq_.load(std::memory_order_relaxed);
+  std::uint64_t id = 0;
+  do
+    id = std::max(next, clock);
+  while (!next_dlq_.compare_exchange_weak(next, id + 1,
+                                          std::memory_order_relaxed));
+  return id;
+}
+
+expected<std::uint64_t> store::first_free_dlq_id() {
+  auto t = env_->read();
+  if (!t)
+    return std::move(t).err();
+  // Stores written before DLQ ids followed the clock kept a node counter:
+  // it stays a floor (a deleted entry's id is never given again).
+  auto floor = recovered_.counters.next_dlq;
+  auto highest = tables::highest_dlq_id(*t);
+  if (!highest)
+    return std::move(highest).err();
+  if (*highest)
+    floor = std::max(floor, **highest + 1);
+  return floor;
 }
 
 std::string store::make_uuid() {

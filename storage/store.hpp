@@ -55,7 +55,13 @@ public:
   /// Fresh ids; they travel in the create mutations.
   queue_id next_queue_id() noexcept;
   partition_id next_partition_id() noexcept;
-  std::uint64_t next_dlq_id() noexcept;
+  /// A fresh DLQ id: unique on this node, above every id given before and
+  /// at least `now` (wall-clock microseconds), so ids order dead letters by
+  /// their first failure across queues (docs/consumption.md). No counter is
+  /// stored: a dead letter's write touches only its queue's keys, and after
+  /// a reopen ids continue above every stored one (`open` reads them) and
+  /// above the clock.
+  std::uint64_t next_dlq_id(micros now) noexcept;
 
   /// A random RFC 4122 version 4 UUID in text form.
   std::string make_uuid();
@@ -66,6 +72,8 @@ public:
 
 private:
   store() = default;
+  /// The smallest DLQ id above every stored one (and the legacy counter).
+  expected<std::uint64_t> first_free_dlq_id();
 
   std::unique_ptr<env> env_;
   std::unique_ptr<group_commit> writer_;
@@ -105,8 +113,8 @@ public:
   partition_id next_partition_id() const noexcept {
     return s_->next_partition_id();
   }
-  std::uint64_t next_dlq_id() const noexcept {
-    return s_->next_dlq_id();
+  std::uint64_t next_dlq_id(micros now) const noexcept {
+    return s_->next_dlq_id(now);
   }
   std::string make_uuid() const {
     return s_->make_uuid();

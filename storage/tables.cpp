@@ -278,6 +278,25 @@ expected<void> scan_dlq_rows(txn& t, const std::string& prefix, F&& f) {
 
 } // namespace
 
+expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t) {
+  std::optional<std::uint64_t> highest;
+  bool malformed = false;
+  auto scanned = t.scan_prefix(t.db().dlq, "", [&](auto key, auto) {
+    if (key.size() < 8 + 1 + 8) { // queue · group length · group · id
+      malformed = true;
+      return false;
+    }
+    auto id = keys::get_u64(key, key.size() - 8);
+    highest = std::max(highest.value_or(0), id);
+    return true;
+  });
+  if (!scanned)
+    return std::move(scanned).err();
+  if (malformed)
+    return make_error(ec::corrupt_record, "dlq: malformed key");
+  return highest;
+}
+
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f) {
   if (group.size() > keys::max_dlq_group)
@@ -320,34 +339,38 @@ expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
 
 // -- transaction results ------------------------------------------------------
 
-expected<void> put_txn(txn& t, std::string_view id, const txn_record& rec) {
-  SPOOL_TRY(delete_txn(t, id)); // a replaced id leaves no stale index entry
-  SPOOL_TRY(put_record(t, t.db().txns, id, rec));
-  return t.put(t.db().txn_time, keys::txn_time(rec.created_at, id), {});
+expected<void> put_txn(txn& t, queue_id q, std::string_view id,
+                       const txn_record& rec) {
+  SPOOL_TRY(delete_txn(t, q, id)); // a replaced id leaves no stale index
+  SPOOL_TRY(put_record(t, t.db().txns, keys::txn(q, id), rec));
+  return t.put(t.db().txn_time, keys::txn_time(q, rec.created_at, id), {});
 }
 
-expected<std::optional<txn_record>> get_txn(txn& t, std::string_view id) {
-  return get_record<txn_record>(t, t.db().txns, id, "txns");
+expected<std::optional<txn_record>> get_txn(txn& t, queue_id q,
+                                            std::string_view id) {
+  return get_record<txn_record>(t, t.db().txns, keys::txn(q, id), "txns");
 }
 
-expected<bool> delete_txn(txn& t, std::string_view id) {
-  auto old = get_txn(t, id);
+expected<bool> delete_txn(txn& t, queue_id q, std::string_view id) {
+  auto old = get_txn(t, q, id);
   if (!old)
     return std::move(old).err();
   if (!*old)
     return false;
-  SPOOL_TRY(t.del(t.db().txn_time, keys::txn_time((*old)->created_at, id)));
-  return t.del(t.db().txns, id);
+  SPOOL_TRY(t.del(t.db().txn_time, keys::txn_time(q, (*old)->created_at, id)));
+  return t.del(t.db().txns, keys::txn(q, id));
 }
 
-expected<std::vector<std::string>> txns_before(txn& t, micros before,
-                                               std::size_t limit) {
+expected<std::vector<std::string>>
+txns_before(txn& t, queue_id q, micros before, std::size_t limit) {
   std::vector<std::string> out;
-  auto scanned = t.scan_prefix(t.db().txn_time, {}, [&](auto key, auto) {
-    if (out.size() >= limit || key.size() < 8
-        || keys::get_i64(key, 0) >= before)
+  auto prefix = keys::queue(q);
+  auto scanned = t.scan_prefix(t.db().txn_time, prefix, [&](auto key, auto) {
+    // queue(8) · created_at(8) · id
+    if (out.size() >= limit || key.size() < 16
+        || keys::get_i64(key, 8) >= before)
       return false;
-    out.emplace_back(key.substr(8));
+    out.emplace_back(key.substr(16));
     return true;
   });
   if (!scanned)

@@ -62,6 +62,9 @@ get_dlq(txn& t, queue_id q, std::string_view group, std::uint64_t id);
 expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
                           std::uint64_t id);
 /// Entries of one (queue, group) in id order; `f` returns false to stop.
+/// The highest DLQ id stored in any queue (a deleted queue's rows not yet
+/// swept included), or none: one pass over the keys, at open.
+expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t);
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f);
 /// Entries of every group of queue `q` (by group, then id); `f` gets the
@@ -96,16 +99,21 @@ get_dedup(txn& t, queue_id q, partition_id p, std::string_view txid);
 expected<bool> delete_dedup(txn& t, queue_id q, partition_id p,
                             std::string_view txid);
 
-// -- transaction results (transaction id; txn_time indexes created_at)
+// -- transaction results (home queue · transaction id; txn_time indexes
+// created_at per queue)
 // ----------------------------------------------------------------------------
-/// Stores (or replaces) the result of transaction `id`, with its index entry.
-expected<void> put_txn(txn& t, std::string_view id, const txn_record& rec);
-expected<std::optional<txn_record>> get_txn(txn& t, std::string_view id);
-/// Removes transaction `id` and its index entry; false when absent.
-expected<bool> delete_txn(txn& t, std::string_view id);
-/// Up to `limit` ids stored before `before`, oldest first.
-expected<std::vector<std::string>> txns_before(txn& t, micros before,
-                                               std::size_t limit);
+/// Stores (or replaces) the result of transaction `id` kept by queue `q`,
+/// with its index entry.
+expected<void> put_txn(txn& t, queue_id q, std::string_view id,
+                       const txn_record& rec);
+expected<std::optional<txn_record>> get_txn(txn& t, queue_id q,
+                                            std::string_view id);
+/// Removes transaction `id` of queue `q` and its index entry; false when
+/// absent.
+expected<bool> delete_txn(txn& t, queue_id q, std::string_view id);
+/// Up to `limit` ids of queue `q` stored before `before`, oldest first.
+expected<std::vector<std::string>>
+txns_before(txn& t, queue_id q, micros before, std::size_t limit);
 
 // -- deleted queues whose rows are still being removed
 // -------------------------

@@ -160,6 +160,13 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
       return it->second;
     return std::nullopt;
   };
+  host->queue_id_of
+      = [self](const std::string& name) -> std::optional<storage::queue_id> {
+    auto& rs = self->state.records;
+    if (auto it = rs.find(name); it != rs.end())
+      return it->second.id;
+    return std::nullopt;
+  };
   host->create_queues = [self](auto names, auto done) {
     ensure_queues(self, std::move(names), std::move(done));
   };

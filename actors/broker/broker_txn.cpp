@@ -40,6 +40,8 @@ struct txn_run {
   core::txn_request req;
   std::string id;
   bool client_id = false;
+  /// The queue that keeps the stored answer (`core::txn_home_queue`).
+  std::optional<std::string> home;
   core::txn_plan plan;
   promise<txn_reply> rp;
   // -- stage --
@@ -185,20 +187,26 @@ void commit(run_ptr run) {
     for (auto& m : s.batch.mutations)
       batch.mutations.push_back(std::move(m));
   auto result = result_of(*run);
-  if (run->client_id) {
+  // The answer is kept by the home queue, which exists now: an ack needs
+  // its queue, a push has created it. Deleted meanwhile: the batch fails.
+  auto home = run->home ? host.queue_id_of(*run->home) : std::nullopt;
+  if (run->client_id && home) {
     auto now = host.node.wall();
-    batch.mutations.emplace_back(
-        storage::mut::put_txn{run->id, {now, core::encode_txn_result(result)}});
-    // Retention: every transaction write forgets a few expired ids (only
-    // if still expired when the batch applies: an id may run again).
+    batch.mutations.emplace_back(storage::mut::put_txn{
+        *home, run->id, {now, core::encode_txn_result(result)}});
+    // Retention: every transaction write forgets a few expired ids of its
+    // home queue (only if still expired when the batch applies: an id may
+    // run again).
     auto cutoff = host.retention.cutoff(now);
     if (auto t = host.node.store.read()) {
-      auto old = storage::tables::txns_before(*t, cutoff, host.retention.sweep);
+      auto old = storage::tables::txns_before(*t, *home, cutoff,
+                                              host.retention.sweep);
       t->abort();
       if (old)
         for (auto& id : *old)
           if (id != run->id && !host.in_flight.contains(id))
-            batch.mutations.emplace_back(storage::mut::delete_txn{id, cutoff});
+            batch.mutations.emplace_back(
+                storage::mut::delete_txn{*home, id, cutoff});
     }
   }
   if (batch.mutations.empty()) { // duplicates and idempotent acks only
@@ -344,6 +352,22 @@ void stage_next(run_ptr run) {
           });
 }
 
+/// The answer queue `home` keeps for transaction `id`, if any. No live
+/// home queue: no answer can be stored (one kept by a deleted queue went
+/// with it).
+storage::expected<std::optional<storage::txn_record>>
+stored_answer(txn_host& h, std::optional<storage::queue_id> home,
+              const std::string& id) {
+  if (!home)
+    return std::optional<storage::txn_record>{};
+  auto t = h.node.store.read();
+  if (!t)
+    return std::move(t).err();
+  auto stored = storage::tables::get_txn(*t, *home, id);
+  t->abort();
+  return stored;
+}
+
 } // namespace
 
 caf::typed_response_promise<txn_reply>
@@ -374,18 +398,14 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   run->rp = rp;
   run->client_id = req.id.has_value();
   run->id = req.id ? *req.id : h.node.store.make_uuid();
+  run->home = core::txn_home_queue(req);
   if (run->client_id) {
     if (auto it = h.in_flight.find(run->id); it != h.in_flight.end()) {
       it->second.push_back(rp); // answered with the first one's answer
       return rp.later();
     }
-    auto t = h.node.store.read();
-    if (!t) {
-      rp.deliver(txn_reply{{}, t.err()});
-      return rp.later();
-    }
-    auto stored = storage::tables::get_txn(*t, run->id);
-    t->abort();
+    auto home = run->home ? h.queue_id_of(*run->home) : std::nullopt;
+    auto stored = stored_answer(h, home, run->id);
     if (!stored) {
       rp.deliver(txn_reply{{}, stored.err()});
       return rp.later();

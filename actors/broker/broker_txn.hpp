@@ -28,15 +28,19 @@ struct txn_host {
   config::push_limits push;
   /// The coordinator of queue `name`, if it exists.
   std::function<std::optional<queue_actor>(const std::string&)> find_queue;
+  /// The id of live queue `name`, if it exists (the home of a stored
+  /// answer, `core::txn_home_queue`).
+  std::function<std::optional<storage::queue_id>(const std::string&)>
+      queue_id_of;
   /// Creates the named queues that do not exist yet (one durable write),
   /// then calls back with the error, if any.
   std::function<void(std::vector<std::string>,
                      std::function<void(std::optional<api_error>)>)>
       create_queues;
-  /// A transaction stage opened on queue `name` (acks staged on one of its
-  /// cursors), and closed when its settle is sent.
   /// The partitions a committed transaction pushed to (uuid, queue id).
   std::function<void(const std::vector<push_target>&)> stored;
+  /// A transaction stage opened on queue `name` (acks staged on one of its
+  /// cursors), and closed when its settle is sent.
   std::function<void(const std::string&)> stage_opened;
   std::function<void(const std::string&)> stage_closed;
   /// A commit settled on these queues (pushed to or acked on): wakes the

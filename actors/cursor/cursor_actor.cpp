@@ -129,7 +129,8 @@ storage::write_batch state_batch(const cursor_config& cfg,
       continue;
     }
     storage::dlq_entry e;
-    e.id = cfg.store.next_dlq_id();
+    e.failed_at = cfg.wall();
+    e.id = cfg.store.next_dlq_id(e.failed_at);
     e.partition = cfg.partition;
     if (auto* f = find_frame(frames, d.off))
       e.message = *f;
@@ -137,7 +138,6 @@ storage::write_batch state_batch(const cursor_config& cfg,
       e.message.off = d.off; // deleted by retention meanwhile
     e.error = d.error;
     e.deliveries = d.deliveries;
-    e.failed_at = cfg.wall();
     written.push_back(e.failed_at);
     b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, e});
   }

@@ -125,6 +125,18 @@ txn_result txn_success(std::string id, std::size_t op_count) {
   return r;
 }
 
+std::optional<std::string> txn_home_queue(const txn_request& req) {
+  for (auto& op : req.ops) {
+    if (auto* push = std::get_if<txn_push_op>(&op)) {
+      if (!push->items.empty())
+        return push->items.front().queue;
+    } else {
+      return std::get<txn_ack_op>(op).queue;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string encode_txn_result(const txn_result& r) {
   return storage::to_bytes(r);
 }

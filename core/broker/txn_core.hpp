@@ -154,6 +154,14 @@ txn_result txn_success(std::string id, std::size_t op_count);
 
 // -- stored answers -----------------------------------------------------------
 
+/// The queue that keeps the stored answer of a client-given id: the queue
+/// its first operation names (a push's first item, or an ack's queue). The
+/// answer's row and its retention index live under that queue's id, so a
+/// transaction writes only keys of queues it touches, a repeat (the same
+/// operations) finds the answer there, and deleting the queue forgets it.
+/// None when no operation names a queue.
+std::optional<std::string> txn_home_queue(const txn_request& req);
+
 std::string encode_txn_result(const txn_result& r);
 /// None when `bytes` does not decode.
 std::optional<txn_result> decode_txn_result(std::string_view bytes);
@@ -161,7 +169,8 @@ std::optional<txn_result> decode_txn_result(std::string_view bytes);
 /// How long the answer of a client-given transaction id is kept: a repeat
 /// within `keep` of the commit returns it; afterwards the id is forgotten
 /// and runs again. Every transaction write also deletes up to `sweep`
-/// expired ids, so the table stays bounded by the ids of the last `keep`.
+/// expired ids of its home queue (`txn_home_queue`), so a queue keeps about
+/// the ids of its last `keep` (and none once deleted).
 struct txn_retention {
   std::chrono::seconds keep{24 * 3600};
   std::size_t sweep = 16;

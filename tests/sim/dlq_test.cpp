@@ -589,7 +589,7 @@ TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
   storage::write_batch b;
   for (std::size_t i = 0; i < extra; ++i) {
     auto e = stored[0];
-    e.id = 1'000 + i;
+    e.id = stored[0].id + 1 + i; // newer than the original
     b.mutations.emplace_back(storage::mut::put_dlq{qid, "g", e});
   }
   auto w = fx.request<actors::write_result>(fx.writer,
@@ -622,7 +622,7 @@ TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
   storage::write_batch h;
   for (std::uint64_t i = 0; i < 3; ++i) {
     auto e = stored[0];
-    e.id = 5'000 + i;
+    e.id = stored[0].id + 5'000 + i;
     h.mutations.emplace_back(storage::mut::put_dlq{qid, "h", e});
   }
   w = fx.request<actors::write_result>(fx.writer, actors::write_atom::value, h);

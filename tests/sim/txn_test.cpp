@@ -400,6 +400,43 @@ TEST_CASE("a repeated transaction id returns the stored result", "[sim][txn]") {
   CHECK(fx.stored("q").second == std::vector<std::string>{"once", "twice?"});
 }
 
+TEST_CASE("a transaction's stored answer is kept by its home queue: "
+          "deleting that queue forgets it",
+          "[sim][txn]") {
+  txn_fixture fx;
+  core::txn_request req;
+  req.id = "tx-home";
+  req.ops.push_back(push_op("home", {{"a", ""}}));
+  req.ops.push_back(push_op("away", {{"b", ""}}));
+  REQUIRE(fx.txn(req).result.success);
+  auto& batch = fx.gate_st->seen.back();
+  REQUIRE(count_of<storage::mut::put_txn>(batch) == 1);
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  auto queues = storage::tables::all_queues(*t);
+  t->abort();
+  REQUIRE(queues);
+  auto id_of = [&](const std::string& name) {
+    for (auto& q : *queues)
+      if (q.name == name)
+        return q.id;
+    FAIL("no queue " << name);
+    return storage::queue_id{};
+  };
+  for (auto& m : batch.mutations)
+    if (auto* put = std::get_if<storage::mut::put_txn>(&m))
+      CHECK(put->queue == id_of("home"));
+  auto del = fx.request<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, std::string{"home"});
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  // The repeat runs again: "home" is a new queue, "away" dedups nothing
+  // (no transaction ids on the items), so it holds "b" twice.
+  REQUIRE(fx.txn(req).result.success);
+  CHECK(fx.stored("home").second == std::vector<std::string>{"a"});
+  CHECK(fx.stored("away").second == std::vector<std::string>{"b", "b"});
+}
+
 TEST_CASE("a duplicate push inside a transaction is not a failure",
           "[sim][txn]") {
   txn_fixture fx;

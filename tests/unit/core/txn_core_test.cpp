@@ -247,3 +247,22 @@ TEST_CASE("a stored transaction id expires after its retention", "[txn]") {
   CHECK(keep.expired(t, t + 60'000'001));
   CHECK(keep.cutoff(t + 60'000'001) == t + 1);
 }
+
+TEST_CASE("a transaction's stored answer lives in the queue its first "
+          "operation names",
+          "[txn]") {
+  txn_request req;
+  req.id = "t-1";
+  CHECK(!txn_home_queue(req));
+  req.ops.push_back(txn_push_op{}); // no items: names no queue
+  CHECK(!txn_home_queue(req));
+  txn_ack_op ack;
+  ack.queue = "acked";
+  req.ops.push_back(ack);
+  txn_push_op push;
+  push.items.push_back({"pushed", "Default", {}});
+  req.ops.push_back(push);
+  CHECK(txn_home_queue(req) == "acked");
+  req.ops.erase(req.ops.begin() + 1); // now the push comes first
+  CHECK(txn_home_queue(req) == "pushed");
+}

@@ -25,7 +25,7 @@ TEST_CASE("reopening recovers every partition and table exactly",
   c.committed = offset{12};
   c.counters = {{offset{13}, 2, 1}};
   dlq_entry e;
-  e.id = fx.store->next_dlq_id();
+  e.id = fx.store->next_dlq_id(0);
   e.partition = p.id;
   e.error = "x";
   REQUIRE(fx.commit(
@@ -79,4 +79,46 @@ TEST_CASE("ids are never reused, also after a queue is deleted and the store "
   fx.reopen();
   CHECK(fx.store->next_queue_id() > p.queue);
   CHECK(fx.store->next_partition_id() > p.id);
+}
+
+TEST_CASE("DLQ ids follow the clock, never repeat, and continue above every "
+          "stored id after a reopen",
+          "[storage][recovery][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto a = fx.store->next_dlq_id(5'000'000);
+  auto b = fx.store->next_dlq_id(5'000'000); // the same microsecond
+  auto c = fx.store->next_dlq_id(4'000'000); // the clock stepped back
+  CHECK(a == 5'000'000);
+  CHECK(b == a + 1);
+  CHECK(c == b + 1);
+  CHECK(fx.store->next_dlq_id(9'000'000) == 9'000'000);
+  // A stored id far ahead of the clock (written on a machine whose clock
+  // was ahead): after a reopen, new ids are above it.
+  dlq_entry e;
+  e.id = 7'000'000'000;
+  e.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
+  fx.reopen();
+  CHECK(fx.store->next_dlq_id(1'000'000) == e.id + 1);
+}
+
+TEST_CASE("a dead letter's write touches only its queue's keys: no node "
+          "counter",
+          "[storage][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto read_counters = [&] {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto c = tables::get_counters(*t);
+    REQUIRE(c);
+    return *c;
+  };
+  auto counters = read_counters();
+  dlq_entry e;
+  e.id = fx.store->next_dlq_id(1'000'000);
+  e.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
+  CHECK(read_counters() == counters);
 }

@@ -20,7 +20,7 @@ TEST_CASE("metadata tables store, return and list typed records",
   subscription_record s{subscription_mode::timestamp, 123,
                         subscription_mode::new_only, 100};
   dlq_entry e;
-  e.id = fx.store->next_dlq_id();
+  e.id = fx.store->next_dlq_id(0);
   e.partition = p.id;
   e.message.off = offset{5};
   e.message.data.payload = "poison";
@@ -279,7 +279,7 @@ TEST_CASE("a DLQ entry rewritten after its deletion stays deleted",
   store_fixture fx;
   auto p = fx.make_partition();
   dlq_entry e;
-  e.id = fx.store->next_dlq_id();
+  e.id = fx.store->next_dlq_id(0);
   e.partition = p.id;
   e.message.off = offset{5};
   e.error = "first";

@@ -1,5 +1,5 @@
-// The stored answers of transactions (semantics.md §10): by transaction id,
-// with a time index for retention.
+// The stored answers of transactions (semantics.md §10): by home queue and
+// transaction id, with a time index per queue for retention.
 
 #include "unit/storage/fixture.hpp"
 
@@ -8,21 +8,31 @@ using namespace spool::storage;
 
 namespace {
 
-std::optional<txn_record> stored_txn(store_fixture& fx, const std::string& id) {
+std::optional<txn_record> stored_txn(store_fixture& fx, queue_id q,
+                                     const std::string& id) {
   auto t = fx.store->db().read();
   REQUIRE(t);
-  auto r = tables::get_txn(*t, id);
+  auto r = tables::get_txn(*t, q, id);
   REQUIRE(r);
   return *r;
 }
 
-std::vector<std::string> before(store_fixture& fx, micros ts,
+std::vector<std::string> before(store_fixture& fx, queue_id q, micros ts,
                                 std::size_t limit = 100) {
   auto t = fx.store->db().read();
   REQUIRE(t);
-  auto r = tables::txns_before(*t, ts, limit);
+  auto r = tables::txns_before(*t, q, ts, limit);
   REQUIRE(r);
   return *r;
+}
+
+/// A second queue beside the fixture's.
+queue_id other_queue(store_fixture& fx) {
+  queue_record rec;
+  rec.id = fx.store->next_queue_id();
+  rec.name = "other";
+  REQUIRE(fx.commit(write_batch{{mut::create_queue{rec}}}));
+  return rec.id;
 }
 
 } // namespace
@@ -30,42 +40,72 @@ std::vector<std::string> before(store_fixture& fx, micros ts,
 TEST_CASE("a transaction's answer is stored by its id and indexed by time",
           "[storage][txn]") {
   store_fixture fx;
+  auto q = fx.make_partition().queue;
   write_batch b;
-  b.mutations.emplace_back(mut::put_txn{"b", {200, "second"}});
-  b.mutations.emplace_back(mut::put_txn{"a", {100, "first"}});
+  b.mutations.emplace_back(mut::put_txn{q, "b", {200, "second"}});
+  b.mutations.emplace_back(mut::put_txn{q, "a", {100, "first"}});
   REQUIRE(fx.commit(b));
-  CHECK(stored_txn(fx, "a") == txn_record{100, "first"});
-  CHECK(!stored_txn(fx, "c"));
-  CHECK(before(fx, 150) == std::vector<std::string>{"a"});
-  CHECK(before(fx, 1000) == std::vector<std::string>{"a", "b"});
-  CHECK(before(fx, 1000, 1) == std::vector<std::string>{"a"});
+  CHECK(stored_txn(fx, q, "a") == txn_record{100, "first"});
+  CHECK(!stored_txn(fx, q, "c"));
+  CHECK(before(fx, q, 150) == std::vector<std::string>{"a"});
+  CHECK(before(fx, q, 1000) == std::vector<std::string>{"a", "b"});
+  CHECK(before(fx, q, 1000, 1) == std::vector<std::string>{"a"});
   // Storing an id again replaces it and its index entry.
-  REQUIRE(fx.commit(write_batch{{mut::put_txn{"a", {300, "again"}}}}));
-  CHECK(before(fx, 1000) == std::vector<std::string>{"b", "a"});
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{q, "a", {300, "again"}}}}));
+  CHECK(before(fx, q, 1000) == std::vector<std::string>{"b", "a"});
   // Deleting is idempotent and removes the index entry.
-  REQUIRE(fx.commit(write_batch{
-      {mut::delete_txn{"a"}, mut::delete_txn{"a"}, mut::delete_txn{"never"}}}));
-  CHECK(!stored_txn(fx, "a"));
-  CHECK(before(fx, 1000) == std::vector<std::string>{"b"});
+  REQUIRE(
+      fx.commit(write_batch{{mut::delete_txn{q, "a"}, mut::delete_txn{q, "a"},
+                             mut::delete_txn{q, "never"}}}));
+  CHECK(!stored_txn(fx, q, "a"));
+  CHECK(before(fx, q, 1000) == std::vector<std::string>{"b"});
   fx.reopen();
-  CHECK(stored_txn(fx, "b") == txn_record{200, "second"});
+  CHECK(stored_txn(fx, q, "b") == txn_record{200, "second"});
 }
 
 TEST_CASE("a transaction id must be 1..255 bytes", "[storage][txn]") {
   store_fixture fx;
-  CHECK(!fx.commit(write_batch{{mut::put_txn{"", {1, "x"}}}}));
-  CHECK(
-      !fx.commit(write_batch{{mut::put_txn{std::string(256, 'x'), {1, "x"}}}}));
+  auto q = fx.make_partition().queue;
+  CHECK(!fx.commit(write_batch{{mut::put_txn{q, "", {1, "x"}}}}));
+  CHECK(!fx.commit(
+      write_batch{{mut::put_txn{q, std::string(256, 'x'), {1, "x"}}}}));
 }
 
 TEST_CASE("retention deletes a transaction id only while it is still expired",
           "[storage][txn]") {
   store_fixture fx;
-  REQUIRE(fx.commit(write_batch{{mut::put_txn{"x", {100, "old"}}}}));
+  auto q = fx.make_partition().queue;
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{q, "x", {100, "old"}}}}));
   // Stored again (it ran again after expiring) before the sweep applied.
-  REQUIRE(fx.commit(write_batch{{mut::put_txn{"x", {500, "new"}}}}));
-  REQUIRE(fx.commit(write_batch{{mut::delete_txn{"x", 200}}}));
-  CHECK(stored_txn(fx, "x") == txn_record{500, "new"});
-  REQUIRE(fx.commit(write_batch{{mut::delete_txn{"x", 501}}}));
-  CHECK(!stored_txn(fx, "x"));
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{q, "x", {500, "new"}}}}));
+  REQUIRE(fx.commit(write_batch{{mut::delete_txn{q, "x", 200}}}));
+  CHECK(stored_txn(fx, q, "x") == txn_record{500, "new"});
+  REQUIRE(fx.commit(write_batch{{mut::delete_txn{q, "x", 501}}}));
+  CHECK(!stored_txn(fx, q, "x"));
+}
+
+TEST_CASE("a transaction's answer is its home queue's: another queue neither "
+          "finds nor expires it, and deleting the queue forgets it",
+          "[storage][txn]") {
+  store_fixture fx;
+  auto q = fx.make_partition().queue;
+  auto other = other_queue(fx);
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{q, "t", {100, "mine"}},
+                                 mut::put_txn{other, "t", {300, "theirs"}}}}));
+  CHECK(stored_txn(fx, q, "t") == txn_record{100, "mine"});
+  CHECK(stored_txn(fx, other, "t") == txn_record{300, "theirs"});
+  CHECK(before(fx, other, 1000) == std::vector<std::string>{"t"});
+  REQUIRE(fx.commit(write_batch{{mut::delete_txn{other, "t", 1000}}}));
+  CHECK(stored_txn(fx, q, "t") == txn_record{100, "mine"});
+  CHECK(before(fx, q, 1000) == std::vector<std::string>{"t"});
+  // Kept only by a live queue: a deleted one's answers go with its sweep.
+  REQUIRE(fx.commit(write_batch{
+      {mut::put_txn{other, "u", {400, "kept"}}, mut::delete_queue{q}}}));
+  auto refused = fx.commit(write_batch{{mut::put_txn{q, "u", {1, "late"}}}});
+  REQUIRE(!refused);
+  CHECK(refused.err().code == ec::unknown_queue);
+  REQUIRE(fx.commit(write_batch{{mut::sweep_queue{q, 1000}}}));
+  CHECK(!stored_txn(fx, q, "t"));
+  CHECK(before(fx, q, 1000).empty());
+  CHECK(stored_txn(fx, other, "u") == txn_record{400, "kept"});
 }
