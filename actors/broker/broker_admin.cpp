@@ -33,6 +33,33 @@ dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   return dlq_list_reply{std::move(*page), std::nullopt};
 }
 
+/// Sends each queue its part of a DLQ selection (`send` makes one request)
+/// and answers the sum. A failure in one queue leaves the others' done (a
+/// retry acts on the rest); `left`, what the selection did not take, is
+/// added to `remaining` unless something failed.
+template <class Part, class Send>
+void ask_queues(broker_ptr self, std::vector<std::pair<queue_actor, Part>> asks,
+                std::size_t left, promise<dlq_count_reply> rp, Send send) {
+  if (asks.empty()) {
+    rp.deliver(dlq_count_reply{0, std::nullopt, left});
+    return;
+  }
+  auto n = asks.size();
+  gather<dlq_count_reply>(
+      n,
+      [self, asks = std::move(asks), send](std::size_t i) mutable {
+        return send(self, asks[i].first, std::move(asks[i].second));
+      },
+      [rp, left](std::vector<fanned<dlq_count_reply>> slots) mutable {
+        auto total = total_of(slots);
+        if (total.failure)
+          total.remaining = 0;
+        else
+          total.remaining += left;
+        rp.deliver(std::move(total));
+      });
+}
+
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   auto rp = promise_for<dlq_count_reply>(self);
@@ -42,10 +69,6 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
     return rp.later();
   }
   auto& items = selected->items;
-  if (items.empty()) {
-    rp.deliver(dlq_count_reply{});
-    return rp.later();
-  }
   // Each queue deletes its own rows (the one writer of its DLQ), in one
   // write per queue: a failure in one queue leaves the others' deletions
   // done (retry deletes the rest). Rows of a queue no longer live (deleted,
@@ -60,23 +83,11 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   for (auto& [name, req] : per_queue)
     if (auto it = self->state.queues.find(name); it != self->state.queues.end())
       asks.emplace_back(it->second, std::move(req));
-  auto remaining = selected->total - items.size();
-  if (asks.empty()) {
-    rp.deliver(dlq_count_reply{0, std::nullopt, remaining});
-    return rp.later();
-  }
-  auto n = asks.size();
-  gather<dlq_count_reply>(
-      n,
-      [self, asks = std::move(asks)](std::size_t i) mutable {
-        return self->request(asks[i].first, caf::infinite, delete_atom::value,
-                             std::move(asks[i].second));
-      },
-      [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
-        auto total = total_of(slots);
-        total.remaining = total.failure ? 0 : remaining;
-        rp.deliver(std::move(total));
-      });
+  ask_queues(self, std::move(asks), selected->total - items.size(), rp,
+             [](broker_ptr self, const queue_actor& q, dlq_delete_request r) {
+               return self->request(q, caf::infinite, delete_atom::value,
+                                    std::move(r));
+             });
   return rp.later();
 }
 
@@ -103,32 +114,17 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
           0, make_error(errc::not_found, "Queue not found: ", key.first)});
       return rp.later();
     }
-  if (parts.empty()) {
-    rp.deliver(dlq_count_reply{});
-    return rp.later();
-  }
-  std::vector<std::pair<
-      queue_actor, std::pair<std::string, std::vector<storage::dlq_entry>>>>
-      asks;
+  // A selection left empty by full cursors answers what it left.
+  using part = std::pair<std::string, std::vector<storage::dlq_entry>>;
+  std::vector<std::pair<queue_actor, part>> asks;
   for (auto& [key, entries] : parts)
     asks.push_back(
         {self->state.queues.at(key.first), {key.second, std::move(entries)}});
-  auto n = asks.size();
-  gather<dlq_count_reply>(
-      n,
-      [self, asks = std::move(asks)](std::size_t i) mutable {
-        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
-                             asks[i].second.first,
-                             std::move(asks[i].second.second));
-      },
-      [rp, remaining](std::vector<fanned<dlq_count_reply>> slots) mutable {
-        auto total = total_of(slots);
-        if (total.failure) // what was done stays done; the rest: retry
-          total.remaining = 0;
-        else
-          total.remaining += remaining;
-        rp.deliver(std::move(total));
-      });
+  ask_queues(self, std::move(asks), remaining, rp,
+             [](broker_ptr self, const queue_actor& q, part p) {
+               return self->request(q, caf::infinite, requeue_atom::value,
+                                    std::move(p.first), std::move(p.second));
+             });
   return rp.later();
 }
 

@@ -99,10 +99,9 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
           batch.mutations.emplace_back(storage::mut::delete_cursor{
               q, st.partitions.at(st.ring[i]).rec.id, req.group});
         if (req.delete_metadata) {
-          reply.metadata_deleted = true; // unless known to be absent
-          if (auto t = st.cfg.node.store.read())
-            if (auto sub = storage::tables::get_subscription(*t, q, req.group))
-              reply.metadata_deleted = sub->has_value();
+          // The queue holds its groups' records as stored (behind the
+          // group's gate, as here).
+          reply.metadata_deleted = st.subs.contains(req.group);
           if (reply.metadata_deleted)
             batch.mutations.emplace_back(
                 storage::mut::delete_subscription{q, req.group});
@@ -450,22 +449,18 @@ on_sub_update(queue_ptr self, const std::string& group, storage::micros ts) {
   auto rp = promise_for<sub_update_part>(self);
   group_gate(self, group).wait([self, group, ts, rp]() mutable {
     auto& st = self->state;
-    if (st.deleted || !st.subs.contains(group))
+    auto held = st.subs.find(group);
+    if (st.deleted || held == st.subs.end())
       return rp.deliver(sub_update_part{}); // no record here
-    auto t = st.cfg.node.store.read();
-    if (!t)
-      return rp.deliver(sub_update_part{std::nullopt, t.err()});
-    auto rec = storage::tables::get_subscription(*t, st.cfg.record.id, group);
-    if (!rec)
-      return rp.deliver(sub_update_part{std::nullopt, rec.err()});
-    if (!*rec)
-      return rp.deliver(sub_update_part{});
-    (*rec)->mode = storage::subscription_mode::timestamp;
-    (*rec)->timestamp = ts;
+    // The queue's copy equals the stored record: it changes only once a
+    // write of it is durable, behind this gate.
+    auto rec = held->second;
+    rec.mode = storage::subscription_mode::timestamp;
+    rec.timestamp = ts;
     group_gate(self, group).enter(); // until settled
-    st.sub_updates[group] = **rec;
+    st.sub_updates[group] = rec;
     rp.deliver(sub_update_part{
-        storage::mut::update_subscription{st.cfg.record.id, group, **rec},
+        storage::mut::update_subscription{st.cfg.record.id, group, rec},
         std::nullopt});
   });
   return rp.later();
