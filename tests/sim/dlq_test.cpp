@@ -618,6 +618,11 @@ TEST_CASE("a requeue takes at most max_requeued pending per cursor: the rest "
   REQUIRE_FALSE(second.failure);
   CHECK(second.count == 1); // the one free place; pending ones not again
   CHECK(second.remaining == extra - core::cursor_core::max_requeued);
+  // Full again: nothing is taken, and the answer says what is left.
+  auto full = fx.requeue(dlq_fixture::group("g"));
+  REQUIRE_FALSE(full.failure);
+  CHECK(full.count == 0);
+  CHECK(full.remaining == extra - core::cursor_core::max_requeued);
   // Another group's newer entries are not held back by g's full cursor.
   storage::write_batch h;
   for (std::uint64_t i = 0; i < 3; ++i) {
