@@ -268,7 +268,8 @@ node::dlq_message from_broker(core::dlq_item& item) {
   m.error = std::move(item.entry.error);
   m.retry_count = item.entry.deliveries;
   m.failed_at = item.entry.failed_at;
-  m.frame = from_stored(item.entry.message, item.queue, item.partition, "");
+  m.frame = from_stored(item.entry.message, item.queue, item.partition,
+                        item.partition_uuid);
   return m;
 }
 

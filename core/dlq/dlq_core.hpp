@@ -35,6 +35,7 @@ struct dlq_item {
   std::string partition;
   storage::queue_id queue_id;
   storage::dlq_entry entry;
+  std::string partition_uuid = {}; ///< the wire's partitionId
 };
 
 struct dlq_page {

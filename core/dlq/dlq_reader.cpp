@@ -117,9 +117,9 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
     auto parts = tb::partitions_of(t, q.id);
     if (!parts)
       return std::move(parts).err();
-    std::map<std::uint64_t, std::string> names;
+    std::map<std::uint64_t, const storage::partition_record*> names;
     for (auto& p : *parts) {
-      names.emplace(p.id.value, p.name);
+      names.emplace(p.id.value, &p);
       partition_seen
           = partition_seen || (f.partition && *f.partition == p.name);
     }
@@ -142,8 +142,9 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
       auto it = names.find(s.partition.value);
       // Both branches are views: a "" : std::string conditional would be a
       // temporary string.
-      std::string_view pname = it == names.end() ? std::string_view{}
-                                                 : std::string_view{it->second};
+      std::string_view pname = it == names.end()
+                                   ? std::string_view{}
+                                   : std::string_view{it->second->name};
       storage::dlq_entry e;
       e.id = s.id;
       e.partition = s.partition;
@@ -168,8 +169,9 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
           ++n;
       }
       if ((!after || s.id < *after) && pick.wants(s.id))
-        pick.add(dlq_item{q.name, std::string{group}, std::string{pname}, q.id,
-                          std::move(e)});
+        pick.add(dlq_item{
+            q.name, std::string{group}, std::string{pname}, q.id, std::move(e),
+            it == names.end() ? std::string{} : it->second->uuid});
       return true;
     };
     if (f.group) {

@@ -232,6 +232,9 @@ TEST_CASE("gateway DLQ calls list, requeue and delete dead letters",
   CHECK(newest.group == "g");
   CHECK(newest.partition == "p");
   CHECK(newest.error == "bad " + newest.frame.payload);
+  // The wire's partitionId: the uuid the pop handed out.
+  CHECK(newest.frame.partition_id == r->messages[0].partition_id);
+  CHECK(!newest.frame.partition_id.empty());
   dlq_filter one;
   one.ids = {newest.dlq_id};
   auto requeued = fx.call<node::dlq_count>(
