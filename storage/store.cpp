@@ -110,6 +110,9 @@ expected<std::uint64_t> store::first_free_dlq_id() {
   auto highest = tables::highest_dlq_id(*t);
   if (!highest)
     return std::move(highest).err();
+  if (*highest && **highest == UINT64_MAX)
+    return make_error(ec::corrupt_record, "dlq: id ", **highest,
+                      " leaves no id after it");
   if (*highest)
     floor = std::max(floor, **highest + 1);
   return floor;

@@ -61,10 +61,10 @@ expected<std::optional<dlq_entry>>
 get_dlq(txn& t, queue_id q, std::string_view group, std::uint64_t id);
 expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
                           std::uint64_t id);
-/// Entries of one (queue, group) in id order; `f` returns false to stop.
 /// The highest DLQ id stored in any queue (a deleted queue's rows not yet
 /// swept included), or none: one pass over the keys, at open.
 expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t);
+/// Entries of one (queue, group) in id order; `f` returns false to stop.
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f);
 /// Entries of every group of queue `q` (by group, then id); `f` gets the

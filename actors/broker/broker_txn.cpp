@@ -57,6 +57,13 @@ struct txn_run {
 
 using run_ptr = std::shared_ptr<txn_run>;
 
+/// The key of a run (or of stored id `id` of its home) among those in
+/// flight: a repeat is the same id under the same home queue.
+std::pair<std::string, std::string> flight_key(const txn_run& run,
+                                               const std::string& id) {
+  return {run.home.value_or(""), id};
+}
+
 /// Queue `k` of the plan's pushes with its coordinator, for the queues
 /// that exist; a fan-out over them keeps at most `gather_window` requests
 /// in flight (a transaction may span thousands of queues).
@@ -66,7 +73,7 @@ using queue_slots = std::vector<std::pair<std::size_t, queue_actor>>;
 void answer(run_ptr run, txn_reply reply) {
   auto& host = *run->host;
   if (run->client_id) {
-    auto it = host.in_flight.find(run->id);
+    auto it = host.in_flight.find(flight_key(*run, run->id));
     if (it != host.in_flight.end()) {
       for (auto& waiter : it->second)
         waiter.deliver(reply);
@@ -188,8 +195,14 @@ void commit(run_ptr run) {
       batch.mutations.push_back(std::move(m));
   auto result = result_of(*run);
   // The answer is kept by the home queue, which exists now: an ack needs
-  // its queue, a push has created it. Deleted meanwhile: the batch fails.
+  // its queue, a push has created it. Deleted meanwhile: the transaction
+  // fails rather than commit without its answer.
   auto home = run->home ? host.queue_id_of(*run->home) : std::nullopt;
+  if (run->client_id && run->home && !home) {
+    run->failure
+        = make_error(errc::not_found, "queue ", *run->home, " vanished");
+    return abort(run);
+  }
   if (run->client_id && home) {
     auto now = host.node.wall();
     batch.mutations.emplace_back(storage::mut::put_txn{
@@ -204,7 +217,7 @@ void commit(run_ptr run) {
       t->abort();
       if (old)
         for (auto& id : *old)
-          if (id != run->id && !host.in_flight.contains(id))
+          if (id != run->id && !host.in_flight.contains(flight_key(*run, id)))
             batch.mutations.emplace_back(
                 storage::mut::delete_txn{*home, id, cutoff});
     }
@@ -400,7 +413,8 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   run->id = req.id ? *req.id : h.node.store.make_uuid();
   run->home = core::txn_home_queue(req);
   if (run->client_id) {
-    if (auto it = h.in_flight.find(run->id); it != h.in_flight.end()) {
+    if (auto it = h.in_flight.find(flight_key(*run, run->id));
+        it != h.in_flight.end()) {
       it->second.push_back(rp); // answered with the first one's answer
       return rp.later();
     }
@@ -421,7 +435,8 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
       rp.deliver(txn_reply{std::move(*r), std::nullopt});
       return rp.later();
     }
-    h.in_flight.emplace(run->id, std::vector<promise<txn_reply>>{});
+    h.in_flight.emplace(flight_key(*run, run->id),
+                        std::vector<promise<txn_reply>>{});
   }
   run->req = std::move(req);
   run->plan = core::plan_txn(run->req);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/interfaces.hpp"
@@ -46,9 +47,11 @@ struct txn_host {
   /// A commit settled on these queues (pushed to or acked on): wakes the
   /// parked namespace pops they may serve.
   std::function<void(const std::vector<std::string>&)> committed;
-  /// Transactions with a client id in flight, with the promises of repeats
-  /// that arrived meanwhile (they get the first one's answer).
-  std::map<std::string, std::vector<promise<txn_reply>>> in_flight;
+  /// Transactions with a client id in flight, by (home queue, id) as their
+  /// stored answers are, with the promises of repeats that arrived
+  /// meanwhile (they get the first one's answer).
+  std::map<std::pair<std::string, std::string>, std::vector<promise<txn_reply>>>
+      in_flight;
 };
 
 /// Runs `req` and answers through the returned promise.

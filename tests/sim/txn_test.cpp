@@ -437,6 +437,31 @@ TEST_CASE("a transaction's stored answer is kept by its home queue: "
   CHECK(fx.stored("away").second == std::vector<std::string>{"b", "b"});
 }
 
+TEST_CASE("one transaction id under two home queues is two transactions, "
+          "also while both are in flight",
+          "[sim][txn]") {
+  txn_fixture fx;
+  core::txn_request a;
+  a.id = "tx-shared";
+  a.ops.push_back(push_op("qa", {{"from a", ""}}));
+  auto b = a;
+  b.ops.front() = push_op("qb", {{"from b", ""}});
+  auto ra = fx.request_later<actors::txn_reply>(fx.broker,
+                                                actors::txn_atom::value, a);
+  auto rb = fx.request_later<actors::txn_reply>(fx.broker,
+                                                actors::txn_atom::value, b);
+  fx.run();
+  REQUIRE(*ra);
+  REQUIRE(*rb);
+  CHECK((*ra)->result.success);
+  CHECK((*rb)->result.success);
+  CHECK(fx.stored("qa").second == std::vector<std::string>{"from a"});
+  CHECK(fx.stored("qb").second == std::vector<std::string>{"from b"});
+  // Each repeat finds its own answer.
+  CHECK(fx.txn(a).result == (*ra)->result);
+  CHECK(fx.txn(b).result == (*rb)->result);
+}
+
 TEST_CASE("a duplicate push inside a transaction is not a failure",
           "[sim][txn]") {
   txn_fixture fx;

@@ -57,8 +57,9 @@ inline void write_all(int fd, const std::string& s) {
 inline std::size_t rows_under(st::txn& t, st::queue_id q) {
   std::size_t rows = 0;
   auto& d = t.db();
-  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq, d.queues})
+  for (auto dbi :
+       {d.segments, d.segment_time, d.partitions, d.cursors, d.subscriptions,
+        d.dedup, d.dlq, d.queues, d.txns, d.txn_time})
     REQUIRE(t.scan_prefix(dbi, st::keys::queue(q), [&](auto, auto) {
       ++rows;
       return true;

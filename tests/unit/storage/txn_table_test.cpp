@@ -109,3 +109,46 @@ TEST_CASE("a transaction's answer is its home queue's: another queue neither "
   CHECK(before(fx, q, 1000).empty());
   CHECK(stored_txn(fx, other, "u") == txn_record{400, "kept"});
 }
+
+TEST_CASE("opening a store written before answers were kept by queue drops "
+          "the old node-wide tables",
+          "[storage][txn]") {
+  store_fixture fx;
+  auto q = fx.make_partition().queue;
+  REQUIRE(fx.commit(write_batch{{mut::put_txn{q, "kept", {1, "new"}}}}));
+  fx.store.reset();
+  // The old layout, written with LMDB itself: `txns` keyed by the bare id.
+  auto raw = [&](auto&& body) {
+    MDB_env* e = nullptr;
+    REQUIRE(mdb_env_create(&e) == 0);
+    REQUIRE(mdb_env_set_maxdbs(e, 16) == 0);
+    REQUIRE(mdb_env_set_mapsize(e, fx.opts.env.initial_map_bytes) == 0);
+    REQUIRE(mdb_env_open(e, fx.opts.env.dir.c_str(), MDB_NOTLS, 0644) == 0);
+    MDB_txn* t = nullptr;
+    REQUIRE(mdb_txn_begin(e, nullptr, 0, &t) == 0);
+    body(t);
+    REQUIRE(mdb_txn_commit(t) == 0);
+    mdb_env_close(e);
+  };
+  raw([](MDB_txn* t) {
+    for (const char* name : {"txns", "txn_time"}) {
+      MDB_dbi dbi = 0;
+      REQUIRE(mdb_dbi_open(t, name, MDB_CREATE, &dbi) == 0);
+      std::string k = "old-id";
+      std::string v = "old answer";
+      MDB_val key{k.size(), k.data()};
+      MDB_val val{v.size(), v.data()};
+      REQUIRE(mdb_put(t, dbi, &key, &val, 0) == 0);
+    }
+  });
+  fx.open();
+  CHECK(stored_txn(fx, q, "kept") == txn_record{1, "new"});
+  fx.store.reset();
+  raw([](MDB_txn* t) {
+    for (const char* name : {"txns", "txn_time"}) {
+      MDB_dbi dbi = 0;
+      CHECK(mdb_dbi_open(t, name, 0, &dbi) == MDB_NOTFOUND);
+    }
+  });
+  fx.open();
+}
