@@ -98,58 +98,20 @@ storage::write_batch state_batch(const cursor_config& cfg,
   storage::write_batch b;
   b.mutations.emplace_back(storage::mut::put_cursor{cfg.queue, cfg.partition,
                                                     cfg.group, core.record()});
-  auto drop = [&] {
-    if (cfg.metrics)
-      cfg.metrics->dead_letters_dropped += 1;
-  };
-  for (auto& d : changes.dead) {
-    if (d.dlq_id) { // a requeued entry returns (keeping its id)
-      auto e = load_entry(cfg, *d.dlq_id);
-      if (!e)
-        continue; // deleted meanwhile
-      if (cfg.policy.drop_dead_letters) {
-        drop();
-        b.mutations.emplace_back(
-            storage::mut::delete_dlq{cfg.queue, cfg.group, e->id});
-        continue;
-      }
-      e->error = d.error;
-      e->deliveries += d.deliveries;
-      e->failed_at = cfg.wall();
-      e->requeued = false;
-      written.push_back(e->failed_at);
-      // Read, changed and written back: a deletion committed in between
-      // must win, so the rewrite applies only while the entry is stored.
-      b.mutations.emplace_back(
-          storage::mut::update_dlq{cfg.queue, cfg.group, *e});
-      continue;
-    }
-    if (cfg.policy.drop_dead_letters) {
-      drop();
-      continue;
-    }
-    storage::dlq_entry e;
-    e.failed_at = cfg.wall();
-    e.id = cfg.store.next_dlq_id(e.failed_at);
-    e.partition = cfg.partition;
-    if (auto* f = find_frame(frames, d.off))
-      e.message = *f;
-    else
-      e.message.off = d.off; // deleted by retention meanwhile
-    e.error = d.error;
-    e.deliveries = d.deliveries;
-    written.push_back(e.failed_at);
-    b.mutations.emplace_back(storage::mut::put_dlq{cfg.queue, cfg.group, e});
-  }
-  for (auto id : changes.done)
-    b.mutations.emplace_back(
-        storage::mut::delete_dlq{cfg.queue, cfg.group, id});
-  for (auto id : changes.marked)
-    if (auto e = load_entry(cfg, id)) {
-      e->requeued = true;
-      b.mutations.emplace_back(
-          storage::mut::update_dlq{cfg.queue, cfg.group, *e});
-    }
+  // The clock is read only when something is dead-lettered (most writes
+  // are plain acks).
+  core::dlq_writer w{cfg.queue, cfg.partition, cfg.group,
+                     cfg.policy.drop_dead_letters,
+                     changes.dead.empty() ? 0 : cfg.wall()};
+  auto done = core::plan_dlq_writes(
+      w, changes, b, [&](std::uint64_t id) { return load_entry(cfg, id); },
+      [&](storage::offset off) -> const storage::stored_frame* {
+        return find_frame(frames, off);
+      },
+      [&](storage::micros now) { return cfg.store.next_dlq_id(now); });
+  if (cfg.metrics && done.dropped > 0)
+    cfg.metrics->dead_letters_dropped += done.dropped;
+  written.insert(written.end(), done.failed_at.begin(), done.failed_at.end());
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include "actors/promise.hpp"
 #include "actors/write.hpp"
 #include "core/cursor/delivery.hpp"
+#include "core/dlq/dead_letters.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>
 #include <atomic>
@@ -75,15 +76,9 @@ struct cursor_state {
 
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
 
-/// What a change does to the DLQ besides the cursor record.
-struct dlq_changes {
-  /// New entries, or requeued entries returning (`dlq_id` set).
-  std::vector<core::dead_letter> dead;
-  /// Requeued entries acked: removed from the DLQ.
-  std::vector<std::uint64_t> done;
-  /// Entries now pending requeue (stored with `requeued` set).
-  std::vector<std::uint64_t> marked;
-};
+/// What a change does to the DLQ besides the cursor record (the rule:
+/// `core/dlq/dead_letters.hpp`).
+using core::dlq_changes;
 
 /// Frames by offset, sorted ascending (what `load_frames` returns).
 using frame_list = std::vector<storage::stored_frame>;
