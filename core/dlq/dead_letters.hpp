@@ -16,10 +16,16 @@
 ///   returning entry is deleted; each counts as dropped.
 /// - A requeue acked leaves the DLQ; entries newly pending requeue are
 ///   marked so retention leaves them alone.
+///
+/// Every entry one write makes or returns fails at the same `now` (one clock
+/// read per write), so they expire together; their ids still differ.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/cursor/cursor_core.hpp"
@@ -41,7 +47,7 @@ struct dlq_changes {
 struct dlq_writer {
   storage::queue_id queue;
   storage::partition_id partition;
-  const std::string& group;
+  std::string_view group;
   bool drop = false; ///< the queue keeps no dead letters
   storage::micros now = 0;
 };
@@ -70,7 +76,8 @@ dlq_written plan_dlq_writes(const dlq_writer& w, const dlq_changes& changes,
         continue;
       if (w.drop) {
         ++out.dropped;
-        batch.mutations.emplace_back(mut::delete_dlq{w.queue, w.group, e->id});
+        batch.mutations.emplace_back(
+            mut::delete_dlq{w.queue, std::string{w.group}, e->id});
         continue;
       }
       e->error = d.error;
@@ -79,7 +86,7 @@ dlq_written plan_dlq_writes(const dlq_writer& w, const dlq_changes& changes,
       e->requeued = false;
       out.failed_at.push_back(e->failed_at);
       batch.mutations.emplace_back(
-          mut::update_dlq{w.queue, w.group, std::move(*e)});
+          mut::update_dlq{w.queue, std::string{w.group}, std::move(*e)});
       continue;
     }
     if (w.drop) {
@@ -97,15 +104,17 @@ dlq_written plan_dlq_writes(const dlq_writer& w, const dlq_changes& changes,
     e.error = d.error;
     e.deliveries = d.deliveries;
     out.failed_at.push_back(e.failed_at);
-    batch.mutations.emplace_back(mut::put_dlq{w.queue, w.group, std::move(e)});
+    batch.mutations.emplace_back(
+        mut::put_dlq{w.queue, std::string{w.group}, std::move(e)});
   }
   for (auto id : changes.done)
-    batch.mutations.emplace_back(mut::delete_dlq{w.queue, w.group, id});
+    batch.mutations.emplace_back(
+        mut::delete_dlq{w.queue, std::string{w.group}, id});
   for (auto id : changes.marked)
     if (std::optional<storage::dlq_entry> e = stored(id)) {
       e->requeued = true;
       batch.mutations.emplace_back(
-          mut::update_dlq{w.queue, w.group, std::move(*e)});
+          mut::update_dlq{w.queue, std::string{w.group}, std::move(*e)});
     }
   return out;
 }

@@ -122,3 +122,17 @@ TEST_CASE("a dead letter's write touches only its queue's keys: no node "
   REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
   CHECK(read_counters() == counters);
 }
+
+TEST_CASE("a stored DLQ id that leaves no id after it refuses the open",
+          "[storage][recovery][dlq]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  dlq_entry e;
+  e.id = UINT64_MAX; // only a corrupt row holds it
+  e.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
+  fx.store.reset();
+  auto s = store::open(fx.opts);
+  REQUIRE_FALSE(s);
+  CHECK(s.err().code == ec::corrupt_record);
+}

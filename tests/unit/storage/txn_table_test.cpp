@@ -3,6 +3,8 @@
 
 #include "unit/storage/fixture.hpp"
 
+#include <memory>
+
 using namespace spool::test;
 using namespace spool::storage;
 
@@ -121,14 +123,15 @@ TEST_CASE("opening a store written before answers were kept by queue drops "
   auto raw = [&](auto&& body) {
     MDB_env* e = nullptr;
     REQUIRE(mdb_env_create(&e) == 0);
+    std::unique_ptr<MDB_env, void (*)(MDB_env*)> env_guard{e, mdb_env_close};
     REQUIRE(mdb_env_set_maxdbs(e, 16) == 0);
     REQUIRE(mdb_env_set_mapsize(e, fx.opts.env.initial_map_bytes) == 0);
     REQUIRE(mdb_env_open(e, fx.opts.env.dir.c_str(), MDB_NOTLS, 0644) == 0);
     MDB_txn* t = nullptr;
     REQUIRE(mdb_txn_begin(e, nullptr, 0, &t) == 0);
+    std::unique_ptr<MDB_txn, void (*)(MDB_txn*)> txn_guard{t, mdb_txn_abort};
     body(t);
-    REQUIRE(mdb_txn_commit(t) == 0);
-    mdb_env_close(e);
+    REQUIRE(mdb_txn_commit(txn_guard.release()) == 0);
   };
   raw([](MDB_txn* t) {
     for (const char* name : {"txns", "txn_time"}) {
