@@ -116,6 +116,12 @@ struct txn_fixture : sim_fixture {
     return *r.claimed[0].reply.lease;
   }
 
+  /// A transaction sent now, answered when the test runs the actors.
+  auto txn_later(const core::txn_request& req) {
+    return request_later<actors::txn_reply>(broker, actors::txn_atom::value,
+                                            req);
+  }
+
   actors::txn_reply txn(core::txn_request req) {
     auto r = request<actors::txn_reply>(broker, actors::txn_atom::value,
                                         std::move(req));
@@ -273,8 +279,7 @@ TEST_CASE("a plain push concurrent with a transaction keeps its order",
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"txn", ""}}));
   req.ops.push_back(ack_op("q", "g", lease, 0));
-  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, req);
+  auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1); // the transaction's one write
   std::vector<actors::broker_push_item> plain{{"q", {"Default", msg("plain")}}};
@@ -388,10 +393,8 @@ TEST_CASE("a repeated transaction id returns the stored result", "[sim][txn]") {
   core::txn_request other;
   other.id = "tx-concurrent";
   other.ops.push_back(push_op("q", {{"twice?", ""}}));
-  auto a = fx.request_later<actors::txn_reply>(fx.broker,
-                                               actors::txn_atom::value, other);
-  auto b = fx.request_later<actors::txn_reply>(fx.broker,
-                                               actors::txn_atom::value, other);
+  auto a = fx.txn_later(other);
+  auto b = fx.txn_later(other);
   fx.run();
   REQUIRE(*a);
   REQUIRE(*b);
@@ -411,21 +414,10 @@ TEST_CASE("a transaction's stored answer is kept by its home queue: "
   REQUIRE(fx.txn(req).result.success);
   auto& batch = fx.gate_st->seen.back();
   REQUIRE(count_of<storage::mut::put_txn>(batch) == 1);
-  auto t = fx.store.store->db().read();
-  REQUIRE(t);
-  auto queues = storage::tables::all_queues(*t);
-  t->abort();
-  REQUIRE(queues);
-  auto id_of = [&](const std::string& name) {
-    for (auto& q : *queues)
-      if (q.name == name)
-        return q.id;
-    FAIL("no queue " << name);
-    return storage::queue_id{};
-  };
+  auto home_id = fx.stored("home").first.queue;
   for (auto& m : batch.mutations)
     if (auto* put = std::get_if<storage::mut::put_txn>(&m))
-      CHECK(put->queue == id_of("home"));
+      CHECK(put->queue == home_id);
   auto del = fx.request<actors::delete_queue_reply>(
       fx.broker, actors::delete_atom::value, std::string{"home"});
   REQUIRE(del);
@@ -446,10 +438,8 @@ TEST_CASE("one transaction id under two home queues is two transactions, "
   a.ops.push_back(push_op("qa", {{"from a", ""}}));
   auto b = a;
   b.ops.front() = push_op("qb", {{"from b", ""}});
-  auto ra = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, a);
-  auto rb = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, b);
+  auto ra = fx.txn_later(a);
+  auto rb = fx.txn_later(b);
   fx.run();
   REQUIRE(*ra);
   REQUIRE(*rb);
@@ -530,8 +520,7 @@ TEST_CASE("a lease that expires while its transaction is staged ends only "
   fx.close_gate();
   core::txn_request req;
   req.ops.push_back(ack_op("q", "g", lease, 0));
-  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, req);
+  auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1);
   // The cursor is staged: a pop of its group waits, and the lease's expiry
@@ -572,10 +561,8 @@ TEST_CASE("transactions acking the same cursors in opposite orders both "
   core::txn_request b;
   b.ops.push_back(ack_op("q", "g1", l1, 0));
   b.ops.push_back(ack_op("q", "g2", l2, 0));
-  auto ra = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, a);
-  auto rb = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, b);
+  auto ra = fx.txn_later(a);
+  auto rb = fx.txn_later(b);
   fx.run();
   fx.open_gate();
   REQUIRE(*ra);
@@ -669,8 +656,7 @@ TEST_CASE("a group deletion waits for the group's staged transaction",
   fx.close_gate();
   core::txn_request req;
   req.ops.push_back(ack_op("q", "g", lease, 0));
-  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, req);
+  auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1);
   auto del = fx.request_later<actors::delete_group_reply>(
@@ -739,8 +725,7 @@ TEST_CASE("the release of an unwritten lease waits for the group's staged "
   fx.close_gate();
   core::txn_request req;
   req.ops.push_back(ack_op("q", "g", lease, 0));
-  auto tr = fx.request_later<actors::txn_reply>(fx.broker,
-                                                actors::txn_atom::value, req);
+  auto tr = fx.txn_later(req);
   fx.run();
   auto released = fx.request_later<bool>(
       fx.broker, actors::release_atom::value, std::string{"q"},

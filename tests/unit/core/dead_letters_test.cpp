@@ -20,6 +20,13 @@ struct dlq_world {
   std::uint64_t next = 100;
   std::string group = "g";
 
+  /// Stored entry `id`, to fill in.
+  st::dlq_entry& entry(std::uint64_t id) {
+    auto& e = entries[id];
+    e.id = id;
+    return e;
+  }
+
   dlq_written plan(const dlq_changes& changes, st::write_batch& batch,
                    bool drop = false) {
     dlq_writer w{st::queue_id{1}, st::partition_id{2}, group, drop, 5'000};
@@ -87,13 +94,11 @@ TEST_CASE("a requeued entry returning keeps its id, adds its deliveries and "
           "is no longer pending; one deleted meanwhile stays deleted",
           "[dlq][dead_letters]") {
   dlq_world world;
-  st::dlq_entry e;
-  e.id = 42;
+  auto& e = world.entry(42);
   e.error = "first";
   e.deliveries = 4;
   e.failed_at = 1'000;
   e.requeued = true;
-  world.entries[42] = e;
   dlq_changes changes;
   changes.dead.push_back({st::offset{3}, "again", 2, 2, 42});
   changes.dead.push_back({st::offset{4}, "lost", 1, 1, 43}); // deleted
@@ -113,9 +118,7 @@ TEST_CASE("a queue that keeps no dead letters drops them: nothing new is "
           "stored and a returning entry is deleted",
           "[dlq][dead_letters]") {
   dlq_world world;
-  st::dlq_entry e;
-  e.id = 42;
-  world.entries[42] = e;
+  world.entry(42);
   dlq_changes changes;
   changes.dead.push_back({st::offset{3}, "x", 1, 1, std::nullopt});
   changes.dead.push_back({st::offset{4}, "y", 1, 1, 42});
@@ -132,9 +135,7 @@ TEST_CASE("an acked requeue leaves the DLQ and a new requeue is marked "
           "pending",
           "[dlq][dead_letters]") {
   dlq_world world;
-  st::dlq_entry e;
-  e.id = 8;
-  world.entries[8] = e;
+  world.entry(8);
   dlq_changes changes;
   changes.done = {5};
   changes.marked = {8, 9}; // 9 was deleted meanwhile: nothing to mark
