@@ -1,5 +1,8 @@
 #include "config/options.hpp"
 
+#include <toml++/toml.h>
+
+#include <cctype>
 #include <charconv>
 #include <string_view>
 
@@ -22,64 +25,251 @@ std::string number(std::string_view name, const std::string& value,
   return {};
 }
 
+/// One option: its name (the flag without `--`, the file key), its help
+/// line, how a value applies, and how its current value reads.
+struct option {
+  const char* name;
+  const char* help;
+  std::function<std::string(server_options&, const std::string&)> apply;
+  std::function<std::string(const server_options&)> show;
+};
+
+using u64_ref = std::uint64_t& (*)(server_options&);
+
+option num(const char* name, const char* help, std::uint64_t lo,
+           std::uint64_t hi, u64_ref get) {
+  return {name, help,
+          [=](server_options& o, const std::string& v) {
+            return number(name, v, lo, hi, get(o));
+          },
+          [=](const server_options& o) {
+            return std::to_string(get(const_cast<server_options&>(o)));
+          }};
+}
+
+option flag(const char* name, const char* help, bool& (*get)(server_options&)) {
+  return {name, help,
+          [=](server_options& o, const std::string& v) -> std::string {
+            if (v == "true" || v == "1")
+              get(o) = true;
+            else if (v == "false" || v == "0")
+              get(o) = false;
+            else
+              return std::string{name} + " must be true or false, got '" + v
+                     + "'";
+            return {};
+          },
+          [=](const server_options& o) {
+            return std::string{get(const_cast<server_options&>(o)) ? "true"
+                                                                   : "false"};
+          }};
+}
+
+const std::vector<option>& table() {
+  static const std::vector<option> t = {
+      {"data-dir", "LMDB folder",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v.empty())
+           return "data-dir must not be empty";
+         o.data_dir = v;
+         return {};
+       },
+       [](const server_options& o) { return o.data_dir; }},
+      {"durability", "strict (fsync per group commit) | relaxed (no fsync)",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v == "strict")
+           o.durability = durability_mode::strict;
+         else if (v == "relaxed")
+           o.durability = durability_mode::relaxed;
+         else
+           return "durability must be strict or relaxed, got '" + v + "'";
+         return {};
+       },
+       [](const server_options& o) {
+         return std::string{
+             o.durability == durability_mode::strict ? "strict" : "relaxed"};
+       }},
+      {"log-level", "trace | debug | info | warn | error | critical | off",
+       [](server_options& o, const std::string& v) -> std::string {
+         static constexpr std::string_view levels[]
+             = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+         for (auto l : levels)
+           if (v == l) {
+             o.log_level = v;
+             return {};
+           }
+         return "log-level must be one of trace, debug, info, warn, error, "
+                "critical, off; got '"
+                + v + "'";
+       },
+       [](const server_options& o) { return o.log_level; }},
+      num("initial-map-mib", "first LMDB map size; grows on demand", 1,
+          1u << 20,
+          [](server_options& o) -> std::uint64_t& {
+            return o.initial_map_mib;
+          }),
+      {"http-address", "listen address of the HTTP door",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v.empty())
+           return "http-address must not be empty";
+         o.http.address = v;
+         return {};
+       },
+       [](const server_options& o) { return o.http.address; }},
+      num("http-port", "port of the HTTP door (0: a free one)", 0, 65535,
+          [](server_options& o) -> std::uint64_t& { return o.http.port; }),
+      num("io-threads", "io threads of the front doors", 1, 64,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.io_threads;
+          }),
+      num("http-max-connections", "open connections at most (503 beyond)", 1,
+          1'000'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.max_connections;
+          }),
+      num("http-max-body-bytes", "request body bytes at most (413 beyond)", 1,
+          std::uint64_t{1} << 32,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.max_body_bytes;
+          }),
+      num("http-max-header-bytes",
+          "request line and header bytes at most (431 beyond)", 1024, 1u << 24,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.max_header_bytes;
+          }),
+      num("http-max-pipeline", "requests answered at once per connection", 1,
+          1024,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.max_pipeline;
+          }),
+      num("http-idle-timeout-ms", "an idle connection closes after this", 100,
+          86'400'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.idle_timeout_ms;
+          }),
+      num("http-request-timeout-ms",
+          "a request must arrive whole this soon (408)", 100, 3'600'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.http.request_timeout_ms;
+          }),
+      flag("access-log", "one log line per answered request",
+           [](server_options& o) -> bool& { return o.http.access_log; }),
+      num("shutdown-grace-ms", "on SIGTERM, in-flight requests get this long",
+          0, 3'600'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.shutdown_grace_ms;
+          }),
+      num("pop-max-batch", "largest pop batch", 1, 1'000'000,
+          [](server_options& o) -> std::uint64_t& { return o.pop.max_batch; }),
+      num("pop-max-partitions", "largest wildcard partitions", 1, 10'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.pop.max_partitions;
+          }),
+      num("pop-max-timeout-ms", "longest long-poll timeout", 0, 3'600'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.pop.max_timeout_ms;
+          }),
+      num("pop-max-bytes", "payload bytes per pop response", 1,
+          std::uint64_t{1} << 32,
+          [](server_options& o) -> std::uint64_t& { return o.pop.max_bytes; }),
+      num("pop-max-parked", "parked long-poll pops per server (503 beyond)", 0,
+          10'000'000,
+          [](server_options& o) -> std::uint64_t& { return o.pop.max_parked; }),
+      num("push-max-items", "items per push or transaction", 1, 10'000'000,
+          [](server_options& o) -> std::uint64_t& { return o.push.max_items; }),
+      num("push-max-bytes", "payload bytes per push or transaction", 1,
+          std::uint64_t{1} << 34,
+          [](server_options& o) -> std::uint64_t& { return o.push.max_bytes; }),
+      num("lease-max-extend-seconds", "most seconds one lease extend adds", 1,
+          7 * 86'400,
+          [](server_options& o) -> std::uint64_t& {
+            return o.lease.max_extend_s;
+          }),
+      num("priority-max-starvation-seconds",
+          "namespace pops serve a queue waiting longer first", 0, 86'400,
+          [](server_options& o) -> std::uint64_t& {
+            return o.pop.max_starvation_s;
+          }),
+      {"default-subscription-mode",
+       "where a new consumer group starts: all | new",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v == "all")
+           o.default_subscription_new = false;
+         else if (v == "new" || v == "new-only")
+           o.default_subscription_new = true;
+         else
+           return "default-subscription-mode must be all or new, got '" + v
+                  + "'";
+         return {};
+       },
+       [](const server_options& o) {
+         return std::string{o.default_subscription_new ? "new" : "all"};
+       }},
+      num("retention-interval-seconds",
+          "retention runs on each partition at least this often", 1, 86'400,
+          [](server_options& o) -> std::uint64_t& {
+            return o.retention.interval_s;
+          }),
+  };
+  return t;
+}
+
+/// SPOOL_ and the name in capitals, `-` as `_`.
+std::string env_name(std::string_view name) {
+  std::string s = "SPOOL_";
+  for (char c : name)
+    s += c == '-' ? '_' : static_cast<char>(std::toupper(c));
+  return s;
+}
+
 /// Applies one named option; returns an error message or "".
 std::string apply(server_options& opts, std::string_view name,
                   const std::string& value) {
-  if (name == "data-dir") {
-    if (value.empty())
-      return "data-dir must not be empty";
-    opts.data_dir = value;
-  } else if (name == "durability") {
-    if (value == "strict")
-      opts.durability = durability_mode::strict;
-    else if (value == "relaxed")
-      opts.durability = durability_mode::relaxed;
+  for (auto& o : table())
+    if (name == o.name)
+      return o.apply(opts, value);
+  return "unknown option --" + std::string{name};
+}
+
+/// Applies a table of the file (`prefix` is its name, with `-`).
+std::string apply_toml(server_options& opts, const toml::table& t,
+                       const std::string& prefix) {
+  for (auto& [k, node] : t) {
+    auto name = prefix + std::string{k.str()};
+    std::string value;
+    if (auto* sub = node.as_table()) {
+      if (auto err = apply_toml(opts, *sub, name + "-"); !err.empty())
+        return err;
+      continue;
+    }
+    if (auto s = node.value<std::string>(); s && node.is_string())
+      value = *s;
+    else if (auto i = node.value<std::int64_t>(); i && node.is_integer())
+      value = std::to_string(*i);
+    else if (auto b = node.value<bool>(); b && node.is_boolean())
+      value = *b ? "true" : "false";
     else
-      return "durability must be strict or relaxed, got '" + value + "'";
-  } else if (name == "log-level") {
-    static constexpr std::string_view levels[]
-        = {"trace", "debug", "info", "warn", "error", "critical", "off"};
-    bool known = false;
-    for (auto l : levels)
-      known = known || value == l;
-    if (!known)
-      return "log-level must be one of trace, debug, info, warn, error, "
-             "critical, off; got '"
-             + value + "'";
-    opts.log_level = value;
-  } else if (name == "initial-map-mib") {
-    return number(name, value, 1, 1u << 20, opts.initial_map_mib);
-  } else if (name == "pop-max-batch") {
-    return number(name, value, 1, 1'000'000, opts.pop.max_batch);
-  } else if (name == "pop-max-partitions") {
-    return number(name, value, 1, 10'000, opts.pop.max_partitions);
-  } else if (name == "pop-max-timeout-ms") {
-    return number(name, value, 0, 3'600'000, opts.pop.max_timeout_ms);
-  } else if (name == "pop-max-bytes") {
-    return number(name, value, 1, std::uint64_t{1} << 32, opts.pop.max_bytes);
-  } else if (name == "pop-max-parked") {
-    return number(name, value, 0, 10'000'000, opts.pop.max_parked);
-  } else if (name == "push-max-items") {
-    return number(name, value, 1, 10'000'000, opts.push.max_items);
-  } else if (name == "push-max-bytes") {
-    return number(name, value, 1, std::uint64_t{1} << 34, opts.push.max_bytes);
-  } else if (name == "lease-max-extend-seconds") {
-    return number(name, value, 1, 7 * 86'400, opts.lease.max_extend_s);
-  } else if (name == "default-subscription-mode") {
-    if (value == "all")
-      opts.default_subscription_new = false;
-    else if (value == "new" || value == "new-only")
-      opts.default_subscription_new = true;
-    else
-      return "default-subscription-mode must be all or new, got '" + value
-             + "'";
-  } else if (name == "priority-max-starvation-seconds") {
-    return number(name, value, 0, 86'400, opts.pop.max_starvation_s);
-  } else if (name == "retention-interval-seconds") {
-    return number(name, value, 1, 86'400, opts.retention.interval_s);
-  } else {
-    return "unknown option --" + std::string{name};
+      return name + " must be a string, an integer or a boolean";
+    if (name == "config")
+      return "config cannot name another file";
+    if (auto err = apply(opts, name, value); !err.empty())
+      return err.starts_with("unknown option --")
+                 ? "unknown option '" + name + "'"
+                 : err;
   }
+  return {};
+}
+
+std::string read_file(server_options& opts, const std::string& path) {
+  try {
+    auto t = toml::parse_file(path);
+    if (auto err = apply_toml(opts, t, ""); !err.empty())
+      return path + ": " + err;
+  } catch (const toml::parse_error& e) {
+    return path + ": " + std::string{e.description()} + " (line "
+           + std::to_string(e.source().begin.line) + ")";
+  }
+  opts.config_file = path;
   return {};
 }
 
@@ -89,38 +279,36 @@ parse_result parse(const std::vector<std::string>& args,
                    const std::function<const char*(const char*)>& getenv) {
   parse_result result;
   server_options opts;
-  static constexpr std::pair<const char*, std::string_view> env_names[] = {
-      {"SPOOL_DATA_DIR", "data-dir"},
-      {"SPOOL_DURABILITY", "durability"},
-      {"SPOOL_LOG_LEVEL", "log-level"},
-      {"SPOOL_INITIAL_MAP_MIB", "initial-map-mib"},
-      {"SPOOL_POP_MAX_BATCH", "pop-max-batch"},
-      {"SPOOL_POP_MAX_PARTITIONS", "pop-max-partitions"},
-      {"SPOOL_POP_MAX_TIMEOUT_MS", "pop-max-timeout-ms"},
-      {"SPOOL_POP_MAX_BYTES", "pop-max-bytes"},
-      {"SPOOL_POP_MAX_PARKED", "pop-max-parked"},
-      {"SPOOL_PUSH_MAX_ITEMS", "push-max-items"},
-      {"SPOOL_PUSH_MAX_BYTES", "push-max-bytes"},
-      {"SPOOL_LEASE_MAX_EXTEND_SECONDS", "lease-max-extend-seconds"},
-      {"SPOOL_PRIORITY_MAX_STARVATION_SECONDS",
-       "priority-max-starvation-seconds"},
-      {"SPOOL_DEFAULT_SUBSCRIPTION_MODE", "default-subscription-mode"},
-      {"SPOOL_RETENTION_INTERVAL_SECONDS", "retention-interval-seconds"},
-  };
-  for (auto& [var, name] : env_names) {
-    if (const char* v = getenv(var); v != nullptr && *v != '\0') {
-      if (auto err = apply(opts, name, v); !err.empty()) {
-        result.error = std::string{var} + ": " + err;
+  // The file first: --config (or --config=) wins over SPOOL_CONFIG.
+  std::string file;
+  if (const char* v = getenv("SPOOL_CONFIG"); v != nullptr && *v != '\0')
+    file = v;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size())
+      file = args[i + 1];
+    else if (args[i].starts_with("--config="))
+      file = args[i].substr(9);
+    else if (args[i] == "--help" || args[i] == "-h") {
+      result.help = true;
+      return result;
+    }
+  }
+  if (!file.empty())
+    if (auto err = read_file(opts, file); !err.empty()) {
+      result.error = "config " + err;
+      return result;
+    }
+  for (auto& o : table()) {
+    auto var = env_name(o.name);
+    if (const char* v = getenv(var.c_str()); v != nullptr && *v != '\0') {
+      if (auto err = o.apply(opts, v); !err.empty()) {
+        result.error = var + ": " + err;
         return result;
       }
     }
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string_view arg = args[i];
-    if (arg == "--help" || arg == "-h") {
-      result.help = true;
-      return result;
-    }
     if (arg.substr(0, 2) != "--") {
       result.error = "unexpected argument '" + args[i] + "'";
       return result;
@@ -136,6 +324,8 @@ parse_result parse(const std::vector<std::string>& args,
       result.error = "option --" + std::string{arg} + " needs a value";
       return result;
     }
+    if (arg == "config")
+      continue; // read above
     if (auto err = apply(opts, arg, value); !err.empty()) {
       result.error = err;
       return result;
@@ -146,43 +336,33 @@ parse_result parse(const std::vector<std::string>& args,
 }
 
 std::string usage() {
-  return "usage: spoold [options]\n"
-         "  --data-dir DIR          LMDB folder (SPOOL_DATA_DIR, ./data)\n"
-         "  --durability MODE       strict (fsync, default) | relaxed "
-         "(SPOOL_DURABILITY)\n"
-         "  --log-level LEVEL       trace..off (SPOOL_LOG_LEVEL, info)\n"
-         "  --initial-map-mib N     first LMDB map size; grows on demand "
-         "(SPOOL_INITIAL_MAP_MIB, 1024)\n"
-         "  --pop-max-batch N       largest pop batch (SPOOL_POP_MAX_BATCH, "
-         "10000)\n"
-         "  --pop-max-partitions N  largest wildcard partitions "
-         "(SPOOL_POP_MAX_PARTITIONS, 100)\n"
-         "  --pop-max-timeout-ms N  longest long-poll timeout "
-         "(SPOOL_POP_MAX_TIMEOUT_MS, 300000)\n"
-         "  --pop-max-bytes N       payload bytes per pop response "
-         "(SPOOL_POP_MAX_BYTES, 67108864)\n"
-         "  --pop-max-parked N      parked long-poll pops per server "
-         "(SPOOL_POP_MAX_PARKED, 10000)\n"
-         "  --push-max-items N      items per push or transaction "
-         "(SPOOL_PUSH_MAX_ITEMS, 100000)\n"
-         "  --push-max-bytes N      payload bytes per push or transaction\n"
-         "                          (SPOOL_PUSH_MAX_BYTES, 268435456)\n"
-         "  --lease-max-extend-seconds N\n"
-         "                          most seconds one lease extend adds\n"
-         "                          (SPOOL_LEASE_MAX_EXTEND_SECONDS, 3600)\n"
-         "  --priority-max-starvation-seconds N\n"
-         "                          namespace pops serve a queue waiting "
-         "longer first\n"
-         "                          (SPOOL_PRIORITY_MAX_STARVATION_SECONDS, "
-         "30)\n"
-         "  --default-subscription-mode MODE\n"
-         "                          where a new consumer group starts: all | "
-         "new\n"
-         "                          (SPOOL_DEFAULT_SUBSCRIPTION_MODE, all)\n"
-         "  --retention-interval-seconds N\n"
-         "                          retention runs on each partition at "
-         "least this often\n"
-         "                          (SPOOL_RETENTION_INTERVAL_SECONDS, 10)\n";
+  std::string s = "usage: spoold [--config FILE] [options]\n"
+                  "Each option is also an environment variable (SPOOL_ and "
+                  "its name in capitals)\n"
+                  "and a key of the TOML file; flags win over variables, "
+                  "variables over the file.\n\n";
+  s += "  --config FILE\n      a TOML file of these options (SPOOL_CONFIG)\n";
+  server_options defaults;
+  for (auto& o : table()) {
+    s += "  --";
+    s += o.name;
+    s += " VALUE\n      ";
+    s += o.help;
+    s += " (";
+    s += env_name(o.name);
+    s += ", default ";
+    s += o.show(defaults);
+    s += ")\n";
+  }
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>>
+describe(const server_options& opts) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& o : table())
+    out.emplace_back(o.name, o.show(opts));
+  return out;
 }
 
 } // namespace spool::config

@@ -1,12 +1,15 @@
 #pragma once
 
-/// Server options: defaults, environment variables (SPOOL_*), command line
-/// (wins over the environment), and validation. No CAF, no storage types.
+/// Server options: defaults, a TOML file, environment variables (SPOOL_*),
+/// command line (each wins over the one before), and validation. One table
+/// of options (options.cpp) names each once: its flag, its variable, its
+/// file key, its help line. No CAF, no storage types.
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace spool::config {
@@ -55,6 +58,35 @@ struct retention_settings {
   std::uint64_t interval_s = 10;
 };
 
+/// The HTTP front door (protocol/http/server.hpp).
+struct http_settings {
+  /// Listen address (--http-address); 0.0.0.0 = every interface.
+  std::string address = "0.0.0.0";
+  /// Port (--http-port); 0 = a free one (tests), logged at start.
+  std::uint64_t port = 6632;
+  /// io threads for the front doors (--io-threads).
+  std::uint64_t io_threads = 1;
+  /// Open connections at most; beyond, 503 and close
+  /// (--http-max-connections).
+  std::uint64_t max_connections = 20'000;
+  /// Request body bytes at most (413 beyond) (--http-max-body-bytes).
+  std::uint64_t max_body_bytes = std::uint64_t{64} << 20;
+  /// Request line and headers at most (431 beyond)
+  /// (--http-max-header-bytes).
+  std::uint64_t max_header_bytes = 64u << 10;
+  /// Requests answered at once per connection (pipelining); a client
+  /// sending more is not read meanwhile (--http-max-pipeline).
+  std::uint64_t max_pipeline = 16;
+  /// A connection with nothing in flight closes after this
+  /// (--http-idle-timeout-ms).
+  std::uint64_t idle_timeout_ms = 60'000;
+  /// A request must arrive whole this soon after its first byte, else 408
+  /// (--http-request-timeout-ms).
+  std::uint64_t request_timeout_ms = 30'000;
+  /// One log line per answered request (--access-log true|false).
+  bool access_log = false;
+};
+
 struct server_options {
   /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
   std::string data_dir = "./data";
@@ -72,6 +104,12 @@ struct server_options {
   /// SPOOL_DEFAULT_SUBSCRIPTION_MODE; semantics.md §5).
   bool default_subscription_new = false;
   retention_settings retention;
+  http_settings http;
+  /// On SIGTERM, in-flight requests get this long to be answered before
+  /// their connections are closed (--shutdown-grace-ms).
+  std::uint64_t shutdown_grace_ms = 10'000;
+  /// The TOML file read (--config, SPOOL_CONFIG), "" for none.
+  std::string config_file;
 };
 
 /// The result of parsing: options, a request for help, or an error message.
@@ -81,11 +119,18 @@ struct parse_result {
   std::string error;
 };
 
-/// Reads `getenv`-style lookups, then `args` (argv without the program name).
+/// Defaults, then the TOML file named by `--config` or SPOOL_CONFIG (its
+/// keys are the option names; a table's name prefixes its keys: `[http]
+/// port = 6632` is `http-port`), then `getenv`-style lookups (SPOOL_*), then
+/// `args` (argv without the program name): each later source wins.
 parse_result parse(const std::vector<std::string>& args,
                    const std::function<const char*(const char*)>& getenv);
 
-/// Usage text for --help.
+/// Usage text for --help: every option with its variable and default.
 std::string usage();
+
+/// Every option's name and value (logged at start).
+std::vector<std::pair<std::string, std::string>>
+describe(const server_options& opts);
 
 } // namespace spool::config

@@ -84,6 +84,22 @@ void gateway::cancel(const std::string& token) {
     it->second.cancelled = true; // its helper is being spawned
 }
 
+std::size_t gateway::cancel_all() {
+  std::lock_guard lock{impl_->pops->mx};
+  for (auto& [token, e] : impl_->pops->pops) {
+    if (e.helper)
+      caf::anon_send(e.helper, actors::cancel_atom::value);
+    else
+      e.cancelled = true;
+  }
+  return impl_->pops->pops.size();
+}
+
+std::size_t gateway::pops_in_flight() const {
+  std::lock_guard lock{impl_->pops->mx};
+  return impl_->pops->pops.size();
+}
+
 void gateway::ack(node::ack_request req, done<node::ack_reply> k) {
   auto located = to_broker(req);
   if (!located)

@@ -47,6 +47,11 @@ public:
   /// The client of the pop with this token left: a parked pop is answered
   /// empty at once, leasing nothing. Unknown or finished tokens: nothing.
   void cancel(const std::string& token);
+  /// Every pop in flight is cancelled (a node shutting down answers its
+  /// parked pops empty). Answers how many there were.
+  std::size_t cancel_all();
+  /// Pops in flight now (parked long polls among them).
+  std::size_t pops_in_flight() const;
   void ack(node::ack_request req, done<node::ack_reply> k);
   void extend(node::extend_request req, done<node::extend_reply> k);
   /// The response carrying this lease could not be written: the lease ends

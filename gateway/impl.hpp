@@ -62,9 +62,11 @@ struct gateway::impl {
   std::string next_id() {
     char buf[64];
     auto n = counter.fetch_add(1, std::memory_order_relaxed);
-    std::snprintf(buf, sizeof buf, "%.8s-%.4s-%.4s-%012llx", prefix.data(),
-                  prefix.data() + 8, prefix.data() + 12,
-                  static_cast<unsigned long long>(n));
+    // UUID-shaped (8-4-4-4-12): the random prefix, then the counter.
+    std::snprintf(buf, sizeof buf, "%.8s-%.4s-%.4s-%04llx-%012llx",
+                  prefix.data(), prefix.data() + 8, prefix.data() + 12,
+                  static_cast<unsigned long long>(n >> 48),
+                  static_cast<unsigned long long>(n & 0xFFFF'FFFF'FFFFull));
     return buf;
   }
 

@@ -8,6 +8,8 @@ packages=(
   libcaf-dev liblmdb-dev libzstd-dev libxxhash-dev catch2 libspdlog-dev
   libmsgpack-cxx-dev libasio-dev libhttp-parser-dev libsimdjson-dev
   nlohmann-json3-dev libboost-dev libmimalloc-dev python3
+  rapidjson-dev libhowardhinnant-date-dev libtomlplusplus-dev libssl-dev
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

@@ -1,13 +1,17 @@
 // spoold: the Spool broker daemon.
 //
-// What it does today: opens the store (LMDB in --data-dir), recovers and logs
-// the catalog, starts the broker core as actors (the store writer on its own
-// thread, the broker with a coordinator per recovered queue), then waits for
-// SIGTERM/SIGINT, stops the broker, then the writer (which commits what it
-// was sent before), and closes the store cleanly. If the broker ends by
-// itself (storage fatally broken), spoold exits 1. It serves
-// no client yet: the HTTP and msgpack front doors are a later issue, and it
-// says so instead of pretending.
+// Opens the store (LMDB in --data-dir), recovers and logs the catalog,
+// starts the broker core as actors (the store writer on its own thread, the
+// broker with a coordinator per recovered queue), the gateway over it, and
+// the HTTP door (protocol/) on its io threads; then it is ready.
+//
+// SIGTERM/SIGINT: /health/ready answers 503 (draining) and new requests
+// are refused with 503; the listener stops accepting; parked pops are
+// answered empty; requests in flight (commits among them) get
+// --shutdown-grace-ms to be answered; then the connections close, the
+// broker stops, then the writer (which commits what it was sent before),
+// and the store closes: exit 0. If the broker ends by itself (storage
+// fatally broken), spoold exits 1. The msgpack door is a later issue.
 
 #include <spdlog/spdlog.h>
 
@@ -22,12 +26,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/scheduler.hpp"
 #include "actors/writer/writer_actor.hpp"
 #include "config/options.hpp"
+#include "gateway/start.hpp"
+#include "protocol/api/router.hpp"
+#include "protocol/http/server.hpp"
 #include "storage/store.hpp"
 
 namespace {
@@ -124,30 +132,75 @@ int main(int argc, char** argv) {
     }
     spdlog::info("broker running: {} queue(s) recovered as actors",
                  cat.queues.size());
-    spdlog::warn("no client protocol is built yet (HTTP and msgpack front "
-                 "doors come with later issues): spoold runs the broker "
-                 "core but serves nothing; stop it with SIGTERM");
+    auto gw = spool::make_gateway(sys, *broker, bc.node.wall);
+    spool::api::service svc{*gw};
+    svc.max_body_bytes = opts.http.max_body_bytes;
+    spool::api::router routes{svc};
+    spool::http::server_limits limits;
+    limits.max_connections = opts.http.max_connections;
+    limits.max_pipeline = opts.http.max_pipeline;
+    limits.idle_timeout = std::chrono::milliseconds{
+        static_cast<std::int64_t>(opts.http.idle_timeout_ms)};
+    limits.request_timeout = std::chrono::milliseconds{
+        static_cast<std::int64_t>(opts.http.request_timeout_ms)};
+    limits.parser.max_body_bytes = opts.http.max_body_bytes;
+    limits.parser.max_header_bytes = opts.http.max_header_bytes;
+    auto http = std::make_unique<spool::http::server>(
+        limits, [&routes](spool::http::request req,
+                          std::shared_ptr<spool::http::exchange> ex) {
+          routes.handle(std::move(req), std::move(ex));
+        });
+    http->set_common_headers(spool::api::router::common_headers());
+    if (opts.http.access_log)
+      http->set_observer([](const spool::http::request_record& r) {
+        spdlog::info("access {} {} {} {} {}us", r.peer, r.method, r.path,
+                     r.status, r.duration.count());
+      });
+    if (auto err = http->listen(opts.http.address,
+                                static_cast<std::uint16_t>(opts.http.port));
+        !err.empty()) {
+      spdlog::critical("{}", err);
+      caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+      caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+      return 1;
+    }
+    http->start(static_cast<unsigned>(opts.http.io_threads));
+    svc.state = spool::api::readiness::ready;
+    spdlog::info("HTTP listening on {}:{} ({} io thread(s)); ready",
+                 opts.http.address, http->port(), opts.http.io_threads);
     // The main thread waits for the broker to end: on a stop signal (the
-    // signal thread ends it) or by itself, when storage is fatally broken
-    // (a queue it cannot restart): then spoold exits non-zero so that a
-    // supervisor restarts it, instead of staying up with no broker inside.
-    caf::scoped_actor waiter{sys};
-    waiter->monitor(*broker);
-    waiter->monitor(*writer);
+    // signal thread drains the door, then ends it) or by itself, when
+    // storage is fatally broken (a queue it cannot restart): then spoold
+    // exits non-zero so that a supervisor restarts it, instead of staying
+    // up with no broker inside.
+    // (optional: it must be gone before the actors are awaited below)
+    std::optional<caf::scoped_actor> waiter{std::in_place, sys};
+    (*waiter)->monitor(*broker);
+    (*waiter)->monitor(*writer);
     std::atomic<int> signalled{0};
     std::thread signals([&] {
       int sig = 0;
       sigwait(&stop_signals, &sig);
       signalled = sig;
-      if (sig != SIGUSR1) // SIGUSR1: the main thread's wake-up, no signal
-        spdlog::info("signal {} received: stopping the broker", sig);
+      if (sig != SIGUSR1) { // SIGUSR1: the main thread's wake-up, no signal
+        spdlog::info("signal {} received: draining", sig);
+        svc.state = spool::api::readiness::draining;
+        http->stop_accepting();
+        auto parked = gw->cancel_all();
+        spdlog::info("answered {} pop(s) in flight empty; waiting up to {} ms "
+                     "for requests in flight",
+                     parked, opts.shutdown_grace_ms);
+        http->shutdown(std::chrono::milliseconds{
+            static_cast<std::int64_t>(opts.shutdown_grace_ms)});
+        spdlog::info("HTTP door closed: stopping the broker");
+      }
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
     });
     caf::error why;
     bool broker_down = false;
     bool writer_down = false;
     while (!broker_down)
-      waiter->receive([&](caf::down_msg& dm) {
+      (*waiter)->receive([&](caf::down_msg& dm) {
         if (dm.source == broker->address()) {
           broker_down = true;
           why = dm.reason;
@@ -168,13 +221,21 @@ int main(int argc, char** argv) {
       pthread_kill(signals.native_handle(), SIGUSR1);
     }
     signals.join();
+    http->shutdown(std::chrono::milliseconds{0}); // (done already on a signal)
     // The writer ends after the broker: batches sent before it stopped are
     // committed (synced) and answered first (writer_actor's exit handler).
     if (!writer_down) {
       caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
-      waiter->receive([&](caf::down_msg&) {});
+      (*waiter)->receive([&](caf::down_msg&) {});
     }
-  } // the actor system waits for every actor here
+    // The gateway's helpers answer what was still in flight (with errors,
+    // the broker is gone); then the door and the gateway go, before the
+    // actor system they use.
+    waiter.reset();
+    sys.await_all_actors_done();
+    http.reset();
+    gw.reset();
+  } // the actor system ends here
   spdlog::info("actors stopped: closing the store");
   if (auto closed = (*st)->close(); !closed) {
     spdlog::critical("closing the store failed: {}", to_string(closed.err()));

@@ -42,9 +42,10 @@ TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
     REQUIRE((*s)->writer().submit(st::write_batch{sealed->mutations}).get());
   }
   child_process spoold{SPOOLD_PATH,
-                       {"--data-dir", data, "--initial-map-mib", "16"}};
+                       {"--data-dir", data, "--initial-map-mib", "16",
+                        "--http-address", "127.0.0.1", "--http-port", "0"}};
   REQUIRE(spoold.started());
-  REQUIRE(spoold.wait_for_output("serves nothing", 10s));
+  REQUIRE(spoold.wait_for_output("; ready", 10s));
   CHECK_THAT(spoold.output(),
              Catch::Contains("recovered 1 queue(s), 1 partition(s)"));
   CHECK_THAT(spoold.output(), Catch::Contains("partition 'eu'"));
@@ -94,11 +95,13 @@ TEST_CASE("a second spoold on the same data directory refuses to start",
   temp_dir dir;
   auto data = (dir.path / "data").string();
   child_process first{SPOOLD_PATH,
-                      {"--data-dir", data, "--initial-map-mib", "16"}};
+                      {"--data-dir", data, "--initial-map-mib", "16",
+                       "--http-address", "127.0.0.1", "--http-port", "0"}};
   REQUIRE(first.started());
-  REQUIRE(first.wait_for_output("serves nothing", 10s));
+  REQUIRE(first.wait_for_output("; ready", 10s));
   child_process second{SPOOLD_PATH,
-                       {"--data-dir", data, "--initial-map-mib", "16"}};
+                       {"--data-dir", data, "--initial-map-mib", "16",
+                        "--http-address", "127.0.0.1", "--http-port", "0"}};
   REQUIRE(second.started());
   auto code = second.wait_exit(10s);
   INFO(second.output());

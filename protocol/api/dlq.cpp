@@ -1,0 +1,137 @@
+// Dead letters: the listing (Queen's shape, exact total, stable `after`),
+// requeue and deletion by id or by filter (Spool's additions).
+
+#include <charconv>
+
+#include "protocol/api/encode.hpp"
+#include "protocol/api/requests.hpp"
+#include "protocol/api/router.hpp"
+#include "protocol/time/rfc3339.hpp"
+
+namespace spool::api {
+
+namespace {
+
+void list(service& svc, call& c) {
+  auto f = read_dlq_filter_query(c);
+  if (!f)
+    return reply_error(*c.ex, f.err());
+  dlq_query q;
+  q.filter = std::move(*f);
+  auto limit = query_int(c, "limit");
+  auto offset = query_int(c, "offset");
+  auto after = query_int(c, "after");
+  for (auto* r : {&limit, &offset, &after})
+    if (!*r)
+      return reply_error(*c.ex, r->err());
+  if (*limit) {
+    if (**limit < 1 || **limit > 10'000)
+      return reply_error(
+          *c.ex, make_error(errc::invalid_argument, "limit must be 1..10000"));
+    q.limit = static_cast<std::size_t>(**limit);
+  }
+  if (*offset) {
+    if (**offset < 0)
+      return reply_error(*c.ex, make_error(errc::invalid_argument,
+                                           "offset must be non-negative"));
+    q.offset = static_cast<std::size_t>(**offset);
+  }
+  if (*after) {
+    if (**after < 0)
+      return reply_error(
+          *c.ex, make_error(errc::invalid_argument, "after must be a dlqId"));
+    q.after = static_cast<std::uint64_t>(**after);
+  }
+  auto lim = q.limit;
+  auto off = q.offset;
+  auto aft = q.after;
+  svc.gw.dlq_list(
+      std::move(q),
+      answer<node::dlq_page>(c.ex, [lim, off, aft](const node::dlq_page& p) {
+        json::writer w;
+        w.begin_object().key("messages").begin_array();
+        for (auto& m : p.messages) {
+          w.begin_object();
+          w.kv("dlqId", m.dlq_id);
+          write_message_fields(w, m.frame);
+          w.kv("consumerGroup", m.group);
+          w.kv("errorMessage", m.error);
+          w.kv("retryCount", static_cast<std::uint64_t>(m.retry_count));
+          w.kv("failedAt", timefmt::format_micros(m.failed_at));
+          w.end_object();
+        }
+        w.end_array();
+        w.kv("total", p.total);
+        w.key("pagination").begin_object();
+        w.kv("limit", lim);
+        w.kv("offset", off);
+        if (aft)
+          w.kv("after", *aft);
+        if (!p.messages.empty())
+          w.kv("next", p.messages.back().dlq_id);
+        w.end_object();
+        w.end_object();
+        return std::pair{200, w.take()};
+      }));
+}
+
+std::pair<int, std::string> count_body(const char* what,
+                                       const node::dlq_count& n) {
+  json::writer w;
+  w.begin_object();
+  w.kv("success", true);
+  w.kv(what, n.count);
+  w.kv("remaining", n.remaining);
+  w.end_object();
+  return {200, w.take()};
+}
+
+void requeue(service& svc, call& c) {
+  auto f = read_dlq_filter_body(c.req.body);
+  if (!f)
+    return reply_error(*c.ex, f.err());
+  svc.gw.dlq_requeue(std::move(*f), answer<node::dlq_count>(
+                                        c.ex, [](const node::dlq_count& n) {
+                                          return count_body("requeued", n);
+                                        }));
+}
+
+void delete_one(service& svc, call& c) {
+  auto& s = c.params.at(0);
+  std::uint64_t id = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
+  if (ec != std::errc{} || end != s.data() + s.size())
+    return reply_error(*c.ex,
+                       make_error(errc::invalid_argument,
+                                  "dlqId must be a non-negative integer"));
+  dlq_filter f;
+  f.ids.push_back(id);
+  svc.gw.dlq_delete(std::move(f),
+                    answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
+                      return count_body("deleted", n);
+                    }));
+}
+
+void delete_filtered(service& svc, call& c) {
+  auto f = read_dlq_filter_query(c);
+  if (!f)
+    return reply_error(*c.ex, f.err());
+  if (!f->queue) // a delete of every queue's dead letters is not an accident
+    return reply_error(*c.ex,
+                       make_error(errc::invalid_argument, "queue is required"));
+  svc.gw.dlq_delete(std::move(*f),
+                    answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
+                      return count_body("deleted", n);
+                    }));
+}
+
+} // namespace
+
+void add_dlq_routes(std::vector<route>& t) {
+  t.push_back({"GET", "/api/v1/dlq", &list});
+  t.push_back({"POST", "/api/v1/dlq/requeue", &requeue});
+  t.push_back({"DELETE", "/api/v1/dlq/:dlqId", &delete_one});
+  t.push_back({"DELETE", "/api/v1/dlq", &delete_filtered});
+}
+
+} // namespace spool::api

@@ -1,0 +1,109 @@
+#include "protocol/api/encode.hpp"
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include <cstdio>
+
+#include "protocol/time/rfc3339.hpp"
+
+namespace spool::api {
+
+std::string message_id(const std::string& partition_id, std::int64_t offset) {
+  auto hi = XXH3_64bits(partition_id.data(), partition_id.size());
+  hi = (hi & ~std::uint64_t{0xF000}) | 0x8000; // version 8
+  auto lo = (static_cast<std::uint64_t>(offset) & 0x3FFF'FFFF'FFFF'FFFFull)
+            | 0x8000'0000'0000'0000ull; // variant 10
+  char buf[37];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(hi >> 32),
+                static_cast<unsigned>((hi >> 16) & 0xFFFF),
+                static_cast<unsigned>(hi & 0xFFFF),
+                static_cast<unsigned>(lo >> 48),
+                static_cast<unsigned long long>(lo & 0xFFFF'FFFF'FFFFull));
+  return buf;
+}
+
+namespace {
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  auto n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                           reinterpret_cast<const unsigned char*>(bytes.data()),
+                           static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+void str_or_null(json::writer& w, std::string_view k, const std::string& v) {
+  if (v.empty())
+    w.kv_null(k);
+  else
+    w.kv(k, v);
+}
+
+} // namespace
+
+void write_message_fields(json::writer& w, const node::message& m) {
+  w.kv("id", message_id(m.partition_id, m.offset));
+  w.kv("offset", m.offset);
+  w.kv("transactionId", m.transaction_id);
+  str_or_null(w, "traceId", m.trace_id);
+  w.key("headers").begin_object();
+  for (auto& [k, v] : m.headers)
+    w.kv(k, v);
+  w.end_object();
+  w.key("data");
+  if (m.binary) {
+    w.str(base64(m.payload));
+    w.kv("dataEncoding", "base64");
+  } else if (m.payload.empty()) {
+    w.null();
+  } else {
+    w.raw(m.payload);
+  }
+  str_or_null(w, "producerSub", m.producer_sub);
+  w.kv("createdAt", timefmt::format_micros(m.created_at));
+  w.kv("queue", m.queue);
+  w.kv("partitionId", m.partition_id);
+  w.kv("partition", m.partition);
+  w.kv("deliveryCount", static_cast<std::uint64_t>(m.delivery_count));
+  if (m.requeued) {
+    w.kv("requeued", true);
+    w.kv("dlqId", *m.requeued);
+  }
+}
+
+void write_options(json::writer& w, const queue_options& o) {
+  w.begin_object();
+  w.kv("leaseTime", o.lease_time_s);
+  w.kv("retryLimit", o.retry_limit);
+  w.kv("retryDelay", o.retry_delay_ms);
+  w.key("retryBackoffMs").begin_array();
+  for (auto ms : o.retry_backoff_ms)
+    w.i64(ms);
+  w.end_array();
+  w.kv("maxDeliveries", o.max_deliveries);
+  w.kv("maxSize", o.max_size);
+  w.kv("delayedProcessing", o.delayed_processing_s);
+  w.kv("windowBuffer", o.window_buffer_s);
+  if (o.window_buffer_max_s)
+    w.kv("windowBufferMax", *o.window_buffer_max_s);
+  else
+    w.kv_null("windowBufferMax");
+  w.kv("retentionEnabled", o.retention_enabled);
+  w.kv("retentionSeconds", o.retention_s);
+  w.kv("completedRetentionSeconds", o.completed_retention_s);
+  w.kv("maxWaitTimeSeconds", o.max_wait_time_s);
+  w.kv("deadLetterQueue", o.dead_letter_queue.value_or(false));
+  w.kv("dlqAfterMaxRetries", o.dlq_after_max_retries.value_or(false));
+  w.kv("dlqRetentionSeconds", o.dlq_retention_s);
+  w.kv("dedupWindowSeconds", o.dedup_window_s);
+  w.kv("groupIdleSeconds", o.group_idle_s);
+  w.kv("priority", o.priority);
+  w.kv("ttl", o.ttl_s);
+  w.kv("encryptionEnabled", o.encryption_enabled);
+  w.end_object();
+}
+
+} // namespace spool::api

@@ -1,0 +1,116 @@
+// Operations: liveness, readiness, and the routes of Queen that have no
+// meaning in Spool, answered 501 with the reason instead of a fake body.
+
+#include "protocol/api/router.hpp"
+#include "protocol/json/write.hpp"
+
+namespace spool::api {
+
+namespace {
+
+void health(service& svc, call& c) {
+  json::writer w;
+  w.begin_object();
+  w.kv("status", "healthy");
+  w.kv("server", "spool");
+  w.kv("state", svc.state.load() == readiness::ready      ? "ready"
+                : svc.state.load() == readiness::draining ? "draining"
+                                                          : "starting");
+  w.end_object();
+  reply_json(*c.ex, 200, w.take());
+}
+
+void ready(service& svc, call& c) {
+  auto st = svc.state.load();
+  json::writer w;
+  w.begin_object();
+  w.kv("ready", st == readiness::ready);
+  w.kv("state", st == readiness::ready      ? "ready"
+                : st == readiness::draining ? "draining"
+                                            : "starting");
+  w.end_object();
+  http::header_list extra;
+  if (st != readiness::ready)
+    extra.emplace_back("Retry-After", "1");
+  reply_json(*c.ex, st == readiness::ready ? 200 : 503, w.take(),
+             std::move(extra));
+}
+
+void not_supported(call& c, std::string_view why) {
+  reply_json(*c.ex, 501,
+             json::error_body(std::string{"Not supported by Spool: "}
+                              + std::string{why}));
+}
+
+void dashboard(service&, call& c) {
+  not_supported(c, "Queen's dashboard series (status, analytics) are kept in "
+                   "PostgreSQL; Spool serves /metrics/prometheus and "
+                   "/api/v1/consumer-groups instead");
+}
+
+void maintenance(service&, call& c) {
+  not_supported(c, "Queen's maintenance modes drive its file buffer, which "
+                   "Spool does not have (a push is durable or refused)");
+}
+
+void migration(service&, call& c) {
+  not_supported(c, "migration copies Queen's PostgreSQL schema");
+}
+
+void stats_refresh(service&, call& c) {
+  not_supported(c, "Spool's statistics are exact at every request; there is "
+                   "nothing to refresh");
+}
+
+void internal_routes(service&, call& c) {
+  not_supported(c, "Queen's inter-instance routes belong to its cluster "
+                   "protocol");
+}
+
+void streams(service&, call& c) {
+  not_supported(c, "the streaming SDK backend is not part of Spool");
+}
+
+void metrics_json(service&, call& c) {
+  not_supported(c, "Queen's /metrics JSON is mostly a stub; use "
+                   "/metrics/prometheus");
+}
+
+void delete_message(service&, call& c) {
+  not_supported(c, "a partition is an append-only log: messages are removed "
+                   "by retention and purge, whole segments at a time");
+}
+
+void not_built(service&, call& c) {
+  reply_json(*c.ex, 501,
+             json::error_body("Not built in Spool yet: " + c.req.method + " "
+                              + c.req.path
+                              + " (traces and single-message lookup by "
+                                "transactionId come with a later issue)"));
+}
+
+} // namespace
+
+void add_ops_routes(std::vector<route>& t) {
+  t.push_back({"GET", "/health", &health});
+  t.push_back({"GET", "/health/ready", &ready});
+  t.push_back({"GET", "/metrics", &metrics_json});
+  for (auto* m : {"GET", "POST"}) {
+    t.push_back({m, "/api/v1/status", &dashboard});
+    t.push_back({m, "/api/v1/status/*", &dashboard});
+    t.push_back({m, "/api/v1/analytics/*", &dashboard});
+    t.push_back({m, "/api/v1/system/*", &maintenance});
+    t.push_back({m, "/api/v1/migration/*", &migration});
+    t.push_back({m, "/internal/api/*", &internal_routes});
+    t.push_back({m, "/streams/v1/*", &streams});
+  }
+  t.push_back({"POST", "/api/v1/stats/refresh", &stats_refresh});
+  t.push_back({"DELETE", "/api/v1/messages/:partitionId/:transactionId",
+               &delete_message});
+  t.push_back(
+      {"GET", "/api/v1/messages/:partitionId/:transactionId", &not_built});
+  t.push_back({"POST", "/api/v1/traces", &not_built});
+  t.push_back({"GET", "/api/v1/traces/*", &not_built});
+}
+
+} // namespace spool::api

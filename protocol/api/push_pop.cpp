@@ -1,0 +1,154 @@
+// POST /api/v1/push and the three pops (api.md): the body or query read
+// into the node API's request, the gateway's answer written in Queen's
+// shape. A pop's token is cancelled when its client leaves, and a lease
+// whose answer could not be written is released.
+
+#include "protocol/api/encode.hpp"
+#include "protocol/api/requests.hpp"
+#include "protocol/api/router.hpp"
+
+namespace spool::api {
+
+namespace {
+
+void push(service& svc, call& c) {
+  auto items = read_push_body(c.req.body);
+  if (!items)
+    return reply_error(*c.ex, items.err());
+  if (items->empty()) // Queen: 201 [] without touching the store
+    return reply_json(*c.ex, 201, "[]");
+  node::push_request req{std::move(*items)};
+  svc.gw.push(std::move(req),
+              answer<node::push_reply>(c.ex, [](const node::push_reply& r) {
+                json::writer w;
+                w.begin_array();
+                std::size_t i = 0;
+                for (auto& it : r.items) {
+                  w.begin_object();
+                  w.kv("index", i++);
+                  w.kv("transaction_id", it.transaction_id);
+                  w.kv("status", it.status == node::push_status::queued
+                                     ? "queued"
+                                     : "duplicate");
+                  w.kv("message_id", message_id(it.partition_id, it.offset));
+                  w.kv("partition_id", it.partition_id);
+                  if (it.trace_id.empty())
+                    w.kv_null("trace_id");
+                  else
+                    w.kv("trace_id", it.trace_id);
+                  w.kv("queueName", it.queue);
+                  w.kv("partition", it.partition);
+                  w.kv("offset", it.offset);
+                  w.end_object();
+                }
+                w.end_array();
+                return std::pair{201, w.take()};
+              }));
+}
+
+std::string pop_body(const node::pop_reply& r) {
+  auto& first = r.messages.front();
+  json::writer w;
+  w.begin_object();
+  w.kv("success", true);
+  w.kv("queue", r.queue);
+  w.kv("partition", first.partition);
+  w.kv("partitionId", first.partition_id);
+  w.kv("leaseId", first.lease_id);
+  w.kv("leaseEpoch", first.lease_epoch);
+  w.kv("consumerGroup", r.group);
+  w.kv("partitionsClaimed", r.partitions_claimed);
+  w.key("messages").begin_array();
+  for (auto& m : r.messages) {
+    w.begin_object();
+    write_message_fields(w, m);
+    w.kv("leaseId", m.lease_id);
+    w.kv("leaseEpoch", m.lease_epoch);
+    w.kv("consumerGroup", r.group);
+    w.end_object();
+  }
+  w.end_array();
+  if (!r.skipped.empty()) {
+    w.key("skipped").begin_array();
+    for (auto& s : r.skipped) {
+      w.begin_object();
+      w.kv("partition", s.partition);
+      w.kv("from", s.first);
+      w.kv("to", s.last);
+      w.end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
+  return w.take();
+}
+
+void pop(service& svc, call& c, node::pop_request req) {
+  auto token = svc.gw.new_token();
+  req.token = token;
+  auto& gw = svc.gw;
+  auto ex = c.ex;
+  gw.pop(std::move(req), [&gw, ex](expected<node::pop_reply> r) {
+    if (!r)
+      return reply_error(*ex, r.err());
+    if (r->messages.empty()) {
+      http::response resp;
+      resp.status = 204;
+      resp.headers.emplace_back("X-Spool-Empty", to_string(r->reason));
+      return ex->respond(std::move(resp));
+    }
+    http::response resp;
+    resp.status = 200;
+    resp.headers.emplace_back("Content-Type", "application/json");
+    resp.body = pop_body(*r);
+    auto lease = r->messages.front().lease_id;
+    if (!lease.empty()) // the client left before reading it: release now
+      resp.on_unwritten
+          = [&gw, lease] { gw.release(lease, [](expected<bool>) {}); };
+    ex->respond(std::move(resp));
+  });
+  // A client that leaves while the pop is parked cancels it (nothing is
+  // leased for it); after the answer this does nothing.
+  c.ex->on_abandon([&gw, token] { gw.cancel(token); });
+}
+
+void pop_queue(service& svc, call& c) {
+  auto req = read_pop_query(c, true);
+  if (!req)
+    return reply_error(*c.ex, req.err());
+  req->queue = c.params.at(0);
+  pop(svc, c, std::move(*req));
+}
+
+void pop_partition(service& svc, call& c) {
+  auto req = read_pop_query(c, false);
+  if (!req)
+    return reply_error(*c.ex, req.err());
+  req->queue = c.params.at(0);
+  req->partition = c.params.at(1);
+  pop(svc, c, std::move(*req));
+}
+
+void pop_namespace(service& svc, call& c) {
+  auto req = read_pop_query(c, true);
+  if (!req)
+    return reply_error(*c.ex, req.err());
+  req->name_space = query_str(c, "namespace");
+  req->task = query_str(c, "task");
+  if (!req->name_space)
+    return reply_error(
+        *c.ex, make_error(errc::invalid_argument, "namespace is required"));
+  pop(svc, c, std::move(*req));
+}
+
+} // namespace
+
+void add_push_pop_routes(std::vector<route>& t) {
+  t.push_back({"POST", "/api/v1/push", &push});
+  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue});
+  t.push_back(
+      {"GET", "/api/v1/pop/queue/:queue/partition/:partition", &pop_partition});
+  t.push_back({"GET", "/api/v1/pop", &pop_namespace});
+}
+
+} // namespace spool::api

@@ -1,0 +1,283 @@
+// Queues: configure, the resource listings (Queen's shapes plus offsets and
+// options), deletion, purge and the read-only browse.
+
+#include <map>
+
+#include "protocol/api/encode.hpp"
+#include "protocol/api/requests.hpp"
+#include "protocol/api/router.hpp"
+#include "protocol/time/rfc3339.hpp"
+
+namespace spool::api {
+
+namespace {
+
+/// Frames retained in a partition.
+std::int64_t retained(const node::partition_info& p) {
+  return std::max<std::int64_t>(0, p.last_offset + 1 - p.watermark);
+}
+
+void configure(service& svc, call& c) {
+  auto body = read_configure_body(c.req.body);
+  if (!body)
+    return reply_error(*c.ex, body.err());
+  svc.gw.configure(std::move(body->req),
+                   answer<node::configure_reply>(
+                       c.ex, [unknown = std::move(body->unknown_options)](
+                                 const node::configure_reply& r) {
+                         json::writer w;
+                         w.begin_object();
+                         w.kv("configured", true);
+                         w.kv("created", r.created);
+                         w.kv("queueId", std::to_string(r.queue.id));
+                         w.kv("partitionId", r.default_partition_id);
+                         w.kv("queue", r.queue.name);
+                         w.kv("namespace", r.queue.name_space);
+                         w.kv("task", r.queue.task);
+                         w.key("options");
+                         write_options(w, r.queue.options);
+                         if (!unknown.empty()) {
+                           w.key("warnings").begin_array();
+                           for (auto& u : unknown)
+                             w.str("unknown option ignored: " + u);
+                           w.end_array();
+                         }
+                         w.end_object();
+                         return std::pair{200, w.take()};
+                       }));
+}
+
+void write_partition(json::writer& w, const node::partition_info& p) {
+  w.begin_object();
+  w.kv("id", p.id);
+  w.kv("name", p.name);
+  w.kv("createdAt", timefmt::format_micros(p.created_at));
+  w.kv("lastOffset", p.last_offset);
+  w.kv("watermark", p.watermark);
+  w.kv("messages", retained(p));
+  w.end_object();
+}
+
+void list_queues(service& svc, call& c) {
+  svc.gw.queues(std::nullopt,
+                answer<std::vector<node::queue_info>>(
+                    c.ex, [](const std::vector<node::queue_info>& qs) {
+                      json::writer w;
+                      w.begin_object().key("queues").begin_array();
+                      for (auto& q : qs) {
+                        std::int64_t total = 0;
+                        for (auto& p : q.partitions)
+                          total += retained(p);
+                        w.begin_object();
+                        w.kv("id", std::to_string(q.id));
+                        w.kv("name", q.name);
+                        w.kv("namespace", q.name_space);
+                        w.kv("task", q.task);
+                        w.kv("createdAt", timefmt::format_micros(q.created_at));
+                        w.kv("partitions", q.partitions.size());
+                        // Spool has no per-message state: pending and
+                        // processing are per consumer group (/consumer-groups).
+                        w.key("messages").begin_object();
+                        w.kv("total", total);
+                        w.kv_null("pending");
+                        w.kv_null("processing");
+                        w.end_object();
+                        w.end_object();
+                      }
+                      w.end_array().end_object();
+                      return std::pair{200, w.take()};
+                    }));
+}
+
+void queue_detail(service& svc, call& c) {
+  svc.gw.queues(c.params.at(0),
+                answer<std::vector<node::queue_info>>(
+                    c.ex, [](const std::vector<node::queue_info>& qs) {
+                      auto& q = qs.at(0);
+                      json::writer w;
+                      std::int64_t total = 0;
+                      w.begin_object();
+                      w.kv("id", std::to_string(q.id));
+                      w.kv("name", q.name);
+                      w.kv("namespace", q.name_space);
+                      w.kv("task", q.task);
+                      w.kv("createdAt", timefmt::format_micros(q.created_at));
+                      w.key("partitions").begin_array();
+                      for (auto& p : q.partitions) {
+                        write_partition(w, p);
+                        total += retained(p);
+                      }
+                      w.end_array();
+                      w.key("totals").begin_object();
+                      w.kv("partitions", q.partitions.size());
+                      w.kv("messages", total);
+                      w.end_object();
+                      w.key("options");
+                      write_options(w, q.options);
+                      w.end_object();
+                      return std::pair{200, w.take()};
+                    }));
+}
+
+void delete_queue(service& svc, call& c) {
+  auto name = c.params.at(0);
+  svc.gw.delete_queue(name, answer<bool>(c.ex, [name](bool existed) {
+                        json::writer w;
+                        w.begin_object();
+                        w.kv("deleted", true);
+                        w.kv("queue", name);
+                        w.kv("existed", existed);
+                        w.end_object();
+                        return std::pair{200, w.take()};
+                      }));
+}
+
+void purge(service& svc, call& c) {
+  node::purge_request req;
+  req.queue = c.params.at(0);
+  req.partition = query_str(c, "partition");
+  auto below = query_int(c, "below");
+  if (!below)
+    return reply_error(*c.ex, below.err());
+  req.below = *below;
+  auto name = req.queue;
+  svc.gw.purge(std::move(req), answer<std::size_t>(c.ex, [name](std::size_t n) {
+                 json::writer w;
+                 w.begin_object();
+                 w.kv("success", true);
+                 w.kv("queue", name);
+                 w.kv("partitionsPurged", n);
+                 w.end_object();
+                 return std::pair{200, w.take()};
+               }));
+}
+
+void browse(service& svc, call& c) {
+  node::browse_request req;
+  auto queue = query_str(c, "queue");
+  if (!queue)
+    return reply_error(*c.ex,
+                       make_error(errc::invalid_argument, "queue is required"));
+  req.queue = *queue;
+  req.partition = query_str(c, "partition").value_or(node::default_partition);
+  auto from = query_int(c, "fromOffset");
+  if (!from)
+    return reply_error(*c.ex, from.err());
+  req.from = from->value_or(0);
+  auto limit = query_int(c, "limit");
+  if (!limit)
+    return reply_error(*c.ex, limit.err());
+  if (*limit) {
+    if (**limit < 1 || **limit > 10'000)
+      return reply_error(
+          *c.ex, make_error(errc::invalid_argument, "limit must be 1..10000"));
+    req.limit = static_cast<std::size_t>(**limit);
+  }
+  svc.gw.browse(
+      std::move(req),
+      answer<node::browse_reply>(c.ex, [](const node::browse_reply& r) {
+        json::writer w;
+        w.begin_object().key("messages").begin_array();
+        for (auto& m : r.messages) {
+          w.begin_object();
+          write_message_fields(w, m);
+          w.end_object();
+        }
+        w.end_array();
+        w.kv("next", r.next);
+        if (r.skipped) {
+          w.key("skipped").begin_object();
+          w.kv("from", r.skipped->first);
+          w.kv("to", r.skipped->last);
+          w.end_object();
+        }
+        w.end_object();
+        return std::pair{200, w.take()};
+      }));
+}
+
+/// `/resources/namespaces` and `/resources/tasks`: the queues grouped.
+void grouped(service& svc, call& c, bool by_task) {
+  svc.gw.queues(std::nullopt,
+                answer<std::vector<node::queue_info>>(
+                    c.ex, [by_task](const std::vector<node::queue_info>& qs) {
+                      struct sums {
+                        std::size_t queues = 0, partitions = 0;
+                        std::int64_t total = 0;
+                      };
+                      std::map<std::string, sums> m;
+                      for (auto& q : qs) {
+                        auto& s = m[by_task ? q.task : q.name_space];
+                        ++s.queues;
+                        s.partitions += q.partitions.size();
+                        for (auto& p : q.partitions)
+                          s.total += retained(p);
+                      }
+                      json::writer w;
+                      w.begin_object()
+                          .key(by_task ? "tasks" : "namespaces")
+                          .begin_array();
+                      for (auto& [name, s] : m) {
+                        w.begin_object();
+                        w.kv(by_task ? "task" : "namespace", name);
+                        w.kv("queues", s.queues);
+                        w.kv("partitions", s.partitions);
+                        w.key("messages").begin_object();
+                        w.kv("total", s.total);
+                        w.kv_null("pending");
+                        w.end_object();
+                        w.end_object();
+                      }
+                      w.end_array().end_object();
+                      return std::pair{200, w.take()};
+                    }));
+}
+
+void namespaces(service& svc, call& c) {
+  grouped(svc, c, false);
+}
+
+void tasks(service& svc, call& c) {
+  grouped(svc, c, true);
+}
+
+void overview(service& svc, call& c) {
+  svc.gw.queues(std::nullopt,
+                answer<std::vector<node::queue_info>>(
+                    c.ex, [](const std::vector<node::queue_info>& qs) {
+                      std::size_t partitions = 0;
+                      std::int64_t total = 0;
+                      for (auto& q : qs) {
+                        partitions += q.partitions.size();
+                        for (auto& p : q.partitions)
+                          total += retained(p);
+                      }
+                      json::writer w;
+                      w.begin_object();
+                      w.kv("queues", qs.size());
+                      w.kv("partitions", partitions);
+                      w.key("messages").begin_object();
+                      w.kv("total", total);
+                      w.kv_null("pending");
+                      w.kv_null("processing");
+                      w.end_object();
+                      w.end_object();
+                      return std::pair{200, w.take()};
+                    }));
+}
+
+} // namespace
+
+void add_queue_routes(std::vector<route>& t) {
+  t.push_back({"POST", "/api/v1/configure", &configure});
+  t.push_back({"GET", "/api/v1/resources/queues", &list_queues});
+  t.push_back({"GET", "/api/v1/resources/queues/:queue", &queue_detail});
+  t.push_back({"DELETE", "/api/v1/resources/queues/:queue", &delete_queue});
+  t.push_back({"POST", "/api/v1/resources/queues/:queue/purge", &purge});
+  t.push_back({"GET", "/api/v1/resources/overview", &overview});
+  t.push_back({"GET", "/api/v1/resources/namespaces", &namespaces});
+  t.push_back({"GET", "/api/v1/resources/tasks", &tasks});
+  t.push_back({"GET", "/api/v1/messages", &browse});
+}
+
+} // namespace spool::api

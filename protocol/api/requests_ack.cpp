@@ -1,0 +1,180 @@
+// Reading ack bodies (api/requests.hpp).
+
+#include "protocol/api/requests_detail.hpp"
+
+namespace spool::api {
+
+namespace {
+
+std::string field_name(const std::string& where, std::string_view key) {
+  return where.empty() ? std::string{key} : where + "." + std::string{key};
+}
+
+/// An optional string: null is absent.
+expected<std::optional<std::string>> opt_string(od::value& v,
+                                                const std::string& field) {
+  if (json::is_null(v))
+    return std::optional<std::string>{};
+  auto s = json::as_string(v, field);
+  if (!s)
+    return s.err();
+  return std::optional<std::string>{std::string{*s}};
+}
+
+expected<ack_status> read_status(od::value& v, const std::string& field,
+                                 bool in_txn) {
+  auto s = json::as_string(v, field);
+  if (!s)
+    return s.err();
+  if (*s == "completed" || *s == "success")
+    return ack_status::completed;
+  if (*s == "failed")
+    return ack_status::failed;
+  if (*s == "dlq")
+    return ack_status::dlq;
+  if (*s == "retry") {
+    if (in_txn)
+      return make_error(errc::invalid_argument, field,
+                        " retry is not allowed in a transaction");
+    return ack_status::retry;
+  }
+  return make_error(errc::invalid_argument, field,
+                    " must be completed, success, failed, dlq or retry");
+}
+
+} // namespace
+
+expected<node::ack_item>
+read_ack_object(od::object& obj, const std::string& where, bool in_txn) {
+  node::ack_item item;
+  SPOOL_TRY(json::for_each_field(
+      obj, where.empty() ? "body" : where,
+      [&](std::string_view key, od::value& v) -> expected<void> {
+        auto name = field_name(where, key);
+        if (key == "transactionId") {
+          auto s = json::as_string(v, name);
+          if (!s)
+            return s.err();
+          item.transaction_id = std::string{*s};
+        } else if (key == "partitionId") {
+          auto s = json::as_string(v, name);
+          if (!s)
+            return s.err();
+          item.partition_id = *s;
+        } else if (key == "offset") {
+          auto n = json::as_int(v, name);
+          if (!n)
+            return n.err();
+          item.offset = *n;
+        } else if (key == "status") {
+          auto st = read_status(v, name, in_txn);
+          if (!st)
+            return st.err();
+          item.status = *st;
+        } else if (key == "consumerGroup") {
+          auto s = opt_string(v, name);
+          if (!s)
+            return s.err();
+          if (*s && !(*s)->empty()) // empty: queue mode
+            item.group = std::move(*s);
+        } else if (key == "leaseId") {
+          auto s = opt_string(v, name);
+          if (!s)
+            return s.err();
+          if (*s && !(*s)->empty()) // Queen: checked only when non-empty
+            item.lease_id = std::move(*s);
+        } else if (key == "leaseEpoch") {
+          if (json::is_null(v))
+            return {};
+          auto n = json::as_uint(v, name);
+          if (!n)
+            return n.err();
+          item.lease_epoch = *n;
+        } else if (key == "error") {
+          auto s = opt_string(v, name);
+          if (!s)
+            return s.err();
+          item.error = s->value_or("");
+        } else if (key == "delayMs") {
+          if (json::is_null(v))
+            return {};
+          auto n = json::as_int(v, name);
+          if (!n)
+            return n.err();
+          if (*n < 0 || *n > max_ack_delay.count())
+            return make_error(errc::invalid_argument, name, " must be 0..",
+                              max_ack_delay.count());
+          item.delay = milliseconds{*n};
+        }
+        return {};
+      }));
+  if (item.partition_id.empty())
+    return make_error(errc::invalid_argument, field_name(where, "partitionId"),
+                      " is required to ensure message uniqueness");
+  if (!item.transaction_id && !item.offset)
+    return required(field_name(where, "transactionId"));
+  return item;
+}
+
+expected<node::ack_request> read_ack_body(std::string& body) {
+  auto doc = json::open_body(body);
+  if (!doc)
+    return doc.err();
+  auto obj = json::root_object(*doc);
+  if (!obj)
+    return obj.err();
+  auto item = read_ack_object(*obj, "", false);
+  if (!item)
+    return item.err();
+  node::ack_request req;
+  req.items.push_back(std::move(*item));
+  return req;
+}
+
+expected<node::ack_request> read_ack_batch_body(std::string& body) {
+  auto doc = json::open_body(body);
+  if (!doc)
+    return doc.err();
+  auto obj = json::root_object(*doc);
+  if (!obj)
+    return obj.err();
+  node::ack_request req;
+  bool has_list = false;
+  SPOOL_TRY(json::for_each_field(
+      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
+        if (key == "consumerGroup") {
+          auto s = opt_string(v, "consumerGroup");
+          if (!s)
+            return s.err();
+          if (*s && !(*s)->empty())
+            req.group = std::move(*s);
+          return {};
+        }
+        if (key != "acknowledgments")
+          return {};
+        auto arr = json::as_array(v, "acknowledgments");
+        if (!arr)
+          return make_error(errc::invalid_argument,
+                            "acknowledgments array is required");
+        has_list = true;
+        return json::for_each_element(
+            *arr, "acknowledgments",
+            [&](std::size_t i, od::value& e) -> expected<void> {
+              auto where = "acknowledgments[" + std::to_string(i) + "]";
+              auto o = json::as_object(e, where);
+              if (!o)
+                return o.err();
+              auto item = read_ack_object(*o, where, false);
+              if (!item)
+                return item.err();
+              req.items.push_back(std::move(*item));
+              return {};
+            });
+      }));
+  if (!has_list)
+    return make_error(errc::invalid_argument,
+                      "acknowledgments array is required");
+  return req;
+}
+
+} // namespace spool::api

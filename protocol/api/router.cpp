@@ -1,0 +1,107 @@
+#include "protocol/api/router.hpp"
+
+namespace spool::api {
+
+namespace {
+
+std::vector<std::string_view> split(std::string_view path) {
+  std::vector<std::string_view> out;
+  if (!path.empty() && path.front() == '/')
+    path.remove_prefix(1);
+  while (true) {
+    auto slash = path.find('/');
+    out.push_back(path.substr(0, slash));
+    if (slash == std::string_view::npos)
+      break;
+    path.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+/// Routes a draining node still serves (an operator watches it drain).
+bool serves_while_draining(std::string_view path) {
+  return path == "/health" || path == "/health/ready"
+         || path == "/metrics/prometheus";
+}
+
+} // namespace
+
+router::router(service& svc) : svc_(svc) {
+  std::vector<route> table;
+  add_push_pop_routes(table);
+  add_ack_routes(table);
+  add_replay_routes(table);
+  add_queue_routes(table);
+  add_group_routes(table);
+  add_dlq_routes(table);
+  add_ops_routes(table);
+  for (auto& r : table) {
+    compiled c{r.method, {}, r.fn};
+    for (auto seg : split(r.pattern))
+      c.segments.emplace_back(seg);
+    routes_.push_back(std::move(c));
+  }
+}
+
+http::header_list router::common_headers() {
+  return {{"Access-Control-Allow-Origin", "*"},
+          {"Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"},
+          {"Access-Control-Allow-Headers", "Content-Type, Authorization"},
+          {"Access-Control-Max-Age", "86400"}};
+}
+
+void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
+  if (req.method == "OPTIONS") { // CORS preflight, as Queen answers it
+    http::response r;
+    r.status = 204;
+    return ex->respond(std::move(r));
+  }
+  if (svc_.state.load() == readiness::draining
+      && !serves_while_draining(req.path))
+    return reply_error(
+        *ex, make_error(errc::unavailable, "Server busy: shutting down"));
+  auto segs = split(req.path);
+  for (auto& r : routes_) {
+    // A last segment `*` matches the rest of the path (one segment or more).
+    bool rest = !r.segments.empty() && r.segments.back() == "*";
+    if (r.method != req.method
+        || (rest ? segs.size() < r.segments.size()
+                 : r.segments.size() != segs.size()))
+      continue;
+    std::vector<std::string> params;
+    bool match = true;
+    bool bad_escape = false;
+    for (std::size_t i = 0; i < segs.size() && match; ++i) {
+      if (rest && i + 1 >= r.segments.size())
+        break;
+      auto& want = r.segments[i];
+      if (!want.empty() && want.front() == ':') {
+        auto decoded = http::percent_decode(segs[i]);
+        if (!decoded)
+          bad_escape = true;
+        else
+          params.push_back(std::move(*decoded));
+      } else {
+        match = want == segs[i];
+      }
+    }
+    if (!match)
+      continue;
+    if (bad_escape)
+      return reply_error(*ex, make_error(errc::invalid_argument,
+                                         "Invalid path: bad percent-encoding"));
+    std::string bad;
+    auto query = http::query_params::parse(req.query, &bad);
+    if (!query)
+      return reply_error(
+          *ex, make_error(errc::invalid_argument,
+                          "Invalid query: bad percent-encoding in ", bad));
+    call c{std::move(req), std::move(params), std::move(*query), ex};
+    r.fn(svc_, c);
+    return;
+  }
+  reply_error(*ex, make_error(errc::unknown_op, "Unknown route: ", req.method,
+                              " ", req.path));
+}
+
+} // namespace spool::api

@@ -1,0 +1,52 @@
+#pragma once
+
+/// The HTTP API: Queen's routes (../shared/spec/api.md) matched to their
+/// handlers. `handle` is the http::server's handler: it routes, answers
+/// CORS preflights and unknown routes, refuses new requests while the node
+/// drains, and leaves everything else to the route.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/api/service.hpp"
+
+namespace spool::api {
+
+using route_fn = void (*)(service&, call&);
+
+struct route {
+  const char* method;
+  const char* pattern; ///< `/api/v1/pop/queue/:queue`; `:x` is a parameter
+  route_fn fn;
+};
+
+/// Each file of routes adds its own.
+void add_push_pop_routes(std::vector<route>& table);
+void add_ack_routes(std::vector<route>& table);
+void add_replay_routes(std::vector<route>& table);
+void add_queue_routes(std::vector<route>& table);
+void add_group_routes(std::vector<route>& table);
+void add_dlq_routes(std::vector<route>& table);
+void add_ops_routes(std::vector<route>& table);
+
+class router {
+public:
+  explicit router(service& svc);
+
+  void handle(http::request req, std::shared_ptr<http::exchange> ex);
+
+  /// The headers every answer carries (Queen's CORS).
+  static http::header_list common_headers();
+
+private:
+  struct compiled {
+    std::string method;
+    std::vector<std::string> segments;
+    route_fn fn;
+  };
+  service& svc_;
+  std::vector<compiled> routes_;
+};
+
+} // namespace spool::api

@@ -1,0 +1,77 @@
+#pragma once
+
+/// What the HTTP routes share: the gateway (their only way into the node),
+/// the node's readiness, and the request being answered (`call`), with the
+/// few helpers every route uses to read its query and answer.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gateway/gateway.hpp"
+#include "protocol/http/message.hpp"
+#include "protocol/http/server.hpp"
+#include "protocol/http/url.hpp"
+
+namespace spool::api {
+
+/// The node's state as `/health/ready` reports it.
+enum class readiness : std::uint8_t { starting, ready, draining };
+
+class metrics;
+
+struct service {
+  gateway& gw;
+  std::atomic<readiness> state{readiness::starting};
+  metrics* stats = nullptr; ///< none: counters are not kept
+  /// The server's parsing limits (413 texts), for the routes' own checks.
+  std::size_t max_body_bytes = 64u << 20;
+
+  explicit service(gateway& g) : gw(g) {
+  }
+};
+
+/// One routed request: the request, its decoded path parameters in route
+/// order, its decoded query, and where the answer goes.
+struct call {
+  http::request req;
+  std::vector<std::string> params;
+  http::query_params query;
+  std::shared_ptr<http::exchange> ex;
+};
+
+using exchange_ptr = std::shared_ptr<http::exchange>;
+
+/// Answers `body` (JSON) with `status`.
+void reply_json(http::exchange& ex, int status, std::string body,
+                http::header_list extra = {});
+/// Answers an API error: its status, `{"error": message}`, `Retry-After`
+/// for 429 and 503.
+void reply_error(http::exchange& ex, const api_error& e);
+
+/// A query parameter; an empty value is absent (semantics.md §5).
+std::optional<std::string> query_str(const call& c, std::string_view key);
+/// An integer parameter, or `<key> must be an integer`.
+expected<std::optional<std::int64_t>> query_int(const call& c,
+                                                std::string_view key);
+/// A boolean parameter: `true`/`1` or `false`/`0`, else
+/// `<key> must be true or false`.
+expected<std::optional<bool>> query_bool(const call& c, std::string_view key);
+
+/// A gateway completion that answers with `encode(reply)` → (status, body)
+/// or with the error.
+template <class T, class Encode>
+gateway::done<T> answer(exchange_ptr ex, Encode encode) {
+  return [ex = std::move(ex), encode = std::move(encode)](expected<T> r) {
+    if (!r)
+      return reply_error(*ex, r.err());
+    auto [status, body] = encode(*r);
+    reply_json(*ex, status, std::move(body));
+  };
+}
+
+} // namespace spool::api

@@ -1,0 +1,231 @@
+#include "protocol/http/parser.hpp"
+
+#include <http_parser.h>
+
+#include <strings.h>
+
+#include <utility>
+
+namespace spool::http {
+
+struct request_parser::state {
+  http_parser p;
+  http_parser_settings s;
+};
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size()
+         && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+} // namespace
+
+std::string_view request::header(std::string_view name) const {
+  for (auto& [k, v] : headers)
+    if (iequals(k, name))
+      return v;
+  return {};
+}
+
+// The http_parser callbacks, each forwarding to the parser's state.
+struct request_parser::callbacks {
+  static request_parser& self(http_parser* p) {
+    return *static_cast<request_parser*>(p->data);
+  }
+
+  /// Counts request-line and header bytes against the limit.
+  static bool count(request_parser& r, std::size_t n) {
+    r.header_bytes_ += n;
+    if (r.header_bytes_ <= r.limits_.max_header_bytes)
+      return true;
+    r.fail(431, "Request headers exceed "
+                    + std::to_string(r.limits_.max_header_bytes) + " bytes");
+    return false;
+  }
+
+  static void flush_header(request_parser& r) {
+    if (!r.field_.empty() || !r.value_.empty())
+      r.cur_.headers.emplace_back(std::move(r.field_), std::move(r.value_));
+    r.field_.clear();
+    r.value_.clear();
+    r.in_value_ = false;
+  }
+
+  static int on_message_begin(http_parser* p) {
+    auto& r = self(p);
+    r.begun_ = true;
+    r.cur_ = request{};
+    r.header_bytes_ = 0;
+    return 0;
+  }
+
+  static int on_url(http_parser* p, const char* at, std::size_t n) {
+    auto& r = self(p);
+    if (!count(r, n))
+      return -1;
+    r.cur_.target.append(at, n);
+    return 0;
+  }
+
+  static int on_header_field(http_parser* p, const char* at, std::size_t n) {
+    auto& r = self(p);
+    if (!count(r, n))
+      return -1;
+    if (r.in_value_)
+      flush_header(r);
+    r.field_.append(at, n);
+    return 0;
+  }
+
+  static int on_header_value(http_parser* p, const char* at, std::size_t n) {
+    auto& r = self(p);
+    if (!count(r, n))
+      return -1;
+    r.in_value_ = true;
+    r.value_.append(at, n);
+    return 0;
+  }
+
+  static int on_headers_complete(http_parser* p) {
+    auto& r = self(p);
+    flush_header(r);
+    auto& req = r.cur_;
+    req.method = http_method_str(static_cast<http_method>(p->method));
+    auto target = std::string_view{req.target};
+    if (auto hash = target.find('#'); hash != std::string_view::npos)
+      target = target.substr(0, hash);
+    auto q = target.find('?');
+    req.path = std::string{target.substr(0, q)};
+    if (q != std::string_view::npos)
+      req.query = std::string{target.substr(q + 1)};
+    req.keep_alive = http_should_keep_alive(p) != 0;
+    // A Content-Length over the limit is refused before its body comes.
+    if ((p->flags & F_CONTENTLENGTH) != 0
+        && p->content_length > r.limits_.max_body_bytes) {
+      r.fail(413, "Request body exceeds "
+                      + std::to_string(r.limits_.max_body_bytes) + " bytes");
+      return -1;
+    }
+    if ((p->flags & F_CONTENTLENGTH) != 0)
+      req.body.reserve(p->content_length + body_padding);
+    if (iequals(req.header("Expect"), "100-continue"))
+      r.continue_ = true;
+    return 0;
+  }
+
+  static int on_body(http_parser* p, const char* at, std::size_t n) {
+    auto& r = self(p);
+    if (r.cur_.body.size() + n > r.limits_.max_body_bytes) {
+      r.fail(413, "Request body exceeds "
+                      + std::to_string(r.limits_.max_body_bytes) + " bytes");
+      return -1;
+    }
+    r.cur_.body.append(at, n);
+    return 0;
+  }
+
+  static int on_message_complete(http_parser* p) {
+    auto& r = self(p);
+    auto& body = r.cur_.body;
+    if (body.capacity() < body.size() + body_padding)
+      body.reserve(body.size() + body_padding);
+    if (p->upgrade) // Spool speaks no upgraded protocol: answer, then close
+      r.cur_.keep_alive = false;
+    r.ready_ = true;
+    r.begun_ = false;
+    r.continue_ = false;
+    http_parser_pause(p, 1); // one request at a time
+    return 0;
+  }
+};
+
+request_parser::request_parser(parser_limits limits) :
+    st_(std::make_unique<state>()), limits_(limits) {
+  http_parser_init(&st_->p, HTTP_REQUEST);
+  st_->p.data = this;
+  http_parser_settings_init(&st_->s);
+  st_->s.on_message_begin = &callbacks::on_message_begin;
+  st_->s.on_url = &callbacks::on_url;
+  st_->s.on_header_field = &callbacks::on_header_field;
+  st_->s.on_header_value = &callbacks::on_header_value;
+  st_->s.on_headers_complete = &callbacks::on_headers_complete;
+  st_->s.on_body = &callbacks::on_body;
+  st_->s.on_message_complete = &callbacks::on_message_complete;
+}
+
+request_parser::~request_parser() = default;
+
+void request_parser::fail(int status, std::string message) {
+  if (!error_)
+    error_ = parse_error{status, std::move(message)};
+}
+
+std::size_t request_parser::feed(std::string_view data) {
+  if (error_ || ready_ || data.empty())
+    return 0;
+  auto& p = st_->p;
+  if (HTTP_PARSER_ERRNO(&p) == HPE_PAUSED)
+    http_parser_pause(&p, 0);
+  auto n = http_parser_execute(&p, &st_->s, data.data(), data.size());
+  auto err = HTTP_PARSER_ERRNO(&p);
+  if (err != HPE_OK && err != HPE_PAUSED) {
+    fail(400,
+         std::string{"Malformed HTTP request: "} + http_errno_description(err));
+    return 0;
+  }
+  if (p.upgrade && !ready_) // the bytes after an upgrade are not HTTP
+    fail(400, "Malformed HTTP request: protocol upgrade is not supported");
+  return n;
+}
+
+request request_parser::take() {
+  ready_ = false;
+  return std::move(cur_);
+}
+
+bool request_parser::take_continue() noexcept {
+  return std::exchange(continue_, false);
+}
+
+std::string_view reason_phrase(int status) noexcept {
+  switch (status) {
+  case 100:
+    return "Continue";
+  case 200:
+    return "OK";
+  case 201:
+    return "Created";
+  case 204:
+    return "No Content";
+  case 400:
+    return "Bad Request";
+  case 404:
+    return "Not Found";
+  case 405:
+    return "Method Not Allowed";
+  case 408:
+    return "Request Timeout";
+  case 409:
+    return "Conflict";
+  case 413:
+    return "Payload Too Large";
+  case 429:
+    return "Too Many Requests";
+  case 431:
+    return "Request Header Fields Too Large";
+  case 500:
+    return "Internal Server Error";
+  case 501:
+    return "Not Implemented";
+  case 503:
+    return "Service Unavailable";
+  case 507:
+    return "Insufficient Storage";
+  default:
+    return "Unknown";
+  }
+}
+
+} // namespace spool::http

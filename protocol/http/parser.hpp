@@ -1,0 +1,84 @@
+#pragma once
+
+/// An incremental HTTP/1.1 request parser: Debian's http_parser (nodejs's
+/// C parser) behind a small interface of ours. Bytes go in as they arrive;
+/// it stops after each complete request, so that a pipelining client's
+/// later requests wait in the connection's buffer until their turn (the
+/// connection bounds how many it answers at once). Chunked bodies are
+/// joined. Limits: the request line and headers together, and the body
+/// (known early from Content-Length; counted as chunks arrive).
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "protocol/http/message.hpp"
+
+namespace spool::http {
+
+struct parser_limits {
+  std::size_t max_header_bytes = 64u << 10;
+  std::size_t max_body_bytes = 64u << 20;
+};
+
+/// Why the bytes cannot be a request: the status to answer before closing
+/// the connection (400, 413, 431) and the `error` text.
+struct parse_error {
+  int status = 400;
+  std::string message;
+};
+
+class request_parser {
+public:
+  explicit request_parser(parser_limits limits);
+  ~request_parser();
+  request_parser(const request_parser&) = delete;
+  request_parser& operator=(const request_parser&) = delete;
+
+  /// Parses from `data` up to the end of the next complete request (or of
+  /// `data`); answers how many bytes it used. After an error it uses none.
+  std::size_t feed(std::string_view data);
+
+  /// A complete request is ready (`take` hands it over).
+  bool ready() const noexcept {
+    return ready_;
+  }
+  request take();
+
+  /// The request being read asked `Expect: 100-continue` and its body may
+  /// come: the connection answers `100 Continue` once (this clears it).
+  bool take_continue() noexcept;
+
+  const std::optional<parse_error>& error() const noexcept {
+    return error_;
+  }
+
+  /// Bytes of an unfinished request are buffered (for the idle and
+  /// slow-client timeouts: a request has begun).
+  bool in_request() const noexcept {
+    return begun_;
+  }
+
+  struct callbacks;
+
+private:
+  friend struct callbacks;
+  void fail(int status, std::string message);
+
+  struct state;
+  std::unique_ptr<state> st_;
+  parser_limits limits_;
+  request cur_;
+  std::string field_;
+  std::string value_;
+  bool in_value_ = false;
+  std::size_t header_bytes_ = 0;
+  bool begun_ = false;
+  bool ready_ = false;
+  bool continue_ = false;
+  std::optional<parse_error> error_;
+};
+
+} // namespace spool::http

@@ -1,0 +1,95 @@
+#pragma once
+
+/// The HTTP/1.1 listener on standalone Asio: accepts connections, parses
+/// requests (protocol/http/parser.hpp), hands each to the handler with an
+/// `exchange` to answer it on, and writes the answers in request order
+/// (pipelining). Nothing here blocks an io thread: a handler returns at
+/// once and answers later, from any thread.
+///
+/// Per connection it answers at most `max_pipeline` requests at once and
+/// reads no further meanwhile (back-pressure); it closes a connection idle
+/// for `idle_timeout` and answers 408 to a request not complete within
+/// `request_timeout` of its first byte. Beyond `max_connections` a new
+/// connection gets 503 and is closed. A client that leaves (EOF, reset)
+/// abandons its unanswered requests: their `on_abandon` callbacks run (a
+/// parked pop is cancelled there), and an answer that comes later is not
+/// written: its `on_unwritten` runs (a lease it carries is released).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "protocol/http/message.hpp"
+#include "protocol/http/parser.hpp"
+
+namespace spool::http {
+
+struct server_limits {
+  std::size_t max_connections = 20'000;
+  std::size_t max_pipeline = 16;
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::chrono::milliseconds request_timeout{30'000};
+  parser_limits parser;
+};
+
+/// One request's answer.
+class exchange {
+public:
+  virtual ~exchange() = default;
+  /// Answers the request (the first call counts). Any thread.
+  virtual void respond(response r) = 0;
+  /// `f` runs once if the client leaves before the answer is written (at
+  /// once if it has left already). Any thread.
+  virtual void on_abandon(std::function<void()> f) = 0;
+};
+
+using handler = std::function<void(request, std::shared_ptr<exchange>)>;
+
+/// What the server reports per answered request (access log, metrics).
+struct request_record {
+  std::string_view method;
+  std::string_view path;
+  int status = 0;
+  std::chrono::microseconds duration{0};
+  std::string_view peer;
+};
+
+class server {
+public:
+  server(server_limits limits, handler h);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Headers added to every response (CORS).
+  void set_common_headers(header_list h);
+  /// Called after each response is written, on an io thread.
+  void set_observer(std::function<void(const request_record&)> f);
+
+  /// Binds `address:port` (port 0: a free one) and listens; "" on success,
+  /// else why not.
+  std::string listen(const std::string& address, std::uint16_t port);
+  /// The bound port.
+  std::uint16_t port() const;
+  /// Starts `threads` io threads.
+  void start(unsigned threads);
+
+  /// Graceful close, step 1: stops accepting.
+  void stop_accepting();
+  /// Step 2: every connection closes once its unanswered requests are
+  /// answered and written (new requests on it get `Connection: close`);
+  /// after `grace`, the rest are closed. Then the io threads end (joined).
+  void shutdown(std::chrono::milliseconds grace);
+
+  /// Open connections now.
+  std::size_t connections() const;
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace spool::http

@@ -1,0 +1,75 @@
+#include "protocol/http/url.hpp"
+
+namespace spool::http {
+
+namespace {
+
+int hex(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+} // namespace
+
+std::optional<std::string> percent_decode(std::string_view s,
+                                          bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '%') {
+      if (i + 2 >= s.size())
+        return std::nullopt;
+      int hi = hex(s[i + 1]);
+      int lo = hex(s[i + 2]);
+      if (hi < 0 || lo < 0)
+        return std::nullopt;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::optional<query_params> query_params::parse(std::string_view query,
+                                                std::string* bad) {
+  query_params q;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    auto part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{}
+                                          : query.substr(amp + 1);
+    if (part.empty())
+      continue;
+    auto eq = part.find('=');
+    auto key = percent_decode(part.substr(0, eq), true);
+    auto value = percent_decode(
+        eq == std::string_view::npos ? std::string_view{} : part.substr(eq + 1),
+        true);
+    if (!key || !value) {
+      if (bad)
+        *bad = std::string{part};
+      return std::nullopt;
+    }
+    q.params_.emplace_back(std::move(*key), std::move(*value));
+  }
+  return q;
+}
+
+std::optional<std::string_view> query_params::get(std::string_view key) const {
+  for (auto& [k, v] : params_)
+    if (k == key)
+      return std::string_view{v};
+  return std::nullopt;
+}
+
+} // namespace spool::http

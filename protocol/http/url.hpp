@@ -1,0 +1,38 @@
+#pragma once
+
+/// Percent-decoding of path segments and query strings (RFC 3986; `+` is a
+/// space in a query, as HTML forms and every HTTP client library send it).
+/// Query keys match exactly (not Queen's substring match); an empty value
+/// is present and empty, and the API treats it as absent.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spool::http {
+
+/// The decoded text, or none when a `%` is not followed by two hex digits.
+std::optional<std::string> percent_decode(std::string_view s,
+                                          bool plus_is_space = false);
+
+/// A query string's parameters, decoded, in order.
+class query_params {
+public:
+  /// None (with the offending text in `bad`) when a part does not decode.
+  static std::optional<query_params> parse(std::string_view query,
+                                           std::string* bad = nullptr);
+
+  /// The first value of `key`, or none when absent.
+  std::optional<std::string_view> get(std::string_view key) const;
+
+  const std::vector<std::pair<std::string, std::string>>& all() const {
+    return params_;
+  }
+
+private:
+  std::vector<std::pair<std::string, std::string>> params_;
+};
+
+} // namespace spool::http

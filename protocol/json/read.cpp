@@ -1,0 +1,147 @@
+#include "protocol/json/read.hpp"
+
+#include "protocol/http/message.hpp"
+
+namespace spool::json {
+
+namespace {
+
+/// A thread's parsers; one whose buffers grew past `keep` for a large body
+/// is replaced after use, so each io thread holds a bounded amount.
+constexpr std::size_t keep = 1u << 20;
+
+simdjson::dom::parser& dom_parser() {
+  thread_local simdjson::dom::parser p;
+  return p;
+}
+
+od::parser& od_parser() {
+  thread_local od::parser p;
+  return p;
+}
+
+template <class Parser>
+void trim(Parser& p) {
+  if (p.capacity() > keep)
+    p = Parser{};
+}
+
+api_error type_error(std::string_view field, const char* what) {
+  return make_error(errc::invalid_argument, field, " must be ", what);
+}
+
+} // namespace
+
+expected<od::document> open_body(std::string& body) {
+  if (body.empty())
+    return make_error(errc::bad_request, "Empty request body");
+  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING)
+    body.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  simdjson::padded_string_view view{body.data(), body.size(), body.capacity()};
+  {
+    auto& dom = dom_parser();
+    trim(dom);
+    auto err = dom.parse(body.data(), body.size(), false).error();
+    if (err)
+      return make_error(errc::bad_request,
+                        "Invalid JSON: ", simdjson::error_message(err));
+  }
+  auto& p = od_parser();
+  trim(p);
+  od::document doc;
+  if (auto err = p.iterate(view).get(doc))
+    return make_error(errc::bad_request,
+                      "Invalid JSON: ", simdjson::error_message(err));
+  return doc;
+}
+
+expected<od::object> root_object(od::document& doc) {
+  od::object obj;
+  if (doc.get_object().get(obj))
+    return make_error(errc::invalid_argument,
+                      "Request body must be a JSON object");
+  return obj;
+}
+
+expected<std::string_view> as_string(od::value& v, std::string_view field) {
+  std::string_view s;
+  if (v.get_string().get(s))
+    return type_error(field, "a string");
+  return s;
+}
+
+expected<std::int64_t> as_int(od::value& v, std::string_view field) {
+  std::int64_t n = 0;
+  if (v.get_int64().get(n))
+    return type_error(field, "an integer");
+  return n;
+}
+
+expected<std::uint64_t> as_uint(od::value& v, std::string_view field) {
+  std::uint64_t n = 0;
+  if (v.get_uint64().get(n))
+    return type_error(field, "a non-negative integer");
+  return n;
+}
+
+expected<bool> as_bool(od::value& v, std::string_view field) {
+  bool b = false;
+  if (v.get_bool().get(b))
+    return type_error(field, "a boolean");
+  return b;
+}
+
+expected<od::object> as_object(od::value& v, std::string_view field) {
+  od::object o;
+  if (v.get_object().get(o))
+    return type_error(field, "an object");
+  return o;
+}
+
+expected<od::array> as_array(od::value& v, std::string_view field) {
+  od::array a;
+  if (v.get_array().get(a))
+    return type_error(field, "an array");
+  return a;
+}
+
+expected<std::string_view> as_raw(od::value& v, std::string_view field) {
+  std::string_view s;
+  od::json_type type;
+  if (auto e = v.type().get(type))
+    return read_error(e, field);
+  simdjson::error_code e = simdjson::SUCCESS;
+  if (type == od::json_type::object) {
+    od::object o;
+    e = v.get_object().get(o);
+    if (!e)
+      e = o.raw_json().get(s);
+  } else if (type == od::json_type::array) {
+    od::array a;
+    e = v.get_array().get(a);
+    if (!e)
+      e = a.raw_json().get(s);
+  } else {
+    s = v.raw_json_token();
+  }
+  if (e)
+    return read_error(e, field);
+  // A scalar's token keeps the whitespace after it: not part of it.
+  while (!s.empty()
+         && (s.back() == ' ' || s.back() == '\n' || s.back() == '\r'
+             || s.back() == '\t'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool is_null(od::value& v) {
+  bool null = false;
+  return !v.is_null().get(null) && null;
+}
+
+api_error read_error(simdjson::error_code e, std::string_view field) {
+  return make_error(errc::bad_request, "Invalid JSON: ", field, ": ",
+                    simdjson::error_message(e));
+}
+
+} // namespace spool::json

@@ -1,0 +1,147 @@
+#pragma once
+
+/// Writing JSON: RapidJSON's writer (it escapes, formats numbers, and takes
+/// a payload's raw JSON text as it is) behind a few short calls.
+
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace spool::json {
+
+class writer {
+public:
+  writer() : w_(buf_) {
+  }
+
+  writer& begin_object() {
+    w_.StartObject();
+    return *this;
+  }
+  writer& end_object() {
+    w_.EndObject();
+    return *this;
+  }
+  writer& begin_array() {
+    w_.StartArray();
+    return *this;
+  }
+  writer& end_array() {
+    w_.EndArray();
+    return *this;
+  }
+  writer& key(std::string_view k) {
+    w_.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
+    return *this;
+  }
+  /// A string; bytes that are not UTF-8 (a raw request path echoed in an
+  /// error) are written as U+FFFD, so the answer is always valid JSON.
+  writer& str(std::string_view v) {
+    for (unsigned char c : v)
+      if (c >= 0x80) {
+        auto fixed = replace_invalid(v);
+        w_.String(fixed.data(), static_cast<rapidjson::SizeType>(fixed.size()));
+        return *this;
+      }
+    w_.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+    return *this;
+  }
+  writer& i64(std::int64_t v) {
+    w_.Int64(v);
+    return *this;
+  }
+  writer& u64(std::uint64_t v) {
+    w_.Uint64(v);
+    return *this;
+  }
+  writer& boolean(bool v) {
+    w_.Bool(v);
+    return *this;
+  }
+  writer& null() {
+    w_.Null();
+    return *this;
+  }
+  /// JSON text written as it is (a payload kept as it arrived: valid JSON,
+  /// checked when it was pushed).
+  writer& raw(std::string_view json) {
+    w_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+    return *this;
+  }
+
+  // key + value in one call
+  writer& kv(std::string_view k, std::string_view v) {
+    return key(k).str(v);
+  }
+  writer& kv(std::string_view k, const char* v) {
+    return key(k).str(v);
+  }
+  writer& kv(std::string_view k, const std::string& v) {
+    return key(k).str(v);
+  }
+  writer& kv(std::string_view k, bool v) {
+    return key(k).boolean(v);
+  }
+  /// Any integer (signed as int64, unsigned as uint64).
+  template <class T>
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) writer& kv(
+      std::string_view k, T v) {
+    if constexpr (std::is_signed_v<T>)
+      return key(k).i64(static_cast<std::int64_t>(v));
+    else
+      return key(k).u64(static_cast<std::uint64_t>(v));
+  }
+  writer& kv_null(std::string_view k) {
+    return key(k).null();
+  }
+  /// A string, or null when none (api.md: where Queen's value cannot exist).
+  writer& kv(std::string_view k, const std::optional<std::string>& v) {
+    return v ? kv(k, *v) : kv_null(k);
+  }
+
+  std::string take() {
+    return std::string{buf_.GetString(), buf_.GetSize()};
+  }
+
+private:
+  /// `v` with each byte that does not start a valid UTF-8 sequence replaced
+  /// (RapidJSON's validator decides).
+  static std::string replace_invalid(std::string_view v) {
+    std::string out;
+    out.reserve(v.size());
+    std::size_t i = 0;
+    while (i < v.size()) {
+      rapidjson::MemoryStream ms{v.data() + i, v.size() - i};
+      rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream>
+          is{ms};
+      rapidjson::StringBuffer one;
+      if (rapidjson::UTF8<>::Validate(is, one)) {
+        out.append(one.GetString(), one.GetSize());
+        i += one.GetSize();
+      } else {
+        out += "\xEF\xBF\xBD";
+        i += 1;
+      }
+    }
+    return out;
+  }
+
+  rapidjson::StringBuffer buf_;
+  rapidjson::Writer<rapidjson::StringBuffer> w_;
+};
+
+/// `{"error": message}`.
+inline std::string error_body(std::string_view message) {
+  writer w;
+  w.begin_object().kv("error", message).end_object();
+  return w.take();
+}
+
+} // namespace spool::json
