@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -34,6 +35,7 @@
 #include "actors/writer/writer_actor.hpp"
 #include "config/options.hpp"
 #include "gateway/start.hpp"
+#include "protocol/api/metrics.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/http/server.hpp"
 #include "storage/store.hpp"
@@ -69,6 +71,12 @@ int main(int argc, char** argv) {
   }
   auto& opts = *parsed.options;
   spdlog::set_level(spdlog::level::from_str(opts.log_level));
+  // Every connection is a descriptor: take the hard limit.
+  if (rlimit lim{};
+      ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
 
   // Block the stop signals in every thread; the main thread waits for them.
   sigset_t stop_signals;
@@ -136,6 +144,9 @@ int main(int argc, char** argv) {
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
     spool::api::router routes{svc};
+    spool::api::metrics stats{routes.patterns()};
+    svc.stats = &stats;
+    svc.data_dir = opts.data_dir;
     spool::http::server_limits limits;
     limits.max_connections = opts.http.max_connections;
     limits.max_pipeline = opts.http.max_pipeline;
@@ -151,6 +162,7 @@ int main(int argc, char** argv) {
           routes.handle(std::move(req), std::move(ex));
         });
     http->set_common_headers(spool::api::router::common_headers());
+    svc.open_connections = [&http] { return http->connections(); };
     if (opts.http.access_log)
       http->set_observer([](const spool::http::request_record& r) {
         spdlog::info("access {} {} {} {} {}us", r.peer, r.method, r.path,

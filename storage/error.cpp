@@ -16,6 +16,8 @@ const char* to_string(ec code) noexcept {
     return "unknown_queue";
   case ec::unknown_partition:
     return "unknown_partition";
+  case ec::not_found:
+    return "not_found";
   case ec::offset_out_of_range:
     return "offset_out_of_range";
   case ec::frame_too_large:
@@ -48,6 +50,7 @@ api_error to_api(const error& err) {
     return {errc::unavailable, err.message};
   case ec::unknown_queue:
   case ec::unknown_partition:
+  case ec::not_found:
     return {errc::not_found, err.message};
   case ec::frame_too_large:
     return {errc::too_large, err.message};

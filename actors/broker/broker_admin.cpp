@@ -408,7 +408,7 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   if (group.empty() || group == queue_mode_group)
     return fail(make_error(
         errc::invalid_argument,
-        "Queue mode (__QUEUE_MODE__) has no subscription to update"));
+        "Queue mode has no subscription"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
     return fail(ok.err());
   // Each queue owns its records: it gives its part (held until settled),

@@ -186,11 +186,10 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
     return make_error(ec::unknown_partition,
                       "Partition not found: ", *f.partition);
   if (f.group && !group_seen)
-    return make_error(ec::invalid_argument,
-                      "Consumer group not found: ", *f.group);
+    return make_error(ec::not_found, "Consumer group not found: ", *f.group);
   for (auto id : f.ids)
     if (!found.contains(id))
-      return make_error(ec::invalid_argument, "DLQ entry not found: ", id);
+      return make_error(ec::not_found, "DLQ entry not found: ", id);
   return total;
 }
 

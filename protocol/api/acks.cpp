@@ -2,6 +2,7 @@
 // (api.md): per-item outcomes stay 200 with `success` and `error`.
 
 #include "protocol/api/encode.hpp"
+#include "protocol/api/metrics.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/time/rfc3339.hpp"
@@ -17,30 +18,35 @@ void ack_list(service& svc, call& c, node::ack_request req) {
   std::vector<std::string> txids;
   for (auto& it : req.items)
     txids.push_back(it.transaction_id.value_or(""));
-  svc.gw.ack(std::move(req),
-             answer<node::ack_reply>(
-                 c.ex, [txids = std::move(txids)](const node::ack_reply& r) {
-                   json::writer w;
-                   w.begin_array();
-                   for (std::size_t i = 0; i < r.items.size(); ++i) {
-                     auto& it = r.items[i];
-                     w.begin_object();
-                     w.kv("index", i);
-                     w.kv("transactionId", txids.at(i));
-                     w.kv("success", it.success);
-                     if (it.error.empty())
-                       w.kv_null("error");
-                     else
-                       w.kv("error", it.error);
-                     w.kv("queueName", it.queue);
-                     w.kv("partitionName", it.partition);
-                     w.kv("leaseReleased", it.lease_released);
-                     w.kv("dlq", it.dead_lettered);
-                     w.end_object();
-                   }
-                   w.end_array();
-                   return std::pair{200, w.take()};
-                 }));
+  svc.gw.ack(
+      std::move(req),
+      answer<node::ack_reply>(c.ex, [txids = std::move(txids),
+                                     m = svc.stats](const node::ack_reply& r) {
+        if (m)
+          for (auto& it : r.items)
+            (it.success ? m->acked : m->ack_failed)
+                .fetch_add(1, std::memory_order_relaxed);
+        json::writer w;
+        w.begin_array();
+        for (std::size_t i = 0; i < r.items.size(); ++i) {
+          auto& it = r.items[i];
+          w.begin_object();
+          w.kv("index", i);
+          w.kv("transactionId", txids.at(i));
+          w.kv("success", it.success);
+          if (it.error.empty())
+            w.kv_null("error");
+          else
+            w.kv("error", it.error);
+          w.kv("queueName", it.queue);
+          w.kv("partitionName", it.partition);
+          w.kv("leaseReleased", it.lease_released);
+          w.kv("dlq", it.dead_lettered);
+          w.end_object();
+        }
+        w.end_array();
+        return std::pair{200, w.take()};
+      }));
 }
 
 void ack(service& svc, call& c) {

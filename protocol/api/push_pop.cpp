@@ -4,6 +4,7 @@
 // whose answer could not be written is released.
 
 #include "protocol/api/encode.hpp"
+#include "protocol/api/metrics.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
 
@@ -18,32 +19,37 @@ void push(service& svc, call& c) {
   if (items->empty()) // Queen: 201 [] without touching the store
     return reply_json(*c.ex, 201, "[]");
   node::push_request req{std::move(*items)};
-  svc.gw.push(std::move(req),
-              answer<node::push_reply>(c.ex, [](const node::push_reply& r) {
-                json::writer w;
-                w.begin_array();
-                std::size_t i = 0;
-                for (auto& it : r.items) {
-                  w.begin_object();
-                  w.kv("index", i++);
-                  w.kv("transaction_id", it.transaction_id);
-                  w.kv("status", it.status == node::push_status::queued
-                                     ? "queued"
-                                     : "duplicate");
-                  w.kv("message_id", message_id(it.partition_id, it.offset));
-                  w.kv("partition_id", it.partition_id);
-                  if (it.trace_id.empty())
-                    w.kv_null("trace_id");
-                  else
-                    w.kv("trace_id", it.trace_id);
-                  w.kv("queueName", it.queue);
-                  w.kv("partition", it.partition);
-                  w.kv("offset", it.offset);
-                  w.end_object();
-                }
-                w.end_array();
-                return std::pair{201, w.take()};
-              }));
+  svc.gw.push(
+      std::move(req),
+      answer<node::push_reply>(c.ex, [m
+                                      = svc.stats](const node::push_reply& r) {
+        if (m)
+          for (auto& it : r.items)
+            (it.status == node::push_status::queued ? m->pushed : m->duplicates)
+                .fetch_add(1, std::memory_order_relaxed);
+        json::writer w;
+        w.begin_array();
+        std::size_t i = 0;
+        for (auto& it : r.items) {
+          w.begin_object();
+          w.kv("index", i++);
+          w.kv("transaction_id", it.transaction_id);
+          w.kv("status",
+               it.status == node::push_status::queued ? "queued" : "duplicate");
+          w.kv("message_id", message_id(it.partition_id, it.offset));
+          w.kv("partition_id", it.partition_id);
+          if (it.trace_id.empty())
+            w.kv_null("trace_id");
+          else
+            w.kv("trace_id", it.trace_id);
+          w.kv("queueName", it.queue);
+          w.kv("partition", it.partition);
+          w.kv("offset", it.offset);
+          w.end_object();
+        }
+        w.end_array();
+        return std::pair{201, w.take()};
+      }));
 }
 
 std::string pop_body(const node::pop_reply& r) {
@@ -88,9 +94,11 @@ void pop(service& svc, call& c, node::pop_request req) {
   req.token = token;
   auto& gw = svc.gw;
   auto ex = c.ex;
-  gw.pop(std::move(req), [&gw, ex](expected<node::pop_reply> r) {
+  gw.pop(std::move(req), [&gw, ex, m = svc.stats](expected<node::pop_reply> r) {
     if (!r)
       return reply_error(*ex, r.err());
+    if (m)
+      m->popped.fetch_add(r->messages.size(), std::memory_order_relaxed);
     if (r->messages.empty()) {
       http::response resp;
       resp.status = 204;

@@ -1,6 +1,7 @@
 // The product document's routes (replay-and-subscription-modes.md): the
 // per-queue and per-partition seeks and the subscription update.
 
+#include "protocol/api/metrics.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/json/write.hpp"

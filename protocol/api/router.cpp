@@ -1,5 +1,9 @@
 #include "protocol/api/router.hpp"
 
+#include <chrono>
+
+#include "protocol/api/metrics.hpp"
+
 namespace spool::api {
 
 namespace {
@@ -24,7 +28,41 @@ bool serves_while_draining(std::string_view path) {
          || path == "/metrics/prometheus";
 }
 
+/// Records each answer's status and latency under its route.
+class metered : public http::exchange {
+public:
+  metered(std::shared_ptr<http::exchange> inner, metrics& m,
+          std::size_t route) :
+      inner_(std::move(inner)),
+      m_(m),
+      route_(route),
+      start_(std::chrono::steady_clock::now()) {
+  }
+  void respond(http::response r) override {
+    m_.record(route_, r.status,
+              std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now() - start_));
+    inner_->respond(std::move(r));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  std::shared_ptr<http::exchange> inner_;
+  metrics& m_;
+  std::size_t route_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 } // namespace
+
+std::vector<std::string> router::patterns() const {
+  std::vector<std::string> out;
+  for (auto& r : routes_)
+    out.push_back(r.label);
+  return out;
+}
 
 router::router(service& svc) : svc_(svc) {
   std::vector<route> table;
@@ -35,8 +73,9 @@ router::router(service& svc) : svc_(svc) {
   add_group_routes(table);
   add_dlq_routes(table);
   add_ops_routes(table);
+  add_metrics_routes(table);
   for (auto& r : table) {
-    compiled c{r.method, {}, r.fn};
+    compiled c{std::string{r.method} + " " + r.pattern, r.method, {}, r.fn};
     for (auto seg : split(r.pattern))
       c.segments.emplace_back(seg);
     routes_.push_back(std::move(c));
@@ -61,7 +100,8 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     return reply_error(
         *ex, make_error(errc::unavailable, "Server busy: shutting down"));
   auto segs = split(req.path);
-  for (auto& r : routes_) {
+  for (std::size_t index = 0; index < routes_.size(); ++index) {
+    auto& r = routes_[index];
     // A last segment `*` matches the rest of the path (one segment or more).
     bool rest = !r.segments.empty() && r.segments.back() == "*";
     if (r.method != req.method
@@ -87,6 +127,8 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     }
     if (!match)
       continue;
+    if (svc_.stats)
+      ex = std::make_shared<metered>(std::move(ex), *svc_.stats, index);
     if (bad_escape)
       return reply_error(*ex, make_error(errc::invalid_argument,
                                          "Invalid path: bad percent-encoding"));
@@ -100,6 +142,9 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     r.fn(svc_, c);
     return;
   }
+  if (svc_.stats)
+    ex = std::make_shared<metered>(std::move(ex), *svc_.stats,
+                                   metrics::unmatched);
   reply_error(*ex, make_error(errc::unknown_op, "Unknown route: ", req.method,
                               " ", req.path));
 }

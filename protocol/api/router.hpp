@@ -29,6 +29,7 @@ void add_queue_routes(std::vector<route>& table);
 void add_group_routes(std::vector<route>& table);
 void add_dlq_routes(std::vector<route>& table);
 void add_ops_routes(std::vector<route>& table);
+void add_metrics_routes(std::vector<route>& table);
 
 class router {
 public:
@@ -39,8 +40,12 @@ public:
   /// The headers every answer carries (Queen's CORS).
   static http::header_list common_headers();
 
+  /// Every route's pattern, by index (the metrics' labels).
+  std::vector<std::string> patterns() const;
+
 private:
   struct compiled {
+    std::string label; ///< "GET /api/v1/pop/queue/:queue"
     std::string method;
     std::vector<std::string> segments;
     route_fn fn;

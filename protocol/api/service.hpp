@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,10 @@ struct service {
   metrics* stats = nullptr; ///< none: counters are not kept
   /// The server's parsing limits (413 texts), for the routes' own checks.
   std::size_t max_body_bytes = 64u << 20;
+  /// Open connections of the doors, for the metrics (none: not reported).
+  std::function<std::size_t()> open_connections;
+  /// The data folder, whose files' size the metrics report.
+  std::string data_dir;
 
   explicit service(gateway& g) : gw(g) {
   }

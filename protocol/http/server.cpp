@@ -190,6 +190,7 @@ public:
   std::string peer;
   std::string inbuf; ///< bytes read, not yet parsed
   std::deque<std::shared_ptr<slot>> slots;
+  std::optional<request> held;    ///< parsed, waiting for its turn
   std::vector<response> in_write; ///< answers being written (their leases)
   std::string outbuf;
   bool writing = false;
@@ -203,9 +204,13 @@ public:
   bool timer_armed_for_request = false;
 
 private:
+  /// Reads while requests can be taken, and a little beyond (so that a
+  /// client that leaves is noticed during a long poll): past 64 KiB of
+  /// unparsed bytes a full pipeline or a held request stops the reading.
   void wait_readable() {
+    bool full = held || slots.size() >= srv->limits.max_pipeline;
     if (closed || reading || close_after_write
-        || slots.size() >= srv->limits.max_pipeline)
+        || (full && inbuf.size() >= (64u << 10)))
       return;
     reading = true;
     arm_timer();
@@ -240,7 +245,7 @@ private:
 
   void parse() {
     std::size_t pos = 0;
-    while (!closed && !close_after_write
+    while (!closed && !close_after_write && !held
            && slots.size() < srv->limits.max_pipeline && pos < inbuf.size()) {
       bool was_in_request = parser.in_request();
       auto n = parser.feed(std::string_view{inbuf}.substr(pos));
@@ -248,12 +253,21 @@ private:
       if (!was_in_request && (parser.in_request() || parser.ready()))
         request_began = clock_type::now();
       if (parser.take_continue() && slots.empty() && !writing) {
-        // The client waits for this before it sends the body.
-        auto cont
-            = std::make_shared<std::string>("HTTP/1.1 100 Continue\r\n\r\n");
-        asio::async_write(socket, asio::buffer(*cont),
-                          asio::bind_executor(strand, [cont](asio::error_code,
-                                                             std::size_t) {}));
+        // The client waits for this before it sends the body (with answers
+        // due before it, it sends the body after its own wait instead).
+        writing = true;
+        outbuf = "HTTP/1.1 100 Continue\r\n\r\n";
+        asio::async_write(
+            socket, asio::buffer(outbuf),
+            asio::bind_executor(strand, [self = shared_from_this()](
+                                            asio::error_code ec, std::size_t) {
+              self->writing = false;
+              if (self->closed)
+                return;
+              if (ec)
+                return self->close();
+              self->flush();
+            }));
       }
       if (auto& err = parser.error()) {
         refuse(err->status, err->message);
@@ -264,11 +278,47 @@ private:
           break;
         continue;
       }
-      dispatch(parser.take());
+      auto req = parser.take();
+      if (!can_dispatch(req.method)) {
+        held = std::move(req);
+        break;
+      }
+      dispatch(std::move(req));
     }
     inbuf.erase(0, pos);
     if (parser.error())
       inbuf.clear();
+  }
+
+  /// RFC 9112 §9.3.2: only safe requests are processed side by side; a
+  /// request that changes something waits until every earlier one is
+  /// answered, and nothing after it starts before its answer (a pipelined
+  /// push sequence is applied in order).
+  static bool safe(std::string_view method) {
+    return method == "GET" || method == "HEAD" || method == "OPTIONS";
+  }
+  bool can_dispatch(std::string_view method) const {
+    if (slots.empty())
+      return true;
+    if (!safe(method))
+      return false;
+    for (auto& s : slots)
+      if (!safe(s->method))
+        return false;
+    return true;
+  }
+
+  /// After an answer went out: the held request, if its turn came, then
+  /// the buffered ones, then more reading.
+  void resume() {
+    if (held && can_dispatch(held->method)) {
+      auto req = std::move(*held);
+      held.reset();
+      dispatch(std::move(req));
+    }
+    parse();
+    wait_readable();
+    arm_timer();
   }
 
   void dispatch(request req) {
@@ -354,8 +404,7 @@ public:
           if (self->draining && self->slots.empty())
             return self->close();
           self->flush();
-          self->parse();
-          self->wait_readable();
+          self->resume();
         }));
   }
 

@@ -1,0 +1,205 @@
+// GET /metrics/prometheus: the door's counters and latency histograms, the
+// process (connections, parked pops, RSS, storage files), and per queue,
+// partition and group the node's exact positions, read at each scrape:
+// last offset, watermark, committed, lag in messages and in seconds, the
+// lease, and DLQ sizes.
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <unistd.h>
+
+#include "protocol/api/metrics.hpp"
+#include "protocol/api/router.hpp"
+
+namespace spool::api {
+
+namespace {
+
+micros wall_now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::uint64_t rss_bytes() {
+  std::ifstream in{"/proc/self/statm"};
+  std::uint64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+std::uint64_t dir_bytes(const std::string& dir) {
+  std::error_code ec;
+  std::uint64_t total = 0;
+  for (auto& e : std::filesystem::directory_iterator{dir, ec})
+    if (e.is_regular_file(ec))
+      total += e.file_size(ec);
+  return total;
+}
+
+void gauge(std::string& out, const char* name, const std::string& labels,
+           std::int64_t v) {
+  out += name;
+  if (!labels.empty()) {
+    out += '{';
+    out += labels;
+    out += '}';
+  }
+  out += ' ';
+  out += std::to_string(v);
+  out += '\n';
+}
+
+std::string
+labels(std::initializer_list<std::pair<const char*, std::string>> kv) {
+  std::string s;
+  for (auto& [k, v] : kv) {
+    if (!s.empty())
+      s += ',';
+    s += k;
+    s += "=\"";
+    s += prom::label(v);
+    s += '"';
+  }
+  return s;
+}
+
+/// The scrape under way: its text, and the DLQ totals still to come.
+struct scrape {
+  std::string out;
+  std::mutex mx;
+  std::size_t waiting = 0;
+  std::vector<std::pair<std::string, std::size_t>> dlq;
+  exchange_ptr ex;
+};
+
+void finish(scrape& s) {
+  std::sort(s.dlq.begin(), s.dlq.end());
+  prom::help(s.out, "spool_dlq_messages", "gauge",
+             "Dead letters stored per queue (every group).");
+  for (auto& [q, n] : s.dlq)
+    gauge(s.out, "spool_dlq_messages", labels({{"queue", q}}),
+          static_cast<std::int64_t>(n));
+  http::response r;
+  r.headers.emplace_back("Content-Type", "text/plain; version=0.0.4");
+  r.body = std::move(s.out);
+  s.ex->respond(std::move(r));
+}
+
+void render_groups(std::string& out, const std::vector<node::cursor_view>& cs) {
+  auto now = wall_now();
+  struct series {
+    const char* name;
+    const char* text;
+    std::int64_t (*value)(const node::cursor_view&, micros);
+  };
+  static const series all[] = {
+      {"spool_group_committed_offset", "A group's committed offset.",
+       [](const node::cursor_view& v, micros) { return v.committed; }},
+      {"spool_group_lag_messages", "Messages after a group's position (exact).",
+       [](const node::cursor_view& v, micros) { return v.lag; }},
+      {"spool_group_lag_seconds",
+       "Age of the oldest message a group has not consumed.",
+       [](const node::cursor_view& v, micros t) -> std::int64_t {
+         if (v.lag <= 0 || v.oldest_unconsumed_at <= 0)
+           return 0;
+         return std::max<std::int64_t>(0, (t - v.oldest_unconsumed_at)
+                                              / 1'000'000);
+       }},
+      {"spool_group_lease_active", "1 while a group holds a lease.",
+       [](const node::cursor_view& v, micros) -> std::int64_t {
+         return v.lease ? 1 : 0;
+       }},
+      {"spool_group_redeliveries", "Frames delivered again above committed.",
+       [](const node::cursor_view& v, micros) {
+         return static_cast<std::int64_t>(v.redeliveries);
+       }},
+  };
+  for (auto& s : all) {
+    prom::help(out, s.name, "gauge", s.text);
+    for (auto& v : cs)
+      gauge(out, s.name,
+            labels({{"queue", v.queue},
+                    {"partition", v.partition},
+                    {"group", v.group}}),
+            s.value(v, now));
+  }
+}
+
+void render_queues(std::string& out, const std::vector<node::queue_info>& qs) {
+  prom::help(out, "spool_partition_last_offset", "gauge",
+             "A partition's highest durable offset (-1: none yet).");
+  for (auto& q : qs)
+    for (auto& p : q.partitions)
+      gauge(out, "spool_partition_last_offset",
+            labels({{"queue", q.name}, {"partition", p.name}}), p.last_offset);
+  prom::help(out, "spool_partition_watermark", "gauge",
+             "A partition's lowest retained offset.");
+  for (auto& q : qs)
+    for (auto& p : q.partitions)
+      gauge(out, "spool_partition_watermark",
+            labels({{"queue", q.name}, {"partition", p.name}}), p.watermark);
+}
+
+void prometheus(service& svc, call& c) {
+  auto s = std::make_shared<scrape>();
+  s->ex = c.ex;
+  if (svc.stats)
+    svc.stats->render(s->out);
+  prom::help(s->out, "spool_http_open_connections", "gauge",
+             "Open connections of the front doors.");
+  gauge(s->out, "spool_http_open_connections", "",
+        svc.open_connections ? static_cast<std::int64_t>(svc.open_connections())
+                             : 0);
+  prom::help(s->out, "spool_parked_pops", "gauge",
+             "Pops in flight in the node (parked long polls among them).");
+  gauge(s->out, "spool_parked_pops", "",
+        static_cast<std::int64_t>(svc.gw.pops_in_flight()));
+  prom::help(s->out, "spool_process_resident_bytes", "gauge",
+             "Resident set size of spoold.");
+  gauge(s->out, "spool_process_resident_bytes", "",
+        static_cast<std::int64_t>(rss_bytes()));
+  if (!svc.data_dir.empty()) {
+    prom::help(s->out, "spool_storage_bytes", "gauge",
+               "Bytes of the store's files on disk.");
+    gauge(s->out, "spool_storage_bytes", "",
+          static_cast<std::int64_t>(dir_bytes(svc.data_dir)));
+  }
+  auto& gw = svc.gw;
+  gw.groups({}, [s, &gw](expected<std::vector<node::cursor_view>> cs) {
+    if (!cs)
+      return reply_error(*s->ex, cs.err());
+    render_groups(s->out, *cs);
+    gw.queues(
+        std::nullopt, [s, &gw](expected<std::vector<node::queue_info>> qs) {
+          if (!qs)
+            return reply_error(*s->ex, qs.err());
+          render_queues(s->out, *qs);
+          if (qs->empty())
+            return finish(*s);
+          s->waiting = qs->size();
+          for (auto& q : *qs) {
+            dlq_query dq;
+            dq.filter.queue = q.name;
+            dq.limit = 1;
+            gw.dlq_list(dq, [s, name = q.name](expected<node::dlq_page> p) {
+              std::lock_guard lock{s->mx};
+              s->dlq.emplace_back(name, p ? p->total : 0);
+              if (--s->waiting == 0)
+                finish(*s);
+            });
+          }
+        });
+  });
+}
+
+} // namespace
+
+void add_metrics_routes(std::vector<route>& t) {
+  t.push_back({"GET", "/metrics/prometheus", &prometheus});
+}
+
+} // namespace spool::api

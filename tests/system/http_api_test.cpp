@@ -1,0 +1,358 @@
+// The HTTP door's routes against the real spoold: each route's happy path
+// and the fields Queen's clients read (queen-reference.md), with their
+// names and types.
+
+#include <catch2/catch.hpp>
+
+#include "system/http_fixture.hpp"
+
+using namespace spool::test;
+
+namespace {
+
+/// Pops `queue` with `query` and returns the answer.
+http_response pop(spoold_server& s, const std::string& queue,
+                  const std::string& query = "") {
+  return s.get("/api/v1/pop/queue/" + queue + (query.empty() ? "" : "?")
+               + query);
+}
+
+} // namespace
+
+TEST_CASE("push answers 201 with Queen's fields per item in input order",
+          "[system][http][push][queen-shape]") {
+  spoold_server s;
+  auto r = s.post("/api/v1/push", push_body("orders", 3));
+  REQUIRE(r.status == 201);
+  auto j = r.body_json();
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    auto& it = j[i];
+    CHECK(it["index"] == i);
+    CHECK(it["status"] == "queued");
+    CHECK(it["transaction_id"].is_string());
+    CHECK(it["message_id"].is_string());
+    CHECK(it["message_id"].get<std::string>().size() == 36);
+    CHECK(it["partition_id"].is_string());
+    CHECK(it["queueName"] == "orders");
+    CHECK(it["offset"] == i);
+    CHECK(it.contains("trace_id"));
+  }
+  // An empty list is 201 [] and creates nothing.
+  auto empty = s.post("/api/v1/push", R"({"items":[]})");
+  CHECK(empty.status == 201);
+  CHECK(empty.body == "[]");
+}
+
+TEST_CASE("a repeated transactionId answers duplicate with the original's "
+          "message_id and offset",
+          "[system][http][push]") {
+  spoold_server s;
+  auto body = R"({"items":[{"queue":"q","transactionId":"t-1","payload":1}]})";
+  auto first = s.post("/api/v1/push", body).body_json();
+  auto again = s.post("/api/v1/push", body);
+  REQUIRE(again.status == 201);
+  auto j = again.body_json();
+  CHECK(j[0]["status"] == "duplicate");
+  CHECK(j[0]["message_id"] == first[0]["message_id"]);
+  CHECK(j[0]["offset"] == first[0]["offset"]);
+}
+
+TEST_CASE("pop delivers Queen's fields and payloads as the JSON they were "
+          "pushed as; ack settles it; an empty pop is 204 with its reason",
+          "[system][http][pop][ack][queen-shape]") {
+  spoold_server s;
+  auto body
+      = R"({"items":[{"queue":"orders","partition":"eu","payload":{"a":[1,2,{"b":"ü"}],"c":null},"traceId":"tr-1","headers":{"k":"v"}}]})";
+  REQUIRE(s.post("/api/v1/push", body).status == 201);
+  auto r = pop(s, "orders", "batch=10&consumerGroup=billing");
+  REQUIRE(r.status == 200);
+  auto j = r.body_json();
+  CHECK(j["success"] == true);
+  CHECK(j["queue"] == "orders");
+  CHECK(j["partition"] == "eu");
+  CHECK(j["partitionId"].is_string());
+  CHECK(j["leaseId"].is_string());
+  CHECK(j["leaseEpoch"].is_number_unsigned());
+  CHECK(j["consumerGroup"] == "billing");
+  CHECK(j["partitionsClaimed"] == 1);
+  REQUIRE(j["messages"].size() == 1);
+  auto& m = j["messages"][0];
+  for (auto* f : {"id", "transactionId", "traceId", "partitionId", "partition",
+                  "leaseId", "consumerGroup", "createdAt"})
+    CHECK(m[f].is_string());
+  CHECK(m["data"] == json::parse(R"({"a":[1,2,{"b":"ü"}],"c":null})"));
+  CHECK(m["traceId"] == "tr-1");
+  CHECK(m["headers"]["k"] == "v");
+  CHECK(m["offset"] == 0);
+  CHECK(m["deliveryCount"] == 1);
+  CHECK(m.contains("producerSub"));
+  auto created = m["createdAt"].get<std::string>();
+  CHECK(created.size() == 27); // YYYY-MM-DDTHH:MM:SS.uuuuuuZ
+  CHECK(created[10] == 'T');
+  CHECK(created.back() == 'Z');
+  // Nothing more to deliver while the lease lives: 204 and the reason.
+  auto held = pop(s, "orders", "consumerGroup=billing");
+  CHECK(held.status == 204);
+  CHECK(held.header("x-spool-empty") == "lease_held");
+  CHECK(held.body.empty());
+  // The ack settles it and ends the lease.
+  json ack = {{"transactionId", m["transactionId"]},
+              {"partitionId", m["partitionId"]},
+              {"leaseId", m["leaseId"]},
+              {"consumerGroup", "billing"}};
+  auto a = s.post("/api/v1/ack", ack.dump());
+  REQUIRE(a.status == 200);
+  auto aj = a.body_json();
+  REQUIRE(aj.is_array());
+  CHECK(aj[0]["index"] == 0);
+  CHECK(aj[0]["success"] == true);
+  CHECK(aj[0]["error"].is_null());
+  CHECK(aj[0]["queueName"] == "orders");
+  CHECK(aj[0]["partitionName"] == "eu");
+  CHECK(aj[0]["leaseReleased"] == true);
+  CHECK(aj[0]["dlq"] == false);
+  auto after = pop(s, "orders", "consumerGroup=billing");
+  CHECK(after.status == 204);
+  CHECK(after.header("x-spool-empty") == "empty");
+  // Another group still sees it (consuming never deletes).
+  auto other = pop(s, "orders", "consumerGroup=audit");
+  CHECK(other.status == 200);
+}
+
+TEST_CASE("a partition pop, autoAck with an empty leaseId, and a namespace "
+          "pop",
+          "[system][http][pop]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("shop.orders", 2, "p1")).status
+          == 201);
+  auto none = s.get("/api/v1/pop/queue/shop.orders/partition/p2");
+  CHECK(none.status == 204);
+  CHECK(none.header("x-spool-empty") == "no_partition");
+  auto r = s.get("/api/v1/pop/queue/shop.orders/partition/p1?autoAck=true");
+  REQUIRE(r.status == 200);
+  auto j = r.body_json();
+  CHECK(j["leaseId"] == "");
+  CHECK(j["messages"][0]["leaseId"] == "");
+  // The namespace of an auto-created queue is the text before its first dot.
+  auto ns = s.get("/api/v1/pop?namespace=shop&batch=5");
+  REQUIRE(ns.status == 200);
+  CHECK(ns.body_json()["messages"].size() == 1); // the other was auto-acked
+}
+
+TEST_CASE("ack/batch answers one item per ack in order, [] for none; "
+          "extend answers the new expiry",
+          "[system][http][ack]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("q", 3)).status == 201);
+  auto r = pop(s, "q", "batch=3").body_json();
+  json acks = json::array();
+  for (auto& m : r["messages"])
+    acks.push_back({{"transactionId", m["transactionId"]},
+                    {"partitionId", m["partitionId"]},
+                    {"leaseId", m["leaseId"]}});
+  // An unknown frame first (the lease is still live for it).
+  acks.insert(acks.begin(), json::object({{"transactionId", "nope"},
+                                          {"partitionId", r["partitionId"]}}));
+  auto ext
+      = s.post("/api/v1/lease/" + r["leaseId"].get<std::string>() + "/extend",
+               R"({"seconds":120})");
+  REQUIRE(ext.status == 200);
+  auto ej = ext.body_json();
+  CHECK(ej[0]["success"] == true);
+  CHECK(ej[0]["leaseId"] == r["leaseId"]);
+  CHECK(ej[0]["error"].is_null());
+  CHECK(ej[0]["expiresAt"].is_string());
+  auto unknown = s.post("/api/v1/lease/no-such-lease/extend", "{}").body_json();
+  CHECK(unknown[0]["success"] == false);
+  CHECK(unknown[0]["error"] == "Lease not found");
+  auto b = s.post("/api/v1/ack/batch", json{{"acknowledgments", acks}}.dump());
+  REQUIRE(b.status == 200);
+  auto bj = b.body_json();
+  REQUIRE(bj.size() == 4);
+  CHECK(bj[0]["success"] == false);
+  // A transactionId the live lease did not deliver (the cursor knows only
+  // its last lease's frames by id; docs/consumption.md).
+  CHECK(bj[0]["error"] == "Message not in lease");
+  for (int i = 1; i < 4; ++i) {
+    CHECK(bj[i]["index"] == i);
+    CHECK(bj[i]["success"] == true);
+  }
+  auto empty = s.post("/api/v1/ack/batch", R"({"acknowledgments":[]})");
+  CHECK(empty.status == 200);
+  CHECK(empty.body == "[]");
+}
+
+TEST_CASE("configure echoes every option as stored and lists unknown ones in "
+          "warnings; queue listing and detail",
+          "[system][http][queues][queen-shape]") {
+  spoold_server s;
+  auto r = s.post(
+      "/api/v1/configure",
+      R"({"queue":"jobs","namespace":"n","task":"t","options":{"leaseTime":30,"retryLimit":5,"bogus":1}})");
+  REQUIRE(r.status == 200);
+  auto j = r.body_json();
+  CHECK(j["configured"] == true);
+  CHECK(j["queue"] == "jobs");
+  CHECK(j["namespace"] == "n");
+  CHECK(j["task"] == "t");
+  CHECK(j["queueId"].is_string());
+  CHECK(j["partitionId"].is_string());
+  CHECK(j["options"]["leaseTime"] == 30);
+  CHECK(j["options"]["retryLimit"] == 5);
+  CHECK(j["options"]["retentionEnabled"].is_boolean());
+  REQUIRE(j["warnings"].size() == 1);
+  CHECK_THAT(j["warnings"][0].get<std::string>(), Catch::Contains("bogus"));
+  REQUIRE(s.post("/api/v1/push", push_body("jobs", 2)).status == 201);
+  auto list = s.get("/api/v1/resources/queues").body_json();
+  REQUIRE(list["queues"].size() == 1);
+  CHECK(list["queues"][0]["name"] == "jobs");
+  CHECK(list["queues"][0]["partitions"] == 1);
+  CHECK(list["queues"][0]["messages"]["total"] == 2);
+  auto detail = s.get("/api/v1/resources/queues/jobs");
+  REQUIRE(detail.status == 200);
+  auto dj = detail.body_json();
+  CHECK(dj["partitions"][0]["name"] == "Default");
+  CHECK(dj["partitions"][0]["lastOffset"] == 1);
+  CHECK(dj["options"]["leaseTime"] == 30);
+  auto missing = s.get("/api/v1/resources/queues/nope");
+  CHECK(missing.status == 404);
+  CHECK(missing.body_json()["error"] == "Queue not found");
+  auto browse = s.get("/api/v1/messages?queue=jobs&fromOffset=1");
+  REQUIRE(browse.status == 200);
+  CHECK(browse.body_json()["messages"].size() == 1);
+  CHECK(browse.body_json()["messages"][0]["offset"] == 1);
+  auto del = s.del("/api/v1/resources/queues/jobs").body_json();
+  CHECK(del["deleted"] == true);
+  CHECK(del["existed"] == true);
+  CHECK(s.del("/api/v1/resources/queues/jobs").body_json()["existed"] == false);
+}
+
+TEST_CASE("consumer-group listings show exact lag; deleting a group",
+          "[system][http][groups][queen-shape]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("q", 5)).status == 201);
+  REQUIRE(pop(s, "q", "consumerGroup=g&batch=2").status == 200);
+  auto list = s.get("/api/v1/consumer-groups").body_json();
+  REQUIRE(list.is_array());
+  auto g = std::find_if(list.begin(), list.end(),
+                        [](auto& e) { return e["name"] == "g"; });
+  REQUIRE(g != list.end());
+  CHECK((*g)["queueName"] == "q");
+  CHECK((*g)["members"] == 1);
+  CHECK((*g)["totalLag"] == 5);
+  auto detail = s.get("/api/v1/consumer-groups/g").body_json();
+  auto& p = detail["q"]["partitions"][0];
+  CHECK(p["partition"] == "Default");
+  CHECK(p["committed"] == -1);
+  CHECK(p["lastOffset"] == 4);
+  CHECK(p["offsetLag"] == 5);
+  CHECK(p["leaseActive"] == true);
+  CHECK(p["lease"]["first"] == 0);
+  CHECK(p["lease"]["last"] == 1);
+  auto del = s.del("/api/v1/consumer-groups/g").body_json();
+  CHECK(del["success"] == true);
+  CHECK(del["deletedPartitions"] == 1);
+  CHECK(s.get("/api/v1/consumer-groups/g").body == "{}");
+}
+
+TEST_CASE("a transaction pushes and acks all or nothing",
+          "[system][http][transaction]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("in", 1)).status == 201);
+  auto m = pop(s, "in").body_json();
+  auto& msg = m["messages"][0];
+  json txn = {{"operations",
+               {{{"type", "ack"},
+                 {"transactionId", msg["transactionId"]},
+                 {"partitionId", msg["partitionId"]},
+                 {"leaseId", msg["leaseId"]}},
+                {{"type", "push"},
+                 {"items", {{{"queue", "out"}, {"payload", {{"r", 1}}}}}}}}}};
+  auto r = s.post("/api/v1/transaction", txn.dump());
+  REQUIRE(r.status == 200);
+  auto j = r.body_json();
+  CHECK(j["success"] == true);
+  CHECK(j["transactionId"].is_string());
+  REQUIRE(j["results"].size() == 2);
+  CHECK(j["results"][0]["type"] == "ack");
+  CHECK(j["results"][1]["type"] == "push");
+  CHECK(j["results"][1]["messageId"].is_string());
+  CHECK(pop(s, "out").status == 200);
+  // An ack that cannot apply rolls back the push beside it.
+  json bad = {{"operations",
+               {{{"type", "push"}, {"queue", "out2"}, {"payload", 1}},
+                {{"type", "ack"},
+                 {"transactionId", "nope"},
+                 {"partitionId", msg["partitionId"]}}}}};
+  auto rb = s.post("/api/v1/transaction", bad.dump());
+  REQUIRE(rb.status == 200);
+  CHECK(rb.body_json()["success"] == false);
+  CHECK_THAT(rb.body_json()["error"].get<std::string>(),
+             Catch::StartsWith("operations[1]"));
+  CHECK(pop(s, "out2").header("x-spool-empty") == "no_partition");
+}
+
+TEST_CASE("the DLQ lists a dead letter with Queen's fields and requeues it",
+          "[system][http][dlq][queen-shape]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("q", 1)).status == 201);
+  auto m = pop(s, "q", "consumerGroup=g").body_json()["messages"][0];
+  json ack = {{"transactionId", m["transactionId"]},
+              {"partitionId", m["partitionId"]},
+              {"leaseId", m["leaseId"]},
+              {"consumerGroup", "g"},
+              {"status", "dlq"},
+              {"error", "boom"}};
+  REQUIRE(s.post("/api/v1/ack", ack.dump()).body_json()[0]["dlq"] == true);
+  auto list = s.get("/api/v1/dlq?queue=q&consumerGroup=g");
+  REQUIRE(list.status == 200);
+  auto j = list.body_json();
+  CHECK(j["total"] == 1);
+  REQUIRE(j["messages"].size() == 1);
+  auto& d = j["messages"][0];
+  CHECK(d["dlqId"].is_number_unsigned());
+  CHECK(d["transactionId"] == m["transactionId"]);
+  CHECK(d["partitionId"] == m["partitionId"]);
+  CHECK(d["queue"] == "q");
+  CHECK(d["partition"] == "Default");
+  CHECK(d["consumerGroup"] == "g");
+  CHECK(d["errorMessage"] == "boom");
+  CHECK(d["data"] == m["data"]);
+  CHECK(d["failedAt"].is_string());
+  CHECK(j["pagination"]["limit"] == 100);
+  auto rq = s.post("/api/v1/dlq/requeue", json{{"ids", {d["dlqId"]}}}.dump());
+  REQUIRE(rq.status == 200);
+  CHECK(rq.body_json()["requeued"] == 1);
+  auto again = pop(s, "q", "consumerGroup=g").body_json();
+  CHECK(again["messages"][0]["requeued"] == true);
+  auto missing = s.del("/api/v1/dlq/999999");
+  CHECK(missing.status == 404);
+  CHECK(missing.body_json()["error"] == "DLQ entry not found: 999999");
+}
+
+TEST_CASE("health, readiness, CORS preflight, an unknown route and Queen's "
+          "routes Spool cannot serve",
+          "[system][http][ops]") {
+  spoold_server s;
+  auto h = s.get("/health");
+  CHECK(h.status == 200);
+  CHECK(h.body_json()["status"] == "healthy");
+  CHECK(s.get("/health/ready").status == 200);
+  CHECK(h.header("access-control-allow-origin") == "*");
+  auto pre = s.request("OPTIONS", "/api/v1/push");
+  CHECK(pre.status == 204);
+  CHECK(pre.header("access-control-allow-methods").find("POST")
+        != std::string::npos);
+  auto unknown = s.get("/api/v1/nothing-here");
+  CHECK(unknown.status == 404);
+  CHECK(unknown.body_json()["error"]
+        == "Unknown route: GET /api/v1/nothing-here");
+  auto pg = s.get("/api/v1/analytics/postgres-stats");
+  CHECK(pg.status == 501);
+  CHECK_THAT(pg.body_json()["error"].get<std::string>(),
+             Catch::StartsWith("Not supported by Spool: "));
+  CHECK(s.post("/api/v1/system/maintenance", R"({"enabled":true})").status
+        == 501);
+}

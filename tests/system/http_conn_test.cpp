@@ -1,0 +1,221 @@
+// The HTTP server's connection handling against the real spoold: keep-alive
+// and pipelining, long polls (woken by a push from another connection,
+// cancelled by a client that leaves), limits and timeouts, chunked bodies,
+// 100-continue, and many connections at once.
+
+#include <catch2/catch.hpp>
+
+#include "system/http_fixture.hpp"
+
+using namespace spool::test;
+
+TEST_CASE("pipelined requests on one connection are answered in order",
+          "[system][http][connection]") {
+  spoold_server s;
+  http_conn c{s.port()};
+  std::string burst;
+  for (int i = 0; i < 20; ++i)
+    burst += http_conn::format("POST", "/api/v1/push",
+                               push_body("q", 1, "Default", i));
+  burst += http_conn::format("GET", "/api/v1/messages?queue=q&limit=100");
+  burst += http_conn::format("GET", "/nope");
+  c.send_raw(burst);
+  for (int i = 0; i < 20; ++i) {
+    auto r = c.read_response();
+    REQUIRE(r);
+    REQUIRE(r->status == 201);
+    CHECK(r->body_json()[0]["offset"] == i); // the i-th push, in order
+  }
+  auto browse = c.read_response();
+  REQUIRE(browse);
+  CHECK(browse->body_json()["messages"].size() == 20);
+  auto unknown = c.read_response();
+  REQUIRE(unknown);
+  CHECK(unknown->status == 404);
+  // The connection stays open for more.
+  CHECK(c.request("GET", "/health").status == 200);
+}
+
+TEST_CASE("a long poll is woken by a push from another connection well "
+          "under a second",
+          "[system][http][long-poll]") {
+  spoold_server s;
+  http_conn waiter{s.port()};
+  waiter.send_raw(http_conn::format(
+      "GET", "/api/v1/pop/queue/q?wait=true&timeout=20000&consumerGroup=g"));
+  // It is parked: nothing comes back yet.
+  CHECK_FALSE(waiter.read_response(200ms));
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(s.post("/api/v1/push", push_body("q", 1)).status == 201);
+  auto r = waiter.read_response(5s);
+  auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->body_json()["messages"].size() == 1);
+  CHECK(took < 500ms);
+}
+
+TEST_CASE("a long poll that times out answers 204",
+          "[system][http][long-poll]") {
+  spoold_server s;
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = s.get("/api/v1/pop/queue/q?wait=true&timeout=300");
+  CHECK(r.status == 204);
+  CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
+}
+
+TEST_CASE("a client that disconnects during a long poll cancels its parked "
+          "pop: nothing is leased for it",
+          "[system][http][long-poll]") {
+  spoold_server s;
+  {
+    http_conn gone{s.port()};
+    gone.send_raw(http_conn::format(
+        "GET", "/api/v1/pop/queue/q?wait=true&timeout=30000&consumerGroup=g"));
+    CHECK_FALSE(gone.read_response(200ms));
+    auto text = s.get("/metrics/prometheus").body;
+    CHECK_THAT(text, Catch::Contains("\nspool_parked_pops 1\n"));
+  } // closed here, parked
+  // The server sees the close and cancels the parked pop: the node's pops
+  // in flight go back to none (a pop that stayed parked would keep it 1).
+  auto parked = [&] {
+    auto text = s.get("/metrics/prometheus").body;
+    auto at = text.find("\nspool_parked_pops ");
+    return at == std::string::npos ? -1 : std::stoi(text.substr(at + 19));
+  };
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (parked() != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(parked() == 0);
+  REQUIRE(s.post("/api/v1/push", push_body("q", 1)).status == 201);
+  // Had the parked pop survived, it would hold the lease now.
+  auto r = s.get("/api/v1/pop/queue/q?consumerGroup=g");
+  REQUIRE(r.status == 200);
+  CHECK(r.body_json()["messages"][0]["deliveryCount"] == 1);
+}
+
+TEST_CASE("a body over the limit is 413 and a header over the limit 431, "
+          "and the connection closes",
+          "[system][http][limits]") {
+  spoold_server s{
+      {"--http-max-body-bytes", "1000", "--http-max-header-bytes", "2048"}};
+  http_conn c{s.port()};
+  c.send_raw(http_conn::format("POST", "/api/v1/push",
+                               push_body("q", 1) + std::string(2000, ' ')));
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 413);
+  CHECK(r->body_json()["error"] == "Request body exceeds 1000 bytes");
+  CHECK(c.closed_by_peer());
+  http_conn h{s.port()};
+  h.send_raw("GET /health HTTP/1.1\r\nX-Big: " + std::string(4000, 'x')
+             + "\r\n\r\n");
+  auto hr = h.read_response();
+  REQUIRE(hr);
+  CHECK(hr->status == 431);
+  // Nothing was stored, and the server serves others.
+  CHECK(s.get("/api/v1/resources/queues").body_json()["queues"].empty());
+}
+
+TEST_CASE("malformed HTTP gets 400 and a close; other connections are "
+          "unaffected",
+          "[system][http][bad-input]") {
+  spoold_server s;
+  http_conn other{s.port()};
+  REQUIRE(other.request("GET", "/health").status == 200);
+  http_conn bad{s.port()};
+  bad.send_raw("GARBAGE\x01\x02 / HTTP/9\r\n\r\n");
+  auto r = bad.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK_THAT(r->body_json()["error"].get<std::string>(),
+             Catch::StartsWith("Malformed HTTP request"));
+  CHECK(bad.closed_by_peer());
+  CHECK(other.request("GET", "/health").status == 200);
+}
+
+TEST_CASE("a request not complete in time is answered 408; an idle "
+          "connection is closed",
+          "[system][http][limits]") {
+  spoold_server s{
+      {"--http-request-timeout-ms", "300", "--http-idle-timeout-ms", "300"}};
+  http_conn slow{s.port()};
+  slow.send_raw("POST /api/v1/push HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+  auto r = slow.read_response(3s);
+  REQUIRE(r);
+  CHECK(r->status == 408);
+  http_conn idle{s.port()};
+  REQUIRE(idle.request("GET", "/health").status == 200);
+  CHECK(idle.closed_by_peer(3s));
+}
+
+TEST_CASE("a chunked request body and Expect: 100-continue are read",
+          "[system][http][connection]") {
+  spoold_server s;
+  http_conn c{s.port()};
+  auto body = push_body("q", 2);
+  auto half = body.size() / 2;
+  std::ostringstream chunked;
+  chunked << std::hex << half << "\r\n"
+          << body.substr(0, half) << "\r\n"
+          << (body.size() - half) << "\r\n"
+          << body.substr(half) << "\r\n0\r\n\r\n";
+  c.send_raw("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+             "chunked\r\n\r\n"
+             + chunked.str());
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 201);
+  CHECK(r->body_json().size() == 2);
+  http_conn e{s.port()};
+  auto b2 = push_body("q", 1, "Default", 2);
+  e.send_raw("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nExpect: "
+             "100-continue\r\nContent-Length: "
+             + std::to_string(b2.size()) + "\r\n\r\n");
+  auto cont = e.read_response(2s);
+  REQUIRE(cont);
+  CHECK(cont->status == 100);
+  e.send_raw(b2);
+  auto done = e.read_response();
+  REQUIRE(done);
+  CHECK(done->status == 201);
+}
+
+TEST_CASE("Connection: close is honoured after the answer",
+          "[system][http][connection]") {
+  spoold_server s;
+  http_conn c{s.port()};
+  c.send_raw("GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->header("connection") == "close");
+  CHECK(c.closed_by_peer());
+}
+
+TEST_CASE("1,000 concurrent keep-alive connections are all served",
+          "[system][http][connection]") {
+  spoold_server s;
+  std::vector<std::unique_ptr<http_conn>> conns;
+  for (int i = 0; i < 1000; ++i)
+    conns.push_back(std::make_unique<http_conn>(s.port()));
+  for (int i = 0; i < 1000; ++i)
+    conns[i]->send_raw(http_conn::format(
+        "POST", "/api/v1/push", push_body("q" + std::to_string(i % 10), 1)));
+  int created = 0;
+  for (auto& c : conns) {
+    auto r = c->read_response();
+    REQUIRE(r);
+    created += r->status == 201;
+  }
+  CHECK(created == 1000);
+  // Every connection is still open and answers again.
+  int healthy = 0;
+  for (auto& c : conns)
+    healthy += c->request("GET", "/health").status == 200;
+  CHECK(healthy == 1000);
+  auto qs = s.get("/api/v1/resources/queues").body_json()["queues"];
+  std::int64_t total = 0;
+  for (auto& q : qs)
+    total += q["messages"]["total"].get<std::int64_t>();
+  CHECK(total == 1000);
+}

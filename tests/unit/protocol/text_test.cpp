@@ -1,0 +1,89 @@
+// URL decoding, RFC 3339 timestamps, the JSON writer's guarantees, and the
+// message id.
+
+#include <catch2/catch.hpp>
+
+#include "protocol/api/encode.hpp"
+#include "protocol/http/url.hpp"
+#include "protocol/json/write.hpp"
+#include "protocol/time/rfc3339.hpp"
+
+using namespace spool;
+
+TEST_CASE("path segments and queries are percent-decoded; a bad escape is "
+          "refused",
+          "[unit][protocol][url]") {
+  CHECK(http::percent_decode("a%20b%2Fc") == "a b/c");
+  CHECK(http::percent_decode("a+b") == "a+b");
+  CHECK(http::percent_decode("a+b", true) == "a b");
+  CHECK_FALSE(http::percent_decode("a%2"));
+  CHECK_FALSE(http::percent_decode("a%zz"));
+  auto q = http::query_params::parse("batch=10&consumerGroup=&x=%C3%BC&flag");
+  REQUIRE(q);
+  CHECK(q->get("batch") == "10");
+  CHECK(q->get("consumerGroup") == "");
+  CHECK(q->get("x") == "\xC3\xBC");
+  CHECK(q->get("flag") == "");
+  CHECK_FALSE(q->get("group")); // exact keys, not Queen's substring match
+  CHECK_FALSE(q->get("atch"));
+  std::string bad;
+  CHECK_FALSE(http::query_params::parse("a=%4", &bad));
+  CHECK(bad == "a=%4");
+}
+
+TEST_CASE("RFC 3339 timestamps: Z and offsets, fractions truncated to µs, "
+          "everything else refused",
+          "[unit][protocol][time]") {
+  using timefmt::parse_rfc3339;
+  CHECK(parse_rfc3339("1970-01-01T00:00:00Z") == 0);
+  CHECK(parse_rfc3339("1970-01-01T00:00:01.5Z") == 1'500'000);
+  CHECK(parse_rfc3339("1970-01-01T00:00:00.1234567891Z") == 123'456);
+  CHECK(parse_rfc3339("1970-01-01T01:00:00+01:00") == 0);
+  CHECK(parse_rfc3339("1969-12-31T23:00:00-01:00") == 0);
+  CHECK(parse_rfc3339("2026-07-30t00:00:00z")
+        == parse_rfc3339("2026-07-30T00:00:00Z"));
+  for (auto bad :
+       {"", "yesterday", "2026-07-30", "2026-7-30T00:00:00Z",
+        "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-07-30T25:00:00Z",
+        "2026-07-30T00:00:00", "2026-07-30T00:00:00+0100",
+        "2026-07-30T00:00:00.Z", "2026-07-30T00:00:00Zjunk"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_rfc3339(bad));
+  }
+  CHECK(timefmt::format_micros(1'500'000) == "1970-01-01T00:00:01.500000Z");
+  CHECK(timefmt::format_millis(1'500'999) == "1970-01-01T00:00:01.500Z");
+  auto t = parse_rfc3339("2026-12-02T06:16:59.514257Z");
+  REQUIRE(t);
+  CHECK(timefmt::format_micros(*t) == "2026-12-02T06:16:59.514257Z");
+}
+
+TEST_CASE("the JSON writer escapes, keeps raw payloads, and never writes "
+          "invalid UTF-8",
+          "[unit][protocol][json]") {
+  json::writer w;
+  w.begin_object()
+      .kv("s", "a\"b\\c\n")
+      .key("raw")
+      .raw(R"({"x":[1,2]})")
+      .kv("bad", std::string_view{"\xff"
+                                  "ok"})
+      .kv("n", -5)
+      .end_object();
+  CHECK(w.take()
+        == "{\"s\":\"a\\\"b\\\\c\\n\",\"raw\":{\"x\":[1,2]},\"bad\":"
+           "\"\xEF\xBF\xBD"
+           "ok\",\"n\":-5}");
+  CHECK(json::error_body("Queue q is full")
+        == R"({"error":"Queue q is full"})");
+}
+
+TEST_CASE("a message id is a UUID of its partition and offset, the same for "
+          "a duplicate",
+          "[unit][protocol]") {
+  auto a = api::message_id("3c05f23d-77d8-4012-b705-abb073088881", 7);
+  CHECK(a.size() == 36);
+  CHECK(a[14] == '8'); // version 8
+  CHECK(a == api::message_id("3c05f23d-77d8-4012-b705-abb073088881", 7));
+  CHECK(a != api::message_id("3c05f23d-77d8-4012-b705-abb073088881", 8));
+  CHECK(a != api::message_id("50e058bf-1329-4951-b93c-0ffcb0ff221a", 7));
+}
