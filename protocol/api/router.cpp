@@ -8,20 +8,6 @@ namespace spool::api {
 
 namespace {
 
-std::vector<std::string_view> split(std::string_view path) {
-  std::vector<std::string_view> out;
-  if (!path.empty() && path.front() == '/')
-    path.remove_prefix(1);
-  while (true) {
-    auto slash = path.find('/');
-    out.push_back(path.substr(0, slash));
-    if (slash == std::string_view::npos)
-      break;
-    path.remove_prefix(slash + 1);
-  }
-  return out;
-}
-
 /// Routes a draining node still serves (an operator watches it drain).
 bool serves_while_draining(std::string_view path) {
   return path == "/health" || path == "/health/ready"
@@ -59,8 +45,8 @@ private:
 
 std::vector<std::string> router::patterns() const {
   std::vector<std::string> out;
-  for (auto& r : routes_)
-    out.push_back(r.label);
+  for (auto& p : patterns_)
+    out.push_back(p.label);
   return out;
 }
 
@@ -75,10 +61,8 @@ router::router(service& svc) : svc_(svc) {
   add_ops_routes(table);
   add_metrics_routes(table);
   for (auto& r : table) {
-    compiled c{std::string{r.method} + " " + r.pattern, r.method, {}, r.fn};
-    for (auto seg : split(r.pattern))
-      c.segments.emplace_back(seg);
-    routes_.push_back(std::move(c));
+    patterns_.push_back(http::compile(r.method, r.pattern));
+    fns_.push_back(r.fn);
   }
 }
 
@@ -99,37 +83,10 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
       && !serves_while_draining(req.path))
     return reply_error(
         *ex, make_error(errc::unavailable, "Server busy: shutting down"));
-  auto segs = split(req.path);
-  for (std::size_t index = 0; index < routes_.size(); ++index) {
-    auto& r = routes_[index];
-    // A last segment `*` matches the rest of the path (one segment or more).
-    bool rest = !r.segments.empty() && r.segments.back() == "*";
-    if (r.method != req.method
-        || (rest ? segs.size() < r.segments.size()
-                 : r.segments.size() != segs.size()))
-      continue;
-    std::vector<std::string> params;
-    bool match = true;
-    bool bad_escape = false;
-    for (std::size_t i = 0; i < segs.size() && match; ++i) {
-      if (rest && i + 1 >= r.segments.size())
-        break;
-      auto& want = r.segments[i];
-      if (!want.empty() && want.front() == ':') {
-        auto decoded = http::percent_decode(segs[i]);
-        if (!decoded)
-          bad_escape = true;
-        else
-          params.push_back(std::move(*decoded));
-      } else {
-        match = want == segs[i];
-      }
-    }
-    if (!match)
-      continue;
+  if (auto m = http::match(patterns_, req.method, req.path)) {
     if (svc_.stats)
-      ex = std::make_shared<metered>(std::move(ex), *svc_.stats, index);
-    if (bad_escape)
+      ex = std::make_shared<metered>(std::move(ex), *svc_.stats, m->index);
+    if (m->bad_escape)
       return reply_error(*ex, make_error(errc::invalid_argument,
                                          "Invalid path: bad percent-encoding"));
     std::string bad;
@@ -138,8 +95,8 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
       return reply_error(
           *ex, make_error(errc::invalid_argument,
                           "Invalid query: bad percent-encoding in ", bad));
-    call c{std::move(req), std::move(params), std::move(*query), ex};
-    r.fn(svc_, c);
+    call c{std::move(req), std::move(m->params), std::move(*query), ex};
+    fns_[m->index](svc_, c);
     return;
   }
   if (svc_.stats)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "protocol/api/service.hpp"
+#include "protocol/http/routes.hpp"
 
 namespace spool::api {
 
@@ -44,14 +45,9 @@ public:
   std::vector<std::string> patterns() const;
 
 private:
-  struct compiled {
-    std::string label; ///< "GET /api/v1/pop/queue/:queue"
-    std::string method;
-    std::vector<std::string> segments;
-    route_fn fn;
-  };
   service& svc_;
-  std::vector<compiled> routes_;
+  std::vector<http::pattern> patterns_;
+  std::vector<route_fn> fns_; ///< by pattern index
 };
 
 } // namespace spool::api

@@ -199,6 +199,7 @@ public:
   bool draining = false;
   bool close_after_write = false;
   bool ends_here = false; ///< the write in progress ends the connection
+  bool lingering = false; ///< answered and half-closed: input is dropped
   clock_type::time_point last_activity;
   clock_type::time_point request_began;
   bool timer_armed_for_request = false;
@@ -400,7 +401,7 @@ public:
           // A `Connection: close` answer ends the connection; requests
           // pipelined after it are not answered (RFC 9112 §9.6).
           if (self->close_after_write && self->ends_here)
-            return self->close();
+            return self->linger_close();
           if (self->draining && self->slots.empty())
             return self->close();
           self->flush();
@@ -408,8 +409,49 @@ public:
         }));
   }
 
+  /// Ends a connection whose last answer was written: the sending side
+  /// first, then what the client still sends is read and dropped until it
+  /// closes too (at most 2 s), so that a client still sending a refused
+  /// body reads the answer instead of a reset (a "lingering close").
+  void linger_close() {
+    asio::error_code ec;
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+    if (ec)
+      return close();
+    lingering = true;
+    timer.expires_after(std::chrono::seconds{2});
+    timer.async_wait(asio::bind_executor(
+        strand, [self = shared_from_this()](asio::error_code e) {
+          if (!e)
+            self->close();
+        }));
+    drain_input();
+  }
+
+  void drain_input() {
+    socket.async_wait(
+        tcp::socket::wait_read,
+        asio::bind_executor(
+            strand, [self = shared_from_this()](asio::error_code ec) {
+              if (self->closed)
+                return;
+              if (ec)
+                return self->close();
+              for (;;) {
+                asio::error_code rec;
+                auto n = self->socket.read_some(asio::buffer(read_buffer), rec);
+                if (rec == asio::error::would_block
+                    || rec == asio::error::try_again)
+                  break;
+                if (rec || n == 0)
+                  return self->close();
+              }
+              self->drain_input();
+            }));
+  }
+
   void arm_timer() {
-    if (closed)
+    if (closed || lingering)
       return;
     auto deadline = clock_type::time_point::max();
     if (slots.empty() && !writing) {

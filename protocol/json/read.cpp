@@ -2,6 +2,10 @@
 
 #include "protocol/http/message.hpp"
 
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
 namespace spool::json {
 
 namespace {
@@ -26,6 +30,50 @@ void trim(Parser& p) {
     p = Parser{};
 }
 
+/// A SAX handler that accepts every value and refuses nesting deeper than
+/// simdjson's default (1024).
+struct depth_check
+    : rapidjson::BaseReaderHandler<rapidjson::UTF8<>, depth_check> {
+  int depth = 0;
+  bool too_deep = false;
+  bool StartObject() {
+    return enter();
+  }
+  bool StartArray() {
+    return enter();
+  }
+  bool EndObject(rapidjson::SizeType) {
+    --depth;
+    return true;
+  }
+  bool EndArray(rapidjson::SizeType) {
+    --depth;
+    return true;
+  }
+  bool enter() {
+    too_deep = ++depth > 1024;
+    return !too_deep;
+  }
+};
+
+/// "" when `body` is valid JSON (numbers of any size), else why not.
+std::string validate_big_numbers(const std::string& body) {
+  rapidjson::Reader reader;
+  rapidjson::MemoryStream ms{body.data(), body.size()};
+  depth_check h;
+  constexpr unsigned flags = rapidjson::kParseNumbersAsStringsFlag
+                             | rapidjson::kParseValidateEncodingFlag
+                             | rapidjson::kParseIterativeFlag;
+  auto r = reader.Parse<flags>(ms, h);
+  if (!r.IsError())
+    return {};
+  if (h.too_deep)
+    return "The JSON document was too deep (too many nested objects and "
+           "arrays)";
+  return std::string{rapidjson::GetParseError_En(r.Code())} + " (at byte "
+         + std::to_string(r.Offset()) + ")";
+}
+
 api_error type_error(std::string_view field, const char* what) {
   return make_error(errc::invalid_argument, field, " must be ", what);
 }
@@ -42,9 +90,16 @@ expected<od::document> open_body(std::string& body) {
     auto& dom = dom_parser();
     trim(dom);
     auto err = dom.parse(body.data(), body.size(), false).error();
-    if (err)
+    // simdjson refuses numbers beyond 64 bits, which are valid JSON (a
+    // payload may carry one): such a body is validated again by RapidJSON,
+    // which takes numbers as text.
+    if (err == simdjson::NUMBER_ERROR) {
+      if (auto why = validate_big_numbers(body); !why.empty())
+        return make_error(errc::bad_request, "Invalid JSON: ", why);
+    } else if (err) {
       return make_error(errc::bad_request,
                         "Invalid JSON: ", simdjson::error_message(err));
+    }
   }
   auto& p = od_parser();
   trim(p);

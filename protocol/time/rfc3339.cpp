@@ -2,7 +2,9 @@
 
 // date.h's parser trips g++ 12's -Wmaybe-uninitialized in its own code.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <date/date.h>
 
 #include <cctype>

@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include <unistd.h>
+
 #include "config/options.hpp"
 
 using namespace spool::config;
@@ -116,4 +118,92 @@ TEST_CASE("push and lease limits have defaults, flags and bounds",
   CHECK_FALSE(parse({"--push-max-items", "0"}, env_of({})).options);
   CHECK_FALSE(
       parse({"--lease-max-extend-seconds", "604801"}, env_of({})).options);
+}
+
+namespace {
+
+/// A TOML file in the temp folder, removed at the end.
+struct toml_file {
+  std::string path;
+  explicit toml_file(const std::string& text) {
+    char tmpl[] = "/tmp/spool-config-XXXXXX";
+    int fd = ::mkstemp(tmpl);
+    path = tmpl;
+    auto n = ::write(fd, text.data(), text.size());
+    (void)n;
+    ::close(fd);
+  }
+  ~toml_file() {
+    ::unlink(path.c_str());
+  }
+};
+
+} // namespace
+
+TEST_CASE("a TOML file gives the same keys; tables prefix them; the "
+          "environment and flags win over it",
+          "[config]") {
+  toml_file f{"http-port = 7000\n"
+              "durability = \"relaxed\"\n"
+              "access-log = true\n"
+              "[pop]\n"
+              "max-batch = 500\n"
+              "[http]\n"
+              "max-pipeline = 4\n"};
+  auto r = parse({"--config", f.path}, env_of({}));
+  REQUIRE(r.options);
+  CHECK(r.options->http.port == 7000);
+  CHECK(r.options->durability == durability_mode::relaxed);
+  CHECK(r.options->http.access_log);
+  CHECK(r.options->pop.max_batch == 500);
+  CHECK(r.options->http.max_pipeline == 4);
+  CHECK(r.options->config_file == f.path);
+  auto env = parse(
+      {}, env_of({{"SPOOL_CONFIG", f.path}, {"SPOOL_HTTP_PORT", "7001"}}));
+  REQUIRE(env.options);
+  CHECK(env.options->http.port == 7001);
+  CHECK(env.options->pop.max_batch == 500);
+  auto flag = parse({"--config=" + f.path, "--http-port", "7002"},
+                    env_of({{"SPOOL_HTTP_PORT", "7001"}}));
+  REQUIRE(flag.options);
+  CHECK(flag.options->http.port == 7002);
+}
+
+TEST_CASE("a bad TOML file is refused with the file, the key and the reason",
+          "[config][bad-input]") {
+  toml_file unknown{"nope = 1\n"};
+  auto r = parse({"--config", unknown.path}, env_of({}));
+  CHECK_FALSE(r.options);
+  CHECK(r.error == "config " + unknown.path + ": unknown option 'nope'");
+  toml_file range{"[http]\nport = 70000\n"};
+  r = parse({"--config", range.path}, env_of({}));
+  CHECK(r.error
+        == "config " + range.path
+               + ": http-port must be 0..65535, got '70000'");
+  toml_file type{"http-port = 1.5\n"};
+  r = parse({"--config", type.path}, env_of({}));
+  CHECK(r.error
+        == "config " + type.path
+               + ": http-port must be a string, an integer or a "
+                 "boolean");
+  toml_file syntax{"http-port = \n"};
+  r = parse({"--config", syntax.path}, env_of({}));
+  CHECK_THAT(r.error, Catch::StartsWith("config " + syntax.path + ": "));
+  CHECK_THAT(r.error, Catch::Contains("(line 1)"));
+  r = parse({"--config", "/nonexistent/spool.toml"}, env_of({}));
+  CHECK_FALSE(r.options);
+  CHECK_THAT(r.error, Catch::StartsWith("config /nonexistent/spool.toml: "));
+}
+
+TEST_CASE("HTTP options have defaults and bounds", "[config]") {
+  auto r = parse({}, env_of({}));
+  REQUIRE(r.options);
+  CHECK(r.options->http.port == 6632);
+  CHECK(r.options->http.address == "0.0.0.0");
+  CHECK(r.options->http.max_body_bytes == 64u << 20);
+  CHECK_FALSE(r.options->http.access_log);
+  auto bad = parse({"--access-log", "sometimes"}, env_of({}));
+  CHECK(bad.error == "access-log must be true or false, got 'sometimes'");
+  CHECK(parse({"--io-threads", "0"}, env_of({})).error
+        == "io-threads must be 1..64, got '0'");
 }

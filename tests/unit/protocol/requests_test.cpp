@@ -250,3 +250,32 @@ TEST_CASE("subscription, configure and extend bodies",
   std::string ext_bad = R"({"seconds":1.5})";
   CHECK(error_of(read_extend_body(ext_bad)) == "seconds must be an integer");
 }
+
+TEST_CASE("numbers beyond 64 bits are valid JSON: kept in a payload, refused "
+          "as a field with the field's message",
+          "[unit][protocol][requests][bad-input]") {
+  std::string body
+      = R"({"items":[{"queue":"q","payload":{"id":123456789012345678901234567890,"x":-1e300}}]})";
+  auto items = read_push_body(body);
+  REQUIRE(items);
+  CHECK((*items)[0].payload
+        == R"({"id":123456789012345678901234567890,"x":-1e300})");
+  // Beyond a double's range is refused (RFC 8259 §6 lets a parser limit
+  // it; both parsers here do).
+  std::string huge = R"({"items":[{"queue":"q","payload":1e400}]})";
+  CHECK(error_of(read_push_body(huge))
+        == "Invalid JSON: Number too big to be stored in double. (at byte "
+           "33)");
+  std::string seek = R"({"offset":99999999999999999999})";
+  CHECK(error_of(read_seek_body(seek, false)) == "offset must be an integer");
+  std::string bad_number = R"({"items":[{"queue":"q","payload":01}]})";
+  CHECK_THAT(error_of(read_push_body(bad_number)),
+             Catch::StartsWith("Invalid JSON: "));
+  std::string big_then_bad
+      = R"({"items":[{"queue":"q","payload":[123456789012345678901234567890, 1.]}]})";
+  CHECK_THAT(error_of(read_push_body(big_then_bad)),
+             Catch::StartsWith("Invalid JSON: "));
+  std::string deep = std::string(2000, '[') + "1" + std::string(2000, ']');
+  CHECK_THAT(error_of(read_push_body(deep)),
+             Catch::StartsWith("Invalid JSON: "));
+}

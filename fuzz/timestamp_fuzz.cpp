@@ -1,0 +1,21 @@
+// libFuzzer target: RFC 3339 parsing. Whatever parses formats back to a
+// text that parses to the same instant.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "protocol/time/rfc3339.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {
+  std::string_view s{reinterpret_cast<const char*>(data), size};
+  auto t = spool::timefmt::parse_rfc3339(s);
+  if (!t)
+    return 0;
+  auto again = spool::timefmt::parse_rfc3339(spool::timefmt::format_micros(*t));
+  if (!again || *again != *t)
+    std::abort();
+  return 0;
+}
