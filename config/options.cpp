@@ -133,7 +133,8 @@ const std::vector<option>& table() {
             return o.http.max_body_bytes;
           }),
       num("http-max-header-bytes",
-          "request line and header bytes at most (431 beyond)", 1024, 1u << 24,
+          "request line and header bytes at most (431 beyond)", 1024,
+          80u << 10, // http_parser's own bound (HTTP_MAX_HEADER_SIZE)
           [](server_options& o) -> std::uint64_t& {
             return o.http.max_header_bytes;
           }),

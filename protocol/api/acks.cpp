@@ -32,7 +32,7 @@ void ack_list(service& svc, call& c, node::ack_request req) {
           auto& it = r.items[i];
           w.begin_object();
           w.kv("index", i);
-          w.kv("transactionId", txids.at(i));
+          w.kv("transactionId", i < txids.size() ? txids[i] : std::string{});
           w.kv("success", it.success);
           if (it.error.empty())
             w.kv_null("error");

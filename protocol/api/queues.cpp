@@ -90,33 +90,36 @@ void list_queues(service& svc, call& c) {
 }
 
 void queue_detail(service& svc, call& c) {
-  svc.gw.queues(c.params.at(0),
-                answer<std::vector<node::queue_info>>(
-                    c.ex, [](const std::vector<node::queue_info>& qs) {
-                      auto& q = qs.at(0);
-                      json::writer w;
-                      std::int64_t total = 0;
-                      w.begin_object();
-                      w.kv("id", std::to_string(q.id));
-                      w.kv("name", q.name);
-                      w.kv("namespace", q.name_space);
-                      w.kv("task", q.task);
-                      w.kv("createdAt", timefmt::format_micros(q.created_at));
-                      w.key("partitions").begin_array();
-                      for (auto& p : q.partitions) {
-                        write_partition(w, p);
-                        total += retained(p);
-                      }
-                      w.end_array();
-                      w.key("totals").begin_object();
-                      w.kv("partitions", q.partitions.size());
-                      w.kv("messages", total);
-                      w.end_object();
-                      w.key("options");
-                      write_options(w, q.options);
-                      w.end_object();
-                      return std::pair{200, w.take()};
-                    }));
+  svc.gw.queues(
+      c.params.at(0),
+      answer<std::vector<node::queue_info>>(
+          c.ex, [](const std::vector<node::queue_info>& qs) {
+            if (qs.empty()) // the node answers not_found instead
+              return std::pair{404, json::error_body("Queue not found")};
+            auto& q = qs.front();
+            json::writer w;
+            std::int64_t total = 0;
+            w.begin_object();
+            w.kv("id", std::to_string(q.id));
+            w.kv("name", q.name);
+            w.kv("namespace", q.name_space);
+            w.kv("task", q.task);
+            w.kv("createdAt", timefmt::format_micros(q.created_at));
+            w.key("partitions").begin_array();
+            for (auto& p : q.partitions) {
+              write_partition(w, p);
+              total += retained(p);
+            }
+            w.end_array();
+            w.key("totals").begin_object();
+            w.kv("partitions", q.partitions.size());
+            w.kv("messages", total);
+            w.end_object();
+            w.key("options");
+            write_options(w, q.options);
+            w.end_object();
+            return std::pair{200, w.take()};
+          }));
 }
 
 void delete_queue(service& svc, call& c) {

@@ -108,11 +108,12 @@ read_ack_object(od::object& obj, const std::string& where, bool in_txn) {
         }
         return {};
       }));
+  // Queen's order: the transactionId first.
+  if (!item.transaction_id && !item.offset)
+    return required(field_name(where, "transactionId"));
   if (item.partition_id.empty())
     return make_error(errc::invalid_argument, field_name(where, "partitionId"),
                       " is required to ensure message uniqueness");
-  if (!item.transaction_id && !item.offset)
-    return required(field_name(where, "transactionId"));
   return item;
 }
 

@@ -83,7 +83,11 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
       && !serves_while_draining(req.path))
     return reply_error(
         *ex, make_error(errc::unavailable, "Server busy: shutting down"));
-  if (auto m = http::match(patterns_, req.method, req.path)) {
+  // HEAD of the operational routes is their GET (the server writes no body).
+  std::string_view method = req.method;
+  if (method == "HEAD" && serves_while_draining(req.path))
+    method = "GET";
+  if (auto m = http::match(patterns_, method, req.path)) {
     if (svc_.stats)
       ex = std::make_shared<metered>(std::move(ex), *svc_.stats, m->index);
     if (m->bad_escape)

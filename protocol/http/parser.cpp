@@ -58,6 +58,10 @@ struct request_parser::callbacks {
     r.begun_ = true;
     r.cur_ = request{};
     r.header_bytes_ = 0;
+    r.field_.clear();
+    r.value_.clear();
+    r.in_value_ = false;
+    r.headers_done_ = false;
     return 0;
   }
 
@@ -71,6 +75,8 @@ struct request_parser::callbacks {
 
   static int on_header_field(http_parser* p, const char* at, std::size_t n) {
     auto& r = self(p);
+    if (r.headers_done_) // a chunked body's trailer: not kept
+      return 0;
     if (!count(r, n))
       return -1;
     if (r.in_value_)
@@ -81,6 +87,8 @@ struct request_parser::callbacks {
 
   static int on_header_value(http_parser* p, const char* at, std::size_t n) {
     auto& r = self(p);
+    if (r.headers_done_)
+      return 0;
     if (!count(r, n))
       return -1;
     r.in_value_ = true;
@@ -91,6 +99,7 @@ struct request_parser::callbacks {
   static int on_headers_complete(http_parser* p) {
     auto& r = self(p);
     flush_header(r);
+    r.headers_done_ = true;
     auto& req = r.cur_;
     req.method = http_method_str(static_cast<http_method>(p->method));
     auto target = std::string_view{req.target};
@@ -110,7 +119,9 @@ struct request_parser::callbacks {
     }
     if ((p->flags & F_CONTENTLENGTH) != 0)
       req.body.reserve(p->content_length + body_padding);
-    if (iequals(req.header("Expect"), "100-continue"))
+    // RFC 9110 §10.1.1: never to an HTTP/1.0 client.
+    if (iequals(req.header("Expect"), "100-continue")
+        && (p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1)))
       r.continue_ = true;
     return 0;
   }
@@ -170,6 +181,11 @@ std::size_t request_parser::feed(std::string_view data) {
     http_parser_pause(&p, 0);
   auto n = http_parser_execute(&p, &st_->s, data.data(), data.size());
   auto err = HTTP_PARSER_ERRNO(&p);
+  if (err == HPE_HEADER_OVERFLOW) { // http_parser's own 80 KiB bound
+    fail(431, "Request headers exceed " + std::to_string(HTTP_MAX_HEADER_SIZE)
+                  + " bytes");
+    return 0;
+  }
   if (err != HPE_OK && err != HPE_PAUSED) {
     fail(400,
          std::string{"Malformed HTTP request: "} + http_errno_description(err));

@@ -74,6 +74,7 @@ private:
   std::string field_;
   std::string value_;
   bool in_value_ = false;
+  bool headers_done_ = false;
   std::size_t header_bytes_ = 0;
   bool begun_ = false;
   bool ready_ = false;

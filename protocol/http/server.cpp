@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace spool::http {
@@ -59,7 +60,11 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   header_list common;
   std::function<void(const request_record&)> observer;
   asio::io_context io;
-  tcp::acceptor acceptor{io};
+  /// The acceptor's handlers and its close run on this strand.
+  asio::strand<asio::io_context::executor_type> accept_strand{
+      asio::make_strand(io)};
+  tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer accept_retry{accept_strand};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
       work{asio::make_work_guard(io)};
   std::vector<std::thread> threads;
@@ -67,6 +72,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::unordered_set<std::shared_ptr<connection>> conns;
   std::atomic<std::size_t> count{0};
   std::atomic<bool> draining{false};
+  bool closing = false; ///< under mx: no connection is added any more
+  bool shut_down = false;
 
   impl(server_limits l, handler hh) : limits(l), h(std::move(hh)) {
   }
@@ -79,7 +86,7 @@ namespace {
 thread_local std::array<char, 64 * 1024> read_buffer;
 
 void serialize(std::string& out, const response& r, bool keep_alive,
-               const header_list& common) {
+               const header_list& common, bool head = false) {
   out += "HTTP/1.1 ";
   out += std::to_string(r.status);
   out += ' ';
@@ -105,7 +112,7 @@ void serialize(std::string& out, const response& r, bool keep_alive,
   if (!keep_alive)
     out += "Connection: close\r\n";
   out += "\r\n";
-  if (r.status != 204)
+  if (r.status != 204 && !head) // a HEAD answer has no body (RFC 9110)
     out += r.body;
 }
 
@@ -140,6 +147,11 @@ public:
   }
 
   void deliver(const std::shared_ptr<slot>& s, response r) {
+    if (srv->io.stopped()) { // the server is gone: nothing will write it
+      if (r.on_unwritten)
+        r.on_unwritten();
+      return;
+    }
     asio::post(strand,
                [self = shared_from_this(), s, r = std::move(r)]() mutable {
                  if (self->closed) {
@@ -174,9 +186,9 @@ public:
       if (s->answer && s->answer->on_unwritten)
         s->answer->on_unwritten();
     }
-    for (auto& r : in_write)
-      if (r.on_unwritten)
-        r.on_unwritten();
+    for (auto& f : in_write)
+      if (f)
+        f();
     in_write.clear();
     slots.clear();
     srv->remove(shared_from_this());
@@ -190,8 +202,12 @@ public:
   std::string peer;
   std::string inbuf; ///< bytes read, not yet parsed
   std::deque<std::shared_ptr<slot>> slots;
-  std::optional<request> held;    ///< parsed, waiting for its turn
-  std::vector<response> in_write; ///< answers being written (their leases)
+  std::optional<request> held; ///< parsed, waiting for its turn
+  /// The request being read asked for `100 Continue`, not sent yet.
+  bool continue_pending = false;
+  clock_type::time_point write_began;
+  /// The `on_unwritten` of the answers being written (their leases).
+  std::vector<std::function<void()>> in_write;
   std::string outbuf;
   bool writing = false;
   bool reading = false;
@@ -210,8 +226,7 @@ private:
   /// unparsed bytes a full pipeline or a held request stops the reading.
   void wait_readable() {
     bool full = held || slots.size() >= srv->limits.max_pipeline;
-    if (closed || reading || close_after_write
-        || (full && inbuf.size() >= (64u << 10)))
+    if (closed || reading || lingering || (full && inbuf.size() >= (64u << 10)))
       return;
     reading = true;
     arm_timer();
@@ -236,7 +251,10 @@ private:
       if (ec || n == 0)
         return close(); // the client left (EOF or an error)
       last_activity = clock_type::now();
-      inbuf.append(read_buffer.data(), n);
+      // After a `Connection: close` request nothing more is answered: the
+      // bytes are dropped, the reading only notices a client that leaves.
+      if (!close_after_write)
+        inbuf.append(read_buffer.data(), n);
       if (n < read_buffer.size() || inbuf.size() > (1u << 20))
         break;
     }
@@ -253,23 +271,9 @@ private:
       pos += n;
       if (!was_in_request && (parser.in_request() || parser.ready()))
         request_began = clock_type::now();
-      if (parser.take_continue() && slots.empty() && !writing) {
-        // The client waits for this before it sends the body (with answers
-        // due before it, it sends the body after its own wait instead).
-        writing = true;
-        outbuf = "HTTP/1.1 100 Continue\r\n\r\n";
-        asio::async_write(
-            socket, asio::buffer(outbuf),
-            asio::bind_executor(strand, [self = shared_from_this()](
-                                            asio::error_code ec, std::size_t) {
-              self->writing = false;
-              if (self->closed)
-                return;
-              if (ec)
-                return self->close();
-              self->flush();
-            }));
-      }
+      if (parser.take_continue())
+        continue_pending = true;
+      send_continue_if_due();
       if (auto& err = parser.error()) {
         refuse(err->status, err->message);
         break;
@@ -311,7 +315,32 @@ private:
 
   /// After an answer went out: the held request, if its turn came, then
   /// the buffered ones, then more reading.
+  /// `100 Continue` for the request being read, once it is next in line
+  /// (the client waits for it before it sends the body).
+  void send_continue_if_due() {
+    if (!continue_pending || !slots.empty() || writing || held
+        || !parser.in_request())
+      return;
+    continue_pending = false;
+    writing = true;
+    write_began = clock_type::now();
+    outbuf = "HTTP/1.1 100 Continue\r\n\r\n";
+    asio::async_write(
+        socket, asio::buffer(outbuf),
+        asio::bind_executor(strand, [self = shared_from_this()](
+                                        asio::error_code ec, std::size_t) {
+          self->writing = false;
+          if (self->closed)
+            return;
+          if (ec)
+            return self->close();
+          self->flush();
+          self->resume();
+        }));
+  }
+
   void resume() {
+    send_continue_if_due();
     if (held && can_dispatch(held->method)) {
       auto req = std::move(*held);
       held.reset();
@@ -364,14 +393,14 @@ public:
       slots.pop_front();
       // Draining: the last answer in flight closes the connection.
       bool keep = s->keep_alive && !(draining && slots.empty());
-      serialize(outbuf, *s->answer, keep, srv->common);
+      serialize(outbuf, *s->answer, keep, srv->common, s->method == "HEAD");
       if (srv->observer)
         srv->observer(request_record{
             s->method, s->path, s->answer->status,
             std::chrono::duration_cast<std::chrono::microseconds>(
                 clock_type::now() - s->started),
             peer});
-      in_write.push_back(std::move(*s->answer));
+      in_write.push_back(std::move(s->answer->on_unwritten));
       if (!keep) {
         last = true;
         break;
@@ -387,6 +416,8 @@ public:
       ends_here = true;
     }
     writing = true;
+    write_began = clock_type::now();
+    arm_timer();
     asio::async_write(
         socket, asio::buffer(outbuf),
         asio::bind_executor(strand, [self = shared_from_this()](
@@ -454,7 +485,11 @@ public:
     if (closed || lingering)
       return;
     auto deadline = clock_type::time_point::max();
-    if (slots.empty() && !writing) {
+    if (writing) {
+      // A client that does not read its answers holds them in memory: it
+      // gets the request timeout to take a write, then it is closed.
+      deadline = write_began + srv->limits.request_timeout;
+    } else if (slots.empty()) {
       deadline = parser.in_request()
                      ? request_began + srv->limits.request_timeout
                      : last_activity + srv->limits.idle_timeout;
@@ -473,9 +508,14 @@ public:
   }
 
   void on_timer() {
-    if (!slots.empty() || writing)
-      return; // answers are due: the handler's own timeouts apply
     auto now = clock_type::now();
+    if (writing) {
+      if (now >= write_began + srv->limits.request_timeout)
+        return close(); // the client stopped reading
+      return arm_timer();
+    }
+    if (!slots.empty())
+      return; // answers are due: the handler's own timeouts apply
     if (parser.in_request()) {
       if (now >= request_began + srv->limits.request_timeout) {
         refuse(408, "Request not complete within "
@@ -519,43 +559,56 @@ void slot::on_abandon(std::function<void()> f) {
 } // namespace
 
 void server::impl::accept() {
-  acceptor.async_accept([self = shared_from_this()](asio::error_code ec,
-                                                    tcp::socket sock) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
-        return;
-      return self->accept(); // e.g. out of descriptors: keep serving
-    }
-    asio::error_code ignore;
-    sock.set_option(tcp::no_delay(true), ignore);
-    if (self->draining || self->count.load() >= self->limits.max_connections) {
-      auto msg = std::make_shared<std::string>();
-      response r;
-      r.status = 503;
-      r.headers.emplace_back("Content-Type", "application/json");
-      r.headers.emplace_back("Retry-After", "1");
-      r.body = self->draining
-                   ? R"({"error":"Server busy: shutting down"})"
-                   : R"({"error":"Server busy: too many connections"})";
-      serialize(*msg, r, false, self->common);
-      auto s = std::make_shared<tcp::socket>(std::move(sock));
-      asio::async_write(*s, asio::buffer(*msg),
-                        [s, msg](asio::error_code, std::size_t) {
-                          asio::error_code e;
-                          s->shutdown(tcp::socket::shutdown_both, e);
-                          s->close(e);
-                        });
-      return self->accept();
-    }
-    auto c = std::make_shared<connection>(self, std::move(sock));
-    {
-      std::lock_guard lock{self->mx};
-      self->conns.insert(c);
-    }
-    self->count.fetch_add(1);
-    c->start();
-    self->accept();
-  });
+  acceptor.async_accept(
+      [self = shared_from_this()](asio::error_code ec, tcp::socket sock) {
+        if (ec) {
+          if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
+            return;
+          // Out of descriptors, say: the connection waits in the backlog, so
+          // accepting again at once would spin; come back shortly.
+          self->accept_retry.expires_after(std::chrono::milliseconds{50});
+          self->accept_retry.async_wait([self](asio::error_code e) {
+            if (!e && self->acceptor.is_open())
+              self->accept();
+          });
+          return;
+        }
+        asio::error_code ignore;
+        sock.set_option(tcp::no_delay(true), ignore);
+        std::shared_ptr<connection> c;
+        bool busy = false;
+        {
+          std::lock_guard lock{self->mx};
+          busy = self->closing || self->draining
+                 || self->count.load() >= self->limits.max_connections;
+          if (!busy) {
+            c = std::make_shared<connection>(self, std::move(sock));
+            self->conns.insert(c);
+            self->count.fetch_add(1);
+          }
+        }
+        if (busy) {
+          auto msg = std::make_shared<std::string>();
+          response r;
+          r.status = 503;
+          r.headers.emplace_back("Content-Type", "application/json");
+          r.headers.emplace_back("Retry-After", "1");
+          r.body = self->draining
+                       ? R"({"error":"Server busy: shutting down"})"
+                       : R"({"error":"Server busy: too many connections"})";
+          serialize(*msg, r, false, self->common);
+          auto s = std::make_shared<tcp::socket>(std::move(sock));
+          asio::async_write(*s, asio::buffer(*msg),
+                            [s, msg](asio::error_code, std::size_t) {
+                              asio::error_code e;
+                              s->shutdown(tcp::socket::shutdown_both, e);
+                              s->close(e);
+                            });
+          return self->accept();
+        }
+        c->start();
+        self->accept();
+      });
 }
 
 void server::impl::remove(const std::shared_ptr<connection>& c) {
@@ -569,8 +622,7 @@ server::server(server_limits limits, handler h) :
 }
 
 server::~server() {
-  if (impl_->work || !impl_->threads.empty())
-    shutdown(std::chrono::milliseconds{0});
+  shutdown(std::chrono::milliseconds{0});
 }
 
 void server::set_common_headers(header_list h) {
@@ -614,13 +666,16 @@ void server::start(unsigned threads) {
 
 void server::stop_accepting() {
   impl_->draining = true;
-  asio::post(impl_->io, [s = impl_] {
+  asio::post(impl_->accept_strand, [s = impl_] {
     asio::error_code ec;
     s->acceptor.close(ec);
+    s->accept_retry.cancel();
   });
 }
 
 void server::shutdown(std::chrono::milliseconds grace) {
+  if (std::exchange(impl_->shut_down, true))
+    return; // once (spoold calls it on a signal and again at the end)
   stop_accepting();
   std::vector<std::shared_ptr<connection>> all;
   {
@@ -635,6 +690,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   {
     std::lock_guard lock{impl_->mx};
+    impl_->closing = true; // an accept racing with this one adds nothing
     all.assign(impl_->conns.begin(), impl_->conns.end());
   }
   for (auto& c : all)

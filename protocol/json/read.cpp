@@ -88,8 +88,8 @@ expected<od::document> open_body(std::string& body) {
   simdjson::padded_string_view view{body.data(), body.size(), body.capacity()};
   {
     auto& dom = dom_parser();
-    trim(dom);
     auto err = dom.parse(body.data(), body.size(), false).error();
+    trim(dom); // its buffers are not used after the check
     // simdjson refuses numbers beyond 64 bits, which are valid JSON (a
     // payload may carry one): such a body is validated again by RapidJSON,
     // which takes numbers as text.

@@ -38,6 +38,12 @@ public:
     return *this;
   }
   writer& key(std::string_view k) {
+    for (unsigned char c : k)
+      if (c >= 0x80) {
+        auto fixed = replace_invalid(k);
+        w_.Key(fixed.data(), static_cast<rapidjson::SizeType>(fixed.size()));
+        return *this;
+      }
     w_.Key(k.data(), static_cast<rapidjson::SizeType>(k.size()));
     return *this;
   }

@@ -219,3 +219,22 @@ TEST_CASE("1,000 concurrent keep-alive connections are all served",
     total += q["messages"]["total"].get<std::int64_t>();
   CHECK(total == 1000);
 }
+
+TEST_CASE("HEAD answers the headers of its GET and no body; the connection "
+          "stays in step",
+          "[system][http][connection]") {
+  spoold_server s;
+  http_conn c{s.port()};
+  c.send_raw("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n"
+             "GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The client must know not to read a body after HEAD: read the head only.
+  auto first = c.read_response(5s, true);
+  REQUIRE(first);
+  CHECK(first->status == 200);
+  CHECK(first->body.empty());
+  CHECK_FALSE(first->header("content-length").empty());
+  auto second = c.read_response();
+  REQUIRE(second);
+  CHECK(second->status == 200);
+  CHECK(second->body_json()["status"] == "healthy");
+}

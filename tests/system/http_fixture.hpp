@@ -103,8 +103,10 @@ public:
 
   /// The next response, or none when the server closed the connection or
   /// nothing came within `timeout`.
-  std::optional<http_response> read_response(std::chrono::milliseconds timeout
-                                             = 15s) {
+  /// (`head`: the answer to a HEAD, which has no body whatever its
+  /// Content-Length says.)
+  std::optional<http_response>
+  read_response(std::chrono::milliseconds timeout = 15s, bool is_head = false) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     std::size_t head_end;
     while ((head_end = buf_.find("\r\n\r\n")) == std::string::npos)
@@ -132,7 +134,7 @@ public:
       r.headers[name] = value;
     }
     std::size_t len = 0;
-    if (auto cl = r.header("content-length"); !cl.empty())
+    if (auto cl = r.header("content-length"); !cl.empty() && !is_head)
       len = std::stoul(cl);
     auto body_start = head_end + 4;
     while (buf_.size() < body_start + len)

@@ -137,3 +137,35 @@ TEST_CASE("Expect: 100-continue is reported once", "[unit][protocol][http]") {
   p.feed("{}");
   CHECK(p.ready());
 }
+
+TEST_CASE("a chunked body's trailers do not leak into the next request",
+          "[unit][protocol][http]") {
+  request_parser p{{}};
+  auto rs = parse_all(p,
+                      "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      "1\r\nx\r\n0\r\nX-Trailer: t\r\n\r\n"
+                      "GET /b HTTP/1.1\r\nX-Real: r\r\n\r\n",
+                      5);
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].header("X-Trailer").empty());
+  CHECK(rs[1].header("X-Trailer").empty());
+  CHECK(rs[1].header("X-Real") == "r");
+  CHECK(rs[1].headers.size() == 1);
+}
+
+TEST_CASE("100-continue is never offered to an HTTP/1.0 client; headers "
+          "past http_parser's own bound are 431",
+          "[unit][protocol][http][limits]") {
+  request_parser p{{}};
+  p.feed(
+      "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+  CHECK_FALSE(p.take_continue());
+  parser_limits lim;
+  lim.max_header_bytes = 1u << 20; // above http_parser's 80 KiB
+  request_parser big{lim};
+  parse_all(big,
+            "GET / HTTP/1.1\r\nX: " + std::string(90'000, 'a') + "\r\n\r\n",
+            4096);
+  REQUIRE(big.error());
+  CHECK(big.error()->status == 431);
+}

@@ -142,6 +142,8 @@ TEST_CASE("ack bodies: Queen's required fields and texts, statuses, the "
   CHECK(r->items[0].delay == milliseconds{5});
   std::string missing_tx = R"({"partitionId":"p"})";
   CHECK(error_of(read_ack_body(missing_tx)) == "transactionId is required");
+  std::string nothing = "{}"; // Queen's order: the transactionId first
+  CHECK(error_of(read_ack_body(nothing)) == "transactionId is required");
   std::string missing_p = R"({"transactionId":"t"})";
   CHECK(error_of(read_ack_body(missing_p))
         == "partitionId is required to ensure message uniqueness");
