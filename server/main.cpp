@@ -165,8 +165,9 @@ int main(int argc, char** argv) {
     svc.open_connections = [&http] { return http->connections(); };
     if (opts.http.access_log)
       http->set_observer([](const spool::http::request_record& r) {
-        spdlog::info("access {} {} {} {} {}us", r.peer, r.method, r.path,
-                     r.status, r.duration.count());
+        // key=value, one line per answer (a log shipper splits it)
+        spdlog::info("access peer={} method={} path={} status={} us={}", r.peer,
+                     r.method, r.path, r.status, r.duration.count());
       });
     if (auto err = http->listen(opts.http.address,
                                 static_cast<std::uint16_t>(opts.http.port));

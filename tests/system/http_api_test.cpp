@@ -251,6 +251,19 @@ TEST_CASE("consumer-group listings show exact lag; deleting a group",
   CHECK(p["leaseActive"] == true);
   CHECK(p["lease"]["first"] == 0);
   CHECK(p["lease"]["last"] == 1);
+  auto lagging = s.get("/api/v1/consumer-groups/lagging?minLagSeconds=0");
+  REQUIRE(lagging.status == 200);
+  auto lj = lagging.body_json();
+  REQUIRE(lj.size() == 1);
+  CHECK(lj[0]["consumer_group"] == "g");
+  CHECK(lj[0]["queue_name"] == "q");
+  CHECK(lj[0]["partition_name"] == "Default");
+  CHECK(lj[0]["partition_id"].is_string());
+  CHECK(lj[0]["worker_id"].is_string()); // the live lease
+  CHECK(lj[0]["offset_lag"] == 5);
+  CHECK(lj[0]["time_lag_seconds"].is_number_integer());
+  CHECK(lj[0]["lag_hours"].is_number_integer());
+  CHECK(lj[0]["oldest_unconsumed_at"].is_string());
   auto del = s.del("/api/v1/consumer-groups/g").body_json();
   CHECK(del["success"] == true);
   CHECK(del["deletedPartitions"] == 1);

@@ -238,3 +238,14 @@ TEST_CASE("HEAD answers the headers of its GET and no body; the connection "
   CHECK(second->status == 200);
   CHECK(second->body_json()["status"] == "healthy");
 }
+
+TEST_CASE("the access log writes one key=value line per answer when turned "
+          "on",
+          "[system][http][ops]") {
+  spoold_server s{{"--access-log", "true"}};
+  REQUIRE(s.get("/health").status == 200);
+  REQUIRE(s.get("/api/v1/nothing").status == 404);
+  CHECK(s.wait_for_log("method=GET path=/health status=200", 5s));
+  CHECK(s.wait_for_log("method=GET path=/api/v1/nothing status=404", 5s));
+  CHECK_THAT(s.log(), Catch::Contains("access peer=127.0.0.1:"));
+}
