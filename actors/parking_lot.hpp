@@ -59,6 +59,15 @@ public:
     std::function<mono_time()> now;
     /// Re-arms the owner's timer (after a park).
     std::function<void()> rearm;
+    /// Requests with the same chain compete for the same frames (a queue's
+    /// pops of one group for one partition, or for any): a wake reruns them
+    /// one after the other, in arrival order, and stops at the first that
+    /// finds nothing (the rest would find nothing too), so a push costs the
+    /// pops it can serve and one per chain, not every parked one. A wake's
+    /// topics and predicate must decide alike for every request of a chain
+    /// (they read what the chain is made of: the group, the partition).
+    /// Unset: every selected request reruns at once.
+    std::function<std::string(const Request&)> chain = {};
   };
 
   parking_lot() = default;
@@ -156,6 +165,8 @@ public:
   /// that still finds nothing parks again in its place; requests running
   /// now run once more when they come back empty.
   void wake() {
+    if (hooks_.chain)
+      return wake_chains([](const Request&) { return true; });
     ++generation_;
     std::vector<std::uint64_t> ids;
     ids.reserve(parked_.size());
@@ -171,6 +182,14 @@ public:
   /// requests it may serve, not every parked one.
   template <class Pred>
   void wake(const std::vector<std::string>& topics, Pred which) {
+    if (hooks_.chain)
+      return wake_chains([&](const Request& r) {
+        auto topic = hooks_.topic ? hooks_.topic(r) : std::nullopt;
+        return (!topic
+                || std::find(topics.begin(), topics.end(), *topic)
+                       != topics.end())
+               && which(r);
+      });
     ++generation_;
     std::vector<std::uint64_t> ids(any_topic_.begin(), any_topic_.end());
     for (auto& t : topics)
@@ -185,6 +204,8 @@ public:
   /// A wake event for the parked requests `which` selects (visits all).
   template <class Pred>
   void wake_if(Pred which) {
+    if (hooks_.chain)
+      return wake_chains(which);
     ++generation_;
     std::vector<std::uint64_t> ids;
     for (auto& [id, e] : parked_)
@@ -256,6 +277,8 @@ private:
     auto due = e.due();
     auto [it, _] = parked_.emplace(id, std::move(e));
     it->second.due_at = due_.emplace(due, id);
+    if (hooks_.chain)
+      by_chain_[hooks_.chain(it->second.req)].insert(id);
     by_key_.emplace(std::move(key), id);
     if (topic)
       by_topic_[*topic].insert(id);
@@ -274,6 +297,12 @@ private:
       if (k->second == id) {
         by_key_.erase(k);
         break;
+      }
+    if (hooks_.chain)
+      if (auto c = by_chain_.find(hooks_.chain(e->req)); c != by_chain_.end()) {
+        c->second.erase(id);
+        if (c->second.empty())
+          by_chain_.erase(c);
       }
     auto topic = hooks_.topic ? hooks_.topic(e->req) : std::nullopt;
     if (!topic) {
@@ -302,25 +331,62 @@ private:
     }
   }
 
-  /// Runs a parked request again (it stays counted while it runs).
-  void rerun(std::uint64_t id, std::shared_ptr<entry> held) {
+  /// A wake with chains: the first parked request of every chain `which`
+  /// selects runs again (judged by that first one: see `hooks::chain`);
+  /// visits the chains, not the requests.
+  template <class Pred>
+  void wake_chains(Pred which) {
+    ++generation_;
+    std::vector<std::string> starts;
+    for (auto& [key, ids] : by_chain_)
+      if (which(parked_.at(*ids.begin()).req))
+        starts.push_back(key);
+    for (auto& key : starts)
+      run_chain(key, std::nullopt);
+  }
+
+  /// Reruns the first request of chain `key` parked after `after` (every
+  /// one when none); when it delivered, the next.
+  void run_chain(const std::string& key, std::optional<std::uint64_t> after) {
+    auto it = by_chain_.find(key);
+    if (it == by_chain_.end())
+      return;
+    auto next = after ? it->second.upper_bound(*after) : it->second.begin();
+    if (next == it->second.end())
+      return;
+    auto id = *next;
+    rerun(id, take(id), [this, key, id](bool found_nothing) {
+      if (!found_nothing)
+        run_chain(key, id);
+    });
+  }
+
+  /// Runs a parked request again (it stays counted while it runs); `after`
+  /// learns whether it found nothing (and parked again).
+  void rerun(std::uint64_t id, std::shared_ptr<entry> held,
+             std::function<void(bool)> after = {}) {
     auto key = hooks_.key(held->req);
     running_[key] = &held->req;
     ++retrying_;
     auto gen = generation_;
-    hooks_.attempt(held->req, [this, id, held, key, gen](Reply reply) {
+    hooks_.attempt(held->req, [this, id, held, key, gen,
+                               after = std::move(after)](Reply reply) {
       --retrying_;
       bool cancelled = end_run(key);
       auto found_nothing = hooks_.nothing(reply);
       if (found_nothing && !cancelled && hooks_.now() < held->deadline) {
         if (gen != generation_) // woken while it ran: run again
-          return rerun(id, held);
+          return rerun(id, held, after);
         held->wake_at = *found_nothing;
         put(id, std::move(*held));
         hooks_.rearm();
+        if (after)
+          after(true);
         return;
       }
       answer(*held, cancelled && found_nothing ? Reply{} : std::move(reply));
+      if (after)
+        after(false);
     });
   }
 
@@ -344,6 +410,8 @@ private:
   due_index due_;
   std::multimap<std::string, std::uint64_t> by_key_;
   std::map<std::string, std::set<std::uint64_t>> by_topic_;
+  /// Parked requests by chain (`hooks::chain`), in arrival order.
+  std::map<std::string, std::set<std::uint64_t>> by_chain_;
   std::set<std::uint64_t> any_topic_;
   /// Unparked for a rerun that has not started yet.
   std::map<std::uint64_t, std::unique_ptr<entry>> held_;

@@ -219,9 +219,10 @@ void send_all(int fd, const std::string& s) {
 struct conn {
   int fd = -1;
   std::string in;
-  /// Statuses of the complete responses read since the last call.
-  std::vector<int> take_responses() {
-    std::vector<int> out;
+  bool acking = false;
+  /// The complete responses read since the last call: status and body.
+  std::vector<std::pair<int, std::string>> take_responses() {
+    std::vector<std::pair<int, std::string>> out;
     while (true) {
       auto head = in.find("\r\n\r\n");
       if (head == std::string::npos)
@@ -233,8 +234,8 @@ struct conn {
         len = std::strtoul(in.c_str() + cl + 16, nullptr, 10);
       if (in.size() < head + 4 + len)
         break;
+      out.emplace_back(status, in.substr(head + 4, len));
       in.erase(0, head + 4 + len);
-      out.push_back(status);
     }
     return out;
   }
@@ -315,7 +316,7 @@ int run_push(const options& o, server& s) {
         std::fprintf(stderr, "connection closed\n");
         return 1;
       }
-      for (int st : c.take_responses()) {
+      for (auto& [st, body] : c.take_responses()) {
         ++requests;
         errors += st != 201;
         send_all(c.fd, bodies[evs[k].data.u32]);
@@ -341,12 +342,31 @@ double pct(std::vector<double>& v, double p) {
   return v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
 }
 
+/// An ack of the message a pop answered (its partitionId and transactionId).
+std::string ack_of(const std::string& pop) {
+  auto field = [&](const std::string& name) {
+    auto at = pop.find("\"" + name + "\":\"");
+    auto from = at + name.size() + 4;
+    return pop.substr(from, pop.find('"', from) - from);
+  };
+  auto msgs = pop.find("\"messages\"");
+  auto tx_at = pop.find("\"transactionId\":\"", msgs);
+  auto tx_from = tx_at + 17;
+  auto tx = pop.substr(tx_from, pop.find('"', tx_from) - tx_from);
+  return request("POST", "/api/v1/ack",
+                 R"({"consumerGroup":"g","transactionId":")" + tx
+                     + R"(","partitionId":")" + field("partitionId")
+                     + R"(","leaseId":")" + field("leaseId") + R"("})");
+}
+
 int run_longpoll(const options& o, server& s) {
   int ep = ::epoll_create1(0);
   std::vector<conn> cs(static_cast<std::size_t>(o.parked));
+  // One group: a push wakes one parked pop (the first parked). It acks what
+  // it got (outside the timed window), which ends its lease, then parks
+  // again behind the ack.
   auto park = request(
-      "GET", "/api/v1/pop/queue/lp?wait=true&timeout=300000&autoAck=true&"
-             "consumerGroup=g");
+      "GET", "/api/v1/pop/queue/lp?wait=true&timeout=300000&consumerGroup=g");
   long rss0 = s.rss_kb();
   for (int i = 0; i < o.parked; ++i) {
     cs[i].fd = connect_to(s.port);
@@ -386,34 +406,48 @@ int run_longpoll(const options& o, server& s) {
               o.durability.c_str());
   int pfd = connect_to(s.port);
   conn pc{pfd, {}};
+  constexpr std::uint32_t pusher = 0xFFFFFFFF;
+  epoll_event pev{EPOLLIN, {.u32 = pusher}};
+  ::epoll_ctl(ep, EPOLL_CTL_ADD, pfd, &pev);
   auto push = request("POST", "/api/v1/push",
                       R"({"items":[{"queue":"lp","payload":{"x":1}}]})");
   std::vector<double> from_send, from_answer;
+  int acking = 0; // connections whose ack is in flight
   std::vector<epoll_event> evs(64);
   for (int r = 0; r < o.rounds; ++r) {
     auto t_send = clk::now();
     send_all(pfd, push);
     clk::time_point t_answer{}, t_woken{};
     bool answered = false, woken = false;
-    while (!answered || !woken) {
-      if (!answered) {
-        pc.read_some();
-        if (!pc.take_responses().empty()) {
-          answered = true;
-          t_answer = clk::now();
-        }
-      }
-      int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()),
-                           answered ? 1000 : 0);
+    while (!answered || !woken || acking > 0) {
+      int n = ::epoll_wait(ep, evs.data(), static_cast<int>(evs.size()), 1000);
       for (int k = 0; k < n; ++k) {
+        if (evs[k].data.u32 == pusher) {
+          pc.read_some();
+          if (!pc.take_responses().empty()) {
+            answered = true;
+            t_answer = clk::now();
+          }
+          continue;
+        }
         auto& c = cs[evs[k].data.u32];
         c.read_some();
-        for (int st : c.take_responses()) {
-          if (st == 200 && !woken) {
-            woken = true;
-            t_woken = clk::now();
+        for (auto& [st, body] : c.take_responses()) {
+          if (c.acking) { // the ack's answer: park again
+            c.acking = false;
+            --acking;
+            send_all(c.fd, park);
+          } else if (st == 200) {
+            if (!woken) {
+              woken = true;
+              t_woken = clk::now();
+            }
+            send_all(c.fd, ack_of(body));
+            c.acking = true;
+            ++acking;
+          } else { // 204: the long poll's timeout; park again
+            send_all(c.fd, park);
           }
-          send_all(c.fd, park); // park again
         }
       }
       if (answered && !woken

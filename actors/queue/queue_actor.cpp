@@ -337,7 +337,11 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
              return r;
            },
        .now = [self] { return self->clock().now(); },
-       .rearm = [self] { arm(self); }});
+       .rearm = [self] { arm(self); },
+       .chain =
+           [](const queue_pop_request& r) {
+             return r.group + '\x1f' + r.partition.value_or("");
+           }});
   if (auto t = st.cfg.node.store.read()) {
     auto subs = storage::tables::subscriptions_of(*t, st.cfg.record.id);
     if (!subs)

@@ -1,0 +1,137 @@
+// The parking lot's wake rule (actors/parking_lot.hpp), driven directly: a
+// wake reruns the parked pops of one chain (a group on a partition, or on
+// any) one after the other in arrival order and stops at the first that
+// finds nothing, so a push costs the pops it can serve.
+
+#include <catch2/catch.hpp>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+
+#include "actors/parking_lot.hpp"
+#include "vocab/errors.hpp"
+
+namespace lot_test {
+
+using namespace spool;
+
+struct test_request {
+  std::string key;
+  std::string group;
+  int arrival = 0;
+};
+
+struct test_reply {
+  std::vector<int> claimed;
+  std::optional<api_error> failure;
+  std::optional<mono_time> retry_at;
+};
+
+} // namespace lot_test
+
+// Never sent: the lot's promises here are empty (nothing to answer to).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lot_test::test_reply)
+
+namespace lot_test {
+
+using lot_type = actors::parking_lot<test_request, test_reply>;
+
+/// A lot over `frames` deliverable frames per group; counts the attempts
+/// and records who was served, in order.
+struct fixture {
+  lot_type lot;
+  std::map<std::string, int> frames;
+  int attempts = 0;
+  std::vector<int> served;
+  mono_time now = mono_time{} + std::chrono::hours{1};
+
+  explicit fixture(bool chained) {
+    lot_type::hooks h{
+        .attempt =
+            [this](const test_request& r, std::function<void(test_reply)> k) {
+              ++attempts;
+              test_reply reply;
+              if (frames[r.group] > 0) {
+                --frames[r.group];
+                reply.claimed.push_back(r.arrival);
+                served.push_back(r.arrival);
+              }
+              k(std::move(reply));
+            },
+        .nothing = &lot_type::nothing_claimed<test_reply>,
+        .key = [](const test_request& r) { return r.key; },
+        .topic = {},
+        .busy = [](test_reply r) { return r; },
+        .now = [this] { return now; },
+        .rearm = [] {},
+    };
+    if (chained)
+      h.chain = [](const test_request& r) { return r.group; };
+    lot.setup(std::make_shared<std::atomic<std::size_t>>(0), 100'000,
+              std::move(h));
+  }
+
+  void park(int n, const std::string& group, int first = 0) {
+    for (int i = first; i < first + n; ++i)
+      lot.submit({"k" + std::to_string(i), group, i}, {},
+                 now + std::chrono::minutes{1}, true);
+  }
+};
+
+} // namespace lot_test
+
+using namespace lot_test;
+
+TEST_CASE("a wake reruns a group's parked pops one after the other and stops "
+          "at the first that finds nothing",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{true};
+  f.park(1000, "g");
+  REQUIRE(f.attempts == 1000); // each ran once and parked
+  f.attempts = 0;
+  f.frames["g"] = 1; // a push of one frame
+  f.lot.wake();
+  CHECK(f.served == std::vector<int>{0}); // the first to arrive
+  CHECK(f.attempts == 2); // it, then the next, which found nothing
+  f.attempts = 0;
+  f.frames["g"] = 3;
+  f.lot.wake();
+  CHECK(f.served == std::vector<int>{0, 1, 2, 3}); // in arrival order
+  CHECK(f.attempts == 4);
+  CHECK_FALSE(f.lot.empty()); // 996 still parked
+}
+
+TEST_CASE("chains are per group: a wake serves each group's first pops",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{true};
+  f.park(100, "a", 0);
+  f.park(100, "b", 100);
+  f.attempts = 0;
+  f.frames["a"] = 1;
+  f.frames["b"] = 1;
+  f.lot.wake();
+  CHECK(f.served == std::vector<int>{0, 100});
+  CHECK(f.attempts == 4);
+}
+
+TEST_CASE("without chains every parked pop reruns on a wake (the cost the "
+          "chains remove)",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{false};
+  f.park(1000, "g");
+  f.attempts = 0;
+  f.frames["g"] = 1;
+  f.lot.wake();
+  CHECK(f.served == std::vector<int>{0});
+  CHECK(f.attempts == 1000);
+}
+
+TEST_CASE("a chain skips pops cancelled since the wake began",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{true};
+  f.park(3, "g");
+  f.lot.cancel("k1");
+  f.attempts = 0;
+  f.frames["g"] = 2;
+  f.lot.wake();
+  CHECK(f.served == std::vector<int>{0, 2});
+}
