@@ -86,4 +86,12 @@ TEST_CASE("a message id is a UUID of its partition and offset, the same for "
   CHECK(a == api::message_id("3c05f23d-77d8-4012-b705-abb073088881", 7));
   CHECK(a != api::message_id("3c05f23d-77d8-4012-b705-abb073088881", 8));
   CHECK(a != api::message_id("50e058bf-1329-4951-b93c-0ffcb0ff221a", 7));
+  // 8-4-4-4-12 lowercase hex; the last 64 bits are the variant and offset.
+  for (std::size_t i : {8u, 13u, 18u, 23u})
+    CHECK(a[i] == '-');
+  CHECK(a.substr(19) == "8000-000000000007");
+  CHECK(api::message_id("p", 0x1234'5678'9abcLL).substr(19)
+        == "8000-123456789abc");
+  for (char c : a)
+    CHECK((c == '-' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')));
 }
