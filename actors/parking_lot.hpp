@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -151,6 +152,7 @@ public:
       auto id = due_.begin()->second;
       auto e = take(id);
       if (e->deadline <= now) {
+        pass_hint(*e);
         answer(*e, Reply{});
       } else {
         hinted.push_back(id);
@@ -158,7 +160,20 @@ public:
       }
     }
     std::sort(hinted.begin(), hinted.end()); // arrival order
-    rerun_held(hinted);
+    if (!hooks_.chain)
+      return rerun_held(hinted);
+    // A hint is its chain's: when the pop that held it delivers, the next
+    // of its chain runs too (the others did not rerun at the wake).
+    for (auto id : hinted) {
+      auto it = held_.find(id);
+      std::shared_ptr<entry> e = std::move(it->second);
+      held_.erase(it);
+      auto key = hooks_.chain(e->req);
+      rerun(id, std::move(e), [this, key, id](bool found_nothing) {
+        if (!found_nothing)
+          run_chain(key, id);
+      });
+    }
   }
 
   /// A wake event: every parked request runs again, in arrival order; one
@@ -241,8 +256,11 @@ public:
     std::vector<std::uint64_t> ids;
     for (auto [it, end] = by_key_.equal_range(key); it != end; ++it)
       ids.push_back(it->second);
-    for (auto id : ids)
-      answer(*take(id), Reply{});
+    for (auto id : ids) {
+      auto e = take(id);
+      pass_hint(*e);
+      answer(*e, Reply{});
+    }
     if (running_.count(key))
       cancelled_.insert(key);
   }
@@ -345,20 +363,50 @@ private:
       run_chain(key, std::nullopt);
   }
 
-  /// Reruns the first request of chain `key` parked after `after` (every
-  /// one when none); when it delivered, the next.
+  /// Reruns the first request of chain `key` parked after `after` (the
+  /// chain's first when none); when it delivered, the next. Iterative: an
+  /// attempt that completes at once queues the next step instead of
+  /// nesting one call deeper per request.
   void run_chain(const std::string& key, std::optional<std::uint64_t> after) {
-    auto it = by_chain_.find(key);
-    if (it == by_chain_.end())
+    chain_steps_.emplace_back(key, after);
+    if (chain_running_)
       return;
-    auto next = after ? it->second.upper_bound(*after) : it->second.begin();
-    if (next == it->second.end())
+    chain_running_ = true;
+    while (!chain_steps_.empty()) {
+      auto [k, from] = std::move(chain_steps_.front());
+      chain_steps_.pop_front();
+      auto it = by_chain_.find(k);
+      if (it == by_chain_.end())
+        continue;
+      auto next = from ? it->second.upper_bound(*from) : it->second.begin();
+      if (next == it->second.end())
+        continue;
+      auto id = *next;
+      rerun(id, take(id), [this, k = k, id](bool found_nothing) {
+        if (!found_nothing)
+          run_chain(k, id);
+      });
+    }
+    chain_running_ = false;
+  }
+
+  /// `e` leaves parked (its deadline, a cancel) holding a wake hint that
+  /// may be its chain's only one (the others did not rerun at the last
+  /// wake): the chain's next parked request takes it over (in `expire`, a
+  /// hint due already makes that one due in the same pass).
+  void pass_hint(const entry& e) {
+    if (!hooks_.chain || !e.wake_at)
       return;
-    auto id = *next;
-    rerun(id, take(id), [this, key, id](bool found_nothing) {
-      if (!found_nothing)
-        run_chain(key, id);
-    });
+    auto c = by_chain_.find(hooks_.chain(e.req));
+    if (c == by_chain_.end())
+      return;
+    auto& next = parked_.at(*c->second.begin());
+    if (next.wake_at && *next.wake_at <= *e.wake_at)
+      return;
+    next.wake_at = e.wake_at;
+    auto id = c->second.begin();
+    due_.erase(next.due_at);
+    next.due_at = due_.emplace(next.due(), *id);
   }
 
   /// Runs a parked request again (it stays counted while it runs); `after`
@@ -412,6 +460,9 @@ private:
   std::map<std::string, std::set<std::uint64_t>> by_topic_;
   /// Parked requests by chain (`hooks::chain`), in arrival order.
   std::map<std::string, std::set<std::uint64_t>> by_chain_;
+  /// `run_chain`'s steps still to take, and whether it is taking them.
+  std::deque<std::pair<std::string, std::optional<std::uint64_t>>> chain_steps_;
+  bool chain_running_ = false;
   std::set<std::uint64_t> any_topic_;
   /// Unparked for a rerun that has not started yet.
   std::map<std::uint64_t, std::unique_ptr<entry>> held_;

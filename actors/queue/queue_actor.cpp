@@ -338,6 +338,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
            },
        .now = [self] { return self->clock().now(); },
        .rearm = [self] { arm(self); },
+       // (names are 1..255 bytes without control characters: the key
+       // cannot be ambiguous)
        .chain =
            [](const queue_pop_request& r) {
              return r.group + '\x1f' + r.partition.value_or("");

@@ -73,6 +73,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::atomic<std::size_t> count{0};
   std::atomic<bool> draining{false};
   bool closing = false; ///< under mx: no connection is added any more
+  std::mutex stop_mx;
+  bool stopped = false; ///< under stop_mx: nothing posted will run
   bool shut_down = false;
 
   impl(server_limits l, handler hh) : limits(l), h(std::move(hh)) {
@@ -147,7 +149,12 @@ public:
   }
 
   void deliver(const std::shared_ptr<slot>& s, response r) {
-    if (srv->io.stopped()) { // the server is gone: nothing will write it
+    // Posted under the server's stop lock, so that a post either runs or
+    // finds the server stopped (then the answer is not written: its lease
+    // is released here).
+    std::unique_lock lock{srv->stop_mx};
+    if (srv->stopped) {
+      lock.unlock();
       if (r.on_unwritten)
         r.on_unwritten();
       return;
@@ -243,6 +250,9 @@ private:
   }
 
   void read_available() {
+    // At most 1 MiB per wake-up: the strand (its answers, its timers) and the
+    // io thread's other connections get their turn.
+    std::size_t read = 0;
     for (;;) {
       asio::error_code ec;
       auto n = socket.read_some(asio::buffer(read_buffer), ec);
@@ -255,7 +265,8 @@ private:
       // bytes are dropped, the reading only notices a client that leaves.
       if (!close_after_write)
         inbuf.append(read_buffer.data(), n);
-      if (n < read_buffer.size() || inbuf.size() > (1u << 20))
+      read += n;
+      if (n < read_buffer.size() || read >= (1u << 20))
         break;
     }
     parse();
@@ -283,6 +294,7 @@ private:
           break;
         continue;
       }
+      continue_pending = false; // its request is whole: no 100 for it now
       auto req = parser.take();
       if (!can_dispatch(req.method)) {
         held = std::move(req);
@@ -366,6 +378,7 @@ private:
 
   /// Answers a request that cannot be parsed, then closes.
   void refuse(int status, const std::string& message) {
+    continue_pending = false;
     request r;
     r.method = "-";
     r.path = "-";
@@ -468,7 +481,9 @@ public:
                 return;
               if (ec)
                 return self->close();
-              for (;;) {
+              // At most 1 MiB per wake-up (the linger timer must get its
+              // turn on this strand).
+              for (std::size_t read = 0; read < (1u << 20);) {
                 asio::error_code rec;
                 auto n = self->socket.read_some(asio::buffer(read_buffer), rec);
                 if (rec == asio::error::would_block
@@ -476,6 +491,7 @@ public:
                   break;
                 if (rec || n == 0)
                   return self->close();
+                read += n;
               }
               self->drain_input();
             }));
@@ -695,6 +711,10 @@ void server::shutdown(std::chrono::milliseconds grace) {
   }
   for (auto& c : all)
     asio::post(c->strand, [c] { c->close(); });
+  {
+    std::lock_guard lock{impl_->stop_mx};
+    impl_->stopped = true; // what was posted before this still runs
+  }
   impl_->work.reset();
   if (impl_->threads.empty())
     impl_->io.run(); // never started: run the posted closes here

@@ -42,6 +42,8 @@ struct fixture {
   std::map<std::string, int> frames;
   int attempts = 0;
   std::vector<int> served;
+  /// The wake hint an attempt that finds nothing answers (none: no hint).
+  std::optional<mono_time> hint;
   mono_time now = mono_time{} + std::chrono::hours{1};
 
   explicit fixture(bool chained) {
@@ -54,6 +56,8 @@ struct fixture {
                 --frames[r.group];
                 reply.claimed.push_back(r.arrival);
                 served.push_back(r.arrival);
+              } else {
+                reply.retry_at = hint;
               }
               k(std::move(reply));
             },
@@ -134,4 +138,37 @@ TEST_CASE("a chain skips pops cancelled since the wake began",
   f.frames["g"] = 2;
   f.lot.wake();
   CHECK(f.served == std::vector<int>{0, 2});
+}
+
+TEST_CASE("a chain's wake hint survives its holder: the next pop takes it "
+          "over, and a hint that delivers continues the chain",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{true};
+  // Two pops; the first will hold the only hint (frames due at t + 10 s).
+  f.lot.submit({"k0", "g", 0}, {}, f.now + std::chrono::seconds{5}, true);
+  f.lot.submit({"k1", "g", 1}, {}, f.now + std::chrono::minutes{1}, true);
+  f.hint = f.now + std::chrono::seconds{10};
+  f.lot.wake(); // k0 reruns, finds nothing, parks with the hint
+  f.hint.reset();
+  CHECK(f.lot.next_due() == f.now + std::chrono::seconds{5});
+  f.now += std::chrono::seconds{5};
+  f.lot.expire(f.now); // k0's deadline: answered; k1 takes the hint
+  CHECK(f.lot.next_due() == f.now + std::chrono::seconds{5});
+  f.now += std::chrono::seconds{5};
+  f.frames["g"] = 1; // the delayed frame is due
+  f.lot.expire(f.now);
+  CHECK(f.served == std::vector<int>{1});
+}
+
+TEST_CASE("a hint that delivers continues its chain to the next pops",
+          "[sim][long-poll][parking-lot]") {
+  fixture f{true};
+  f.park(3, "g");
+  f.hint = f.now + std::chrono::seconds{10};
+  f.lot.wake(); // only the first reruns and takes the hint
+  f.hint.reset();
+  f.now += std::chrono::seconds{10};
+  f.frames["g"] = 2;
+  f.lot.expire(f.now);
+  CHECK(f.served == std::vector<int>{0, 1});
 }
