@@ -8,14 +8,18 @@ namespace spool::api {
 
 namespace {
 
+const char* state_name(readiness st) {
+  return st == readiness::ready      ? "ready"
+         : st == readiness::draining ? "draining"
+                                     : "starting";
+}
+
 void health(service& svc, call& c) {
   json::writer w;
   w.begin_object();
   w.kv("status", "healthy");
   w.kv("server", "spool");
-  w.kv("state", svc.state.load() == readiness::ready      ? "ready"
-                : svc.state.load() == readiness::draining ? "draining"
-                                                          : "starting");
+  w.kv("state", state_name(svc.state.load()));
   w.end_object();
   reply_json(*c.ex, 200, w.take());
 }
@@ -25,9 +29,7 @@ void ready(service& svc, call& c) {
   json::writer w;
   w.begin_object();
   w.kv("ready", st == readiness::ready);
-  w.kv("state", st == readiness::ready      ? "ready"
-                : st == readiness::draining ? "draining"
-                                            : "starting");
+  w.kv("state", state_name(st));
   w.end_object();
   http::header_list extra;
   if (st != readiness::ready)

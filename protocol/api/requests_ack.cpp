@@ -118,10 +118,8 @@ read_ack_object(od::object& obj, const std::string& where, bool in_txn) {
 }
 
 expected<node::ack_request> read_ack_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   auto item = read_ack_object(*obj, "", false);
@@ -133,10 +131,8 @@ expected<node::ack_request> read_ack_body(std::string& body) {
 }
 
 expected<node::ack_request> read_ack_batch_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   node::ack_request req;

@@ -6,10 +6,8 @@
 namespace spool::api {
 
 expected<dlq_filter> read_dlq_filter_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   dlq_filter f;

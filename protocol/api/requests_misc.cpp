@@ -81,10 +81,8 @@ expected<seek_target> read_seek_body(std::string& body, bool empty_is_to_end) {
     t.to_end = true;
     return t;
   }
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   std::optional<api_error> bad_time;
@@ -124,10 +122,8 @@ expected<seek_target> read_seek_body(std::string& body, bool empty_is_to_end) {
 }
 
 expected<micros> read_subscription_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   std::optional<micros> ts;
@@ -227,10 +223,8 @@ expected<void> read_option(std::string_view key, od::value& v, options_patch& p,
 } // namespace
 
 expected<configure_body> read_configure_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   configure_body out;
@@ -274,10 +268,8 @@ expected<milliseconds> read_extend_body(std::string& body) {
   milliseconds by{60'000};
   if (body.empty())
     return by;
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   SPOOL_TRY(json::for_each_field(

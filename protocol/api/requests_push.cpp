@@ -100,10 +100,8 @@ expected<std::vector<node::push_item>> read_items(od::value& v,
 } // namespace
 
 expected<std::vector<node::push_item>> read_push_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   std::optional<std::vector<node::push_item>> items;
@@ -182,10 +180,8 @@ expected<void> read_op(od::value& e, const std::string& where,
 } // namespace
 
 expected<node::txn_request> read_txn_body(std::string& body) {
-  auto doc = json::open_body(body);
-  if (!doc)
-    return doc.err();
-  auto obj = json::root_object(*doc);
+  od::document doc;
+  auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
   node::txn_request req;

@@ -110,6 +110,14 @@ expected<od::document> open_body(std::string& body) {
   return doc;
 }
 
+expected<od::object> open_object(std::string& body, od::document& doc) {
+  auto opened = open_body(body);
+  if (!opened)
+    return opened.err();
+  doc = std::move(*opened);
+  return root_object(doc);
+}
+
 expected<od::object> root_object(od::document& doc) {
   od::object obj;
   if (doc.get_object().get(obj))

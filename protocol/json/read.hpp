@@ -26,6 +26,10 @@ expected<od::document> open_body(std::string& body);
 /// The body's top-level object, or `Request body must be a JSON object`.
 expected<od::object> root_object(od::document& doc);
 
+/// `open_body` then `root_object`, the document kept in the caller's `doc`
+/// (the object reads from it: `doc` must stay where it is).
+expected<od::object> open_object(std::string& body, od::document& doc);
+
 /// A field's value of the wanted type, or `<field> must be <a type>`.
 expected<std::string_view> as_string(od::value& v, std::string_view field);
 expected<std::int64_t> as_int(od::value& v, std::string_view field);
