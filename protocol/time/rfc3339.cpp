@@ -69,6 +69,13 @@ std::optional<micros> parse_rfc3339(std::string_view s) {
   in.peek();
   if (!in.eof())
     return std::nullopt;
+  // An offset can move a time in year 0000 or 9999 out of the four-digit
+  // years: refused, so that every accepted instant has an RFC 3339 form.
+  using namespace date;
+  constexpr auto first = sys_days{year{0} / 1 / 1};
+  constexpr auto end = sys_days{year{10000} / 1 / 1};
+  if (tp < first || tp >= end)
+    return std::nullopt;
   return tp.time_since_epoch().count();
 }
 
