@@ -286,6 +286,8 @@ using node_api = caf::typed_actor<
     /// Browses a partition of a queue by offset.
     caf::replies_to<browse_atom, std::string,
                     browse_request>::with<browse_reply>,
+    /// A message by its partition's uuid and transactionId.
+    caf::replies_to<browse_atom, find_request>::with<find_reply>,
     /// Introspection of groups: cursors, lag, leases, idle time.
     caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
     /// Deletes a group on one queue or all; unknown group: success with 0.
@@ -366,6 +368,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::visibility_policy)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queues_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::browse_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::find_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::find_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_queue_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_delete_request)

@@ -297,10 +297,28 @@ struct browse_request {
   storage::offset from{0};
   std::size_t max_frames = 100;
   std::size_t max_bytes = SIZE_MAX;
+  /// Set: the one frame with this transactionId (`storage::find_frame`),
+  /// `from` and the bounds unused; none there: no frames.
+  std::optional<std::string> transaction_id = {};
+};
+
+/// A message by its partition's uuid and transactionId.
+struct find_request {
+  std::string partition_uuid;
+  std::string transaction_id;
+};
+
+struct find_reply {
+  std::optional<storage::stored_frame> frame; ///< none: not found
+  std::string queue;
+  std::string partition;
+  std::string partition_uuid;
+  std::optional<api_error> failure;
 };
 
 struct browse_reply {
   std::vector<storage::stored_frame> frames;
+  std::string partition_uuid; ///< the partition read
   /// Where the next browse continues.
   storage::offset next{0};
   /// Offsets below the watermark the read jumped over.

@@ -3,19 +3,20 @@
 #include <algorithm>
 
 #include "core/queue/subscription.hpp"
+#include "vocab/message_id.hpp"
 
 namespace spool::gateway_detail {
 
 namespace {
 
-storage::frame to_frame(node::push_item& item,
-                        const std::function<std::string()>& make_id) {
+/// A generated transactionId is left empty here: the partition stores the
+/// message's id as it (vocab/message_id.hpp), known once it has an offset.
+storage::frame to_frame(node::push_item& item) {
   storage::frame f;
   if (item.transaction_id) {
     f.transaction_id = std::move(*item.transaction_id);
     f.origin = storage::txid_origin::client;
   } else {
-    f.transaction_id = make_id();
     f.origin = storage::txid_origin::generated;
   }
   f.trace_id = std::move(item.trace_id);
@@ -27,6 +28,14 @@ storage::frame to_frame(node::push_item& item,
   return f;
 }
 
+/// A pushed item's transactionId: the client's, or (none given) the id the
+/// partition stored for it.
+std::string generated_or(const std::string& given,
+                         const std::string& partition_uuid,
+                         storage::offset at) {
+  return given.empty() ? message_uuid(partition_uuid, at.value) : given;
+}
+
 node::push_result from_target(const actors::push_target& t,
                               const storage::frame_result& r,
                               const std::pair<std::string, std::string>& id) {
@@ -34,7 +43,7 @@ node::push_result from_target(const actors::push_target& t,
   out.queue = t.queue;
   out.partition = t.partition;
   out.partition_id = t.partition_uuid;
-  out.transaction_id = id.first;
+  out.transaction_id = generated_or(id.first, t.partition_uuid, r.off);
   out.trace_id = id.second;
   out.status = r.status == storage::frame_result::duplicate
                    ? node::push_status::duplicate
@@ -50,13 +59,12 @@ std::string group_or_queue_mode(const std::optional<std::string>& g) {
 } // namespace
 
 std::vector<actors::broker_push_item>
-to_broker(std::vector<node::push_item>& items,
-          const std::function<std::string()>& make_id, item_ids& ids) {
+to_broker(std::vector<node::push_item>& items, item_ids& ids) {
   std::vector<actors::broker_push_item> out;
   out.reserve(items.size());
   ids.reserve(items.size());
   for (auto& item : items) {
-    auto f = to_frame(item, make_id);
+    auto f = to_frame(item);
     ids.emplace_back(f.transaction_id, f.trace_id);
     out.push_back(
         {std::move(item.queue), {std::move(item.partition), std::move(f)}});
@@ -273,17 +281,20 @@ node::dlq_message from_broker(core::dlq_item& item) {
   return m;
 }
 
-expected<core::txn_request>
-to_broker(node::txn_request& req, const std::function<std::string()>& make_id,
-          std::vector<item_ids>& ids) {
+expected<core::txn_request> to_broker(node::txn_request& req,
+                                      std::vector<item_ids>& ids) {
   core::txn_request out;
   out.id = std::move(req.transaction_id);
+  if (req.required_leases.size() > core::max_required_leases)
+    return make_error(errc::invalid_argument, "requiredLeases: at most ",
+                      core::max_required_leases, " leases");
+  out.required_leases = std::move(req.required_leases);
   ids.resize(req.operations.size());
   for (std::size_t i = 0; i < req.operations.size(); ++i) {
     if (auto* push = std::get_if<node::txn_push>(&req.operations[i])) {
       core::txn_push_op op;
       for (auto& item : push->items) {
-        auto f = to_frame(item, make_id);
+        auto f = to_frame(item);
         ids[i].emplace_back(f.transaction_id, f.trace_id);
         op.items.push_back(
             {std::move(item.queue), std::move(item.partition), std::move(f)});
@@ -326,7 +337,8 @@ node::txn_reply from_broker(core::txn_result& r,
       p.partition = item.partition;
       p.partition_id = item.partition_uuid;
       if (i < ids.size() && j < ids[i].size()) {
-        p.transaction_id = ids[i][j].first;
+        p.transaction_id
+            = generated_or(ids[i][j].first, item.partition_uuid, item.off);
         p.trace_id = ids[i][j].second;
       }
       p.status = item.status == core::txn_push_status::duplicate

@@ -28,8 +28,7 @@ std::string gateway::new_token() {
 
 void gateway::push(node::push_request req, done<node::push_reply> k) {
   auto ids = std::make_shared<item_ids>();
-  auto items = to_broker(
-      req.items, [this] { return impl_->next_id(); }, *ids);
+  auto items = to_broker(req.items, *ids);
   impl_->ask<actors::queue_push_reply>(
       std::move(k),
       [ids](actors::queue_push_reply& r, const clocks&) {

@@ -71,6 +71,9 @@ public:
   /// Answers the number of partitions whose retained range moved.
   void purge(node::purge_request req, done<std::size_t> k);
   void browse(node::browse_request req, done<node::browse_reply> k);
+  /// The message, without lease; `not_found` when its partition is unknown
+  /// or holds no retained message with that transactionId.
+  void find(node::find_request req, done<node::message> k);
 
   void groups(node::groups_request req, done<std::vector<node::cursor_view>> k);
   void delete_group(node::delete_group_request req,

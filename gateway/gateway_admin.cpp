@@ -129,7 +129,8 @@ void gateway::browse(node::browse_request req, done<node::browse_reply> k) {
     return or_failure(r, [&](actors::browse_reply& r) {
       node::browse_reply out;
       for (auto& f : r.frames)
-        out.messages.push_back(from_stored(f, queue, partition, ""));
+        out.messages.push_back(
+            from_stored(f, queue, partition, r.partition_uuid));
       out.next = r.next.value;
       if (r.skipped)
         out.skipped = node::skipped_range{partition, r.skipped->first.value,
@@ -140,6 +141,21 @@ void gateway::browse(node::browse_request req, done<node::browse_reply> k) {
   impl_->ask<actors::browse_reply>(std::move(k), std::move(convert),
                                    actors::browse_atom::value,
                                    std::move(req.queue), std::move(b));
+}
+
+void gateway::find(node::find_request req, done<node::message> k) {
+  impl_->ask<actors::find_reply>(
+      std::move(k),
+      [](actors::find_reply& r, const clocks&) -> expected<node::message> {
+        if (r.failure)
+          return *r.failure;
+        if (!r.frame)
+          return make_error(errc::not_found, "Message not found");
+        return from_stored(*r.frame, r.queue, r.partition, r.partition_uuid);
+      },
+      actors::browse_atom::value,
+      actors::find_request{std::move(req.partition_id),
+                           std::move(req.transaction_id)});
 }
 
 void gateway::groups(node::groups_request req,
@@ -212,8 +228,7 @@ void gateway::dlq_delete(dlq_filter f, done<node::dlq_count> k) {
 
 void gateway::transaction(node::txn_request req, done<node::txn_reply> k) {
   auto ids = std::make_shared<std::vector<item_ids>>();
-  auto t = to_broker(
-      req, [this] { return impl_->next_id(); }, *ids);
+  auto t = to_broker(req, *ids);
   if (!t)
     return k(t.err());
   impl_->ask<actors::txn_reply>(

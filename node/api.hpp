@@ -263,6 +263,13 @@ struct browse_reply {
   std::optional<skipped_range> skipped;
 };
 
+/// One message by its partition's uuid and transactionId (a client-given
+/// one, or the id the node generated, which is its message id).
+struct find_request {
+  std::string partition_id;
+  std::string transaction_id;
+};
+
 // -- consumer groups ----------------------------------------------------------
 
 struct lease_view {
@@ -340,6 +347,9 @@ struct txn_ack {
 struct txn_request {
   std::optional<std::string> transaction_id; ///< client-given: idempotent
   std::vector<std::variant<txn_push, txn_ack>> operations;
+  /// Queen's `requiredLeases`: the leases an ack without a `leaseId` settles
+  /// under (docs/transactions.md).
+  std::vector<std::string> required_leases = {};
 };
 
 struct txn_op_result {

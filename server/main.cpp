@@ -127,11 +127,7 @@ int main(int argc, char** argv) {
               : spool::storage::subscription_mode::all;
     bc.node.retention_interval = std::chrono::seconds{
         static_cast<std::int64_t>(opts.retention.interval_s)};
-    bc.node.wall = [] {
-      return std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    };
+    bc.node.wall = spool::system_wall_now;
     auto broker = spool::actors::spawn_broker(sys, bc);
     if (!broker) {
       spdlog::critical("cannot start the broker: {}", to_string(broker.err()));

@@ -5,6 +5,7 @@
 
 #include "storage/keys.hpp"
 #include "storage/tables.hpp"
+#include "vocab/message_id.hpp"
 
 namespace spool::storage {
 
@@ -104,7 +105,7 @@ expected<sealed_append> partition_log::seal(txn& read,
       ++end;
     }
     std::span<const frame* const> part{stored.data() + begin, end - begin};
-    auto bytes_enc = enc.encode(base, out.created_at, part);
+    auto bytes_enc = enc.encode(base, out.created_at, part, durable_.uuid);
     if (!bytes_enc)
       return make_error(bytes_enc.err().code, w, ": ", bytes_enc.err().message);
     mut::append_segment m;
@@ -201,6 +202,35 @@ void partition_log::watermark_moved(offset watermark) {
 }
 
 // -- reads --------------------------------------------------------------------
+
+expected<std::optional<stored_frame>> find_frame(txn& t,
+                                                 const partition_record& rec,
+                                                 offset end,
+                                                 std::string_view txid) {
+  using found = std::optional<stored_frame>;
+  auto at = [&](offset o) -> expected<found> {
+    if (o < rec.watermark || o >= end)
+      return found{};
+    auto r = read_frames(t, rec.queue, rec.id, o, 1);
+    if (!r)
+      return std::move(r).err();
+    if (r->frames.empty() || r->frames.front().off != o
+        || r->frames.front().data.transaction_id != txid)
+      return found{}; // a gap there, or the id names another frame now
+    return found{std::move(r->frames.front())};
+  };
+  if (auto o = message_uuid_offset(rec.uuid, txid)) {
+    auto f = at(offset{*o});
+    if (!f || *f)
+      return f;
+  }
+  auto d = tables::get_dedup(t, rec.queue, rec.id, txid);
+  if (!d)
+    return std::move(d).err();
+  if (!*d)
+    return found{};
+  return at((*d)->off);
+}
 
 expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
                                   offset from, std::size_t max_frames,

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -135,6 +136,16 @@ struct read_result {
 expected<read_result> read_frames(txn& t, queue_id q, partition_id p,
                                   offset from, std::size_t max_frames,
                                   std::size_t max_bytes = SIZE_MAX);
+
+/// The frame whose transactionId is `txid` in the readable range
+/// [watermark, end) of partition `rec`, found without a scan: a generated id
+/// is its message id and names its offset (vocab/message_id.hpp), a
+/// client-given one is in the dedup index. None: no such frame retained
+/// (also when the index points at a frame that has another id now).
+expected<std::optional<stored_frame>> find_frame(txn& t,
+                                                 const partition_record& rec,
+                                                 offset end,
+                                                 std::string_view txid);
 
 /// The timestamp walk via the time index, O(log segments): `base - 1` of the
 /// first retained segment with `created_at >= ts` (lowest base on ties), or

@@ -8,6 +8,7 @@
 
 #include "storage/keys.hpp"
 #include "storage/serial.hpp"
+#include "vocab/message_id.hpp"
 
 namespace spool::storage {
 
@@ -175,25 +176,30 @@ segment_encoder::segment_encoder(compression mode) :
 segment_encoder::~segment_encoder() = default;
 
 expected<std::string> segment_encoder::encode(offset base, micros created_at,
-                                              std::span<const frame> frames) {
+                                              std::span<const frame> frames,
+                                              std::string_view id_space) {
   std::vector<const frame*> ptrs;
   ptrs.reserve(frames.size());
   for (auto& f : frames)
     ptrs.push_back(&f);
-  return encode(base, created_at, ptrs);
+  return encode(base, created_at, ptrs, id_space);
 }
 
 expected<std::string>
 segment_encoder::encode(offset base, micros created_at,
-                        std::span<const frame* const> frames) {
+                        std::span<const frame* const> frames,
+                        std::string_view id_space) {
   if (frames.empty())
     return make_error(ec::invalid_argument, "a segment needs at least a frame");
   if (frames.size() > UINT32_MAX)
     return make_error(ec::frame_too_large, "too many frames for one segment");
   raw_.clear();
   std::uint8_t seg_flags = 0;
+  auto at = base;
   for (const frame* fp : frames) {
     const frame& f = *fp;
+    auto off = at;
+    at = at + 1;
     std::uint8_t flags = 0;
     if (f.encoding == payload_encoding::binary)
       flags |= frame_flag_binary;
@@ -202,7 +208,11 @@ segment_encoder::encode(offset base, micros created_at,
       seg_flags |= segment_flag_client_ids;
     }
     raw_.push_back(static_cast<char>(flags));
-    put_str(raw_, f.transaction_id);
+    if (f.origin == txid_origin::generated && f.transaction_id.empty()
+        && !id_space.empty())
+      put_str(raw_, message_uuid(id_space, off.value));
+    else
+      put_str(raw_, f.transaction_id);
     put_str(raw_, f.trace_id);
     put_str(raw_, f.producer_sub);
     put_varint(raw_, f.headers.size());

@@ -78,11 +78,15 @@ public:
   segment_encoder(const segment_encoder&) = delete;
   segment_encoder& operator=(const segment_encoder&) = delete;
 
-  /// Encodes `frames` (1..n, already validated) as one segment.
+  /// Encodes `frames` (1..n, already validated) as one segment. A frame
+  /// with a generated, empty transactionId is stored with its message id
+  /// (vocab/message_id.hpp) in `id_space`, its partition's uuid, when given.
   expected<std::string> encode(offset base, micros created_at,
-                               std::span<const frame> frames);
+                               std::span<const frame> frames,
+                               std::string_view id_space = {});
   expected<std::string> encode(offset base, micros created_at,
-                               std::span<const frame* const> frames);
+                               std::span<const frame* const> frames,
+                               std::string_view id_space = {});
 
 private:
   struct impl;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "vocab/ids.hpp"
 #include "vocab/time.hpp"
@@ -49,11 +51,18 @@ struct ack_request {
   ack_status status = ack_status::completed;
   std::string error;                 ///< failure text (failed, dlq)
   std::optional<milliseconds> delay; ///< delayMs (failed, retry)
+  /// A transaction's body-level `requiredLeases` (Queen's JS client names
+  /// its leases there, not per ack): a transaction's ack without a lease of
+  /// its own applies to the cursor's live lease when it is one of these.
+  std::vector<std::string> lease_in = {};
 };
 
 /// The longest retry delay an ack may ask for (`delayMs`): a day, as the
 /// `retryDelay` option's range.
 inline constexpr milliseconds max_ack_delay{86'400'000};
+
+/// The group of pops that name none (queue mode), as listings show it.
+inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
 
 /// Per-item extend errors (api.md); `none` is success.
 enum class extend_error : std::uint8_t {

@@ -17,6 +17,14 @@ using milliseconds = std::chrono::milliseconds;
 /// Wall-clock time in microseconds since the Unix epoch (UTC).
 using micros = std::int64_t;
 
+/// The system's wall clock now (what a real node injects; tests inject
+/// their own).
+inline micros system_wall_now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 /// The wall-clock time at which a monotonic deadline falls, seen from a
 /// moment known on both clocks.
 constexpr micros wall_of(mono_time t, mono_time mono_now, micros wall_now) {

@@ -400,6 +400,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                               self->state.cfg.pop.max_bytes);
         return self->delegate(it->second, browse_atom::value, std::move(req));
       },
+      [self](browse_atom, const find_request& req) {
+        return on_find(self, req);
+      },
       [self](groups_atom, const groups_request& req) {
         return on_groups(self, req);
       },

@@ -220,4 +220,40 @@ void on_cancel(broker_ptr self, const std::string& token,
     self->send(q->second, cancel_atom::value, token);
 }
 
+caf::typed_response_promise<find_reply> on_find(broker_ptr self,
+                                                const find_request& req) {
+  auto rp = promise_for<find_reply>(self);
+  auto& st = self->state;
+  auto* place = live_place(self, req.partition_uuid);
+  auto q = place ? st.queues.find(place->queue) : st.queues.end();
+  if (q == st.queues.end()) {
+    find_reply r;
+    r.failure = make_error(errc::not_found, "Partition not found");
+    rp.deliver(std::move(r));
+    return rp.later();
+  }
+  browse_request b;
+  b.partition = place->partition;
+  b.transaction_id = req.transaction_id;
+  self->request(q->second, caf::infinite, browse_atom::value, std::move(b))
+      .then(
+          [rp, queue = place->queue,
+           partition = place->partition](browse_reply& r) mutable {
+            find_reply out;
+            out.queue = std::move(queue);
+            out.partition = std::move(partition);
+            out.partition_uuid = std::move(r.partition_uuid);
+            out.failure = std::move(r.failure);
+            if (!r.frames.empty())
+              out.frame = std::move(r.frames.front());
+            rp.deliver(std::move(out));
+          },
+          [rp](caf::error& err) mutable {
+            find_reply out;
+            out.failure = unreachable(err, "queue");
+            rp.deliver(std::move(out));
+          });
+  return rp.later();
+}
+
 } // namespace spool::actors::broker_detail

@@ -123,6 +123,10 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only);
 std::vector<queue_actor> queues_named(broker_ptr self,
                                       const std::optional<std::string>& only);
 
+/// A message by partition uuid and transactionId (via its queue).
+caf::typed_response_promise<find_reply> on_find(broker_ptr self,
+                                                const find_request& req);
+
 caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
                                                     const groups_request& req);
 

@@ -387,7 +387,11 @@ caf::typed_response_promise<txn_reply>
 run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   auto& h = *host;
   auto rp = promise_for<txn_reply>(h.self);
+  // Without a client id the answer's id is generated, refusals included
+  // (Queen answers a UUID either way).
+  auto id = req.id ? *req.id : h.node.store.make_uuid();
   if (auto refused = core::check_txn(req, h.node.frames)) {
+    refused->transaction_id = id;
     rp.deliver(txn_reply{std::move(*refused), std::nullopt});
     return rp.later();
   }
@@ -401,7 +405,7 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
           [&](std::size_t i) { return frames[i]->payload.size(); });
       !ok) {
     core::txn_result refused;
-    refused.transaction_id = req.id.value_or("");
+    refused.transaction_id = id;
     refused.error = ok.err().message;
     rp.deliver(txn_reply{std::move(refused), std::nullopt});
     return rp.later();
@@ -410,7 +414,7 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
   run->host = host;
   run->rp = rp;
   run->client_id = req.id.has_value();
-  run->id = req.id ? *req.id : h.node.store.make_uuid();
+  run->id = std::move(id);
   run->home = core::txn_home_queue(req);
   if (run->client_id) {
     if (auto it = h.in_flight.find(flight_key(*run, run->id));

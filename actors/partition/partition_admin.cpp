@@ -12,9 +12,34 @@ namespace spool::actors::partition_detail {
 /// Most frames one browse returns.
 constexpr std::size_t max_browse_frames = 10'000;
 
-browse_reply browse(partition_ptr self, const browse_request& req) {
+namespace {
+
+browse_reply find(partition_ptr self, const std::string& txid) {
   auto& st = self->state;
   browse_reply reply;
+  reply.partition_uuid = st.cfg.record.uuid;
+  auto t = st.cfg.node.store.read();
+  if (!t) {
+    reply.failure = t.err();
+    return reply;
+  }
+  auto& rec = st.log->record();
+  auto f = storage::find_frame(*t, rec, rec.next_offset, txid);
+  if (!f)
+    reply.failure = f.err();
+  else if (*f)
+    reply.frames.push_back(std::move(**f));
+  return reply;
+}
+
+} // namespace
+
+browse_reply browse(partition_ptr self, const browse_request& req) {
+  auto& st = self->state;
+  if (req.transaction_id)
+    return find(self, *req.transaction_id);
+  browse_reply reply;
+  reply.partition_uuid = st.cfg.record.uuid;
   auto end = st.log->record().next_offset; // the readable end
   reply.next = req.from;
   if (req.from.value < 0 || req.max_frames == 0) {

@@ -73,7 +73,8 @@ std::optional<txn_result> check_txn(const txn_request& req,
     auto& ack = std::get<txn_ack_op>(req.ops[i]);
     if (ack.ack.status == ack_status::retry)
       return txn_rollback(id, i, "retry is not allowed in a transaction");
-    if (!ack.ack.lease_id && !ack.ack.lease_epoch)
+    if (!ack.ack.lease_id && !ack.ack.lease_epoch
+        && req.required_leases.empty())
       return txn_rollback(id, i, "an ack in a transaction must name its lease");
     if (auto ok = check_name(name_kind::group, ack.group); !ok)
       return txn_rollback(id, i, ok.err().message);
@@ -109,7 +110,9 @@ txn_plan plan_txn(const txn_request& req) {
       groups.push_back(
           txn_ack_group{ack.queue, ack.partition, ack.group, {}, {}});
     groups[it->second].ops.push_back(i);
-    groups[it->second].reqs.push_back(ack.ack);
+    auto& r = groups[it->second].reqs.emplace_back(ack.ack);
+    if (!r.lease_id && !r.lease_epoch)
+      r.lease_in = req.required_leases;
   }
   // The map is ordered by (queue, partition, group): stage in that order.
   for (auto& [_, idx] : cursors)

@@ -53,7 +53,13 @@ struct txn_request {
   /// the answer is not stored.
   std::optional<std::string> id;
   std::vector<txn_op> ops;
+  /// `requiredLeases`: the leases the acks that name none settle under
+  /// (`ack_request::lease_in`); at most `max_required_leases`.
+  std::vector<std::string> required_leases = {};
 };
+
+/// The most leases a transaction may list in `requiredLeases`.
+inline constexpr std::size_t max_required_leases = 1000;
 
 // -- answer -------------------------------------------------------------------
 

@@ -11,12 +11,13 @@
 
 #include "storage/records.hpp"
 #include "storage/types.hpp"
+#include "vocab/delivery.hpp"
 
 namespace spool::core {
 
 /// The internal group of pops without a consumer group (queue mode): always
 /// registers as `all`, its modes ignored.
-inline constexpr std::string_view queue_mode_group = "__QUEUE_MODE__";
+inline constexpr std::string_view queue_mode_group = spool::queue_mode_group;
 
 /// An RFC 3339 date-time (`2026-07-30T00:00:00Z`, `…T02:00:00.5+02:00`):
 /// `T` or `t` or a space between date and time, `Z`/`z` or `±hh:mm`;

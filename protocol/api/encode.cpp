@@ -1,38 +1,16 @@
 #include "protocol/api/encode.hpp"
 
 #include <openssl/evp.h>
-#include <xxhash.h>
 
 #include <cstdio>
 
 #include "protocol/time/rfc3339.hpp"
+#include "vocab/message_id.hpp"
 
 namespace spool::api {
 
 std::string message_id(const std::string& partition_id, std::int64_t offset) {
-  auto hi = XXH3_64bits(partition_id.data(), partition_id.size());
-  hi = (hi & ~std::uint64_t{0xF000}) | 0x8000; // version 8
-  auto lo = (static_cast<std::uint64_t>(offset) & 0x3FFF'FFFF'FFFF'FFFFull)
-            | 0x8000'0000'0000'0000ull; // variant 10
-  // 8-4-4-4-12 hex digits of hi then lo (formatted by hand: it is written
-  // for every item of every push answer, and snprintf showed in profiles).
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out(36, '-');
-  std::size_t pos = 0;
-  auto put = [&](std::uint64_t v, int nibbles) {
-    for (int i = nibbles - 1; i >= 0; --i)
-      out[pos++] = digits[(v >> (4 * i)) & 0xF];
-  };
-  put(hi >> 32, 8);
-  ++pos;
-  put(hi >> 16, 4);
-  ++pos;
-  put(hi, 4);
-  ++pos;
-  put(lo >> 48, 4);
-  ++pos;
-  put(lo, 12);
-  return out;
+  return message_uuid(partition_id, offset);
 }
 
 namespace {

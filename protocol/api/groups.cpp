@@ -13,12 +13,6 @@ namespace spool::api {
 
 namespace {
 
-micros wall_now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 /// Seconds the oldest undelivered frame has waited (0 without lag).
 std::int64_t time_lag_s(const node::cursor_view& v, micros now) {
   if (v.lag <= 0 || v.oldest_unconsumed_at <= 0)
@@ -37,7 +31,7 @@ void list_groups(service& svc, call& c) {
   svc.gw.groups(
       {}, answer<std::vector<node::cursor_view>>(
               c.ex, [](const std::vector<node::cursor_view>& cs) {
-                auto now = wall_now();
+                auto now = system_wall_now();
                 std::map<std::pair<std::string, std::string>,
                          std::vector<const node::cursor_view*>>
                     by;
@@ -81,7 +75,7 @@ void lagging(service& svc, call& c) {
   svc.gw.groups(
       {}, answer<std::vector<node::cursor_view>>(
               c.ex, [threshold](const std::vector<node::cursor_view>& cs) {
-                auto now = wall_now();
+                auto now = system_wall_now();
                 std::vector<const node::cursor_view*> hits;
                 for (auto& v : cs)
                   if (v.lag > 0 && time_lag_s(v, now) >= threshold)
@@ -122,7 +116,7 @@ void group_detail(service& svc, call& c) {
       req,
       answer<std::vector<node::cursor_view>>(
           c.ex, [](const std::vector<node::cursor_view>& cs) {
-            auto now = wall_now();
+            auto now = system_wall_now();
             std::map<std::string, std::vector<const node::cursor_view*>> by;
             for (auto& v : cs)
               by[v.queue].push_back(&v);

@@ -18,12 +18,6 @@ namespace spool::api {
 
 namespace {
 
-micros wall_now() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::uint64_t rss_bytes() {
   std::ifstream in{"/proc/self/statm"};
   std::uint64_t size = 0, resident = 0;
@@ -90,7 +84,7 @@ void finish(scrape& s) {
 }
 
 void render_groups(std::string& out, const std::vector<node::cursor_view>& cs) {
-  auto now = wall_now();
+  auto now = system_wall_now();
   struct series {
     const char* name;
     const char* text;

@@ -3,6 +3,8 @@
 #include "protocol/api/requests.hpp"
 #include "protocol/api/requests_detail.hpp"
 
+#include <algorithm>
+
 namespace spool::api {
 
 api_error required(const std::string& field) {
@@ -177,6 +179,29 @@ expected<void> read_op(od::value& e, const std::string& where,
   return {};
 }
 
+/// `requiredLeases`: lease ids (null: absent); repeats are kept once.
+expected<void> read_required_leases(od::value& v,
+                                    std::vector<std::string>& out) {
+  if (json::is_null(v))
+    return {};
+  auto arr = json::as_array(v, "requiredLeases");
+  if (!arr)
+    return arr.err();
+  SPOOL_TRY(json::for_each_element(
+      *arr, "requiredLeases",
+      [&](std::size_t i, od::value& e) -> expected<void> {
+        auto s
+            = json::as_string(e, "requiredLeases[" + std::to_string(i) + "]");
+        if (!s)
+          return s.err();
+        out.emplace_back(*s);
+        return {};
+      }));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return {};
+}
+
 } // namespace
 
 expected<node::txn_request> read_txn_body(std::string& body) {
@@ -197,8 +222,10 @@ expected<node::txn_request> read_txn_body(std::string& body) {
           req.transaction_id = std::string{*s};
           return {};
         }
+        if (key == "requiredLeases") // Queen's JS client names leases here
+          return read_required_leases(v, req.required_leases);
         if (key != "operations")
-          return {}; // requiredLeases (sent by Queen's JS client): ignored
+          return {};
         auto arr = json::as_array(v, "operations");
         if (!arr)
           return make_error(errc::invalid_argument,

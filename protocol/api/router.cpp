@@ -56,6 +56,7 @@ router::router(service& svc) : svc_(svc) {
   add_ack_routes(table);
   add_replay_routes(table);
   add_queue_routes(table);
+  add_message_routes(table);
   add_group_routes(table);
   add_dlq_routes(table);
   add_ops_routes(table);

@@ -27,6 +27,7 @@ void add_push_pop_routes(std::vector<route>& table);
 void add_ack_routes(std::vector<route>& table);
 void add_replay_routes(std::vector<route>& table);
 void add_queue_routes(std::vector<route>& table);
+void add_message_routes(std::vector<route>& table);
 void add_group_routes(std::vector<route>& table);
 void add_dlq_routes(std::vector<route>& table);
 void add_ops_routes(std::vector<route>& table);

@@ -307,6 +307,59 @@ TEST_CASE("a transaction pushes and acks all or nothing",
   CHECK(pop(s, "out2").header("x-spool-empty") == "no_partition");
 }
 
+TEST_CASE("a transaction's acks settle under the leases its requiredLeases "
+          "names, as Queen's JS client sends them",
+          "[system][http][transaction][queen-shape]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("in", 2)).status == 201);
+  auto m = pop(s, "in", "batch=2").body_json();
+  REQUIRE(m["messages"].size() == 2);
+  auto lease = m["messages"][0]["leaseId"];
+  auto ack_of = [&](const json& msg) {
+    return json{{"type", "ack"},
+                {"transactionId", msg["transactionId"]},
+                {"partitionId", msg["partitionId"]},
+                {"status", "completed"}};
+  };
+  auto first = ack_of(m["messages"][0]);
+  // No lease anywhere: refused, nothing applied, and the answer still has
+  // a transaction id.
+  auto none
+      = s.post("/api/v1/transaction", json{{"operations", {first}}}.dump())
+            .body_json();
+  CHECK(none["success"] == false);
+  CHECK(none["error"]
+        == "operations[0]: an ack in a transaction must name its lease");
+  CHECK(none["transactionId"].get<std::string>().size() == 36);
+  // A lease that is not the live one: refused.
+  auto wrong
+      = s.post("/api/v1/transaction", json{{"operations", {first}},
+                                           {"requiredLeases", {"not-a-lease"}}}
+                                          .dump())
+            .body_json();
+  CHECK(wrong["success"] == false);
+  CHECK(wrong["error"] == "operations[0]: Invalid or expired lease");
+  auto bad
+      = s.post("/api/v1/transaction",
+               json{{"operations", {first}}, {"requiredLeases", {1}}}.dump());
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"] == "requiredLeases[0] must be a string");
+  // The JS client's shape: leases at the body level, one per message.
+  json txn = {
+      {"operations",
+       {first,
+        ack_of(m["messages"][1]),
+        {{"type", "push"}, {"items", {{{"queue", "out"}, {"payload", 1}}}}}}},
+      {"requiredLeases", {lease, lease}}};
+  auto ok = s.post("/api/v1/transaction", txn.dump()).body_json();
+  CHECK(ok["success"] == true);
+  REQUIRE(ok["results"].size() == 3);
+  CHECK(ok["results"][1]["success"] == true);
+  // Both acked: the queue is empty, the pushed message is there.
+  CHECK(pop(s, "in").status == 204);
+  CHECK(pop(s, "out").status == 200);
+}
+
 TEST_CASE("the DLQ lists a dead letter with Queen's fields and requeues it",
           "[system][http][dlq][queen-shape]") {
   spoold_server s;

@@ -103,6 +103,41 @@ TEST_CASE("retry and a leaseless ack are refused in a transaction",
         == "an ack in a transaction must name its lease");
 }
 
+TEST_CASE("a transaction's ack without a lease settles under the live lease "
+          "when requiredLeases names it",
+          "[txn][cursor]") {
+  leased fx;
+  auto a = fx.ack(0);
+  a.lease_id.reset();
+  a.lease_in = {"other", fx.lease.id};
+  auto s = stage_acks(fx.cur, {a}, fx.last, t0);
+  REQUIRE(std::holds_alternative<staged_acks>(s));
+  auto& staged = std::get<staged_acks>(s);
+  CHECK(staged.outcomes.at(0).error == ack_error::none);
+  CHECK(staged.after.committed() == offset{0});
+
+  a.lease_in = {"other"}; // names a lease that is not the live one
+  auto wrong = stage_acks(fx.cur, {a}, fx.last, t0);
+  REQUIRE(std::holds_alternative<stage_refusal>(wrong));
+  CHECK(std::get<stage_refusal>(wrong).reason == "Invalid or expired lease");
+
+  a.lease_in = {fx.lease.id}; // the lease expired meanwhile
+  auto late = stage_acks(fx.cur, {a}, fx.last, t0 + 30s);
+  REQUIRE(std::holds_alternative<stage_refusal>(late));
+  CHECK(std::get<stage_refusal>(late).reason == "Invalid or expired lease");
+
+  // A failed ack ends the lease: a later one of the same transaction that
+  // names it at the body level fails, as one naming it itself does.
+  auto failed = fx.ack(0, ack_status::failed);
+  failed.lease_id.reset();
+  failed.lease_in = {fx.lease.id};
+  a.lease_in = {fx.lease.id};
+  a.off = offset{1};
+  auto ended = stage_acks(fx.cur, {failed, a}, fx.last, t0);
+  REQUIRE(std::holds_alternative<stage_refusal>(ended));
+  CHECK(std::get<stage_refusal>(ended).index == 1u);
+}
+
 TEST_CASE("a staged ack on a lease that expired is refused", "[txn][cursor]") {
   leased fx;
   auto s = stage_acks(fx.cur, {fx.ack(0)}, fx.last, t0 + 30s);
@@ -176,6 +211,9 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   CHECK(r->error
         == "operations[0]: an ack in a transaction must name its lease");
 
+  leaseless.required_leases = {"L"}; // Queen's JS client names it here
+  CHECK(!check_txn(leaseless, limits));
+
   txn_request bad_item;
   bad_item.ops.push_back(txn_push_op{{{"q", "Default", {}}, {"a/b", "p", {}}}});
   r = check_txn(bad_item, limits);
@@ -222,6 +260,21 @@ TEST_CASE("a transaction stages cursors in one global order and keeps each "
   CHECK(plan.pushes[0].from
         == std::vector<std::pair<std::size_t, std::size_t>>{{1, 0}, {4, 0}});
   CHECK(plan.pushes[1].queue == "x");
+}
+
+TEST_CASE("a transaction's requiredLeases reach only its acks that name no "
+          "lease",
+          "[txn]") {
+  txn_request req;
+  req.required_leases = {"L1", "L2"};
+  req.ops.push_back(ack_op("a", "p", "g", std::nullopt));
+  req.ops.push_back(ack_op("a", "p", "g", "own"));
+  auto plan = plan_txn(req);
+  REQUIRE(plan.acks.size() == 1);
+  REQUIRE(plan.acks[0].reqs.size() == 2);
+  CHECK(plan.acks[0].reqs[0].lease_in == std::vector<std::string>{"L1", "L2"});
+  CHECK(plan.acks[0].reqs[1].lease_in.empty());
+  CHECK(plan.acks[0].reqs[1].lease_id == "own");
 }
 
 TEST_CASE("a transaction's answer survives its stored form", "[txn]") {
