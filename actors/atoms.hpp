@@ -52,5 +52,6 @@ using seek_atom = caf::atom_constant<caf::atom("seek")>;
 using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 using reap_atom = caf::atom_constant<caf::atom("reap")>;
 using lease_atom = caf::atom_constant<caf::atom("lease")>;
+using usage_atom = caf::atom_constant<caf::atom("usage")>;
 
 } // namespace spool::actors

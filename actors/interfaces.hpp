@@ -288,6 +288,8 @@ using node_api = caf::typed_actor<
                     browse_request>::with<browse_reply>,
     /// A message by its partition's uuid and transactionId.
     caf::replies_to<browse_atom, find_request>::with<find_reply>,
+    /// The store's map use.
+    caf::replies_to<usage_atom>::with<usage_reply>,
     /// Introspection of groups: cursors, lag, leases, idle time.
     caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
     /// Deletes a group on one queue or all; unknown group: success with 0.
@@ -401,3 +403,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::lease_extend_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::usage_reply)

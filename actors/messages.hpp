@@ -308,6 +308,12 @@ struct find_request {
   std::string transaction_id;
 };
 
+/// The store's LMDB map use (metrics).
+struct usage_reply {
+  storage::env_usage usage;
+  std::optional<api_error> failure;
+};
+
 struct find_reply {
   std::optional<storage::stored_frame> frame; ///< none: not found
   std::string queue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/limits/names.hpp"
 #include "core/queue/subscription.hpp"
 #include "vocab/message_id.hpp"
 
@@ -288,6 +289,11 @@ expected<core::txn_request> to_broker(node::txn_request& req,
   if (req.required_leases.size() > core::max_required_leases)
     return make_error(errc::invalid_argument, "requiredLeases: at most ",
                       core::max_required_leases, " leases");
+  for (std::size_t i = 0; i < req.required_leases.size(); ++i)
+    if (auto n = req.required_leases[i].size();
+        n == 0 || n > core::max_name_bytes)
+      return make_error(errc::invalid_argument, "requiredLeases[", i,
+                        "] must be 1..", core::max_name_bytes, " bytes");
   out.required_leases = std::move(req.required_leases);
   ids.resize(req.operations.size());
   for (std::size_t i = 0; i < req.operations.size(); ++i) {

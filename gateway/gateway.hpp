@@ -74,6 +74,8 @@ public:
   /// The message, without lease; `not_found` when its partition is unknown
   /// or holds no retained message with that transactionId.
   void find(node::find_request req, done<node::message> k);
+  /// The store's map use as of its last commit.
+  void storage_usage(done<node::storage_usage> k);
 
   void groups(node::groups_request req, done<std::vector<node::cursor_view>> k);
   void delete_group(node::delete_group_request req,

@@ -158,6 +158,18 @@ void gateway::find(node::find_request req, done<node::message> k) {
                            std::move(req.transaction_id)});
 }
 
+void gateway::storage_usage(done<node::storage_usage> k) {
+  impl_->ask<actors::usage_reply>(
+      std::move(k),
+      [](actors::usage_reply& r, const clocks&) {
+        return or_failure(r, [](actors::usage_reply& r) {
+          return node::storage_usage{r.usage.map_bytes, r.usage.used_bytes,
+                                     r.usage.max_map_bytes};
+        });
+      },
+      actors::usage_atom::value);
+}
+
 void gateway::groups(node::groups_request req,
                      done<std::vector<node::cursor_view>> k) {
   impl_->ask<actors::groups_reply>(

@@ -263,6 +263,13 @@ struct browse_reply {
   std::optional<skipped_range> skipped;
 };
 
+/// The store's space: its LMDB map (metrics).
+struct storage_usage {
+  std::uint64_t map_bytes = 0;     ///< the map's size now (it grows)
+  std::uint64_t used_bytes = 0;    ///< pages in use, up to the last one
+  std::uint64_t max_map_bytes = 0; ///< the size it may grow to
+};
+
 /// One message by its partition's uuid and transactionId (a client-given
 /// one, or the id the node generated, which is its message id).
 struct find_request {

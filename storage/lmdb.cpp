@@ -307,6 +307,25 @@ expected<txn> env::read() {
   return txn{t, &dbis_, std::move(lock)};
 }
 
+expected<env_usage> env::usage() {
+  SPOOL_TRY(check_usable());
+  std::unique_lock<std::mutex> gate{gate_};
+  std::shared_lock<std::shared_mutex> lock{resize_mtx_};
+  gate.unlock();
+  MDB_envinfo info;
+  MDB_stat stat;
+  if (auto rc = mdb_env_info(env_, &info); rc != 0)
+    return lmdb_error(rc, "read the map's use");
+  if (auto rc = mdb_env_stat(env_, &stat); rc != 0)
+    return lmdb_error(rc, "read the map's use");
+  env_usage u;
+  u.map_bytes = info.me_mapsize;
+  u.used_bytes
+      = (static_cast<std::uint64_t>(info.me_last_pgno) + 1) * stat.ms_psize;
+  u.max_map_bytes = std::max<std::uint64_t>(opts_.max_map_bytes, u.map_bytes);
+  return u;
+}
+
 expected<txn> env::write() {
   SPOOL_TRY(check_usable());
   MDB_txn* t = nullptr;

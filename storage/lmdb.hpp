@@ -148,6 +148,13 @@ private:
   std::shared_lock<std::shared_mutex> lock_;
 };
 
+/// How much of the LMDB map is in use (`env::usage`).
+struct env_usage {
+  std::uint64_t map_bytes = 0;     ///< the map's size now (it grows)
+  std::uint64_t used_bytes = 0;    ///< pages up to the last one in use
+  std::uint64_t max_map_bytes = 0; ///< the size it may grow to
+};
+
 /// One LMDB environment: the node's whole store.
 class env {
 public:
@@ -166,6 +173,9 @@ public:
     return map_bytes_;
   }
 
+  /// The map's use as of the last commit (any thread; waits for a growth
+  /// in progress).
+  expected<env_usage> usage();
   /// A short read-only transaction. Never hold it across a wait for a write.
   expected<txn> read();
   /// The write transaction (writer thread only).

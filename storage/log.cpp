@@ -12,8 +12,12 @@ namespace spool::storage {
 namespace {
 
 std::size_t approx_size(const frame& f) {
-  std::size_t n = 16 + f.transaction_id.size() + f.trace_id.size()
-                  + f.producer_sub.size() + f.payload.size();
+  // A generated id is written as the message id (36 bytes).
+  auto id = f.origin == txid_origin::generated && f.transaction_id.empty()
+                ? std::size_t{36}
+                : f.transaction_id.size();
+  std::size_t n
+      = 16 + id + f.trace_id.size() + f.producer_sub.size() + f.payload.size();
   for (auto& [k, v] : f.headers)
     n += 4 + k.size() + v.size();
   return n;
@@ -208,19 +212,27 @@ expected<std::optional<stored_frame>> find_frame(txn& t,
                                                  offset end,
                                                  std::string_view txid) {
   using found = std::optional<stored_frame>;
-  auto at = [&](offset o) -> expected<found> {
+  // No stored id is empty or longer (and LMDB refuses keys over 511 bytes).
+  if (txid.empty() || txid.size() > frame_limits{}.max_id_bytes)
+    return found{};
+  auto at = [&](offset o, bool by_message_id) -> expected<found> {
     if (o < rec.watermark || o >= end)
       return found{};
     auto r = read_frames(t, rec.queue, rec.id, o, 1);
     if (!r)
       return std::move(r).err();
-    if (r->frames.empty() || r->frames.front().off != o
-        || r->frames.front().data.transaction_id != txid)
-      return found{}; // a gap there, or the id names another frame now
+    if (r->frames.empty() || r->frames.front().off != o)
+      return found{}; // a gap there
+    auto& d = r->frames.front().data;
+    // The message id names a generated frame whatever id it was stored
+    // with (frames stored before generated ids became message ids).
+    if (d.transaction_id != txid
+        && !(by_message_id && d.origin == txid_origin::generated))
+      return found{}; // the id names another frame
     return found{std::move(r->frames.front())};
   };
   if (auto o = message_uuid_offset(rec.uuid, txid)) {
-    auto f = at(offset{*o});
+    auto f = at(offset{*o}, true);
     if (!f || *f)
       return f;
   }
@@ -229,7 +241,7 @@ expected<std::optional<stored_frame>> find_frame(txn& t,
     return std::move(d).err();
   if (!*d)
     return found{};
-  return at((*d)->off);
+  return at((*d)->off, false);
 }
 
 expected<read_result> read_frames(txn& t, queue_id q, partition_id p,

@@ -119,6 +119,9 @@ public:
   std::string make_uuid() const {
     return s_->make_uuid();
   }
+  expected<env_usage> usage() const {
+    return s_->db().usage();
+  }
 
 private:
   store* s_ = nullptr;

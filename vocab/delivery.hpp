@@ -5,6 +5,7 @@
 /// errors, and why a pop delivers nothing (semantics.md §3–4, api.md).
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,10 +52,11 @@ struct ack_request {
   ack_status status = ack_status::completed;
   std::string error;                 ///< failure text (failed, dlq)
   std::optional<milliseconds> delay; ///< delayMs (failed, retry)
-  /// A transaction's body-level `requiredLeases` (Queen's JS client names
-  /// its leases there, not per ack): a transaction's ack without a lease of
-  /// its own applies to the cursor's live lease when it is one of these.
-  std::vector<std::string> lease_in = {};
+  /// A transaction's body-level `requiredLeases`, sorted (Queen's JS client
+  /// names its leases there, not per ack): a transaction's ack without a
+  /// lease of its own applies to the cursor's live lease when it is one of
+  /// these. One list, shared by all the transaction's acks.
+  std::shared_ptr<const std::vector<std::string>> lease_in = {};
 };
 
 /// The longest retry delay an ack may ask for (`delayMs`): a day, as the

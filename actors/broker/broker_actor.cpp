@@ -403,6 +403,15 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](browse_atom, const find_request& req) {
         return on_find(self, req);
       },
+      [self](usage_atom) {
+        usage_reply r;
+        auto u = self->state.cfg.node.store.usage();
+        if (u)
+          r.usage = *u;
+        else
+          r.failure = u.err();
+        return r;
+      },
       [self](groups_atom, const groups_request& req) {
         return on_groups(self, req);
       },

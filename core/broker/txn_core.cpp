@@ -92,6 +92,13 @@ txn_plan plan_txn(const txn_request& req) {
   std::map<key, std::size_t> cursors;
   std::map<std::string, std::size_t> queues;
   std::vector<txn_ack_group> groups;
+  std::shared_ptr<const std::vector<std::string>> named;
+  if (!req.required_leases.empty()) {
+    auto sorted = req.required_leases;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    named = std::make_shared<const std::vector<std::string>>(std::move(sorted));
+  }
   for (std::size_t i = 0; i < req.ops.size(); ++i) {
     if (auto* push = std::get_if<txn_push_op>(&req.ops[i])) {
       for (std::size_t j = 0; j < push->items.size(); ++j) {
@@ -112,7 +119,7 @@ txn_plan plan_txn(const txn_request& req) {
     groups[it->second].ops.push_back(i);
     auto& r = groups[it->second].reqs.emplace_back(ack.ack);
     if (!r.lease_id && !r.lease_epoch)
-      r.lease_in = req.required_leases;
+      r.lease_in = named;
   }
   // The map is ordered by (queue, partition, group): stage in that order.
   for (auto& [_, idx] : cursors)

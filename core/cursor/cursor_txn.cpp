@@ -15,14 +15,14 @@ stage_acks(const cursor_core& core, const std::vector<ack_request>& reqs,
       return stage_refusal{i, "retry is not allowed in a transaction"};
     ack_request named;
     if (!req->lease_id && !req->lease_epoch) {
-      if (req->lease_in.empty())
+      if (!req->lease_in || req->lease_in->empty())
         return stage_refusal{i, "an ack in a transaction must name its lease"};
       // Named at the body level: the live lease must be one of them (an
       // earlier failed ack of this transaction may have ended it).
       auto live = staged.after.live_lease(now);
       if (!live
-          || std::find(req->lease_in.begin(), req->lease_in.end(), live->id)
-                 == req->lease_in.end())
+          || !std::binary_search(req->lease_in->begin(), req->lease_in->end(),
+                                 live->id))
         return stage_refusal{i, to_string(ack_error::invalid_lease)};
       named = *req;
       named.lease_id = live->id;

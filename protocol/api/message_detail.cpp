@@ -46,19 +46,15 @@ std::string detail_body(const node::message& m, const node::queue_info& q,
     consumed_by += g.consumed;
   }
   // Queen's rule: in queue mode the queue-mode cursor decides; with groups
-  // only, completed once every group is past it.
+  // only, completed once every group is past it, else pending (each group's
+  // entry says whether it holds the message).
   std::string status = "pending";
-  if (queue_state) {
+  if (queue_state)
     status = queue_state->consumed     ? "completed"
              : queue_state->processing ? "processing"
                                        : "pending";
-  } else if (bus > 0) {
-    bool any_processing = std::any_of(groups.begin(), groups.end(),
-                                      [](auto& g) { return g.processing; });
-    status = consumed_by == bus ? "completed"
-             : any_processing   ? "processing"
-                                : "pending";
-  }
+  else if (bus > 0 && consumed_by == bus)
+    status = "completed";
   json::writer w;
   w.begin_object();
   write_message_fields(w, m);

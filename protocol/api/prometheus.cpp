@@ -1,8 +1,8 @@
 // GET /metrics/prometheus: the door's counters and latency histograms, the
-// process (connections, parked pops, RSS, storage files), and per queue,
-// partition and group the node's exact positions, read at each scrape:
-// last offset, watermark, committed, lag in messages and in seconds, the
-// lease, and DLQ sizes.
+// process (connections, parked pops, RSS, storage files, the LMDB map's
+// use), and per queue, partition and group the node's exact positions, read
+// at each scrape: last offset, watermark, committed, lag in messages and in
+// seconds, the lease, and DLQ sizes.
 
 #include <chrono>
 #include <filesystem>
@@ -138,6 +138,23 @@ void render_queues(std::string& out, const std::vector<node::queue_info>& qs) {
             labels({{"queue", q.name}, {"partition", p.name}}), p.watermark);
 }
 
+void render_usage(std::string& out, const node::storage_usage& u) {
+  prom::help(out, "spool_storage_map_bytes", "gauge",
+             "Size of the LMDB map now (it grows by doubling).");
+  gauge(out, "spool_storage_map_bytes", "",
+        static_cast<std::int64_t>(u.map_bytes));
+  prom::help(out, "spool_storage_map_used_bytes", "gauge",
+             "Bytes of the LMDB map in use (pages up to the last one).");
+  gauge(out, "spool_storage_map_used_bytes", "",
+        static_cast<std::int64_t>(u.used_bytes));
+  prom::help(out, "spool_storage_map_max_bytes", "gauge",
+             "The size the LMDB map may grow to (storage full beyond).");
+  gauge(out, "spool_storage_map_max_bytes", "",
+        static_cast<std::int64_t>(u.max_map_bytes));
+}
+
+void scrape_node(std::shared_ptr<scrape> s, gateway& gw);
+
 void prometheus(service& svc, call& c) {
   auto s = std::make_shared<scrape>();
   s->ex = c.ex;
@@ -163,6 +180,16 @@ void prometheus(service& svc, call& c) {
           static_cast<std::int64_t>(dir_bytes(svc.data_dir)));
   }
   auto& gw = svc.gw;
+  gw.storage_usage([s, &gw](expected<node::storage_usage> u) {
+    if (!u)
+      return reply_error(*s->ex, u.err());
+    render_usage(s->out, *u);
+    scrape_node(s, gw);
+  });
+}
+
+/// The node's listings, one after the other, then the DLQ sizes.
+void scrape_node(std::shared_ptr<scrape> s, gateway& gw) {
   gw.groups({}, [s, &gw](expected<std::vector<node::cursor_view>> cs) {
     if (!cs)
       return reply_error(*s->ex, cs.err());

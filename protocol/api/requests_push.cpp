@@ -3,8 +3,6 @@
 #include "protocol/api/requests.hpp"
 #include "protocol/api/requests_detail.hpp"
 
-#include <algorithm>
-
 namespace spool::api {
 
 api_error required(const std::string& field) {
@@ -179,7 +177,7 @@ expected<void> read_op(od::value& e, const std::string& where,
   return {};
 }
 
-/// `requiredLeases`: lease ids (null: absent); repeats are kept once.
+/// `requiredLeases`: lease ids (null: absent).
 expected<void> read_required_leases(od::value& v,
                                     std::vector<std::string>& out) {
   if (json::is_null(v))
@@ -197,8 +195,6 @@ expected<void> read_required_leases(od::value& v,
         out.emplace_back(*s);
         return {};
       }));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   return {};
 }
 

@@ -344,6 +344,12 @@ TEST_CASE("a transaction's acks settle under the leases its requiredLeases "
                json{{"operations", {first}}, {"requiredLeases", {1}}}.dump());
   CHECK(bad.status == 400);
   CHECK(bad.body_json()["error"] == "requiredLeases[0] must be a string");
+  auto huge = s.post(
+      "/api/v1/transaction",
+      json{{"operations", {first}}, {"requiredLeases", {std::string(256, 'L')}}}
+          .dump());
+  CHECK(huge.status == 400);
+  CHECK(huge.body_json()["error"] == "requiredLeases[0] must be 1..255 bytes");
   // The JS client's shape: leases at the body level, one per message.
   json txn = {
       {"operations",
@@ -421,4 +427,46 @@ TEST_CASE("health, readiness, CORS preflight, an unknown route and Queen's "
              Catch::StartsWith("Not supported by Spool: "));
   CHECK(s.post("/api/v1/system/maintenance", R"({"enabled":true})").status
         == 501);
+}
+
+TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
+          "lag, the counters and the store's map use",
+          "[system][http][metrics]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("q", 3)).status == 201);
+  auto m = pop(s, "q", "consumerGroup=g&batch=1").body_json();
+  REQUIRE(m["messages"].size() == 1);
+  json ack = {{"transactionId", m["messages"][0]["transactionId"]},
+              {"partitionId", m["messages"][0]["partitionId"]},
+              {"leaseId", m["messages"][0]["leaseId"]},
+              {"consumerGroup", "g"}};
+  REQUIRE(s.post("/api/v1/ack", ack.dump()).status == 200);
+  auto r = s.get("/metrics/prometheus");
+  REQUIRE(r.status == 200);
+  auto& text = r.body;
+  auto value = [&](const std::string& series) -> std::int64_t {
+    auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos)
+      return -1;
+    return std::stoll(text.substr(at + series.size() + 2));
+  };
+  CHECK(value(R"(spool_partition_last_offset{queue="q",partition="Default"})")
+        == 2);
+  CHECK(value(R"(spool_partition_watermark{queue="q",partition="Default"})")
+        == 0);
+  auto group = R"({queue="q",partition="Default",group="g"})";
+  CHECK(value(std::string{"spool_group_committed_offset"} + group) == 0);
+  CHECK(value(std::string{"spool_group_lag_messages"} + group) == 2);
+  CHECK(value(std::string{"spool_group_lease_active"} + group) == 0);
+  CHECK(value("spool_messages_pushed_total") == 3);
+  CHECK(value("spool_messages_popped_total") == 1);
+  CHECK(value("spool_acks_total") == 1);
+  auto map = value("spool_storage_map_bytes");
+  auto used = value("spool_storage_map_used_bytes");
+  CHECK(map > 0);
+  CHECK(used > 0);
+  CHECK(used <= map);
+  CHECK(value("spool_storage_map_max_bytes") >= map);
+  CHECK(value("spool_storage_bytes") > 0);
+  CHECK(value("spool_process_resident_bytes") > 0);
 }

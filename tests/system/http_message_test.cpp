@@ -55,12 +55,14 @@ TEST_CASE("a message is found by partition and transactionId, generated or "
   CHECK(j["mode"]["type"] == "none");
   CHECK(j["consumerGroups"].empty());
 
-  // Leased by a group: processing; acked: completed, the cursor past it.
+  // Leased by a group: that group's entry is processing, the message pending
+  // (with groups only, Queen's status waits for every group); acked:
+  // completed, the cursor past it.
   auto p = s.get("/api/v1/pop/queue/orders?consumerGroup=billing&batch=1")
                .body_json();
   REQUIRE(p["messages"].size() == 1);
   j = detail(generated).body_json();
-  CHECK(j["status"] == "processing");
+  CHECK(j["status"] == "pending");
   CHECK(j["mode"]["type"] == "bus");
   REQUIRE(j["consumerGroups"].size() == 1);
   CHECK(j["consumerGroups"][0]["name"] == "billing");
@@ -92,4 +94,18 @@ TEST_CASE("a message is found by partition and transactionId, generated or "
       "/api/v1/messages/00000000-0000-4000-8000-000000000000/" + generated);
   CHECK(elsewhere.status == 404);
   CHECK(elsewhere.body_json()["error"] == "Partition not found");
+  // An id longer than any stored one is simply not found.
+  auto long_id = detail(std::string(600, 'x'));
+  CHECK(long_id.status == 404);
+  CHECK(long_id.body_json()["error"] == "Message not found");
+
+  // In queue mode the queue-mode cursor decides: leased, processing.
+  auto q = s.get("/api/v1/pop/queue/orders?batch=1").body_json();
+  REQUIRE(q["messages"].size() == 1);
+  j = detail(generated).body_json();
+  CHECK(j["status"] == "processing");
+  CHECK(j["mode"]["hasQueueMode"] == true);
+  CHECK(j["leaseExpiresAt"].is_string());
+  // The second message lies outside that lease: still pending.
+  CHECK(detail("order%207").body_json()["status"] == "pending");
 }

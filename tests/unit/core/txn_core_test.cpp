@@ -109,19 +109,23 @@ TEST_CASE("a transaction's ack without a lease settles under the live lease "
   leased fx;
   auto a = fx.ack(0);
   a.lease_id.reset();
-  a.lease_in = {"other", fx.lease.id};
+  auto named = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return std::make_shared<const std::vector<std::string>>(std::move(v));
+  };
+  a.lease_in = named({"other", fx.lease.id});
   auto s = stage_acks(fx.cur, {a}, fx.last, t0);
   REQUIRE(std::holds_alternative<staged_acks>(s));
   auto& staged = std::get<staged_acks>(s);
   CHECK(staged.outcomes.at(0).error == ack_error::none);
   CHECK(staged.after.committed() == offset{0});
 
-  a.lease_in = {"other"}; // names a lease that is not the live one
+  a.lease_in = named({"other"}); // names a lease that is not the live one
   auto wrong = stage_acks(fx.cur, {a}, fx.last, t0);
   REQUIRE(std::holds_alternative<stage_refusal>(wrong));
   CHECK(std::get<stage_refusal>(wrong).reason == "Invalid or expired lease");
 
-  a.lease_in = {fx.lease.id}; // the lease expired meanwhile
+  a.lease_in = named({fx.lease.id}); // the lease expired meanwhile
   auto late = stage_acks(fx.cur, {a}, fx.last, t0 + 30s);
   REQUIRE(std::holds_alternative<stage_refusal>(late));
   CHECK(std::get<stage_refusal>(late).reason == "Invalid or expired lease");
@@ -130,8 +134,8 @@ TEST_CASE("a transaction's ack without a lease settles under the live lease "
   // names it at the body level fails, as one naming it itself does.
   auto failed = fx.ack(0, ack_status::failed);
   failed.lease_id.reset();
-  failed.lease_in = {fx.lease.id};
-  a.lease_in = {fx.lease.id};
+  failed.lease_in = named({fx.lease.id});
+  a.lease_in = named({fx.lease.id});
   a.off = offset{1};
   auto ended = stage_acks(fx.cur, {failed, a}, fx.last, t0);
   REQUIRE(std::holds_alternative<stage_refusal>(ended));
@@ -266,14 +270,15 @@ TEST_CASE("a transaction's requiredLeases reach only its acks that name no "
           "lease",
           "[txn]") {
   txn_request req;
-  req.required_leases = {"L1", "L2"};
+  req.required_leases = {"L2", "L1", "L2"}; // sorted, repeats once
   req.ops.push_back(ack_op("a", "p", "g", std::nullopt));
   req.ops.push_back(ack_op("a", "p", "g", "own"));
   auto plan = plan_txn(req);
   REQUIRE(plan.acks.size() == 1);
   REQUIRE(plan.acks[0].reqs.size() == 2);
-  CHECK(plan.acks[0].reqs[0].lease_in == std::vector<std::string>{"L1", "L2"});
-  CHECK(plan.acks[0].reqs[1].lease_in.empty());
+  REQUIRE(plan.acks[0].reqs[0].lease_in);
+  CHECK(*plan.acks[0].reqs[0].lease_in == std::vector<std::string>{"L1", "L2"});
+  CHECK(!plan.acks[0].reqs[1].lease_in);
   CHECK(plan.acks[0].reqs[1].lease_id == "own");
 }
 

@@ -49,6 +49,45 @@ TEST_CASE("a message pushed without a transactionId is stored with its "
   CHECK(!find(fx, p, upper));
 }
 
+TEST_CASE("a message above the readable end is not found", "[storage][find]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, {msg("a"), msg("b", "order-1"), msg("c")}, 1'000'000));
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto rec = fx.stored(p);
+  // What a reader may not see yet (an earlier seal still in flight) stays
+  // unfound, by message id and by client id alike.
+  for (auto* id : {"gen", "order-1"}) {
+    std::string txid = id == std::string{"gen"} ? spool::message_uuid(p.uuid, 2)
+                                                : std::string{id};
+    auto off = id == std::string{"gen"} ? 2 : 1;
+    auto all = spool::storage::find_frame(*t, rec, rec.next_offset, txid);
+    REQUIRE(all);
+    REQUIRE(*all);
+    auto below = spool::storage::find_frame(*t, rec, offset{off}, txid);
+    REQUIRE(below);
+    CHECK(!*below);
+  }
+}
+
+TEST_CASE("a frame stored before generated ids were message ids is found by "
+          "its message id",
+          "[storage][find]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  auto old = msg("a");
+  old.transaction_id = "6e1c-old-style"; // generated, not the message id
+  REQUIRE(fx.append(log, {old}, 1'000'000));
+  auto f = find(fx, p, spool::message_uuid(p.uuid, 0));
+  REQUIRE(f);
+  CHECK(f->data.transaction_id == "6e1c-old-style");
+  CHECK(!find(fx, p, "6e1c-old-style")); // never indexed
+  CHECK(!find(fx, p, ""));
+}
+
 TEST_CASE("a client-given transactionId is found through the dedup index",
           "[storage][find]") {
   store_fixture fx;

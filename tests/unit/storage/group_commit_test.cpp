@@ -62,6 +62,11 @@ TEST_CASE("the map grows on demand instead of failing when full",
   partition_log log{p, {}, {}};
   segment_encoder plain{compression::off};
   std::string payload(64 * 1024, 'x');
+  auto before = fx.store->db().usage();
+  REQUIRE(before);
+  CHECK(before->map_bytes == (std::size_t{1} << 20));
+  CHECK(before->used_bytes > 0);
+  CHECK(before->used_bytes < before->map_bytes);
   for (int i = 0; i < 80; ++i) { // 5 MiB in total
     auto t = fx.store->db().read();
     REQUIRE(t);
@@ -76,6 +81,13 @@ TEST_CASE("the map grows on demand instead of failing when full",
   }
   CHECK(fx.store->db().map_bytes() >= (std::size_t{4} << 20));
   CHECK(fx.read(p, offset{0}).frames.size() == 80);
+  // The map's use follows: the 5 MiB are in it, and it fits the map.
+  auto after = fx.store->db().usage();
+  REQUIRE(after);
+  CHECK(after->map_bytes == fx.store->db().map_bytes());
+  CHECK(after->used_bytes >= before->used_bytes + 80 * payload.size());
+  CHECK(after->used_bytes <= after->map_bytes);
+  CHECK(after->max_map_bytes >= after->map_bytes);
 }
 
 TEST_CASE("a stopped writer refuses new batches with a clear error",
