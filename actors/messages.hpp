@@ -393,6 +393,8 @@ struct cursor_info {
 struct groups_request {
   std::optional<std::string> group;
   std::optional<std::string> queue;
+  /// With `queue`: only this partition's cursors (unknown: none).
+  std::optional<std::string> partition = {};
 };
 
 struct groups_reply {

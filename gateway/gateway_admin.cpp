@@ -183,7 +183,8 @@ void gateway::groups(node::groups_request req,
         });
       },
       actors::groups_atom::value,
-      actors::groups_request{std::move(req.group), std::move(req.queue)});
+      actors::groups_request{std::move(req.group), std::move(req.queue),
+                             std::move(req.partition)});
 }
 
 void gateway::delete_group(node::delete_group_request req,

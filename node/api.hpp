@@ -305,6 +305,8 @@ struct cursor_view {
 struct groups_request {
   std::optional<std::string> group;
   std::optional<std::string> queue;
+  /// With `queue`: only this partition (unknown: none).
+  std::optional<std::string> partition = {};
 };
 
 struct delete_group_request {

@@ -18,8 +18,16 @@ std::vector<partition_actor> all_partitions(queue_ptr self) {
 caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
                                                     const groups_request& req) {
   auto rp = promise_for<groups_reply>(self);
+  std::vector<partition_actor> asked;
+  if (req.partition) {
+    if (auto it = self->state.partitions.find(*req.partition);
+        it != self->state.partitions.end())
+      asked.push_back(it->second.actor);
+  } else {
+    asked = all_partitions(self);
+  }
   fan_out<std::vector<cursor_info>>(
-      self, all_partitions(self),
+      self, std::move(asked),
       [rp, queue = self->state.cfg.record.name](
           std::vector<fanned<std::vector<cursor_info>>> slots) mutable {
         groups_reply reply;

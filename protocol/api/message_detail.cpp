@@ -125,7 +125,7 @@ void message_detail(service& svc, call& c) {
         return reply_error(*ex,
                            make_error(errc::not_found, "Message not found"));
       auto q = std::make_shared<node::queue_info>(std::move(qs->front()));
-      gw->groups({std::nullopt, msg->queue},
+      gw->groups({std::nullopt, msg->queue, msg->partition},
                  answer<std::vector<node::cursor_view>>(
                      ex, [msg, q](const std::vector<node::cursor_view>& cs) {
                        return std::pair{200, detail_body(*msg, *q, cs)};

@@ -94,6 +94,25 @@ TEST_CASE("a message is found by partition and transactionId, generated or "
       "/api/v1/messages/00000000-0000-4000-8000-000000000000/" + generated);
   CHECK(elsewhere.status == 404);
   CHECK(elsewhere.body_json()["error"] == "Partition not found");
+  // A group that has consumed only another partition of the queue is
+  // subscribed to the queue: it counts here, not past the message, so the
+  // message is no longer completed.
+  REQUIRE(
+      s.post("/api/v1/push",
+             R"({"items":[{"queue":"orders","partition":"p2","payload":3}]})")
+          .status
+      == 201);
+  REQUIRE(
+      s.get("/api/v1/pop/queue/orders/partition/p2?consumerGroup=other").status
+      == 200);
+  j = detail(generated).body_json();
+  REQUIRE(j["consumerGroups"].size() == 2);
+  CHECK(j["consumerGroups"][1]["name"] == "other");
+  CHECK(j["consumerGroups"][1]["consumed"] == false);
+  CHECK(j["mode"]["busGroupsCount"] == 2);
+  CHECK(j["mode"]["consumedByGroups"] == 1);
+  CHECK(j["status"] == "pending");
+
   // An id longer than any stored one is simply not found.
   auto long_id = detail(std::string(600, 'x'));
   CHECK(long_id.status == 404);
