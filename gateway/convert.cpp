@@ -286,6 +286,9 @@ expected<core::txn_request> to_broker(node::txn_request& req,
                                       std::vector<item_ids>& ids) {
   core::txn_request out;
   out.id = std::move(req.transaction_id);
+  auto& leases = req.required_leases; // repeats count once
+  std::sort(leases.begin(), leases.end());
+  leases.erase(std::unique(leases.begin(), leases.end()), leases.end());
   if (req.required_leases.size() > core::max_required_leases)
     return make_error(errc::invalid_argument, "requiredLeases: at most ",
                       core::max_required_leases, " leases");

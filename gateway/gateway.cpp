@@ -85,6 +85,7 @@ void gateway::cancel(const std::string& token) {
 
 std::size_t gateway::cancel_all() {
   std::lock_guard lock{impl_->pops->mx};
+  impl_->pops->closed = true;
   for (auto& [token, e] : impl_->pops->pops) {
     if (e.helper)
       caf::anon_send(e.helper, actors::cancel_atom::value);

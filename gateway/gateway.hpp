@@ -48,7 +48,8 @@ public:
   /// empty at once, leasing nothing. Unknown or finished tokens: nothing.
   void cancel(const std::string& token);
   /// Every pop in flight is cancelled (a node shutting down answers its
-  /// parked pops empty). Answers how many there were.
+  /// parked pops empty), and so is every later one as it starts: none
+  /// parks past a shutdown. Answers how many were in flight.
   std::size_t cancel_all();
   /// Pops in flight now (parked long polls among them).
   std::size_t pops_in_flight() const;

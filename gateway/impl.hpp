@@ -42,6 +42,9 @@ struct gateway::impl {
     };
     std::mutex mx;
     std::unordered_map<std::string, entry> pops;
+    /// Set by `cancel_all` (a node shutting down): a pop that comes later
+    /// is cancelled as it starts, so none parks past the shutdown.
+    bool closed = false;
     void erase(const std::string& token) {
       std::lock_guard lock{mx};
       pops.erase(token);
@@ -105,7 +108,10 @@ struct gateway::impl {
     bool in_flight = false;
     {
       std::lock_guard lock{pops->mx};
-      in_flight = !pops->pops.try_emplace(token).second;
+      auto [it, fresh] = pops->pops.try_emplace(token);
+      in_flight = !fresh;
+      if (fresh && pops->closed)
+        it->second.cancelled = true; // answered at once (after the spawn)
     }
     if (in_flight) // answered outside the lock (it may call the gateway)
       return k(make_error(errc::invalid_argument, "pop token ", token,

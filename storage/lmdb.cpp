@@ -293,25 +293,33 @@ expected<void> env::check_usable() const {
   return {};
 }
 
-expected<txn> env::read() {
-  SPOOL_TRY(check_usable());
+expected<std::shared_lock<std::shared_mutex>> env::shared_use() {
   // Pass the gate first: while a grow waits for running readers to finish,
   // it holds the gate, so new readers queue behind it (writer preference;
   // glibc's shared_mutex alone prefers readers and could starve the grow).
   std::unique_lock<std::mutex> gate{gate_};
   std::shared_lock<std::shared_mutex> lock{resize_mtx_};
   gate.unlock();
+  // Checked under the lock: a growth that failed while this thread waited
+  // left no map to read (`broken_` is set under the exclusive lock).
+  SPOOL_TRY(check_usable());
+  return lock;
+}
+
+expected<txn> env::read() {
+  auto lock = shared_use();
+  if (!lock)
+    return std::move(lock).err();
   MDB_txn* t = nullptr;
   if (auto rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t); rc != 0)
     return lmdb_error(rc, "begin read transaction");
-  return txn{t, &dbis_, std::move(lock)};
+  return txn{t, &dbis_, std::move(*lock)};
 }
 
 expected<env_usage> env::usage() {
-  SPOOL_TRY(check_usable());
-  std::unique_lock<std::mutex> gate{gate_};
-  std::shared_lock<std::shared_mutex> lock{resize_mtx_};
-  gate.unlock();
+  auto lock = shared_use();
+  if (!lock)
+    return std::move(lock).err();
   MDB_envinfo info;
   MDB_stat stat;
   if (auto rc = mdb_env_info(env_, &info); rc != 0)

@@ -200,6 +200,8 @@ private:
   }
 
   expected<void> check_usable() const;
+  /// The map held shared (no growth meanwhile), once it is usable.
+  expected<std::shared_lock<std::shared_mutex>> shared_use();
 
   MDB_env* env_ = nullptr;
   env_options opts_;

@@ -356,6 +356,26 @@ TEST_CASE("a gateway pop whose token is in flight is refused",
   CHECK((**parked)->messages.empty());
 }
 
+TEST_CASE("after cancel_all a long-poll pop is answered empty at once, not "
+          "parked for its timeout (a node shutting down)",
+          "[gateway][cancel][shutdown]") {
+  gateway_sim fx;
+  auto [first, parked] = fx.waiting_pop();
+  fx.run();
+  CHECK(fx.gw->cancel_all() == 1);
+  fx.run();
+  REQUIRE(*parked);
+  CHECK((**parked)->messages.empty());
+  // A pop that arrives after the door began to drain (it passed the
+  // router's check just before) does not park: answered at once.
+  auto [late, answer] = fx.waiting_pop();
+  fx.run();
+  REQUIRE(*answer);
+  REQUIRE(**answer);
+  CHECK((**answer)->messages.empty());
+  CHECK(fx.gw->pops_in_flight() == 0);
+}
+
 TEST_CASE("a gateway cancel sent right after its pop, before the pop reached "
           "the broker, still answers it at once",
           "[gateway][cancel]") {
