@@ -202,6 +202,12 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
   supervise(
       self,
       [self](const caf::actor_addr& src, const caf::error& why) {
+        auto& retiring = self->state.retiring;
+        if (auto it = std::find(retiring.begin(), retiring.end(), src);
+            it != retiring.end()) {
+          retiring.erase(it); // a deleted queue's grace ended
+          return true;
+        }
         for (auto& [name, q] : self->state.queues)
           if (q.address() == src) {
             if (why)

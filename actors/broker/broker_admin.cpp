@@ -331,15 +331,15 @@ on_delete_queue(broker_ptr self, const std::string& name) {
     }
     auto q = it->second;
     st.gate.enter();
-    // The queue quits once deleted; unlinked, its exit does not reach us.
-    self->unlink_from(q);
+    // The queue quits after its grace once deleted: it stays linked (the
+    // broker's end ends it, so a stopping node does not wait for the grace)
+    // and its own end is expected (`retiring`).
     self->request(q, caf::infinite, delete_atom::value)
         .then(
             [self, rp, name, q](delete_queue_reply& r) mutable {
               auto& st = self->state;
-              if (r.failure) {
-                self->link_to(q);
-              } else {
+              if (!r.failure) {
+                st.retiring.push_back(q.address());
                 st.queues.erase(name);
                 forget_queue(self, name);
                 if (auto rec = st.records.find(name); rec != st.records.end()) {
@@ -350,8 +350,7 @@ on_delete_queue(broker_ptr self, const std::string& name) {
               rp.deliver(std::move(r));
               st.gate.leave();
             },
-            [self, rp, q](caf::error& err) mutable {
-              self->link_to(q);
+            [self, rp](caf::error& err) mutable {
               rp.deliver(delete_queue_reply{false, unreachable(err)});
               self->state.gate.leave();
             });
@@ -406,9 +405,8 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
     return rp.later();
   };
   if (group.empty() || group == queue_mode_group)
-    return fail(make_error(
-        errc::invalid_argument,
-        "Queue mode has no subscription"));
+    return fail(
+        make_error(errc::invalid_argument, "Queue mode has no subscription"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
     return fail(ok.err());
   // Each queue owns its records: it gives its part (held until settled),

@@ -35,6 +35,7 @@
 #include <set>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
+#include <vector>
 
 namespace spool::actors::broker_detail {
 
@@ -42,6 +43,10 @@ struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
   std::map<std::string, queue_actor> queues;
+  /// Deleted queues living out their grace (they answer requests in
+  /// flight), still linked so that the broker's end ends them at once; their
+  /// own end is expected, not a death to restart.
+  std::vector<caf::actor_addr> retiring;
   /// Parked pops across every queue (the pop.maxParked cap).
   std::shared_ptr<std::atomic<std::size_t>> parked_total
       = std::make_shared<std::atomic<std::size_t>>(0);

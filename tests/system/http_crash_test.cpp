@@ -157,3 +157,18 @@ TEST_CASE("on SIGTERM, parked pops are answered empty at once and spoold "
   REQUIRE(code);
   CHECK(*code == 0);
 }
+
+TEST_CASE("SIGTERM right after a queue deletion: spoold exits at once, not "
+          "after the deleted queue's grace",
+          "[system][http][shutdown]") {
+  spoold_server s;
+  REQUIRE(s.post("/api/v1/push", push_body("gone", 1)).status == 201);
+  REQUIRE(s.del("/api/v1/resources/queues/gone").status == 200);
+  auto t0 = std::chrono::steady_clock::now();
+  s.signal(SIGTERM);
+  auto code = s.wait_exit(60s);
+  REQUIRE(code);
+  CHECK(*code == 0);
+  // The grace is 30 s; the stop ended the deleted queue with the broker.
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+}
