@@ -73,6 +73,15 @@ struct writer_state {
   /// The stop began: no new group starts (what waits is committed by the
   /// exit handler itself).
   bool stopping = false;
+  writer_state() = default;
+  writer_state(const writer_state&) = delete;
+  writer_state& operator=(const writer_state&) = delete;
+  /// The committer reads `in_flight`'s batches: however the writer ends
+  /// (its exit handler waits too), they outlive the commit.
+  ~writer_state() {
+    if (cfg.commits)
+      cfg.commits->wait_idle();
+  }
 };
 
 using writer_ptr = writer_actor::stateful_pointer<writer_state>;

@@ -42,13 +42,12 @@ public:
     {
       std::lock_guard<std::mutex> guard{mtx_};
       job_.emplace(job{std::move(batches), std::move(done)});
-      busy_ = true;
     }
     cv_.notify_all();
   }
   void wait_idle() override {
     std::unique_lock<std::mutex> lock{mtx_};
-    cv_.wait(lock, [this] { return !busy_; });
+    cv_.wait(lock, [this] { return !running_ && !job_; });
   }
 
 private:
@@ -65,10 +64,14 @@ private:
         return; // stopping with nothing to do
       auto j = std::move(*job_);
       job_.reset();
+      running_ = true;
       lock.unlock();
+      // `done` may start the next job (the writer answers a group and
+      // starts the next before this thread resumes): it is then waiting in
+      // `job_`, and idle means neither a job waits nor one runs.
       j.done(storage::commit_group(env_, j.batches));
       lock.lock();
-      busy_ = false;
+      running_ = false;
       cv_.notify_all();
     }
   }
@@ -77,7 +80,7 @@ private:
   std::mutex mtx_;
   std::condition_variable cv_;
   std::optional<job> job_;
-  bool busy_ = false;
+  bool running_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -286,6 +287,9 @@ public:
         pid_ = -1;
         if (WIFEXITED(st))
           return WEXITSTATUS(st);
+        // A death by signal is a crash: say which, with spoold's own words.
+        std::fprintf(stderr, "spoold died by signal %d; its log:\n%s\n",
+                     WTERMSIG(st), log().c_str());
         return std::nullopt;
       }
       std::this_thread::sleep_for(10ms);
