@@ -122,6 +122,45 @@ inline std::string txn_time(queue_id q, micros created_at,
   return k;
 }
 
+/// queue · partition · offset (traces: the traces of one message)
+inline std::string trace_message(queue_id q, partition_id p, offset off) {
+  auto k = partition(q, p);
+  put_i64(k, off.value);
+  return k;
+}
+
+/// queue · partition · offset · created_at · trace id (traces)
+inline std::string trace(queue_id q, partition_id p, offset off, micros at,
+                         std::string_view id) {
+  auto k = trace_message(q, p, off);
+  put_i64(k, at);
+  k.append(id);
+  return k;
+}
+
+/// The longest trace name: its length is one byte of the key.
+inline constexpr std::size_t max_trace_name = 255;
+
+/// queue · name-length · name (trace_names: one name's entries in a queue)
+inline std::string trace_name_prefix(queue_id q, std::string_view name) {
+  auto k = queue(q);
+  k.push_back(static_cast<char>(name.size()));
+  k.append(name);
+  return k;
+}
+
+/// queue · name-length · name · created_at · partition · offset · trace id
+/// (trace_names: the name index of `traces`, newest last)
+inline std::string trace_name(queue_id q, std::string_view name, micros at,
+                              partition_id p, offset off, std::string_view id) {
+  auto k = trace_name_prefix(q, name);
+  put_i64(k, at);
+  put_u64(k, p.value);
+  put_i64(k, off.value);
+  k.append(id);
+  return k;
+}
+
 /// "doomed" · queue (meta): a deleted queue whose rows are still being
 /// removed in bounded steps (`mut::sweep_queue`).
 inline constexpr std::string_view doomed_prefix = "doomed";

@@ -219,7 +219,7 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
     map = std::max<std::size_t>(map, existing);
   if (auto rc = mdb_env_set_mapsize(raw, map); rc != 0)
     return lmdb_error(rc, "set map size");
-  if (auto rc = mdb_env_set_maxdbs(raw, 16); rc != 0)
+  if (auto rc = mdb_env_set_maxdbs(raw, 24); rc != 0)
     return lmdb_error(rc, "set max dbs");
   if (auto rc = mdb_env_set_maxreaders(raw, 512); rc != 0)
     return lmdb_error(rc, "set max readers");
@@ -251,6 +251,8 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       {"meta", &d.meta},
       {"queue_txns", &d.txns},
       {"queue_txn_time", &d.txn_time},
+      {"traces", &d.traces},
+      {"trace_names", &d.trace_names},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {

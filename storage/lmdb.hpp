@@ -49,6 +49,8 @@ struct dbis {
   MDB_dbi meta = 0;
   MDB_dbi txns = 0;
   MDB_dbi txn_time = 0;
+  MDB_dbi traces = 0;
+  MDB_dbi trace_names = 0;
 };
 
 struct env_options {

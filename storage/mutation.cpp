@@ -5,6 +5,7 @@
 #include "storage/keys.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
+#include "storage/traces.hpp"
 
 namespace spool::storage {
 
@@ -89,8 +90,9 @@ expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
   auto prefix = keys::queue(m.queue);
   auto& d = t.db();
   std::uint64_t budget = std::max<std::uint64_t>(m.max_keys, 1);
-  for (auto dbi : {d.segments, d.segment_time, d.partitions, d.cursors,
-                   d.subscriptions, d.dedup, d.dlq, d.txns, d.txn_time}) {
+  for (auto dbi :
+       {d.segments, d.segment_time, d.partitions, d.cursors, d.subscriptions,
+        d.dedup, d.dlq, d.txns, d.txn_time, d.traces, d.trace_names}) {
     auto left = delete_prefix(t, dbi, prefix, budget);
     if (!left)
       return std::move(left).err();
@@ -248,6 +250,8 @@ expected<void> apply_one(txn& t, const mut::delete_segments& m) {
     if (*entry && (*entry)->off < m.new_watermark)
       SPOOL_TRY(tables::delete_dedup(t, m.queue, m.partition, txid));
   }
+  // Traces go with their messages.
+  SPOOL_TRY(traces::delete_below(t, m.queue, m.partition, rec->watermark));
   return tables::put_partition(t, *rec);
 }
 
@@ -342,6 +346,23 @@ expected<void> apply_one(txn& t, const mut::delete_txn& m) {
   return {};
 }
 
+expected<void> apply_one(txn& t, const mut::put_trace& m) {
+  if (m.rec.id.empty())
+    return make_error(ec::invalid_argument, "trace: no id");
+  for (auto& n : m.rec.names)
+    if (n.empty() || n.size() > keys::max_trace_name)
+      return make_error(ec::invalid_argument, "trace: a name must be 1 to ",
+                        keys::max_trace_name, " bytes");
+  auto rec = tables::require_partition(t, m.queue, m.partition);
+  if (!rec)
+    return std::move(rec).err();
+  if (m.off < rec->watermark || m.off >= rec->next_offset)
+    return make_error(ec::not_found, describe_partition(m.queue, m.partition),
+                      ": no message at offset ", m.off.value,
+                      " (deleted by retention or a purge)");
+  return traces::put(t, m.queue, m.partition, m.off, m.rec);
+}
+
 } // namespace
 
 std::size_t write_batch::byte_size() const noexcept {
@@ -350,6 +371,8 @@ std::size_t write_batch::byte_size() const noexcept {
     n += 64;
     if (auto* a = std::get_if<mut::append_segment>(&m))
       n += a->bytes.size() + a->client_ids.size() * 48;
+    else if (auto* tr = std::get_if<mut::put_trace>(&m))
+      n += tr->rec.data.size() + tr->rec.names.size() * 64;
   }
   return n;
 }

@@ -230,6 +230,21 @@ struct delete_txn {
   }
 };
 
+/// Stores a trace of the message at `off` of (queue, partition), only while
+/// that message is stored: `not_found` when retention or a purge deleted
+/// it, `unknown_queue` when its queue was deleted (so no trace outlives its
+/// message, whatever ran between finding the message and this write).
+struct put_trace {
+  queue_id queue;
+  partition_id partition;
+  offset off;
+  trace_record rec;
+  template <class F>
+  friend auto fields(F& f, put_trace& x) {
+    return f(x.queue, x.partition, x.off, x.rec);
+  }
+};
+
 } // namespace mut
 
 using mutation
@@ -239,7 +254,7 @@ using mutation
                    mut::delete_cursor, mut::put_subscription,
                    mut::delete_subscription, mut::put_dlq, mut::delete_dlq,
                    mut::put_txn, mut::delete_txn, mut::update_dlq,
-                   mut::update_subscription, mut::sweep_queue>;
+                   mut::update_subscription, mut::sweep_queue, mut::put_trace>;
 
 /// Mutations applied together, all or nothing.
 struct write_batch {

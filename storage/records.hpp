@@ -198,6 +198,28 @@ struct txn_record {
   }
 };
 
+/// A note a consumer attached to a message (Queen's message traces): it
+/// lives as long as its message (retention, a purge and the queue's
+/// deletion remove it too).
+struct trace_record {
+  std::string id; ///< a uuid (the wire's traceId)
+  std::string transaction_id;
+  std::string event_type;
+  std::string data; ///< JSON text
+  std::string consumer_group;
+  std::string worker_id;
+  micros created_at = 0;
+  std::vector<std::string> names; ///< distinct, each 1..255 bytes
+
+  friend bool operator==(const trace_record&, const trace_record&) = default;
+
+  template <class F>
+  friend auto fields(F& f, trace_record& x) {
+    return f(x.id, x.transaction_id, x.event_type, x.data, x.consumer_group,
+             x.worker_id, x.created_at, x.names);
+  }
+};
+
 /// Id counters (never reused, also after deletions).
 struct id_counters {
   std::uint64_t next_queue = 1;

@@ -1,32 +1,16 @@
 #include "storage/tables.hpp"
 
 #include "storage/keys.hpp"
+#include "storage/record_codec.hpp"
 #include "storage/serial.hpp"
 
 namespace spool::storage::tables {
 
 namespace {
 
-constexpr char record_version = 1;
 constexpr std::string_view counters_key = "counters";
-
-template <class T>
-expected<void> put_record(txn& t, MDB_dbi dbi, std::string_view key,
-                          const T& rec) {
-  std::string value(1, record_version);
-  append_bytes(value, rec);
-  return t.put(dbi, key, value);
-}
-
-template <class T>
-expected<T> decode_record(std::string_view value, const char* table) {
-  T rec;
-  if (value.empty() || value[0] != record_version
-      || !from_bytes(value.substr(1), rec))
-    return make_error(ec::corrupt_record, "table ", table,
-                      ": record does not decode");
-  return rec;
-}
+using detail::decode_record;
+using detail::put_record;
 
 template <class T>
 expected<std::optional<T>> get_record(txn& t, MDB_dbi dbi, std::string_view key,

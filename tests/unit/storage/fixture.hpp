@@ -59,7 +59,7 @@ inline std::size_t rows_under(st::txn& t, st::queue_id q) {
   auto& d = t.db();
   for (auto dbi :
        {d.segments, d.segment_time, d.partitions, d.cursors, d.subscriptions,
-        d.dedup, d.dlq, d.queues, d.txns, d.txn_time})
+        d.dedup, d.dlq, d.queues, d.txns, d.txn_time, d.traces, d.trace_names})
     REQUIRE(t.scan_prefix(dbi, st::keys::queue(q), [&](auto, auto) {
       ++rows;
       return true;
