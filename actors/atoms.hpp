@@ -53,5 +53,6 @@ using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 using reap_atom = caf::atom_constant<caf::atom("reap")>;
 using lease_atom = caf::atom_constant<caf::atom("lease")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
+using trace_atom = caf::atom_constant<caf::atom("trace")>;
 
 } // namespace spool::actors

@@ -18,6 +18,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/messages.hpp"
+#include "actors/trace_messages.hpp"
 
 namespace spool::actors {
 
@@ -290,6 +291,14 @@ using node_api = caf::typed_actor<
     caf::replies_to<browse_atom, find_request>::with<find_reply>,
     /// The store's map use.
     caf::replies_to<usage_atom>::with<usage_reply>,
+    /// Attaches a trace to a message (unknown message: `not_found`).
+    caf::replies_to<trace_atom, trace_put_request>::with<trace_put_reply>,
+    /// The traces of a message, oldest first (unknown message: none).
+    caf::replies_to<trace_atom, find_request>::with<trace_list_reply>,
+    /// The traces with a name across the live queues, newest first.
+    caf::replies_to<trace_atom, trace_named_request>::with<trace_named_reply>,
+    /// The trace names in use, with counts.
+    caf::replies_to<trace_atom, trace_names_request>::with<trace_names_reply>,
     /// Introspection of groups: cursors, lag, leases, idle time.
     caf::replies_to<groups_atom, groups_request>::with<groups_reply>,
     /// Deletes a group on one queue or all; unknown group: success with 0.
@@ -404,3 +413,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::lease_extend_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::usage_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_put_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_put_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_list_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_named_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_named_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_names_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::trace_names_reply)

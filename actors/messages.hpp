@@ -319,12 +319,15 @@ struct find_reply {
   std::string queue;
   std::string partition;
   std::string partition_uuid;
+  storage::queue_id queue_id = {};
+  storage::partition_id partition_id = {};
   std::optional<api_error> failure;
 };
 
 struct browse_reply {
   std::vector<storage::stored_frame> frames;
   std::string partition_uuid; ///< the partition read
+  storage::partition_id partition_id = {};
   /// Where the next browse continues.
   storage::offset next{0};
   /// Offsets below the watermark the read jumped over.

@@ -88,6 +88,16 @@ public:
 
   void transaction(node::txn_request req, done<node::txn_reply> k);
 
+  /// Attaches a trace to a message; answers its id (`not_found`: no such
+  /// message retained).
+  void add_trace(node::trace_request req, done<std::string> k);
+  /// The traces of a message, oldest first (none for an unknown message).
+  void traces(node::find_request req, done<std::vector<node::trace>> k);
+  /// The traces with a name across every queue, newest first.
+  void traces_named(node::trace_name_query q, done<node::trace_page> k);
+  /// The trace names in use with their counts, most recently used first.
+  void trace_names(node::trace_names_query q, done<node::trace_names_page> k);
+
 private:
   std::unique_ptr<impl> impl_;
 };

@@ -7,18 +7,6 @@ namespace spool {
 
 using namespace gateway_detail;
 
-namespace {
-
-/// The reply's failure, or `f(reply)`.
-template <class Reply, class F>
-auto or_failure(Reply& r, F f) -> expected<decltype(f(r))> {
-  if (r.failure)
-    return *r.failure;
-  return f(r);
-}
-
-} // namespace
-
 void gateway::seek(node::seek_request req, done<node::seek_reply> k) {
   actors::seek_request s;
   s.group = std::move(req.group);

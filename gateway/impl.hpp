@@ -23,6 +23,18 @@ namespace spool {
 
 using gateway_detail::clocks;
 
+namespace gateway_detail {
+
+/// The reply's failure, or `f(reply)`.
+template <class Reply, class F>
+auto or_failure(Reply& r, F f) -> expected<decltype(f(r))> {
+  if (r.failure)
+    return *r.failure;
+  return f(r);
+}
+
+} // namespace gateway_detail
+
 struct gateway::impl {
   caf::actor_system& sys;
   actors::node_api node;

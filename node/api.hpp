@@ -375,4 +375,68 @@ struct txn_reply {
   std::string error; ///< `operations[<i>]: <reason>` on rollback
 };
 
+// -- traces -------------------------------------------------------------------
+
+/// A note attached to a message (Queen's message traces). It lives as long as
+/// its message: retention, a purge or the queue's deletion removes it too.
+struct trace_request {
+  std::string partition_id; ///< the message's partition uuid
+  std::string transaction_id;
+  std::string data; ///< JSON text (an object, array or scalar)
+  std::string event_type = "info";
+  std::string consumer_group = "__QUEUE_MODE__";
+  std::string worker_id;
+  std::vector<std::string> names; ///< repeats count once
+};
+
+struct trace {
+  std::string id;
+  std::string transaction_id;
+  std::string partition_id;
+  std::string event_type;
+  std::string data; ///< JSON text
+  std::string consumer_group;
+  std::string worker_id;
+  micros created_at = 0;
+  std::vector<std::string> names;
+};
+
+/// A trace found by name, with its message.
+struct named_trace {
+  trace t;
+  std::string queue;
+  std::string partition;
+  /// None: the message was deleted since, or it is past the page's byte
+  /// budget (docs/traces.md).
+  std::optional<message> msg;
+};
+
+struct trace_name_query {
+  std::string name;
+  std::size_t limit = 100;
+  std::size_t offset = 0;
+};
+
+struct trace_page {
+  std::vector<named_trace> traces; ///< newest first
+  std::uint64_t total = 0;
+};
+
+struct trace_name_stats {
+  std::string name;
+  std::uint64_t traces = 0;
+  std::uint64_t messages = 0;
+  micros last_seen = 0;
+};
+
+struct trace_names_query {
+  std::size_t limit = 50;
+  std::size_t offset = 0;
+};
+
+struct trace_names_page {
+  std::vector<trace_name_stats> names; ///< most recently used first
+  std::uint64_t total = 0;
+};
+
 } // namespace spool::node

@@ -87,9 +87,12 @@ expected<void> delete_below(txn& t, queue_id q, partition_id p, offset below) {
   return {};
 }
 
-expected<std::vector<trace_record>>
-of_message(txn& t, queue_id q, partition_id p, offset off, std::size_t limit) {
+expected<std::vector<trace_record>> of_message(txn& t, queue_id q,
+                                               partition_id p, offset off,
+                                               std::size_t limit,
+                                               std::size_t max_bytes) {
   std::vector<trace_record> out;
+  std::size_t bytes = 0;
   std::optional<error> failure;
   auto scanned = t.scan_prefix(
       t.db().traces, keys::trace_message(q, p, off), [&](auto, auto value) {
@@ -100,6 +103,9 @@ of_message(txn& t, queue_id q, partition_id p, offset off, std::size_t limit) {
           failure = std::move(rec).err();
           return false;
         }
+        bytes += rec->data.size();
+        if (!out.empty() && bytes > max_bytes)
+          return false;
         out.push_back(std::move(*rec));
         return true;
       });

@@ -409,6 +409,18 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](browse_atom, const find_request& req) {
         return on_find(self, req);
       },
+      [self](trace_atom, trace_put_request& req) {
+        return on_trace_put(self, req);
+      },
+      [self](trace_atom, const find_request& req) {
+        return on_trace_list(self, req);
+      },
+      [self](trace_atom, const trace_named_request& req) {
+        return on_trace_named(self, req);
+      },
+      [self](trace_atom, const trace_names_request& req) {
+        return on_trace_names(self, req);
+      },
       [self](usage_atom) {
         usage_reply r;
         auto u = self->state.cfg.node.store.usage();

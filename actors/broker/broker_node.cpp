@@ -220,39 +220,46 @@ void on_cancel(broker_ptr self, const std::string& token,
     self->send(q->second, cancel_atom::value, token);
 }
 
-caf::typed_response_promise<find_reply> on_find(broker_ptr self,
-                                                const find_request& req) {
-  auto rp = promise_for<find_reply>(self);
+void find_then(broker_ptr self, const find_request& req,
+               std::function<void(find_reply)> k) {
   auto& st = self->state;
   auto* place = live_place(self, req.partition_uuid);
   auto q = place ? st.queues.find(place->queue) : st.queues.end();
   if (q == st.queues.end()) {
     find_reply r;
     r.failure = make_error(errc::not_found, "Partition not found");
-    rp.deliver(std::move(r));
-    return rp.later();
+    return k(std::move(r));
   }
   browse_request b;
   b.partition = place->partition;
   b.transaction_id = req.transaction_id;
   self->request(q->second, caf::infinite, browse_atom::value, std::move(b))
       .then(
-          [rp, queue = place->queue,
-           partition = place->partition](browse_reply& r) mutable {
+          [k, queue = place->queue, partition = place->partition,
+           queue_id = place->queue_id](browse_reply& r) mutable {
             find_reply out;
             out.queue = std::move(queue);
             out.partition = std::move(partition);
             out.partition_uuid = std::move(r.partition_uuid);
+            out.queue_id = storage::queue_id{queue_id};
+            out.partition_id = r.partition_id;
             out.failure = std::move(r.failure);
             if (!r.frames.empty())
               out.frame = std::move(r.frames.front());
-            rp.deliver(std::move(out));
+            k(std::move(out));
           },
-          [rp](caf::error& err) mutable {
+          [k](caf::error& err) mutable {
             find_reply out;
             out.failure = unreachable(err, "queue");
-            rp.deliver(std::move(out));
+            k(std::move(out));
           });
+}
+
+caf::typed_response_promise<find_reply> on_find(broker_ptr self,
+                                                const find_request& req) {
+  auto rp = promise_for<find_reply>(self);
+  find_then(self, req,
+            [rp](find_reply r) mutable { rp.deliver(std::move(r)); });
   return rp.later();
 }
 

@@ -77,6 +77,8 @@ struct broker_state {
   /// the queue of every live lease by id (each queue tells of its own).
   core::partition_directory by_uuid;
   std::unordered_map<std::string, std::string> lease_queue;
+  /// Trace reads by name running beside the broker (broker_traces.cpp).
+  std::size_t trace_readers = 0;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -128,9 +130,25 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only);
 std::vector<queue_actor> queues_named(broker_ptr self,
                                       const std::optional<std::string>& only);
 
-/// A message by partition uuid and transactionId (via its queue).
+/// A message by partition uuid and transactionId (via its queue): `k`
+/// gets the answer (also an unknown partition's `not_found`).
+void find_then(broker_ptr self, const find_request& req,
+               std::function<void(find_reply)> k);
+
 caf::typed_response_promise<find_reply> on_find(broker_ptr self,
                                                 const find_request& req);
+
+caf::typed_response_promise<trace_put_reply>
+on_trace_put(broker_ptr self, trace_put_request& req);
+
+caf::typed_response_promise<trace_list_reply>
+on_trace_list(broker_ptr self, const find_request& req);
+
+caf::typed_response_promise<trace_named_reply>
+on_trace_named(broker_ptr self, const trace_named_request& req);
+
+caf::typed_response_promise<trace_names_reply>
+on_trace_names(broker_ptr self, const trace_names_request& req);
 
 caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
                                                     const groups_request& req);

@@ -18,6 +18,7 @@ browse_reply find(partition_ptr self, const std::string& txid) {
   auto& st = self->state;
   browse_reply reply;
   reply.partition_uuid = st.cfg.record.uuid;
+  reply.partition_id = st.cfg.record.id;
   auto t = st.cfg.node.store.read();
   if (!t) {
     reply.failure = t.err();
@@ -40,6 +41,7 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
     return find(self, *req.transaction_id);
   browse_reply reply;
   reply.partition_uuid = st.cfg.record.uuid;
+  reply.partition_id = st.cfg.record.id;
   auto end = st.log->record().next_offset; // the readable end
   reply.next = req.from;
   if (req.from.value < 0 || req.max_frames == 0) {

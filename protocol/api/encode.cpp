@@ -33,6 +33,19 @@ void str_or_null(json::writer& w, std::string_view k, const std::string& v) {
 
 } // namespace
 
+void write_payload(json::writer& w, std::string_view key,
+                   const node::message& m, std::string_view encoding_key) {
+  w.key(key);
+  if (m.binary) {
+    w.str(base64(m.payload));
+    w.kv(encoding_key, "base64");
+  } else if (m.payload.empty()) {
+    w.null();
+  } else {
+    w.raw(m.payload);
+  }
+}
+
 void write_message_fields(json::writer& w, const node::message& m) {
   w.kv("id", message_id(m.partition_id, m.offset));
   w.kv("offset", m.offset);
@@ -42,15 +55,7 @@ void write_message_fields(json::writer& w, const node::message& m) {
   for (auto& [k, v] : m.headers)
     w.kv(k, v);
   w.end_object();
-  w.key("data");
-  if (m.binary) {
-    w.str(base64(m.payload));
-    w.kv("dataEncoding", "base64");
-  } else if (m.payload.empty()) {
-    w.null();
-  } else {
-    w.raw(m.payload);
-  }
+  write_payload(w, "data", m, "dataEncoding");
   str_or_null(w, "producerSub", m.producer_sub);
   w.kv("createdAt", timefmt::format_micros(m.created_at));
   w.kv("queue", m.queue);

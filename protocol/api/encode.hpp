@@ -16,6 +16,11 @@ namespace spool::api {
 /// original's id and every door names a message the same way.
 std::string message_id(const std::string& partition_id, std::int64_t offset);
 
+/// The message's payload under `key`: its JSON text (none: null), or for a
+/// binary payload its base64 and `encoding_key: "base64"`.
+void write_payload(json::writer& w, std::string_view key,
+                   const node::message& m, std::string_view encoding_key);
+
 /// A message's fields (the caller opens and closes the object).
 void write_message_fields(json::writer& w, const node::message& m);
 

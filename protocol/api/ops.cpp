@@ -83,13 +83,6 @@ void delete_message(service&, call& c) {
                    "by retention and purge, whole segments at a time");
 }
 
-void not_built(service&, call& c) {
-  reply_json(*c.ex, 501,
-             json::error_body("Not built in Spool yet: " + c.req.method + " "
-                              + c.req.path
-                              + " (traces come with a later issue)"));
-}
-
 } // namespace
 
 void add_ops_routes(std::vector<route>& t) {
@@ -108,8 +101,6 @@ void add_ops_routes(std::vector<route>& t) {
   t.push_back({"POST", "/api/v1/stats/refresh", &stats_refresh});
   t.push_back({"DELETE", "/api/v1/messages/:partitionId/:transactionId",
                &delete_message});
-  t.push_back({"POST", "/api/v1/traces", &not_built});
-  t.push_back({"GET", "/api/v1/traces/*", &not_built});
 }
 
 } // namespace spool::api

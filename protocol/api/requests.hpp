@@ -57,4 +57,10 @@ expected<dlq_filter> read_dlq_filter_body(std::string& body);
 /// `from`, `to`).
 expected<dlq_filter> read_dlq_filter_query(const call& c);
 
+/// POST /api/v1/traces: transactionId and partitionId (400 `transactionId
+/// and partitionId are required`), data (any JSON, kept as its text; 400
+/// `data is required`), eventType ("info"), consumerGroup (queue mode),
+/// workerId, traceNames (a string or an array of strings).
+expected<node::trace_request> read_trace_body(std::string& body);
+
 } // namespace spool::api

@@ -60,6 +60,7 @@ router::router(service& svc) : svc_(svc) {
   add_group_routes(table);
   add_dlq_routes(table);
   add_ops_routes(table);
+  add_trace_routes(table);
   add_metrics_routes(table);
   for (auto& r : table) {
     patterns_.push_back(http::compile(r.method, r.pattern));

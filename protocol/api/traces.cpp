@@ -1,0 +1,245 @@
+// Message traces (Queen's traces, docs/traces.md): notes consumers attach
+// to a message, read back by message, by name across queues, and as the
+// list of names in use.
+
+#include <algorithm>
+
+#include "protocol/api/encode.hpp"
+#include "protocol/api/requests_detail.hpp"
+#include "protocol/api/router.hpp"
+#include "protocol/time/rfc3339.hpp"
+
+namespace spool::api {
+
+expected<node::trace_request> read_trace_body(std::string& body) {
+  od::document doc;
+  auto obj = json::open_object(body, doc);
+  if (!obj)
+    return obj.err();
+  node::trace_request t;
+  bool has_data = false;
+  auto text = [](od::value& v, std::string_view key,
+                 std::string& out) -> expected<void> {
+    if (json::is_null(v))
+      return {};
+    auto s = json::as_string(v, key);
+    if (!s)
+      return s.err();
+    out = std::string{*s};
+    return {};
+  };
+  SPOOL_TRY(json::for_each_field(
+      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
+        if (key == "transactionId")
+          return text(v, key, t.transaction_id);
+        if (key == "partitionId")
+          return text(v, key, t.partition_id);
+        if (key == "eventType")
+          return text(v, key, t.event_type);
+        if (key == "consumerGroup")
+          return text(v, key, t.consumer_group);
+        if (key == "workerId")
+          return text(v, key, t.worker_id);
+        if (key == "data") {
+          if (json::is_null(v))
+            return {};
+          auto raw = json::as_raw(v, key);
+          if (!raw)
+            return raw.err();
+          t.data = std::string{*raw};
+          has_data = true;
+          return {};
+        }
+        if (key == "traceNames") {
+          if (json::is_null(v))
+            return {};
+          if (auto s = v.get_string(); !s.error()) {
+            t.names.emplace_back(s.value_unsafe());
+            return {};
+          }
+          auto arr = json::as_array(v, "traceNames");
+          if (!arr)
+            return make_error(errc::invalid_argument,
+                              "traceNames must be a string or an array of "
+                              "strings");
+          return json::for_each_element(
+              *arr, "traceNames",
+              [&](std::size_t i, od::value& e) -> expected<void> {
+                auto s = json::as_string(e, "traceNames[" + std::to_string(i)
+                                                + "]");
+                if (!s)
+                  return s.err();
+                t.names.emplace_back(*s);
+                return {};
+              });
+        }
+        return {};
+      }));
+  if (t.transaction_id.empty() || t.partition_id.empty())
+    return make_error(errc::invalid_argument,
+                      "transactionId and partitionId are required");
+  if (!has_data)
+    return make_error(errc::invalid_argument, "data is required");
+  if (t.event_type.empty())
+    t.event_type = "info";
+  if (t.consumer_group.empty())
+    t.consumer_group = std::string{queue_mode_group};
+  return t;
+}
+
+namespace {
+
+/// The fields every trace shows (Queen's snake_case names).
+void write_trace(json::writer& w, const node::trace& t) {
+  w.kv("id", t.id);
+  w.kv("transaction_id", t.transaction_id);
+  w.kv("partition_id", t.partition_id);
+  w.kv("event_type", t.event_type);
+  w.key("data").raw(t.data);
+  w.kv("consumer_group", t.consumer_group);
+  if (t.worker_id.empty())
+    w.kv_null("worker_id");
+  else
+    w.kv("worker_id", t.worker_id);
+  w.kv("created_at", timefmt::format_micros(t.created_at));
+  w.key("trace_names").begin_array();
+  for (auto& n : t.names)
+    w.str(n);
+  w.end_array();
+}
+
+/// A `limit` (1..`max`, else `dflt`) and `offset` (>= 0) query.
+expected<std::pair<std::size_t, std::size_t>>
+read_page(const call& c, std::size_t dflt, std::size_t max) {
+  auto limit = query_int(c, "limit");
+  if (!limit)
+    return limit.err();
+  auto offset = query_int(c, "offset");
+  if (!offset)
+    return offset.err();
+  std::pair<std::size_t, std::size_t> out{dflt, 0};
+  if (*limit) {
+    if (**limit < 1 || static_cast<std::uint64_t>(**limit) > max)
+      return make_error(errc::invalid_argument, "limit must be 1..", max);
+    out.first = static_cast<std::size_t>(**limit);
+  }
+  if (*offset) {
+    if (**offset < 0)
+      return make_error(errc::invalid_argument, "offset must be non-negative");
+    out.second = static_cast<std::size_t>(**offset);
+  }
+  return out;
+}
+
+/// `{<key>: [items, each by write_item], total, pagination}` (200).
+template <class Item, class Write>
+std::pair<int, std::string>
+page_body(const char* key, const std::vector<Item>& items, std::uint64_t total,
+          std::size_t limit, std::size_t offset, Write write_item) {
+  json::writer w;
+  w.begin_object().key(key).begin_array();
+  for (auto& x : items) {
+    w.begin_object();
+    write_item(w, x);
+    w.end_object();
+  }
+  w.end_array();
+  w.kv("total", total);
+  w.key("pagination").begin_object();
+  w.kv("limit", limit);
+  w.kv("offset", offset);
+  w.end_object();
+  w.end_object();
+  return {200, w.take()};
+}
+
+/// POST /api/v1/traces → 201 {success, traceId}.
+void add(service& svc, call& c) {
+  auto t = read_trace_body(c.req.body);
+  if (!t)
+    return reply_error(*c.ex, t.err());
+  svc.gw.add_trace(std::move(*t),
+                   answer<std::string>(c.ex, [](const std::string& id) {
+                     json::writer w;
+                     w.begin_object();
+                     w.kv("success", true);
+                     w.kv("traceId", id);
+                     w.end_object();
+                     return std::pair{201, w.take()};
+                   }));
+}
+
+/// GET /api/v1/traces/:partitionId/:transactionId → {traces}, oldest first.
+void of_message(service& svc, call& c) {
+  svc.gw.traces({c.params.at(0), c.params.at(1)},
+                answer<std::vector<node::trace>>(
+                    c.ex, [](const std::vector<node::trace>& ts) {
+                      json::writer w;
+                      w.begin_object().key("traces").begin_array();
+                      for (auto& t : ts) {
+                        w.begin_object();
+                        write_trace(w, t);
+                        w.end_object();
+                      }
+                      w.end_array().end_object();
+                      return std::pair{200, w.take()};
+                    }));
+}
+
+/// GET /api/v1/traces/by-name/:traceName → {traces, total, pagination}.
+void by_name(service& svc, call& c) {
+  auto page = read_page(c, 100, 1000);
+  if (!page)
+    return reply_error(*c.ex, page.err());
+  auto [limit, offset] = *page;
+  svc.gw.traces_named(
+      {c.params.at(0), limit, offset},
+      answer<node::trace_page>(
+          c.ex, [limit, offset](const node::trace_page& p) {
+            return page_body("traces", p.traces, p.total, limit, offset,
+                             [](json::writer& w, const node::named_trace& n) {
+                               write_trace(w, n.t);
+                               w.kv("queue_name", n.queue);
+                               w.kv("partition_name", n.partition);
+                               if (n.msg)
+                                 write_payload(w, "message_payload", *n.msg,
+                                               "message_payload_encoding");
+                               else
+                                 w.kv_null("message_payload");
+                             });
+          }));
+}
+
+/// GET /api/v1/traces/names → {trace_names, total, pagination}.
+void names(service& svc, call& c) {
+  auto page = read_page(c, 50, 1000);
+  if (!page)
+    return reply_error(*c.ex, page.err());
+  auto [limit, offset] = *page;
+  svc.gw.trace_names(
+      {limit, offset},
+      answer<node::trace_names_page>(
+          c.ex, [limit, offset](const node::trace_names_page& p) {
+            return page_body(
+                "trace_names", p.names, p.total, limit, offset,
+                [](json::writer& w, const node::trace_name_stats& n) {
+                  w.kv("trace_name", n.name);
+                  w.kv("trace_count", n.traces);
+                  w.kv("message_count", n.messages);
+                  w.kv("last_seen", timefmt::format_micros(n.last_seen));
+                });
+          }));
+}
+
+} // namespace
+
+void add_trace_routes(std::vector<route>& t) {
+  t.push_back({"POST", "/api/v1/traces", &add});
+  // Before the by-message route: both have two segments after /traces.
+  t.push_back({"GET", "/api/v1/traces/names", &names});
+  t.push_back({"GET", "/api/v1/traces/by-name/:traceName", &by_name});
+  t.push_back(
+      {"GET", "/api/v1/traces/:partitionId/:transactionId", &of_message});
+}
+
+} // namespace spool::api
