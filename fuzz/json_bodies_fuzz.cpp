@@ -1,6 +1,6 @@
 // libFuzzer target: the JSON bodies of push, ack, ack/batch, transaction,
-// seek, subscription, configure, extend and DLQ requeue, read as the routes
-// read them. Each reader answers a value or an API error with a message;
+// seek, subscription, configure, extend, DLQ requeue and traces, read as the
+// routes read them. Each reader answers a value or an API error with a message;
 // nothing may crash, and errors are the 400-class ones.
 
 #include <cstddef>
@@ -81,6 +81,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   {
     auto b = fresh();
     check(read_dlq_filter_body(b));
+  }
+  {
+    auto b = fresh();
+    auto r = read_trace_body(b);
+    check(r);
+    if (r) { // data goes back into answers as raw JSON
+      spool::json::writer w;
+      w.begin_array().raw(r->data).end_array();
+    }
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 #include "storage/log.hpp"
+#include "storage/traces.hpp"
 
 #include <algorithm>
 #include <string_view>
@@ -390,6 +391,9 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   // The new watermark is the base of the first segment kept (a later one
   // than the end of the last deleted segment when a failed write left a gap).
   auto next_retained = rec->next_offset;
+  auto traces_end = traces::rows_end(t, q, p, rule.max_trace_rows);
+  if (!traces_end)
+    return std::move(traces_end).err();
   auto scanned = t.scan_prefix(
       t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
         segment_location at{w, keys::segment_base(key)};
@@ -402,7 +406,9 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
           failure = std::move(h).err();
           return false;
         }
-        if (h->created_at >= rule.created_before || h->last() > rule.through) {
+        bool over_traces = count > 0 && *traces_end && h->end() > **traces_end;
+        if (h->created_at >= rule.created_before || h->last() > rule.through
+            || over_traces) {
           next_retained = at.base;
           return false;
         }

@@ -360,6 +360,14 @@ expected<void> apply_one(txn& t, const mut::put_trace& m) {
     return make_error(ec::not_found, describe_partition(m.queue, m.partition),
                       ": no message at offset ", m.off.value,
                       " (deleted by retention or a purge)");
+  auto held = traces::count_of_message(t, m.queue, m.partition, m.off,
+                                       traces::max_per_message);
+  if (!held)
+    return std::move(held).err();
+  if (*held >= traces::max_per_message)
+    return make_error(ec::invalid_argument, "the message holds ",
+                      traces::max_per_message,
+                      " traces, the most a message holds");
   return traces::put(t, m.queue, m.partition, m.off, m.rec);
 }
 

@@ -63,6 +63,42 @@ expected<void> put(txn& t, queue_id q, partition_id p, offset off,
   return {};
 }
 
+expected<std::size_t> count_of_message(txn& t, queue_id q, partition_id p,
+                                       offset off, std::size_t cap) {
+  std::size_t n = 0;
+  auto scanned = t.scan_prefix(t.db().traces, keys::trace_message(q, p, off),
+                               [&](auto, auto) { return ++n < cap; });
+  if (!scanned)
+    return std::move(scanned).err();
+  return n;
+}
+
+expected<std::optional<offset>> rows_end(txn& t, queue_id q, partition_id p,
+                                         std::size_t max_rows) {
+  auto prefix = keys::partition(q, p);
+  std::size_t rows = 0;
+  std::optional<offset> end;
+  std::optional<error> failure;
+  auto scanned
+      = t.scan_prefix(t.db().traces, prefix, [&](auto key, auto value) {
+          auto rec = detail::decode_record<trace_record>(value, table);
+          if (!rec) {
+            failure = std::move(rec).err();
+            return false;
+          }
+          rows += 1 + rec->names.size();
+          if (rows <= max_rows)
+            return true;
+          end = offset{keys::get_i64(key, prefix.size())};
+          return false;
+        });
+  if (!scanned)
+    return std::move(scanned).err();
+  if (failure)
+    return std::move(*failure);
+  return end;
+}
+
 expected<void> delete_below(txn& t, queue_id q, partition_id p, offset below) {
   auto& d = t.db();
   auto cur = t.open_cursor(d.traces);

@@ -20,6 +20,21 @@
 
 namespace spool::storage::traces {
 
+/// The most traces one message holds: a retention step deletes a bounded
+/// number of rows per message it removes.
+inline constexpr std::size_t max_per_message = 100;
+
+/// The number of traces of the message at `off`, counting at most `cap`.
+expected<std::size_t> count_of_message(txn& t, queue_id q, partition_id p,
+                                       offset off, std::size_t cap);
+
+/// Where the rows of (q, p)'s traces pass `max_rows` (a trace and each of
+/// its name entries count one), oldest offset first: the offset of the
+/// message whose traces pass it, or none when all of them fit. Bounds a
+/// retention step (`plan_retention`), visiting at most `max_rows` traces.
+expected<std::optional<offset>> rows_end(txn& t, queue_id q, partition_id p,
+                                         std::size_t max_rows);
+
 /// Stores `rec` as a trace of the message at `off`, with its name entries.
 /// No check that the message exists (`mut::put_trace` makes it).
 expected<void> put(txn& t, queue_id q, partition_id p, offset off,

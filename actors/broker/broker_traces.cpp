@@ -11,12 +11,14 @@
 
 #include <caf/event_based_actor.hpp>
 
+#include <exception>
+
 namespace spool::actors::broker_detail {
 
 namespace {
 
 /// The most traces one message's read returns, and the most data bytes.
-constexpr std::size_t max_message_traces = 1000;
+constexpr std::size_t max_message_traces = storage::traces::max_per_message;
 constexpr std::size_t max_message_trace_bytes = 16u << 20;
 /// Reads by name running at once (each on a thread of its own).
 constexpr std::size_t max_trace_readers = 2;
@@ -49,11 +51,16 @@ void read_aside(broker_ptr self, promise<Reply> rp, Read read) {
         return {[me, store, read](trace_atom) {
           me->quit();
           Reply r;
-          auto t = store.read();
-          if (!t)
-            r.failure = t.err();
-          else if (auto e = read(*t, r); !e)
-            r.failure = e.err();
+          try { // CAF 0.17 answers no request whose handler threw
+            auto t = store.read();
+            if (!t)
+              r.failure = t.err();
+            else if (auto e = read(*t, r); !e)
+              r.failure = e.err();
+          } catch (const std::exception& e) {
+            r = Reply{};
+            r.failure = make_error(errc::internal, "trace read: ", e.what());
+          }
           return r;
         }};
       },
@@ -96,12 +103,17 @@ on_trace_put(broker_ptr self, trace_put_request& req) {
               storage::write_batch b;
               b.mutations.emplace_back(storage::mut::put_trace{
                   r.queue_id, r.partition_id, r.frame->off, std::move(rec)});
-              write_then(self, self->state.cfg.node.writer, std::move(b),
-                         [rp, id](std::optional<api_error> failure) mutable {
-                           rp.deliver(
-                               trace_put_reply{failure ? std::string{} : id,
+              write_then(
+                  self, self->state.cfg.node.writer, std::move(b),
+                  [rp, id](std::optional<api_error> failure) mutable {
+                    // Deleted since it was found (retention, a purge,
+                    // its queue's deletion): as if never found.
+                    if (failure && failure->code == errc::not_found)
+                      failure
+                          = make_error(errc::not_found, "Message not found");
+                    rp.deliver(trace_put_reply{failure ? std::string{} : id,
                                                std::move(failure)});
-                         });
+                  });
             });
   return rp;
 }

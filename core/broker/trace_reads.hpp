@@ -20,7 +20,7 @@ namespace spool::core {
 
 /// The most name index entries one read visits: past it the read is
 /// refused (`invalid_argument`), its count would not be exact.
-inline constexpr std::size_t max_trace_scan = 1'000'000;
+inline constexpr std::size_t max_trace_scan = 200'000;
 /// The most message payload bytes one page by name carries: the hits past
 /// it come without their message.
 inline constexpr std::size_t max_trace_page_bytes = 16u << 20;

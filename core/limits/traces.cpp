@@ -23,12 +23,13 @@ expected<void> check_trace(storage::trace_record& rec) {
     if (n.empty())
       return make_error(errc::invalid_argument, where, " must not be empty");
     SPOOL_TRY(check_text(where.c_str(), n));
-    if (std::find(names.begin(), names.end(), n) == names.end())
-      names.push_back(std::move(n));
+    if (std::find(names.begin(), names.end(), n) != names.end())
+      continue;
+    if (names.size() == max_trace_names) // before the next: never quadratic
+      return make_error(errc::invalid_argument, "a trace carries at most ",
+                        max_trace_names, " traceNames");
+    names.push_back(std::move(n));
   }
-  if (names.size() > max_trace_names)
-    return make_error(errc::invalid_argument, "a trace carries at most ",
-                      max_trace_names, " traceNames, got ", names.size());
   rec.names = std::move(names);
   return {};
 }

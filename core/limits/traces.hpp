@@ -18,8 +18,8 @@ inline constexpr std::size_t max_trace_names = 32;
 
 /// Checks `rec` (eventType, consumerGroup and workerId as texts of at most
 /// 255 bytes, data present and at most 64 KiB, each name 1..255 bytes of
-/// UTF-8 without control characters, at most 32 names) and drops repeated
-/// names, keeping the first of each. Errors: `invalid_argument`, or
+/// UTF-8 without control characters, at most 32 distinct names) and drops
+/// repeated names, keeping the first of each. Errors: `invalid_argument`, or
 /// `too_large` for the data.
 expected<void> check_trace(storage::trace_record& rec);
 

@@ -11,6 +11,14 @@
 
 namespace spool::api {
 
+namespace {
+
+/// The most elements of `traceNames` read (repeats included; the broker
+/// allows 32 distinct).
+constexpr std::size_t max_trace_name_elements = 256;
+
+} // namespace
+
 expected<node::trace_request> read_trace_body(std::string& body) {
   od::document doc;
   auto obj = json::open_object(body, doc);
@@ -65,6 +73,10 @@ expected<node::trace_request> read_trace_body(std::string& body) {
           return json::for_each_element(
               *arr, "traceNames",
               [&](std::size_t i, od::value& e) -> expected<void> {
+                if (i == max_trace_name_elements)
+                  return make_error(errc::invalid_argument,
+                                    "traceNames holds more than ",
+                                    max_trace_name_elements, " elements");
                 auto s = json::as_string(e, "traceNames[" + std::to_string(i)
                                                 + "]");
                 if (!s)
@@ -188,6 +200,10 @@ void of_message(service& svc, call& c) {
 
 /// GET /api/v1/traces/by-name/:traceName → {traces, total, pagination}.
 void by_name(service& svc, call& c) {
+  auto& name = c.params.at(0);
+  if (name.empty() || name.size() > 255)
+    return reply_error(*c.ex, make_error(errc::invalid_argument,
+                                         "traceName must be 1..255 bytes"));
   auto page = read_page(c, 100, 1000);
   if (!page)
     return reply_error(*c.ex, page.err());

@@ -178,3 +178,19 @@ TEST_CASE("traces go with their messages: a purge and the queue's deletion "
   REQUIRE(t);
   CHECK(rows_under(*t, id) == 0);
 }
+
+TEST_CASE("a message holds at most 100 traces; the next is refused and "
+          "stores nothing",
+          "[sim][traces]") {
+  trace_fixture fx;
+  auto uuid = fx.push_ids("q", "p", {"t0"});
+  for (std::size_t i = 0; i < storage::traces::max_per_message; ++i)
+    REQUIRE_FALSE(fx.put(uuid, "t0", std::to_string(i)).failure);
+  auto over = fx.put(uuid, "t0", "x", {"n"});
+  REQUIRE(over.failure);
+  CHECK(over.failure->code == errc::invalid_argument);
+  CHECK(over.failure->message
+        == "the message holds 100 traces, the most a message holds");
+  CHECK(fx.list(uuid, "t0").traces.size() == 100);
+  CHECK(fx.trace_rows("q") == 100);
+}

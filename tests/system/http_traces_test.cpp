@@ -163,7 +163,12 @@ TEST_CASE("a malformed or impossible trace is refused with its status and "
   for (int i = 0; i < 33; ++i)
     many += (i ? ",\"" : "\"") + std::to_string(i) + "\"";
   cases.push_back({trace_body(pid, "t0", many + "]"), 400,
-                   "a trace carries at most 32 traceNames, got 33"});
+                   "a trace carries at most 32 traceNames"});
+  std::string repeats = R"("data":1,"traceNames":["a")";
+  for (int i = 0; i < 256; ++i)
+    repeats += R"(,"a")";
+  cases.push_back({trace_body(pid, "t0", repeats + "]"), 400,
+                   "traceNames holds more than 256 elements"});
   for (auto& c : cases) {
     INFO(c.body.substr(0, 200));
     auto r = s.post("/api/v1/traces", c.body);
@@ -173,6 +178,7 @@ TEST_CASE("a malformed or impossible trace is refused with its status and "
   }
   CHECK(s.get("/api/v1/traces/" + pid + "/t0").body_json()["traces"].empty());
   CHECK(s.get("/api/v1/traces/names").body_json()["total"] == 0);
+  CHECK(s.get("/api/v1/traces/by-name/" + std::string(256, 'n')).status == 400);
   for (auto* q : {"limit=0", "limit=1001", "offset=-1", "limit=x"}) {
     INFO(q);
     CHECK(s.get(std::string{"/api/v1/traces/names?"} + q).status == 400);

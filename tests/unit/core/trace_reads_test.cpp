@@ -60,7 +60,7 @@ TEST_CASE("a trace's limits: data required and at most 64 KiB, names 1..255 "
     many.push_back("n" + std::to_string(i % 33));
   auto too_many = trace("a", 1, many);
   CHECK(core::check_trace(too_many).err().message
-        == "a trace carries at most 32 traceNames, got 33");
+        == "a trace carries at most 32 traceNames");
   many.back() = "n0"; // a repeat: 32 distinct
   auto repeats = trace("a", 1, many);
   CHECK(core::check_trace(repeats));

@@ -172,6 +172,55 @@ TEST_CASE("traces are deleted with their message's segment",
   CHECK(late.err().code == ec::not_found);
 }
 
+TEST_CASE("a retention step deletes a bounded number of trace rows: it "
+          "stops before the segment whose traces pass the budget, but always "
+          "takes one segment",
+          "[storage][traces][retention]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 2, .max_bytes = 1 << 20}};
+  for (int i = 0; i < 3; ++i) // offsets 0-1, 2-3, 4-5
+    REQUIRE(fx.append(log, msgs(2), 1'000'000 + i));
+  // 3 rows on each segment's first message (a trace and two names).
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(put(fx, p, offset{2 * i},
+                trace("t" + std::to_string(i), 10 + i, {"a", "b"})));
+  auto plan = [&](std::size_t rows) {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    auto m = plan_retention(*t, p.queue, p.id, {.max_trace_rows = rows});
+    REQUIRE(m);
+    REQUIRE(*m);
+    return (*m)->new_watermark;
+  };
+  CHECK(plan(100) == offset{6}); // all fit
+  CHECK(plan(6) == offset{4});   // two segments' traces: 6 rows
+  CHECK(plan(5) == offset{2});   // the second's pass it
+  CHECK(plan(0) == offset{2});   // the first segment regardless
+  // The step taken deletes its traces; the next goes on.
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  auto m = plan_retention(*t, p.queue, p.id, {.max_trace_rows = 3});
+  t->abort();
+  REQUIRE(fx.commit(write_batch{{**m}}));
+  CHECK(of(fx, p, offset{0}).empty());
+  CHECK(of(fx, p, offset{2}).size() == 1);
+  CHECK(named(fx, {p.queue}, "a").total == 2);
+}
+
+TEST_CASE("a message holds at most 100 traces", "[storage][traces]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p};
+  REQUIRE(fx.append(log, msgs(1), 1'000'000));
+  for (std::size_t i = 0; i < traces::max_per_message; ++i)
+    REQUIRE(put(fx, p, offset{0}, trace("t" + std::to_string(i), 1, {})));
+  auto over = put(fx, p, offset{0}, trace("over", 2, {"n"}));
+  REQUIRE_FALSE(over);
+  CHECK(over.err().code == ec::invalid_argument);
+  CHECK(of(fx, p, offset{0}).size() == traces::max_per_message);
+}
+
 TEST_CASE("a deleted queue's traces are swept with its rows",
           "[storage][traces]") {
   store_fixture fx;
