@@ -391,9 +391,10 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   // The new watermark is the base of the first segment kept (a later one
   // than the end of the last deleted segment when a failed write left a gap).
   auto next_retained = rec->next_offset;
-  auto traces_end = traces::rows_end(t, q, p, rule.max_trace_rows);
-  if (!traces_end)
-    return std::move(traces_end).err();
+  // Where the traces pass the step's budget: read once a second segment
+  // is considered (a step of one segment takes its traces whatever their
+  // number).
+  std::optional<std::optional<offset>> traces_end;
   auto scanned = t.scan_prefix(
       t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
         segment_location at{w, keys::segment_base(key)};
@@ -405,6 +406,14 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
         if (!h) {
           failure = std::move(h).err();
           return false;
+        }
+        if (count == 1 && !traces_end) {
+          auto e = traces::traces_end(t, q, p, rule.max_traces);
+          if (!e) {
+            failure = std::move(e).err();
+            return false;
+          }
+          traces_end = *e;
         }
         bool over_traces = count > 0 && *traces_end && h->end() > **traces_end;
         if (h->created_at >= rule.created_before || h->last() > rule.through

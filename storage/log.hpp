@@ -170,9 +170,9 @@ struct retention_rule {
   micros created_before = INT64_MAX;
   offset through{INT64_MAX};
   std::size_t max_segments = 64; ///< bound of one step
-  /// Trace rows (traces and their name entries) one step deletes at most,
-  /// but for its first segment's (`traces::rows_end`).
-  std::size_t max_trace_rows = 100'000;
+  /// Traces one step deletes at most (each with up to 32 name entries),
+  /// but for its first segment's (`traces::traces_end`).
+  std::size_t max_traces = 10'000;
 };
 
 /// Plans one bounded retention step: the delete_segments mutation, or

@@ -73,29 +73,19 @@ expected<std::size_t> count_of_message(txn& t, queue_id q, partition_id p,
   return n;
 }
 
-expected<std::optional<offset>> rows_end(txn& t, queue_id q, partition_id p,
-                                         std::size_t max_rows) {
+expected<std::optional<offset>> traces_end(txn& t, queue_id q, partition_id p,
+                                           std::size_t max_traces) {
   auto prefix = keys::partition(q, p);
-  std::size_t rows = 0;
+  std::size_t n = 0;
   std::optional<offset> end;
-  std::optional<error> failure;
-  auto scanned
-      = t.scan_prefix(t.db().traces, prefix, [&](auto key, auto value) {
-          auto rec = detail::decode_record<trace_record>(value, table);
-          if (!rec) {
-            failure = std::move(rec).err();
-            return false;
-          }
-          rows += 1 + rec->names.size();
-          if (rows <= max_rows)
-            return true;
-          end = offset{keys::get_i64(key, prefix.size())};
-          return false;
-        });
+  auto scanned = t.scan_prefix(t.db().traces, prefix, [&](auto key, auto) {
+    if (++n <= max_traces)
+      return true;
+    end = offset{keys::get_i64(key, prefix.size())};
+    return false;
+  });
   if (!scanned)
     return std::move(scanned).err();
-  if (failure)
-    return std::move(*failure);
   return end;
 }
 

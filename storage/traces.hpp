@@ -28,12 +28,13 @@ inline constexpr std::size_t max_per_message = 100;
 expected<std::size_t> count_of_message(txn& t, queue_id q, partition_id p,
                                        offset off, std::size_t cap);
 
-/// Where the rows of (q, p)'s traces pass `max_rows` (a trace and each of
-/// its name entries count one), oldest offset first: the offset of the
-/// message whose traces pass it, or none when all of them fit. Bounds a
-/// retention step (`plan_retention`), visiting at most `max_rows` traces.
-expected<std::optional<offset>> rows_end(txn& t, queue_id q, partition_id p,
-                                         std::size_t max_rows);
+/// Where (q, p)'s traces pass `max_traces`, oldest offset first: the
+/// offset of the message holding the first trace past it, or none when all
+/// fit. Bounds a retention step (`plan_retention`): each trace deletes at
+/// most 33 rows (itself and its names). Visits keys only, at most
+/// `max_traces + 1`.
+expected<std::optional<offset>> traces_end(txn& t, queue_id q, partition_id p,
+                                           std::size_t max_traces);
 
 /// Stores `rec` as a trace of the message at `off`, with its name entries.
 /// No check that the message exists (`mut::put_trace` makes it).

@@ -172,40 +172,44 @@ TEST_CASE("traces are deleted with their message's segment",
   CHECK(late.err().code == ec::not_found);
 }
 
-TEST_CASE("a retention step deletes a bounded number of trace rows: it "
-          "stops before the segment whose traces pass the budget, but always "
-          "takes one segment",
+TEST_CASE("a retention step deletes a bounded number of traces: it stops "
+          "before the segment whose traces pass the budget, but always takes "
+          "one segment",
           "[storage][traces][retention]") {
   store_fixture fx;
   auto p = fx.make_partition();
   partition_log log{p, {.max_frames = 2, .max_bytes = 1 << 20}};
   for (int i = 0; i < 3; ++i) // offsets 0-1, 2-3, 4-5
     REQUIRE(fx.append(log, msgs(2), 1'000'000 + i));
-  // 3 rows on each segment's first message (a trace and two names).
+  // Segment i holds i + 1 traces on its first message: 1, 2, 3.
   for (int i = 0; i < 3; ++i)
-    REQUIRE(put(fx, p, offset{2 * i},
-                trace("t" + std::to_string(i), 10 + i, {"a", "b"})));
-  auto plan = [&](std::size_t rows) {
+    for (int k = 0; k <= i; ++k)
+      REQUIRE(put(fx, p, offset{2 * i},
+                  trace("t" + std::to_string(i) + std::to_string(k), 10 + k,
+                        {"a", "b"})));
+  auto plan = [&](std::size_t traces) {
     auto t = fx.store->db().read();
     REQUIRE(t);
-    auto m = plan_retention(*t, p.queue, p.id, {.max_trace_rows = rows});
+    auto m = plan_retention(*t, p.queue, p.id, {.max_traces = traces});
     REQUIRE(m);
     REQUIRE(*m);
     return (*m)->new_watermark;
   };
   CHECK(plan(100) == offset{6}); // all fit
-  CHECK(plan(6) == offset{4});   // two segments' traces: 6 rows
-  CHECK(plan(5) == offset{2});   // the second's pass it
+  CHECK(plan(6) == offset{6});   // exactly
+  CHECK(plan(5) == offset{4});   // the third segment's pass it
+  CHECK(plan(3) == offset{4});   // two segments' traces: 3
+  CHECK(plan(2) == offset{2});   // the second's pass it
   CHECK(plan(0) == offset{2});   // the first segment regardless
   // The step taken deletes its traces; the next goes on.
   auto t = fx.store->db().read();
   REQUIRE(t);
-  auto m = plan_retention(*t, p.queue, p.id, {.max_trace_rows = 3});
+  auto m = plan_retention(*t, p.queue, p.id, {.max_traces = 1});
   t->abort();
   REQUIRE(fx.commit(write_batch{{**m}}));
   CHECK(of(fx, p, offset{0}).empty());
-  CHECK(of(fx, p, offset{2}).size() == 1);
-  CHECK(named(fx, {p.queue}, "a").total == 2);
+  CHECK(of(fx, p, offset{2}).size() == 2);
+  CHECK(named(fx, {p.queue}, "a").total == 5);
 }
 
 TEST_CASE("a message holds at most 100 traces", "[storage][traces]") {
