@@ -4,6 +4,7 @@
 /// serialization. A record that does not decode is `ec::corrupt_record`
 /// naming its table, never a crash. (Shared by the tables and the traces.)
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,28 @@ expected<T> decode_record(std::string_view value, const char* table) {
     return make_error(ec::corrupt_record, "table ", table,
                       ": record does not decode");
   return rec;
+}
+
+/// Decodes the records under `prefix` in key order and hands each to
+/// `f(key, T&&)`, until it returns false; a record that does not decode
+/// stops the scan with its error.
+template <class T, class F>
+expected<void> scan_records(txn& t, MDB_dbi dbi, std::string_view prefix,
+                            const char* table, F f) {
+  std::optional<error> failure;
+  auto scanned = t.scan_prefix(dbi, prefix, [&](auto key, auto value) {
+    auto rec = decode_record<T>(value, table);
+    if (!rec) {
+      failure = std::move(rec).err();
+      return false;
+    }
+    return f(key, std::move(*rec));
+  });
+  if (!scanned)
+    return std::move(scanned).err();
+  if (failure)
+    return std::move(*failure);
+  return {};
 }
 
 } // namespace spool::storage::detail

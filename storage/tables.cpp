@@ -32,20 +32,12 @@ expected<std::vector<std::pair<std::string, T>>>
 named_records(txn& t, MDB_dbi dbi, const std::string& prefix,
               const char* table) {
   std::vector<std::pair<std::string, T>> out;
-  std::optional<error> failure;
-  auto scanned = t.scan_prefix(dbi, prefix, [&](auto key, auto value) {
-    auto rec = decode_record<T>(value, table);
-    if (!rec) {
-      failure = std::move(rec).err();
-      return false;
-    }
-    out.emplace_back(std::string{key.substr(prefix.size())}, std::move(*rec));
-    return true;
-  });
-  if (!scanned)
-    return std::move(scanned).err();
-  if (failure)
-    return std::move(*failure);
+  SPOOL_TRY(
+      detail::scan_records<T>(t, dbi, prefix, table, [&](auto key, T&& rec) {
+        out.emplace_back(std::string{key.substr(prefix.size())},
+                         std::move(rec));
+        return true;
+      }));
   return out;
 }
 

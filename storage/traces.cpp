@@ -113,32 +113,17 @@ expected<void> delete_below(txn& t, queue_id q, partition_id p, offset below) {
   return {};
 }
 
-expected<std::vector<trace_record>> of_message(txn& t, queue_id q,
-                                               partition_id p, offset off,
-                                               std::size_t limit,
-                                               std::size_t max_bytes) {
+expected<std::vector<trace_record>>
+of_message(txn& t, queue_id q, partition_id p, offset off, std::size_t limit) {
   std::vector<trace_record> out;
-  std::size_t bytes = 0;
-  std::optional<error> failure;
-  auto scanned = t.scan_prefix(
-      t.db().traces, keys::trace_message(q, p, off), [&](auto, auto value) {
+  SPOOL_TRY(detail::scan_records<trace_record>(
+      t, t.db().traces, keys::trace_message(q, p, off), table,
+      [&](auto, trace_record&& rec) {
         if (out.size() >= limit)
           return false;
-        auto rec = detail::decode_record<trace_record>(value, table);
-        if (!rec) {
-          failure = std::move(rec).err();
-          return false;
-        }
-        bytes += rec->data.size();
-        if (!out.empty() && bytes > max_bytes)
-          return false;
-        out.push_back(std::move(*rec));
+        out.push_back(std::move(rec));
         return true;
-      });
-  if (!scanned)
-    return std::move(scanned).err();
-  if (failure)
-    return std::move(*failure);
+      }));
   return out;
 }
 
@@ -216,7 +201,11 @@ expected<std::vector<name_stats>> names(txn& t, std::span<const queue_id> qs,
             failure = bad_index(q);
             return false;
           }
-          auto& a = by_name[std::string{key.substr(9, len)}];
+          auto name = key.substr(9, len);
+          auto it = by_name.find(name);
+          if (it == by_name.end())
+            it = by_name.emplace(std::string{name}, agg{}).first;
+          auto& a = it->second;
           ++a.traces;
           a.messages.emplace(q.value, e->partition.value, e->off.value);
           a.last_seen = std::max(a.last_seen, e->at);

@@ -45,11 +45,10 @@ expected<void> put(txn& t, queue_id q, partition_id p, offset off,
 /// name entries (their segments were deleted).
 expected<void> delete_below(txn& t, queue_id q, partition_id p, offset below);
 
-/// The traces of the message at `off`, oldest first, at most `limit`,
-/// stopping before their data passes `max_bytes` (at least one).
+/// The traces of the message at `off`, oldest first, at most `limit`
+/// (a message holds at most `max_per_message`, each at most 64 KiB).
 expected<std::vector<trace_record>>
-of_message(txn& t, queue_id q, partition_id p, offset off, std::size_t limit,
-           std::size_t max_bytes = SIZE_MAX);
+of_message(txn& t, queue_id q, partition_id p, offset off, std::size_t limit);
 
 struct trace_hit {
   queue_id queue;

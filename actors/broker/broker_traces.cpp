@@ -17,9 +17,6 @@ namespace spool::actors::broker_detail {
 
 namespace {
 
-/// The most traces one message's read returns, and the most data bytes.
-constexpr std::size_t max_message_traces = storage::traces::max_per_message;
-constexpr std::size_t max_message_trace_bytes = 16u << 20;
 /// Reads by name running at once (each on a thread of its own).
 constexpr std::size_t max_trace_readers = 2;
 
@@ -133,8 +130,8 @@ on_trace_list(broker_ptr self, const find_request& req) {
       return rp.deliver(std::move(out));
     }
     auto list = storage::traces::of_message(*t, r.queue_id, r.partition_id,
-                                            r.frame->off, max_message_traces,
-                                            max_message_trace_bytes);
+                                            r.frame->off,
+                                            storage::traces::max_per_message);
     if (!list)
       out.failure = list.err();
     else

@@ -2,6 +2,7 @@
 // requeue and deletion by id or by filter (Spool's additions).
 
 #include <charconv>
+#include <tuple>
 
 #include "protocol/api/encode.hpp"
 #include "protocol/api/requests.hpp"
@@ -18,24 +19,13 @@ void list(service& svc, call& c) {
     return reply_error(*c.ex, f.err());
   dlq_query q;
   q.filter = std::move(*f);
-  auto limit = query_int(c, "limit");
-  auto offset = query_int(c, "offset");
+  auto page = read_page_query(c, q.limit, 10'000);
+  if (!page)
+    return reply_error(*c.ex, page.err());
+  std::tie(q.limit, q.offset) = *page;
   auto after = query_int(c, "after");
-  for (auto* r : {&limit, &offset, &after})
-    if (!*r)
-      return reply_error(*c.ex, r->err());
-  if (*limit) {
-    if (**limit < 1 || **limit > 10'000)
-      return reply_error(
-          *c.ex, make_error(errc::invalid_argument, "limit must be 1..10000"));
-    q.limit = static_cast<std::size_t>(**limit);
-  }
-  if (*offset) {
-    if (**offset < 0)
-      return reply_error(*c.ex, make_error(errc::invalid_argument,
-                                           "offset must be non-negative"));
-    q.offset = static_cast<std::size_t>(**offset);
-  }
+  if (!after)
+    return reply_error(*c.ex, after.err());
   if (*after) {
     if (**after < 0)
       return reply_error(

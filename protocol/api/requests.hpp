@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "node/api.hpp"
@@ -22,6 +23,12 @@ expected<std::vector<node::push_item>> read_push_body(std::string& body);
 /// `timeout`, `consumerGroup`, `autoAck`, `subscriptionMode`,
 /// `subscriptionFrom`, `maxBytes`); the queue and partition are the
 /// route's.
+/// A page's `limit` (1..`max`, absent: `dflt`; else `limit must be
+/// 1..<max>`) and `offset` (>= 0, absent: 0; else `offset must be
+/// non-negative`), as (limit, offset).
+expected<std::pair<std::size_t, std::size_t>>
+read_page_query(const call& c, std::size_t dflt, std::size_t max);
+
 expected<node::pop_request> read_pop_query(const call& c, bool wildcard);
 
 /// `/ack`: one ack (`consumerGroup` per item).

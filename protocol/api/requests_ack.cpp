@@ -10,17 +10,6 @@ std::string field_name(const std::string& where, std::string_view key) {
   return where.empty() ? std::string{key} : where + "." + std::string{key};
 }
 
-/// An optional string: null is absent.
-expected<std::optional<std::string>> opt_string(od::value& v,
-                                                const std::string& field) {
-  if (json::is_null(v))
-    return std::optional<std::string>{};
-  auto s = json::as_string(v, field);
-  if (!s)
-    return s.err();
-  return std::optional<std::string>{std::string{*s}};
-}
-
 expected<ack_status> read_status(od::value& v, const std::string& field,
                                  bool in_txn) {
   auto s = json::as_string(v, field);

@@ -2,6 +2,7 @@
 
 // The readers the request files share (internal to protocol/api/).
 
+#include <optional>
 #include <string>
 
 #include "protocol/api/requests.hpp"
@@ -13,6 +14,10 @@ namespace od = simdjson::ondemand;
 
 /// `<field> is required`.
 api_error required(const std::string& field);
+
+/// An optional string field: null is absent.
+expected<std::optional<std::string>> opt_string(od::value& v,
+                                                const std::string& field);
 
 /// A push item's fields (`items[3]`, an inline transaction push).
 expected<node::push_item> read_item_object(od::object& obj,

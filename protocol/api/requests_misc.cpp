@@ -34,6 +34,28 @@ expected<std::optional<std::uint64_t>> query_count(const call& c,
 
 } // namespace
 
+expected<std::pair<std::size_t, std::size_t>>
+read_page_query(const call& c, std::size_t dflt, std::size_t max) {
+  auto limit = query_int(c, "limit");
+  if (!limit)
+    return limit.err();
+  auto offset = query_int(c, "offset");
+  if (!offset)
+    return offset.err();
+  std::pair<std::size_t, std::size_t> out{dflt, 0};
+  if (*limit) {
+    if (**limit < 1 || static_cast<std::uint64_t>(**limit) > max)
+      return make_error(errc::invalid_argument, "limit must be 1..", max);
+    out.first = static_cast<std::size_t>(**limit);
+  }
+  if (*offset) {
+    if (**offset < 0)
+      return make_error(errc::invalid_argument, "offset must be non-negative");
+    out.second = static_cast<std::size_t>(**offset);
+  }
+  return out;
+}
+
 expected<node::pop_request> read_pop_query(const call& c, bool wildcard) {
   node::pop_request req;
   auto batch = query_count(c, "batch");

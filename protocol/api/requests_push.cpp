@@ -9,6 +9,16 @@ api_error required(const std::string& field) {
   return make_error(errc::invalid_argument, field, " is required");
 }
 
+expected<std::optional<std::string>> opt_string(od::value& v,
+                                                const std::string& field) {
+  if (json::is_null(v))
+    return std::optional<std::string>{};
+  auto s = json::as_string(v, field);
+  if (!s)
+    return s.err();
+  return std::optional<std::string>{std::string{*s}};
+}
+
 expected<node::push_item> read_item_object(od::object& obj,
                                            const std::string& where) {
   node::push_item item;

@@ -19,14 +19,14 @@ expected<node::trace_request> read_trace_body(std::string& body) {
     return obj.err();
   node::trace_request t;
   bool has_data = false;
+  // A string field: null leaves `out` as it is.
   auto text = [](od::value& v, std::string_view key,
                  std::string& out) -> expected<void> {
-    if (json::is_null(v))
-      return {};
-    auto s = json::as_string(v, key);
+    auto s = opt_string(v, std::string{key});
     if (!s)
       return s.err();
-    out = std::string{*s};
+    if (*s)
+      out = std::move(**s);
     return {};
   };
   SPOOL_TRY(json::for_each_field(

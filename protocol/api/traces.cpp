@@ -32,29 +32,6 @@ void write_trace(json::writer& w, const node::trace& t) {
   w.end_array();
 }
 
-/// A `limit` (1..`max`, else `dflt`) and `offset` (>= 0) query.
-expected<std::pair<std::size_t, std::size_t>>
-read_page(const call& c, std::size_t dflt, std::size_t max) {
-  auto limit = query_int(c, "limit");
-  if (!limit)
-    return limit.err();
-  auto offset = query_int(c, "offset");
-  if (!offset)
-    return offset.err();
-  std::pair<std::size_t, std::size_t> out{dflt, 0};
-  if (*limit) {
-    if (**limit < 1 || static_cast<std::uint64_t>(**limit) > max)
-      return make_error(errc::invalid_argument, "limit must be 1..", max);
-    out.first = static_cast<std::size_t>(**limit);
-  }
-  if (*offset) {
-    if (**offset < 0)
-      return make_error(errc::invalid_argument, "offset must be non-negative");
-    out.second = static_cast<std::size_t>(**offset);
-  }
-  return out;
-}
-
 /// `{<key>: [items, each by write_item], total, pagination}` (200).
 template <class Item, class Write>
 std::pair<int, std::string>
@@ -116,7 +93,7 @@ void by_name(service& svc, call& c) {
   if (name.empty() || name.size() > 255)
     return reply_error(*c.ex, make_error(errc::invalid_argument,
                                          "traceName must be 1..255 bytes"));
-  auto page = read_page(c, 100, 1000);
+  auto page = read_page_query(c, 100, 1000);
   if (!page)
     return reply_error(*c.ex, page.err());
   auto [limit, offset] = *page;
@@ -140,7 +117,7 @@ void by_name(service& svc, call& c) {
 
 /// GET /api/v1/traces/names → {trace_names, total, pagination}.
 void names(service& svc, call& c) {
-  auto page = read_page(c, 50, 1000);
+  auto page = read_page_query(c, 50, 1000);
   if (!page)
     return reply_error(*c.ex, page.err());
   auto [limit, offset] = *page;
