@@ -1,0 +1,443 @@
+// A connection of the HTTP listener (protocol/http/connection.hpp): reading,
+// parsing, pipelining, answers in order, timeouts, the lingering close.
+
+#include "protocol/http/connection.hpp"
+
+#include <array>
+#include <utility>
+
+namespace spool::http::detail {
+
+namespace {
+
+thread_local std::array<char, 64 * 1024> read_buffer;
+
+} // namespace
+
+void serialize(std::string& out, const response& r, bool keep_alive,
+               const header_list& common, bool head) {
+  out += "HTTP/1.1 ";
+  out += std::to_string(r.status);
+  out += ' ';
+  out += reason_phrase(r.status);
+  out += "\r\n";
+  for (auto& [k, v] : common) {
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+  for (auto& [k, v] : r.headers) {
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+  if (r.status != 204 && r.status >= 200) {
+    out += "Content-Length: ";
+    out += std::to_string(r.body.size());
+    out += "\r\n";
+  }
+  if (!keep_alive)
+    out += "Connection: close\r\n";
+  out += "\r\n";
+  if (r.status != 204 && !head) // a HEAD answer has no body (RFC 9110)
+    out += r.body;
+}
+
+connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
+    srv(std::move(s)),
+    socket(std::move(sock)),
+    strand(asio::make_strand(srv->io)),
+    timer(strand),
+    parser(srv->limits.parser) {
+  asio::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  if (!ec)
+    peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+  last_activity = clock_type::now();
+}
+
+void connection::start() {
+  asio::error_code ec;
+  socket.non_blocking(true, ec);
+  asio::post(strand, [self = shared_from_this()] { self->wait_readable(); });
+}
+
+void connection::drain() {
+  asio::post(strand, [self = shared_from_this()] {
+    self->draining = true;
+    if (self->slots.empty() && !self->writing)
+      self->close();
+  });
+}
+
+void connection::deliver(const std::shared_ptr<slot>& s, response r) {
+  // Posted under the server's stop lock, so that a post either runs or
+  // finds the server stopped (then the answer is not written: its lease
+  // is released here).
+  std::unique_lock lock{srv->stop_mx};
+  if (srv->stopped) {
+    lock.unlock();
+    if (r.on_unwritten)
+      r.on_unwritten();
+    return;
+  }
+  asio::post(strand,
+             [self = shared_from_this(), s, r = std::move(r)]() mutable {
+               if (self->closed) {
+                 if (r.on_unwritten)
+                   r.on_unwritten();
+                 return;
+               }
+               s->answer = std::move(r);
+               self->flush();
+             });
+}
+
+void connection::close() {
+  if (closed)
+    return;
+  closed = true;
+  asio::error_code ec;
+  timer.cancel();
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+  // Unanswered requests are abandoned; answers written to no one are
+  // reported unwritten.
+  for (auto& s : slots) {
+    std::function<void()> f;
+    {
+      std::lock_guard lock{s->mx};
+      s->abandoned = true;
+      f = std::move(s->abandon_fn);
+    }
+    if (f)
+      f();
+    if (s->answer && s->answer->on_unwritten)
+      s->answer->on_unwritten();
+  }
+  for (auto& f : in_write)
+    if (f)
+      f();
+  in_write.clear();
+  slots.clear();
+  srv->remove(shared_from_this());
+}
+
+void connection::wait_readable() {
+  bool full = held || slots.size() >= srv->limits.max_pipeline;
+  if (closed || reading || lingering || (full && inbuf.size() >= (64u << 10)))
+    return;
+  reading = true;
+  arm_timer();
+  socket.async_wait(tcp::socket::wait_read,
+                    asio::bind_executor(strand, [self = shared_from_this()](
+                                                    asio::error_code ec) {
+                      self->reading = false;
+                      if (self->closed)
+                        return;
+                      if (ec)
+                        return self->close();
+                      self->read_available();
+                    }));
+}
+
+void connection::read_available() {
+  // At most 1 MiB per wake-up: the strand (its answers, its timers) and the
+  // io thread's other connections get their turn.
+  std::size_t read = 0;
+  for (;;) {
+    asio::error_code ec;
+    auto n = socket.read_some(asio::buffer(read_buffer), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again)
+      break;
+    if (ec || n == 0)
+      return close(); // the client left (EOF or an error)
+    last_activity = clock_type::now();
+    // After a `Connection: close` request nothing more is answered: the
+    // bytes are dropped, the reading only notices a client that leaves.
+    if (!close_after_write)
+      inbuf.append(read_buffer.data(), n);
+    read += n;
+    if (n < read_buffer.size() || read >= (1u << 20))
+      break;
+  }
+  parse();
+  wait_readable();
+}
+
+void connection::parse() {
+  std::size_t pos = 0;
+  while (!closed && !close_after_write && !held
+         && slots.size() < srv->limits.max_pipeline && pos < inbuf.size()) {
+    bool was_in_request = parser.in_request();
+    auto n = parser.feed(std::string_view{inbuf}.substr(pos));
+    pos += n;
+    if (!was_in_request && (parser.in_request() || parser.ready()))
+      request_began = clock_type::now();
+    if (parser.take_continue())
+      continue_pending = true;
+    send_continue_if_due();
+    if (auto& err = parser.error()) {
+      refuse(err->status, err->message);
+      break;
+    }
+    if (!parser.ready()) {
+      if (n == 0)
+        break;
+      continue;
+    }
+    continue_pending = false; // its request is whole: no 100 for it now
+    auto req = parser.take();
+    if (!can_dispatch(req.method)) {
+      held = std::move(req);
+      break;
+    }
+    dispatch(std::move(req));
+  }
+  inbuf.erase(0, pos);
+  if (parser.error())
+    inbuf.clear();
+}
+
+static bool safe(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+bool connection::can_dispatch(std::string_view method) const {
+  if (slots.empty())
+    return true;
+  if (!safe(method))
+    return false;
+  for (auto& s : slots)
+    if (!safe(s->method))
+      return false;
+  return true;
+}
+
+void connection::send_continue_if_due() {
+  if (!continue_pending || !slots.empty() || writing || held
+      || !parser.in_request())
+    return;
+  continue_pending = false;
+  outbuf = "HTTP/1.1 100 Continue\r\n\r\n";
+  write_outbuf();
+}
+
+void connection::resume() {
+  send_continue_if_due();
+  if (held && can_dispatch(held->method)) {
+    auto req = std::move(*held);
+    held.reset();
+    dispatch(std::move(req));
+  }
+  parse();
+  wait_readable();
+  arm_timer();
+}
+
+void connection::dispatch(request req) {
+  if (draining)
+    req.keep_alive = false;
+  auto s = std::make_shared<slot>(weak_from_this(), request{});
+  s->method = req.method;
+  s->path = req.path;
+  s->keep_alive = req.keep_alive;
+  if (!req.keep_alive)
+    close_after_write = true; // nothing after it is read
+  slots.push_back(s);
+  srv->h(std::move(req), s);
+}
+
+void connection::refuse(int status, const std::string& message) {
+  continue_pending = false;
+  request r;
+  r.method = "-";
+  r.path = "-";
+  r.keep_alive = false;
+  auto s = std::make_shared<slot>(weak_from_this(), std::move(r));
+  close_after_write = true;
+  slots.push_back(s);
+  response resp;
+  resp.status = status;
+  resp.headers.emplace_back("Content-Type", "application/json");
+  resp.body = "{\"error\":\"" + message + "\"}"; // parser texts: no quotes
+  s->answer = std::move(resp);
+  flush();
+}
+
+void connection::flush() {
+  if (closed || writing)
+    return;
+  outbuf.clear();
+  bool last = false;
+  while (!slots.empty() && slots.front()->answer) {
+    auto s = slots.front();
+    slots.pop_front();
+    // Draining: the last answer in flight closes the connection.
+    bool keep = s->keep_alive && !(draining && slots.empty());
+    serialize(outbuf, *s->answer, keep, srv->common, s->method == "HEAD");
+    if (srv->observer)
+      srv->observer(
+          request_record{s->method, s->path, s->answer->status,
+                         std::chrono::duration_cast<std::chrono::microseconds>(
+                             clock_type::now() - s->started),
+                         peer});
+    in_write.push_back(std::move(s->answer->on_unwritten));
+    if (!keep) {
+      last = true;
+      break;
+    }
+  }
+  if (outbuf.empty()) {
+    if (draining && slots.empty())
+      close();
+    return;
+  }
+  if (last) {
+    close_after_write = true;
+    ends_here = true;
+  }
+  write_outbuf();
+}
+
+void connection::write_outbuf() {
+  writing = true;
+  write_began = clock_type::now();
+  arm_timer();
+  asio::async_write(
+      socket, asio::buffer(outbuf),
+      asio::bind_executor(strand, [self = shared_from_this()](
+                                      asio::error_code ec, std::size_t) {
+        self->writing = false;
+        if (self->closed)
+          return;
+        if (ec)
+          return self->close();
+        self->in_write.clear();
+        self->last_activity = clock_type::now();
+        // A `Connection: close` answer ends the connection; requests
+        // pipelined after it are not answered (RFC 9112 §9.6).
+        if (self->close_after_write && self->ends_here)
+          return self->linger_close();
+        if (self->draining && self->slots.empty())
+          return self->close();
+        self->flush();
+        self->resume();
+      }));
+}
+
+void connection::linger_close() {
+  asio::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec)
+    return close();
+  lingering = true;
+  timer.expires_after(std::chrono::seconds{2});
+  timer.async_wait(asio::bind_executor(
+      strand, [self = shared_from_this()](asio::error_code e) {
+        if (!e)
+          self->close();
+      }));
+  drain_input();
+}
+
+void connection::drain_input() {
+  socket.async_wait(
+      tcp::socket::wait_read,
+      asio::bind_executor(strand, [self
+                                   = shared_from_this()](asio::error_code ec) {
+        if (self->closed)
+          return;
+        if (ec)
+          return self->close();
+        // At most 1 MiB per wake-up (the linger timer must get its
+        // turn on this strand).
+        for (std::size_t read = 0; read < (1u << 20);) {
+          asio::error_code rec;
+          auto n = self->socket.read_some(asio::buffer(read_buffer), rec);
+          if (rec == asio::error::would_block || rec == asio::error::try_again)
+            break;
+          if (rec || n == 0)
+            return self->close();
+          read += n;
+        }
+        self->drain_input();
+      }));
+}
+
+void connection::arm_timer() {
+  if (closed || lingering)
+    return;
+  auto deadline = clock_type::time_point::max();
+  if (writing) {
+    // A client that does not read its answers holds them in memory: it
+    // gets the request timeout to take a write, then it is closed.
+    deadline = write_began + srv->limits.request_timeout;
+  } else if (slots.empty()) {
+    deadline = parser.in_request() ? request_began + srv->limits.request_timeout
+                                   : last_activity + srv->limits.idle_timeout;
+  }
+  if (deadline == clock_type::time_point::max()) {
+    timer.cancel();
+    return;
+  }
+  timer.expires_at(deadline);
+  timer.async_wait(asio::bind_executor(
+      strand, [self = shared_from_this()](asio::error_code ec) {
+        if (ec || self->closed)
+          return;
+        self->on_timer();
+      }));
+}
+
+void connection::on_timer() {
+  auto now = clock_type::now();
+  if (writing) {
+    if (now >= write_began + srv->limits.request_timeout)
+      return close(); // the client stopped reading
+    return arm_timer();
+  }
+  if (!slots.empty())
+    return; // answers are due: the handler's own timeouts apply
+  if (parser.in_request()) {
+    if (now >= request_began + srv->limits.request_timeout) {
+      refuse(408, "Request not complete within "
+                      + std::to_string(srv->limits.request_timeout.count())
+                      + " ms");
+      return;
+    }
+  } else if (now >= last_activity + srv->limits.idle_timeout) {
+    return close();
+  }
+  arm_timer();
+}
+
+void slot::respond(response r) {
+  {
+    std::lock_guard lock{mx};
+    if (answered)
+      return;
+    answered = true;
+  }
+  if (auto c = conn.lock()) {
+    c->deliver(shared_from_this(), std::move(r));
+    return;
+  }
+  if (r.on_unwritten)
+    r.on_unwritten();
+}
+
+void slot::on_abandon(std::function<void()> f) {
+  {
+    std::lock_guard lock{mx};
+    if (!abandoned) {
+      abandon_fn = std::move(f);
+      return;
+    }
+  }
+  f();
+}
+
+} // namespace spool::http::detail

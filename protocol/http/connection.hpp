@@ -1,0 +1,170 @@
+#pragma once
+
+/// Inside the HTTP listener (server.cpp, connection.cpp); nothing else
+/// includes this. Each connection runs on a strand of its own: reads (wait
+/// until readable, then read what is there into a per-thread buffer, so an
+/// idle connection holds no read buffer), parses up to `max_pipeline`
+/// requests, dispatches them and writes their answers in order as they come
+/// (`flush`). Answers arrive from any thread through the exchange (`slot`),
+/// which posts them onto the strand.
+
+#include <asio.hpp>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "protocol/http/server.hpp"
+
+namespace spool::http {
+
+namespace detail {
+
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+class connection;
+
+/// Writes `r` as an HTTP/1.1 answer (a HEAD answer without its body).
+void serialize(std::string& out, const response& r, bool keep_alive,
+               const header_list& common, bool head = false);
+
+/// One request in flight on a connection, its answer once it comes.
+class slot : public exchange, public std::enable_shared_from_this<slot> {
+public:
+  slot(std::weak_ptr<connection> c, request r) :
+      conn(std::move(c)),
+      method(std::move(r.method)),
+      path(std::move(r.path)),
+      keep_alive(r.keep_alive),
+      started(clock_type::now()) {
+  }
+  void respond(response r) override;
+  void on_abandon(std::function<void()> f) override;
+
+  std::weak_ptr<connection> conn;
+  std::string method;
+  std::string path;
+  bool keep_alive;
+  clock_type::time_point started;
+  std::optional<response> answer; ///< strand only
+  std::mutex mx;
+  bool answered = false;            ///< under mx
+  bool abandoned = false;           ///< under mx
+  std::function<void()> abandon_fn; ///< under mx
+};
+
+} // namespace detail
+
+struct server::impl : std::enable_shared_from_this<server::impl> {
+  server_limits limits;
+  handler h;
+  header_list common;
+  std::function<void(const request_record&)> observer;
+  asio::io_context io;
+  /// The acceptor's handlers and its close run on this strand.
+  asio::strand<asio::io_context::executor_type> accept_strand{
+      asio::make_strand(io)};
+  detail::tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer accept_retry{accept_strand};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
+      work{asio::make_work_guard(io)};
+  std::vector<std::thread> threads;
+  std::mutex mx;
+  std::unordered_set<std::shared_ptr<detail::connection>> conns;
+  std::atomic<std::size_t> count{0};
+  std::atomic<bool> draining{false};
+  bool closing = false; ///< under mx: no connection is added any more
+  std::mutex stop_mx;
+  bool stopped = false; ///< under stop_mx: nothing posted will run
+  bool shut_down = false;
+
+  impl(server_limits l, handler hh) : limits(l), h(std::move(hh)) {
+  }
+  void accept();
+  void remove(const std::shared_ptr<detail::connection>& c);
+};
+
+namespace detail {
+
+class connection : public std::enable_shared_from_this<connection> {
+public:
+  connection(std::shared_ptr<server::impl> s, tcp::socket sock);
+
+  void start();
+  /// Graceful close: answer what is in flight, then close.
+  void drain();
+  /// Posts `r`, the answer of `s`, onto the strand (any thread).
+  void deliver(const std::shared_ptr<slot>& s, response r);
+  /// Closes at once: unanswered requests are abandoned. Strand only.
+  void close();
+
+  std::shared_ptr<server::impl> srv;
+  tcp::socket socket;
+  asio::strand<asio::io_context::executor_type> strand;
+
+private:
+  /// Reads while requests can be taken, and a little beyond (so that a
+  /// client that leaves is noticed during a long poll): past 64 KiB of
+  /// unparsed bytes a full pipeline or a held request stops the reading.
+  void wait_readable();
+  void read_available();
+  void parse();
+  /// RFC 9112 §9.3.2: only safe requests are processed side by side; a
+  /// request that changes something waits until every earlier one is
+  /// answered, and nothing after it starts before its answer (a pipelined
+  /// push sequence is applied in order).
+  bool can_dispatch(std::string_view method) const;
+  /// `100 Continue` for the request being read, once it is next in line
+  /// (the client waits for it before it sends the body).
+  void send_continue_if_due();
+  /// After an answer went out: the held request, if its turn came, then
+  /// the buffered ones, then more reading.
+  void resume();
+  void dispatch(request req);
+  /// Answers a request that cannot be parsed, then closes.
+  void refuse(int status, const std::string& message);
+  /// Writes the answers ready at the head of the line.
+  void flush();
+  /// Writes `outbuf` (answers, or a `100 Continue`), then goes on reading
+  /// and answering; a write that takes over the request timeout closes.
+  void write_outbuf();
+  /// Ends a connection whose last answer was written: the sending side
+  /// first, then what the client still sends is read and dropped until it
+  /// closes too (at most 2 s), so that a client still sending a refused
+  /// body reads the answer instead of a reset (a "lingering close").
+  void linger_close();
+  void drain_input();
+  void arm_timer();
+  void on_timer();
+
+  asio::steady_timer timer;
+  request_parser parser;
+  std::string peer;
+  std::string inbuf; ///< bytes read, not yet parsed
+  std::deque<std::shared_ptr<slot>> slots;
+  std::optional<request> held; ///< parsed, waiting for its turn
+  /// The request being read asked for `100 Continue`, not sent yet.
+  bool continue_pending = false;
+  clock_type::time_point write_began;
+  /// The `on_unwritten` of the answers being written (their leases).
+  std::vector<std::function<void()>> in_write;
+  std::string outbuf;
+  bool writing = false;
+  bool reading = false;
+  bool closed = false;
+  bool draining = false;
+  bool close_after_write = false;
+  bool ends_here = false; ///< the write in progress ends the connection
+  bool lingering = false; ///< answered and half-closed: input is dropped
+  clock_type::time_point last_activity;
+  clock_type::time_point request_began;
+};
+
+} // namespace detail
+
+} // namespace spool::http
