@@ -75,7 +75,9 @@ const std::vector<option>& table() {
          return {};
        },
        [](const server_options& o) { return o.data_dir; }},
-      {"durability", "strict (fsync per group commit) | relaxed (no fsync)",
+      {"durability",
+       "strict (fsync per group commit) | relaxed (one fsync per commit, not "
+       "two: MDB_NOMETASYNC)",
        [](server_options& o, const std::string& v) -> std::string {
          if (v == "strict")
            o.durability = durability_mode::strict;

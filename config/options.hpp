@@ -90,7 +90,8 @@ struct http_settings {
 struct server_options {
   /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
   std::string data_dir = "./data";
-  /// strict = fsync per group commit (default); relaxed = no fsync.
+  /// strict = fsync per group commit (default); relaxed = one fsync per commit,
+  /// not two (MDB_NOMETASYNC).
   durability_mode durability = durability_mode::strict;
   /// spdlog level name (SPOOL_LOG_LEVEL, --log-level).
   std::string log_level = "info";
