@@ -12,6 +12,19 @@ namespace {
 
 thread_local std::array<char, 64 * 1024> read_buffer;
 
+bool safe(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+void put_headers(std::string& out, const header_list& headers) {
+  for (auto& [k, v] : headers) {
+    out += k;
+    out += ": ";
+    out += v;
+    out += "\r\n";
+  }
+}
+
 } // namespace
 
 void serialize(std::string& out, const response& r, bool keep_alive,
@@ -21,18 +34,8 @@ void serialize(std::string& out, const response& r, bool keep_alive,
   out += ' ';
   out += reason_phrase(r.status);
   out += "\r\n";
-  for (auto& [k, v] : common) {
-    out += k;
-    out += ": ";
-    out += v;
-    out += "\r\n";
-  }
-  for (auto& [k, v] : r.headers) {
-    out += k;
-    out += ": ";
-    out += v;
-    out += "\r\n";
-  }
+  put_headers(out, common);
+  put_headers(out, r.headers);
   if (r.status != 204 && r.status >= 200) {
     out += "Content-Length: ";
     out += std::to_string(r.body.size());
@@ -199,10 +202,6 @@ void connection::parse() {
   inbuf.erase(0, pos);
   if (parser.error())
     inbuf.clear();
-}
-
-static bool safe(std::string_view method) {
-  return method == "GET" || method == "HEAD" || method == "OPTIONS";
 }
 
 bool connection::can_dispatch(std::string_view method) const {
