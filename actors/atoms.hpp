@@ -45,6 +45,7 @@ using oldest_atom = caf::atom_constant<caf::atom("oldest")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using stage_atom = caf::atom_constant<caf::atom("stage")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using txn_atom = caf::atom_constant<caf::atom("txn")>;
 using seed_atom = caf::atom_constant<caf::atom("seed")>;
 using retention_atom = caf::atom_constant<caf::atom("retention")>;

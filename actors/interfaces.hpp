@@ -80,6 +80,12 @@ using cursor_actor = caf::typed_actor<
     /// settled the cursor defers every other message.
     caf::replies_to<stage_atom, std::vector<ack_request>,
                     partition_view>::with<stage_reply>,
+    /// Stages a parked pop on frames sealed, not durable yet (in memory,
+    /// up to the view's readable end): declined (stage 0) when busy or
+    /// when it would need more than a lease and delivery counts; settled
+    /// like a transaction's stage.
+    caf::replies_to<claim_atom, pop_request, partition_view,
+                    std::vector<storage::stored_frame>>::with<claim_reply>,
     /// Settles a staged transaction or seek by id: commit (true) or abort.
     caf::reacts_to<settle_atom, std::uint64_t, bool>,
     /// Retention (from the partition, or itself to continue): the watermark
@@ -147,6 +153,11 @@ using partition_actor = caf::typed_actor<
     /// Stages a transaction's acks for a group (forwarded to its cursor).
     caf::replies_to<stage_atom, std::string,
                     std::vector<ack_request>>::with<stage_reply>,
+    /// Stages a parked pop of a group on the frames of a seal in flight
+    /// (forwarded to its cursor with them): declined unless every earlier
+    /// seal is settled. Settled by `settle_atom`.
+    caf::replies_to<claim_atom, std::uint64_t, pop_request,
+                    std::vector<storage::stored_frame>>::with<claim_reply>,
     /// Settles a group's staged transaction or seek (forwarded to its
     /// cursor).
     caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
@@ -357,6 +368,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::api_error>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::stored_frame>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_reply)
@@ -400,6 +412,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::offset)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::namespace_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::stage_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::claim_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::txn_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::txn_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::seek_target)

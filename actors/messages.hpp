@@ -446,6 +446,19 @@ struct stage_reply {
   std::optional<api_error> failure;
 };
 
+/// A parked pop served from a push not durable yet ("claim in the
+/// append", docs/operations.md): the cursor's lease and delivery counts,
+/// staged like a transaction's acks, are written in the push's batch, and
+/// the pop is answered when that batch is durable (semantics.md §1: the
+/// frames and their delivery counts are durable before the answer).
+struct claim_reply {
+  std::uint64_t stage_id = 0; ///< 0: declined, nothing staged
+  /// The cursor record to write with the push.
+  storage::write_batch batch;
+  /// What the pop answers once the batch is durable.
+  pop_reply reply;
+};
+
 /// The answer to a transaction; `failure` is a storage or actor failure
 /// (nothing was committed; a rollback answer is `result.success == false`).
 struct txn_reply {

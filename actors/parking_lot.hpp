@@ -229,6 +229,50 @@ public:
     hold_and_rerun(ids);
   }
 
+  /// A claim ahead of a wake (the owner's push is sealed, not durable yet):
+  /// the first parked request of every chain for one of `topics` (or any)
+  /// that `which` selects is handed to `claim(req, k)` instead of
+  /// `attempt`, running meanwhile (a cancel waits for its end). `k(reply)`
+  /// answers it; `k(nullopt)` (not claimed) puts it back as it was, in its
+  /// place and with its wake hint, or runs it again if a wake came since.
+  /// Without chains: nothing is claimed.
+  template <class Pred, class Claim>
+  void claim(const std::vector<std::string>& topics, Pred which, Claim claim) {
+    if (!hooks_.chain)
+      return;
+    std::vector<std::uint64_t> heads;
+    for (auto& [_, ids] : by_chain_) {
+      auto& r = parked_.at(*ids.begin()).req;
+      auto topic = hooks_.topic ? hooks_.topic(r) : std::nullopt;
+      if ((!topic
+           || std::find(topics.begin(), topics.end(), *topic) != topics.end())
+          && which(r))
+        heads.push_back(*ids.begin());
+    }
+    for (auto id : heads) {
+      std::shared_ptr<entry> held = take(id);
+      auto key = hooks_.key(held->req);
+      running_[key] = &held->req;
+      ++retrying_;
+      auto gen = generation_;
+      claim(held->req,
+            [this, id, held, key, gen](std::optional<Reply> reply) mutable {
+              --retrying_;
+              bool cancelled = end_run(key);
+              if (reply && !hooks_.nothing(*reply))
+                return answer(*held, std::move(*reply));
+              if (cancelled || hooks_.now() >= held->deadline) {
+                pass_hint(*held);
+                return answer(*held, Reply{});
+              }
+              if (gen != generation_) // woken meanwhile: run again
+                return rerun(id, held);
+              put(id, std::move(*held));
+              hooks_.rearm();
+            });
+    }
+  }
+
   /// Answers empty (and drops) the parked requests `which` selects.
   template <class Pred>
   void drop(Pred which) {

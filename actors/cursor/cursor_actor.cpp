@@ -370,6 +370,11 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](settle_atom, std::uint64_t id, bool commit) {
         on_settle(self, id, commit);
       },
+      [self](claim_atom, const pop_request& req, const partition_view& view,
+             std::vector<storage::stored_frame>& sealed) {
+        // Never deferred: a busy cursor declines (the push must not wait).
+        return on_claim(self, req, view, sealed);
+      },
       [self](retention_atom, const partition_view& view,
              storage::offset overdue) -> caf::result<void> {
         if (self->state.busy())

@@ -94,6 +94,19 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
   if (!st.staged || st.staged->id != id)
     return;
+  if (st.staged->claim) { // a pop's lease, written with a push
+    if (commit) {
+      st.row_written = true;
+      st.backoff_until.reset();
+    } else {
+      *st.core = std::move(st.before->core);
+      st.lost_pending = st.before->lost_pending;
+    }
+    st.before.reset();
+    st.staged.reset();
+    arm(self);
+    return;
+  }
   if (commit)
     st.row_written = true;          // the seek's or transaction's batch held it
   if (commit && !st.staged->acks) { // a seek

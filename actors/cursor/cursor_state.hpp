@@ -47,6 +47,9 @@ struct cursor_state {
     /// A seek held from spawn over a lease lost to a restart: if it aborts,
     /// the lost lease ends as an expiry then.
     bool lost = false;
+    /// A parked pop's claim on a push (`on_claim`): the core holds its
+    /// lease, `before` what an abort restores.
+    bool claim = false;
   };
   std::optional<staged_txn> staged;
   /// What a change being written is undone to if the write fails.
@@ -119,6 +122,13 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
 
 caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
                                               const partition_view& view);
+
+/// Stages a parked pop on `sealed` (frames of a push in flight, the view's
+/// readable end past them): a claim_reply with stage 0 when it declines
+/// (busy, nothing to deliver, or more to write than the lease).
+claim_reply on_claim(cursor_ptr self, const pop_request& req,
+                     const partition_view& view,
+                     std::vector<storage::stored_frame>& sealed);
 
 caf::typed_response_promise<std::vector<ack_reply>>
 on_ack(cursor_ptr self, std::vector<ack_request>& reqs,

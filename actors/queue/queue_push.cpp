@@ -79,6 +79,8 @@ queue_push_reply finish(queue_ptr self, push_run& run,
 /// so a push to thousands of partitions stays linear), then calls
 /// `prepared`.
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
+  if (run->may_claim)
+    keep_for_claims(self, *run);
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {
@@ -155,9 +157,11 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
 /// partition's frames, then calls `prepared` (also on failure, with
 /// `run->failure` set and nothing sealed left unsettled by the caller).
 void prepare(queue_ptr self, std::vector<push_item>& items,
-             std::function<void(std::shared_ptr<push_run>)> prepared) {
+             std::function<void(std::shared_ptr<push_run>)> prepared,
+             bool may_claim) {
   auto& st = self->state;
   auto run = std::make_shared<push_run>();
+  run->may_claim = may_claim;
   run->item_count = items.size();
   run->prepared = std::move(prepared);
   auto fail = [&](api_error err) {
@@ -225,21 +229,24 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
 caf::typed_response_promise<queue_push_reply>
 on_push(queue_ptr self, std::vector<push_item>& items) {
   auto rp = promise_for<queue_push_reply>(self);
-  prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
-    if (run->failure) {
-      rp.deliver(finish(self, *run, run->failure));
-      return;
-    }
-    auto batch = batch_of(*run);
-    if (batch.mutations.empty()) { // only duplicates of stored frames
-      rp.deliver(finish(self, *run, std::nullopt));
-      return;
-    }
-    write_then(self, self->state.cfg.node.writer, std::move(batch),
-               [self, rp, run](std::optional<api_error> failure) mutable {
-                 rp.deliver(finish(self, *run, std::move(failure)));
-               });
-  });
+  prepare(
+      self, items,
+      [self, rp](std::shared_ptr<push_run> run) mutable {
+        if (run->failure) {
+          rp.deliver(finish(self, *run, run->failure));
+          return;
+        }
+        auto batch = batch_of(*run);
+        if (batch.mutations.empty()) { // only duplicates of stored frames
+          rp.deliver(finish(self, *run, std::nullopt));
+          return;
+        }
+        write_push(self, run, std::move(batch),
+                   [self, rp, run](std::optional<api_error> failure) mutable {
+                     rp.deliver(finish(self, *run, std::move(failure)));
+                   });
+      },
+      true);
   return rp.later();
 }
 

@@ -120,12 +120,29 @@ struct push_run {
   std::vector<std::string> names;              ///< partitions, first-seen order
   std::vector<std::vector<std::size_t>> items; ///< item indices per partition
   std::vector<std::vector<storage::frame>> frames;
+  /// Copies of the first frames per partition, kept while pops are parked
+  /// (claim in the append: queue_claim.cpp); empty otherwise.
+  std::vector<std::vector<storage::frame>> copies;
+  /// A push of this queue alone (`on_push`): it may carry claims.
+  bool may_claim = false;
   std::vector<seal_reply> seals; ///< per partition (seal_id 0: none)
   std::optional<api_error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).
   std::function<void(std::shared_ptr<push_run>)> prepared;
 };
+
+/// Keeps copies of the push's first frames when pops are parked (before
+/// sealing moves them away), for `write_push`.
+void keep_for_claims(queue_ptr self, push_run& run);
+
+/// Writes a sealed push's batch, with the leases of the parked pops it
+/// serves (claim in the append: each staged by its cursor on the sealed
+/// frames, answered once the batch is durable, put back if it fails);
+/// `done` gets the write's error.
+void write_push(queue_ptr self, std::shared_ptr<push_run> run,
+                storage::write_batch batch,
+                std::function<void(std::optional<api_error>)> done);
 
 /// Answers the pops `which` selects empty: parked ones now, running ones
 /// when their run ends (so none of them parks again).
@@ -250,7 +267,8 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
          std::function<void()> go);
 
 void prepare(queue_ptr self, std::vector<push_item>& items,
-             std::function<void(std::shared_ptr<push_run>)> prepared);
+             std::function<void(std::shared_ptr<push_run>)> prepared,
+             bool may_claim = false);
 
 caf::typed_response_promise<queue_push_reply>
 on_push(queue_ptr self, std::vector<push_item>& items);

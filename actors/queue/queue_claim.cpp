@@ -1,0 +1,165 @@
+// Claim in the append (docs/operations.md, "Long poll"): a push to a
+// partition a pop is parked for serves that pop in its own commit. Before
+// the push's batch is written, the first parked pop of every chain the
+// push can serve is staged by its cursor on the sealed frames (in memory:
+// they are not stored yet); each staged lease and delivery count joins the
+// push's batch, and the pop is answered once that batch is durable, at the
+// same time as the push. A failed write fails the push and aborts every
+// stage (the pops park again, as they were). A pop the cursor declines
+// (busy, nothing for it, more to write than a lease) parks again at once
+// and reruns at the push's wake as before.
+
+#include "actors/queue/queue_state.hpp"
+#include "vocab/message_id.hpp"
+
+namespace spool::actors::queue_detail {
+
+namespace {
+
+/// The frames of a claim are copied before sealing, at most this many per
+/// partition: a pop delivers a prefix of them (the rest by its next pop),
+/// and a large push costs no more memory than that.
+constexpr std::size_t claim_frames = 1000;
+
+/// One parked pop staged on the push.
+struct claim_slot {
+  queue_pop_request req;
+  std::function<void(std::optional<queue_pop_reply>)> k;
+  std::size_t part = 0; ///< index in `push_run::names`
+  claim_reply staged;
+};
+
+/// The sealed frames of partition `k` as a read will return them once
+/// stored (duplicates are not appended; a generated transactionId is the
+/// message id, as the segment stores it), at most `batch`.
+std::vector<storage::stored_frame> sealed_frames(const push_run& run,
+                                                 std::size_t k,
+                                                 std::size_t batch,
+                                                 const std::string& uuid) {
+  std::vector<storage::stored_frame> out;
+  auto& sealed = run.seals[k].sealed;
+  auto& copies = run.copies[k];
+  for (std::size_t j = 0; j < copies.size() && out.size() < batch; ++j) {
+    auto& r = sealed.results[j];
+    if (r.status != storage::frame_result::queued)
+      continue;
+    out.push_back({r.off, sealed.created_at, copies[j]});
+    auto& f = out.back().data;
+    if (f.origin == storage::txid_origin::generated && f.transaction_id.empty()
+        && !uuid.empty())
+      f.transaction_id = message_uuid(uuid, r.off.value);
+  }
+  return out;
+}
+
+/// The staged pop's answer, with what the queue's pop notes (as `step`).
+queue_pop_reply claimed(queue_ptr self, const claim_slot& slot,
+                        const std::string& name, pop_reply reply) {
+  auto& st = self->state;
+  auto& entry = st.partitions.at(name);
+  if (st.cfg.node.metrics)
+    st.cfg.node.metrics->partition_pops += 1;
+  if (!slot.req.partition)
+    st.rotation.claimed(slot.req.group, entry.index);
+  if (reply.lease)
+    lease_granted(self, reply.lease->id, slot.req.group, name,
+                  reply.lease->expires);
+  queue_pop_reply out;
+  out.claimed.push_back({name, entry.rec.uuid, std::move(reply)});
+  return out;
+}
+
+} // namespace
+
+void keep_for_claims(queue_ptr self, push_run& run) {
+  if (self->state.parked.empty())
+    return;
+  run.copies.resize(run.frames.size());
+  for (std::size_t k = 0; k < run.frames.size(); ++k) {
+    auto n = std::min(run.frames[k].size(), claim_frames);
+    run.copies[k].assign(run.frames[k].begin(),
+                         run.frames[k].begin() + static_cast<long>(n));
+  }
+}
+
+void write_push(queue_ptr self, std::shared_ptr<push_run> run,
+                storage::write_batch batch,
+                std::function<void(std::optional<api_error>)> done) {
+  auto& st = self->state;
+  std::vector<std::string> grown;
+  std::vector<std::size_t> grown_at;
+  for (std::size_t k = 0; k < run->copies.size(); ++k) {
+    auto& s = run->seals[k];
+    if (s.seal_id != 0 && s.sealed.next > s.sealed.first
+        && !run->copies[k].empty()) {
+      grown.push_back(run->names[k]);
+      grown_at.push_back(k);
+    }
+  }
+  auto slots = std::make_shared<std::vector<claim_slot>>();
+  if (!grown.empty())
+    st.parked.claim(
+        grown, [](const queue_pop_request&) { return true; },
+        [&](const queue_pop_request& req, auto k) {
+          claim_slot slot{req, std::move(k), grown_at.front(), {}};
+          if (req.partition) // its topic is one of `grown`
+            for (std::size_t i = 0; i < grown.size(); ++i)
+              if (grown[i] == *req.partition)
+                slot.part = grown_at[i];
+          slots->push_back(std::move(slot));
+        });
+  auto& writer = st.cfg.node.writer;
+  if (slots->empty())
+    return write_then(self, writer, std::move(batch), std::move(done));
+  auto shared = std::make_shared<storage::write_batch>(std::move(batch));
+  gather<claim_reply>(
+      slots->size(),
+      [self, run, slots](std::size_t i) {
+        auto& slot = (*slots)[i];
+        pop_request pr;
+        pr.group = slot.req.group;
+        pr.batch = slot.req.batch;
+        pr.max_bytes = slot.req.max_bytes;
+        pr.lease_id = slot.req.lease_id;
+        pr.auto_ack = slot.req.auto_ack;
+        auto& entry = self->state.partitions.at(run->names[slot.part]);
+        return self->request(
+            entry.actor, caf::infinite, claim_atom::value,
+            run->seals[slot.part].seal_id, pr,
+            sealed_frames(*run, slot.part, slot.req.batch, entry.rec.uuid));
+      },
+      [self, run, slots, shared,
+       done = std::move(done)](std::vector<fanned<claim_reply>> replies) {
+        std::vector<std::size_t> staged;
+        for (std::size_t i = 0; i < replies.size(); ++i) {
+          auto& slot = (*slots)[i];
+          if (!replies[i].reply || replies[i].reply->stage_id == 0) {
+            slot.k(std::nullopt); // parks again; the push's wake reruns it
+            continue;
+          }
+          slot.staged = std::move(*replies[i].reply);
+          for (auto& m : slot.staged.batch.mutations)
+            shared->mutations.push_back(std::move(m));
+          staged.push_back(i);
+        }
+        write_then(self, self->state.cfg.node.writer, std::move(*shared),
+                   [self, run, slots, staged = std::move(staged),
+                    done](std::optional<api_error> failure) {
+                     for (auto i : staged) {
+                       auto& slot = (*slots)[i];
+                       auto& name = run->names[slot.part];
+                       self->send(self->state.partitions.at(name).actor,
+                                  settle_atom::value, slot.req.group,
+                                  slot.staged.stage_id, !failure);
+                       if (failure)
+                         slot.k(std::nullopt);
+                       else
+                         slot.k(claimed(self, slot, name,
+                                        std::move(slot.staged.reply)));
+                     }
+                     done(std::move(failure));
+                   });
+      });
+}
+
+} // namespace spool::actors::queue_detail
