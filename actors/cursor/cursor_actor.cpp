@@ -122,6 +122,13 @@ cursor_state::undo_point snapshot(cursor_ptr self) {
   return {*self->state.core, self->state.lost_pending};
 }
 
+/// Undoes a change: the core and the lost-lease flag as `snapshot` took
+/// them (`before` is moved from).
+void restore(cursor_ptr self, cursor_state::undo_point& before) {
+  *self->state.core = std::move(before.core);
+  self->state.lost_pending = before.lost_pending;
+}
+
 /// maxWaitTimeSeconds: adds one bounded step of overdue frames to `dead`;
 /// true when there were any (the record changed).
 bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead) {

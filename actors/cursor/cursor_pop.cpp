@@ -227,8 +227,7 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
   // failure) is left to the pop's own run after the push.
   if (pop.reply.messages.empty() || pop.requeued || pop.reply.failure
       || !pop.changes.dead.empty() || !pop.changes.done.empty()) {
-    *st.core = std::move(before.core);
-    st.lost_pending = before.lost_pending;
+    restore(self, before);
     return out;
   }
   std::vector<storage::micros> written;

@@ -99,8 +99,7 @@ void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
       st.row_written = true;
       st.backoff_until.reset();
     } else {
-      *st.core = std::move(st.before->core);
-      st.lost_pending = st.before->lost_pending;
+      restore(self, *st.before);
     }
     st.before.reset();
     st.staged.reset();

@@ -106,6 +106,8 @@ storage::write_batch state_batch(const cursor_config& cfg,
 
 cursor_state::undo_point snapshot(cursor_ptr self);
 
+void restore(cursor_ptr self, cursor_state::undo_point& before);
+
 bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead);
 
 void on_retention(cursor_ptr self, const partition_view& view,
@@ -198,8 +200,7 @@ void commit(cursor_ptr self, cursor_state::undo_point before,
       [self, then = std::move(then)](std::optional<api_error> failure) mutable {
         auto& st = self->state;
         if (failure) {
-          *st.core = std::move(st.before->core);
-          st.lost_pending = st.before->lost_pending;
+          restore(self, *st.before);
           st.backoff_until = self->clock().now() + st.cfg.write_retry;
           if (st.cfg.metrics)
             st.cfg.metrics->failed_writes += 1;

@@ -474,26 +474,27 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto rp = promise_for<claim_reply>(self);
         // Only the seal next in line: were an earlier one in flight, the
         // cursor would see its frames too, and they could still fail.
-        auto s = st.seals.find(seal_id);
-        bool next_in_line = s != st.seals.end()
-                            && s->second.next > s->second.first
-                            && st.log->record().next_offset == s->second.first
-                            && !st.staged(req.group);
-        auto c = next_in_line ? std::optional{cursor_for(self, req.group)}
-                              : std::nullopt;
-        if (!c || !*c) {
-          rp.deliver(claim_reply{}); // declined
+        auto decline = [&rp] {
+          rp.deliver(claim_reply{});
           return rp.later();
-        }
+        };
+        auto s = st.seals.find(seal_id);
+        if (s == st.seals.end() || s->second.next <= s->second.first
+            || st.log->record().next_offset != s->second.first
+            || st.staged(req.group))
+          return decline();
+        auto c = cursor_for(self, req.group);
+        if (!c)
+          return decline();
         auto view = view_of(*st.log);
         view.readable_end = s->second.next;
         view.newest_created_at = s->second.created_at;
         // Recorded until its settle, as a transaction's stage is.
-        self->request(**c, caf::infinite, claim_atom::value, req, view,
+        self->request(*c, caf::infinite, claim_atom::value, req, view,
                       std::move(frames))
             .then(
                 [self, rp, group = req.group,
-                 cursor = (*c)->address()](claim_reply& r) mutable {
+                 cursor = c->address()](claim_reply& r) mutable {
                   if (r.stage_id != 0)
                     self->state.live_txns[group] = {r.stage_id, cursor};
                   rp.deliver(std::move(r));

@@ -4,6 +4,7 @@
 #include "actors/queue/queue_state.hpp"
 
 #include <atomic>
+#include <utility>
 
 namespace spool::actors::queue_detail {
 
@@ -22,6 +23,11 @@ void settle_all(queue_ptr self, push_run& run, bool durable) {
     if (run.seals[k].seal_id != 0)
       self->send(self->state.partitions.at(run.names[k]).actor,
                  sealed_atom::value, run.seals[k].seal_id, durable);
+  // After the settles: a respawn waiting for the push starts here, and the
+  // settles went to the partitions that sealed.
+  if (std::exchange(run.stages_open, false))
+    for (auto& name : run.names)
+      stage_closed(self, name);
 }
 
 /// Every sealed mutation of the push, as one batch. The mutations move out
@@ -81,6 +87,9 @@ queue_push_reply finish(queue_ptr self, push_run& run,
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   if (run->may_claim)
     keep_for_claims(self, *run);
+  for (auto& name : run->names)
+    stage_opened(self, name, 1);
+  run->stages_open = true;
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {

@@ -91,7 +91,8 @@ struct queue_state {
   std::unordered_map<std::string, bool> registering;
   /// Partition deaths allowed before the queue gives up (supervise.hpp).
   restart_budget restarts;
-  /// Stages (a transaction's acks, a seek) open on each partition: staged
+  /// Stages (a transaction's acks, a seek, a push sealed and its claims)
+  /// open on each partition: staged
   /// through this queue, not settled yet. A partition that dies with one
   /// open is respawned only once they settled: their batch may be written
   /// after its barrier, and its new cursors must read the rows it writes.
@@ -126,6 +127,11 @@ struct push_run {
   /// A push of this queue alone (`on_push`): it may carry claims.
   bool may_claim = false;
   std::vector<seal_reply> seals; ///< per partition (seal_id 0: none)
+  /// Each partition of the push counts as an open stage of the queue from
+  /// its seal until the push settles (`finish`): a partition dying between
+  /// its seal and the batch's write is respawned after that write, from
+  /// the record it wrote (`open_stages`).
+  bool stages_open = false;
   std::optional<api_error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).

@@ -35,6 +35,58 @@ struct claim_fixture : fault_fixture {
                                                    actors::push_atom::value, v);
   }
 
+  /// Pushes `payloads` to q/`p` (must succeed) and returns the actor of
+  /// partition `p`: the one partition the push's seal reaches.
+  caf::actor push_seen(const std::string& p,
+                       std::vector<std::string> payloads) {
+    auto pushed = push_later(p, std::move(payloads));
+    caf::actor seen;
+    while (!seen) {
+      for (auto* job : sched.jobs)
+        if (auto* a = dynamic_cast<caf::scheduled_actor*>(job);
+            a && std::strcmp(a->name(), "spool.partition") == 0)
+          seen = caf::actor_cast<caf::actor>(a);
+      if (!seen && !sched.try_run_once())
+        break;
+    }
+    run();
+    REQUIRE(*pushed);
+    REQUIRE_FALSE((*pushed)->failure);
+    REQUIRE(seen);
+    return seen;
+  }
+
+  /// Runs one message at a time until only `held` has messages waiting;
+  /// `held` itself handles its next `pass` messages, then waits.
+  void run_holding(const caf::actor& held, int pass = 0) {
+    for (;;) {
+      auto& jobs = sched.jobs;
+      auto it = std::find_if(jobs.begin(), jobs.end(), [&](auto* job) {
+        auto* a = dynamic_cast<caf::abstract_actor*>(job);
+        return !a || a->address() != held.address() || pass > 0;
+      });
+      if (it == jobs.end())
+        return;
+      if (auto* a = dynamic_cast<caf::abstract_actor*>(*it);
+          a && a->address() == held.address())
+        --pass;
+      auto* job = *it;
+      jobs.erase(it);
+      jobs.push_front(job);
+      sched.run_once();
+    }
+  }
+
+  /// Sends one push of `a` to q/P1 and `b` to q/P2; its answer arrives
+  /// later.
+  std::shared_ptr<std::optional<actors::queue_push_reply>>
+  push_both(const std::string& a, const std::string& b) {
+    std::vector<actors::broker_push_item> v{{"q", {"P1", msg(a)}},
+                                            {"q", {"P2", msg(b)}}};
+    return request_later<actors::queue_push_reply>(broker,
+                                                   actors::push_atom::value, v);
+  }
+
   /// Parks a long-poll pop of q (partition `p`, none: any) by `group`.
   std::shared_ptr<std::optional<actors::queue_pop_reply>>
   park(const std::string& group, std::optional<std::string> p = {},
@@ -243,4 +295,72 @@ TEST_CASE("a push to another partition does not claim a pop parked on one "
   fx.push("q", "p", {"a"});
   REQUIRE(*parked);
   CHECK(claim_fixture::payloads(*parked) == std::vector<std::string>{"a"});
+}
+
+// A partition that dies (a bug) is respawned from its stored record after
+// a write barrier. A push's batch is written only once every partition of
+// the push sealed (and its claims are staged): a partition that sealed and
+// died meanwhile must not be respawned before that batch, or it would
+// read a record without the frames the batch then stores, and every push
+// to it after would collide with them.
+
+TEST_CASE("a partition that dies between its seal and its push's write is "
+          "respawned from the record the push wrote",
+          "[sim][failure][supervision][push]") {
+  claim_fixture fx;
+  auto p1 = fx.push_seen("P1", {"x"});
+  auto p2 = fx.push_seen("P2", {"y"});
+  auto pushed = fx.push_both("a", "b");
+  fx.run_holding(p2); // P1 seals; P2's seal waits
+  caf::anon_send_exit(p1, caf::exit_reason::unhandled_exception);
+  fx.run_holding(p2); // P1 dies; the queue's restart barrier passes
+  fx.run();           // P2 seals, the push is written
+  REQUIRE(*pushed);
+  REQUIRE_FALSE((*pushed)->failure);
+  CHECK(fx.partition("q", "P1").next_offset == offset{2});
+  // The respawned P1 continues after the push: a next push is stored, and
+  // a group reads all three.
+  fx.push("q", "P1", {"c"});
+  CHECK(fx.popped("q", "P1", "g") == std::vector<std::int64_t>{0, 1, 2});
+}
+
+TEST_CASE("a partition that dies with a claim staged is respawned from the "
+          "rows the push wrote, the claim's delivery count included",
+          "[sim][failure][supervision][long-poll][claim]") {
+  claim_fixture fx;
+  auto p1 = fx.push_seen("P1", {"old"});
+  auto p2 = fx.push_seen("P2", {"old"});
+  fx.consume("q", "P1", "g");
+  fx.consume("q", "P2", "h");
+  auto g = fx.park("g", "P1");
+  auto h = fx.park("h", "P2");
+  auto pushed = fx.push_both("a", "b");
+  // Both seal; g's claim on P1 is staged; h's claim waits at P2, so the
+  // push's batch is not written yet.
+  fx.run_holding(p2, 1);
+  REQUIRE_FALSE(*pushed);
+  caf::anon_send_exit(p1, caf::exit_reason::unhandled_exception);
+  fx.run_holding(p2); // P1 dies; the queue's restart barrier passes
+  fx.run();           // h's claim is staged, the push is written
+  REQUIRE(*pushed);
+  REQUIRE_FALSE((*pushed)->failure);
+  REQUIRE(*g);
+  REQUIRE(*h);
+  CHECK(claim_fixture::payloads(*g) == std::vector<std::string>{"a"});
+  CHECK(claim_fixture::payloads(*h) == std::vector<std::string>{"b"});
+  auto& reply = (*g)->claimed.at(0).reply;
+  REQUIRE(reply.lease);
+  CHECK(fx.stored_deliveries("P1", "g", 1) == 1);
+  // The respawned P1 holds what the store holds: leases live in memory and
+  // end with it, the claim's delivery count stays, and a next push
+  // continues the offsets.
+  fx.push("q", "P1", {"c"});
+  auto again = fx.pop("q", fx.pop_request("g", "P1"));
+  REQUIRE(again.claimed.size() == 1);
+  auto& got = again.claimed[0].reply.messages;
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].frame.off == offset{1});
+  CHECK(got[0].delivery_count == 2);
+  CHECK(got[1].frame.off == offset{2});
+  CHECK(got[1].delivery_count == 1);
 }
