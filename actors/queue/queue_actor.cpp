@@ -113,6 +113,7 @@ void respawn_partition(queue_ptr self, const std::string& name,
   self->link_to(*p);
   entry.rec = **rec;
   entry.actor = *p;
+  entry.dead = false;
 }
 
 /// A stage was staged on partition `name` (none for id 0).
@@ -144,6 +145,7 @@ void restart_partition(queue_ptr self, const std::string& name,
                        const caf::error& why) {
   auto& st = self->state;
   auto& entry = st.partitions.at(name);
+  entry.dead = true;
   note_death(st.cfg.node.metrics, "partition",
              st.cfg.record.name + "/" + entry.rec.name, why,
              "respawned from its stored record");

@@ -25,9 +25,8 @@ void settle_all(queue_ptr self, push_run& run, bool durable) {
                  sealed_atom::value, run.seals[k].seal_id, durable);
   // After the settles: a respawn waiting for the push starts here, and the
   // settles went to the partitions that sealed.
-  if (std::exchange(run.stages_open, false))
-    for (auto& name : run.names)
-      stage_closed(self, name);
+  for (auto& name : std::exchange(run.opened, {}))
+    stage_closed(self, name);
 }
 
 /// Every sealed mutation of the push, as one batch. The mutations move out
@@ -88,8 +87,10 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   if (run->may_claim)
     keep_for_claims(self, *run);
   for (auto& name : run->names)
-    stage_opened(self, name, 1);
-  run->stages_open = true;
+    if (!self->state.partitions.at(name).dead) {
+      stage_opened(self, name, 1);
+      run->opened.push_back(name);
+    }
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {

@@ -45,6 +45,10 @@ struct partition_entry {
   /// The last offset of the pushes this queue settled (a lower bound of
   /// what readers may see soon; compared with empty-scan watermarks).
   storage::offset last{-1};
+  /// Died; its respawn is pending (`restart_partition`). A push sealing on
+  /// it opens no stage there: it cannot store anything through it, and a
+  /// stream of such pushes must not hold the respawn off.
+  bool dead = false;
 };
 
 struct push_run;
@@ -92,10 +96,10 @@ struct queue_state {
   /// Partition deaths allowed before the queue gives up (supervise.hpp).
   restart_budget restarts;
   /// Stages (a transaction's acks, a seek, a push sealed and its claims)
-  /// open on each partition: staged
-  /// through this queue, not settled yet. A partition that dies with one
-  /// open is respawned only once they settled: their batch may be written
-  /// after its barrier, and its new cursors must read the rows it writes.
+  /// open on each partition: staged through this queue, not settled yet. A
+  /// partition that dies with one open is respawned only once they
+  /// settled: their batch may be written after its barrier, and its new
+  /// cursors must read the rows it writes.
   std::map<std::string, std::size_t> open_stages;
   /// The partition of each open transaction stage, by stage id.
   std::unordered_map<std::uint64_t, std::string> txn_stages;
@@ -127,11 +131,11 @@ struct push_run {
   /// A push of this queue alone (`on_push`): it may carry claims.
   bool may_claim = false;
   std::vector<seal_reply> seals; ///< per partition (seal_id 0: none)
-  /// Each partition of the push counts as an open stage of the queue from
-  /// its seal until the push settles (`finish`): a partition dying between
-  /// its seal and the batch's write is respawned after that write, from
-  /// the record it wrote (`open_stages`).
-  bool stages_open = false;
+  /// The partitions the push counts as an open stage of the queue on, from
+  /// its seal until the push settles (`finish`): one dying between its
+  /// seal and the batch's write is respawned after that write, from the
+  /// record it wrote (`open_stages`). A dead one is not counted.
+  std::vector<std::string> opened;
   std::optional<api_error> failure;
   std::size_t item_count = 0;
   /// Called once every partition sealed (or the push failed before).
