@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "protocol/time/rfc3339.hpp"
@@ -66,6 +67,18 @@ void write_message_fields(json::writer& w, const node::message& m) {
     w.kv("requeued", true);
     w.kv("dlqId", *m.requeued);
   }
+}
+
+void write_queue_names(json::writer& w, const node::queue_info& q) {
+  w.kv("id", std::to_string(q.id));
+  w.kv("name", q.name);
+  w.kv("namespace", q.name_space);
+  w.kv("task", q.task);
+  w.kv("createdAt", timefmt::format_micros(q.created_at));
+}
+
+std::int64_t retained(const node::partition_info& p) {
+  return std::max<std::int64_t>(0, p.last_offset + 1 - p.watermark);
 }
 
 void write_options(json::writer& w, const queue_options& o) {

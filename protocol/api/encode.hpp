@@ -24,6 +24,13 @@ void write_payload(json::writer& w, std::string_view key,
 /// A message's fields (the caller opens and closes the object).
 void write_message_fields(json::writer& w, const node::message& m);
 
+/// A queue's id, name, namespace, task and createdAt (the caller opens and
+/// closes the object).
+void write_queue_names(json::writer& w, const node::queue_info& q);
+
+/// Frames retained in a partition.
+std::int64_t retained(const node::partition_info& p);
+
 /// Every option of a queue as stored (`configure`'s echo, queue detail).
 void write_options(json::writer& w, const queue_options& o);
 

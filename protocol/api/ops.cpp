@@ -45,9 +45,23 @@ void not_supported(call& c, std::string_view why) {
 }
 
 void dashboard(service&, call& c) {
-  not_supported(c, "Queen's dashboard series (status, analytics) are kept in "
-                   "PostgreSQL; Spool serves /metrics/prometheus and "
-                   "/api/v1/consumer-groups instead");
+  not_supported(c, "Queen's dashboard series (throughput, analytics) are "
+                   "history kept in PostgreSQL, and Spool keeps none: scrape "
+                   "/metrics/prometheus for rates; each queue's figures now "
+                   "are at /api/v1/status/queues and /api/v1/consumer-groups");
+}
+
+void queue_messages(service&, call& c) {
+  not_supported(c, "a message's status is per consumer group in a log, not "
+                   "one state across partitions: list a partition with GET "
+                   "/api/v1/messages?queue=&partition= and see where each "
+                   "group stands on one message with GET "
+                   "/api/v1/messages/:partitionId/:transactionId");
+}
+
+void buffers(service&, call& c) {
+  not_supported(c, "Queen's buffer counters are its file buffer's, which "
+                   "Spool does not have (a push is durable or refused)");
 }
 
 void maintenance(service&, call& c) {
@@ -89,6 +103,9 @@ void add_ops_routes(std::vector<route>& t) {
   t.push_back({"GET", "/health", &health});
   t.push_back({"GET", "/health/ready", &ready});
   t.push_back({"GET", "/metrics", &metrics_json});
+  t.push_back(
+      {"GET", "/api/v1/status/queues/:queue/messages", &queue_messages});
+  t.push_back({"GET", "/api/v1/status/buffers", &buffers});
   for (auto* m : {"GET", "POST"}) {
     t.push_back({m, "/api/v1/status", &dashboard});
     t.push_back({m, "/api/v1/status/*", &dashboard});

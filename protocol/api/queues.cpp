@@ -12,11 +12,6 @@ namespace spool::api {
 
 namespace {
 
-/// Frames retained in a partition.
-std::int64_t retained(const node::partition_info& p) {
-  return std::max<std::int64_t>(0, p.last_offset + 1 - p.watermark);
-}
-
 void configure(service& svc, call& c) {
   auto body = read_configure_body(c.req.body);
   if (!body)
@@ -69,11 +64,7 @@ void list_queues(service& svc, call& c) {
                         for (auto& p : q.partitions)
                           total += retained(p);
                         w.begin_object();
-                        w.kv("id", std::to_string(q.id));
-                        w.kv("name", q.name);
-                        w.kv("namespace", q.name_space);
-                        w.kv("task", q.task);
-                        w.kv("createdAt", timefmt::format_micros(q.created_at));
+                        write_queue_names(w, q);
                         w.kv("partitions", q.partitions.size());
                         // Spool has no per-message state: pending and
                         // processing are per consumer group (/consumer-groups).
@@ -100,11 +91,7 @@ void queue_detail(service& svc, call& c) {
             json::writer w;
             std::int64_t total = 0;
             w.begin_object();
-            w.kv("id", std::to_string(q.id));
-            w.kv("name", q.name);
-            w.kv("namespace", q.name_space);
-            w.kv("task", q.task);
-            w.kv("createdAt", timefmt::format_micros(q.created_at));
+            write_queue_names(w, q);
             w.key("partitions").begin_array();
             for (auto& p : q.partitions) {
               write_partition(w, p);

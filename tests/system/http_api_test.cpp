@@ -472,3 +472,86 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
   CHECK(value("spool_storage_bytes") > 0);
   CHECK(value("spool_process_resident_bytes") > 0);
 }
+
+TEST_CASE("the status snapshots count each queue's retained messages as its "
+          "queue-mode group stands on them; the dashboard series are 501",
+          "[system][http][status][queen-shape]") {
+  spoold_server s;
+  REQUIRE(
+      s.post("/api/v1/configure", R"({"queue":"q","namespace":"n","task":"t"})")
+          .status
+      == 200);
+  REQUIRE(s.post("/api/v1/push", push_body("q", 5)).status == 201);
+  REQUIRE(s.post("/api/v1/push", push_body("q", 2, "B")).status == 201);
+  REQUIRE(s.post("/api/v1/push", push_body("other", 1)).status == 201);
+  // Queue mode (no consumerGroup) leases offsets 0..2 of Default, acks 0,
+  // dead-letters 1: 2 completed, 1 processing, 2 pending there.
+  auto m = s.get("/api/v1/pop/queue/q/partition/Default?batch=3").body_json();
+  REQUIRE(m["messages"].size() == 3);
+  auto ack = [&](int i, const char* status) {
+    json a = {{"transactionId", m["messages"][i]["transactionId"]},
+              {"partitionId", m["partitionId"]},
+              {"leaseId", m["leaseId"]},
+              {"status", status},
+              {"error", "boom"}};
+    REQUIRE(s.post("/api/v1/ack", a.dump()).status == 200);
+  };
+  ack(0, "completed");
+  ack(1, "dlq");
+  auto list = s.get("/api/v1/status/queues?namespace=n");
+  REQUIRE(list.status == 200);
+  auto l = list.body_json();
+  REQUIRE(l["queues"].size() == 1);
+  auto& q = l["queues"][0];
+  CHECK(q["name"] == "q");
+  CHECK(q["namespace"] == "n");
+  CHECK(q["task"] == "t");
+  CHECK(q["partitions"] == 2);
+  CHECK(q["messages"] == json{{"total", 7}, {"pending", 4}, {"processing", 1}});
+  CHECK(l["pagination"] == json{{"limit", 100}, {"offset", 0}, {"total", 1}});
+  CHECK(s.get("/api/v1/status/queues?offset=1").body_json()["queues"].size()
+        == 1); // of two
+  auto bad = s.get("/api/v1/status/queues?limit=0");
+  CHECK(bad.status == 400);
+  CHECK(bad.body_json()["error"] == "limit must be 1..1000");
+
+  auto detail = s.get("/api/v1/status/queues/q");
+  REQUIRE(detail.status == 200);
+  auto d = detail.body_json();
+  CHECK(d["queue"]["name"] == "q");
+  CHECK(d["queue"]["config"]["leaseTime"].is_number());
+  CHECK(d["queue"]["config"]["deadLetterQueue"].is_boolean());
+  REQUIRE(d["partitions"].size() == 2);
+  auto& def = d["partitions"][0];
+  CHECK(def["name"] == "Default");
+  CHECK(def["messages"]["total"] == 5);
+  CHECK(def["messages"]["completed"] == 2);
+  CHECK(def["messages"]["processing"] == 1);
+  CHECK(def["messages"]["pending"] == 2);
+  CHECK(def["cursor"]["committedOffset"] == 1);
+  CHECK(def["cursor"]["totalConsumed"] == 2);
+  CHECK(def["lastActivity"].is_string());
+  auto& b = d["partitions"][1];
+  CHECK(b["messages"]["pending"] == 2); // never popped in queue mode
+  CHECK(b["cursor"]["committedOffset"] == -1);
+  CHECK(b["lastActivity"].is_null());
+  CHECK(d["totals"]["messages"]["total"] == 7);
+  CHECK(d["totals"]["messages"]["deadLetter"] == 1);
+  CHECK(d["totals"]["messages"]["failed"] == 0);
+  // A queue never popped in queue mode: no dead letters, all pending.
+  auto o = s.get("/api/v1/status/queues/other").body_json();
+  CHECK(o["totals"]["messages"]["pending"] == 1);
+  CHECK(o["totals"]["messages"]["deadLetter"] == 0);
+  auto missing = s.get("/api/v1/status/queues/nope");
+  CHECK(missing.status == 404);
+  CHECK(missing.body_json()["error"] == "Queue not found");
+
+  for (auto* path :
+       {"/api/v1/status", "/api/v1/status/analytics", "/api/v1/status/buffers",
+        "/api/v1/status/queues/q/messages", "/api/v1/analytics/throughput"}) {
+    auto r = s.get(path);
+    CHECK(r.status == 501);
+    CHECK_THAT(r.body_json()["error"].get<std::string>(),
+               Catch::StartsWith("Not supported by Spool: "));
+  }
+}

@@ -182,6 +182,13 @@ TEST_CASE("bad input on every route gets its 4xx and message, and the store "
       {"GET", "/api/v1/messages", "", 400, "queue is required"},
       {"GET", "/api/v1/messages?queue=q&limit=0", "", 400,
        "limit must be 1..10000"},
+      {"GET", "/api/v1/status/queues?limit=5000", "", 400,
+       "limit must be 1..1000"},
+      {"GET", "/api/v1/status/queues?offset=-1", "", 400,
+       "offset must be a non-negative integer"},
+      {"GET", "/api/v1/status/queues?limit=ten", "", 400,
+       "limit must be an integer"},
+      {"GET", "/api/v1/status/queues/nope", "", 404, "Queue not found"},
       // leases, DLQ
       {"POST", "/api/v1/lease/x/extend", R"({"seconds":"long"})", 400,
        "seconds must be an integer"},

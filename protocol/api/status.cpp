@@ -1,0 +1,282 @@
+// Queen's status snapshots, as far as Spool can answer them truthfully:
+// `/api/v1/status/queues` and `/api/v1/status/queues/:queue` give each
+// queue's retained messages and where its queue-mode group (the pops that
+// name no consumerGroup, `__QUEUE_MODE__`) stands on them, exact at the
+// request. Queen's per-message status is per group in a log: these figures
+// are the queue-mode group's, as Queen's own are. The dashboard series and
+// the file buffer's counters answer 501 (ops.cpp).
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include "protocol/api/encode.hpp"
+#include "protocol/api/router.hpp"
+#include "protocol/time/rfc3339.hpp"
+#include "vocab/delivery.hpp"
+
+namespace spool::api {
+
+namespace {
+
+/// The queue-mode group on one partition's retained messages.
+struct mode_counts {
+  std::int64_t total = 0;      ///< retained
+  std::int64_t pending = 0;    ///< not delivered nor leased
+  std::int64_t processing = 0; ///< in the group's live lease, not acked
+  std::int64_t completed = 0;  ///< at or below the committed offset
+
+  mode_counts& operator+=(const mode_counts& o) {
+    total += o.total;
+    pending += o.pending;
+    processing += o.processing;
+    completed += o.completed;
+    return *this;
+  }
+};
+
+/// `c`: the queue-mode cursor on `p` (none: the group never popped there,
+/// so every retained message is pending, as Queen counts a partition
+/// without a consumer row). A lease counts from its first frame above the
+/// committed offset to its last (acks inside it out of order still count).
+mode_counts count(const node::partition_info& p, const node::cursor_view* c,
+                  micros now) {
+  mode_counts n;
+  n.total = retained(p);
+  if (!c) {
+    n.pending = n.total;
+    return n;
+  }
+  n.completed
+      = std::clamp<std::int64_t>(c->committed + 1 - p.watermark, 0, n.total);
+  if (c->lease && c->lease->expires_at > now) {
+    auto from = std::max({c->lease->first, c->committed + 1, p.watermark});
+    n.processing = std::clamp<std::int64_t>(c->lease->last - from + 1, 0,
+                                            n.total - n.completed);
+  }
+  n.pending = n.total - n.completed - n.processing;
+  return n;
+}
+
+/// The queue-mode cursors by partition uuid.
+using cursor_index = std::map<std::string, const node::cursor_view*>;
+
+cursor_index index_of(const std::vector<node::cursor_view>& cs,
+                      const std::string* queue = nullptr) {
+  cursor_index out;
+  for (auto& c : cs)
+    if (!queue || c.queue == *queue)
+      out[c.partition_id] = &c;
+  return out;
+}
+
+const node::cursor_view* find(const cursor_index& ix,
+                              const node::partition_info& p) {
+  auto it = ix.find(p.id);
+  return it == ix.end() ? nullptr : it->second;
+}
+
+void write_counts(json::writer& w, const mode_counts& n, bool detail,
+                  std::optional<std::size_t> dead) {
+  w.begin_object();
+  w.kv("total", n.total);
+  w.kv("pending", n.pending);
+  w.kv("processing", n.processing);
+  if (detail) {
+    w.kv("completed", n.completed);
+    w.kv("failed", 0); // Queen's is 0 too: a failure retries or dead-letters
+    if (dead)
+      w.kv("deadLetter", static_cast<std::uint64_t>(*dead));
+    else
+      w.kv_null("deadLetter");
+  }
+  w.end_object();
+}
+
+/// The queue-mode group's cursors (every queue's, or `queue`'s), then `k`.
+template <class K>
+void queue_mode_cursors(service& svc, exchange_ptr ex,
+                        std::optional<std::string> queue, K k) {
+  node::groups_request req;
+  req.group = std::string{queue_mode_group};
+  req.queue = std::move(queue);
+  svc.gw.groups(std::move(req),
+                [ex, k = std::move(k)](
+                    expected<std::vector<node::cursor_view>> cs) mutable {
+                  if (!cs)
+                    return reply_error(*ex, cs.err());
+                  k(std::move(*cs));
+                });
+}
+
+/// A listing parameter within min..max (absent: `dflt`); max INT64_MAX
+/// only with min 0.
+expected<std::size_t> bounded(const call& c, std::string_view key,
+                              std::size_t dflt, std::int64_t min,
+                              std::int64_t max) {
+  auto v = query_int(c, key);
+  if (!v)
+    return std::move(v).err();
+  if (!*v)
+    return dflt;
+  if (**v < min || **v > max)
+    return max == INT64_MAX ? make_error(errc::invalid_argument, key,
+                                         " must be a non-negative integer")
+                            : make_error(errc::invalid_argument, key,
+                                         " must be ", min, "..", max);
+  return static_cast<std::size_t>(**v);
+}
+
+/// GET /api/v1/status/queues: each queue (namespace, task filters; limit,
+/// offset) with its retained total and the queue-mode group's pending and
+/// processing.
+void status_queues(service& svc, call& c) {
+  auto limit = bounded(c, "limit", 100, 1, 1000);
+  if (!limit)
+    return reply_error(*c.ex, limit.err());
+  auto offset = bounded(c, "offset", 0, 0, INT64_MAX);
+  if (!offset)
+    return reply_error(*c.ex, offset.err());
+  auto ns = query_str(c, "namespace");
+  auto task = query_str(c, "task");
+  auto* s = &svc;
+  auto ex = c.ex;
+  svc.gw.queues(std::nullopt, [s, ex, ns, task, limit = *limit,
+                               offset = *offset](
+                                  expected<std::vector<node::queue_info>> qs) {
+    if (!qs)
+      return reply_error(*ex, qs.err());
+    auto list = std::make_shared<std::vector<node::queue_info>>();
+    for (auto& q : *qs)
+      if ((!ns || q.name_space == *ns) && (!task || q.task == *task))
+        list->push_back(std::move(q));
+    queue_mode_cursors(
+        *s, ex, std::nullopt,
+        [ex, list, limit, offset](std::vector<node::cursor_view> cs) {
+          auto ix = index_of(cs);
+          auto now = system_wall_now();
+          json::writer w;
+          w.begin_object().key("queues").begin_array();
+          for (auto i = offset; i < list->size() && i < offset + limit; ++i) {
+            auto& q = (*list)[i];
+            mode_counts sum;
+            for (auto& p : q.partitions)
+              sum += count(p, find(ix, p), now);
+            w.begin_object();
+            write_queue_names(w, q);
+            w.kv("partitions", q.partitions.size());
+            w.key("messages");
+            write_counts(w, sum, false, std::nullopt);
+            w.end_object();
+          }
+          w.end_array();
+          w.key("pagination").begin_object();
+          w.kv("limit", limit);
+          w.kv("offset", offset);
+          w.kv("total", list->size());
+          w.end_object();
+          w.end_object();
+          reply_json(*ex, 200, w.take());
+        });
+  });
+}
+
+std::string queue_body(const node::queue_info& q,
+                       const std::vector<node::cursor_view>& cs,
+                       std::size_t dead) {
+  auto ix = index_of(cs, &q.name);
+  auto now = system_wall_now();
+  json::writer w;
+  w.begin_object();
+  w.key("queue").begin_object();
+  write_queue_names(w, q);
+  w.kv("priority", q.options.priority);
+  w.key("config").begin_object();
+  w.kv("leaseTime", q.options.lease_time_s);
+  w.kv("retryLimit", q.options.retry_limit);
+  w.kv("retryDelay", q.options.retry_delay_ms);
+  w.kv("ttl", q.options.ttl_s);
+  w.kv("maxQueueSize", q.options.max_size);
+  w.kv("deadLetterQueue", q.options.dead_letter_queue.value_or(false));
+  w.end_object();
+  w.key("options");
+  write_options(w, q.options);
+  w.end_object();
+  mode_counts sum;
+  w.key("partitions").begin_array();
+  for (auto& p : q.partitions) {
+    auto* c = find(ix, p);
+    auto n = count(p, c, now);
+    sum += n;
+    w.begin_object();
+    w.kv("id", p.id);
+    w.kv("name", p.name);
+    w.kv("createdAt", timefmt::format_micros(p.created_at));
+    w.key("messages");
+    write_counts(w, n, true, std::nullopt);
+    w.kv("lastOffset", p.last_offset);
+    w.kv("watermark", p.watermark);
+    w.key("cursor").begin_object();
+    w.kv("committedOffset", c ? c->committed : -1);
+    // Every offset the group completed, retained or since deleted.
+    w.kv("totalConsumed", c ? std::max<std::int64_t>(0, c->committed + 1) : 0);
+    w.kv_null("batchesConsumed"); // Queen's counter; Spool keeps none
+    w.end_object();
+    if (c && c->last_activity > 0)
+      w.kv("lastActivity", timefmt::format_micros(c->last_activity));
+    else
+      w.kv_null("lastActivity");
+    w.end_object();
+  }
+  w.end_array();
+  w.key("totals").begin_object();
+  w.kv("partitions", q.partitions.size());
+  w.key("messages");
+  write_counts(w, sum, true, dead);
+  w.end_object();
+  w.end_object();
+  return w.take();
+}
+
+/// GET /api/v1/status/queues/:queue: the queue, each partition's counts
+/// and the queue-mode cursor there; the queue-mode group's dead letters in
+/// the totals (three reads; the answer is as of the last one).
+void status_queue(service& svc, call& c) {
+  auto* s = &svc;
+  auto ex = c.ex;
+  auto name = c.params.at(0);
+  svc.gw.queues(name, [s, ex,
+                       name](expected<std::vector<node::queue_info>> qs) {
+    if (!qs)
+      return reply_error(*ex, qs.err());
+    if (qs->empty())
+      return reply_error(*ex, make_error(errc::not_found, "Queue not found"));
+    auto q = std::make_shared<node::queue_info>(std::move(qs->front()));
+    queue_mode_cursors(
+        *s, ex, name, [s, ex, q](std::vector<node::cursor_view> cs) {
+          dlq_query dq;
+          dq.filter.queue = q->name;
+          dq.filter.group = std::string{queue_mode_group};
+          dq.limit = 1;
+          auto cursors
+              = std::make_shared<std::vector<node::cursor_view>>(std::move(cs));
+          // A group the queue does not know yet has no dead letters.
+          s->gw.dlq_list(
+              std::move(dq), [ex, q, cursors](expected<node::dlq_page> page) {
+                if (!page && page.err().code != errc::not_found)
+                  return reply_error(*ex, page.err());
+                reply_json(*ex, 200,
+                           queue_body(*q, *cursors, page ? page->total : 0));
+              });
+        });
+  });
+}
+
+} // namespace
+
+void add_status_routes(std::vector<route>& t) {
+  t.push_back({"GET", "/api/v1/status/queues", &status_queues});
+  t.push_back({"GET", "/api/v1/status/queues/:queue", &status_queue});
+}
+
+} // namespace spool::api
