@@ -388,6 +388,11 @@ struct cursor_info {
   std::optional<offset_range> isolated;
   /// Frames above committed delivered more than once.
   std::size_t redeliveries = 0;
+  /// Retained frames above committed already done (out-of-order acks and
+  /// dead letters).
+  std::size_t done_above = 0;
+  /// Frames of the live lease not settled yet.
+  std::size_t in_flight = 0;
   /// Wall-clock µs of the group's last pop, ack, extend or seek here.
   storage::micros last_activity = 0;
 };

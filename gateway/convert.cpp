@@ -264,6 +264,8 @@ node::cursor_view from_broker(actors::cursor_info& c) {
                                c.lease->range.first.value,
                                c.lease->range.last.value};
   v.redeliveries = c.redeliveries;
+  v.done_above = c.done_above;
+  v.in_flight = c.in_flight;
   v.last_activity = c.last_activity;
   return v;
 }

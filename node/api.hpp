@@ -299,6 +299,11 @@ struct cursor_view {
   micros oldest_unconsumed_at = 0;
   std::optional<lease_view> lease;
   std::size_t redeliveries = 0;
+  /// Retained messages above `committed` the group is done with (acked or
+  /// dead-lettered out of order).
+  std::size_t done_above = 0;
+  /// Messages of the live lease not settled yet.
+  std::size_t in_flight = 0;
   micros last_activity = 0;
 };
 

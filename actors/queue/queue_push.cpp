@@ -86,16 +86,18 @@ queue_push_reply finish(queue_ptr self, push_run& run,
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
   if (run->may_claim)
     keep_for_claims(self, *run);
-  for (auto& name : run->names)
-    if (!self->state.partitions.at(name).dead) {
-      stage_opened(self, name, 1);
-      run->opened.push_back(name);
-    }
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {
-        auto& actor = self->state.partitions.at(run->names[k]).actor;
-        return self->request(actor, caf::infinite, seal_atom::value,
+        // Counted as the seal is sent (a window of them at a time): the
+        // partition may have died or come back since the push began.
+        auto& name = run->names[k];
+        auto& entry = self->state.partitions.at(name);
+        if (!entry.dead) {
+          stage_opened(self, name, 1);
+          run->opened.push_back(name);
+        }
+        return self->request(entry.actor, caf::infinite, seal_atom::value,
                              std::move(run->frames[k]));
       },
       [run](std::vector<fanned<seal_reply>> slots) {

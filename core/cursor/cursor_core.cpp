@@ -44,6 +44,14 @@ std::size_t cursor_core::redeliveries() const {
   return n;
 }
 
+std::size_t cursor_core::done_above(offset from) const {
+  std::size_t n = 0;
+  for (auto& c : counters_)
+    if (c.done && c.off >= from)
+      ++n;
+  return n;
+}
+
 namespace {
 
 std::optional<offset_range>

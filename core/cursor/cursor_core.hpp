@@ -126,6 +126,13 @@ public:
   }
   /// Frames above committed delivered more than once.
   std::size_t redeliveries() const;
+  /// Frames above committed already done (acked or dead-lettered while an
+  /// earlier frame is not), from offset `from` on (the watermark).
+  std::size_t done_above(offset from) const;
+  /// Frames the lease live at `now` delivered and not settled yet.
+  std::size_t in_flight(mono_time now) const {
+    return live_lease(now) ? unsettled_ : 0;
+  }
   /// Failures of the head frame (the product document's "retry budget").
   std::uint32_t head_failures() const;
   std::uint32_t deliveries_of(offset off) const;

@@ -10,10 +10,10 @@
 #include <optional>
 
 #include "core/cursor/cursor_core.hpp"
-#include "vocab/queries.hpp"
 #include "storage/error.hpp"
 #include "storage/records.hpp"
 #include "storage/types.hpp"
+#include "vocab/queries.hpp"
 
 namespace spool::core {
 

@@ -105,8 +105,8 @@ void add_ops_routes(std::vector<route>& t) {
   t.push_back({"GET", "/metrics", &metrics_json});
   t.push_back(
       {"GET", "/api/v1/status/queues/:queue/messages", &queue_messages});
-  t.push_back({"GET", "/api/v1/status/buffers", &buffers});
   for (auto* m : {"GET", "POST"}) {
+    t.push_back({m, "/api/v1/status/buffers", &buffers});
     t.push_back({m, "/api/v1/status", &dashboard});
     t.push_back({m, "/api/v1/status/*", &dashboard});
     t.push_back({m, "/api/v1/analytics/*", &dashboard});

@@ -19,12 +19,14 @@ namespace spool::api {
 
 namespace {
 
-/// The queue-mode group on one partition's retained messages.
+/// The queue-mode group on one partition's retained messages, in Queen's
+/// sense: `pending` is every message the group is not done with, the
+/// leased ones included.
 struct mode_counts {
   std::int64_t total = 0;      ///< retained
-  std::int64_t pending = 0;    ///< not delivered nor leased
-  std::int64_t processing = 0; ///< in the group's live lease, not acked
-  std::int64_t completed = 0;  ///< at or below the committed offset
+  std::int64_t pending = 0;    ///< not done (acked or dead-lettered)
+  std::int64_t processing = 0; ///< of those, in the live lease
+  std::int64_t completed = 0;  ///< done
 
   mode_counts& operator+=(const mode_counts& o) {
     total += o.total;
@@ -37,25 +39,30 @@ struct mode_counts {
 
 /// `c`: the queue-mode cursor on `p` (none: the group never popped there,
 /// so every retained message is pending, as Queen counts a partition
-/// without a consumer row). A lease counts from its first frame above the
-/// committed offset to its last (acks inside it out of order still count).
-mode_counts count(const node::partition_info& p, const node::cursor_view* c,
-                  micros now) {
+/// without a consumer row). Done: at or below the committed offset, or
+/// acked or dead-lettered above it out of order.
+mode_counts count(const node::partition_info& p, const node::cursor_view* c) {
   mode_counts n;
   n.total = retained(p);
   if (!c) {
     n.pending = n.total;
     return n;
   }
-  n.completed
+  auto below
       = std::clamp<std::int64_t>(c->committed + 1 - p.watermark, 0, n.total);
-  if (c->lease && c->lease->expires_at > now) {
-    auto from = std::max({c->lease->first, c->committed + 1, p.watermark});
-    n.processing = std::clamp<std::int64_t>(c->lease->last - from + 1, 0,
-                                            n.total - n.completed);
-  }
-  n.pending = n.total - n.completed - n.processing;
+  n.completed = std::min<std::int64_t>(
+      n.total, below + static_cast<std::int64_t>(c->done_above));
+  n.pending = n.total - n.completed;
+  // A requeued dead letter in the lease is below committed: not pending.
+  n.processing = std::min<std::int64_t>(static_cast<std::int64_t>(c->in_flight),
+                                        n.pending);
   return n;
+}
+
+/// The DLQ listing's refusal of a group it does not know (dlq_reader.cpp).
+bool unknown_group(const api_error& e) {
+  return e.code == errc::not_found
+         && e.message.rfind("Consumer group not found: ", 0) == 0;
 }
 
 /// The queue-mode cursors by partition uuid.
@@ -150,18 +157,22 @@ void status_queues(service& svc, call& c) {
     for (auto& q : *qs)
       if ((!ns || q.name_space == *ns) && (!task || q.task == *task))
         list->push_back(std::move(q));
+    // Queen's order: newest first (then by name, so pages are stable).
+    std::sort(list->begin(), list->end(), [](auto& a, auto& b) {
+      return a.created_at != b.created_at ? a.created_at > b.created_at
+                                          : a.name < b.name;
+    });
     queue_mode_cursors(
         *s, ex, std::nullopt,
         [ex, list, limit, offset](std::vector<node::cursor_view> cs) {
           auto ix = index_of(cs);
-          auto now = system_wall_now();
           json::writer w;
           w.begin_object().key("queues").begin_array();
           for (auto i = offset; i < list->size() && i < offset + limit; ++i) {
             auto& q = (*list)[i];
             mode_counts sum;
             for (auto& p : q.partitions)
-              sum += count(p, find(ix, p), now);
+              sum += count(p, find(ix, p));
             w.begin_object();
             write_queue_names(w, q);
             w.kv("partitions", q.partitions.size());
@@ -185,7 +196,6 @@ std::string queue_body(const node::queue_info& q,
                        const std::vector<node::cursor_view>& cs,
                        std::size_t dead) {
   auto ix = index_of(cs, &q.name);
-  auto now = system_wall_now();
   json::writer w;
   w.begin_object();
   w.key("queue").begin_object();
@@ -206,7 +216,7 @@ std::string queue_body(const node::queue_info& q,
   w.key("partitions").begin_array();
   for (auto& p : q.partitions) {
     auto* c = find(ix, p);
-    auto n = count(p, c, now);
+    auto n = count(p, c);
     sum += n;
     w.begin_object();
     w.kv("id", p.id);
@@ -233,6 +243,13 @@ std::string queue_body(const node::queue_info& q,
   w.kv("partitions", q.partitions.size());
   w.key("messages");
   write_counts(w, sum, true, dead);
+  // Queen repeats the totals flat beside `messages`.
+  w.kv("total", sum.total);
+  w.kv("pending", sum.pending);
+  w.kv("processing", sum.processing);
+  w.kv("completed", sum.completed);
+  w.kv("failed", 0);
+  w.kv("deadLetter", static_cast<std::uint64_t>(dead));
   w.end_object();
   w.end_object();
   return w.take();
@@ -260,10 +277,11 @@ void status_queue(service& svc, call& c) {
           dq.limit = 1;
           auto cursors
               = std::make_shared<std::vector<node::cursor_view>>(std::move(cs));
-          // A group the queue does not know yet has no dead letters.
+          // A group the queue does not know yet has no dead letters (any
+          // other failure, a queue deleted meanwhile, is the answer).
           s->gw.dlq_list(
               std::move(dq), [ex, q, cursors](expected<node::dlq_page> page) {
-                if (!page && page.err().code != errc::not_found)
+                if (!page && !unknown_group(page.err()))
                   return reply_error(*ex, page.err());
                 reply_json(*ex, 200,
                            queue_body(*q, *cursors, page ? page->total : 0));

@@ -484,11 +484,7 @@ TEST_CASE("the status snapshots count each queue's retained messages as its "
   REQUIRE(s.post("/api/v1/push", push_body("q", 5)).status == 201);
   REQUIRE(s.post("/api/v1/push", push_body("q", 2, "B")).status == 201);
   REQUIRE(s.post("/api/v1/push", push_body("other", 1)).status == 201);
-  // Queue mode (no consumerGroup) leases offsets 0..2 of Default, acks 0,
-  // dead-letters 1: 2 completed, 1 processing, 2 pending there.
-  auto m = s.get("/api/v1/pop/queue/q/partition/Default?batch=3").body_json();
-  REQUIRE(m["messages"].size() == 3);
-  auto ack = [&](int i, const char* status) {
+  auto ack = [&](const json& m, int i, const char* status) {
     json a = {{"transactionId", m["messages"][i]["transactionId"]},
               {"partitionId", m["partitionId"]},
               {"leaseId", m["leaseId"]},
@@ -496,8 +492,18 @@ TEST_CASE("the status snapshots count each queue's retained messages as its "
               {"error", "boom"}};
     REQUIRE(s.post("/api/v1/ack", a.dump()).status == 200);
   };
-  ack(0, "completed");
-  ack(1, "dlq");
+  // Queue mode (no consumerGroup) leases offsets 0..2 of Default, acks 0,
+  // dead-letters 1: 2 completed, 3 pending of which 1 processing.
+  auto d0 = s.get("/api/v1/pop/queue/q/partition/Default?batch=3").body_json();
+  REQUIRE(d0["messages"].size() == 3);
+  ack(d0, 0, "completed");
+  ack(d0, 1, "dlq");
+  // On B it leases 0..1 and acks 1 out of order: 1 completed, 1 pending
+  // and processing.
+  auto b0 = s.get("/api/v1/pop/queue/q/partition/B?batch=2").body_json();
+  REQUIRE(b0["messages"].size() == 2);
+  ack(b0, 1, "completed");
+
   auto list = s.get("/api/v1/status/queues?namespace=n");
   REQUIRE(list.status == 200);
   auto l = list.body_json();
@@ -507,13 +513,15 @@ TEST_CASE("the status snapshots count each queue's retained messages as its "
   CHECK(q["namespace"] == "n");
   CHECK(q["task"] == "t");
   CHECK(q["partitions"] == 2);
-  CHECK(q["messages"] == json{{"total", 7}, {"pending", 4}, {"processing", 1}});
+  CHECK(q["messages"] == json{{"total", 7}, {"pending", 4}, {"processing", 2}});
   CHECK(l["pagination"] == json{{"limit", 100}, {"offset", 0}, {"total", 1}});
-  CHECK(s.get("/api/v1/status/queues?offset=1").body_json()["queues"].size()
-        == 1); // of two
-  auto bad = s.get("/api/v1/status/queues?limit=0");
-  CHECK(bad.status == 400);
-  CHECK(bad.body_json()["error"] == "limit must be 1..1000");
+  // Newest first, as Queen lists them.
+  auto all = s.get("/api/v1/status/queues").body_json()["queues"];
+  REQUIRE(all.size() == 2);
+  CHECK(all[0]["name"] == "other");
+  auto second = s.get("/api/v1/status/queues?offset=1&limit=1").body_json();
+  REQUIRE(second["queues"].size() == 1);
+  CHECK(second["queues"][0]["name"] == "q");
 
   auto detail = s.get("/api/v1/status/queues/q");
   REQUIRE(detail.status == 200);
@@ -526,22 +534,28 @@ TEST_CASE("the status snapshots count each queue's retained messages as its "
   CHECK(def["name"] == "Default");
   CHECK(def["messages"]["total"] == 5);
   CHECK(def["messages"]["completed"] == 2);
+  CHECK(def["messages"]["pending"] == 3);
   CHECK(def["messages"]["processing"] == 1);
-  CHECK(def["messages"]["pending"] == 2);
   CHECK(def["cursor"]["committedOffset"] == 1);
   CHECK(def["cursor"]["totalConsumed"] == 2);
   CHECK(def["lastActivity"].is_string());
   auto& b = d["partitions"][1];
-  CHECK(b["messages"]["pending"] == 2); // never popped in queue mode
+  CHECK(b["messages"]["completed"] == 1);
+  CHECK(b["messages"]["pending"] == 1);
+  CHECK(b["messages"]["processing"] == 1);
   CHECK(b["cursor"]["committedOffset"] == -1);
-  CHECK(b["lastActivity"].is_null());
-  CHECK(d["totals"]["messages"]["total"] == 7);
-  CHECK(d["totals"]["messages"]["deadLetter"] == 1);
-  CHECK(d["totals"]["messages"]["failed"] == 0);
+  auto& totals = d["totals"];
+  CHECK(totals["messages"]["total"] == 7);
+  CHECK(totals["messages"]["pending"] == 4);
+  CHECK(totals["messages"]["deadLetter"] == 1);
+  CHECK(totals["messages"]["failed"] == 0);
+  CHECK(totals["completed"] == 3);
+  CHECK(totals["deadLetter"] == 1);
   // A queue never popped in queue mode: no dead letters, all pending.
   auto o = s.get("/api/v1/status/queues/other").body_json();
   CHECK(o["totals"]["messages"]["pending"] == 1);
   CHECK(o["totals"]["messages"]["deadLetter"] == 0);
+  CHECK(o["partitions"][0]["lastActivity"].is_null());
   auto missing = s.get("/api/v1/status/queues/nope");
   CHECK(missing.status == 404);
   CHECK(missing.body_json()["error"] == "Queue not found");

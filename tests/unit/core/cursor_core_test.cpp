@@ -573,3 +573,23 @@ TEST_CASE("introspection sees a lease only while it lives, and counts "
   f.pop(1, t0 + 32s);
   CHECK(f.cur.redeliveries() == 1);
 }
+
+TEST_CASE("introspection counts the frames done above committed and the "
+          "live lease's unsettled frames",
+          "[core][cursor][lag]") {
+  cursor_fixture f;
+  auto l = f.pop(4);
+  CHECK(f.cur.in_flight(t0) == 4);
+  f.ack(l, 2); // out of order
+  f.ack(l, 3, ack_status::dlq);
+  CHECK(f.cur.committed() == off(-1));
+  CHECK(f.cur.done_above(off(0)) == 2);
+  CHECK(f.cur.done_above(off(3)) == 1); // frames below 3 deleted
+  CHECK(f.cur.in_flight(t0) == 2);
+  CHECK(f.cur.in_flight(t0 + 31s) == 0); // the lease is over
+  f.ack(l, 0);
+  f.ack(l, 1);
+  CHECK(f.cur.committed() == off(3));
+  CHECK(f.cur.done_above(off(0)) == 0);
+  CHECK(f.cur.in_flight(t0) == 0);
+}
