@@ -148,7 +148,7 @@ cursor_info describe(cursor_ptr self, const partition_view& view) {
   info.isolated = core.isolated();
   info.redeliveries = core.redeliveries();
   info.done_above = core.done_above(view.watermark);
-  info.in_flight = core.in_flight(now);
+  info.in_flight = core.in_flight(now, view.watermark);
   info.last_activity = core.last_activity();
   return info;
 }

@@ -52,6 +52,16 @@ std::size_t cursor_core::done_above(offset from) const {
   return n;
 }
 
+std::size_t cursor_core::in_flight(mono_time now, offset from) const {
+  if (!live_lease(now) || lease_->requeued)
+    return 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < lease_offsets_.size(); ++i)
+    if (!settled_[i] && lease_offsets_[i] >= from)
+      ++n;
+  return n;
+}
+
 namespace {
 
 std::optional<offset_range>

@@ -129,10 +129,10 @@ public:
   /// Frames above committed already done (acked or dead-lettered while an
   /// earlier frame is not), from offset `from` on (the watermark).
   std::size_t done_above(offset from) const;
-  /// Frames the lease live at `now` delivered and not settled yet.
-  std::size_t in_flight(mono_time now) const {
-    return live_lease(now) ? unsettled_ : 0;
-  }
+  /// Frames at or above `from` (the watermark) the lease live at `now`
+  /// delivered and not settled yet (a requeued dead letter's lease: none,
+  /// it is not one of the partition's pending frames).
+  std::size_t in_flight(mono_time now, offset from) const;
   /// Failures of the head frame (the product document's "retry budget").
   std::uint32_t head_failures() const;
   std::uint32_t deliveries_of(offset off) const;

@@ -53,7 +53,8 @@ mode_counts count(const node::partition_info& p, const node::cursor_view* c) {
   n.completed = std::min<std::int64_t>(
       n.total, below + static_cast<std::int64_t>(c->done_above));
   n.pending = n.total - n.completed;
-  // A requeued dead letter in the lease is below committed: not pending.
+  // The cursor counts its lease's unsettled retained frames; the queue,
+  // read before the cursor, may know fewer: hence the bound.
   n.processing = std::min<std::int64_t>(static_cast<std::int64_t>(c->in_flight),
                                         n.pending);
   return n;
@@ -257,7 +258,8 @@ std::string queue_body(const node::queue_info& q,
 
 /// GET /api/v1/status/queues/:queue: the queue, each partition's counts
 /// and the queue-mode cursor there; the queue-mode group's dead letters in
-/// the totals (three reads; the answer is as of the last one).
+/// the totals (three reads, one after the other: a push or an ack between
+/// them can shift a count by what it did).
 void status_queue(service& svc, call& c) {
   auto* s = &svc;
   auto ex = c.ex;

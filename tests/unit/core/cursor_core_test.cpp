@@ -579,17 +579,18 @@ TEST_CASE("introspection counts the frames done above committed and the "
           "[core][cursor][lag]") {
   cursor_fixture f;
   auto l = f.pop(4);
-  CHECK(f.cur.in_flight(t0) == 4);
-  f.ack(l, 2); // out of order
+  CHECK(f.cur.in_flight(t0, off(0)) == 4);
+  CHECK(f.cur.in_flight(t0, off(1)) == 3); // frame 0 deleted under it
+  f.ack(l, 2);                             // out of order
   f.ack(l, 3, ack_status::dlq);
   CHECK(f.cur.committed() == off(-1));
   CHECK(f.cur.done_above(off(0)) == 2);
   CHECK(f.cur.done_above(off(3)) == 1); // frames below 3 deleted
-  CHECK(f.cur.in_flight(t0) == 2);
-  CHECK(f.cur.in_flight(t0 + 31s) == 0); // the lease is over
+  CHECK(f.cur.in_flight(t0, off(0)) == 2);
+  CHECK(f.cur.in_flight(t0 + 31s, off(0)) == 0); // the lease is over
   f.ack(l, 0);
   f.ack(l, 1);
   CHECK(f.cur.committed() == off(3));
   CHECK(f.cur.done_above(off(0)) == 0);
-  CHECK(f.cur.in_flight(t0) == 0);
+  CHECK(f.cur.in_flight(t0, off(0)) == 0);
 }
