@@ -25,21 +25,22 @@ struct claim_fixture : fault_fixture {
       consume("q", "p", g);
   }
 
-  /// Sends a push of `payloads` to q/p; its answer arrives later.
+  /// Sends a push of `payloads` to `queue`/p; its answer arrives later.
   std::shared_ptr<std::optional<actors::queue_push_reply>>
-  push_later(const std::string& p, std::vector<std::string> payloads) {
+  push_later(const std::string& p, std::vector<std::string> payloads,
+             const std::string& queue = "q") {
     std::vector<actors::broker_push_item> v;
     for (auto& s : payloads)
-      v.push_back({"q", {p, msg(s)}});
+      v.push_back({queue, {p, msg(s)}});
     return request_later<actors::queue_push_reply>(broker,
                                                    actors::push_atom::value, v);
   }
 
-  /// Pushes `payloads` to q/`p` (must succeed) and returns the actor of
-  /// partition `p`: the one partition the push's seal reaches.
-  caf::actor push_seen(const std::string& p,
-                       std::vector<std::string> payloads) {
-    auto pushed = push_later(p, std::move(payloads));
+  /// Pushes `payloads` to `queue`/`p` (must succeed) and returns the actor
+  /// of partition `p`: the one partition the push's seal reaches.
+  caf::actor push_seen(const std::string& p, std::vector<std::string> payloads,
+                       const std::string& queue = "q") {
+    auto pushed = push_later(p, std::move(payloads), queue);
     caf::actor seen;
     while (!seen) {
       for (auto* job : sched.jobs)
@@ -363,4 +364,26 @@ TEST_CASE("a partition that dies with a claim staged is respawned from the "
   CHECK(got[0].delivery_count == 2);
   CHECK(got[1].frame.off == offset{2});
   CHECK(got[1].delivery_count == 1);
+}
+
+TEST_CASE("a partition that dies between its seal and the write of a push "
+          "spanning queues is respawned from the record that write stored",
+          "[sim][failure][supervision][push]") {
+  claim_fixture fx;
+  auto qp = fx.push_seen("P", {"x"}, "q");
+  auto rp = fx.push_seen("P", {"y"}, "r");
+  std::vector<actors::broker_push_item> both{{"q", {"P", msg("a")}},
+                                             {"r", {"P", msg("b")}}};
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, both);
+  fx.run_holding(rp); // q's part seals; r's seal waits, so no write yet
+  REQUIRE_FALSE(*pushed);
+  caf::anon_send_exit(qp, caf::exit_reason::unhandled_exception);
+  fx.run_holding(rp); // q/P dies; q's restart barrier passes
+  fx.run();           // r seals, the broker writes both parts
+  REQUIRE(*pushed);
+  REQUIRE_FALSE((*pushed)->failure);
+  CHECK(fx.partition("q", "P").next_offset == offset{2});
+  fx.push("q", "P", {"c"});
+  CHECK(fx.popped("q", "P", "g") == std::vector<std::int64_t>{0, 1, 2});
 }
