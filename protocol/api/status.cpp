@@ -1,16 +1,17 @@
 // Queen's status snapshots, as far as Spool can answer them truthfully:
 // `/api/v1/status/queues` and `/api/v1/status/queues/:queue` give each
 // queue's retained messages and where its queue-mode group (the pops that
-// name no consumerGroup, `__QUEUE_MODE__`) stands on them, exact at the
-// request. Queen's per-message status is per group in a log: these figures
-// are the queue-mode group's, as Queen's own are. The dashboard series and
-// the file buffer's counters answer 501 (ops.cpp).
+// name no consumerGroup, `__QUEUE_MODE__`) stands on them. A message's
+// status is per group in a log: these figures are the queue-mode group's,
+// as Queen's own are. The dashboard series and the file buffer's counters
+// answer 501 (ops.cpp).
 
 #include <algorithm>
 #include <map>
 #include <memory>
 
 #include "protocol/api/encode.hpp"
+#include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/time/rfc3339.hpp"
 #include "vocab/delivery.hpp"
@@ -69,12 +70,10 @@ bool unknown_group(const api_error& e) {
 /// The queue-mode cursors by partition uuid.
 using cursor_index = std::map<std::string, const node::cursor_view*>;
 
-cursor_index index_of(const std::vector<node::cursor_view>& cs,
-                      const std::string* queue = nullptr) {
+cursor_index index_of(const std::vector<node::cursor_view>& cs) {
   cursor_index out;
   for (auto& c : cs)
-    if (!queue || c.queue == *queue)
-      out[c.partition_id] = &c;
+    out[c.partition_id] = &c;
   return out;
 }
 
@@ -84,9 +83,10 @@ const node::cursor_view* find(const cursor_index& ix,
   return it == ix.end() ? nullptr : it->second;
 }
 
-void write_counts(json::writer& w, const mode_counts& n, bool detail,
-                  std::optional<std::size_t> dead) {
-  w.begin_object();
+/// The counts' fields (the caller opens and closes the object): with
+/// `detail` also completed, failed and deadLetter (`dead`, none: null).
+void write_count_fields(json::writer& w, const mode_counts& n, bool detail,
+                        std::optional<std::size_t> dead) {
   w.kv("total", n.total);
   w.kv("pending", n.pending);
   w.kv("processing", n.processing);
@@ -98,6 +98,12 @@ void write_counts(json::writer& w, const mode_counts& n, bool detail,
     else
       w.kv_null("deadLetter");
   }
+}
+
+void write_counts(json::writer& w, const mode_counts& n, bool detail,
+                  std::optional<std::size_t> dead) {
+  w.begin_object();
+  write_count_fields(w, n, detail, dead);
   w.end_object();
 }
 
@@ -117,40 +123,19 @@ void queue_mode_cursors(service& svc, exchange_ptr ex,
                 });
 }
 
-/// A listing parameter within min..max (absent: `dflt`); max INT64_MAX
-/// only with min 0.
-expected<std::size_t> bounded(const call& c, std::string_view key,
-                              std::size_t dflt, std::int64_t min,
-                              std::int64_t max) {
-  auto v = query_int(c, key);
-  if (!v)
-    return std::move(v).err();
-  if (!*v)
-    return dflt;
-  if (**v < min || **v > max)
-    return max == INT64_MAX ? make_error(errc::invalid_argument, key,
-                                         " must be a non-negative integer")
-                            : make_error(errc::invalid_argument, key,
-                                         " must be ", min, "..", max);
-  return static_cast<std::size_t>(**v);
-}
-
 /// GET /api/v1/status/queues: each queue (namespace, task filters; limit,
 /// offset) with its retained total and the queue-mode group's pending and
 /// processing.
 void status_queues(service& svc, call& c) {
-  auto limit = bounded(c, "limit", 100, 1, 1000);
-  if (!limit)
-    return reply_error(*c.ex, limit.err());
-  auto offset = bounded(c, "offset", 0, 0, INT64_MAX);
-  if (!offset)
-    return reply_error(*c.ex, offset.err());
+  auto page = read_page_query(c, 100, 1000);
+  if (!page)
+    return reply_error(*c.ex, page.err());
   auto ns = query_str(c, "namespace");
   auto task = query_str(c, "task");
   auto* s = &svc;
   auto ex = c.ex;
-  svc.gw.queues(std::nullopt, [s, ex, ns, task, limit = *limit,
-                               offset = *offset](
+  svc.gw.queues(std::nullopt, [s, ex, ns, task, limit = page->first,
+                               offset = page->second](
                                   expected<std::vector<node::queue_info>> qs) {
     if (!qs)
       return reply_error(*ex, qs.err());
@@ -196,7 +181,7 @@ void status_queues(service& svc, call& c) {
 std::string queue_body(const node::queue_info& q,
                        const std::vector<node::cursor_view>& cs,
                        std::size_t dead) {
-  auto ix = index_of(cs, &q.name);
+  auto ix = index_of(cs);
   json::writer w;
   w.begin_object();
   w.key("queue").begin_object();
@@ -244,13 +229,7 @@ std::string queue_body(const node::queue_info& q,
   w.kv("partitions", q.partitions.size());
   w.key("messages");
   write_counts(w, sum, true, dead);
-  // Queen repeats the totals flat beside `messages`.
-  w.kv("total", sum.total);
-  w.kv("pending", sum.pending);
-  w.kv("processing", sum.processing);
-  w.kv("completed", sum.completed);
-  w.kv("failed", 0);
-  w.kv("deadLetter", static_cast<std::uint64_t>(dead));
+  write_count_fields(w, sum, true, dead); // Queen repeats them flat
   w.end_object();
   w.end_object();
   return w.take();

@@ -185,7 +185,7 @@ TEST_CASE("bad input on every route gets its 4xx and message, and the store "
       {"GET", "/api/v1/status/queues?limit=5000", "", 400,
        "limit must be 1..1000"},
       {"GET", "/api/v1/status/queues?offset=-1", "", 400,
-       "offset must be a non-negative integer"},
+       "offset must be non-negative"},
       {"GET", "/api/v1/status/queues?limit=ten", "", 400,
        "limit must be an integer"},
       {"GET", "/api/v1/status/queues/nope", "", 404, "Queue not found"},
