@@ -7,6 +7,7 @@
 #include "protocol/api/encode.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
+#include "protocol/api/shapes.hpp"
 #include "protocol/time/rfc3339.hpp"
 
 namespace spool::api {
@@ -32,46 +33,22 @@ void list(service& svc, call& c) {
           *c.ex, make_error(errc::invalid_argument, "after must be a dlqId"));
     q.after = static_cast<std::uint64_t>(**after);
   }
-  auto lim = q.limit;
-  auto off = q.offset;
-  auto aft = q.after;
-  svc.gw.dlq_list(
-      std::move(q),
-      answer<node::dlq_page>(c.ex, [lim, off, aft](const node::dlq_page& p) {
-        json::writer w;
-        w.begin_object().key("messages").begin_array();
-        for (auto& m : p.messages) {
-          w.begin_object();
-          w.kv("dlqId", m.dlq_id);
-          write_message_fields(w, m.frame);
-          w.kv("consumerGroup", m.group);
-          w.kv("errorMessage", m.error);
-          w.kv("retryCount", static_cast<std::uint64_t>(m.retry_count));
-          w.kv("failedAt", timefmt::format_micros(m.failed_at));
-          w.end_object();
-        }
-        w.end_array();
-        w.kv("total", p.total);
-        w.key("pagination").begin_object();
-        w.kv("limit", lim);
-        w.kv("offset", off);
-        if (aft)
-          w.kv("after", *aft);
-        if (!p.messages.empty())
-          w.kv("next", p.messages.back().dlq_id);
-        w.end_object();
-        w.end_object();
-        return std::pair{200, w.take()};
-      }));
+  auto echo = q;
+  svc.gw.dlq_list(std::move(q),
+                  answer<node::dlq_page>(c.ex, [echo](const node::dlq_page& p) {
+                    json::writer w;
+                    w.begin_object();
+                    write_dlq_page_fields(w, p, echo);
+                    w.end_object();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
 std::pair<int, std::string> count_body(const char* what,
                                        const node::dlq_count& n) {
   json::writer w;
   w.begin_object();
-  w.kv("success", true);
-  w.kv(what, n.count);
-  w.kv("remaining", n.remaining);
+  write_dlq_count_fields(w, what, n);
   w.end_object();
   return {200, w.take()};
 }

@@ -25,7 +25,8 @@ std::string base64(const std::string& bytes) {
   return out;
 }
 
-void str_or_null(json::writer& w, std::string_view k, const std::string& v) {
+template <class W>
+void str_or_null(W& w, std::string_view k, const std::string& v) {
   if (v.empty())
     w.kv_null(k);
   else
@@ -47,7 +48,15 @@ void write_payload(json::writer& w, std::string_view key,
   }
 }
 
-void write_message_fields(json::writer& w, const node::message& m) {
+void write_payload(mp::writer& w, std::string_view key, const node::message& m,
+                   std::string_view encoding_key) {
+  w.key(key).bin(m.binary || !m.payload.empty() ? std::string_view{m.payload}
+                                                : std::string_view{"null"});
+  w.kv(encoding_key, m.binary ? "binary" : "json");
+}
+
+template <class W>
+void write_message_fields(W& w, const node::message& m) {
   w.kv("id", message_id(m.partition_id, m.offset));
   w.kv("offset", m.offset);
   w.kv("transactionId", m.transaction_id);
@@ -69,7 +78,8 @@ void write_message_fields(json::writer& w, const node::message& m) {
   }
 }
 
-void write_queue_names(json::writer& w, const node::queue_info& q) {
+template <class W>
+void write_queue_names(W& w, const node::queue_info& q) {
   w.kv("id", std::to_string(q.id));
   w.kv("name", q.name);
   w.kv("namespace", q.name_space);
@@ -81,7 +91,8 @@ std::int64_t retained(const node::partition_info& p) {
   return std::max<std::int64_t>(0, p.last_offset + 1 - p.watermark);
 }
 
-void write_options(json::writer& w, const queue_options& o) {
+template <class W>
+void write_options(W& w, const queue_options& o) {
   w.begin_object();
   w.kv("leaseTime", o.lease_time_s);
   w.kv("retryLimit", o.retry_limit);
@@ -112,5 +123,13 @@ void write_options(json::writer& w, const queue_options& o) {
   w.kv("encryptionEnabled", o.encryption_enabled);
   w.end_object();
 }
+
+#define SPOOL_SHAPES(W)                                                        \
+  template void write_message_fields(W&, const node::message&);                \
+  template void write_queue_names(W&, const node::queue_info&);                \
+  template void write_options(W&, const queue_options&);
+SPOOL_SHAPES(json::writer)
+SPOOL_SHAPES(mp::writer)
+#undef SPOOL_SHAPES
 
 } // namespace spool::api

@@ -1,13 +1,15 @@
 #pragma once
 
-/// The JSON shapes several routes share: a message as a pop, a browse or a
+/// The shapes several answers share: a message as a pop, a browse or a
 /// DLQ listing writes it (Queen's fields and Spool's additions), a queue's
-/// options, and the message id.
+/// options, and the message id. Each writes through `W`, a `json::writer`
+/// (HTTP) or an `mp::writer` (msgpack): one shape, two encodings.
 
 #include <string>
 
 #include "node/api.hpp"
 #include "protocol/json/write.hpp"
+#include "protocol/msgpack/write.hpp"
 
 namespace spool::api {
 
@@ -20,18 +22,25 @@ std::string message_id(const std::string& partition_id, std::int64_t offset);
 /// binary payload its base64 and `encoding_key: "base64"`.
 void write_payload(json::writer& w, std::string_view key,
                    const node::message& m, std::string_view encoding_key);
+/// msgpack: the payload's bytes as bin under `key`, and `encoding_key`:
+/// "binary", or "json" for JSON text (a JSON payload, `null` when none).
+void write_payload(mp::writer& w, std::string_view key, const node::message& m,
+                   std::string_view encoding_key);
 
 /// A message's fields (the caller opens and closes the object).
-void write_message_fields(json::writer& w, const node::message& m);
+template <class W>
+void write_message_fields(W& w, const node::message& m);
 
 /// A queue's id, name, namespace, task and createdAt (the caller opens and
 /// closes the object).
-void write_queue_names(json::writer& w, const node::queue_info& q);
+template <class W>
+void write_queue_names(W& w, const node::queue_info& q);
 
 /// Frames retained in a partition.
 std::int64_t retained(const node::partition_info& p);
 
 /// Every option of a queue as stored (`configure`'s echo, queue detail).
-void write_options(json::writer& w, const queue_options& o);
+template <class W>
+void write_options(W& w, const queue_options& o);
 
 } // namespace spool::api

@@ -6,26 +6,13 @@
 #include <map>
 
 #include "protocol/api/router.hpp"
+#include "protocol/api/shapes.hpp"
 #include "protocol/json/write.hpp"
 #include "protocol/time/rfc3339.hpp"
 
 namespace spool::api {
 
 namespace {
-
-/// Seconds the oldest undelivered frame has waited (0 without lag).
-std::int64_t time_lag_s(const node::cursor_view& v, micros now) {
-  if (v.lag <= 0 || v.oldest_unconsumed_at <= 0)
-    return 0;
-  return std::max<std::int64_t>(0, (now - v.oldest_unconsumed_at) / 1'000'000);
-}
-
-void time_or_null(json::writer& w, std::string_view k, micros t) {
-  if (t > 0)
-    w.kv(k, timefmt::format_micros(t));
-  else
-    w.kv_null(k);
-}
 
 void list_groups(service& svc, call& c) {
   svc.gw.groups(
@@ -126,38 +113,7 @@ void group_detail(service& svc, call& c) {
               w.key(queue).begin_object().key("partitions").begin_array();
               for (auto* v : vs) {
                 w.begin_object();
-                w.kv("partition", v->partition);
-                w.kv("partitionId", v->partition_id);
-                if (v->lease)
-                  w.kv("workerId", v->lease->id);
-                else
-                  w.kv_null("workerId");
-                time_or_null(w, "lastConsumedAt", v->last_activity);
-                w.kv("totalConsumed", v->committed + 1);
-                w.kv("committed", v->committed);
-                w.kv("lastOffset", v->last_offset);
-                w.kv("offsetLag", v->lag);
-                w.kv("timeLagSeconds", time_lag_s(*v, now));
-                w.kv("leaseActive", v->lease.has_value());
-                if (v->lease) {
-                  w.key("lease").begin_object();
-                  w.kv("id", v->lease->id);
-                  w.kv("epoch", v->lease->epoch);
-                  w.kv("expiresAt",
-                       timefmt::format_millis(v->lease->expires_at));
-                  w.kv("first", v->lease->first);
-                  w.kv("last", v->lease->last);
-                  w.end_object();
-                } else {
-                  w.kv_null("lease");
-                }
-                w.kv("redeliveries", v->redeliveries);
-                if (v->last_activity > 0)
-                  w.kv("idleSeconds",
-                       std::max<std::int64_t>(0, (now - v->last_activity)
-                                                     / 1'000'000));
-                else
-                  w.kv_null("idleSeconds");
+                write_cursor_fields(w, *v, now);
                 w.end_object();
               }
               w.end_array().end_object();
@@ -176,20 +132,14 @@ void delete_group(service& svc, call& c, bool one_queue) {
   if (!meta)
     return reply_error(*c.ex, meta.err());
   req.delete_metadata = meta->value_or(true);
-  auto group = req.group;
-  auto queue = req.queue;
+  auto echo = req;
   svc.gw.delete_group(
       std::move(req),
       answer<node::delete_group_reply>(
-          c.ex, [group, queue](const node::delete_group_reply& r) {
+          c.ex, [echo = std::move(echo)](const node::delete_group_reply& r) {
             json::writer w;
             w.begin_object();
-            w.kv("success", true);
-            w.kv("consumerGroup", group);
-            if (queue)
-              w.kv("queueName", *queue);
-            w.kv("deletedPartitions", r.deleted_partitions);
-            w.kv("metadataDeleted", r.metadata_deleted);
+            write_delete_group_fields(w, echo, r);
             w.end_object();
             return std::pair{200, w.take()};
           }));

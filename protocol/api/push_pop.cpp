@@ -7,6 +7,7 @@
 #include "protocol/api/metrics.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
+#include "protocol/api/shapes.hpp"
 
 namespace spool::api {
 
@@ -19,74 +20,18 @@ void push(service& svc, call& c) {
   if (items->empty()) // Queen: 201 [] without touching the store
     return reply_json(*c.ex, 201, "[]");
   node::push_request req{std::move(*items)};
-  svc.gw.push(
-      std::move(req),
-      answer<node::push_reply>(c.ex, [m
-                                      = svc.stats](const node::push_reply& r) {
-        if (m)
-          for (auto& it : r.items)
-            (it.status == node::push_status::queued ? m->pushed : m->duplicates)
-                .fetch_add(1, std::memory_order_relaxed);
-        json::writer w;
-        w.begin_array();
-        std::size_t i = 0;
-        for (auto& it : r.items) {
-          w.begin_object();
-          w.kv("index", i++);
-          w.kv("transaction_id", it.transaction_id);
-          w.kv("status",
-               it.status == node::push_status::queued ? "queued" : "duplicate");
-          w.kv("message_id", message_id(it.partition_id, it.offset));
-          w.kv("partition_id", it.partition_id);
-          if (it.trace_id.empty())
-            w.kv_null("trace_id");
-          else
-            w.kv("trace_id", it.trace_id);
-          w.kv("queueName", it.queue);
-          w.kv("partition", it.partition);
-          w.kv("offset", it.offset);
-          w.end_object();
-        }
-        w.end_array();
-        return std::pair{201, w.take()};
-      }));
-}
-
-std::string pop_body(const node::pop_reply& r) {
-  auto& first = r.messages.front();
-  json::writer w;
-  w.begin_object();
-  w.kv("success", true);
-  w.kv("queue", r.queue);
-  w.kv("partition", first.partition);
-  w.kv("partitionId", first.partition_id);
-  w.kv("leaseId", first.lease_id);
-  w.kv("leaseEpoch", first.lease_epoch);
-  w.kv("consumerGroup", r.group);
-  w.kv("partitionsClaimed", r.partitions_claimed);
-  w.key("messages").begin_array();
-  for (auto& m : r.messages) {
-    w.begin_object();
-    write_message_fields(w, m);
-    w.kv("leaseId", m.lease_id);
-    w.kv("leaseEpoch", m.lease_epoch);
-    w.kv("consumerGroup", r.group);
-    w.end_object();
-  }
-  w.end_array();
-  if (!r.skipped.empty()) {
-    w.key("skipped").begin_array();
-    for (auto& s : r.skipped) {
-      w.begin_object();
-      w.kv("partition", s.partition);
-      w.kv("from", s.first);
-      w.kv("to", s.last);
-      w.end_object();
-    }
-    w.end_array();
-  }
-  w.end_object();
-  return w.take();
+  svc.gw.push(std::move(req),
+              answer<node::push_reply>(
+                  c.ex, [m = svc.stats](const node::push_reply& r) {
+                    if (m)
+                      for (auto& it : r.items)
+                        (it.status == node::push_status::queued ? m->pushed
+                                                                : m->duplicates)
+                            .fetch_add(1, std::memory_order_relaxed);
+                    json::writer w;
+                    write_push_items(w, r);
+                    return std::pair{201, w.take()};
+                  }));
 }
 
 void pop(service& svc, call& c, node::pop_request req) {
@@ -108,7 +53,11 @@ void pop(service& svc, call& c, node::pop_request req) {
     http::response resp;
     resp.status = 200;
     resp.headers.emplace_back("Content-Type", "application/json");
-    resp.body = pop_body(*r);
+    json::writer w;
+    w.begin_object();
+    write_pop_fields(w, *r);
+    w.end_object();
+    resp.body = w.take();
     auto lease = r->messages.front().lease_id;
     if (!lease.empty()) // the client left before reading it: release now
       resp.on_unwritten

@@ -6,6 +6,7 @@
 #include "protocol/api/encode.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
+#include "protocol/api/shapes.hpp"
 #include "protocol/time/rfc3339.hpp"
 
 namespace spool::api {
@@ -22,35 +23,10 @@ void configure(service& svc, call& c) {
                                  const node::configure_reply& r) {
                          json::writer w;
                          w.begin_object();
-                         w.kv("configured", true);
-                         w.kv("created", r.created);
-                         w.kv("queueId", std::to_string(r.queue.id));
-                         w.kv("partitionId", r.default_partition_id);
-                         w.kv("queue", r.queue.name);
-                         w.kv("namespace", r.queue.name_space);
-                         w.kv("task", r.queue.task);
-                         w.key("options");
-                         write_options(w, r.queue.options);
-                         if (!unknown.empty()) {
-                           w.key("warnings").begin_array();
-                           for (auto& u : unknown)
-                             w.str("unknown option ignored: " + u);
-                           w.end_array();
-                         }
+                         write_configure_fields(w, r, unknown);
                          w.end_object();
                          return std::pair{200, w.take()};
                        }));
-}
-
-void write_partition(json::writer& w, const node::partition_info& p) {
-  w.begin_object();
-  w.kv("id", p.id);
-  w.kv("name", p.name);
-  w.kv("createdAt", timefmt::format_micros(p.created_at));
-  w.kv("lastOffset", p.last_offset);
-  w.kv("watermark", p.watermark);
-  w.kv("messages", retained(p));
-  w.end_object();
 }
 
 void list_queues(service& svc, call& c) {
@@ -60,19 +36,8 @@ void list_queues(service& svc, call& c) {
                       json::writer w;
                       w.begin_object().key("queues").begin_array();
                       for (auto& q : qs) {
-                        std::int64_t total = 0;
-                        for (auto& p : q.partitions)
-                          total += retained(p);
                         w.begin_object();
-                        write_queue_names(w, q);
-                        w.kv("partitions", q.partitions.size());
-                        // Spool has no per-message state: pending and
-                        // processing are per consumer group (/consumer-groups).
-                        w.key("messages").begin_object();
-                        w.kv("total", total);
-                        w.kv_null("pending");
-                        w.kv_null("processing");
-                        w.end_object();
+                        write_queue_summary_fields(w, q);
                         w.end_object();
                       }
                       w.end_array().end_object();
@@ -87,23 +52,9 @@ void queue_detail(service& svc, call& c) {
           c.ex, [](const std::vector<node::queue_info>& qs) {
             if (qs.empty()) // the node answers not_found instead
               return std::pair{404, json::error_body("Queue not found")};
-            auto& q = qs.front();
             json::writer w;
-            std::int64_t total = 0;
             w.begin_object();
-            write_queue_names(w, q);
-            w.key("partitions").begin_array();
-            for (auto& p : q.partitions) {
-              write_partition(w, p);
-              total += retained(p);
-            }
-            w.end_array();
-            w.key("totals").begin_object();
-            w.kv("partitions", q.partitions.size());
-            w.kv("messages", total);
-            w.end_object();
-            w.key("options");
-            write_options(w, q.options);
+            write_queue_detail_fields(w, qs.front());
             w.end_object();
             return std::pair{200, w.take()};
           }));
@@ -114,9 +65,7 @@ void delete_queue(service& svc, call& c) {
   svc.gw.delete_queue(name, answer<bool>(c.ex, [name](bool existed) {
                         json::writer w;
                         w.begin_object();
-                        w.kv("deleted", true);
-                        w.kv("queue", name);
-                        w.kv("existed", existed);
+                        write_delete_queue_fields(w, name, existed);
                         w.end_object();
                         return std::pair{200, w.take()};
                       }));
@@ -134,9 +83,7 @@ void purge(service& svc, call& c) {
   svc.gw.purge(std::move(req), answer<std::size_t>(c.ex, [name](std::size_t n) {
                  json::writer w;
                  w.begin_object();
-                 w.kv("success", true);
-                 w.kv("queue", name);
-                 w.kv("partitionsPurged", n);
+                 write_purge_fields(w, name, n);
                  w.end_object();
                  return std::pair{200, w.take()};
                }));
@@ -163,27 +110,14 @@ void browse(service& svc, call& c) {
           *c.ex, make_error(errc::invalid_argument, "limit must be 1..10000"));
     req.limit = static_cast<std::size_t>(**limit);
   }
-  svc.gw.browse(
-      std::move(req),
-      answer<node::browse_reply>(c.ex, [](const node::browse_reply& r) {
-        json::writer w;
-        w.begin_object().key("messages").begin_array();
-        for (auto& m : r.messages) {
-          w.begin_object();
-          write_message_fields(w, m);
-          w.end_object();
-        }
-        w.end_array();
-        w.kv("next", r.next);
-        if (r.skipped) {
-          w.key("skipped").begin_object();
-          w.kv("from", r.skipped->first);
-          w.kv("to", r.skipped->last);
-          w.end_object();
-        }
-        w.end_object();
-        return std::pair{200, w.take()};
-      }));
+  svc.gw.browse(std::move(req), answer<node::browse_reply>(
+                                    c.ex, [](const node::browse_reply& r) {
+                                      json::writer w;
+                                      w.begin_object();
+                                      write_browse_fields(w, r);
+                                      w.end_object();
+                                      return std::pair{200, w.take()};
+                                    }));
 }
 
 /// `/resources/namespaces` and `/resources/tasks`: the queues grouped.

@@ -13,6 +13,7 @@
 
 #include "node/api.hpp"
 #include "protocol/api/service.hpp"
+#include "protocol/msgpack/read.hpp"
 
 namespace spool::api {
 
@@ -69,5 +70,20 @@ expected<dlq_filter> read_dlq_filter_query(const call& c);
 /// `data is required`), eventType ("info"), consumerGroup (queue mode),
 /// workerId, traceNames (a string or an array of strings).
 expected<node::trace_request> read_trace_body(std::string& body);
+
+// The same bodies as msgpack request maps (the msgpack door: a request's
+// fields beside its `id` and `op`, read by the same rules, with the same
+// texts; protocol/msgpack/read.hpp).
+
+expected<std::vector<node::push_item>> read_push_body(const mp::object& req);
+expected<node::ack_request> read_ack_batch_body(const mp::object& req);
+expected<node::txn_request> read_txn_body(const mp::object& req);
+/// Without a target: `Must specify toEnd=true or a timestamp`.
+expected<seek_target> read_seek_body(const mp::object& req);
+expected<micros> read_subscription_body(const mp::object& req);
+expected<configure_body> read_configure_body(const mp::object& req);
+/// Without `seconds`: 60 s.
+expected<milliseconds> read_extend_body(const mp::object& req);
+expected<dlq_filter> read_dlq_filter_body(const mp::object& req);
 
 } // namespace spool::api

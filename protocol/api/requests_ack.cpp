@@ -1,4 +1,5 @@
-// Reading ack bodies (api/requests.hpp).
+// Reading ack bodies (api/requests.hpp), for both formats
+// (api/requests_detail.hpp).
 
 #include "protocol/api/requests_detail.hpp"
 
@@ -10,9 +11,10 @@ std::string field_name(const std::string& where, std::string_view key) {
   return where.empty() ? std::string{key} : where + "." + std::string{key};
 }
 
-expected<ack_status> read_status(od::value& v, const std::string& field,
+template <class F>
+expected<ack_status> read_status(typename F::value& v, const std::string& field,
                                  bool in_txn) {
-  auto s = json::as_string(v, field);
+  auto s = F::as_string(v, field);
   if (!s)
     return s.err();
   if (*s == "completed" || *s == "success")
@@ -33,61 +35,63 @@ expected<ack_status> read_status(od::value& v, const std::string& field,
 
 } // namespace
 
-expected<node::ack_item>
-read_ack_object(od::object& obj, const std::string& where, bool in_txn) {
+template <class F>
+expected<node::ack_item> read_ack_object(typename F::object_t& obj,
+                                         const std::string& where,
+                                         bool in_txn) {
   node::ack_item item;
-  SPOOL_TRY(json::for_each_field(
+  SPOOL_TRY(F::fields(
       obj, where.empty() ? "body" : where,
-      [&](std::string_view key, od::value& v) -> expected<void> {
+      [&](std::string_view key, auto& v) -> expected<void> {
         auto name = field_name(where, key);
         if (key == "transactionId") {
-          auto s = json::as_string(v, name);
+          auto s = F::as_string(v, name);
           if (!s)
             return s.err();
           item.transaction_id = std::string{*s};
         } else if (key == "partitionId") {
-          auto s = json::as_string(v, name);
+          auto s = F::as_string(v, name);
           if (!s)
             return s.err();
           item.partition_id = *s;
         } else if (key == "offset") {
-          auto n = json::as_int(v, name);
+          auto n = F::as_int(v, name);
           if (!n)
             return n.err();
           item.offset = *n;
         } else if (key == "status") {
-          auto st = read_status(v, name, in_txn);
+          auto st = read_status<F>(v, name, in_txn);
           if (!st)
             return st.err();
           item.status = *st;
         } else if (key == "consumerGroup") {
-          auto s = opt_string(v, name);
+          auto s = opt_string<F>(v, name);
           if (!s)
             return s.err();
           if (*s && !(*s)->empty()) // empty: queue mode
             item.group = std::move(*s);
         } else if (key == "leaseId") {
-          auto s = opt_string(v, name);
+          auto s = opt_string<F>(v, name);
           if (!s)
             return s.err();
           if (*s && !(*s)->empty()) // Queen: checked only when non-empty
             item.lease_id = std::move(*s);
         } else if (key == "leaseEpoch") {
-          if (json::is_null(v))
+          if (F::is_null(v))
             return {};
-          auto n = json::as_uint(v, name);
+          auto n = F::as_uint(v, name);
           if (!n)
             return n.err();
           item.lease_epoch = *n;
         } else if (key == "error") {
-          auto s = opt_string(v, name);
+          auto s = opt_string<F>(v, name);
           if (!s)
             return s.err();
           item.error = s->value_or("");
         } else if (key == "delayMs") {
-          if (json::is_null(v))
+          if (F::is_null(v))
             return {};
-          auto n = json::as_int(v, name);
+          auto n = F::as_int(v, name);
           if (!n)
             return n.err();
           if (*n < 0 || *n > max_ack_delay.count())
@@ -111,7 +115,7 @@ expected<node::ack_request> read_ack_body(std::string& body) {
   auto obj = json::open_object(body, doc);
   if (!obj)
     return obj.err();
-  auto item = read_ack_object(*obj, "", false);
+  auto item = read_ack_object<json_format>(*obj, "", false);
   if (!item)
     return item.err();
   node::ack_request req;
@@ -119,17 +123,21 @@ expected<node::ack_request> read_ack_body(std::string& body) {
   return req;
 }
 
-expected<node::ack_request> read_ack_batch_body(std::string& body) {
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
+template expected<node::ack_item>
+read_ack_object<json_format>(od::object&, const std::string&, bool);
+template expected<node::ack_item>
+read_ack_object<mp::format>(mp::map_ref&, const std::string&, bool);
+
+namespace {
+
+template <class F>
+expected<node::ack_request> ack_batch_fields(typename F::object_t& obj) {
   node::ack_request req;
   bool has_list = false;
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
+  SPOOL_TRY(F::fields(
+      obj, "body", [&](std::string_view key, auto& v) -> expected<void> {
         if (key == "consumerGroup") {
-          auto s = opt_string(v, "consumerGroup");
+          auto s = opt_string<F>(v, "consumerGroup");
           if (!s)
             return s.err();
           if (*s && !(*s)->empty())
@@ -138,29 +146,39 @@ expected<node::ack_request> read_ack_batch_body(std::string& body) {
         }
         if (key != "acknowledgments")
           return {};
-        auto arr = json::as_array(v, "acknowledgments");
+        auto arr = F::as_array(v, "acknowledgments");
         if (!arr)
           return make_error(errc::invalid_argument,
                             "acknowledgments array is required");
         has_list = true;
-        return json::for_each_element(
-            *arr, "acknowledgments",
-            [&](std::size_t i, od::value& e) -> expected<void> {
-              auto where = "acknowledgments[" + std::to_string(i) + "]";
-              auto o = json::as_object(e, where);
-              if (!o)
-                return o.err();
-              auto item = read_ack_object(*o, where, false);
-              if (!item)
-                return item.err();
-              req.items.push_back(std::move(*item));
-              return {};
-            });
+        return F::elements(*arr, "acknowledgments",
+                           [&](std::size_t i, auto& e) -> expected<void> {
+                             auto where
+                                 = "acknowledgments[" + std::to_string(i) + "]";
+                             auto o = F::as_object(e, where);
+                             if (!o)
+                               return o.err();
+                             auto item = read_ack_object<F>(*o, where, false);
+                             if (!item)
+                               return item.err();
+                             req.items.push_back(std::move(*item));
+                             return {};
+                           });
       }));
   if (!has_list)
     return make_error(errc::invalid_argument,
                       "acknowledgments array is required");
   return req;
+}
+
+} // namespace
+
+expected<node::ack_request> read_ack_batch_body(std::string& body) {
+  return read_json_body(body, ack_batch_fields<json_format>);
+}
+
+expected<node::ack_request> read_ack_batch_body(const mp::object& req) {
+  return read_mp_request(req, ack_batch_fields<mp::format>);
 }
 
 } // namespace spool::api

@@ -5,23 +5,22 @@
 
 namespace spool::api {
 
-expected<dlq_filter> read_dlq_filter_body(std::string& body) {
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
+namespace {
+
+template <class F>
+expected<dlq_filter> dlq_filter_fields(typename F::object_t& obj) {
   dlq_filter f;
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
-        if (json::is_null(v))
+  SPOOL_TRY(F::fields(
+      obj, "body", [&](std::string_view key, auto& v) -> expected<void> {
+        if (F::is_null(v))
           return {};
         if (key == "ids") {
-          auto arr = json::as_array(v, "ids");
+          auto arr = F::as_array(v, "ids");
           if (!arr)
             return arr.err();
-          return json::for_each_element(
-              *arr, "ids", [&](std::size_t i, od::value& e) -> expected<void> {
-                auto id = json::as_uint(e, "ids[" + std::to_string(i) + "]");
+          return F::elements(
+              *arr, "ids", [&](std::size_t i, auto& e) -> expected<void> {
+                auto id = F::as_uint(e, "ids[" + std::to_string(i) + "]");
                 if (!id)
                   return id.err();
                 f.ids.push_back(*id);
@@ -29,7 +28,7 @@ expected<dlq_filter> read_dlq_filter_body(std::string& body) {
               });
         }
         if (key == "from" || key == "to") {
-          auto t = read_timestamp(v, std::string{key});
+          auto t = read_timestamp<F>(v, std::string{key});
           if (!t)
             return t.err();
           (key == "from" ? f.from : f.to) = *t;
@@ -41,7 +40,7 @@ expected<dlq_filter> read_dlq_filter_body(std::string& body) {
                                                                   : nullptr;
         if (!target)
           return {};
-        auto s = json::as_string(v, std::string{key});
+        auto s = F::as_string(v, std::string{key});
         if (!s)
           return s.err();
         if (!s->empty())
@@ -49,6 +48,16 @@ expected<dlq_filter> read_dlq_filter_body(std::string& body) {
         return {};
       }));
   return f;
+}
+
+} // namespace
+
+expected<dlq_filter> read_dlq_filter_body(std::string& body) {
+  return read_json_body(body, dlq_filter_fields<json_format>);
+}
+
+expected<dlq_filter> read_dlq_filter_body(const mp::object& req) {
+  return read_mp_request(req, dlq_filter_fields<mp::format>);
 }
 
 expected<dlq_filter> read_dlq_filter_query(const call& c) {

@@ -6,8 +6,10 @@
 
 namespace spool::api {
 
-expected<micros> read_timestamp(od::value& v, const std::string& field) {
-  auto s = json::as_string(v, field);
+template <class F>
+expected<micros> read_timestamp(typename F::value& v,
+                                const std::string& field) {
+  auto s = F::as_string(v, field);
   if (!s)
     return s.err();
   auto t = timefmt::parse_rfc3339(*s);
@@ -97,42 +99,37 @@ expected<node::pop_request> read_pop_query(const call& c, bool wildcard) {
   return req;
 }
 
-expected<seek_target> read_seek_body(std::string& body, bool empty_is_to_end) {
+namespace {
+
+template <class F>
+expected<seek_target> seek_fields(typename F::object_t& obj) {
   seek_target t;
-  if (body.empty() && empty_is_to_end) {
-    t.to_end = true;
-    return t;
-  }
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
   std::optional<api_error> bad_time;
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
-        if (key == "toEnd" || key == "toStart") {
-          if (json::is_null(v))
-            return {};
-          auto b = json::as_bool(v, std::string{key});
-          if (!b)
-            return b.err();
-          (key == "toEnd" ? t.to_end : t.to_start) = *b;
-        } else if (key == "timestamp") {
-          if (json::is_null(v))
-            return {};
-          auto ts = read_timestamp(v, "timestamp");
-          if (!ts) // decided below: toEnd wins over a timestamp
-            bad_time = ts.err();
-          else
-            t.timestamp = *ts;
-        } else if (key == "offset" || key == "shiftBy") {
-          auto n = json::as_int(v, std::string{key});
-          if (!n)
-            return n.err();
-          (key == "offset" ? t.offset : t.shift_by) = *n;
-        }
-        return {};
-      }));
+  SPOOL_TRY(F::fields(obj, "body",
+                      [&](std::string_view key, auto& v) -> expected<void> {
+                        if (key == "toEnd" || key == "toStart") {
+                          if (F::is_null(v))
+                            return {};
+                          auto b = F::as_bool(v, std::string{key});
+                          if (!b)
+                            return b.err();
+                          (key == "toEnd" ? t.to_end : t.to_start) = *b;
+                        } else if (key == "timestamp") {
+                          if (F::is_null(v))
+                            return {};
+                          auto ts = read_timestamp<F>(v, "timestamp");
+                          if (!ts) // decided below: toEnd wins over a timestamp
+                            bad_time = ts.err();
+                          else
+                            t.timestamp = *ts;
+                        } else if (key == "offset" || key == "shiftBy") {
+                          auto n = F::as_int(v, std::string{key});
+                          if (!n)
+                            return n.err();
+                          (key == "offset" ? t.offset : t.shift_by) = *n;
+                        }
+                        return {};
+                      }));
   if (t.to_end)
     return t;
   if (bad_time)
@@ -143,29 +140,24 @@ expected<seek_target> read_seek_body(std::string& body, bool empty_is_to_end) {
   return t;
 }
 
-expected<micros> read_subscription_body(std::string& body) {
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
+template <class F>
+expected<micros> subscription_fields(typename F::object_t& obj) {
   std::optional<micros> ts;
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
-        if (key != "subscriptionTimestamp" || json::is_null(v))
-          return {};
-        auto t = read_timestamp(v, "subscriptionTimestamp");
-        if (!t)
-          return t.err();
-        ts = *t;
-        return {};
-      }));
+  SPOOL_TRY(F::fields(obj, "body",
+                      [&](std::string_view key, auto& v) -> expected<void> {
+                        if (key != "subscriptionTimestamp" || F::is_null(v))
+                          return {};
+                        auto t = read_timestamp<F>(v, "subscriptionTimestamp");
+                        if (!t)
+                          return t.err();
+                        ts = *t;
+                        return {};
+                      }));
   if (!ts)
     return make_error(errc::invalid_argument,
                       "Missing subscriptionTimestamp in request body");
   return *ts;
 }
-
-namespace {
 
 using int_field = std::optional<std::int64_t> options_patch::*;
 using bool_field = std::optional<bool> options_patch::*;
@@ -205,12 +197,14 @@ constexpr bool_option bool_options[] = {
     {"encryptionEnabled", &options_patch::encryption_enabled},
 };
 
-expected<void> read_option(std::string_view key, od::value& v, options_patch& p,
+template <class F>
+expected<void> read_option(std::string_view key, typename F::value& v,
+                           options_patch& p,
                            std::vector<std::string>& unknown) {
   auto name = "options." + std::string{key};
   for (auto& o : int_options)
     if (key == o.name) {
-      auto n = json::as_int(v, name);
+      auto n = F::as_int(v, name);
       if (!n)
         return n.err();
       p.*o.field = *n;
@@ -218,20 +212,20 @@ expected<void> read_option(std::string_view key, od::value& v, options_patch& p,
     }
   for (auto& o : bool_options)
     if (key == o.name) {
-      auto b = json::as_bool(v, name);
+      auto b = F::as_bool(v, name);
       if (!b)
         return b.err();
       p.*o.field = *b;
       return {};
     }
   if (key == "retryBackoffMs") {
-    auto arr = json::as_array(v, name);
+    auto arr = F::as_array(v, name);
     if (!arr)
       return arr.err();
     auto& list = p.retry_backoff_ms.emplace();
-    return json::for_each_element(
-        *arr, name, [&](std::size_t i, od::value& e) -> expected<void> {
-          auto n = json::as_int(e, name + "[" + std::to_string(i) + "]");
+    return F::elements(
+        *arr, name, [&](std::size_t i, auto& e) -> expected<void> {
+          auto n = F::as_int(e, name + "[" + std::to_string(i) + "]");
           if (!n)
             return n.err();
           list.push_back(*n);
@@ -242,42 +236,37 @@ expected<void> read_option(std::string_view key, od::value& v, options_patch& p,
   return {};
 }
 
-} // namespace
-
-expected<configure_body> read_configure_body(std::string& body) {
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
+template <class F>
+expected<configure_body> configure_fields(typename F::object_t& obj) {
   configure_body out;
   bool has_queue = false;
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
+  SPOOL_TRY(F::fields(
+      obj, "body", [&](std::string_view key, auto& v) -> expected<void> {
         if (key == "queue") {
-          auto s = json::as_string(v, "queue");
+          auto s = F::as_string(v, "queue");
           if (!s)
             return make_error(errc::invalid_argument, "queue is required");
           out.req.queue = *s;
           has_queue = true;
         } else if (key == "namespace" || key == "task") {
-          if (json::is_null(v))
+          if (F::is_null(v))
             return {};
-          auto s = json::as_string(v, std::string{key});
+          auto s = F::as_string(v, std::string{key});
           if (!s)
             return s.err();
           (key == "namespace" ? out.req.name_space : out.req.task)
               = std::string{*s};
         } else if (key == "options") {
-          if (json::is_null(v))
+          if (F::is_null(v))
             return {};
-          auto o = json::as_object(v, "options");
+          auto o = F::as_object(v, "options");
           if (!o)
             return o.err();
-          return json::for_each_field(
-              *o, "options",
-              [&](std::string_view k, od::value& ov) -> expected<void> {
-                return read_option(k, ov, out.req.options, out.unknown_options);
-              });
+          return F::fields(*o, "options",
+                           [&](std::string_view k, auto& ov) -> expected<void> {
+                             return read_option<F>(k, ov, out.req.options,
+                                                   out.unknown_options);
+                           });
         }
         return {};
       }));
@@ -286,19 +275,14 @@ expected<configure_body> read_configure_body(std::string& body) {
   return out;
 }
 
-expected<milliseconds> read_extend_body(std::string& body) {
+template <class F>
+expected<milliseconds> extend_fields(typename F::object_t& obj) {
   milliseconds by{60'000};
-  if (body.empty())
-    return by;
-  od::document doc;
-  auto obj = json::open_object(body, doc);
-  if (!obj)
-    return obj.err();
-  SPOOL_TRY(json::for_each_field(
-      *obj, "body", [&](std::string_view key, od::value& v) -> expected<void> {
-        if (key != "seconds" || json::is_null(v))
+  SPOOL_TRY(F::fields(
+      obj, "body", [&](std::string_view key, auto& v) -> expected<void> {
+        if (key != "seconds" || F::is_null(v))
           return {};
-        auto n = json::as_int(v, "seconds");
+        auto n = F::as_int(v, "seconds");
         if (!n)
           return n.err();
         if (*n < 0 || *n > 1'000'000'000)
@@ -307,6 +291,52 @@ expected<milliseconds> read_extend_body(std::string& body) {
         return {};
       }));
   return by;
+}
+
+} // namespace
+
+template expected<micros> read_timestamp<json_format>(od::value&,
+                                                      const std::string&);
+template expected<micros> read_timestamp<mp::format>(const mp::object&,
+                                                     const std::string&);
+
+expected<seek_target> read_seek_body(std::string& body, bool empty_is_to_end) {
+  if (body.empty() && empty_is_to_end) {
+    seek_target t;
+    t.to_end = true;
+    return t;
+  }
+  return read_json_body(body, seek_fields<json_format>);
+}
+
+expected<seek_target> read_seek_body(const mp::object& req) {
+  return read_mp_request(req, seek_fields<mp::format>);
+}
+
+expected<micros> read_subscription_body(std::string& body) {
+  return read_json_body(body, subscription_fields<json_format>);
+}
+
+expected<micros> read_subscription_body(const mp::object& req) {
+  return read_mp_request(req, subscription_fields<mp::format>);
+}
+
+expected<configure_body> read_configure_body(std::string& body) {
+  return read_json_body(body, configure_fields<json_format>);
+}
+
+expected<configure_body> read_configure_body(const mp::object& req) {
+  return read_mp_request(req, configure_fields<mp::format>);
+}
+
+expected<milliseconds> read_extend_body(std::string& body) {
+  if (body.empty())
+    return milliseconds{60'000};
+  return read_json_body(body, extend_fields<json_format>);
+}
+
+expected<milliseconds> read_extend_body(const mp::object& req) {
+  return read_mp_request(req, extend_fields<mp::format>);
 }
 
 } // namespace spool::api

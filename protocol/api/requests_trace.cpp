@@ -22,7 +22,7 @@ expected<node::trace_request> read_trace_body(std::string& body) {
   // A string field: null leaves `out` as it is.
   auto text = [](od::value& v, std::string_view key,
                  std::string& out) -> expected<void> {
-    auto s = opt_string(v, std::string{key});
+    auto s = opt_string<json_format>(v, std::string{key});
     if (!s)
       return s.err();
     if (*s)

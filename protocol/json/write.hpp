@@ -67,6 +67,11 @@ public:
     w_.Uint64(v);
     return *this;
   }
+  /// A finite number (the caller checks: JSON has no NaN).
+  writer& dbl(double v) {
+    w_.Double(v);
+    return *this;
+  }
   writer& boolean(bool v) {
     w_.Bool(v);
     return *this;
