@@ -155,6 +155,39 @@ const std::vector<option>& table() {
           [](server_options& o) -> std::uint64_t& {
             return o.http.request_timeout_ms;
           }),
+      {"msgpack-address", "listen address of the msgpack door",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v.empty())
+           return "msgpack-address must not be empty";
+         o.msgpack.address = v;
+         return {};
+       },
+       [](const server_options& o) { return o.msgpack.address; }},
+      num("msgpack-port", "port of the msgpack door (0: a free one)", 0, 65535,
+          [](server_options& o) -> std::uint64_t& { return o.msgpack.port; }),
+      num("msgpack-max-connections",
+          "open msgpack connections at most (unavailable beyond)", 1, 1'000'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.msgpack.max_connections;
+          }),
+      num("msgpack-max-frame-bytes",
+          "msgpack frame bytes at most (too_large and close beyond)", 1024,
+          std::uint64_t{1} << 31,
+          [](server_options& o) -> std::uint64_t& {
+            return o.msgpack.max_frame_bytes;
+          }),
+      num("msgpack-max-in-flight",
+          "unanswered msgpack requests per connection (then not read)", 1,
+          65'536,
+          [](server_options& o) -> std::uint64_t& {
+            return o.msgpack.max_in_flight;
+          }),
+      num("msgpack-idle-timeout-ms",
+          "a msgpack connection with nothing in flight closes after this", 100,
+          86'400'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.msgpack.idle_timeout_ms;
+          }),
       flag("access-log", "one log line per answered request",
            [](server_options& o) -> bool& { return o.http.access_log; }),
       num("shutdown-grace-ms", "on SIGTERM, in-flight requests get this long",

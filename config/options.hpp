@@ -87,6 +87,27 @@ struct http_settings {
   bool access_log = false;
 };
 
+/// The msgpack/TCP front door (protocol/tcp/server.hpp); it shares the
+/// io threads of the HTTP door (`--io-threads`).
+struct msgpack_settings {
+  /// Listen address (--msgpack-address).
+  std::string address = "0.0.0.0";
+  /// Port (--msgpack-port); 0 = a free one (tests), logged at start.
+  std::uint64_t port = 6690;
+  /// Open connections at most; beyond, an `unavailable` frame and close
+  /// (--msgpack-max-connections).
+  std::uint64_t max_connections = 20'000;
+  /// A frame's length at most; beyond, a `too_large` frame and close
+  /// (--msgpack-max-frame-bytes, `msgpack.maxFrameBytes`).
+  std::uint64_t max_frame_bytes = std::uint64_t{64} << 20;
+  /// Unanswered requests per connection; beyond, it is not read
+  /// (--msgpack-max-in-flight, `msgpack.maxInFlight`).
+  std::uint64_t max_in_flight = 1024;
+  /// A connection with nothing in flight closes after this
+  /// (--msgpack-idle-timeout-ms).
+  std::uint64_t idle_timeout_ms = 600'000;
+};
+
 struct server_options {
   /// Folder of the LMDB environment (SPOOL_DATA_DIR, --data-dir).
   std::string data_dir = "./data";
@@ -106,6 +127,7 @@ struct server_options {
   bool default_subscription_new = false;
   retention_settings retention;
   http_settings http;
+  msgpack_settings msgpack;
   /// On SIGTERM, in-flight requests get this long to be answered before
   /// their connections are closed (--shutdown-grace-ms).
   std::uint64_t shutdown_grace_ms = 10'000;

@@ -3,15 +3,16 @@
 // Opens the store (LMDB in --data-dir), recovers and logs the catalog,
 // starts the broker core as actors (the store writer on its own thread, the
 // broker with a coordinator per recovered queue), the gateway over it, and
-// the HTTP door (protocol/) on its io threads; then it is ready.
+// the two front doors (protocol/: HTTP and msgpack/TCP) on one set of io
+// threads; then it is ready.
 //
 // SIGTERM/SIGINT: /health/ready answers 503 (draining) and new requests
 // are refused with 503; the listener stops accepting; parked pops are
 // answered empty; requests in flight (commits among them) get
-// --shutdown-grace-ms to be answered; then the connections close, the
-// broker stops, then the writer (which commits what it was sent before),
-// and the store closes: exit 0. If the broker ends by itself (storage
-// fatally broken), spoold exits 1. The msgpack door is a later issue.
+// --shutdown-grace-ms to be answered (both doors together); then the
+// connections close, the broker stops, then the writer (which commits what
+// it was sent before), and the store closes: exit 0. If the broker ends by
+// itself (storage fatally broken), spoold exits 1.
 
 #include <spdlog/spdlog.h>
 
@@ -36,8 +37,11 @@
 #include "config/options.hpp"
 #include "gateway/start.hpp"
 #include "protocol/api/metrics.hpp"
+#include "protocol/api/mp_ops.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/http/server.hpp"
+#include "protocol/io/pool.hpp"
+#include "protocol/tcp/server.hpp"
 #include "storage/store.hpp"
 
 namespace {
@@ -152,31 +156,53 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.http.request_timeout_ms)};
     limits.parser.max_body_bytes = opts.http.max_body_bytes;
     limits.parser.max_header_bytes = opts.http.max_header_bytes;
+    auto pool = std::make_shared<spool::io::pool>();
     auto http = std::make_unique<spool::http::server>(
-        limits, [&routes](spool::http::request req,
-                          std::shared_ptr<spool::http::exchange> ex) {
+        limits,
+        [&routes](spool::http::request req,
+                  std::shared_ptr<spool::http::exchange> ex) {
           routes.handle(std::move(req), std::move(ex));
-        });
+        },
+        pool);
+    spool::mp::server_limits mlimits;
+    mlimits.max_connections = opts.msgpack.max_connections;
+    mlimits.max_in_flight = opts.msgpack.max_in_flight;
+    mlimits.max_frame_bytes = opts.msgpack.max_frame_bytes;
+    mlimits.idle_timeout = std::chrono::milliseconds{
+        static_cast<std::int64_t>(opts.msgpack.idle_timeout_ms)};
+    auto mp = std::make_unique<spool::mp::server>(
+        mlimits,
+        spool::mp::make_handler(
+            svc, {mlimits.max_frame_bytes, mlimits.max_in_flight}),
+        pool);
     http->set_common_headers(spool::api::router::common_headers());
-    svc.open_connections = [&http] { return http->connections(); };
+    svc.open_connections
+        = [&http, &mp] { return http->connections() + mp->connections(); };
     if (opts.http.access_log)
       http->set_observer([](const spool::http::request_record& r) {
         // key=value, one line per answer (a log shipper splits it)
         spdlog::info("access peer={} method={} path={} status={} us={}", r.peer,
                      r.method, r.path, r.status, r.duration.count());
       });
-    if (auto err = http->listen(opts.http.address,
-                                static_cast<std::uint16_t>(opts.http.port));
-        !err.empty()) {
+    auto err = http->listen(opts.http.address,
+                            static_cast<std::uint16_t>(opts.http.port));
+    if (err.empty())
+      err = mp->listen(opts.msgpack.address,
+                       static_cast<std::uint16_t>(opts.msgpack.port));
+    if (!err.empty()) {
       spdlog::critical("{}", err);
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
       return 1;
     }
     http->start(static_cast<unsigned>(opts.http.io_threads));
+    mp->start();
+    pool->start(static_cast<unsigned>(opts.http.io_threads));
     svc.state = spool::api::readiness::ready;
-    spdlog::info("HTTP listening on {}:{} ({} io thread(s)); ready",
-                 opts.http.address, http->port(), opts.http.io_threads);
+    spdlog::info("HTTP listening on {}:{}, msgpack on {}:{} ({} io "
+                 "thread(s)); ready",
+                 opts.http.address, http->port(), opts.msgpack.address,
+                 mp->port(), opts.http.io_threads);
     // The main thread waits for the broker to end: on a stop signal (the
     // signal thread drains the door, then ends it) or by itself, when
     // storage is fatally broken (a queue it cannot restart): then spoold
@@ -195,13 +221,20 @@ int main(int argc, char** argv) {
         spdlog::info("signal {} received: draining", sig);
         svc.state = spool::api::readiness::draining;
         http->stop_accepting();
+        mp->stop_accepting();
         auto parked = gw->cancel_all();
         spdlog::info("answered {} pop(s) in flight empty; waiting up to {} ms "
                      "for requests in flight",
                      parked, opts.shutdown_grace_ms);
-        http->shutdown(std::chrono::milliseconds{
-            static_cast<std::int64_t>(opts.shutdown_grace_ms)});
-        spdlog::info("HTTP door closed: stopping the broker");
+        auto grace = std::chrono::milliseconds{
+            static_cast<std::int64_t>(opts.shutdown_grace_ms)};
+        auto until = std::chrono::steady_clock::now() + grace;
+        http->shutdown(grace);
+        mp->shutdown(
+            std::max(std::chrono::milliseconds{0},
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         until - std::chrono::steady_clock::now())));
+        spdlog::info("front doors closed: stopping the broker");
       }
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
     });
@@ -231,6 +264,8 @@ int main(int argc, char** argv) {
     }
     signals.join();
     http->shutdown(std::chrono::milliseconds{0}); // (done already on a signal)
+    mp->shutdown(std::chrono::milliseconds{0});
+    pool->stop();
     // The writer ends after the broker: batches sent before it stopped are
     // committed (synced) and answered first (writer_actor's exit handler).
     if (!writer_down) {
@@ -242,6 +277,7 @@ int main(int argc, char** argv) {
     // actor system they use.
     waiter.reset();
     sys.await_all_actors_done();
+    mp.reset();
     http.reset();
     gw.reset();
   } // the actor system ends here

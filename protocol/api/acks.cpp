@@ -21,10 +21,7 @@ void ack_list(service& svc, call& c, node::ack_request req) {
       std::move(req),
       answer<node::ack_reply>(c.ex, [txids = std::move(txids),
                                      m = svc.stats](const node::ack_reply& r) {
-        if (m)
-          for (auto& it : r.items)
-            (it.success ? m->acked : m->ack_failed)
-                .fetch_add(1, std::memory_order_relaxed);
+        count_ack(m, r);
         json::writer w;
         write_ack_items(w, r, txids);
         return std::pair{200, w.take()};

@@ -110,4 +110,23 @@ void metrics::render(std::string& out) const {
            + "\"} " + std::to_string(r->errors.load()) + "\n";
 }
 
+void count_push(metrics* m, const node::push_reply& r) {
+  if (m)
+    for (auto& it : r.items)
+      (it.status == node::push_status::queued ? m->pushed : m->duplicates)
+          .fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_pop(metrics* m, const node::pop_reply& r) {
+  if (m)
+    m->popped.fetch_add(r.messages.size(), std::memory_order_relaxed);
+}
+
+void count_ack(metrics* m, const node::ack_reply& r) {
+  if (m)
+    for (auto& it : r.items)
+      (it.success ? m->acked : m->ack_failed)
+          .fetch_add(1, std::memory_order_relaxed);
+}
+
 } // namespace spool::api

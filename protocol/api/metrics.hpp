@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "node/api.hpp"
+
 namespace spool::api {
 
 class metrics {
@@ -51,6 +53,11 @@ private:
   std::vector<std::unique_ptr<route_stats>> routes_;
   route_stats unmatched_;
 };
+
+/// The message counters both doors keep (none: not kept).
+void count_push(metrics* m, const node::push_reply& r);
+void count_pop(metrics* m, const node::pop_reply& r);
+void count_ack(metrics* m, const node::ack_reply& r);
 
 /// Prometheus text helpers.
 namespace prom {

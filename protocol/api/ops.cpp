@@ -8,18 +8,12 @@ namespace spool::api {
 
 namespace {
 
-const char* state_name(readiness st) {
-  return st == readiness::ready      ? "ready"
-         : st == readiness::draining ? "draining"
-                                     : "starting";
-}
-
 void health(service& svc, call& c) {
   json::writer w;
   w.begin_object();
   w.kv("status", "healthy");
   w.kv("server", "spool");
-  w.kv("state", state_name(svc.state.load()));
+  w.kv("state", to_string(svc.state.load()));
   w.end_object();
   reply_json(*c.ex, 200, w.take());
 }
@@ -29,7 +23,7 @@ void ready(service& svc, call& c) {
   json::writer w;
   w.begin_object();
   w.kv("ready", st == readiness::ready);
-  w.kv("state", state_name(st));
+  w.kv("state", to_string(st));
   w.end_object();
   http::header_list extra;
   if (st != readiness::ready)

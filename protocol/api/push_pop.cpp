@@ -23,11 +23,7 @@ void push(service& svc, call& c) {
   svc.gw.push(std::move(req),
               answer<node::push_reply>(
                   c.ex, [m = svc.stats](const node::push_reply& r) {
-                    if (m)
-                      for (auto& it : r.items)
-                        (it.status == node::push_status::queued ? m->pushed
-                                                                : m->duplicates)
-                            .fetch_add(1, std::memory_order_relaxed);
+                    count_push(m, r);
                     json::writer w;
                     write_push_items(w, r);
                     return std::pair{201, w.take()};
@@ -42,8 +38,7 @@ void pop(service& svc, call& c, node::pop_request req) {
   gw.pop(std::move(req), [&gw, ex, m = svc.stats](expected<node::pop_reply> r) {
     if (!r)
       return reply_error(*ex, r.err());
-    if (m)
-      m->popped.fetch_add(r->messages.size(), std::memory_order_relaxed);
+    count_pop(m, *r);
     if (r->messages.empty()) {
       http::response resp;
       resp.status = 204;

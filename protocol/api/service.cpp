@@ -55,4 +55,10 @@ expected<std::optional<bool>> query_bool(const call& c, std::string_view key) {
   return make_error(errc::invalid_argument, key, " must be true or false");
 }
 
+const char* to_string(readiness st) {
+  return st == readiness::ready      ? "ready"
+         : st == readiness::draining ? "draining"
+                                     : "starting";
+}
+
 } // namespace spool::api

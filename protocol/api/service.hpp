@@ -22,6 +22,8 @@ namespace spool::api {
 
 /// The node's state as `/health/ready` reports it.
 enum class readiness : std::uint8_t { starting, ready, draining };
+/// "starting", "ready", "draining".
+const char* to_string(readiness st);
 
 class metrics;
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "protocol/http/server.hpp"
+#include "protocol/io/pool.hpp"
 
 namespace spool::http {
 
@@ -65,15 +66,15 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   handler h;
   header_list common;
   std::function<void(const request_record&)> observer;
-  asio::io_context io;
+  /// The io threads: shared with the other door, or its own (`own_pool`).
+  std::shared_ptr<io::pool> pool;
+  bool own_pool;
+  asio::io_context& io{pool->context()};
   /// The acceptor's handlers and its close run on this strand.
   asio::strand<asio::io_context::executor_type> accept_strand{
       asio::make_strand(io)};
   detail::tcp::acceptor acceptor{accept_strand};
   asio::steady_timer accept_retry{accept_strand};
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
-      work{asio::make_work_guard(io)};
-  std::vector<std::thread> threads;
   std::mutex mx;
   std::unordered_set<std::shared_ptr<detail::connection>> conns;
   std::atomic<std::size_t> count{0};
@@ -83,7 +84,11 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   bool stopped = false; ///< under stop_mx: nothing posted will run
   bool shut_down = false;
 
-  impl(server_limits l, handler hh) : limits(l), h(std::move(hh)) {
+  impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :
+      limits(l),
+      h(std::move(hh)),
+      pool(p ? std::move(p) : std::make_shared<io::pool>()),
+      own_pool(!p) {
   }
   void accept();
   void remove(const std::shared_ptr<detail::connection>& c);

@@ -73,8 +73,9 @@ void server::impl::remove(const std::shared_ptr<connection>& c) {
     count.fetch_sub(1);
 }
 
-server::server(server_limits limits, handler h) :
-    impl_(std::make_shared<impl>(limits, std::move(h))) {
+server::server(server_limits limits, handler h,
+               std::shared_ptr<io::pool> pool) :
+    impl_(std::make_shared<impl>(limits, std::move(h), std::move(pool))) {
 }
 
 server::~server() {
@@ -116,8 +117,8 @@ std::uint16_t server::port() const {
 
 void server::start(unsigned threads) {
   impl_->accept();
-  for (unsigned i = 0; i < std::max(1u, threads); ++i)
-    impl_->threads.emplace_back([s = impl_] { s->io.run(); });
+  if (impl_->own_pool)
+    impl_->pool->start(threads);
 }
 
 void server::stop_accepting() {
@@ -142,7 +143,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
     c->drain();
   auto deadline = clock_type::now() + grace;
   while (impl_->count.load() > 0 && clock_type::now() < deadline
-         && !impl_->threads.empty())
+         && impl_->pool->started())
     std::this_thread::sleep_for(std::chrono::milliseconds{5});
   {
     std::lock_guard lock{impl_->mx};
@@ -155,12 +156,16 @@ void server::shutdown(std::chrono::milliseconds grace) {
     std::lock_guard lock{impl_->stop_mx};
     impl_->stopped = true; // what was posted before this still runs
   }
-  impl_->work.reset();
-  if (impl_->threads.empty())
-    impl_->io.run(); // never started: run the posted closes here
-  for (auto& t : impl_->threads)
-    t.join();
-  impl_->threads.clear();
+  if (impl_->own_pool) {
+    impl_->pool->stop(); // never started: the posted closes run here
+    return;
+  }
+  // A shared pool runs on: the posted closes run there; wait for them (a
+  // close is short, it abandons what is in flight).
+  auto closes_by = clock_type::now() + std::chrono::seconds{5};
+  while (impl_->count.load() > 0 && impl_->pool->started()
+         && clock_type::now() < closes_by)
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
 }
 
 std::size_t server::connections() const {

@@ -24,6 +24,10 @@
 #include "protocol/http/message.hpp"
 #include "protocol/http/parser.hpp"
 
+namespace spool::io {
+class pool;
+}
+
 namespace spool::http {
 
 struct server_limits {
@@ -58,7 +62,10 @@ struct request_record {
 
 class server {
 public:
-  server(server_limits limits, handler h);
+  /// On the io threads of `pool` (shared with the other door), or on its
+  /// own when none.
+  server(server_limits limits, handler h,
+         std::shared_ptr<io::pool> pool = nullptr);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -73,14 +80,16 @@ public:
   std::string listen(const std::string& address, std::uint16_t port);
   /// The bound port.
   std::uint16_t port() const;
-  /// Starts `threads` io threads.
+  /// Starts accepting, and `threads` io threads when the pool is its own
+  /// (a shared pool is started by its owner).
   void start(unsigned threads);
 
   /// Graceful close, step 1: stops accepting.
   void stop_accepting();
   /// Step 2: every connection closes once its unanswered requests are
   /// answered and written (new requests on it get `Connection: close`);
-  /// after `grace`, the rest are closed. Then the io threads end (joined).
+  /// after `grace`, the rest are closed. Then its own io threads end
+  /// (joined); on a shared pool it returns once every connection closed.
   void shutdown(std::chrono::milliseconds grace);
 
   /// Open connections now.

@@ -50,10 +50,10 @@ struct http_response {
   }
 };
 
-/// One client connection to 127.0.0.1:port.
-class http_conn {
+/// One client connection to 127.0.0.1:port: bytes out, bytes in.
+class tcp_conn {
 public:
-  explicit http_conn(std::uint16_t port) {
+  explicit tcp_conn(std::uint16_t port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -65,11 +65,11 @@ public:
     int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
-  ~http_conn() {
+  ~tcp_conn() {
     close();
   }
-  http_conn(const http_conn&) = delete;
-  http_conn& operator=(const http_conn&) = delete;
+  tcp_conn(const tcp_conn&) = delete;
+  tcp_conn& operator=(const tcp_conn&) = delete;
 
   void close() {
     if (fd_ >= 0)
@@ -88,6 +88,47 @@ public:
       off += static_cast<std::size_t>(n);
     }
   }
+
+  /// The server closed the connection (EOF) within `timeout`.
+  bool closed_by_peer(std::chrono::milliseconds timeout = 5s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      auto before = buf_.size();
+      if (!fill(deadline))
+        return eof_;
+      if (buf_.size() == before)
+        return eof_;
+    }
+  }
+
+protected:
+  bool fill(std::chrono::steady_clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || eof_)
+      return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      return false;
+    char tmp[65536];
+    auto n = ::recv(fd_, tmp, sizeof tmp, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buf_.append(tmp, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  std::string buf_;
+  bool eof_ = false;
+};
+
+/// An HTTP/1.1 client connection.
+class http_conn : public tcp_conn {
+public:
+  using tcp_conn::tcp_conn;
 
   static std::string format(const std::string& method,
                             const std::string& target,
@@ -155,41 +196,6 @@ public:
       throw std::runtime_error("no response to " + method + " " + target);
     return *r;
   }
-
-  /// The server closed the connection (EOF) within `timeout`.
-  bool closed_by_peer(std::chrono::milliseconds timeout = 5s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (true) {
-      auto before = buf_.size();
-      if (!fill(deadline))
-        return eof_;
-      if (buf_.size() == before)
-        return eof_;
-    }
-  }
-
-private:
-  bool fill(std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || eof_)
-      return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0)
-      return false;
-    char tmp[65536];
-    auto n = ::recv(fd_, tmp, sizeof tmp, 0);
-    if (n <= 0) {
-      eof_ = true;
-      return false;
-    }
-    buf_.append(tmp, static_cast<std::size_t>(n));
-    return true;
-  }
-
-  int fd_ = -1;
-  std::string buf_;
-  bool eof_ = false;
 };
 
 /// The real spoold on 127.0.0.1 and a free port; its data folder survives
@@ -216,10 +222,11 @@ public:
   /// Starts spoold (again) and waits until it listens.
   void start() {
     log_path_ = dir_.path / ("spoold-" + std::to_string(++runs_) + ".log");
-    std::vector<std::string> args
-        = {SPOOLD_PATH,         "--data-dir",  data().string(),
-           "--initial-map-mib", "16",          "--http-address",
-           "127.0.0.1",         "--http-port", "0"};
+    std::vector<std::string> args = {
+        SPOOLD_PATH, "--data-dir",        data().string(), "--initial-map-mib",
+        "16",        "--http-address",    "127.0.0.1",     "--http-port",
+        "0",         "--msgpack-address", "127.0.0.1",     "--msgpack-port",
+        "0"};
     args.insert(args.end(), extra_.begin(), extra_.end());
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -239,10 +246,20 @@ public:
     auto at = text.find("HTTP listening on 127.0.0.1:");
     port_ = static_cast<std::uint16_t>(std::stoi(
         text.substr(at + std::string{"HTTP listening on 127.0.0.1:"}.size())));
+    at = text.find("msgpack on 127.0.0.1:");
+    mp_port_ = static_cast<std::uint16_t>(std::stoi(
+        text.substr(at + std::string{"msgpack on 127.0.0.1:"}.size())));
   }
 
   std::uint16_t port() const {
     return port_;
+  }
+  pid_t pid() const {
+    return pid_;
+  }
+  /// The msgpack door's port.
+  std::uint16_t mp_port() const {
+    return mp_port_;
   }
 
   /// The current run's log.
@@ -319,6 +336,7 @@ private:
   std::filesystem::path log_path_;
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;
+  std::uint16_t mp_port_ = 0;
   int runs_ = 0;
 };
 

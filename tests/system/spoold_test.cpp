@@ -43,7 +43,9 @@ TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
   }
   child_process spoold{SPOOLD_PATH,
                        {"--data-dir", data, "--initial-map-mib", "16",
-                        "--http-address", "127.0.0.1", "--http-port", "0"}};
+                        "--http-address", "127.0.0.1", "--http-port", "0",
+                        "--msgpack-address", "127.0.0.1", "--msgpack-port",
+                        "0"}};
   REQUIRE(spoold.started());
   REQUIRE(spoold.wait_for_output("; ready", 10s));
   CHECK_THAT(spoold.output(),
@@ -96,12 +98,16 @@ TEST_CASE("a second spoold on the same data directory refuses to start",
   auto data = (dir.path / "data").string();
   child_process first{SPOOLD_PATH,
                       {"--data-dir", data, "--initial-map-mib", "16",
-                       "--http-address", "127.0.0.1", "--http-port", "0"}};
+                       "--http-address", "127.0.0.1", "--http-port", "0",
+                       "--msgpack-address", "127.0.0.1", "--msgpack-port",
+                       "0"}};
   REQUIRE(first.started());
   REQUIRE(first.wait_for_output("; ready", 10s));
   child_process second{SPOOLD_PATH,
                        {"--data-dir", data, "--initial-map-mib", "16",
-                        "--http-address", "127.0.0.1", "--http-port", "0"}};
+                        "--http-address", "127.0.0.1", "--http-port", "0",
+                        "--msgpack-address", "127.0.0.1", "--msgpack-port",
+                        "0"}};
   REQUIRE(second.started());
   auto code = second.wait_exit(10s);
   INFO(second.output());

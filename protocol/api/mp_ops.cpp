@@ -1,0 +1,372 @@
+// The msgpack ops (protocol/api/mp_ops.hpp).
+
+#include "protocol/api/mp_ops.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "protocol/api/metrics.hpp"
+#include "protocol/api/mp_requests.hpp"
+#include "protocol/api/requests.hpp"
+#include "protocol/api/shapes.hpp"
+#include "protocol/msgpack/write.hpp"
+
+namespace spool::mp {
+
+namespace {
+
+using exchange_ptr = std::shared_ptr<exchange>;
+
+/// One request being answered.
+struct ctx {
+  api::service& svc;
+  const door_info& info;
+  const object& req;
+  std::uint64_t id;
+  exchange_ptr ex;
+  session& sess;
+
+  void fail(const api_error& e) const {
+    ex->respond(error_frame(id, e));
+  }
+  /// `{id, ok: true, …fill(w)}`.
+  template <class Fill>
+  void ok(Fill fill) const {
+    ex->respond(ok_frame(id, fill));
+  }
+  template <class Fill>
+  static std::string ok_frame(std::uint64_t id, Fill& fill) {
+    writer w;
+    w.begin_object();
+    w.kv("id", id);
+    w.kv("ok", true);
+    fill(w);
+    w.end_object();
+    return w.take_frame();
+  }
+  /// A gateway completion answering `fill(w, reply)`, or the error.
+  template <class T, class Fill>
+  gateway::done<T> answer(Fill fill) const {
+    return [ex = ex, id = id, fill = std::move(fill)](expected<T> r) {
+      if (!r)
+        return ex->respond(error_frame(id, r.err()));
+      auto body = [&](writer& w) { fill(w, *r); };
+      ex->respond(ok_frame(id, body));
+    };
+  }
+};
+
+/// An op's request read, or its error answered: `SPOOL_READ(x, reader)`.
+#define SPOOL_READ(var, expr)                                                  \
+  auto var = (expr);                                                           \
+  if (!var)                                                                    \
+    return c.fail(var.err());
+
+void hello(const ctx& c) {
+  SPOOL_READ(version, read_hello(c.req));
+  if (*version != protocol_version)
+    return c.fail(make_error(errc::invalid_argument, "protocol version ",
+                             *version, " is not supported (this server speaks ",
+                             protocol_version, ")"));
+  c.sess.greeted = true;
+  c.sess.version = *version;
+  c.ok([&](writer& w) {
+    w.kv("protocol", protocol_version);
+    w.kv("server", "spool");
+    w.key("ops").begin_array();
+    for (auto op : op_names())
+      w.str(op);
+    w.end_array();
+    w.key("features").begin_array();
+    for (auto f : {"pipelining", "long_poll", "binary_payloads", "transactions",
+                   "seek", "dlq"})
+      w.str(f);
+    w.end_array();
+    w.kv("maxFrameBytes", c.info.max_frame_bytes);
+    w.kv("maxInFlight", c.info.max_in_flight);
+  });
+}
+
+void health(const ctx& c) {
+  c.ok([&](writer& w) {
+    w.kv("status", "healthy");
+    w.kv("server", "spool");
+    w.kv("state", api::to_string(c.svc.state.load()));
+  });
+}
+
+void push(const ctx& c) {
+  SPOOL_READ(items, api::read_push_body(c.req));
+  if (items->empty())
+    return c.ok([](writer& w) { w.key("items").begin_array().end_array(); });
+  c.svc.gw.push(node::push_request{std::move(*items)},
+                c.answer<node::push_reply>(
+                    [m = c.svc.stats](writer& w, const node::push_reply& r) {
+                      api::count_push(m, r);
+                      w.key("items");
+                      api::write_push_items(w, r);
+                    }));
+}
+
+void pop(const ctx& c) {
+  SPOOL_READ(req, read_pop(c.req));
+  auto& gw = c.svc.gw;
+  auto token = gw.new_token();
+  req->token = token;
+  gw.pop(std::move(*req), [&gw, ex = c.ex, id = c.id,
+                           m = c.svc.stats](expected<node::pop_reply> r) {
+    if (!r)
+      return ex->respond(error_frame(id, r.err()));
+    api::count_pop(m, *r);
+    auto body = [&](writer& w) {
+      if (r->messages.empty()) {
+        w.key("messages").begin_array().end_array();
+        w.kv("empty", to_string(r->reason));
+      } else {
+        api::write_pop_fields(w, *r);
+      }
+    };
+    auto frame = ctx::ok_frame(id, body);
+    auto lease
+        = r->messages.empty() ? std::string{} : r->messages.front().lease_id;
+    std::function<void()> release;
+    if (!lease.empty()) // the client left before reading it: release now
+      release = [&gw, lease] { gw.release(lease, [](expected<bool>) {}); };
+    ex->respond(std::move(frame), std::move(release));
+  });
+  // A client that leaves while the pop is parked cancels it.
+  c.ex->on_abandon([&gw, token] { gw.cancel(token); });
+}
+
+void ack(const ctx& c) {
+  SPOOL_READ(req, api::read_ack_batch_body(c.req));
+  if (req->items.empty())
+    return c.ok([](writer& w) { w.key("items").begin_array().end_array(); });
+  auto txids = api::ack_txids(*req);
+  c.svc.gw.ack(std::move(*req), c.answer<node::ack_reply>(
+                                    [txids = std::move(txids), m = c.svc.stats](
+                                        writer& w, const node::ack_reply& r) {
+                                      api::count_ack(m, r);
+                                      w.key("items");
+                                      api::write_ack_items(w, r, txids);
+                                    }));
+}
+
+void extend(const ctx& c) {
+  SPOOL_READ(req, read_extend(c.req));
+  auto lease = req->lease_id;
+  c.svc.gw.extend(std::move(*req),
+                  c.answer<node::extend_reply>(
+                      [lease](writer& w, const node::extend_reply& r) {
+                        w.key("items");
+                        api::write_extend_items(w, lease, r);
+                      }));
+}
+
+void seek(const ctx& c) {
+  SPOOL_READ(req, read_seek(c.req));
+  auto echo = *req;
+  c.svc.gw.seek(std::move(*req), c.answer<node::seek_reply>(
+                                     [echo = std::move(echo)](
+                                         writer& w, const node::seek_reply& r) {
+                                       api::write_seek_fields(w, echo, r);
+                                     }));
+}
+
+void subscription(const ctx& c) {
+  SPOOL_READ(req, read_subscription(c.req));
+  auto echo = *req;
+  c.svc.gw.update_subscription(
+      std::move(*req),
+      c.answer<node::subscription_reply>(
+          [echo](writer& w, const node::subscription_reply& r) {
+            api::write_subscription_fields(w, echo, r);
+          }));
+}
+
+void configure(const ctx& c) {
+  SPOOL_READ(body, api::read_configure_body(c.req));
+  c.svc.gw.configure(std::move(body->req),
+                     c.answer<node::configure_reply>(
+                         [unknown = std::move(body->unknown_options)](
+                             writer& w, const node::configure_reply& r) {
+                           api::write_configure_fields(w, r, unknown);
+                         }));
+}
+
+void transaction(const ctx& c) {
+  SPOOL_READ(req, api::read_txn_body(c.req));
+  auto ops = api::txn_echo(*req);
+  c.svc.gw.transaction(
+      std::move(*req),
+      c.answer<node::txn_reply>(
+          [ops = std::move(ops)](writer& w, const node::txn_reply& r) {
+            api::write_txn_fields(w, r, ops);
+          }));
+}
+
+void queues(const ctx& c) {
+  SPOOL_READ(name, read_queue_name(c.req, false));
+  c.svc.gw.queues(std::move(*name),
+                  c.answer<std::vector<node::queue_info>>(
+                      [](writer& w, const std::vector<node::queue_info>& qs) {
+                        w.key("queues").begin_array();
+                        for (auto& q : qs) {
+                          w.begin_object();
+                          api::write_queue_detail_fields(w, q);
+                          w.end_object();
+                        }
+                        w.end_array();
+                      }));
+}
+
+void delete_queue(const ctx& c) {
+  SPOOL_READ(name, read_queue_name(c.req, true));
+  c.svc.gw.delete_queue(
+      **name, c.answer<bool>([name = **name](writer& w, bool existed) {
+        api::write_delete_queue_fields(w, name, existed);
+      }));
+}
+
+void purge(const ctx& c) {
+  SPOOL_READ(req, read_purge(c.req));
+  auto name = req->queue;
+  c.svc.gw.purge(std::move(*req),
+                 c.answer<std::size_t>([name](writer& w, std::size_t n) {
+                   api::write_purge_fields(w, name, n);
+                 }));
+}
+
+void browse(const ctx& c) {
+  SPOOL_READ(req, read_browse(c.req));
+  c.svc.gw.browse(
+      std::move(*req),
+      c.answer<node::browse_reply>([](writer& w, const node::browse_reply& r) {
+        api::write_browse_fields(w, r);
+      }));
+}
+
+void groups(const ctx& c) {
+  SPOOL_READ(req, read_groups(c.req));
+  c.svc.gw.groups(std::move(*req),
+                  c.answer<std::vector<node::cursor_view>>(
+                      [](writer& w, const std::vector<node::cursor_view>& cs) {
+                        auto now = system_wall_now();
+                        w.key("groups").begin_array();
+                        for (auto& v : cs) {
+                          w.begin_object();
+                          w.kv("consumerGroup", v.group);
+                          w.kv("queue", v.queue);
+                          api::write_cursor_fields(w, v, now);
+                          w.kv("doneAbove", v.done_above);
+                          w.kv("inFlight", v.in_flight);
+                          w.end_object();
+                        }
+                        w.end_array();
+                      }));
+}
+
+void delete_group(const ctx& c) {
+  SPOOL_READ(req, read_delete_group(c.req));
+  auto echo = *req;
+  c.svc.gw.delete_group(std::move(*req),
+                        c.answer<node::delete_group_reply>(
+                            [echo = std::move(echo)](
+                                writer& w, const node::delete_group_reply& r) {
+                              api::write_delete_group_fields(w, echo, r);
+                            }));
+}
+
+void dlq(const ctx& c) {
+  SPOOL_READ(q, read_dlq_query(c.req));
+  auto echo = *q;
+  c.svc.gw.dlq_list(std::move(*q), c.answer<node::dlq_page>(
+                                       [echo = std::move(echo)](
+                                           writer& w, const node::dlq_page& p) {
+                                         api::write_dlq_page_fields(w, p, echo);
+                                       }));
+}
+
+void dlq_requeue(const ctx& c) {
+  SPOOL_READ(f, api::read_dlq_filter_body(c.req));
+  c.svc.gw.dlq_requeue(
+      std::move(*f),
+      c.answer<node::dlq_count>([](writer& w, const node::dlq_count& n) {
+        api::write_dlq_count_fields(w, "requeued", n);
+      }));
+}
+
+void dlq_delete(const ctx& c) {
+  SPOOL_READ(f, read_dlq_delete(c.req));
+  c.svc.gw.dlq_delete(
+      std::move(*f),
+      c.answer<node::dlq_count>([](writer& w, const node::dlq_count& n) {
+        api::write_dlq_count_fields(w, "deleted", n);
+      }));
+}
+
+#undef SPOOL_READ
+
+using op_fn = void (*)(const ctx&);
+
+struct op_entry {
+  std::string_view name;
+  op_fn fn;
+};
+
+constexpr op_entry ops[] = {
+    {"hello", &hello},
+    {"health", &health},
+    {"push", &push},
+    {"pop", &pop},
+    {"ack", &ack},
+    {"extend", &extend},
+    {"seek", &seek},
+    {"subscription", &subscription},
+    {"configure", &configure},
+    {"transaction", &transaction},
+    {"queues", &queues},
+    {"delete_queue", &delete_queue},
+    {"purge", &purge},
+    {"groups", &groups},
+    {"delete_group", &delete_group},
+    {"dlq", &dlq},
+    {"dlq_requeue", &dlq_requeue},
+    {"dlq_delete", &dlq_delete},
+    {"browse", &browse},
+};
+
+} // namespace
+
+const std::vector<std::string_view>& op_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> n;
+    for (auto& o : ops)
+      n.push_back(o.name);
+    return n;
+  }();
+  return names;
+}
+
+handler make_handler(api::service& svc, door_info info) {
+  return [&svc, info](request_frame& f, std::shared_ptr<exchange> ex,
+                      session& sess) {
+    auto it = std::find_if(std::begin(ops), std::end(ops),
+                           [&](const op_entry& o) { return o.name == f.op; });
+    if (it == std::end(ops))
+      return ex->respond(error_frame(
+          f.id, make_error(errc::unknown_op, "Unknown op: ", f.op)));
+    if (!sess.greeted && it->fn != &hello)
+      return ex->respond(
+          error_frame(f.id, make_error(errc::bad_request,
+                                       "hello must be the first request")));
+    // A draining node answers health (an operator watches it drain).
+    if (svc.state.load() == api::readiness::draining && it->fn != &health
+        && it->fn != &hello)
+      return ex->respond(error_frame(
+          f.id, make_error(errc::unavailable, "Server busy: shutting down")));
+    it->fn(ctx{svc, info, *f.root, f.id, std::move(ex), sess});
+  };
+}
+
+} // namespace spool::mp

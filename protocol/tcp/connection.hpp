@@ -1,0 +1,125 @@
+#pragma once
+
+/// Inside the msgpack listener (server.cpp, connection.cpp); nothing else
+/// includes this. Each connection runs on a strand of its own: it waits
+/// until readable, reads what is there (into a per-thread buffer: an idle
+/// connection holds none), cuts frames, hands each decoded request to the
+/// handler, and writes answers as they come (`slot` posts them onto the
+/// strand), batching those that arrive while a write is under way.
+
+#include <asio.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
+
+#include "protocol/io/pool.hpp"
+#include "protocol/tcp/server.hpp"
+
+namespace spool::mp {
+
+namespace detail {
+
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+class connection;
+
+/// One request in flight on a connection.
+class slot : public exchange, public std::enable_shared_from_this<slot> {
+public:
+  explicit slot(std::weak_ptr<connection> c) : conn(std::move(c)) {
+  }
+  void respond(std::string frame, std::function<void()> on_unwritten) override;
+  void on_abandon(std::function<void()> f) override;
+
+  std::weak_ptr<connection> conn;
+  std::mutex mx;
+  bool answered = false;            ///< under mx
+  bool abandoned = false;           ///< under mx
+  std::function<void()> abandon_fn; ///< under mx
+};
+
+} // namespace detail
+
+struct server::impl : std::enable_shared_from_this<server::impl> {
+  server_limits limits;
+  handler h;
+  std::shared_ptr<io::pool> pool;
+  asio::strand<asio::io_context::executor_type> accept_strand{
+      asio::make_strand(pool->context())};
+  detail::tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer accept_retry{accept_strand};
+  std::mutex mx;
+  std::unordered_set<std::shared_ptr<detail::connection>> conns;
+  std::atomic<std::size_t> count{0};
+  std::atomic<bool> draining{false};
+  bool closing = false; ///< under mx
+  bool shut_down = false;
+
+  impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :
+      limits(l), h(std::move(hh)), pool(std::move(p)) {
+  }
+  void accept();
+  void remove(const std::shared_ptr<detail::connection>& c);
+};
+
+namespace detail {
+
+class connection : public std::enable_shared_from_this<connection> {
+public:
+  connection(std::shared_ptr<server::impl> s, tcp::socket sock);
+
+  void start();
+  /// Graceful close: nothing more is read; closes once what is in flight
+  /// is answered and written.
+  void drain();
+  /// Posts the answer of `s` onto the strand (any thread).
+  void deliver(std::shared_ptr<slot> s, std::string frame,
+               std::function<void()> on_unwritten);
+  /// Closes at once: unanswered requests are abandoned. Strand only.
+  void close();
+
+  std::shared_ptr<server::impl> srv;
+  tcp::socket socket;
+  asio::strand<asio::io_context::executor_type> strand;
+
+private:
+  void wait_readable();
+  void read_available();
+  /// Cuts and dispatches the whole frames buffered, while fewer than
+  /// `max_in_flight` are unanswered.
+  void parse();
+  void dispatch(std::string_view body);
+  /// An answer that is not the handler's (a frame that cannot be decoded);
+  /// its request is counted in flight by the caller, until it is written.
+  void answer_now(std::string frame);
+  void flush();
+  void arm_timer();
+  void on_timer();
+
+  asio::steady_timer timer;
+  session sess;
+  std::string inbuf; ///< bytes read, not yet cut into frames
+  std::unordered_set<std::shared_ptr<slot>> open; ///< not answered yet
+  /// Requests read and not yet written back (answered or not).
+  std::size_t in_flight = 0;
+  std::string pending; ///< answers waiting for the write under way
+  std::size_t pending_count = 0;
+  std::vector<std::function<void()>> pending_unwritten;
+  std::string outbuf; ///< the write under way
+  std::size_t out_count = 0;
+  std::vector<std::function<void()>> out_unwritten;
+  bool writing = false;
+  bool reading = false;
+  bool closed = false;
+  bool draining = false;
+  bool close_after_write = false;
+  clock_type::time_point last_activity;
+  clock_type::time_point write_began;
+};
+
+} // namespace detail
+
+} // namespace spool::mp

@@ -1,0 +1,97 @@
+#pragma once
+
+/// The msgpack/TCP listener (api.md, last section; docs/protocol.md): frames
+/// of a 4-byte big-endian length and one msgpack map. Each frame is decoded
+/// (protocol/msgpack/read.hpp) and handed to the handler with an `exchange`
+/// to answer it on; answers go out as they come, in any order (the client
+/// matches them by id). Nothing here blocks an io thread.
+///
+/// Per connection at most `max_in_flight` requests are unanswered (an
+/// answer counts until it is written): then the connection is not read
+/// until one is, so a client that sends without reading holds at most that
+/// many answers and one frame in the server. A frame that cannot be decoded
+/// gets an error answer and the connection goes on; a length over
+/// `max_frame_bytes` gets an error frame, then that connection closes. A
+/// client that leaves abandons its unanswered requests: their `on_abandon`
+/// run (a parked pop is cancelled), and an answer that comes later is not
+/// written (its `on_unwritten` runs: a lease it carries is released).
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "protocol/msgpack/read.hpp"
+
+namespace spool::io {
+class pool;
+}
+
+namespace spool::mp {
+
+struct server_limits {
+  std::size_t max_connections = 20'000;
+  std::size_t max_in_flight = 1024;
+  std::size_t max_frame_bytes = std::size_t{64} << 20;
+  /// A connection with nothing in flight and no frame begun closes after
+  /// this.
+  std::chrono::milliseconds idle_timeout{600'000};
+};
+
+/// One request's answer.
+class exchange {
+public:
+  virtual ~exchange() = default;
+  /// Answers with `frame` (mp::writer::take_frame; the first call counts).
+  /// `on_unwritten` runs if it cannot be written (the client left). Any
+  /// thread.
+  virtual void respond(std::string frame,
+                       std::function<void()> on_unwritten = {})
+      = 0;
+  /// `f` runs once if the client leaves before the answer is written (at
+  /// once if it has left already). Any thread.
+  virtual void on_abandon(std::function<void()> f) = 0;
+};
+
+/// What a connection remembers between its requests (its io strand only).
+struct session {
+  bool greeted = false; ///< `hello` answered
+  std::uint64_t version = 0;
+};
+
+/// Takes a decoded request. The frame's objects refer to the connection's
+/// buffer: the handler reads what it needs before it returns.
+using handler
+    = std::function<void(request_frame&, std::shared_ptr<exchange>, session&)>;
+
+/// The error frame for a request that never reached the handler.
+std::string error_frame(std::uint64_t id, const api_error& e);
+
+class server {
+public:
+  server(server_limits limits, handler h, std::shared_ptr<io::pool> pool);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  /// Binds `address:port` (port 0: a free one); "" on success, else why.
+  std::string listen(const std::string& address, std::uint16_t port);
+  std::uint16_t port() const;
+  /// Starts accepting (the pool's threads are its owner's).
+  void start();
+  /// Graceful close, step 1: stops accepting.
+  void stop_accepting();
+  /// Step 2: connections close once their requests in flight are answered
+  /// and written (nothing more is read); after `grace` the rest close.
+  /// Returns once every connection closed.
+  void shutdown(std::chrono::milliseconds grace);
+  std::size_t connections() const;
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+} // namespace spool::mp
