@@ -87,7 +87,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :
       limits(l),
       h(std::move(hh)),
-      pool(p ? std::move(p) : std::make_shared<io::pool>()),
+      pool(p ? p : std::make_shared<io::pool>()),
       own_pool(!p) {
   }
   void accept();

@@ -89,6 +89,10 @@ public:
     }
   }
 
+  int fd() const {
+    return fd_;
+  }
+
   /// The server closed the connection (EOF) within `timeout`.
   bool closed_by_peer(std::chrono::milliseconds timeout = 5s) {
     auto deadline = std::chrono::steady_clock::now() + timeout;

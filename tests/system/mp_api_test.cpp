@@ -89,4 +89,290 @@ TEST_CASE("msgpack push and pop carry bin payloads; a structured payload is "
   CHECK(empty["empty"] == "lease_held");
 }
 
+TEST_CASE("msgpack ack, extend and a group's cursor: per-item outcomes stay "
+          "ok, request errors carry api.md's codes and texts",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  for (int i = 0; i < 3; ++i)
+    push_one(c, "q", bin("m" + std::to_string(i)));
+  auto p = c.ok(
+      {{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}, {"batch", 2}});
+  auto& m = p["messages"];
+  REQUIRE(m.size() == 2);
+  auto lease = p["leaseId"].get<std::string>();
+  auto ext = c.ok({{"op", "extend"}, {"leaseId", lease}, {"seconds", 30}});
+  CHECK(ext["items"][0]["success"] == true);
+  CHECK(ext["items"][0]["expiresAt"].is_string());
+  auto ext_bad = c.ok({{"op", "extend"}, {"leaseId", "nope"}});
+  CHECK(ext_bad["items"][0]["success"] == false);
+  CHECK(ext_bad["items"][0]["error"] == "Lease not found");
+  CHECK(code_of(c.call({{"op", "extend"}})) == "invalid_argument");
+  CHECK(message_of(c.call({{"op", "extend"}})) == "leaseId is required");
+
+  auto acked = c.ok(
+      {{"op", "ack"},
+       {"consumerGroup", "g"},
+       {"acknowledgments",
+        {{{"transactionId", m[0]["transactionId"]},
+          {"partitionId", m[0]["partitionId"]},
+          {"leaseId", lease}},
+         {{"transactionId", "nope"}, {"partitionId", m[0]["partitionId"]}}}}});
+  REQUIRE(acked["items"].size() == 2);
+  CHECK(acked["items"][0]["success"] == true);
+  CHECK(acked["items"][0]["queueName"] == "q");
+  CHECK(acked["items"][1]["success"] == false);
+  CHECK(acked["items"][1]["error"].is_string());
+  CHECK(c.ok({{"op", "ack"}, {"acknowledgments", json::array()}})["items"]
+            .empty());
+  auto bad = c.call(
+      {{"op", "ack"},
+       {"acknowledgments", {{{"transactionId", 5}, {"partitionId", "x"}}}}});
+  CHECK(code_of(bad) == "invalid_argument");
+  CHECK(message_of(bad) == "acknowledgments[0].transactionId must be a string");
+  CHECK(message_of(c.call({{"op", "ack"}}))
+        == "acknowledgments array is required");
+
+  auto groups = c.ok({{"op", "groups"}, {"consumerGroup", "g"}});
+  REQUIRE(groups["groups"].size() == 1);
+  auto& v = groups["groups"][0];
+  CHECK(v["consumerGroup"] == "g");
+  CHECK(v["queue"] == "q");
+  CHECK(v["partition"] == "Default");
+  CHECK(v["committed"] == 0);
+  CHECK(v["lastOffset"] == 2);
+  CHECK(v["offsetLag"] == 2);
+  CHECK(v["leaseActive"] == true);
+  CHECK(v["lease"]["first"] == 0);
+  CHECK(v["lease"]["last"] == 1);
+  CHECK(v["inFlight"] == 1);
+  // The same cursor over HTTP.
+  auto http = srv.get("/api/v1/consumer-groups/g").body_json();
+  CHECK(http["q"]["partitions"][0]["committed"] == 0);
+  CHECK(http["q"]["partitions"][0]["offsetLag"] == 2);
+
+  auto del = c.ok({{"op", "delete_group"}, {"consumerGroup", "g"}});
+  CHECK(del["success"] == true);
+  CHECK(del["deletedPartitions"] == 1);
+  CHECK(c.ok({{"op", "groups"}, {"consumerGroup", "g"}})["groups"].empty());
+  CHECK(message_of(c.call({{"op", "delete_group"}}))
+        == "consumerGroup is required");
+  CHECK(message_of(c.call({{"op", "groups"}, {"partition", "p"}}))
+        == "partition needs queue");
+}
+
+TEST_CASE("msgpack seek and subscription move a group as the product "
+          "document's routes do, with the dry run's before and after",
+          "[system][msgpack][replay]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  for (int i = 0; i < 4; ++i)
+    push_one(c, "q", i);
+  auto dry = c.ok({{"op", "seek"},
+                   {"consumerGroup", "g"},
+                   {"queue", "q"},
+                   {"toEnd", true},
+                   {"dryRun", true}});
+  CHECK(dry["success"] == true);
+  CHECK(dry["seekToEnd"] == true);
+  CHECK(dry["dryRun"] == true);
+  REQUIRE(dry["positions"].size() == 1);
+  CHECK(dry["positions"][0]["committed"] == 3);
+  auto one = c.ok({{"op", "seek"},
+                   {"consumerGroup", "g"},
+                   {"queue", "q"},
+                   {"partition", "Default"},
+                   {"offset", 2}});
+  CHECK(one["partitionName"] == "Default");
+  CHECK(one["updated"] == true);
+  CHECK(one["committed"] == 1);
+  auto p = c.ok({{"op", "pop"},
+                 {"queue", "q"},
+                 {"consumerGroup", "g"},
+                 {"batch", 10},
+                 {"autoAck", true}});
+  REQUIRE(p["messages"].size() == 2);
+  CHECK(p["messages"][0]["offset"] == 2);
+  CHECK(p["leaseId"] == "");
+  auto none = c.call({{"op", "seek"}, {"consumerGroup", "g"}, {"queue", "q"}});
+  CHECK(code_of(none) == "invalid_argument");
+  CHECK(message_of(none) == "Must specify toEnd=true or a timestamp");
+  auto bad_ts = c.call({{"op", "seek"},
+                        {"consumerGroup", "g"},
+                        {"queue", "q"},
+                        {"timestamp", "yesterday"}});
+  CHECK(message_of(bad_ts) == "Invalid timestamp: yesterday");
+  auto unknown = c.call({{"op", "seek"},
+                         {"consumerGroup", "g"},
+                         {"queue", "zz"},
+                         {"toEnd", true}});
+  CHECK(code_of(unknown) == "not_found");
+  CHECK(message_of(unknown) == "Queue not found or has no partitions");
+
+  auto sub = c.ok({{"op", "subscription"},
+                   {"consumerGroup", "g"},
+                   {"subscriptionTimestamp", "2020-01-01T00:00:00Z"}});
+  CHECK(sub["success"] == true);
+  CHECK(sub["newTimestamp"] == "2020-01-01T00:00:00.000000Z");
+  CHECK(message_of(c.call({{"op", "subscription"}, {"consumerGroup", "g"}}))
+        == "Missing subscriptionTimestamp in request body");
+  CHECK(message_of(c.call({{"op", "subscription"},
+                           {"consumerGroup", "__QUEUE_MODE__"},
+                           {"subscriptionTimestamp", "2020-01-01T00:00:00Z"}}))
+        == "Queue mode has no subscription");
+}
+
+TEST_CASE("msgpack configure, queues, purge, browse and delete_queue",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  auto conf = c.ok({{"op", "configure"},
+                    {"queue", "q"},
+                    {"namespace", "ns"},
+                    {"options", {{"leaseTime", 5}, {"bogus", 1}}}});
+  CHECK(conf["configured"] == true);
+  CHECK(conf["created"] == true);
+  CHECK(conf["options"]["leaseTime"] == 5);
+  CHECK(conf["warnings"][0] == "unknown option ignored: bogus");
+  CHECK(message_of(c.call({{"op", "configure"}})) == "queue is required");
+  CHECK(message_of(c.call({{"op", "configure"},
+                           {"queue", "q"},
+                           {"options", {{"leaseTime", "x"}}}}))
+        == "options.leaseTime must be an integer");
+  for (int i = 0; i < 5; ++i)
+    push_one(c, "q", bin(std::string(3, static_cast<char>('a' + i))), "p1");
+  auto qs = c.ok({{"op", "queues"}, {"queue", "q"}});
+  REQUIRE(qs["queues"].size() == 1);
+  auto& q = qs["queues"][0];
+  CHECK(q["name"] == "q");
+  CHECK(q["namespace"] == "ns");
+  CHECK(q["options"]["leaseTime"] == 5);
+  auto parts = q["partitions"];
+  auto p1 = std::find_if(parts.begin(), parts.end(),
+                         [](auto& p) { return p["name"] == "p1"; });
+  REQUIRE(p1 != parts.end());
+  CHECK((*p1)["lastOffset"] == 4);
+  CHECK(c.ok({{"op", "queues"}})["queues"].size() == 1);
+  auto missing = c.call({{"op", "queues"}, {"queue", "zz"}});
+  CHECK(code_of(missing) == "not_found");
+
+  auto b = c.ok({{"op", "browse"},
+                 {"queue", "q"},
+                 {"partition", "p1"},
+                 {"fromOffset", 1},
+                 {"limit", 2}});
+  REQUIRE(b["messages"].size() == 2);
+  CHECK(text_of(b["messages"][0]["data"]) == "bbb");
+  CHECK(b["next"] == 3);
+  CHECK(message_of(c.call({{"op", "browse"}, {"queue", "q"}, {"limit", 0}}))
+        == "limit must be 1..10000");
+  CHECK(message_of(c.call({{"op", "browse"}})) == "queue is required");
+
+  auto purged = c.ok(
+      {{"op", "purge"}, {"queue", "q"}, {"partition", "p1"}, {"below", 3}});
+  CHECK(purged["partitionsPurged"] == 1);
+  auto after = c.ok({{"op", "browse"}, {"queue", "q"}, {"partition", "p1"}});
+  CHECK(after["messages"][0]["offset"] == 3);
+
+  auto del = c.ok({{"op", "delete_queue"}, {"queue", "q"}});
+  CHECK(del["deleted"] == true);
+  CHECK(del["existed"] == true);
+  CHECK(c.ok({{"op", "delete_queue"}, {"queue", "q"}})["existed"] == false);
+  CHECK(message_of(c.call({{"op", "delete_queue"}})) == "queue is required");
+}
+
+TEST_CASE("msgpack transaction, dlq, dlq_requeue and dlq_delete; HTTP sees "
+          "the same dead letters",
+          "[system][msgpack][dlq]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  push_one(c, "in", bin("x"));
+  auto p = c.ok({{"op", "pop"}, {"queue", "in"}});
+  auto& m = p["messages"][0];
+  auto tx
+      = c.ok({{"op", "transaction"},
+              {"operations",
+               {{{"type", "ack"},
+                 {"transactionId", m["transactionId"]},
+                 {"partitionId", m["partitionId"]},
+                 {"leaseId", p["leaseId"]}},
+                {{"type", "push"},
+                 {"items", {{{"queue", "out"}, {"payload", bin("y")}}}}}}}});
+  CHECK(tx["success"] == true);
+  REQUIRE(tx["results"].size() == 2);
+  CHECK(tx["results"][1]["type"] == "push");
+  auto rolled = c.ok({{"op", "transaction"},
+                      {"operations",
+                       {{{"type", "push"}, {"queue", "out2"}, {"payload", 1}},
+                        {{"type", "ack"},
+                         {"transactionId", "nope"},
+                         {"partitionId", m["partitionId"]}}}}});
+  CHECK(rolled["success"] == false);
+  CHECK(rolled["error"].get<std::string>().rfind("operations[1]", 0) == 0);
+  CHECK(message_of(c.call({{"op", "transaction"}}))
+        == "operations array required");
+
+  auto o = c.ok({{"op", "pop"}, {"queue", "out"}, {"consumerGroup", "g"}});
+  auto& om = o["messages"][0];
+  auto dead = c.ok({{"op", "ack"},
+                    {"consumerGroup", "g"},
+                    {"acknowledgments",
+                     {{{"transactionId", om["transactionId"]},
+                       {"partitionId", om["partitionId"]},
+                       {"leaseId", o["leaseId"]},
+                       {"status", "dlq"},
+                       {"error", "boom"}}}}});
+  CHECK(dead["items"][0]["dlq"] == true);
+  auto list = c.ok({{"op", "dlq"}, {"queue", "out"}, {"consumerGroup", "g"}});
+  CHECK(list["total"] == 1);
+  auto& d = list["messages"][0];
+  CHECK(d["errorMessage"] == "boom");
+  CHECK(text_of(d["data"]) == "y");
+  CHECK(list["pagination"]["limit"] == 100);
+  auto http = srv.get("/api/v1/dlq?queue=out&consumerGroup=g").body_json();
+  CHECK(http["total"] == 1);
+  CHECK(http["messages"][0]["dlqId"] == d["dlqId"]);
+  auto rq = c.ok({{"op", "dlq_requeue"}, {"ids", {d["dlqId"]}}});
+  CHECK(rq["requeued"] == 1);
+  auto again = c.ok({{"op", "pop"}, {"queue", "out"}, {"consumerGroup", "g"}});
+  CHECK(again["messages"][0]["requeued"] == true);
+  CHECK(message_of(c.call({{"op", "dlq_delete"}}))
+        == "ids or queue is required");
+  auto gone = c.call({{"op", "dlq_delete"}, {"ids", {999999}}});
+  CHECK(code_of(gone) == "not_found");
+  CHECK(message_of(c.call({{"op", "dlq"}, {"limit", 0}}))
+        == "limit must be 1..10000");
+}
+
+TEST_CASE("msgpack push refusals: a missing queue, a bad name, a payload JSON "
+          "cannot hold; nothing of the request is stored",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  auto no_queue = c.call({{"op", "push"}, {"items", {{{"payload", 1}}}}});
+  CHECK(code_of(no_queue) == "invalid_argument");
+  CHECK(message_of(no_queue) == "items[0].queue is required");
+  CHECK(message_of(c.call({{"op", "push"}})) == "items array is required");
+  auto bad_name = c.call(
+      {{"op", "push"}, {"items", {{{"queue", "a/b"}, {"payload", 1}}}}});
+  CHECK(code_of(bad_name) == "invalid_argument");
+  // A bin nested in a structure cannot become JSON: refused whole.
+  auto nested = c.call({{"op", "push"},
+                        {"items",
+                         {{{"queue", "ok"}, {"payload", 1}},
+                          {{"queue", "ok"}, {"payload", {{"k", bin("x")}}}}}}});
+  CHECK(code_of(nested) == "invalid_argument");
+  CHECK(message_of(nested)
+        == "items[1].payload.k must be bin, or a value JSON can hold");
+  auto nan
+      = c.call({{"op", "push"},
+                {"items",
+                 {{{"queue", "ok"},
+                   {"payload", std::numeric_limits<double>::quiet_NaN()}}}}});
+  CHECK(message_of(nan)
+        == "items[0].payload must be a finite number (JSON has no NaN)");
+  CHECK(c.ok({{"op", "queues"}})["queues"].empty());
+  CHECK(c.ok({{"op", "push"}, {"items", json::array()}})["items"].empty());
+}
+
 } // namespace spool::test

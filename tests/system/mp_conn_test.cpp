@@ -1,0 +1,250 @@
+// The msgpack door's connections against the real spoold: pipelining with
+// answers out of order, long polls, a client that leaves, broken and
+// oversized frames, back-pressure, and a drain.
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "system/mp_fixture.hpp"
+
+namespace spool::test {
+
+namespace {
+
+/// The node's pops in flight, from the Prometheus page.
+int parked(spoold_server& srv) {
+  auto text = srv.get("/metrics/prometheus").body;
+  auto at = text.find("\nspool_parked_pops ");
+  return std::stoi(text.substr(at + 19));
+}
+
+bool parked_becomes(spoold_server& srv, int n) {
+  for (int i = 0; i < 500; ++i) {
+    if (parked(srv) == n)
+      return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+/// spoold's resident set, in KiB.
+long rss_kib(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return -1;
+}
+
+json push_req(const std::string& queue, json payload) {
+  return {{"op", "push"},
+          {"items", {{{"queue", queue}, {"payload", std::move(payload)}}}}};
+}
+
+} // namespace
+
+TEST_CASE("msgpack pipelining: a parked pop is answered after the requests "
+          "sent behind it, when a push from another connection wakes it",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn a{srv.mp_port()};
+  mp_conn b{srv.mp_port()};
+  auto pop_id = a.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 10000}});
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < 20; ++i)
+    ids.push_back(a.send({{"op", "health"}}));
+  // The 20 answers behind the pop come first, in any order.
+  std::set<std::uint64_t> seen;
+  for (int i = 0; i < 20; ++i) {
+    auto f = a.read_frame();
+    REQUIRE(f);
+    CHECK((*f)["id"] != pop_id);
+    seen.insert((*f)["id"].get<std::uint64_t>());
+  }
+  CHECK(seen == std::set<std::uint64_t>(ids.begin(), ids.end()));
+  REQUIRE(parked_becomes(srv, 1));
+  b.ok(push_req("q", bin("wake")));
+  auto woken = a.answer(pop_id);
+  REQUIRE(woken["ok"] == true);
+  REQUIRE(woken["messages"].size() == 1);
+  CHECK(text_of(woken["messages"][0]["data"]) == "wake");
+}
+
+TEST_CASE("msgpack: closing a connection cancels its parked pop; it leases "
+          "nothing",
+          "[system][msgpack]") {
+  spoold_server srv;
+  {
+    mp_conn a{srv.mp_port()};
+    a.send({{"op", "pop"},
+            {"queue", "q"},
+            {"consumerGroup", "g"},
+            {"wait", true},
+            {"timeout", 60000}});
+    REQUIRE(parked_becomes(srv, 1));
+  } // a leaves
+  REQUIRE(parked_becomes(srv, 0));
+  mp_conn b{srv.mp_port()};
+  b.ok(push_req("q", 1));
+  auto p = b.ok({{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}});
+  REQUIRE(p["messages"].size() == 1);
+  CHECK(p["messages"][0]["deliveryCount"] == 1);
+}
+
+TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
+          "on; other connections never notice",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn a{srv.mp_port()};
+  mp_conn other{srv.mp_port()};
+  auto other_pop = other.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 10000}});
+  REQUIRE(parked_becomes(srv, 1));
+  struct bad {
+    std::string bytes;
+    std::string code;
+    std::string message;
+  };
+  std::vector<bad> cases = {
+      {"\xc1", "bad_request", "Invalid msgpack: parse error"},
+      {"\x92\x01\x02", "bad_request",
+       "Invalid msgpack: a request must be a map"},
+      {"\x81\xa2id", "bad_request",
+       "Invalid msgpack: the frame ends inside a value"},
+      {std::string{"\x81\xa2id\x01\x01", 6}, "bad_request",
+       "Invalid msgpack: the frame holds more than one value"},
+      {"\x81\xa2op\xa4push", "invalid_argument",
+       "id must be a non-negative integer"},
+      {"\x81\xa2id\x07", "invalid_argument", "op must be a string"},
+      {"", "bad_request", "Invalid msgpack: the frame ends inside a value"},
+      // a map claiming 2^32-1 entries in a 5-byte frame
+      {"\xdf\xff\xff\xff\xff", "bad_request", ""},
+      // nesting past the decoder's depth
+      {std::string(100, '\x91') + "\x01", "bad_request", ""},
+  };
+  for (auto& c : cases) {
+    INFO(c.message);
+    a.send_raw(frame_of(c.bytes));
+    auto r = a.read_frame();
+    REQUIRE(r);
+    CHECK((*r)["ok"] == false);
+    CHECK(code_of(*r) == c.code);
+    if (!c.message.empty())
+      CHECK(message_of(*r) == c.message);
+  }
+  // An id read before the failure is echoed.
+  a.send_raw(frame_of(std::string{"\x82\xa2id\x09\xa2op\x05", 9}));
+  auto echoed = a.read_frame();
+  REQUIRE(echoed);
+  CHECK((*echoed)["id"] == 9);
+  CHECK(a.ok({{"op", "health"}})["status"] == "healthy");
+  CHECK(parked(srv) == 1); // the other connection's pop is still parked
+  a.ok(push_req("q", 1));
+  CHECK(other.answer(other_pop)["messages"].size() == 1);
+}
+
+TEST_CASE("msgpack: a length over maxFrameBytes gets a too_large frame and "
+          "closes that connection only",
+          "[system][msgpack]") {
+  spoold_server srv{{"--msgpack-max-frame-bytes", "4096"}};
+  mp_conn a{srv.mp_port()};
+  mp_conn other{srv.mp_port()};
+  auto hi = a.ok({{"op", "hello"}, {"version", 1}});
+  CHECK(hi["maxFrameBytes"] == 4096);
+  a.send_raw(std::string{"\x00\x00\x10\x01", 4}); // 4097, no body sent
+  auto r = a.read_frame();
+  REQUIRE(r);
+  CHECK((*r)["id"] == 0);
+  CHECK(code_of(*r) == "too_large");
+  CHECK(message_of(*r)
+        == "Frame of 4097 bytes exceeds 4096 bytes (msgpack.maxFrameBytes)");
+  CHECK(a.closed_by_peer());
+  CHECK(other.ok({{"op", "health"}})["status"] == "healthy");
+  // A frame of exactly the limit is read.
+  auto big = push_req("q", bin(std::string(4000, 'x')));
+  auto bytes = json::to_msgpack(big);
+  REQUIRE(bytes.size() <= 4096);
+  other.ok(big);
+}
+
+TEST_CASE("msgpack back-pressure: a client that sends without reading holds "
+          "at most maxInFlight answers in the server, then is not read",
+          "[system][msgpack]") {
+  spoold_server srv{{"--msgpack-max-in-flight", "4"}};
+  mp_conn c{srv.mp_port()};
+  // Ten messages of 64 KiB: each browse answers 640 KiB.
+  for (int i = 0; i < 10; ++i)
+    c.ok(push_req("q", bin(std::string(64 << 10, static_cast<char>('a' + i)))));
+  auto rss_before = rss_kib(srv.pid());
+  // 400 browses, 256 MiB of answers, sent without reading any: the
+  // socket's buffers fill and the send stops short of the whole.
+  std::string burst;
+  const int n = 400;
+  for (int i = 0; i < n; ++i)
+    burst += frame_of(json{{"id", 1000 + i}, {"op", "browse"}, {"queue", "q"}});
+  int fd = c.fd();
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  std::size_t sent = 0;
+  auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (sent < burst.size() && std::chrono::steady_clock::now() < deadline) {
+    auto k = ::send(fd, burst.data() + sent, burst.size() - sent, MSG_NOSIGNAL);
+    if (k > 0)
+      sent += static_cast<std::size_t>(k);
+    else
+      std::this_thread::sleep_for(5ms);
+  }
+  std::this_thread::sleep_for(300ms);
+  auto rss_stalled = rss_kib(srv.pid());
+  INFO("rss before " << rss_before << " KiB, stalled " << rss_stalled
+                     << " KiB, request bytes sent " << sent << " of "
+                     << burst.size());
+  // Unbounded, the server would hold every answer (256 MiB); bounded, a
+  // few answers and the socket buffers.
+  CHECK(rss_stalled - rss_before < 64 * 1024);
+  // Another client is served meanwhile.
+  mp_conn other{srv.mp_port()};
+  CHECK(other.ok({{"op", "health"}})["status"] == "healthy");
+  // Reading, the client gets every answer, and its remaining requests go.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::set<std::uint64_t> got;
+  std::thread writer{[&] {
+    while (sent < burst.size()) {
+      auto k
+          = ::send(fd, burst.data() + sent, burst.size() - sent, MSG_NOSIGNAL);
+      if (k <= 0)
+        break;
+      sent += static_cast<std::size_t>(k);
+    }
+  }};
+  for (int i = 0; i < n; ++i) {
+    auto f = c.read_frame(30s);
+    if (!f)
+      break;
+    CHECK((*f)["messages"].size() == 10);
+    got.insert((*f)["id"].get<std::uint64_t>());
+  }
+  writer.join();
+  CHECK(got.size() == static_cast<std::size_t>(n));
+}
+
+TEST_CASE("msgpack drain answers parked pops empty and spoold exits 0",
+          "[system][msgpack]") {
+  spoold_server srv;
+  mp_conn a{srv.mp_port()};
+  auto pop_id = a.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  REQUIRE(parked_becomes(srv, 1));
+  srv.signal(SIGTERM);
+  auto r = a.answer(pop_id);
+  CHECK(r["ok"] == true);
+  CHECK(r["messages"].empty());
+  auto code = srv.wait_exit();
+  INFO(srv.log());
+  CHECK(code == 0);
+  CHECK(a.closed_by_peer());
+}
+
+} // namespace spool::test
