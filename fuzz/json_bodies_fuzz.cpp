@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "fuzz/check.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/json/write.hpp"
 
@@ -15,15 +16,9 @@ namespace {
 
 template <class T>
 void check(const spool::expected<T>& r) {
-  if (r)
-    return;
-  auto code = r.err().code;
-  if (code != spool::errc::bad_request && code != spool::errc::invalid_argument)
-    std::abort();
-  if (r.err().message.empty())
-    std::abort();
   // The message goes into an answer: it must make valid JSON.
-  spool::json::error_body(r.err().message);
+  spool::fuzz::check(r,
+                     [](const std::string& m) { spool::json::error_body(m); });
 }
 
 } // namespace

@@ -10,7 +10,7 @@ scripts/setup.sh
 cmake -S . -B build-fuzz -DSPOOL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
-for target in http_request json_bodies timestamp; do
+for target in http_request json_bodies timestamp msgpack_requests; do
   corpus="build-fuzz/corpus/$target"
   mkdir -p "$corpus"
   echo "== fuzz $target for ${seconds}s"

@@ -198,11 +198,17 @@ void transaction(const ctx& c) {
   SPOOL_READ(req, api::read_txn_body(c.req));
   auto ops = api::txn_echo(*req);
   c.svc.gw.transaction(
-      std::move(*req),
-      c.answer<node::txn_reply>(
-          [ops = std::move(ops)](writer& w, const node::txn_reply& r) {
-            api::write_txn_fields(w, r, ops);
-          }));
+      std::move(*req), [ex = c.ex, id = c.id,
+                        ops = std::move(ops)](expected<node::txn_reply> r) {
+        // api.md: a rolled-back transaction is msgpack's `tx_aborted`.
+        if (r && !r->success)
+          return ex->respond(
+              error_frame(id, make_error(errc::tx_aborted, r->error)));
+        if (!r)
+          return ex->respond(error_frame(id, r.err()));
+        auto body = [&](writer& w) { api::write_txn_fields(w, *r, ops); };
+        ex->respond(ctx::ok_frame(id, body));
+      });
 }
 
 void queues(const ctx& c) {

@@ -69,9 +69,9 @@ expected<void> take(field<T> v, U& out) {
   return {};
 }
 
-/// A page's `limit` (1..max, else `limit must be 1..<max>`) and `offset`.
-expected<void> read_page(const object& req, std::size_t max, std::size_t& limit,
-                         std::size_t& offset) {
+/// A page's `limit` (1..max, else `limit must be 1..<max>`).
+expected<void> read_limit(const object& req, std::size_t max,
+                          std::size_t& limit) {
   auto l = uint(req, "limit");
   if (!l)
     return l.err();
@@ -80,7 +80,6 @@ expected<void> read_page(const object& req, std::size_t max, std::size_t& limit,
       return make_error(errc::invalid_argument, "limit must be 1..", max);
     limit = static_cast<std::size_t>(**l);
   }
-  SPOOL_TRY(take(uint(req, "offset"), offset));
   return {};
 }
 
@@ -187,8 +186,7 @@ expected<node::browse_request> read_browse(const object& req) {
   SPOOL_TRY(take(str(req, "queue", true), b.queue));
   SPOOL_TRY(take(str(req, "partition"), b.partition));
   SPOOL_TRY(take(integer(req, "fromOffset"), b.from));
-  std::size_t ignored = 0;
-  SPOOL_TRY(read_page(req, 10'000, b.limit, ignored));
+  SPOOL_TRY(read_limit(req, 10'000, b.limit));
   SPOOL_TRY(take(uint(req, "maxBytes"), b.max_bytes));
   return b;
 }
@@ -217,7 +215,8 @@ expected<dlq_query> read_dlq_query(const object& req) {
   if (!f)
     return f.err();
   q.filter = std::move(*f);
-  SPOOL_TRY(read_page(req, 10'000, q.limit, q.offset));
+  SPOOL_TRY(read_limit(req, 10'000, q.limit));
+  SPOOL_TRY(take(uint(req, "offset"), q.offset));
   SPOOL_TRY(take(uint(req, "after"), q.after));
   return q;
 }

@@ -10,8 +10,6 @@ namespace spool::http::detail {
 
 namespace {
 
-thread_local std::array<char, 64 * 1024> read_buffer;
-
 bool safe(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS";
 }
@@ -109,14 +107,7 @@ void connection::close() {
   // Unanswered requests are abandoned; answers written to no one are
   // reported unwritten.
   for (auto& s : slots) {
-    std::function<void()> f;
-    {
-      std::lock_guard lock{s->mx};
-      s->abandoned = true;
-      f = std::move(s->abandon_fn);
-    }
-    if (f)
-      f();
+    s->latch.abandon();
     if (s->answer && s->answer->on_unwritten)
       s->answer->on_unwritten();
   }
@@ -125,7 +116,7 @@ void connection::close() {
       f();
   in_write.clear();
   slots.clear();
-  srv->remove(shared_from_this());
+  srv->conns.remove(shared_from_this());
 }
 
 void connection::wait_readable() {
@@ -149,23 +140,13 @@ void connection::wait_readable() {
 void connection::read_available() {
   // At most 1 MiB per wake-up: the strand (its answers, its timers) and the
   // io thread's other connections get their turn.
-  std::size_t read = 0;
-  for (;;) {
-    asio::error_code ec;
-    auto n = socket.read_some(asio::buffer(read_buffer), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again)
-      break;
-    if (ec || n == 0)
-      return close(); // the client left (EOF or an error)
+  // After a `Connection: close` request nothing more is answered: the
+  // bytes are dropped, the reading only notices a client that leaves.
+  auto r = io::read_available(socket, close_after_write ? nullptr : &inbuf);
+  if (r.gone)
+    return close(); // the client left (EOF or an error)
+  if (r.bytes > 0)
     last_activity = clock_type::now();
-    // After a `Connection: close` request nothing more is answered: the
-    // bytes are dropped, the reading only notices a client that leaves.
-    if (!close_after_write)
-      inbuf.append(read_buffer.data(), n);
-    read += n;
-    if (n < read_buffer.size() || read >= (1u << 20))
-      break;
-  }
   parse();
   wait_readable();
 }
@@ -343,27 +324,19 @@ void connection::linger_close() {
 }
 
 void connection::drain_input() {
-  socket.async_wait(
-      tcp::socket::wait_read,
-      asio::bind_executor(strand, [self
-                                   = shared_from_this()](asio::error_code ec) {
-        if (self->closed)
-          return;
-        if (ec)
-          return self->close();
-        // At most 1 MiB per wake-up (the linger timer must get its
-        // turn on this strand).
-        for (std::size_t read = 0; read < (1u << 20);) {
-          asio::error_code rec;
-          auto n = self->socket.read_some(asio::buffer(read_buffer), rec);
-          if (rec == asio::error::would_block || rec == asio::error::try_again)
-            break;
-          if (rec || n == 0)
-            return self->close();
-          read += n;
-        }
-        self->drain_input();
-      }));
+  socket.async_wait(tcp::socket::wait_read,
+                    asio::bind_executor(strand, [self = shared_from_this()](
+                                                    asio::error_code ec) {
+                      if (self->closed)
+                        return;
+                      if (ec)
+                        return self->close();
+                      // At most 1 MiB per wake-up (the linger timer must get
+                      // its turn on this strand).
+                      if (io::read_available(self->socket, nullptr).gone)
+                        return self->close();
+                      self->drain_input();
+                    }));
 }
 
 void connection::arm_timer() {
@@ -414,12 +387,8 @@ void connection::on_timer() {
 }
 
 void slot::respond(response r) {
-  {
-    std::lock_guard lock{mx};
-    if (answered)
-      return;
-    answered = true;
-  }
+  if (!latch.answer())
+    return;
   if (auto c = conn.lock()) {
     c->deliver(shared_from_this(), std::move(r));
     return;
@@ -429,14 +398,7 @@ void slot::respond(response r) {
 }
 
 void slot::on_abandon(std::function<void()> f) {
-  {
-    std::lock_guard lock{mx};
-    if (!abandoned) {
-      abandon_fn = std::move(f);
-      return;
-    }
-  }
-  f();
+  latch.on_abandon(std::move(f));
 }
 
 } // namespace spool::http::detail

@@ -19,6 +19,9 @@
 #include <vector>
 
 #include "protocol/http/server.hpp"
+#include "protocol/io/conn_set.hpp"
+#include "protocol/io/latch.hpp"
+#include "protocol/io/listener.hpp"
 #include "protocol/io/pool.hpp"
 
 namespace spool::http {
@@ -53,10 +56,7 @@ public:
   bool keep_alive;
   clock_type::time_point started;
   std::optional<response> answer; ///< strand only
-  std::mutex mx;
-  bool answered = false;            ///< under mx
-  bool abandoned = false;           ///< under mx
-  std::function<void()> abandon_fn; ///< under mx
+  io::request_latch latch;
 };
 
 } // namespace detail
@@ -70,16 +70,9 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::shared_ptr<io::pool> pool;
   bool own_pool;
   asio::io_context& io{pool->context()};
-  /// The acceptor's handlers and its close run on this strand.
-  asio::strand<asio::io_context::executor_type> accept_strand{
-      asio::make_strand(io)};
-  detail::tcp::acceptor acceptor{accept_strand};
-  asio::steady_timer accept_retry{accept_strand};
-  std::mutex mx;
-  std::unordered_set<std::shared_ptr<detail::connection>> conns;
-  std::atomic<std::size_t> count{0};
+  std::shared_ptr<io::listener> door;
+  io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
-  bool closing = false; ///< under mx: no connection is added any more
   std::mutex stop_mx;
   bool stopped = false; ///< under stop_mx: nothing posted will run
   bool shut_down = false;
@@ -90,8 +83,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       pool(p ? p : std::make_shared<io::pool>()),
       own_pool(!p) {
   }
-  void accept();
-  void remove(const std::shared_ptr<detail::connection>& c);
+  /// Takes an accepted connection, or refuses it (busy, draining).
+  void take(detail::tcp::socket sock);
 };
 
 namespace detail {

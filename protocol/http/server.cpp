@@ -14,68 +14,32 @@ using detail::connection;
 using detail::serialize;
 using detail::tcp;
 
-void server::impl::accept() {
-  acceptor.async_accept(
-      [self = shared_from_this()](asio::error_code ec, tcp::socket sock) {
-        if (ec) {
-          if (ec == asio::error::operation_aborted || !self->acceptor.is_open())
-            return;
-          // Out of descriptors, say: the connection waits in the backlog, so
-          // accepting again at once would spin; come back shortly.
-          self->accept_retry.expires_after(std::chrono::milliseconds{50});
-          self->accept_retry.async_wait([self](asio::error_code e) {
-            if (!e && self->acceptor.is_open())
-              self->accept();
-          });
-          return;
-        }
-        asio::error_code ignore;
-        sock.set_option(tcp::no_delay(true), ignore);
-        std::shared_ptr<connection> c;
-        bool busy = false;
-        {
-          std::lock_guard lock{self->mx};
-          busy = self->closing || self->draining
-                 || self->count.load() >= self->limits.max_connections;
-          if (!busy) {
-            c = std::make_shared<connection>(self, std::move(sock));
-            self->conns.insert(c);
-            self->count.fetch_add(1);
-          }
-        }
-        if (busy) {
-          auto msg = std::make_shared<std::string>();
-          response r;
-          r.status = 503;
-          r.headers.emplace_back("Content-Type", "application/json");
-          r.headers.emplace_back("Retry-After", "1");
-          r.body = self->draining
-                       ? R"({"error":"Server busy: shutting down"})"
-                       : R"({"error":"Server busy: too many connections"})";
-          serialize(*msg, r, false, self->common);
-          auto s = std::make_shared<tcp::socket>(std::move(sock));
-          asio::async_write(*s, asio::buffer(*msg),
-                            [s, msg](asio::error_code, std::size_t) {
-                              asio::error_code e;
-                              s->shutdown(tcp::socket::shutdown_both, e);
-                              s->close(e);
-                            });
-          return self->accept();
-        }
-        c->start();
-        self->accept();
-      });
-}
-
-void server::impl::remove(const std::shared_ptr<connection>& c) {
-  std::lock_guard lock{mx};
-  if (conns.erase(c) > 0)
-    count.fetch_sub(1);
+void server::impl::take(tcp::socket sock) {
+  auto c = conns.add(limits.max_connections, draining, [&] {
+    return std::make_shared<connection>(shared_from_this(), std::move(sock));
+  });
+  if (c)
+    return c->start();
+  std::string msg;
+  response r;
+  r.status = 503;
+  r.headers.emplace_back("Content-Type", "application/json");
+  r.headers.emplace_back("Retry-After", "1");
+  r.body = draining ? R"({"error":"Server busy: shutting down"})"
+                    : R"({"error":"Server busy: too many connections"})";
+  serialize(msg, r, false, common);
+  io::refuse(std::move(sock), std::move(msg));
 }
 
 server::server(server_limits limits, handler h,
                std::shared_ptr<io::pool> pool) :
     impl_(std::make_shared<impl>(limits, std::move(h), std::move(pool))) {
+  impl_->door = std::make_shared<io::listener>(
+      impl_->pool->context(),
+      [w = std::weak_ptr<impl>(impl_)](tcp::socket sock) {
+        if (auto i = w.lock())
+          i->take(std::move(sock));
+      });
 }
 
 server::~server() {
@@ -91,85 +55,48 @@ void server::set_observer(std::function<void(const request_record&)> f) {
 }
 
 std::string server::listen(const std::string& address, std::uint16_t port) {
-  asio::error_code ec;
-  auto addr = asio::ip::make_address(address, ec);
-  if (ec)
-    return "bad listen address " + address + ": " + ec.message();
-  tcp::endpoint ep{addr, port};
-  auto& a = impl_->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec)
-    a.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec)
-    a.bind(ep, ec);
-  if (!ec)
-    a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    return "cannot listen on " + address + ":" + std::to_string(port) + ": "
-           + ec.message();
-  return {};
+  return impl_->door->listen(address, port);
 }
 
 std::uint16_t server::port() const {
-  asio::error_code ec;
-  return impl_->acceptor.local_endpoint(ec).port();
+  return impl_->door->port();
 }
 
 void server::start(unsigned threads) {
-  impl_->accept();
+  impl_->door->start();
   if (impl_->own_pool)
     impl_->pool->start(threads);
 }
 
 void server::stop_accepting() {
   impl_->draining = true;
-  asio::post(impl_->accept_strand, [s = impl_] {
-    asio::error_code ec;
-    s->acceptor.close(ec);
-    s->accept_retry.cancel();
-  });
+  impl_->door->stop();
 }
 
 void server::shutdown(std::chrono::milliseconds grace) {
   if (std::exchange(impl_->shut_down, true))
     return; // once (spoold calls it on a signal and again at the end)
   stop_accepting();
-  std::vector<std::shared_ptr<connection>> all;
-  {
-    std::lock_guard lock{impl_->mx};
-    all.assign(impl_->conns.begin(), impl_->conns.end());
-  }
-  for (auto& c : all)
+  auto running = [this] { return impl_->pool->started(); };
+  for (auto& c : impl_->conns.snapshot())
     c->drain();
-  auto deadline = clock_type::now() + grace;
-  while (impl_->count.load() > 0 && clock_type::now() < deadline
-         && impl_->pool->started())
-    std::this_thread::sleep_for(std::chrono::milliseconds{5});
-  {
-    std::lock_guard lock{impl_->mx};
-    impl_->closing = true; // an accept racing with this one adds nothing
-    all.assign(impl_->conns.begin(), impl_->conns.end());
-  }
-  for (auto& c : all)
+  impl_->conns.wait_empty(clock_type::now() + grace, running);
+  // An accept racing with this one adds nothing.
+  for (auto& c : impl_->conns.close())
     asio::post(c->strand, [c] { c->close(); });
   {
     std::lock_guard lock{impl_->stop_mx};
     impl_->stopped = true; // what was posted before this still runs
   }
-  if (impl_->own_pool) {
-    impl_->pool->stop(); // never started: the posted closes run here
-    return;
-  }
+  if (impl_->own_pool)
+    return impl_->pool->stop(); // never started: the closes run here
   // A shared pool runs on: the posted closes run there; wait for them (a
   // close is short, it abandons what is in flight).
-  auto closes_by = clock_type::now() + std::chrono::seconds{5};
-  while (impl_->count.load() > 0 && impl_->pool->started()
-         && clock_type::now() < closes_by)
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  impl_->conns.wait_empty(clock_type::now() + std::chrono::seconds{5}, running);
 }
 
 std::size_t server::connections() const {
-  return impl_->count.load();
+  return impl_->conns.size();
 }
 
 } // namespace spool::http

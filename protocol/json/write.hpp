@@ -14,9 +14,11 @@
 #include <string_view>
 #include <type_traits>
 
+#include "protocol/json/kv_calls.hpp"
+
 namespace spool::json {
 
-class writer {
+class writer : public kv_calls<writer> {
 public:
   writer() : w_(buf_) {
   }
@@ -85,36 +87,6 @@ public:
   writer& raw(std::string_view json) {
     w_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
     return *this;
-  }
-
-  // key + value in one call
-  writer& kv(std::string_view k, std::string_view v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, const char* v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, const std::string& v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, bool v) {
-    return key(k).boolean(v);
-  }
-  /// Any integer (signed as int64, unsigned as uint64).
-  template <class T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) writer& kv(
-      std::string_view k, T v) {
-    if constexpr (std::is_signed_v<T>)
-      return key(k).i64(static_cast<std::int64_t>(v));
-    else
-      return key(k).u64(static_cast<std::uint64_t>(v));
-  }
-  writer& kv_null(std::string_view k) {
-    return key(k).null();
-  }
-  /// A string, or null when none (api.md: where Queen's value cannot exist).
-  writer& kv(std::string_view k, const std::optional<std::string>& v) {
-    return v ? kv(k, *v) : kv_null(k);
   }
 
   std::string take() {

@@ -27,6 +27,8 @@ constexpr std::size_t max_depth = 64;
 /// What a frame of `n` bytes may declare: every element takes a byte at
 /// least, so a count past the frame's size is a lie; the caps bound the
 /// zone a frame can make the decoder allocate before its bytes are read.
+/// (Strings, bins and exts refer to the frame, so their size limits do not
+/// apply; an ext is refused where a field is read.)
 msgpack::unpack_limit limits(std::size_t n) {
   auto cap = [n](std::size_t c) { return std::min(n, c); };
   return msgpack::unpack_limit{cap(std::size_t{1} << 21),

@@ -18,9 +18,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "protocol/json/kv_calls.hpp"
+
 namespace spool::mp {
 
-class writer {
+class writer : public json::kv_calls<writer> {
 public:
   writer() : pk_(out_) {
     out_.s.append(4, '\0'); // the frame's length, filled by take_frame
@@ -80,34 +82,6 @@ public:
     value();
     pk_.pack_nil();
     return *this;
-  }
-
-  // key + value in one call, as json::writer
-  writer& kv(std::string_view k, std::string_view v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, const char* v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, const std::string& v) {
-    return key(k).str(v);
-  }
-  writer& kv(std::string_view k, bool v) {
-    return key(k).boolean(v);
-  }
-  template <class T>
-  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) writer& kv(
-      std::string_view k, T v) {
-    if constexpr (std::is_signed_v<T>)
-      return key(k).i64(static_cast<std::int64_t>(v));
-    else
-      return key(k).u64(static_cast<std::uint64_t>(v));
-  }
-  writer& kv_null(std::string_view k) {
-    return key(k).null();
-  }
-  writer& kv(std::string_view k, const std::optional<std::string>& v) {
-    return v ? kv(k, *v) : kv_null(k);
   }
 
   /// The bytes written so far (the length prefix excluded).

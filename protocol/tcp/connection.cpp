@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "protocol/msgpack/frame.hpp"
 #include "protocol/msgpack/write.hpp"
 
 namespace spool::mp {
@@ -27,29 +28,16 @@ namespace detail {
 
 namespace {
 
-thread_local std::array<char, 64 * 1024> read_buffer;
-
-std::uint32_t be32(const char* p) {
-  auto b = reinterpret_cast<const unsigned char*>(p);
-  return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16)
-         | (std::uint32_t{b[2]} << 8) | std::uint32_t{b[3]};
-}
-
-/// A write that makes no progress this long closes its connection (a
-/// client that stopped reading holds at most `max_in_flight` answers
-/// meanwhile).
+/// A write (the answers batched into it) not done this long closes its
+/// connection: the client stopped reading (it holds at most
+/// `max_in_flight` answers meanwhile).
 constexpr std::chrono::milliseconds write_timeout{60'000};
 
 } // namespace
 
 void slot::respond(std::string frame, std::function<void()> on_unwritten) {
-  {
-    std::lock_guard lock{mx};
-    if (answered)
-      return;
-    answered = true;
-    abandon_fn = nullptr;
-  }
+  if (!latch.answer())
+    return;
   auto c = conn.lock();
   if (!c) {
     if (on_unwritten)
@@ -60,16 +48,7 @@ void slot::respond(std::string frame, std::function<void()> on_unwritten) {
 }
 
 void slot::on_abandon(std::function<void()> f) {
-  {
-    std::lock_guard lock{mx};
-    if (answered)
-      return;
-    if (!abandoned) {
-      abandon_fn = std::move(f);
-      return;
-    }
-  }
-  f();
+  latch.on_abandon(std::move(f));
 }
 
 connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
@@ -124,14 +103,7 @@ void connection::close() {
   socket.shutdown(tcp::socket::shutdown_both, ec);
   socket.close(ec);
   for (auto& s : open) {
-    std::function<void()> f;
-    {
-      std::lock_guard lock{s->mx};
-      s->abandoned = true;
-      f = std::move(s->abandon_fn);
-    }
-    if (f)
-      f();
+    s->latch.abandon();
   }
   open.clear();
   for (auto* list : {&out_unwritten, &pending_unwritten})
@@ -142,7 +114,7 @@ void connection::close() {
   pending_unwritten.clear();
   pending.clear();
   inbuf.clear();
-  srv->remove(shared_from_this());
+  srv->conns.remove(shared_from_this());
 }
 
 void connection::wait_readable() {
@@ -165,48 +137,41 @@ void connection::wait_readable() {
 void connection::read_available() {
   // At most 1 MiB per wake-up: the io thread's other connections get
   // their turn.
-  std::size_t read = 0;
-  for (;;) {
-    asio::error_code ec;
-    auto n = socket.read_some(asio::buffer(read_buffer), ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again)
-      break;
-    if (ec || n == 0)
-      return close(); // the client left (EOF or an error)
+  auto r = io::read_available(socket, &inbuf);
+  if (r.gone)
+    return close(); // the client left (EOF or an error)
+  if (r.bytes > 0)
     last_activity = clock_type::now();
-    inbuf.append(read_buffer.data(), n);
-    read += n;
-    if (n < read_buffer.size() || read >= (1u << 20))
-      break;
-  }
   parse();
   wait_readable();
 }
 
 void connection::parse() {
   std::size_t pos = 0;
+  auto max = srv->limits.max_frame_bytes;
+  frame_cut cut;
   while (!closed && !draining && !close_after_write
-         && in_flight < srv->limits.max_in_flight && inbuf.size() - pos >= 4) {
-    std::size_t len = be32(inbuf.data() + pos);
-    if (len > srv->limits.max_frame_bytes) {
+         && in_flight < srv->limits.max_in_flight) {
+    cut = cut_frame(std::string_view{inbuf}.substr(pos), max);
+    if (cut.kind == frame_cut::too_large) {
       ++in_flight;
-      answer_now(error_frame(0, make_error(errc::too_large, "Frame of ", len,
-                                           " bytes exceeds ",
-                                           srv->limits.max_frame_bytes,
+      answer_now(error_frame(0, make_error(errc::too_large, "Frame of ",
+                                           cut.length, " bytes exceeds ", max,
                                            " bytes (msgpack.maxFrameBytes)")));
       close_after_write = true; // nothing after it can be framed
       inbuf.clear();
       return;
     }
-    if (inbuf.size() - pos - 4 < len)
+    if (cut.kind == frame_cut::need_more)
       break;
-    dispatch(std::string_view{inbuf}.substr(pos + 4, len));
-    pos += 4 + len;
+    dispatch(std::string_view{inbuf}.substr(pos + 4, cut.length));
+    pos += 4 + cut.length;
   }
   inbuf.erase(0, pos);
   // A frame begun: room for it whole, once (it is at most max_frame_bytes).
-  if (inbuf.size() >= 4)
-    inbuf.reserve(4 + std::size_t{be32(inbuf.data())});
+  cut = cut_frame(inbuf, max);
+  if (cut.kind == frame_cut::need_more && inbuf.size() >= 4)
+    inbuf.reserve(4 + cut.length);
   else if (inbuf.empty() && inbuf.capacity() > (1u << 20))
     std::string{}.swap(inbuf); // a big frame's room is not kept
 }
@@ -257,7 +222,8 @@ void connection::flush() {
         else
           self->outbuf.clear();
         self->last_activity = clock_type::now();
-        // An oversized frame's error is the last thing written; a drained
+        // An oversized frame's error is the last thing written (answers of
+        // requests still in flight before it are not waited for); a drained
         // connection closes once nothing is in flight.
         if (self->pending.empty()
             && (self->close_after_write

@@ -14,6 +14,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "protocol/io/conn_set.hpp"
+#include "protocol/io/latch.hpp"
+#include "protocol/io/listener.hpp"
 #include "protocol/io/pool.hpp"
 #include "protocol/tcp/server.hpp"
 
@@ -35,10 +38,7 @@ public:
   void on_abandon(std::function<void()> f) override;
 
   std::weak_ptr<connection> conn;
-  std::mutex mx;
-  bool answered = false;            ///< under mx
-  bool abandoned = false;           ///< under mx
-  std::function<void()> abandon_fn; ///< under mx
+  io::request_latch latch;
 };
 
 } // namespace detail
@@ -47,22 +47,16 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   server_limits limits;
   handler h;
   std::shared_ptr<io::pool> pool;
-  asio::strand<asio::io_context::executor_type> accept_strand{
-      asio::make_strand(pool->context())};
-  detail::tcp::acceptor acceptor{accept_strand};
-  asio::steady_timer accept_retry{accept_strand};
-  std::mutex mx;
-  std::unordered_set<std::shared_ptr<detail::connection>> conns;
-  std::atomic<std::size_t> count{0};
+  std::shared_ptr<io::listener> door;
+  io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
-  bool closing = false; ///< under mx
   bool shut_down = false;
 
   impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :
       limits(l), h(std::move(hh)), pool(std::move(p)) {
   }
-  void accept();
-  void remove(const std::shared_ptr<detail::connection>& c);
+  /// Takes an accepted connection, or refuses it (busy, draining).
+  void take(detail::tcp::socket sock);
 };
 
 namespace detail {

@@ -9,12 +9,13 @@
 /// Per connection at most `max_in_flight` requests are unanswered (an
 /// answer counts until it is written): then the connection is not read
 /// until one is, so a client that sends without reading holds at most that
-/// many answers and one frame in the server. A frame that cannot be decoded
-/// gets an error answer and the connection goes on; a length over
-/// `max_frame_bytes` gets an error frame, then that connection closes. A
-/// client that leaves abandons its unanswered requests: their `on_abandon`
-/// run (a parked pop is cancelled), and an answer that comes later is not
-/// written (its `on_unwritten` runs: a lease it carries is released).
+/// many answers, one frame and the last read (1 MiB at most) in the server. A
+/// frame that cannot be decoded gets an error answer and the connection goes
+/// on; a length over `max_frame_bytes` gets an error frame, then that
+/// connection closes. A client that leaves abandons its unanswered requests:
+/// their `on_abandon` run (a parked pop is cancelled), and an answer that comes
+/// later is not written (its `on_unwritten` runs: a lease it carries is
+/// released).
 
 #include <chrono>
 #include <cstdint>
@@ -34,8 +35,9 @@ struct server_limits {
   std::size_t max_connections = 20'000;
   std::size_t max_in_flight = 1024;
   std::size_t max_frame_bytes = std::size_t{64} << 20;
-  /// A connection with nothing in flight and no frame begun closes after
-  /// this.
+  /// A connection with nothing in flight closes after this long without a
+  /// byte read or written (a frame begun and stalled included); checked
+  /// every min(this, 60 s).
   std::chrono::milliseconds idle_timeout{600'000};
 };
 

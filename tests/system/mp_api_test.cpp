@@ -301,14 +301,16 @@ TEST_CASE("msgpack transaction, dlq, dlq_requeue and dlq_delete; HTTP sees "
   CHECK(tx["success"] == true);
   REQUIRE(tx["results"].size() == 2);
   CHECK(tx["results"][1]["type"] == "push");
-  auto rolled = c.ok({{"op", "transaction"},
-                      {"operations",
-                       {{{"type", "push"}, {"queue", "out2"}, {"payload", 1}},
-                        {{"type", "ack"},
-                         {"transactionId", "nope"},
-                         {"partitionId", m["partitionId"]}}}}});
-  CHECK(rolled["success"] == false);
-  CHECK(rolled["error"].get<std::string>().rfind("operations[1]", 0) == 0);
+  auto rolled = c.call({{"op", "transaction"},
+                        {"operations",
+                         {{{"type", "push"}, {"queue", "out2"}, {"payload", 1}},
+                          {{"type", "ack"},
+                           {"transactionId", "nope"},
+                           {"partitionId", m["partitionId"]}}}}});
+  CHECK(code_of(rolled) == "tx_aborted");
+  CHECK(message_of(rolled).rfind("operations[1]", 0) == 0);
+  CHECK(c.ok({{"op", "queues"}, {"queue", "out"}})["queues"].size() == 1);
+  CHECK(code_of(c.call({{"op", "queues"}, {"queue", "out2"}})) == "not_found");
   CHECK(message_of(c.call({{"op", "transaction"}}))
         == "operations array required");
 
