@@ -12,8 +12,8 @@
 #include "fuzz/check.hpp"
 #include "protocol/api/mp_requests.hpp"
 #include "protocol/api/requests.hpp"
-#include "protocol/msgpack/frame.hpp"
-#include "protocol/msgpack/write.hpp"
+#include "wire/frame.hpp"
+#include "wire/writer.hpp"
 
 namespace {
 

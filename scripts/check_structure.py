@@ -22,12 +22,13 @@ import os
 import re
 import sys
 
-CHECKED = ["vocab", "storage", "config", "core", "node", "gateway", "actors",
-           "protocol", "client", "server"]
+CHECKED = ["vocab", "wire", "storage", "config", "core", "node", "gateway",
+           "actors", "protocol", "client", "server"]
 
 # Which project folders each layer may include (by top folder).
 ALLOWED = {
     "vocab": {"vocab"},
+    "wire": {"wire"},
     "storage": {"vocab", "storage"},
     "config": {"vocab", "config"},
     "core": {"vocab", "storage", "config", "core"},
@@ -35,14 +36,15 @@ ALLOWED = {
     "actors": {"vocab", "storage", "config", "core", "node", "actors"},
     "gateway": {"vocab", "storage", "config", "core", "node", "actors",
                 "gateway"},
-    "protocol": {"vocab", "node", "gateway", "protocol", "config"},
-    "client": {"vocab", "node", "client"},
+    "protocol": {"vocab", "wire", "node", "gateway", "protocol", "config"},
+    "client": {"vocab", "wire", "node", "client"},
     "server": set(CHECKED),
 }
 
 # Libraries a layer may not include (by the include's leading path).
 FORBIDDEN_LIBS = {
     "vocab": ["caf/", "lmdb.h", "asio"],
+    "wire": ["caf/", "lmdb.h", "asio"],
     "storage": ["caf/", "asio"],
     "config": ["caf/", "lmdb.h", "asio"],
     "core": ["caf/", "asio"],

@@ -228,12 +228,10 @@ int main(int argc, char** argv) {
                      parked, opts.shutdown_grace_ms);
         auto grace = std::chrono::milliseconds{
             static_cast<std::int64_t>(opts.shutdown_grace_ms)};
-        auto until = std::chrono::steady_clock::now() + grace;
+        // Both doors drain together, against the same grace.
+        std::thread mp_drain{[&] { mp->shutdown(grace); }};
         http->shutdown(grace);
-        mp->shutdown(
-            std::max(std::chrono::milliseconds{0},
-                     std::chrono::duration_cast<std::chrono::milliseconds>(
-                         until - std::chrono::steady_clock::now())));
+        mp_drain.join();
         spdlog::info("front doors closed: stopping the broker");
       }
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);

@@ -76,4 +76,42 @@ struct options_patch {
   std::optional<bool> encryption_enabled;
 };
 
+/// The wire's names of the options a patch holds (Queen's), for the readers
+/// and writers of both ends: the integer and boolean ones (the list
+/// `retryBackoffMs` is read on its own).
+struct int_option_name {
+  const char* name;
+  std::optional<std::int64_t> options_patch::*field;
+};
+struct bool_option_name {
+  const char* name;
+  std::optional<bool> options_patch::*field;
+};
+
+inline constexpr int_option_name int_option_names[] = {
+    {"leaseTime", &options_patch::lease_time_s},
+    {"retryLimit", &options_patch::retry_limit},
+    {"retryDelay", &options_patch::retry_delay_ms},
+    {"maxDeliveries", &options_patch::max_deliveries},
+    {"maxSize", &options_patch::max_size},
+    {"delayedProcessing", &options_patch::delayed_processing_s},
+    {"windowBuffer", &options_patch::window_buffer_s},
+    {"windowBufferMax", &options_patch::window_buffer_max_s},
+    {"retentionSeconds", &options_patch::retention_s},
+    {"completedRetentionSeconds", &options_patch::completed_retention_s},
+    {"maxWaitTimeSeconds", &options_patch::max_wait_time_s},
+    {"dlqRetentionSeconds", &options_patch::dlq_retention_s},
+    {"dedupWindowSeconds", &options_patch::dedup_window_s},
+    {"groupIdleSeconds", &options_patch::group_idle_s},
+    {"priority", &options_patch::priority},
+    {"ttl", &options_patch::ttl_s},
+};
+
+inline constexpr bool_option_name bool_option_names[] = {
+    {"retentionEnabled", &options_patch::retention_enabled},
+    {"deadLetterQueue", &options_patch::dead_letter_queue},
+    {"dlqAfterMaxRetries", &options_patch::dlq_after_max_retries},
+    {"encryptionEnabled", &options_patch::encryption_enabled},
+};
+
 } // namespace spool

@@ -29,8 +29,8 @@ struct dlq_filter {
   std::optional<std::string> queue;
   std::optional<std::string> group;
   std::optional<std::string> partition; ///< by name
-  std::optional<micros> from;  ///< failed_at >= from
-  std::optional<micros> to;    ///< failed_at <= to
+  std::optional<micros> from;           ///< failed_at >= from
+  std::optional<micros> to;             ///< failed_at <= to
   /// Non-empty: exactly these entries (each must exist and match).
   std::vector<std::uint64_t> ids;
 };

@@ -9,7 +9,7 @@
 
 #include "node/api.hpp"
 #include "protocol/json/write.hpp"
-#include "protocol/msgpack/write.hpp"
+#include "wire/writer.hpp"
 
 namespace spool::api {
 

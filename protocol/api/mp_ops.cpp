@@ -9,7 +9,7 @@
 #include "protocol/api/mp_requests.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/shapes.hpp"
-#include "protocol/msgpack/write.hpp"
+#include "wire/writer.hpp"
 
 namespace spool::mp {
 
@@ -42,6 +42,10 @@ struct ctx {
     w.kv("ok", true);
     fill(w);
     w.end_object();
+    if (w.size() > 0xffffffffu) // a frame's length has 32 bits
+      return error_frame(id, make_error(errc::too_large,
+                                        "The answer exceeds 4 GiB: ask for "
+                                        "less (limit, maxBytes)"));
     return w.take_frame();
   }
   /// A gateway completion answering `fill(w, reply)`, or the error.

@@ -159,50 +159,12 @@ expected<micros> subscription_fields(typename F::object_t& obj) {
   return *ts;
 }
 
-using int_field = std::optional<std::int64_t> options_patch::*;
-using bool_field = std::optional<bool> options_patch::*;
-
-struct int_option {
-  const char* name;
-  int_field field;
-};
-struct bool_option {
-  const char* name;
-  bool_field field;
-};
-
-constexpr int_option int_options[] = {
-    {"leaseTime", &options_patch::lease_time_s},
-    {"retryLimit", &options_patch::retry_limit},
-    {"retryDelay", &options_patch::retry_delay_ms},
-    {"maxDeliveries", &options_patch::max_deliveries},
-    {"maxSize", &options_patch::max_size},
-    {"delayedProcessing", &options_patch::delayed_processing_s},
-    {"windowBuffer", &options_patch::window_buffer_s},
-    {"windowBufferMax", &options_patch::window_buffer_max_s},
-    {"retentionSeconds", &options_patch::retention_s},
-    {"completedRetentionSeconds", &options_patch::completed_retention_s},
-    {"maxWaitTimeSeconds", &options_patch::max_wait_time_s},
-    {"dlqRetentionSeconds", &options_patch::dlq_retention_s},
-    {"dedupWindowSeconds", &options_patch::dedup_window_s},
-    {"groupIdleSeconds", &options_patch::group_idle_s},
-    {"priority", &options_patch::priority},
-    {"ttl", &options_patch::ttl_s},
-};
-
-constexpr bool_option bool_options[] = {
-    {"retentionEnabled", &options_patch::retention_enabled},
-    {"deadLetterQueue", &options_patch::dead_letter_queue},
-    {"dlqAfterMaxRetries", &options_patch::dlq_after_max_retries},
-    {"encryptionEnabled", &options_patch::encryption_enabled},
-};
-
 template <class F>
 expected<void> read_option(std::string_view key, typename F::value& v,
                            options_patch& p,
                            std::vector<std::string>& unknown) {
   auto name = "options." + std::string{key};
-  for (auto& o : int_options)
+  for (auto& o : int_option_names)
     if (key == o.name) {
       auto n = F::as_int(v, name);
       if (!n)
@@ -210,7 +172,7 @@ expected<void> read_option(std::string_view key, typename F::value& v,
       p.*o.field = *n;
       return {};
     }
-  for (auto& o : bool_options)
+  for (auto& o : bool_option_names)
     if (key == o.name) {
       auto b = F::as_bool(v, name);
       if (!b)

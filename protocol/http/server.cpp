@@ -15,7 +15,7 @@ using detail::serialize;
 using detail::tcp;
 
 void server::impl::take(tcp::socket sock) {
-  auto c = conns.add(limits.max_connections, draining, [&] {
+  auto c = conns.add(limits.max_connections, [&] {
     return std::make_shared<connection>(shared_from_this(), std::move(sock));
   });
   if (c)
@@ -78,7 +78,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
     return; // once (spoold calls it on a signal and again at the end)
   stop_accepting();
   auto running = [this] { return impl_->pool->started(); };
-  for (auto& c : impl_->conns.snapshot())
+  for (auto& c : impl_->conns.drain())
     c->drain();
   impl_->conns.wait_empty(clock_type::now() + grace, running);
   // An accept racing with this one adds nothing.

@@ -18,12 +18,12 @@ namespace spool::io {
 template <class C>
 class conn_set {
 public:
-  /// `make()`'s connection, added; none when closing, `refused` (draining)
-  /// or `max` are open.
+  /// `make()`'s connection, added; none when draining, closing or `max`
+  /// are open.
   template <class Make>
-  std::shared_ptr<C> add(std::size_t max, bool refused, Make make) {
+  std::shared_ptr<C> add(std::size_t max, Make make) {
     std::lock_guard lock{mx_};
-    if (closing_ || refused || count_.load() >= max)
+    if (closing_ || draining_ || count_.load() >= max)
       return nullptr;
     auto c = make();
     set_.insert(c);
@@ -35,11 +35,14 @@ public:
     if (set_.erase(c) > 0)
       count_.fetch_sub(1);
   }
-  std::vector<std::shared_ptr<C>> snapshot() {
+  /// Nothing is added from now on; the connections open now (to drain:
+  /// none escapes the snapshot).
+  std::vector<std::shared_ptr<C>> drain() {
     std::lock_guard lock{mx_};
+    draining_ = true;
     return {set_.begin(), set_.end()};
   }
-  /// Nothing is added from now on; the connections open now.
+  /// The same, for the last close.
   std::vector<std::shared_ptr<C>> close() {
     std::lock_guard lock{mx_};
     closing_ = true;
@@ -62,6 +65,7 @@ private:
   std::mutex mx_;
   std::unordered_set<std::shared_ptr<C>> set_;
   std::atomic<std::size_t> count_{0};
+  bool draining_ = false;
   bool closing_ = false;
 };
 

@@ -45,7 +45,10 @@ public:
     if (threads_.empty())
       io_.run();
     for (auto& t : threads_)
-      t.join();
+      if (t.get_id() == std::this_thread::get_id())
+        t.detach(); // the last owner let go on an io thread: it ends itself
+      else
+        t.join();
     threads_.clear();
   }
 

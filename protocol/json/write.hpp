@@ -14,11 +14,11 @@
 #include <string_view>
 #include <type_traits>
 
-#include "protocol/json/kv_calls.hpp"
+#include "wire/kv_calls.hpp"
 
 namespace spool::json {
 
-class writer : public kv_calls<writer> {
+class writer : public wire::kv_calls<writer> {
 public:
   writer() : w_(buf_) {
   }

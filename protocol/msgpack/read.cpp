@@ -35,14 +35,33 @@ msgpack::unpack_limit limits(std::size_t n) {
                                cap(std::size_t{1} << 20) / 2 + 1,
                                n,
                                n,
-                               0,
+                               n,
                                max_depth};
 }
 
-/// A payload value as JSON (`where` names it in errors).
+/// Where a payload value is, built only for an error (a path string per
+/// element would cost its length per element: quadratic).
+struct path {
+  const path* parent;
+  std::string_view key; ///< a map's key, or none
+  std::size_t index;    ///< an array's index, with no key
+
+  std::string text(const std::string& root) const {
+    std::string up = parent ? parent->text(root) : root;
+    if (!parent)
+      return up;
+    return key.data() ? up + "." + std::string{key}
+                      : up + "[" + std::to_string(index) + "]";
+  }
+};
+
+/// A payload value as JSON; `root` and `at` name it in errors.
 expected<void> to_json(const object& v, json::writer& w,
-                       const std::string& where) {
+                       const std::string& root, const path& at) {
   using msgpack::type::object_type;
+  auto fail = [&](const char* what) {
+    return make_error(errc::invalid_argument, at.text(root), what);
+  };
   switch (v.type) {
   case object_type::NIL:
     w.null();
@@ -59,23 +78,21 @@ expected<void> to_json(const object& v, json::writer& w,
   case object_type::FLOAT32:
   case object_type::FLOAT64: {
     if (!std::isfinite(v.via.f64))
-      return make_error(errc::invalid_argument, where,
-                        " must be a finite number (JSON has no NaN)");
+      return fail(" must be a finite number (JSON has no NaN)");
     w.dbl(v.via.f64);
     return {};
   }
   case object_type::STR: {
     std::string_view s{v.via.str.ptr, v.via.str.size};
     if (!simdjson::validate_utf8(s.data(), s.size()))
-      return make_error(errc::invalid_argument, where, " must be UTF-8");
+      return fail(" must be UTF-8");
     w.str(s);
     return {};
   }
   case object_type::ARRAY:
     w.begin_array();
     for (std::uint32_t i = 0; i < v.via.array.size; ++i)
-      SPOOL_TRY(to_json(v.via.array.ptr[i], w,
-                        where + "[" + std::to_string(i) + "]"));
+      SPOOL_TRY(to_json(v.via.array.ptr[i], w, root, path{&at, {}, i}));
     w.end_array();
     return {};
   case object_type::MAP:
@@ -83,27 +100,67 @@ expected<void> to_json(const object& v, json::writer& w,
     for (std::uint32_t i = 0; i < v.via.map.size; ++i) {
       auto& kv = v.via.map.ptr[i];
       if (kv.key.type != object_type::STR)
-        return make_error(errc::invalid_argument, where,
-                          " keys must be strings");
+        return fail(" keys must be strings");
       std::string_view k{kv.key.via.str.ptr, kv.key.via.str.size};
       if (!simdjson::validate_utf8(k.data(), k.size()))
-        return make_error(errc::invalid_argument, where, " keys must be UTF-8");
+        return fail(" keys must be UTF-8");
       w.key(k);
-      SPOOL_TRY(to_json(kv.val, w, where + "." + std::string{k}));
+      SPOOL_TRY(to_json(kv.val, w, root, path{&at, k, 0}));
     }
     w.end_object();
     return {};
   default: // bin inside a structure, ext
-    return make_error(errc::invalid_argument, where,
-                      " must be bin, or a value JSON can hold");
+    return fail(" must be bin, or a value JSON can hold");
   }
 }
+
+/// Counts the elements a frame's containers declare, before anything is
+/// allocated for them: a well-formed frame of `n` bytes declares at most
+/// `n` (each element takes a byte at least), so more is refused before
+/// msgpack-c allocates room for the declared counts.
+struct declared_count : msgpack::null_visitor {
+  std::size_t left;
+  std::size_t depth = 0;
+  bool refused = false;
+  explicit declared_count(std::size_t n) : left(n) {
+  }
+  bool take(std::size_t n) {
+    if (n > left || ++depth > max_depth)
+      return !(refused = true);
+    left -= n;
+    return true;
+  }
+  bool start_array(std::uint32_t n) {
+    return take(n);
+  }
+  bool start_map(std::uint32_t n) {
+    return take(std::size_t{n} * 2);
+  }
+  bool end_array() {
+    --depth;
+    return true;
+  }
+  bool end_map() {
+    --depth;
+    return true;
+  }
+};
 
 } // namespace
 
 expected<request_frame> decode_request(std::string_view body,
                                        std::uint64_t& id_out) {
   request_frame f;
+  {
+    declared_count count{body.size()};
+    std::size_t off = 0;
+    msgpack::parse(body.data(), body.size(), off, count);
+    if (count.refused) // (other failures are told by unpack below)
+      return make_error(errc::bad_request,
+                        "Invalid msgpack: the frame declares more elements "
+                        "than it holds, or nests deeper than ",
+                        max_depth);
+  }
   f.zone = std::make_unique<msgpack::zone>();
   std::size_t off = 0;
   object root;
@@ -116,6 +173,8 @@ expected<request_frame> decode_request(std::string_view body,
                       "Invalid msgpack: the frame ends inside a value");
   } catch (const msgpack::unpack_error& e) {
     return make_error(errc::bad_request, "Invalid msgpack: ", e.what());
+  } catch (const std::bad_alloc&) {
+    return make_error(errc::too_large, "The frame does not fit in memory");
   }
   if (off != body.size())
     return make_error(errc::bad_request,
@@ -199,7 +258,7 @@ expected<void> format::payload(value& v, const std::string& field,
     return {};
   }
   json::writer w;
-  SPOOL_TRY(to_json(v, w, field));
+  SPOOL_TRY(to_json(v, w, field, path{nullptr, {}, 0}));
   item.payload = w.take();
   item.binary = false;
   return {};

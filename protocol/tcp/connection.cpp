@@ -2,21 +2,30 @@
 
 #include "protocol/tcp/connection.hpp"
 
+#include <simdjson.h>
+
 #include <array>
 
-#include "protocol/msgpack/frame.hpp"
-#include "protocol/msgpack/write.hpp"
+#include "wire/frame.hpp"
+#include "wire/writer.hpp"
 
 namespace spool::mp {
 
 std::string error_frame(std::uint64_t id, const api_error& e) {
+  // A message may echo request bytes (an op's name): msgpack's str is
+  // UTF-8, so bytes that are not are replaced.
+  auto message = e.message;
+  if (!simdjson::validate_utf8(message.data(), message.size()))
+    for (auto& ch : message)
+      if (static_cast<unsigned char>(ch) >= 0x80)
+        ch = '?';
   writer w;
   w.begin_object();
   w.kv("id", id);
   w.kv("ok", false);
   w.key("error").begin_object();
   w.kv("code", to_string(e.code));
-  w.kv("message", e.message);
+  w.kv("message", message);
   w.end_object();
   if (wire_of(e.code).retry_after) // api.md: 429 and 503 say when to retry
     w.kv("retryAfterMs", 1000);
@@ -32,6 +41,11 @@ namespace {
 /// connection: the client stopped reading (it holds at most
 /// `max_in_flight` answers meanwhile).
 constexpr std::chrono::milliseconds write_timeout{60'000};
+
+/// A frame must arrive whole this soon after its first byte (HTTP's
+/// request timeout): a sender trickling a big frame holds its buffer no
+/// longer.
+constexpr std::chrono::milliseconds frame_timeout{30'000};
 
 } // namespace
 
@@ -63,6 +77,8 @@ void connection::start() {
   asio::error_code ec;
   socket.non_blocking(true, ec);
   asio::post(strand, [self = shared_from_this()] {
+    if (self->closed) // drained or closed before it started
+      return;
     self->arm_timer();
     self->wait_readable();
   });
@@ -71,8 +87,8 @@ void connection::start() {
 void connection::drain() {
   asio::post(strand, [self = shared_from_this()] {
     self->draining = true;
-    if (self->in_flight == 0 && !self->writing)
-      self->close();
+    if (self->in_flight == 0 && !self->writing && !self->lingering)
+      self->linger_close();
   });
 }
 
@@ -137,11 +153,15 @@ void connection::wait_readable() {
 void connection::read_available() {
   // At most 1 MiB per wake-up: the io thread's other connections get
   // their turn.
+  bool was_empty = inbuf.empty();
   auto r = io::read_available(socket, &inbuf);
   if (r.gone)
     return close(); // the client left (EOF or an error)
-  if (r.bytes > 0)
+  if (r.bytes > 0) {
     last_activity = clock_type::now();
+    if (was_empty)
+      frame_began = last_activity;
+  }
   parse();
   wait_readable();
 }
@@ -167,13 +187,14 @@ void connection::parse() {
     dispatch(std::string_view{inbuf}.substr(pos + 4, cut.length));
     pos += 4 + cut.length;
   }
-  inbuf.erase(0, pos);
-  // A frame begun: room for it whole, once (it is at most max_frame_bytes).
-  cut = cut_frame(inbuf, max);
-  if (cut.kind == frame_cut::need_more && inbuf.size() >= 4)
-    inbuf.reserve(4 + cut.length);
-  else if (inbuf.empty() && inbuf.capacity() > (1u << 20))
-    std::string{}.swap(inbuf); // a big frame's room is not kept
+  if (pos > 0) {
+    inbuf.erase(0, pos);
+    frame_began = clock_type::now(); // what is left begins the next frame
+  }
+  // The buffer grows as bytes come (never by a length that is only
+  // announced); a big frame's room is not kept.
+  if (inbuf.empty() && inbuf.capacity() > (1u << 20))
+    std::string{}.swap(inbuf);
 }
 
 void connection::dispatch(std::string_view body) {
@@ -184,7 +205,16 @@ void connection::dispatch(std::string_view body) {
     return answer_now(error_frame(id, f.err()));
   auto s = std::make_shared<slot>(weak_from_this());
   open.insert(s);
-  srv->h(*f, s, sess);
+  try {
+    srv->h(*f, s, sess);
+  } catch (const std::bad_alloc&) { // the request, read, did not fit
+    s->respond(
+        error_frame(id, make_error(errc::too_large,
+                                   "The request does not fit in memory")),
+        {});
+  } catch (const std::exception& e) {
+    s->respond(error_frame(id, make_error(errc::internal, e.what())), {});
+  }
 }
 
 void connection::answer_now(std::string frame) {
@@ -228,16 +258,41 @@ void connection::flush() {
         if (self->pending.empty()
             && (self->close_after_write
                 || (self->draining && self->in_flight == 0)))
-          return self->close();
+          return self->linger_close();
         self->flush();
         self->parse();
         self->wait_readable();
       }));
 }
 
+void connection::linger_close() {
+  asio::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (ec)
+    return close();
+  lingering = true;
+  linger_until = clock_type::now() + std::chrono::seconds{2};
+  arm_timer(); // (replaces the wait armed before)
+  drain_input();
+}
+
+void connection::drain_input() {
+  socket.async_wait(tcp::socket::wait_read,
+                    asio::bind_executor(strand, [self = shared_from_this()](
+                                                    asio::error_code ec) {
+                      if (self->closed)
+                        return;
+                      if (ec || io::read_available(self->socket, nullptr).gone
+                          || clock_type::now() >= self->linger_until)
+                        return self->close();
+                      self->drain_input();
+                    }));
+}
+
 void connection::arm_timer() {
-  auto period = std::min<std::chrono::milliseconds>(srv->limits.idle_timeout,
-                                                    write_timeout);
+  auto period = lingering ? std::chrono::milliseconds{250}
+                          : std::min({srv->limits.idle_timeout, write_timeout,
+                                      frame_timeout});
   timer.expires_after(period);
   timer.async_wait([self = shared_from_this()](asio::error_code ec) {
     if (!ec && !self->closed)
@@ -247,6 +302,10 @@ void connection::arm_timer() {
 
 void connection::on_timer() {
   auto now = clock_type::now();
+  if (lingering && now >= linger_until)
+    return close();
+  if (!inbuf.empty() && now - frame_began >= frame_timeout)
+    return close(); // a frame begun and not finished (a slow sender)
   if (writing && now - write_began >= write_timeout)
     return close(); // the client stopped reading
   if (in_flight == 0 && now - last_activity >= srv->limits.idle_timeout)

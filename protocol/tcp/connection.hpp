@@ -90,6 +90,12 @@ private:
   /// its request is counted in flight by the caller, until it is written.
   void answer_now(std::string frame);
   void flush();
+  /// Ends a connection whose last answer was written: the sending side
+  /// first, then what the client still sends is read and dropped until it
+  /// closes too (2 s at most), so that its last answer is read, not lost
+  /// to a reset.
+  void linger_close();
+  void drain_input();
   void arm_timer();
   void on_timer();
 
@@ -110,6 +116,9 @@ private:
   bool closed = false;
   bool draining = false;
   bool close_after_write = false;
+  bool lingering = false;
+  clock_type::time_point linger_until;
+  clock_type::time_point frame_began; ///< the first byte of `inbuf`
   clock_type::time_point last_activity;
   clock_type::time_point write_began;
 };

@@ -15,7 +15,7 @@ using detail::connection;
 using detail::tcp;
 
 void server::impl::take(tcp::socket sock) {
-  auto c = conns.add(limits.max_connections, draining, [&] {
+  auto c = conns.add(limits.max_connections, [&] {
     return std::make_shared<connection>(shared_from_this(), std::move(sock));
   });
   if (c)
@@ -64,7 +64,7 @@ void server::shutdown(std::chrono::milliseconds grace) {
     return;
   stop_accepting();
   auto running = [this] { return impl_->pool->started(); };
-  for (auto& c : impl_->conns.snapshot())
+  for (auto& c : impl_->conns.drain())
     c->drain();
   impl_->conns.wait_empty(clock_type::now() + grace, running);
   // An accept racing with this one adds nothing.

@@ -121,7 +121,18 @@ TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
       {"\x81\xa2id\x07", "invalid_argument", "op must be a string"},
       {"", "bad_request", "Invalid msgpack: the frame ends inside a value"},
       // a map claiming 2^32-1 entries in a 5-byte frame
-      {"\xdf\xff\xff\xff\xff", "bad_request", ""},
+      {"\xdf\xff\xff\xff\xff", "bad_request",
+       "Invalid msgpack: the frame declares more elements than it holds, or "
+       "nests deeper than 64"},
+      // 64 arrays in each other, each declaring 2^21 elements: refused
+      // before anything is allocated for them
+      {[] {
+         std::string b;
+         for (int i = 0; i < 64; ++i)
+           b += std::string{"\xdd\x00\x20\x00\x00", 5};
+         return b;
+       }(),
+       "bad_request", ""},
       // nesting past the decoder's depth
       {std::string(100, '\x91') + "\x01", "bad_request", ""},
   };
@@ -154,13 +165,23 @@ TEST_CASE("msgpack: a length over maxFrameBytes gets a too_large frame and "
   mp_conn other{srv.mp_port()};
   auto hi = a.ok({{"op", "hello"}, {"version", 1}});
   CHECK(hi["maxFrameBytes"] == 4096);
-  a.send_raw(std::string{"\x00\x00\x10\x01", 4}); // 4097, no body sent
+  // 8 MiB announced and sent: the answer is read, not lost to a reset (the
+  // server lingers, reading and dropping what comes, so that no unread
+  // byte turns its close into a reset).
+  std::thread sender{[&a] {
+    try {
+      a.send_raw(std::string{"\x00\x80\x00\x00", 4}
+                 + std::string(8u << 20, 'x'));
+    } catch (const std::exception&) { // the server closed: expected
+    }
+  }};
   auto r = a.read_frame();
+  sender.join();
   REQUIRE(r);
   CHECK((*r)["id"] == 0);
   CHECK(code_of(*r) == "too_large");
   CHECK(message_of(*r)
-        == "Frame of 4097 bytes exceeds 4096 bytes (msgpack.maxFrameBytes)");
+        == "Frame of 8388608 bytes exceeds 4096 bytes (msgpack.maxFrameBytes)");
   CHECK(a.closed_by_peer());
   CHECK(other.ok({{"op", "health"}})["status"] == "healthy");
   // A frame of exactly the limit is read.

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-namespace spool::json {
+namespace spool::wire {
 
 template <class W>
 class kv_calls {
@@ -51,4 +51,4 @@ private:
   }
 };
 
-} // namespace spool::json
+} // namespace spool::wire

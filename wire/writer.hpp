@@ -18,11 +18,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "protocol/json/kv_calls.hpp"
+#include "wire/kv_calls.hpp"
 
 namespace spool::mp {
 
-class writer : public json::kv_calls<writer> {
+class writer : public wire::kv_calls<writer> {
 public:
   writer() : pk_(out_) {
     out_.s.append(4, '\0'); // the frame's length, filled by take_frame
@@ -58,6 +58,12 @@ public:
     value();
     pk_.pack_bin(static_cast<std::uint32_t>(v.size()));
     pk_.pack_bin_body(v.data(), static_cast<std::uint32_t>(v.size()));
+    return *this;
+  }
+  /// A value already encoded as msgpack (one whole value), as it is.
+  writer& raw(std::string_view msgpack_value) {
+    value();
+    out_.s.append(msgpack_value);
     return *this;
   }
   writer& i64(std::int64_t v) {
