@@ -1,0 +1,82 @@
+#pragma once
+
+/// The client library's blocking API: one call per op, each a request on
+/// the asynchronous core (client/connection.hpp) waited for, its answer
+/// typed (client/codec.hpp) or its error (`api_error`: the server's code
+/// and message, or the client's own `unavailable` for a lost connection or
+/// a timeout). Thread-safe: threads may call at once; their requests share
+/// the one connection, pipelined.
+///
+///     spool::client::client c{{.host = "127.0.0.1", .port = 6690}};
+///     spool::node::push_item it;
+///     it.queue = "orders";
+///     it.payload = R"({"id": 42})";
+///     auto pushed = c.push({it});                 // expected<vector<…>>
+///     spool::node::pop_request p;
+///     p.queue = "orders";
+///     p.group = "billing";
+///     p.wait = true;
+///     auto got = c.pop(p);
+///     if (got && !got->messages.empty())
+///       c.ack_all(*got);                          // one ack per batch
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/codec.hpp"
+#include "client/connection.hpp"
+
+namespace spool::client {
+
+class client {
+public:
+  explicit client(options o = {});
+
+  /// The asynchronous core under this client.
+  connection& async() {
+    return conn_;
+  }
+
+  expected<health_info> health();
+  expected<std::vector<node::push_result>>
+  push(std::vector<node::push_item> items);
+  /// A pop; with `wait` the call lasts up to the pop's timeout (the
+  /// request's deadline is that plus `request_timeout`).
+  expected<node::pop_reply> pop(const node::pop_request& req);
+  expected<node::ack_reply> ack(const node::ack_request& req);
+  /// Acks every message of a pop's answer as completed, in one request.
+  expected<node::ack_reply> ack_all(const node::pop_reply& popped);
+  expected<node::extend_reply> extend(const node::extend_request& req);
+  expected<node::seek_reply> seek(const node::seek_request& req);
+  expected<std::size_t> subscription(const node::subscription_request& req);
+  expected<queue_detail> configure(const node::configure_request& req);
+  /// Every queue, or the one named (unknown: `not_found`).
+  expected<std::vector<queue_detail>>
+  queues(const std::optional<std::string>& name = {});
+  expected<bool> delete_queue(const std::string& name);
+  expected<std::size_t> purge(const node::purge_request& req);
+  expected<std::vector<node::cursor_view>>
+  groups(const node::groups_request& req);
+  expected<node::delete_group_reply>
+  delete_group(const node::delete_group_request& req);
+  expected<node::dlq_page> dlq(const dlq_query& q);
+  expected<node::dlq_count> dlq_requeue(const dlq_filter& f);
+  expected<node::dlq_count> dlq_delete(const dlq_filter& f);
+  expected<node::browse_reply> browse(const node::browse_request& req);
+  /// A rolled-back transaction is the error `tx_aborted`.
+  expected<node::txn_reply> transaction(const node::txn_request& req);
+
+private:
+  /// Sends `op`, waits, and reads the answer with `read`.
+  template <class Read>
+  auto call(std::string_view op, const fields_fn& fields, Read read,
+            std::optional<std::chrono::milliseconds> timeout = {})
+      -> expected<decltype(read(std::declval<const object&>()))>;
+
+  options opt_;
+  connection conn_;
+};
+
+} // namespace spool::client

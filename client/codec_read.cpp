@@ -1,0 +1,404 @@
+// Decoding answers (client/codec.hpp). Absent or mistyped fields read as
+// their type's empty value: the server's answers are the contract
+// (docs/protocol.md), and a newer server may add fields.
+
+#include <date/date.h>
+
+#include "client/codec.hpp"
+
+namespace spool::client {
+
+namespace {
+
+/// A map's fields by name.
+class view {
+public:
+  explicit view(const object* o) : o_(o) {
+  }
+  const object* get(std::string_view k) const {
+    if (!o_ || o_->type != msgpack::type::MAP)
+      return nullptr;
+    for (std::uint32_t i = 0; i < o_->via.map.size; ++i) {
+      auto& kv = o_->via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR
+          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size} == k)
+        return &kv.val;
+    }
+    return nullptr;
+  }
+  bool has(std::string_view k) const {
+    auto v = get(k);
+    return v && v->type != msgpack::type::NIL;
+  }
+  std::string str(std::string_view k) const {
+    auto v = get(k);
+    if (v && (v->type == msgpack::type::STR || v->type == msgpack::type::BIN))
+      return v->type == msgpack::type::STR
+                 ? std::string{v->via.str.ptr, v->via.str.size}
+                 : std::string{v->via.bin.ptr, v->via.bin.size};
+    return {};
+  }
+  std::int64_t i64(std::string_view k, std::int64_t dflt = 0) const {
+    auto v = get(k);
+    if (v && v->type == msgpack::type::POSITIVE_INTEGER)
+      return static_cast<std::int64_t>(v->via.u64);
+    if (v && v->type == msgpack::type::NEGATIVE_INTEGER)
+      return v->via.i64;
+    return dflt;
+  }
+  std::uint64_t u64(std::string_view k) const {
+    auto v = get(k);
+    return v && v->type == msgpack::type::POSITIVE_INTEGER ? v->via.u64 : 0;
+  }
+  bool boolean(std::string_view k) const {
+    auto v = get(k);
+    return v && v->type == msgpack::type::BOOLEAN && v->via.boolean;
+  }
+  view map(std::string_view k) const {
+    auto v = get(k);
+    return view{v && v->type == msgpack::type::MAP ? v : nullptr};
+  }
+  /// The maps of an array field.
+  std::vector<view> list(std::string_view k) const {
+    std::vector<view> out;
+    auto v = get(k);
+    if (v && v->type == msgpack::type::ARRAY)
+      for (std::uint32_t i = 0; i < v->via.array.size; ++i)
+        out.emplace_back(&v->via.array.ptr[i]);
+    return out;
+  }
+  std::vector<std::string> strings(std::string_view k) const {
+    std::vector<std::string> out;
+    auto v = get(k);
+    if (v && v->type == msgpack::type::ARRAY)
+      for (std::uint32_t i = 0; i < v->via.array.size; ++i)
+        if (v->via.array.ptr[i].type == msgpack::type::STR)
+          out.emplace_back(v->via.array.ptr[i].via.str.ptr,
+                           v->via.array.ptr[i].via.str.size);
+    return out;
+  }
+  const object* raw() const {
+    return o_;
+  }
+
+private:
+  const object* o_;
+};
+
+node::message read_message(const view& m) {
+  node::message out;
+  out.queue = m.str("queue");
+  out.partition = m.str("partition");
+  out.partition_id = m.str("partitionId");
+  out.offset = m.i64("offset");
+  out.transaction_id = m.str("transactionId");
+  out.trace_id = m.str("traceId");
+  if (auto h = m.get("headers"); h && h->type == msgpack::type::MAP)
+    for (std::uint32_t i = 0; i < h->via.map.size; ++i) {
+      auto& kv = h->via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR
+          && kv.val.type == msgpack::type::STR)
+        out.headers.emplace_back(
+            std::string{kv.key.via.str.ptr, kv.key.via.str.size},
+            std::string{kv.val.via.str.ptr, kv.val.via.str.size});
+    }
+  out.payload = m.str("data");
+  out.binary = m.str("dataEncoding") == "binary";
+  out.producer_sub = m.str("producerSub");
+  out.created_at = parse_time(m.str("createdAt"));
+  out.delivery_count = static_cast<std::uint32_t>(m.u64("deliveryCount"));
+  if (m.boolean("requeued"))
+    out.requeued = m.u64("dlqId");
+  out.lease_id = m.str("leaseId");
+  out.lease_epoch = m.u64("leaseEpoch");
+  return out;
+}
+
+node::partition_info read_partition(const view& p) {
+  node::partition_info out;
+  out.name = p.str("name");
+  out.id = p.str("id");
+  out.last_offset = p.i64("lastOffset", -1);
+  out.watermark = p.i64("watermark");
+  out.created_at = parse_time(p.str("createdAt"));
+  return out;
+}
+
+options_patch read_options(const view& o) {
+  options_patch p;
+  for (auto& n : int_option_names)
+    if (o.has(n.name))
+      p.*n.field = o.i64(n.name);
+  for (auto& n : bool_option_names)
+    if (o.has(n.name))
+      p.*n.field = o.boolean(n.name);
+  if (auto v = o.get("retryBackoffMs"); v && v->type == msgpack::type::ARRAY) {
+    auto& list = p.retry_backoff_ms.emplace();
+    for (std::uint32_t i = 0; i < v->via.array.size; ++i)
+      list.push_back(
+          v->via.array.ptr[i].type == msgpack::type::NEGATIVE_INTEGER
+              ? v->via.array.ptr[i].via.i64
+              : static_cast<std::int64_t>(v->via.array.ptr[i].via.u64));
+  }
+  return p;
+}
+
+queue_detail read_queue(const view& q) {
+  queue_detail d;
+  d.name = q.str("name");
+  d.id = std::strtoull(q.str("id").c_str(), nullptr, 10);
+  d.name_space = q.str("namespace");
+  d.task = q.str("task");
+  d.created_at = parse_time(q.str("createdAt"));
+  for (auto& p : q.list("partitions"))
+    d.partitions.push_back(read_partition(p));
+  d.options = read_options(q.map("options"));
+  return d;
+}
+
+} // namespace
+
+micros parse_time(std::string_view t) {
+  // The server writes `YYYY-MM-DDTHH:MM:SS[.f…]Z` (UTC, 3 or 6 digits).
+  auto num = [&](std::size_t at, std::size_t n) -> int {
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (i >= t.size() || t[i] < '0' || t[i] > '9')
+        return -1;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v;
+  };
+  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T'
+      || t[13] != ':' || t[16] != ':' || t.back() != 'Z')
+    return 0;
+  int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2),
+      mi = num(14, 2), sec = num(17, 2);
+  if (y < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || sec < 0)
+    return 0;
+  std::int64_t frac_us = 0;
+  if (t[19] == '.') {
+    std::size_t digits = t.size() - 21;
+    auto f = num(20, digits);
+    if (f < 0 || digits > 6)
+      return 0;
+    frac_us = f;
+    for (auto i = digits; i < 6; ++i)
+      frac_us *= 10;
+  }
+  auto days = date::sys_days{date::year{y} / mo / d}.time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::microseconds>(days).count()
+         + ((h * 60 + mi) * 60 + sec) * std::int64_t{1'000'000} + frac_us;
+}
+
+std::vector<node::push_result> read_push(const object& root) {
+  std::vector<node::push_result> out;
+  for (auto& it : view{&root}.list("items")) {
+    node::push_result r;
+    r.queue = it.str("queueName");
+    r.partition = it.str("partition");
+    r.partition_id = it.str("partition_id");
+    r.transaction_id = it.str("transaction_id");
+    r.trace_id = it.str("trace_id");
+    r.status = it.str("status") == "duplicate" ? node::push_status::duplicate
+                                               : node::push_status::queued;
+    r.offset = it.i64("offset");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+node::pop_reply read_pop(const object& root) {
+  view v{&root};
+  node::pop_reply r;
+  r.queue = v.str("queue");
+  r.group = v.str("consumerGroup");
+  r.partitions_claimed = v.u64("partitionsClaimed");
+  for (auto& m : v.list("messages"))
+    r.messages.push_back(read_message(m));
+  auto reason = v.str("empty");
+  for (auto e :
+       {empty_reason::empty, empty_reason::lease_held, empty_reason::delayed,
+        empty_reason::window_buffer, empty_reason::no_partition})
+    if (reason == to_string(e))
+      r.reason = e;
+  for (auto& s : v.list("skipped"))
+    r.skipped.push_back({s.str("partition"), s.i64("from"), s.i64("to")});
+  return r;
+}
+
+node::ack_reply read_ack(const object& root) {
+  node::ack_reply r;
+  for (auto& it : view{&root}.list("items"))
+    r.items.push_back({it.boolean("success"), it.str("error"),
+                       it.str("queueName"), it.str("partitionName"),
+                       it.boolean("leaseReleased"), it.boolean("dlq")});
+  return r;
+}
+
+node::extend_reply read_extend(const object& root) {
+  node::extend_reply r;
+  auto items = view{&root}.list("items");
+  if (items.empty())
+    return r;
+  auto& it = items.front();
+  r.success = it.boolean("success");
+  r.error = it.str("error");
+  r.expires_at = parse_time(it.str("expiresAt"));
+  r.partitions = it.strings("partitions");
+  return r;
+}
+
+node::seek_reply read_seek(const object& root) {
+  view v{&root};
+  node::seek_reply r;
+  r.partitions_updated = v.u64("partitionsUpdated");
+  for (auto& p : v.list("positions")) {
+    node::seek_position pos;
+    pos.partition = p.str("partition");
+    if (p.has("before"))
+      pos.before = p.i64("before");
+    pos.after = p.i64("committed", -1);
+    r.positions.push_back(std::move(pos));
+  }
+  return r;
+}
+
+std::size_t read_subscription(const object& root) {
+  return view{&root}.u64("rowsUpdated");
+}
+
+queue_detail read_configure(const object& root) {
+  view v{&root};
+  queue_detail d;
+  d.name = v.str("queue");
+  d.id = std::strtoull(v.str("queueId").c_str(), nullptr, 10);
+  d.name_space = v.str("namespace");
+  d.task = v.str("task");
+  d.options = read_options(v.map("options"));
+  d.created = v.boolean("created");
+  d.warnings = v.strings("warnings");
+  return d;
+}
+
+std::vector<queue_detail> read_queues(const object& root) {
+  std::vector<queue_detail> out;
+  for (auto& q : view{&root}.list("queues"))
+    out.push_back(read_queue(q));
+  return out;
+}
+
+bool read_delete_queue(const object& root) {
+  return view{&root}.boolean("existed");
+}
+
+std::size_t read_purge(const object& root) {
+  return view{&root}.u64("partitionsPurged");
+}
+
+std::vector<node::cursor_view> read_groups(const object& root) {
+  std::vector<node::cursor_view> out;
+  auto now = system_wall_now();
+  for (auto& g : view{&root}.list("groups")) {
+    node::cursor_view c;
+    c.group = g.str("consumerGroup");
+    c.queue = g.str("queue");
+    c.partition = g.str("partition");
+    c.partition_id = g.str("partitionId");
+    c.committed = g.i64("committed", -1);
+    c.last_offset = g.i64("lastOffset", -1);
+    c.lag = g.i64("offsetLag");
+    if (auto lag_s = g.i64("timeLagSeconds"); lag_s > 0)
+      c.oldest_unconsumed_at = now - lag_s * 1'000'000;
+    if (auto l = g.map("lease"); l.raw())
+      c.lease = node::lease_view{l.str("id"), l.u64("epoch"),
+                                 parse_time(l.str("expiresAt")), l.i64("first"),
+                                 l.i64("last")};
+    c.redeliveries = g.u64("redeliveries");
+    c.done_above = g.u64("doneAbove");
+    c.in_flight = g.u64("inFlight");
+    c.last_activity = parse_time(g.str("lastConsumedAt"));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+node::delete_group_reply read_delete_group(const object& root) {
+  view v{&root};
+  return {v.u64("deletedPartitions"), v.boolean("metadataDeleted")};
+}
+
+node::dlq_page read_dlq(const object& root) {
+  view v{&root};
+  node::dlq_page p;
+  p.total = v.u64("total");
+  for (auto& m : v.list("messages")) {
+    node::dlq_message d;
+    d.dlq_id = m.u64("dlqId");
+    d.frame = read_message(m);
+    d.queue = d.frame.queue;
+    d.partition = d.frame.partition;
+    d.group = m.str("consumerGroup");
+    d.error = m.str("errorMessage");
+    d.retry_count = static_cast<std::uint32_t>(m.u64("retryCount"));
+    d.failed_at = parse_time(m.str("failedAt"));
+    p.messages.push_back(std::move(d));
+  }
+  return p;
+}
+
+node::dlq_count read_dlq_count(const object& root) {
+  view v{&root};
+  return {v.has("requeued") ? v.u64("requeued") : v.u64("deleted"),
+          v.u64("remaining")};
+}
+
+node::browse_reply read_browse(const object& root) {
+  view v{&root};
+  node::browse_reply r;
+  for (auto& m : v.list("messages"))
+    r.messages.push_back(read_message(m));
+  r.next = v.i64("next");
+  if (auto s = v.map("skipped"); s.raw())
+    r.skipped = node::skipped_range{"", s.i64("from"), s.i64("to")};
+  return r;
+}
+
+node::txn_reply read_transaction(const object& root) {
+  view v{&root};
+  node::txn_reply r;
+  r.transaction_id = v.str("transactionId");
+  r.success = v.boolean("success");
+  r.error = v.str("error");
+  std::int64_t last = -1;
+  for (auto& res : v.list("results")) {
+    auto index = res.i64("index");
+    if (index != last) {
+      r.results.emplace_back();
+      last = index;
+    }
+    auto& op = r.results.back();
+    if (res.str("type") == "push") {
+      node::push_result p;
+      p.transaction_id = res.str("transactionId");
+      p.partition_id = res.str("partitionId");
+      p.queue = res.str("queueName");
+      p.partition = res.str("partition");
+      p.offset = res.i64("offset");
+      p.status = res.str("status") == "duplicate" ? node::push_status::duplicate
+                                                  : node::push_status::queued;
+      op.items.push_back(std::move(p));
+    } else {
+      op.lease_released = res.boolean("leaseReleased");
+      op.dead_lettered = res.boolean("dlq");
+    }
+  }
+  return r;
+}
+
+health_info read_health(const object& root) {
+  view v{&root};
+  return {v.str("status"), v.str("state")};
+}
+
+} // namespace spool::client

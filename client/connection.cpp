@@ -1,0 +1,477 @@
+// The client's asynchronous core (client/connection.hpp).
+
+#include "client/connection.hpp"
+
+#include <asio.hpp>
+
+#include <array>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+#include "wire/frame.hpp"
+
+namespace spool::client {
+
+namespace {
+
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+/// The protocol version this client speaks.
+constexpr std::uint64_t protocol_version = 1;
+/// Where a request frame's id (uint64, 0xcf + 8 bytes) sits: after the
+/// length (4), the map32 header (5), the key "id" (3) and the marker (1).
+constexpr std::size_t id_at = 13;
+
+/// A request frame with `id` 0 to patch, `op`, and the fields.
+std::string build_frame(std::string_view op, const fields_fn& fields) {
+  mp::writer w;
+  w.begin_object();
+  w.key("id").raw(std::string_view{"\xcf\0\0\0\0\0\0\0\0", 9});
+  w.kv("op", op);
+  if (fields)
+    fields(w);
+  w.end_object();
+  return w.take_frame();
+}
+
+void patch_id(std::string& frame, std::uint64_t id) {
+  for (int i = 0; i < 8; ++i)
+    frame[id_at + static_cast<std::size_t>(i)]
+        = static_cast<char>(id >> (56 - 8 * i));
+}
+
+bool refer(msgpack::type::object_type, std::size_t, void*) {
+  return true;
+}
+
+} // namespace
+
+api_error error_of(const msgpack::object& root) {
+  api_error e{errc::internal, "malformed error answer"};
+  auto find = [](const msgpack::object& m,
+                 std::string_view k) -> const msgpack::object* {
+    if (m.type == msgpack::type::MAP)
+      for (std::uint32_t i = 0; i < m.via.map.size; ++i) {
+        auto& kv = m.via.map.ptr[i];
+        if (kv.key.type == msgpack::type::STR
+            && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size} == k)
+          return &kv.val;
+      }
+    return nullptr;
+  };
+  auto err = find(root, "error");
+  if (!err)
+    return e;
+  auto str = [&](std::string_view k) {
+    auto v = find(*err, k);
+    return v && v->type == msgpack::type::STR
+               ? std::string{v->via.str.ptr, v->via.str.size}
+               : std::string{};
+  };
+  auto code = str("code");
+  e.message = str("message");
+  for (auto c :
+       {errc::bad_request, errc::invalid_argument, errc::too_large,
+        errc::not_found, errc::unknown_op, errc::tx_aborted, errc::queue_full,
+        errc::unavailable, errc::storage_full, errc::internal})
+    if (to_string(c) == code)
+      e.code = c;
+  return e;
+}
+
+struct connection::impl : std::enable_shared_from_this<impl> {
+  explicit impl(options o) : opt(std::move(o)), backoff(opt.backoff_min) {
+  }
+
+  options opt;
+  asio::io_context io;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
+      work{asio::make_work_guard(io)};
+  std::thread thread;
+  tcp::resolver resolver{io};
+  tcp::socket sock{io};
+  asio::steady_timer connect_timer{io};
+  asio::steady_timer retry{io};
+  asio::steady_timer ticker{io};
+  bool ticking = false;
+
+  enum class state { idle, connecting, greeting, ready, closed };
+  state st = state::idle;
+  std::atomic<bool> up{false};
+  std::atomic<std::uint64_t> connects{0};
+  std::uint64_t epoch = 0; ///< counts connections: stale handlers see it
+  std::chrono::milliseconds backoff;
+  std::size_t max_in_flight = 1024;
+  std::uint64_t next_id = 1;
+  std::uint64_t hello_id = 0;
+
+  struct waiting {
+    std::uint64_t id;
+    std::string frame;
+    completion done;
+    clock_type::time_point deadline;
+    std::chrono::milliseconds timeout;
+  };
+  std::deque<waiting> queue;
+  struct sent {
+    completion done;
+    clock_type::time_point deadline;
+    std::chrono::milliseconds timeout;
+  };
+  std::unordered_map<std::uint64_t, sent> in_flight;
+
+  std::string pending; ///< frames to write next
+  std::string outbuf;  ///< the write under way
+  bool writing = false;
+  std::string inbuf;
+  std::array<char, 64 * 1024> chunk;
+
+  void submit(std::string frame, completion done,
+              std::chrono::milliseconds timeout) {
+    if (st == state::closed)
+      return done(make_error(errc::unavailable, "client closed"));
+    if (queue.size() >= opt.max_queued)
+      return done(make_error(errc::unavailable, "too many requests queued (",
+                             opt.max_queued, ")"));
+    auto id = next_id++;
+    patch_id(frame, id);
+    queue.push_back({id, std::move(frame), std::move(done),
+                     clock_type::now() + timeout, timeout});
+    tick();
+    if (st == state::idle)
+      connect();
+    pump();
+  }
+
+  /// Moves queued requests into flight while there is room.
+  void pump() {
+    if (st != state::ready)
+      return;
+    while (!queue.empty() && in_flight.size() < max_in_flight) {
+      auto w = std::move(queue.front());
+      queue.pop_front();
+      pending += w.frame;
+      in_flight.emplace(w.id, sent{std::move(w.done), w.deadline, w.timeout});
+    }
+    write();
+  }
+
+  void write() {
+    if (writing || pending.empty())
+      return;
+    outbuf.swap(pending);
+    pending.clear();
+    writing = true;
+    asio::async_write(sock, asio::buffer(outbuf),
+                      [self = shared_from_this(),
+                       e = epoch](asio::error_code ec, std::size_t) {
+                        if (e != self->epoch)
+                          return;
+                        self->writing = false;
+                        self->outbuf.clear();
+                        if (ec)
+                          return self->lost("write failed: " + ec.message());
+                        self->write();
+                      });
+  }
+
+  void connect() {
+    st = state::connecting;
+    ++epoch;
+    resolver.async_resolve(
+        opt.host, std::to_string(opt.port),
+        [self = shared_from_this(),
+         e = epoch](asio::error_code ec, tcp::resolver::results_type eps) {
+          if (e != self->epoch || self->st != state::connecting)
+            return;
+          if (ec)
+            return self->lost("cannot resolve " + self->opt.host + ": "
+                              + ec.message());
+          self->connect_timer.expires_after(self->opt.connect_timeout);
+          self->connect_timer.async_wait([self, e](asio::error_code t) {
+            if (!t && e == self->epoch && self->st == state::connecting) {
+              asio::error_code ignore;
+              self->sock.close(ignore); // the connect completes aborted
+            }
+          });
+          asio::async_connect(
+              self->sock, eps,
+              [self, e](asio::error_code c, const tcp::endpoint&) {
+                self->connect_timer.cancel();
+                if (e != self->epoch || self->st != state::connecting)
+                  return;
+                if (c)
+                  return self->lost("cannot connect to " + self->opt.host + ":"
+                                    + std::to_string(self->opt.port) + ": "
+                                    + c.message());
+                asio::error_code ignore;
+                self->sock.set_option(tcp::no_delay(true), ignore);
+                self->greet();
+                self->read();
+              });
+        });
+  }
+
+  void greet() {
+    st = state::greeting;
+    hello_id = next_id++;
+    auto frame = build_frame("hello", [](mp::writer& w) {
+      w.kv("version", protocol_version);
+      w.kv("client", "spool-cpp");
+    });
+    patch_id(frame, hello_id);
+    pending.insert(0, frame);
+    in_flight.emplace(hello_id,
+                      sent{[self = shared_from_this()](expected<reply_ptr> r) {
+                             self->greeted(std::move(r));
+                           },
+                           clock_type::now() + opt.connect_timeout,
+                           opt.connect_timeout});
+    write();
+  }
+
+  void greeted(expected<reply_ptr> r) {
+    if (!r) {
+      // A refusal (a version this server does not speak) fails what waits;
+      // the connection is tried again later (the server may change).
+      auto err = r.err();
+      for (auto& w : queue)
+        w.done(err);
+      queue.clear();
+      return lost(err.message);
+    }
+    auto& root = (*r)->root();
+    for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+      auto& kv = root.via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR
+          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
+                 == "maxInFlight"
+          && kv.val.type == msgpack::type::POSITIVE_INTEGER)
+        max_in_flight = std::max<std::size_t>(1, kv.val.via.u64);
+    }
+    st = state::ready;
+    up = true;
+    ++connects;
+    backoff = opt.backoff_min;
+    pump();
+  }
+
+  void read() {
+    sock.async_read_some(
+        asio::buffer(chunk), [self = shared_from_this(),
+                              e = epoch](asio::error_code ec, std::size_t n) {
+          if (e != self->epoch)
+            return;
+          if (ec)
+            return self->lost(ec == asio::error::eof
+                                  ? std::string{"the server closed"}
+                                  : ec.message());
+          self->inbuf.append(self->chunk.data(), n);
+          if (!self->take_frames())
+            return;
+          self->read();
+        });
+  }
+
+  /// Answers the whole frames read; false when the connection was lost.
+  bool take_frames() {
+    std::size_t pos = 0;
+    for (;;) {
+      auto cut = mp::cut_frame(std::string_view{inbuf}.substr(pos),
+                               std::size_t{0xffffffff});
+      if (cut.kind != mp::frame_cut::whole)
+        break;
+      auto rep = std::make_shared<reply>();
+      rep->frame.assign(inbuf, pos + 4, cut.length);
+      pos += 4 + cut.length;
+      try {
+        msgpack::unpack(rep->handle, rep->frame.data(), rep->frame.size(),
+                        &refer);
+      } catch (const std::exception& ex) {
+        lost(std::string{"undecodable answer: "} + ex.what());
+        return false;
+      }
+      answer(std::move(rep));
+      if (st == state::closed || st == state::idle)
+        return false;
+    }
+    inbuf.erase(0, pos);
+    return true;
+  }
+
+  void answer(reply_ptr rep) {
+    auto& root = rep->root();
+    if (root.type != msgpack::type::MAP)
+      return lost("an answer that is not a map");
+    std::optional<std::uint64_t> id;
+    bool ok = false;
+    for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+      auto& kv = root.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR)
+        continue;
+      std::string_view k{kv.key.via.str.ptr, kv.key.via.str.size};
+      if (k == "id" && kv.val.type == msgpack::type::POSITIVE_INTEGER)
+        id = kv.val.via.u64;
+      else if (k == "ok" && kv.val.type == msgpack::type::BOOLEAN)
+        ok = kv.val.via.boolean;
+    }
+    if (id == std::uint64_t{0} && !ok) // a frame-level refusal (too large)
+      return lost(error_of(root).message);
+    if (!id)
+      return lost("an answer without an id");
+    auto it = in_flight.find(*id);
+    if (it == in_flight.end())
+      return; // timed out before: dropped
+    auto done = std::move(it->second.done);
+    in_flight.erase(it);
+    if (ok)
+      done(std::move(rep));
+    else
+      done(error_of(root));
+    pump();
+  }
+
+  /// The connection ended: what is in flight fails, the rest waits for
+  /// the next one, tried after the backoff.
+  void lost(const std::string& why) {
+    if (st == state::closed)
+      return;
+    ++epoch;
+    up = false;
+    st = state::idle;
+    asio::error_code ignore;
+    sock.close(ignore);
+    writing = false;
+    pending.clear();
+    outbuf.clear();
+    inbuf.clear();
+    auto failed = std::move(in_flight);
+    in_flight.clear();
+    for (auto& [id, s] : failed)
+      if (id != hello_id)
+        s.done(make_error(errc::unavailable, "connection lost: ", why));
+    if (queue.empty())
+      return; // reconnect when something is sent
+    retry.expires_after(backoff);
+    backoff = std::min(backoff * 2, opt.backoff_max);
+    retry.async_wait([self = shared_from_this()](asio::error_code ec) {
+      if (!ec && self->st == state::idle)
+        self->connect();
+    });
+  }
+
+  /// Deadlines, checked every 20 ms while anything waits.
+  void tick() {
+    if (ticking)
+      return;
+    ticking = true;
+    ticker.expires_after(20ms);
+    ticker.async_wait([self = shared_from_this()](asio::error_code ec) {
+      self->ticking = false;
+      if (ec || self->st == state::closed)
+        return;
+      self->expire();
+      if (!self->queue.empty() || !self->in_flight.empty())
+        self->tick();
+    });
+  }
+
+  void expire() {
+    auto now = clock_type::now();
+    auto timed_out = [](std::chrono::milliseconds t) {
+      return make_error(errc::unavailable, "timed out after ", t.count(),
+                        " ms");
+    };
+    for (auto it = queue.begin(); it != queue.end();)
+      if (it->deadline <= now) {
+        auto done = std::move(it->done);
+        auto t = it->timeout;
+        it = queue.erase(it);
+        done(timed_out(t));
+      } else {
+        ++it;
+      }
+    for (auto it = in_flight.begin(); it != in_flight.end();)
+      if (it->second.deadline <= now) {
+        auto done = std::move(it->second.done);
+        auto t = it->second.timeout;
+        bool hello = it->first == hello_id;
+        it = in_flight.erase(it);
+        if (hello) {
+          lost("no answer to hello");
+          return;
+        }
+        done(timed_out(t));
+      } else {
+        ++it;
+      }
+    pump();
+  }
+
+  void close() {
+    st = state::closed;
+    up = false;
+    ++epoch;
+    asio::error_code ignore;
+    sock.close(ignore);
+    resolver.cancel();
+    retry.cancel();
+    ticker.cancel();
+    connect_timer.cancel();
+    auto failed = std::move(in_flight);
+    in_flight.clear();
+    for (auto& [id, s] : failed)
+      if (id != hello_id)
+        s.done(make_error(errc::unavailable, "client closed"));
+    for (auto& w : queue)
+      w.done(make_error(errc::unavailable, "client closed"));
+    queue.clear();
+  }
+};
+
+connection::connection(options o) :
+    impl_(std::make_shared<impl>(std::move(o))) {
+  impl_->thread = std::thread{[i = impl_] { i->io.run(); }};
+}
+
+connection::~connection() {
+  asio::post(impl_->io, [i = impl_] {
+    i->close();
+    i->work.reset();
+  });
+  impl_->thread.join();
+}
+
+void connection::request(std::string_view op, const fields_fn& fields,
+                         completion done,
+                         std::optional<std::chrono::milliseconds> timeout) {
+  auto frame = build_frame(op, fields);
+  auto t = timeout.value_or(impl_->opt.request_timeout);
+  asio::post(impl_->io, [i = impl_, frame = std::move(frame),
+                         done = std::move(done), t]() mutable {
+    i->submit(std::move(frame), std::move(done), t);
+  });
+}
+
+std::future<expected<reply_ptr>>
+connection::request(std::string_view op, const fields_fn& fields,
+                    std::optional<std::chrono::milliseconds> timeout) {
+  auto p = std::make_shared<std::promise<expected<reply_ptr>>>();
+  auto f = p->get_future();
+  request(
+      op, fields, [p](expected<reply_ptr> r) { p->set_value(std::move(r)); },
+      timeout);
+  return f;
+}
+
+bool connection::connected() const {
+  return impl_->up.load();
+}
+
+std::uint64_t connection::connects() const {
+  return impl_->connects.load();
+}
+
+} // namespace spool::client

@@ -1,0 +1,97 @@
+#pragma once
+
+/// The client library's asynchronous core: one TCP connection to a Spool
+/// node's msgpack door (docs/protocol.md), many requests in flight on it,
+/// their answers matched by id in whatever order they come. It runs its own
+/// io thread; any thread may send.
+///
+/// - A request is queued until the connection is up (it says `hello`
+///   first), then written; at most the server's `maxInFlight` are in flight,
+///   the rest wait in the queue (at most `max_queued`, else refused at once).
+/// - Each request has a deadline (`request_timeout`, or its own): past it,
+///   its completion gets `unavailable` "timed out after <n> ms" (an answer
+///   that comes later is dropped).
+/// - A lost connection fails the requests in flight with `unavailable`
+///   "connection lost" (they may or may not have been applied: a push with
+///   a transactionId is safe to retry) and reconnects with exponential
+///   backoff (`backoff_min` doubling to `backoff_max`); queued requests go
+///   out once it is back.
+/// - Completions run on the io thread, once each, and must not block.
+///
+/// No CAF, no server code: only the wire (wire/) and the vocabulary.
+
+#include <msgpack.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "vocab/expected.hpp"
+#include "wire/writer.hpp"
+
+namespace spool::client {
+
+using namespace std::chrono_literals;
+
+struct options {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6690;
+  std::chrono::milliseconds connect_timeout = 5s;
+  /// A request's deadline unless it names its own.
+  std::chrono::milliseconds request_timeout = 30s;
+  std::chrono::milliseconds backoff_min = 50ms;
+  std::chrono::milliseconds backoff_max = 5s;
+  /// Requests waiting for the connection or for room in flight, at most.
+  std::size_t max_queued = 100'000;
+};
+
+/// An answer frame, decoded; its objects refer to `frame` and `zone`.
+struct reply {
+  std::string frame;
+  msgpack::object_handle handle;
+  const msgpack::object& root() const {
+    return handle.get();
+  }
+};
+using reply_ptr = std::shared_ptr<const reply>;
+using completion = std::function<void(expected<reply_ptr>)>;
+/// Writes a request's fields (beside `id` and `op`).
+using fields_fn = std::function<void(mp::writer&)>;
+
+class connection {
+public:
+  explicit connection(options o);
+  /// Closes; requests not answered get `unavailable` "client closed".
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Sends `op`; `done` gets the answer (`ok: true`), or the error it
+  /// carries (`ok: false`: its code and message), or the client's own.
+  void request(std::string_view op, const fields_fn& fields, completion done,
+               std::optional<std::chrono::milliseconds> timeout = {});
+  /// The same, as a future.
+  std::future<expected<reply_ptr>>
+  request(std::string_view op, const fields_fn& fields,
+          std::optional<std::chrono::milliseconds> timeout = {});
+
+  /// Up and greeted now.
+  bool connected() const;
+  /// Connections made so far (the first one included).
+  std::uint64_t connects() const;
+
+  struct impl;
+
+private:
+  std::shared_ptr<impl> impl_;
+};
+
+/// An answer's error, as the client reads it: `ok: false` with its code
+/// and message (an unknown code reads as `internal`).
+api_error error_of(const msgpack::object& root);
+
+} // namespace spool::client

@@ -1,0 +1,218 @@
+// The C++ client library (client/) against the real spoold: typed calls
+// over the msgpack door, many requests in flight on one connection,
+// timeouts, and reconnecting after the server restarts.
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+
+#include "client/client.hpp"
+#include "system/http_fixture.hpp"
+
+namespace spool::test {
+
+namespace {
+
+/// A loopback port free now (for a server that must come back on it).
+std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+client::options to(std::uint16_t port) {
+  client::options o;
+  o.port = port;
+  o.request_timeout = 10s;
+  return o;
+}
+
+node::push_item item(const std::string& queue, std::string payload,
+                     bool binary = false) {
+  node::push_item it;
+  it.queue = queue;
+  it.payload = std::move(payload);
+  it.binary = binary;
+  return it;
+}
+
+} // namespace
+
+TEST_CASE("client typed calls round trip over the msgpack door",
+          "[system][client]") {
+  spoold_server srv;
+  client::client c{to(srv.mp_port())};
+  REQUIRE(c.health());
+  CHECK(c.health()->status == "healthy");
+  node::configure_request conf;
+  conf.queue = "orders";
+  conf.options.lease_time_s = 7;
+  auto q = c.configure(conf);
+  REQUIRE(q);
+  CHECK(q->created);
+  CHECK(q->options.lease_time_s == 7);
+  auto pushed = c.push({item("orders", R"({"id":1})"),
+                        item("orders", std::string{"\0\1\2", 3}, true)});
+  REQUIRE(pushed);
+  REQUIRE(pushed->size() == 2);
+  CHECK((*pushed)[1].offset == 1);
+  auto bad = c.push({item("orders", "{not json")});
+  REQUIRE(!bad);
+  CHECK(bad.err().code == errc::invalid_argument);
+
+  node::pop_request p;
+  p.queue = "orders";
+  p.group = "billing";
+  p.batch = 10;
+  auto got = c.pop(p);
+  REQUIRE(got);
+  REQUIRE(got->messages.size() == 2);
+  CHECK(got->messages[0].payload == R"({"id":1})");
+  CHECK(!got->messages[0].binary);
+  CHECK(got->messages[1].payload == std::string("\0\1\2", 3));
+  CHECK(got->messages[1].binary);
+  CHECK(got->messages[0].created_at > 0);
+  auto acked = c.ack_all(*got);
+  REQUIRE(acked);
+  CHECK(acked->items.size() == 2);
+  CHECK(acked->items[0].success);
+
+  node::groups_request g;
+  g.group = "billing";
+  auto views = c.groups(g);
+  REQUIRE(views);
+  REQUIRE(views->size() == 1);
+  CHECK((*views)[0].committed == 1);
+  CHECK((*views)[0].lag == 0);
+
+  node::seek_request s;
+  s.group = "billing";
+  s.queue = "orders";
+  s.target.to_start = true;
+  s.dry_run = true;
+  auto sought = c.seek(s);
+  REQUIRE(sought);
+  REQUIRE(sought->positions.size() == 1);
+  CHECK(sought->positions[0].before == 1);
+  CHECK(sought->positions[0].after == -1);
+
+  auto qs = c.queues("orders");
+  REQUIRE(qs);
+  REQUIRE(qs->size() == 1);
+  CHECK(qs->front().partitions.at(0).last_offset == 1);
+  auto missing = c.queues("nope");
+  REQUIRE(!missing);
+  CHECK(missing.err().code == errc::not_found);
+
+  node::browse_request b;
+  b.queue = "orders";
+  auto browsed = c.browse(b);
+  REQUIRE(browsed);
+  CHECK(browsed->messages.size() == 2);
+  CHECK(browsed->next == 2);
+  REQUIRE(c.delete_queue("orders"));
+}
+
+TEST_CASE("client pipelines thousands of requests on one connection and "
+          "matches each answer to its request",
+          "[system][client]") {
+  spoold_server srv;
+  client::client c{to(srv.mp_port())};
+  constexpr int n = 3000;
+  std::atomic<int> done{0};
+  std::atomic<int> failed{0};
+  std::mutex mx;
+  std::set<std::int64_t> offsets;
+  std::promise<void> all;
+  for (int i = 0; i < n; ++i) {
+    auto e = client::encode_items({item("q", std::to_string(i))});
+    REQUIRE(e);
+    c.async().request(
+        "push", [e = *e](mp::writer& w) { client::write_items(w, e); },
+        [&](expected<client::reply_ptr> r) {
+          if (!r) {
+            ++failed;
+          } else {
+            auto items = client::read_push((*r)->root());
+            std::lock_guard lock{mx};
+            offsets.insert(items.at(0).offset);
+          }
+          if (++done == n)
+            all.set_value();
+        });
+  }
+  REQUIRE(all.get_future().wait_for(60s) == std::future_status::ready);
+  CHECK(failed == 0);
+  CHECK(offsets.size() == static_cast<std::size_t>(n));
+  CHECK(*offsets.rbegin() == n - 1);
+  CHECK(c.async().connects() == 1);
+}
+
+TEST_CASE("client timeouts answer unavailable and leave the connection "
+          "usable",
+          "[system][client]") {
+  spoold_server srv;
+  client::client c{to(srv.mp_port())};
+  REQUIRE(c.health());
+  node::pop_request p;
+  p.queue = "q";
+  p.wait = true;
+  p.timeout = 5000ms;
+  auto f = c.async().request(
+      "pop", [&](mp::writer& w) { client::write_pop(w, p); }, 200ms);
+  auto r = f.get();
+  REQUIRE(!r);
+  CHECK(r.err().code == errc::unavailable);
+  CHECK(r.err().message == "timed out after 200 ms");
+  CHECK(c.health());
+  // Nothing listening: the request waits for a connection until its
+  // deadline.
+  client::options o = to(free_port());
+  o.request_timeout = 300ms;
+  client::client nowhere{o};
+  auto h = nowhere.health();
+  REQUIRE(!h);
+  CHECK(h.err().code == errc::unavailable);
+}
+
+TEST_CASE("client reconnects after the server restarts and loses nothing "
+          "acknowledged",
+          "[system][client]") {
+  auto port = free_port();
+  spoold_server srv{{"--msgpack-port", std::to_string(port)}};
+  client::options o = to(port);
+  o.backoff_min = 20ms;
+  o.backoff_max = 200ms;
+  client::client c{o};
+  REQUIRE(c.push({item("q", "1")}));
+  srv.kill9();
+  // In flight or sent now: refused while the server is away.
+  auto away = c.push({item("q", "2")});
+  CHECK(!away);
+  srv.start(); // the same data folder, the same port
+  expected<std::vector<node::push_result>> back
+      = make_error(errc::unavailable, "not tried");
+  for (int i = 0; i < 100 && !back; ++i) {
+    back = c.push({item("q", "3")});
+    if (!back)
+      std::this_thread::sleep_for(50ms);
+  }
+  REQUIRE(back);
+  CHECK(c.async().connects() >= 2);
+  node::browse_request b;
+  b.queue = "q";
+  auto all = c.browse(b);
+  REQUIRE(all);
+  REQUIRE(all->messages.size() >= 2);
+  CHECK(all->messages.front().payload == "1");
+  CHECK(all->messages.back().payload == "3");
+}
+
+} // namespace spool::test
