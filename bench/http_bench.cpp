@@ -36,7 +36,12 @@
 #include <thread>
 #include <vector>
 
+#include "spoold_child.hpp"
+
 namespace {
+
+using spool::bench::self_cpu;
+using server = spool::bench::spoold_child;
 
 using clk = std::chrono::steady_clock;
 
@@ -83,111 +88,6 @@ options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-/// spoold as a child process (unless --port names a running one).
-struct server {
-  pid_t pid = -1;
-  int port = 0;
-  std::filesystem::path dir;
-
-  void start(const options& o) {
-    if (o.port) {
-      port = o.port;
-      return;
-    }
-    char tmpl[] = "/tmp/spool-bench-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    auto log = dir / "spoold.log";
-    pid = ::fork();
-    if (pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::string data = (dir / "data").string();
-      std::string parked = std::to_string(o.parked + 100);
-      const char* argv[] = {o.spoold.c_str(),
-                            "--data-dir",
-                            data.c_str(),
-                            "--http-address",
-                            "127.0.0.1",
-                            "--http-port",
-                            "0",
-                            "--msgpack-address",
-                            "127.0.0.1",
-                            "--msgpack-port",
-                            "0",
-                            "--durability",
-                            o.durability.c_str(),
-                            "--pop-max-parked",
-                            parked.c_str(),
-                            "--log-level",
-                            "info",
-                            nullptr};
-      ::execv(o.spoold.c_str(), const_cast<char**>(argv));
-      ::_exit(127);
-    }
-    auto deadline = clk::now() + std::chrono::seconds{30};
-    while (clk::now() < deadline) {
-      std::ifstream in{log};
-      std::string text{std::istreambuf_iterator<char>{in}, {}};
-      auto at = text.find("HTTP listening on 127.0.0.1:");
-      if (at != std::string::npos
-          && text.find("; ready") != std::string::npos) {
-        port = std::stoi(text.substr(at + 28));
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
-    }
-    std::fprintf(stderr, "spoold did not start\n");
-    std::exit(1);
-  }
-
-  /// spoold's user+sys CPU seconds so far.
-  double cpu() const {
-    if (pid <= 0)
-      return 0;
-    std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-    std::string s{std::istreambuf_iterator<char>{in}, {}};
-    auto rp = s.rfind(')');
-    std::vector<std::string> f;
-    std::size_t i = rp + 2;
-    while (i < s.size()) {
-      auto j = s.find(' ', i);
-      f.push_back(s.substr(i, j - i));
-      if (j == std::string::npos)
-        break;
-      i = j + 1;
-    }
-    // fields after the name: state is f[0]; utime is field 14 → f[11]
-    return (std::stod(f[11]) + std::stod(f[12]))
-           / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  }
-
-  long rss_kb() const {
-    std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind("VmRSS:", 0) == 0)
-        return std::stol(line.substr(6));
-    return 0;
-  }
-
-  ~server() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  }
-};
-
-double self_cpu() {
-  rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec)
-         + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 int connect_to(int port) {
@@ -486,7 +386,7 @@ int main(int argc, char** argv) {
   ::setrlimit(RLIMIT_NOFILE, &lim);
   ::signal(SIGPIPE, SIG_IGN);
   server s;
-  s.start(o);
+  s.start(o.spoold, o.port, o.durability, o.parked);
   if (o.mode == "push")
     return run_push(o, s);
   if (o.mode == "longpoll")

@@ -1,0 +1,260 @@
+// The msgpack door through the client library (client/) against a real
+// spoold (started here, strict durability unless told):
+//
+//   --mode push     pushes batches of B messages of S bytes (binary) to P
+//                   partitions of one queue for T seconds, with R requests
+//                   in flight on one connection: msgs/s, and CPU-seconds per
+//                   million messages of spoold (from /proc) and of this
+//                   client.
+//   --mode consume  fills the queue first (as push, N messages), then pops
+//                   batches of B as one consumer group, R pops in flight,
+//                   each answered batch acked with one ack request, until
+//                   all N are consumed: msgs/s and CPU of the consume phase.
+//
+// Acceptance (issue 14): push >= 1,000,000 msgs/s (goal 2,000,000) and
+// consume >= 1,000,000 msgs/s at B = 1000, S = 100; see bench/README.md.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+
+#include "client/client.hpp"
+#include "spoold_child.hpp"
+
+namespace {
+
+using clk = std::chrono::steady_clock;
+using namespace spool;
+
+struct options {
+  std::string mode = "push";
+  std::string spoold = SPOOLD_PATH;
+  int port = 0; ///< a running spoold's msgpack port
+  int batch = 1000;
+  int bytes = 100;
+  int partitions = 8;
+  int in_flight = 16;
+  double seconds = 5;
+  long messages = 2'000'000;
+  std::string durability = "strict";
+};
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--mode")
+      o.mode = v;
+    else if (k == "--spoold")
+      o.spoold = v;
+    else if (k == "--port")
+      o.port = std::stoi(v);
+    else if (k == "--batch")
+      o.batch = std::stoi(v);
+    else if (k == "--bytes")
+      o.bytes = std::stoi(v);
+    else if (k == "--partitions")
+      o.partitions = std::stoi(v);
+    else if (k == "--in-flight")
+      o.in_flight = std::stoi(v);
+    else if (k == "--seconds")
+      o.seconds = std::stod(v);
+    else if (k == "--messages")
+      o.messages = std::stol(v);
+    else if (k == "--durability")
+      o.durability = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+/// Keeps `n` requests in flight until `more()` says stop; waits for the
+/// last answer.
+class window {
+public:
+  explicit window(int n) : n_(n) {
+  }
+  template <class Send>
+  void run(Send send) {
+    std::unique_lock lock{mx_};
+    while (true) {
+      cv_.wait(lock, [&] { return open_ < n_ || failed_; });
+      if (failed_ || stop_)
+        break;
+      ++open_;
+      lock.unlock();
+      bool go = send();
+      lock.lock();
+      if (!go) {
+        --open_;
+        stop_ = true;
+      }
+    }
+    cv_.wait(lock, [&] { return open_ == 0; });
+  }
+  void done(bool ok) {
+    std::lock_guard lock{mx_};
+    --open_;
+    if (!ok)
+      failed_ = true;
+    cv_.notify_all();
+  }
+  bool failed() const {
+    return failed_;
+  }
+
+private:
+  int n_;
+  int open_ = 0;
+  bool stop_ = false;
+  bool failed_ = false;
+  std::mutex mx_;
+  std::condition_variable cv_;
+};
+
+/// One push request's fields, made once and sent again and again (the
+/// cost measured is the server's and the wire's, not the encoding's).
+client::encoded_items make_batch(const options& o, int partition) {
+  std::vector<node::push_item> items;
+  for (int i = 0; i < o.batch; ++i) {
+    node::push_item it;
+    it.queue = "bench";
+    it.partition = "p" + std::to_string(partition);
+    it.payload.assign(static_cast<std::size_t>(o.bytes), 'x');
+    it.binary = true;
+    items.push_back(std::move(it));
+  }
+  return *client::encode_items(std::move(items));
+}
+
+/// Pushes for `seconds`, or until `total` messages; returns messages pushed.
+long push_phase(const options& o, client::connection& c, double seconds,
+                long total) {
+  std::vector<client::encoded_items> batches;
+  for (int p = 0; p < o.partitions; ++p)
+    batches.push_back(make_batch(o, p));
+  std::atomic<long> pushed{0};
+  long sent = 0;
+  int next = 0;
+  auto end = clk::now() + std::chrono::duration<double>(seconds);
+  window w{o.in_flight};
+  w.run([&] {
+    if (clk::now() >= end || sent >= total)
+      return false;
+    sent += o.batch;
+    auto& b = batches[static_cast<std::size_t>(next++ % o.partitions)];
+    c.request(
+        "push", [&b](mp::writer& wr) { client::write_items(wr, b); },
+        [&](expected<client::reply_ptr> r) {
+          if (r)
+            pushed += o.batch;
+          else
+            std::fprintf(stderr, "push failed: %s\n",
+                         to_string(r.err()).c_str());
+          w.done(bool(r));
+        });
+    return true;
+  });
+  return pushed.load();
+}
+
+/// Pops and acks until `total` are consumed; returns messages consumed.
+long consume_phase(const options& o, client::connection& c, long total) {
+  std::atomic<long> consumed{0};
+  std::atomic<int> empty_in_a_row{0};
+  window w{o.in_flight};
+  node::pop_request pop;
+  pop.queue = "bench";
+  pop.group = "bench-consumer";
+  pop.batch = static_cast<std::size_t>(o.batch);
+  w.run([&] {
+    if (consumed.load() >= total || empty_in_a_row.load() > 1000)
+      return false;
+    c.request(
+        "pop", [&](mp::writer& wr) { client::write_pop(wr, pop); },
+        [&](expected<client::reply_ptr> r) {
+          if (!r) {
+            std::fprintf(stderr, "pop failed: %s\n",
+                         to_string(r.err()).c_str());
+            return w.done(false);
+          }
+          auto got = client::read_pop((*r)->root());
+          if (got.messages.empty()) {
+            ++empty_in_a_row;
+            return w.done(true);
+          }
+          empty_in_a_row = 0;
+          node::ack_request ack;
+          ack.group = got.group;
+          for (auto& m : got.messages) {
+            node::ack_item a;
+            a.partition_id = m.partition_id;
+            a.transaction_id = m.transaction_id;
+            a.lease_id = m.lease_id;
+            ack.items.push_back(std::move(a));
+          }
+          auto n = static_cast<long>(got.messages.size());
+          c.request(
+              "ack", [ack](mp::writer& wr) { client::write_ack(wr, ack); },
+              [&, n](expected<client::reply_ptr> a) {
+                if (a)
+                  consumed += n;
+                else
+                  std::fprintf(stderr, "ack failed: %s\n",
+                               to_string(a.err()).c_str());
+                w.done(bool(a));
+              });
+        });
+    return true;
+  });
+  return consumed.load();
+}
+
+void report(const char* what, long msgs, double secs, double server_cpu,
+            double client_cpu) {
+  double m = static_cast<double>(msgs) / 1e6;
+  std::printf("%s: %ld msgs in %.2f s = %.0f msgs/s; spoold %.2f CPU-s/M, "
+              "client %.2f CPU-s/M\n",
+              what, msgs, secs, static_cast<double>(msgs) / secs,
+              server_cpu / m, client_cpu / m);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto o = parse(argc, argv);
+  spool::bench::spoold_child s;
+  s.start(o.spoold, 0, o.durability);
+  client::options co;
+  co.port = static_cast<std::uint16_t>(o.port ? o.port : s.mp_port);
+  co.request_timeout = std::chrono::seconds{60};
+  client::connection c{co};
+  if (o.mode == "push") {
+    auto cpu0 = s.cpu();
+    auto self0 = spool::bench::self_cpu();
+    auto t0 = clk::now();
+    auto n = push_phase(o, c, o.seconds, std::numeric_limits<long>::max());
+    double secs = std::chrono::duration<double>(clk::now() - t0).count();
+    report("push", n, secs, s.cpu() - cpu0, spool::bench::self_cpu() - self0);
+    return n > 0 ? 0 : 1;
+  }
+  if (o.mode == "consume") {
+    auto filled = push_phase(o, c, 1e9, o.messages);
+    std::printf("filled %ld messages\n", filled);
+    auto cpu0 = s.cpu();
+    auto self0 = spool::bench::self_cpu();
+    auto t0 = clk::now();
+    auto n = consume_phase(o, c, filled);
+    double secs = std::chrono::duration<double>(clk::now() - t0).count();
+    report("consume", n, secs, s.cpu() - cpu0,
+           spool::bench::self_cpu() - self0);
+    return n == filled ? 0 : 1;
+  }
+  std::fprintf(stderr, "--mode push | consume\n");
+  return 2;
+}
