@@ -40,67 +40,76 @@ expected<node::ack_item> read_ack_object(typename F::object_t& obj,
                                          const std::string& where,
                                          bool in_txn) {
   node::ack_item item;
-  SPOOL_TRY(F::fields(
-      obj, where.empty() ? "body" : where,
-      [&](std::string_view key, auto& v) -> expected<void> {
-        auto name = field_name(where, key);
-        if (key == "transactionId") {
-          auto s = F::as_string(v, name);
-          if (!s)
-            return s.err();
-          item.transaction_id = std::string{*s};
-        } else if (key == "partitionId") {
-          auto s = F::as_string(v, name);
-          if (!s)
-            return s.err();
-          item.partition_id = *s;
-        } else if (key == "offset") {
-          auto n = F::as_int(v, name);
-          if (!n)
-            return n.err();
-          item.offset = *n;
-        } else if (key == "status") {
-          auto st = read_status<F>(v, name, in_txn);
-          if (!st)
-            return st.err();
-          item.status = *st;
-        } else if (key == "consumerGroup") {
-          auto s = opt_string<F>(v, name);
-          if (!s)
-            return s.err();
-          if (*s && !(*s)->empty()) // empty: queue mode
-            item.group = std::move(*s);
-        } else if (key == "leaseId") {
-          auto s = opt_string<F>(v, name);
-          if (!s)
-            return s.err();
-          if (*s && !(*s)->empty()) // Queen: checked only when non-empty
-            item.lease_id = std::move(*s);
-        } else if (key == "leaseEpoch") {
-          if (F::is_null(v))
-            return {};
-          auto n = F::as_uint(v, name);
-          if (!n)
-            return n.err();
-          item.lease_epoch = *n;
-        } else if (key == "error") {
-          auto s = opt_string<F>(v, name);
-          if (!s)
-            return s.err();
-          item.error = s->value_or("");
-        } else if (key == "delayMs") {
-          if (F::is_null(v))
-            return {};
-          auto n = F::as_int(v, name);
-          if (!n)
-            return n.err();
-          if (*n < 0 || *n > max_ack_delay.count())
-            return make_error(errc::invalid_argument, name, " must be 0..",
-                              max_ack_delay.count());
-          item.delay = milliseconds{*n};
-        }
+  // A field's errors are told without its name, which is put in front
+  // only when one happens (a batch of acks names no field otherwise).
+  const std::string name;
+  auto read_field = [&](std::string_view key, auto& v) -> expected<void> {
+    if (key == "transactionId") {
+      auto s = F::as_string(v, name);
+      if (!s)
+        return s.err();
+      item.transaction_id = std::string{*s};
+    } else if (key == "partitionId") {
+      auto s = F::as_string(v, name);
+      if (!s)
+        return s.err();
+      item.partition_id = *s;
+    } else if (key == "offset") {
+      auto n = F::as_int(v, name);
+      if (!n)
+        return n.err();
+      item.offset = *n;
+    } else if (key == "status") {
+      auto st = read_status<F>(v, name, in_txn);
+      if (!st)
+        return st.err();
+      item.status = *st;
+    } else if (key == "consumerGroup") {
+      auto s = opt_string<F>(v, name);
+      if (!s)
+        return s.err();
+      if (*s && !(*s)->empty()) // empty: queue mode
+        item.group = std::move(*s);
+    } else if (key == "leaseId") {
+      auto s = opt_string<F>(v, name);
+      if (!s)
+        return s.err();
+      if (*s && !(*s)->empty()) // Queen: checked only when non-empty
+        item.lease_id = std::move(*s);
+    } else if (key == "leaseEpoch") {
+      if (F::is_null(v))
         return {};
-      }));
+      auto n = F::as_uint(v, name);
+      if (!n)
+        return n.err();
+      item.lease_epoch = *n;
+    } else if (key == "error") {
+      auto s = opt_string<F>(v, name);
+      if (!s)
+        return s.err();
+      item.error = s->value_or("");
+    } else if (key == "delayMs") {
+      if (F::is_null(v))
+        return {};
+      auto n = F::as_int(v, name);
+      if (!n)
+        return n.err();
+      if (*n < 0 || *n > max_ack_delay.count())
+        return make_error(errc::invalid_argument, name, " must be 0..",
+                          max_ack_delay.count());
+      item.delay = milliseconds{*n};
+    }
+    return {};
+  };
+  SPOOL_TRY(F::fields(obj, where.empty() ? "body" : where,
+                      [&](std::string_view key, auto& v) -> expected<void> {
+                        auto r = read_field(key, v);
+                        if (r)
+                          return r;
+                        auto e = std::move(r).err();
+                        e.message.insert(0, field_name(where, key));
+                        return e;
+                      }));
   // Queen's order: the transactionId first.
   if (!item.transaction_id && !item.offset)
     return required(field_name(where, "transactionId"));

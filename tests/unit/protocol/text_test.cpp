@@ -2,6 +2,7 @@
 // message id.
 
 #include <catch2/catch.hpp>
+#include <date/date.h>
 
 #include "protocol/api/encode.hpp"
 #include "protocol/http/url.hpp"
@@ -59,6 +60,21 @@ TEST_CASE("RFC 3339 timestamps: Z and offsets, fractions truncated to µs, "
   auto t = parse_rfc3339("2026-12-02T06:16:59.514257Z");
   REQUIRE(t);
   CHECK(timefmt::format_micros(*t) == "2026-12-02T06:16:59.514257Z");
+  // The hand-written formatter says what date::format says, before 1970,
+  // at day and year boundaries, in leap years, at the last year.
+  for (micros v :
+       {micros{0}, micros{-1}, micros{-86'400'000'000},
+        micros{951'782'400'000'000} - 1, micros{951'868'799'999'999},
+        micros{1'704'067'199'999'999}, micros{253'402'300'799'999'999},
+        micros{-62'167'219'200'000'000}, *t}) {
+    INFO(v);
+    date::sys_time<std::chrono::microseconds> tp{std::chrono::microseconds{v}};
+    CHECK(timefmt::format_micros(v) == date::format("%FT%TZ", tp));
+    CHECK(
+        timefmt::format_millis(v)
+        == date::format("%FT%TZ", date::floor<std::chrono::milliseconds>(tp)));
+    CHECK(parse_rfc3339(timefmt::format_micros(v)) == v);
+  }
 }
 
 TEST_CASE("the JSON writer escapes, keeps raw payloads, and never writes "
