@@ -2,9 +2,8 @@
 // their type's empty value: the server's answers are the contract
 // (docs/protocol.md), and a newer server may add fields.
 
-#include <date/date.h>
-
 #include "client/codec.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::client {
 
@@ -158,37 +157,8 @@ queue_detail read_queue(const view& q) {
 
 } // namespace
 
-micros parse_time(std::string_view t) {
-  // The server writes `YYYY-MM-DDTHH:MM:SS[.f…]Z` (UTC, 3 or 6 digits).
-  auto num = [&](std::size_t at, std::size_t n) -> int {
-    int v = 0;
-    for (std::size_t i = at; i < at + n; ++i) {
-      if (i >= t.size() || t[i] < '0' || t[i] > '9')
-        return -1;
-      v = v * 10 + (t[i] - '0');
-    }
-    return v;
-  };
-  if (t.size() < 20 || t[4] != '-' || t[7] != '-' || t[10] != 'T'
-      || t[13] != ':' || t[16] != ':' || t.back() != 'Z')
-    return 0;
-  int y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2),
-      mi = num(14, 2), sec = num(17, 2);
-  if (y < 0 || mo < 0 || d < 0 || h < 0 || mi < 0 || sec < 0)
-    return 0;
-  std::int64_t frac_us = 0;
-  if (t[19] == '.') {
-    std::size_t digits = t.size() - 21;
-    auto f = num(20, digits);
-    if (f < 0 || digits > 6)
-      return 0;
-    frac_us = f;
-    for (auto i = digits; i < 6; ++i)
-      frac_us *= 10;
-  }
-  auto days = date::sys_days{date::year{y} / mo / d}.time_since_epoch();
-  return std::chrono::duration_cast<std::chrono::microseconds>(days).count()
-         + ((h * 60 + mi) * 60 + sec) * std::int64_t{1'000'000} + frac_us;
+micros parse_time(std::string_view text) {
+  return timefmt::parse_rfc3339(text).value_or(0);
 }
 
 std::vector<node::push_result> read_push(const object& root) {

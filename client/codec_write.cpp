@@ -1,9 +1,9 @@
 // Encoding requests (client/codec.hpp).
 
-#include <date/date.h>
 #include <nlohmann/json.hpp>
 
 #include "client/codec.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::client {
 
@@ -64,8 +64,7 @@ void write_one_item(mp::writer& w, const node::push_item& it,
 } // namespace
 
 std::string format_time(micros t) {
-  date::sys_time<std::chrono::microseconds> tp{std::chrono::microseconds{t}};
-  return date::format("%FT%TZ", tp);
+  return timefmt::format_micros(t);
 }
 
 expected<encoded_items> encode_items(std::vector<node::push_item> items) {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {

@@ -28,7 +28,7 @@ CHECKED = ["vocab", "wire", "storage", "config", "core", "node", "gateway",
 # Which project folders each layer may include (by top folder).
 ALLOWED = {
     "vocab": {"vocab"},
-    "wire": {"wire"},
+    "wire": {"vocab", "wire"},
     "storage": {"vocab", "storage"},
     "config": {"vocab", "config"},
     "core": {"vocab", "storage", "config", "core"},

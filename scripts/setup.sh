@@ -9,7 +9,7 @@ packages=(
   libmsgpack-cxx-dev libasio-dev libhttp-parser-dev libsimdjson-dev
   nlohmann-json3-dev libboost-dev libmimalloc-dev python3
   rapidjson-dev libhowardhinnant-date-dev libtomlplusplus-dev libssl-dev
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev libcli11-dev
 )
 
 missing=()

@@ -8,7 +8,7 @@
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
 #include "protocol/api/shapes.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 #include "vocab/message_id.hpp"
 
 namespace spool::api {

@@ -3,7 +3,7 @@
 #include "protocol/api/mp_requests.hpp"
 
 #include "protocol/api/requests.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::mp {
 

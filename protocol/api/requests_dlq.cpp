@@ -1,7 +1,7 @@
 // Reading DLQ selections from a body or a query (api/requests.hpp).
 
 #include "protocol/api/requests_detail.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

@@ -2,7 +2,7 @@
 // extend (api/requests.hpp).
 
 #include "protocol/api/requests_detail.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "protocol/api/encode.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

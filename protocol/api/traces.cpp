@@ -7,7 +7,7 @@
 #include "protocol/api/encode.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

@@ -7,7 +7,7 @@
 #include "protocol/api/encode.hpp"
 #include "protocol/http/url.hpp"
 #include "protocol/json/write.hpp"
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 using namespace spool;
 

@@ -1,4 +1,4 @@
-#include "protocol/time/rfc3339.hpp"
+#include "wire/rfc3339.hpp"
 
 // date.h's parser trips g++ 12's -Wmaybe-uninitialized in its own code.
 #pragma GCC diagnostic push
