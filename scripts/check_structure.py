@@ -23,7 +23,7 @@ import re
 import sys
 
 CHECKED = ["vocab", "wire", "storage", "config", "core", "node", "gateway",
-           "actors", "protocol", "client", "server"]
+           "actors", "protocol", "client", "cli", "server"]
 
 # Which project folders each layer may include (by top folder).
 ALLOWED = {
@@ -38,6 +38,7 @@ ALLOWED = {
                 "gateway"},
     "protocol": {"vocab", "wire", "node", "gateway", "protocol", "config"},
     "client": {"vocab", "wire", "node", "client"},
+    "cli": {"vocab", "wire", "node", "client", "cli"},
     "server": set(CHECKED),
 }
 
@@ -52,6 +53,7 @@ FORBIDDEN_LIBS = {
     "actors": ["asio"],
     "protocol": ["caf/", "lmdb.h"],
     "client": ["caf/", "lmdb.h"],
+    "cli": ["caf/", "lmdb.h"],
 }
 
 # The gateway's implementation holds CAF; its header may not.

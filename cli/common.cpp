@@ -1,0 +1,194 @@
+// What the `spool` commands share (cli/common.hpp).
+
+#include "cli/common.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "wire/rfc3339.hpp"
+
+namespace spool::cli {
+
+exit_code code_of(const api_error& e) {
+  switch (e.code) {
+  case errc::not_found:
+    return exit_code::not_found;
+  case errc::bad_request:
+  case errc::invalid_argument:
+  case errc::too_large:
+  case errc::unknown_op:
+    return exit_code::refused;
+  case errc::unavailable:
+    return exit_code::unavailable;
+  case errc::queue_full:
+  case errc::storage_full:
+  case errc::tx_aborted:
+    return exit_code::rejected;
+  case errc::internal:
+    return exit_code::failed;
+  }
+  return exit_code::failed;
+}
+
+client::client& context::conn() {
+  if (!conn_) {
+    client::options o;
+    auto colon = server.rfind(':');
+    o.host = colon == std::string::npos ? server : server.substr(0, colon);
+    if (colon != std::string::npos)
+      o.port = static_cast<std::uint16_t>(
+          std::strtoul(server.c_str() + colon + 1, nullptr, 10));
+    o.request_timeout = timeout;
+    o.connect_timeout = std::min(timeout, o.connect_timeout);
+    conn_ = std::make_unique<client::client>(o);
+  }
+  return *conn_;
+}
+
+int fail(const context& ctx, const api_error& e) {
+  if (ctx.as_json)
+    print_json(
+        {{"error",
+          {{"code", std::string{to_string(e.code)}}, {"message", e.message}}}});
+  else
+    std::fprintf(stderr, "error: %s: %s\n",
+                 std::string{to_string(e.code)}.c_str(), e.message.c_str());
+  return code_of(e);
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "error: %s (see --help)\n", message.c_str());
+  return exit_code::usage;
+}
+
+void print_json(const json& j) {
+  std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+table::table(std::vector<std::string> header) : header_(std::move(header)) {
+}
+
+void table::add(std::vector<std::string> row) {
+  rows_.push_back(std::move(row));
+}
+
+void table::print() const {
+  std::vector<std::size_t> width(header_.size(), 0);
+  auto measure = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
+  };
+  measure(header_);
+  for (auto& r : rows_)
+    measure(r);
+  auto line = [&](const std::vector<std::string>& r) {
+    std::string out;
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size())
+        out += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    std::cout << out << "\n";
+  };
+  line(header_);
+  for (auto& r : rows_)
+    line(r);
+}
+
+std::string time_text(micros t) {
+  return t > 0 ? timefmt::format_millis(t) : std::string{};
+}
+
+std::string payload_text(const node::message& m, std::size_t max) {
+  std::string out;
+  if (!m.binary) {
+    out = m.payload;
+  } else {
+    for (unsigned char c : m.payload) {
+      if (c >= 0x20 && c < 0x7f && c != '\\') {
+        out += static_cast<char>(c);
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", c);
+        out += buf;
+      }
+      if (out.size() > max)
+        break;
+    }
+  }
+  if (out.size() > max)
+    out = out.substr(0, max - 3) + "...";
+  return out;
+}
+
+json message_json(const node::message& m) {
+  json j = {{"queue", m.queue},
+            {"partition", m.partition},
+            {"partitionId", m.partition_id},
+            {"offset", m.offset},
+            {"transactionId", m.transaction_id},
+            {"createdAt", time_text(m.created_at)},
+            {"deliveryCount", m.delivery_count}};
+  if (!m.trace_id.empty())
+    j["traceId"] = m.trace_id;
+  if (!m.headers.empty()) {
+    json h = json::object();
+    for (auto& [k, v] : m.headers)
+      h[k] = v;
+    j["headers"] = h;
+  }
+  if (m.binary) {
+    j["data"] = json::binary(
+        std::vector<std::uint8_t>(m.payload.begin(), m.payload.end()));
+    j["dataEncoding"] = "binary";
+  } else {
+    auto parsed = json::parse(m.payload, nullptr, false);
+    j["data"] = parsed.is_discarded() ? json(m.payload) : parsed;
+  }
+  if (!m.lease_id.empty()) {
+    j["leaseId"] = m.lease_id;
+    j["leaseEpoch"] = m.lease_epoch;
+  }
+  return j;
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  if (s.empty())
+    return std::nullopt;
+  std::int64_t total = 0;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::int64_t n = 0;
+    std::size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+      n = n * 10 + (s[i++] - '0');
+    if (i == start || n > (std::int64_t{1} << 40))
+      return std::nullopt;
+    std::string_view unit;
+    std::size_t u = i;
+    while (i < s.size() && (s[i] < '0' || s[i] > '9'))
+      ++i;
+    unit = s.substr(u, i - u);
+    if (unit == "ms")
+      total += n;
+    else if (unit == "s")
+      total += n * 1000;
+    else if (unit == "m")
+      total += n * 60'000;
+    else if (unit == "h")
+      total += n * 3'600'000;
+    else if (unit == "d")
+      total += n * 86'400'000;
+    else
+      return std::nullopt;
+  }
+  return std::chrono::milliseconds{total};
+}
+
+std::optional<micros> parse_time(std::string_view s) {
+  if (s == "now")
+    return system_wall_now();
+  return timefmt::parse_rfc3339(s);
+}
+
+} // namespace spool::cli

@@ -1,0 +1,86 @@
+#pragma once
+
+// What the `spool` commands share (docs/cli.md): the connection, the output
+// (human tables or --json), the exit codes, and the parsing of durations,
+// times and key=value options.
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "client/client.hpp"
+
+namespace spool::cli {
+
+using json = nlohmann::json;
+
+/// Exit codes (docs/cli.md, "Exit codes").
+enum exit_code : int {
+  ok = 0,
+  failed = 1,      ///< an internal error, or anything else
+  usage = 2,       ///< the command line is wrong
+  not_found = 3,   ///< the queue, partition, group or entry does not exist
+  refused = 4,     ///< the server refused the request as invalid
+  unavailable = 5, ///< no server, a timeout, the server busy or stopping
+  rejected = 6,    ///< queue full, storage full, a transaction rolled back
+  partial = 7,     ///< some items of the request failed (acks, requeues)
+};
+
+/// The exit code of an API error.
+exit_code code_of(const api_error& e);
+
+/// The global options and the connection (made on first use).
+struct context {
+  std::string server = "127.0.0.1:6690";
+  bool as_json = false;
+  std::chrono::milliseconds timeout{30'000};
+
+  client::client& conn();
+
+private:
+  std::unique_ptr<client::client> conn_;
+};
+
+/// Prints the error (`error: <code>: <message>` on stderr, or as JSON on
+/// stdout with --json) and answers its exit code.
+int fail(const context& ctx, const api_error& e);
+/// The same for a command line problem (exit 2).
+int usage_error(const std::string& message);
+
+/// Prints `j` (pretty JSON) to stdout.
+void print_json(const json& j);
+
+/// A table of text cells: a header row, then rows, columns padded.
+class table {
+public:
+  explicit table(std::vector<std::string> header);
+  void add(std::vector<std::string> row);
+  void print() const;
+  bool empty() const {
+    return rows_.empty();
+  }
+
+private:
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<std::string> header_;
+};
+
+/// A time as the wire writes it ("" for none).
+std::string time_text(micros t);
+/// A payload for a human: JSON as is, bytes as printable text or base64-ish
+/// escapes, cut at `max` characters.
+std::string payload_text(const node::message& m, std::size_t max = 120);
+/// A message as JSON (--json output).
+json message_json(const node::message& m);
+
+/// `30s`, `5m`, `2h`, `1d`, `1h30m`, `500ms`; none when unreadable.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
+/// RFC 3339, or `now`; none when unreadable.
+std::optional<micros> parse_time(std::string_view s);
+
+} // namespace spool::cli

@@ -1,0 +1,192 @@
+// The `spool` CLI against the real spoold: the product document's five
+// recipes (replay-and-subscription-modes.md, "Practical recipes") through
+// its commands, with their output and exit codes checked; a big NDJSON
+// push; the exit codes of docs/cli.md.
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "system/http_fixture.hpp"
+
+namespace spool::test {
+
+namespace {
+
+struct cli_result {
+  int code = -1;
+  std::string out;
+  json j() const {
+    return json::parse(out);
+  }
+};
+
+/// Runs `spool <args>` against `srv` (stdin from `input`), its stdout and
+/// exit code.
+cli_result spool(spoold_server& srv, const std::string& args,
+                 const std::string& input = "") {
+  temp_dir d;
+  auto in = d.path / "stdin";
+  {
+    std::ofstream f{in};
+    f << input;
+  }
+  auto cmd = "SPOOL_SERVER=127.0.0.1:" + std::to_string(srv.mp_port()) + " "
+             + SPOOL_CLI_PATH + " " + args + " < " + in.string()
+             + " 2>/dev/null";
+  cli_result r;
+  auto* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  auto st = ::pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+/// Offsets a group's pop answers (JSON), all of them acked.
+std::vector<std::int64_t> consume(spoold_server& srv, const std::string& q,
+                                  const std::string& group,
+                                  const std::string& extra = "") {
+  auto r = spool(srv, "--json pop " + q + " -g " + group + " -n 100 " + extra);
+  REQUIRE(r.code == 0);
+  std::vector<std::int64_t> offsets;
+  auto j = r.j();
+  if (j["messages"].empty())
+    return offsets;
+  std::string txids;
+  for (auto& m : j["messages"]) {
+    offsets.push_back(m["offset"]);
+    txids += " " + m["transactionId"].get<std::string>();
+  }
+  auto pid = j["messages"][0]["partitionId"].get<std::string>();
+  auto acked = spool(srv, "ack " + pid + txids + " -g " + group + " --lease "
+                              + j["leaseId"].get<std::string>());
+  REQUIRE(acked.code == 0);
+  return offsets;
+}
+
+using offsets = std::vector<std::int64_t>;
+
+} // namespace
+
+TEST_CASE("recipe: reprocess the last hour for one group with spool seek "
+          "--by 1h; other groups keep their positions",
+          "[system][cli][recipe]") {
+  spoold_server srv;
+  REQUIRE(spool(srv, "push q 1 2 3").code == 0);
+  CHECK(consume(srv, "q", "a") == offsets{0, 1, 2});
+  CHECK(consume(srv, "q", "b") == offsets{0, 1, 2});
+  auto dry = spool(srv, "seek a q --by 1h --dry-run");
+  CHECK(dry.code == 0);
+  CHECK_THAT(dry.out, Catch::Contains("PARTITION  COMMITTED BEFORE      AFTER\n"
+                                      "Default    2                 ->  -\n"
+                                      "dry run: nothing moved"));
+  CHECK(consume(srv, "q", "a").empty()); // the dry run moved nothing
+  auto moved = spool(srv, "--json seek a q --by 1h");
+  REQUIRE(moved.code == 0);
+  CHECK(moved.j()["positions"][0]["before"] == 2);
+  CHECK(moved.j()["positions"][0]["after"] == -1);
+  CHECK(consume(srv, "q", "a") == offsets{0, 1, 2});
+  CHECK(consume(srv, "q", "b").empty());
+}
+
+TEST_CASE("recipe: skip a backlog with spool seek --to-end",
+          "[system][cli][recipe]") {
+  spoold_server srv;
+  REQUIRE(spool(srv, "push q 1 2 3 4 5").code == 0);
+  REQUIRE(spool(srv, "seek g q --to-end").code == 0);
+  CHECK(consume(srv, "q", "g").empty());
+  REQUIRE(spool(srv, "push q 6").code == 0);
+  CHECK(consume(srv, "q", "g") == offsets{5});
+}
+
+TEST_CASE("recipe: a new consumer that must not see history pops with "
+          "--mode new",
+          "[system][cli][recipe]") {
+  spoold_server srv;
+  REQUIRE(spool(srv, "push q 1 2 3").code == 0);
+  CHECK(consume(srv, "q", "fresh", "--mode new").empty());
+  REQUIRE(spool(srv, "push q 4").code == 0);
+  CHECK(consume(srv, "q", "fresh") == offsets{3});
+}
+
+TEST_CASE("recipe: re-run a pipeline from scratch as a new group with "
+          "--mode all; the old group is not disturbed",
+          "[system][cli][recipe]") {
+  spoold_server srv;
+  REQUIRE(spool(srv, "push q 1 2 3").code == 0);
+  CHECK(consume(srv, "q", "old") == offsets{0, 1, 2});
+  CHECK(consume(srv, "q", "rerun", "--mode all") == offsets{0, 1, 2});
+  auto old = spool(srv, "--json groups describe old");
+  REQUIRE(old.code == 0);
+  CHECK(old.j()[0]["committed"] == 2);
+  CHECK(old.j()[0]["lag"] == 0);
+  auto human = spool(srv, "groups describe old");
+  CHECK_THAT(human.out, Catch::StartsWith("QUEUE  PARTITION  COMMITTED  LAST  "
+                                          "LAG  LEASE\nq      Default    2"));
+}
+
+TEST_CASE("recipe: give up on a stuck batch by seeking; the lease is "
+          "released at once",
+          "[system][cli][recipe]") {
+  spoold_server srv;
+  REQUIRE(spool(srv, "push q 1 2 3").code == 0);
+  auto stuck = spool(srv, "--json pop q -g g -n 2");
+  REQUIRE(stuck.code == 0);
+  REQUIRE(stuck.j()["messages"].size() == 2);
+  auto held = spool(srv, "--json pop q -g g");
+  CHECK(held.j()["empty"] == "lease_held");
+  auto leased = spool(srv, "--json groups describe g");
+  CHECK(!leased.j()[0]["lease"].is_null());
+  REQUIRE(spool(srv, "seek g q --offset 0").code == 0);
+  auto free = spool(srv, "--json groups describe g");
+  CHECK(free.j()[0]["lease"].is_null());
+  CHECK(consume(srv, "q", "g") == offsets{0, 1, 2});
+}
+
+TEST_CASE("spool push reads NDJSON from stdin in batches; exit codes say "
+          "what went wrong",
+          "[system][cli]") {
+  spoold_server srv;
+  std::string lines;
+  for (int i = 0; i < 5000; ++i)
+    lines += "{\"n\":" + std::to_string(i) + "}\n";
+  auto pushed = spool(srv, "--json push big --batch 1000", lines);
+  REQUIRE(pushed.code == 0);
+  CHECK(pushed.j()["pushed"] == 5000);
+  auto env = spool(
+      srv, "--json push q --envelope",
+      R"({"payload":{"x":1},"partition":"p1","transactionId":"t1","headers":{"k":"v"}})"
+      "\n");
+  REQUIRE(env.code == 0);
+  auto b = spool(srv, "--json browse q -p p1");
+  CHECK(b.j()["messages"][0]["transactionId"] == "t1");
+  CHECK(b.j()["messages"][0]["headers"]["k"] == "v");
+  CHECK(b.j()["messages"][0]["data"] == json{{"x", 1}});
+  CHECK(spool(srv, "queues describe nope").code == 3); // not found
+  CHECK(spool(srv, "push q 'not json'").code == 2);    // usage
+  CHECK(spool(srv, "push 'a/b' 1").code == 4);         // refused
+  CHECK(spool(srv, "seek g q").code == 2);             // no target
+  CHECK(spool(srv, "frobnicate").code == 2);           // unknown command
+  auto bad_ack = spool(srv, "ack nope tx");            // an item fails
+  CHECK(bad_ack.code == 7);
+  auto t = spool(srv, "--json tail big -g t --count 3");
+  REQUIRE(t.code == 0);
+  CHECK(t.out.find("\"offset\":2") != std::string::npos);
+}
+
+TEST_CASE("spool exits 5 when no server answers", "[system][cli]") {
+  spoold_server srv;
+  auto port = srv.mp_port();
+  srv.kill9();
+  auto cmd = "SPOOL_SERVER=127.0.0.1:" + std::to_string(port) + " "
+             + std::string{SPOOL_CLI_PATH}
+             + " --timeout 500ms queues list 2>/dev/null";
+  auto st = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(st) == 5);
+}
+
+} // namespace spool::test
