@@ -240,13 +240,18 @@ void print_messages(const context& ctx, const node::pop_reply& r) {
            std::to_string(m.delivery_count), m.transaction_id,
            payload_text(m)});
   t.print();
-  if (!r.messages.front().lease_id.empty())
-    std::printf("lease %s (epoch %llu): ack with `spool ack %s <transactionId>"
-                "... --lease %s`\n",
-                r.messages.front().lease_id.c_str(),
-                static_cast<unsigned long long>(r.messages.front().lease_epoch),
-                r.messages.front().partition_id.c_str(),
-                r.messages.front().lease_id.c_str());
+  auto& first = r.messages.front();
+  if (!first.lease_id.empty()) {
+    auto group = r.group.empty() || r.group == "__QUEUE_MODE__"
+                     ? std::string{}
+                     : " -g " + r.group;
+    std::printf("lease %s (epoch %llu): ack with `spool ack %s "
+                "<transactionId>...%s --lease %s`\n",
+                first.lease_id.c_str(),
+                static_cast<unsigned long long>(first.lease_epoch),
+                first.partition_id.c_str(), group.c_str(),
+                first.lease_id.c_str());
+  }
 }
 
 int run_pop(context& ctx, const pop_args& a) {
