@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <map>
 
 #include "cli/commands.hpp"
@@ -254,8 +255,9 @@ std::optional<std::string> read_options(const std::vector<std::string>& kvs,
     for (auto& n : int_option_names)
       if (k == n.name) {
         char* end = nullptr;
+        errno = 0;
         auto x = std::strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end)
+        if (v.empty() || *end || errno == ERANGE)
           return k + " takes an integer: " + v;
         p.*n.field = x;
         known = true;
@@ -343,10 +345,10 @@ int run_queues(context& ctx, const std::string& action, const queue_args& a) {
     json out = json::array();
     for (auto& q : *r)
       out.push_back(queue_json(q));
-    print_json(action == "describe" ? out.at(0) : out);
+    print_json(action == "describe" && !out.empty() ? out.at(0) : out);
     return ok;
   }
-  if (action == "describe") {
+  if (action == "describe" && !r->empty()) {
     auto& q = r->front();
     std::printf("queue %s (namespace %s, task %s, created %s)\n",
                 q.name.c_str(), q.name_space.c_str(), q.task.c_str(),

@@ -30,14 +30,30 @@ exit_code code_of(const api_error& e) {
   return exit_code::failed;
 }
 
+std::optional<std::string> context::check_server() {
+  auto colon = server.rfind(':');
+  host = colon == std::string::npos ? server : server.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2); // [::1]:6690
+  if (host.empty())
+    return "--server takes host:port, got '" + server + "'";
+  if (colon == std::string::npos)
+    return std::nullopt; // the default port
+  auto p = server.substr(colon + 1);
+  char* end = nullptr;
+  auto n = std::strtoul(p.c_str(), &end, 10);
+  if (p.empty() || *end || n == 0 || n > 65535)
+    return "--server takes host:port with a port 1..65535, got '" + server
+           + "'";
+  port = static_cast<std::uint16_t>(n);
+  return std::nullopt;
+}
+
 client::client& context::conn() {
   if (!conn_) {
     client::options o;
-    auto colon = server.rfind(':');
-    o.host = colon == std::string::npos ? server : server.substr(0, colon);
-    if (colon != std::string::npos)
-      o.port = static_cast<std::uint16_t>(
-          std::strtoul(server.c_str() + colon + 1, nullptr, 10));
+    o.host = host;
+    o.port = port;
     o.request_timeout = timeout;
     o.connect_timeout = std::min(timeout, o.connect_timeout);
     conn_ = std::make_unique<client::client>(o);
@@ -153,6 +169,9 @@ json message_json(const node::message& m) {
 }
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  // At most 2^40 ms (about 35 years): beyond is a typo, and would overflow
+  // the clocks' arithmetic.
+  constexpr std::int64_t cap = std::int64_t{1} << 40;
   if (s.empty())
     return std::nullopt;
   std::int64_t total = 0;
@@ -160,27 +179,26 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
   while (i < s.size()) {
     std::int64_t n = 0;
     std::size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9')
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
       n = n * 10 + (s[i++] - '0');
-    if (i == start || n > (std::int64_t{1} << 40))
+      if (n > cap)
+        return std::nullopt;
+    }
+    if (i == start)
       return std::nullopt;
-    std::string_view unit;
     std::size_t u = i;
     while (i < s.size() && (s[i] < '0' || s[i] > '9'))
       ++i;
-    unit = s.substr(u, i - u);
-    if (unit == "ms")
-      total += n;
-    else if (unit == "s")
-      total += n * 1000;
-    else if (unit == "m")
-      total += n * 60'000;
-    else if (unit == "h")
-      total += n * 3'600'000;
-    else if (unit == "d")
-      total += n * 86'400'000;
-    else
+    auto unit = s.substr(u, i - u);
+    std::int64_t ms = unit == "ms"  ? 1
+                      : unit == "s" ? 1000
+                      : unit == "m" ? 60'000
+                      : unit == "h" ? 3'600'000
+                      : unit == "d" ? 86'400'000
+                                    : 0;
+    if (ms == 0 || n > (cap - total) / ms)
       return std::nullopt;
+    total += n * ms;
   }
   return std::chrono::milliseconds{total};
 }

@@ -28,7 +28,7 @@ enum exit_code : int {
   refused = 4,     ///< the server refused the request as invalid
   unavailable = 5, ///< no server, a timeout, the server busy or stopping
   rejected = 6,    ///< queue full, storage full, a transaction rolled back
-  partial = 7,     ///< some items of the request failed (acks, requeues)
+  partial = 7,     ///< some items of the request failed (acks)
 };
 
 /// The exit code of an API error.
@@ -40,9 +40,13 @@ struct context {
   bool as_json = false;
   std::chrono::milliseconds timeout{30'000};
 
+  /// Reads `server` into the host and port, or says what is wrong.
+  std::optional<std::string> check_server();
   client::client& conn();
 
 private:
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6690;
   std::unique_ptr<client::client> conn_;
 };
 

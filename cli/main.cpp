@@ -30,9 +30,12 @@ int main(int argc, char** argv) {
   spool::cli::add_admin_commands(app, ctx, rc);
   app.parse_complete_callback([&] {
     auto t = spool::cli::parse_duration(timeout);
-    if (!t)
-      throw CLI::ValidationError("--timeout", "takes a duration (30s, 2m)");
+    if (!t || t->count() == 0)
+      throw CLI::ValidationError("--timeout",
+                                 "takes a positive duration (30s, 2m)");
     ctx.timeout = *t;
+    if (auto bad = ctx.check_server())
+      throw CLI::ValidationError("--server", *bad);
   });
   try {
     app.parse(argc, argv);
@@ -45,6 +48,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return spool::cli::exit_code::usage;
+  } catch (const std::exception& e) { // a command's own failure
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return spool::cli::exit_code::failed;
   }
   return rc;
 }

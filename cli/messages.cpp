@@ -6,6 +6,7 @@
 #include <atomic>
 #include <csignal>
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.hpp"
 
@@ -58,15 +59,16 @@ std::optional<std::string> make_item(const push_args& a, std::string payload,
     it.binary = true;
     return std::nullopt;
   }
-  if (a.text) {
-    it.payload = json(payload).dump();
+  if (a.text) { // (bytes that are not UTF-8 become U+FFFD)
+    it.payload
+        = json(payload).dump(-1, ' ', false, json::error_handler_t::replace);
     return std::nullopt;
   }
-  auto j = json::parse(payload, nullptr, false);
+  auto j = nlohmann::ordered_json::parse(payload, nullptr, false);
   if (j.is_discarded())
     return "not JSON (use --text for plain text): " + payload.substr(0, 80);
   if (!a.envelope) {
-    it.payload = j.dump();
+    it.payload = std::move(payload); // as written
     return std::nullopt;
   }
   if (!j.is_object() || !j.contains("payload"))
@@ -134,11 +136,13 @@ int run_push(context& ctx, const push_args& a) {
   auto t0 = std::chrono::steady_clock::now();
   auto last = t0;
   std::vector<node::push_item> batch;
+  std::size_t batch_bytes = 0;
   auto flush = [&]() -> std::optional<api_error> {
     if (batch.empty())
       return std::nullopt;
     auto r = c.push(std::move(batch));
     batch.clear();
+    batch_bytes = 0;
     if (!r)
       return r.err();
     for (auto& it : *r)
@@ -158,18 +162,28 @@ int run_push(context& ctx, const push_args& a) {
     if (line.empty())
       continue;
     node::push_item it;
-    if (auto bad = make_item(a, line, it))
-      return usage_error("line " + std::to_string(line_no) + ": " + *bad);
+    if (auto bad = make_item(a, line, it)) {
+      if (show)
+        std::fprintf(stderr, "\n");
+      return usage_error("line " + std::to_string(line_no) + ": " + *bad + " ("
+                         + std::to_string(pushed) + " pushed before it)");
+    }
     for (auto& h : *headers)
       it.headers.push_back(h);
+    batch_bytes += it.payload.size() + 64;
     batch.push_back(std::move(it));
-    if (batch.size() >= a.batch)
+    // A request stays well under the server's frame limit (64 MiB).
+    if (batch.size() >= a.batch || batch_bytes >= (std::size_t{16} << 20))
       if (auto e = flush()) {
+        if (show)
+          std::fprintf(stderr, "\n");
         e->message += " (after " + std::to_string(pushed) + " pushed)";
         return fail(ctx, *e);
       }
   }
   if (auto e = flush()) {
+    if (show)
+      std::fprintf(stderr, "\n");
     e->message += " (after " + std::to_string(pushed) + " pushed)";
     return fail(ctx, *e);
   }
@@ -340,7 +354,11 @@ int run_ack(context& ctx, const ack_args& a) {
 }
 
 struct tail_args {
-  pop_args pop;
+  pop_args pop = [] {
+    pop_args p;
+    p.batch = 100;
+    return p;
+  }();
   std::size_t count = 0; ///< stop after this many (0: until Ctrl-C)
 };
 
@@ -350,24 +368,33 @@ struct tail_args {
 int run_tail(context& ctx, tail_args a) {
   a.pop.wait = true;
   a.pop.timeout = "1s";
-  if (a.pop.batch == 1)
-    a.pop.batch = 100;
   std::string why;
   auto p = pop_request_of(a.pop, why);
   if (!p)
     return usage_error(why);
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  // The first Ctrl-C ends after the batch in hand; a second one kills.
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sa.sa_flags = SA_RESETHAND;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
   auto& c = ctx.conn();
   std::size_t seen = 0;
+  bool ack_failed = false;
   while (!interrupted && (a.count == 0 || seen < a.count)) {
     if (a.count)
       p->batch = std::min(p->batch, a.count - seen);
     auto r = c.pop(*p);
     if (!r) {
-      if (r.err().code == errc::unavailable && !interrupted)
-        continue; // the server restarts: the client reconnects
-      return fail(ctx, r.err());
+      if (interrupted)
+        break;
+      if (r.err().code != errc::unavailable)
+        return fail(ctx, r.err());
+      // A server away, busy or restarting: the client reconnects; wait a
+      // little (watching for Ctrl-C) rather than asking again at once.
+      for (int i = 0; i < 10 && !interrupted; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      continue;
     }
     for (auto& m : r->messages) {
       if (ctx.as_json)
@@ -384,9 +411,16 @@ int run_tail(context& ctx, tail_args a) {
       auto acked = c.ack_all(*r);
       if (!acked)
         return fail(ctx, acked.err());
+      for (std::size_t i = 0; i < acked->items.size(); ++i)
+        if (!acked->items[i].success) { // it will be delivered again
+          ack_failed = true;
+          std::fprintf(stderr, "ack of %s failed: %s\n",
+                       r->messages[i].transaction_id.c_str(),
+                       acked->items[i].error.c_str());
+        }
     }
   }
-  return ok;
+  return ack_failed ? partial : ok;
 }
 
 struct browse_args {
@@ -447,8 +481,10 @@ void add_message_commands(CLI::App& app, context& ctx, int& rc) {
                 "the message's transactionId (deduplicated)");
   p->add_option("--trace-id", push->trace_id, "a trace id");
   p->add_option("-H,--header", push->headers, "a header, key=value");
-  p->add_flag("--text", push->text, "payloads are text (JSON strings)");
-  p->add_flag("--binary", push->binary, "payloads are bytes (bin)");
+  auto* text
+      = p->add_flag("--text", push->text, "payloads are text (JSON strings)");
+  p->add_flag("--binary", push->binary, "payloads are bytes (bin)")
+      ->excludes(text);
   p->add_flag("--envelope", push->envelope,
               "stdin lines are {payload, partition, transactionId, headers, "
               "traceId}");

@@ -231,6 +231,8 @@ node::seek_reply read_seek(const object& root) {
     pos.after = p.i64("committed", -1);
     r.positions.push_back(std::move(pos));
   }
+  if (v.has("updated")) // a one-partition seek says `updated` instead
+    r.partitions_updated = v.boolean("updated") ? r.positions.size() : 0;
   return r;
 }
 
@@ -340,14 +342,16 @@ node::txn_reply read_transaction(const object& root) {
   r.transaction_id = v.str("transactionId");
   r.success = v.boolean("success");
   r.error = v.str("error");
-  std::int64_t last = -1;
   for (auto& res : v.list("results")) {
-    auto index = res.i64("index");
-    if (index != last) {
-      r.results.emplace_back();
-      last = index;
-    }
-    auto& op = r.results.back();
+    // Rows name their operation (a push of n items has n rows, of none
+    // none): each goes to its operation's place.
+    auto index
+        = static_cast<std::size_t>(std::max<std::int64_t>(0, res.i64("index")));
+    if (index >= 1'000'000)
+      continue;
+    if (r.results.size() <= index)
+      r.results.resize(index + 1);
+    auto& op = r.results[index];
     if (res.str("type") == "push") {
       node::push_result p;
       p.transaction_id = res.str("transactionId");

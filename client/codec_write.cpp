@@ -78,11 +78,12 @@ expected<encoded_items> encode_items(std::vector<node::push_item> items) {
       e.payloads.push_back(w.take_frame().substr(4));
       continue;
     }
-    auto j = nlohmann::json::parse(it.payload, nullptr, false);
+    // (ordered: the keys keep the order they were written in)
+    auto j = nlohmann::ordered_json::parse(it.payload, nullptr, false);
     if (j.is_discarded())
       return make_error(errc::invalid_argument, "items[", i,
                         "].payload is not JSON text");
-    auto bytes = nlohmann::json::to_msgpack(j);
+    auto bytes = nlohmann::ordered_json::to_msgpack(j);
     e.payloads.emplace_back(bytes.begin(), bytes.end());
   }
   e.items = std::move(items);
@@ -128,7 +129,7 @@ void write_ack(mp::writer& w, const node::ack_request& r) {
 
 void write_extend(mp::writer& w, const node::extend_request& r) {
   w.kv("leaseId", r.lease_id);
-  w.kv("seconds", r.by.count() / 1000);
+  w.kv("seconds", (r.by.count() + 999) / 1000); // (whole seconds, up)
 }
 
 void write_seek(mp::writer& w, const node::seek_request& r) {

@@ -4,6 +4,7 @@
 
 #include <asio.hpp>
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <thread>
@@ -104,6 +105,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   std::uint64_t epoch = 0; ///< counts connections: stale handlers see it
   std::chrono::milliseconds backoff;
   std::size_t max_in_flight = 1024;
+  std::size_t max_frame_bytes = std::size_t{64} << 20; ///< hello's
+  bool retry_armed = false;
+  std::string last_error; ///< why the last connection ended or failed
   std::uint64_t next_id = 1;
   std::uint64_t hello_id = 0;
 
@@ -119,11 +123,17 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     completion done;
     clock_type::time_point deadline;
     std::chrono::milliseconds timeout;
+    std::string frame; ///< until it is handed to the socket
+    bool written = false;
   };
   std::unordered_map<std::uint64_t, sent> in_flight;
 
-  std::string pending; ///< frames to write next
-  std::string outbuf;  ///< the write under way
+  /// Requests in flight not handed to the socket yet, in order: a write
+  /// takes those still in flight (one that timed out meanwhile is never
+  /// sent), and a lost connection puts them back in the queue (they were
+  /// never sent: no doubt about them).
+  std::deque<std::uint64_t> unsent;
+  std::string outbuf; ///< the write under way
   bool writing = false;
   std::string inbuf;
   std::array<char, 64 * 1024> chunk;
@@ -135,12 +145,15 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     if (queue.size() >= opt.max_queued)
       return done(make_error(errc::unavailable, "too many requests queued (",
                              opt.max_queued, ")"));
+    // (a deadline past ~35 years would overflow the clock's arithmetic)
+    timeout
+        = std::min(timeout, std::chrono::milliseconds{std::int64_t{1} << 40});
     auto id = next_id++;
     patch_id(frame, id);
     queue.push_back({id, std::move(frame), std::move(done),
                      clock_type::now() + timeout, timeout});
     tick();
-    if (st == state::idle)
+    if (st == state::idle && !retry_armed)
       connect();
     pump();
   }
@@ -152,17 +165,35 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     while (!queue.empty() && in_flight.size() < max_in_flight) {
       auto w = std::move(queue.front());
       queue.pop_front();
-      pending += w.frame;
-      in_flight.emplace(w.id, sent{std::move(w.done), w.deadline, w.timeout});
+      // A frame the server would refuse whole (and close for): refused
+      // here, alone (the length counts the body: the frame less 4 bytes).
+      if (w.frame.size() - 4 > max_frame_bytes) {
+        w.done(make_error(errc::too_large, "Request of ", w.frame.size() - 4,
+                          " bytes exceeds the server's maxFrameBytes (",
+                          max_frame_bytes, ")"));
+        continue;
+      }
+      unsent.push_back(w.id);
+      in_flight.emplace(w.id, sent{std::move(w.done), w.deadline, w.timeout,
+                                   std::move(w.frame)});
     }
     write();
   }
 
   void write() {
-    if (writing || pending.empty())
+    if (writing)
       return;
-    outbuf.swap(pending);
-    pending.clear();
+    outbuf.clear();
+    for (auto id : unsent)
+      if (auto it = in_flight.find(id); it != in_flight.end()) {
+        outbuf += it->second.frame;
+        it->second.frame.clear();
+        it->second.frame.shrink_to_fit();
+        it->second.written = true;
+      }
+    unsent.clear();
+    if (outbuf.empty())
+      return;
     writing = true;
     asio::async_write(sock, asio::buffer(outbuf),
                       [self = shared_from_this(),
@@ -222,13 +253,14 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       w.kv("client", "spool-cpp");
     });
     patch_id(frame, hello_id);
-    pending.insert(0, frame);
+    unsent.push_front(hello_id);
     in_flight.emplace(hello_id,
                       sent{[self = shared_from_this()](expected<reply_ptr> r) {
                              self->greeted(std::move(r));
                            },
                            clock_type::now() + opt.connect_timeout,
-                           opt.connect_timeout});
+                           opt.connect_timeout, std::move(frame)});
+    tick();
     write();
   }
 
@@ -250,7 +282,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                  == "maxInFlight"
           && kv.val.type == msgpack::type::POSITIVE_INTEGER)
         max_in_flight = std::max<std::size_t>(1, kv.val.via.u64);
+      if (kv.key.type == msgpack::type::STR
+          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
+                 == "maxFrameBytes"
+          && kv.val.type == msgpack::type::POSITIVE_INTEGER)
+        max_frame_bytes = std::min<std::uint64_t>(kv.val.via.u64, 0xffffffff);
     }
+    last_error.clear();
     st = state::ready;
     up = true;
     ++connects;
@@ -341,22 +379,38 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     ++epoch;
     up = false;
     st = state::idle;
+    last_error = why;
     asio::error_code ignore;
     sock.close(ignore);
     writing = false;
-    pending.clear();
+    unsent.clear();
     outbuf.clear();
     inbuf.clear();
+    // Written: may or may not have been applied. Never written: back to
+    // the queue, in order, for the next connection.
     auto failed = std::move(in_flight);
     in_flight.clear();
-    for (auto& [id, s] : failed)
-      if (id != hello_id)
+    std::vector<std::pair<std::uint64_t, sent>> back;
+    for (auto& [id, s] : failed) {
+      if (id == hello_id)
+        continue;
+      if (s.written)
         s.done(make_error(errc::unavailable, "connection lost: ", why));
+      else
+        back.emplace_back(id, std::move(s));
+    }
+    std::sort(back.begin(), back.end(),
+              [](auto& a, auto& b) { return a.first > b.first; });
+    for (auto& [id, s] : back)
+      queue.push_front(
+          {id, std::move(s.frame), std::move(s.done), s.deadline, s.timeout});
     if (queue.empty())
       return; // reconnect when something is sent
+    retry_armed = true;
     retry.expires_after(backoff);
     backoff = std::min(backoff * 2, opt.backoff_max);
     retry.async_wait([self = shared_from_this()](asio::error_code ec) {
+      self->retry_armed = false;
       if (!ec && self->st == state::idle)
         self->connect();
     });
@@ -380,7 +434,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
 
   void expire() {
     auto now = clock_type::now();
-    auto timed_out = [](std::chrono::milliseconds t) {
+    auto timed_out = [this](std::chrono::milliseconds t) {
+      if (st != state::ready && !last_error.empty()) // say why, too
+        return make_error(errc::unavailable, "timed out after ", t.count(),
+                          " ms (", last_error, ")");
       return make_error(errc::unavailable, "timed out after ", t.count(),
                         " ms");
     };

@@ -56,7 +56,7 @@ void write_payload(mp::writer& w, std::string_view key, const node::message& m,
 }
 
 template <class W>
-void write_message_fields(W& w, const node::message& m) {
+void write_message_fields(W& w, const node::message& m, bool requeue_id) {
   w.kv("id", message_id(m.partition_id, m.offset));
   w.kv("offset", m.offset);
   w.kv("transactionId", m.transaction_id);
@@ -74,7 +74,8 @@ void write_message_fields(W& w, const node::message& m) {
   w.kv("deliveryCount", static_cast<std::uint64_t>(m.delivery_count));
   if (m.requeued) {
     w.kv("requeued", true);
-    w.kv("dlqId", *m.requeued);
+    if (requeue_id)
+      w.kv("dlqId", *m.requeued);
   }
 }
 
@@ -125,7 +126,7 @@ void write_options(W& w, const queue_options& o) {
 }
 
 #define SPOOL_SHAPES(W)                                                        \
-  template void write_message_fields(W&, const node::message&);                \
+  template void write_message_fields(W&, const node::message&, bool);                \
   template void write_queue_names(W&, const node::queue_info&);                \
   template void write_options(W&, const queue_options&);
 SPOOL_SHAPES(json::writer)

@@ -27,9 +27,13 @@ void write_payload(json::writer& w, std::string_view key,
 void write_payload(mp::writer& w, std::string_view key, const node::message& m,
                    std::string_view encoding_key);
 
-/// A message's fields (the caller opens and closes the object).
+/// A message's fields (the caller opens and closes the object). A
+/// requeued dead letter says `requeued` and the id of the entry it came
+/// from as `dlqId`, unless `requeue_id` is false (a DLQ listing, whose own
+/// `dlqId` is the entry's).
 template <class W>
-void write_message_fields(W& w, const node::message& m);
+void write_message_fields(W& w, const node::message& m,
+                          bool requeue_id = true);
 
 /// A queue's id, name, namespace, task and createdAt (the caller opens and
 /// closes the object).

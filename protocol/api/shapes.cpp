@@ -382,7 +382,7 @@ void write_dlq_page_fields(W& w, const node::dlq_page& p, const dlq_query& q) {
   for (auto& m : p.messages) {
     w.begin_object();
     w.kv("dlqId", m.dlq_id);
-    write_message_fields(w, m.frame);
+    write_message_fields(w, m.frame, false);
     w.kv("consumerGroup", m.group);
     w.kv("errorMessage", m.error);
     w.kv("retryCount", static_cast<std::uint64_t>(m.retry_count));

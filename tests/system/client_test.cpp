@@ -182,6 +182,19 @@ TEST_CASE("client timeouts answer unavailable and leave the connection "
   CHECK(h.err().code == errc::unavailable);
 }
 
+TEST_CASE("client refuses a request over the server's maxFrameBytes by "
+          "itself; the connection and the requests beside it go on",
+          "[system][client]") {
+  spoold_server srv{{"--msgpack-max-frame-bytes", "4096"}};
+  client::client c{to(srv.mp_port())};
+  REQUIRE(c.health());
+  auto big = c.push({item("q", std::string(10'000, 'x'), true)});
+  REQUIRE(!big);
+  CHECK(big.err().code == errc::too_large);
+  CHECK(c.push({item("q", "1")}));
+  CHECK(c.async().connects() == 1);
+}
+
 TEST_CASE("client reconnects after the server restarts and loses nothing "
           "acknowledged",
           "[system][client]") {
