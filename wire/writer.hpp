@@ -90,6 +90,12 @@ public:
     return *this;
   }
 
+  /// Room for `n` bytes in all (an answer whose size is known roughly
+  /// grows its buffer once, not by doubling copies).
+  void reserve(std::size_t n) {
+    out_.s.reserve(n + 4);
+  }
+
   /// The bytes written so far (the length prefix excluded).
   std::size_t size() const {
     return out_.s.size() - 4;

@@ -35,8 +35,10 @@ struct ctx {
     ex->respond(ok_frame(id, fill));
   }
   template <class Fill>
-  static std::string ok_frame(std::uint64_t id, Fill& fill) {
+  static std::string ok_frame(std::uint64_t id, Fill& fill,
+                              std::size_t size_hint = 0) {
     writer w;
+    w.reserve(size_hint);
     w.begin_object();
     w.kv("id", id);
     w.kv("ok", true);
@@ -130,7 +132,11 @@ void pop(const ctx& c) {
         api::write_pop_fields(w, *r);
       }
     };
-    auto frame = ctx::ok_frame(id, body);
+    // About 400 bytes of fields per message beside its payload.
+    std::size_t hint = 256;
+    for (auto& m : r->messages)
+      hint += m.payload.size() + 400 + m.transaction_id.size();
+    auto frame = ctx::ok_frame(id, body, hint);
     auto lease
         = r->messages.empty() ? std::string{} : r->messages.front().lease_id;
     std::function<void()> release;

@@ -103,8 +103,7 @@ void connection::deliver(std::shared_ptr<slot> s, std::string frame,
         on_unwritten();
       return;
     }
-    self->pending += frame;
-    ++self->pending_count;
+    self->pending.push_back(std::move(frame));
     self->pending_unwritten.push_back(std::move(on_unwritten));
     self->flush();
   });
@@ -218,8 +217,7 @@ void connection::dispatch(std::string_view body) {
 }
 
 void connection::answer_now(std::string frame) {
-  pending += frame;
-  ++pending_count;
+  pending.push_back(std::move(frame));
   pending_unwritten.emplace_back();
   flush();
 }
@@ -227,16 +225,18 @@ void connection::answer_now(std::string frame) {
 void connection::flush() {
   if (writing || closed || pending.empty())
     return;
-  outbuf.swap(pending);
+  outbufs.swap(pending);
   pending.clear();
-  out_count = pending_count;
-  pending_count = 0;
   out_unwritten.swap(pending_unwritten);
   pending_unwritten.clear();
   writing = true;
   write_began = clock_type::now();
+  std::vector<asio::const_buffer> bufs;
+  bufs.reserve(outbufs.size());
+  for (auto& f : outbufs)
+    bufs.emplace_back(asio::buffer(f));
   asio::async_write(
-      socket, asio::buffer(outbuf),
+      socket, bufs,
       asio::bind_executor(strand, [self = shared_from_this()](
                                       asio::error_code ec, std::size_t) {
         self->writing = false;
@@ -244,13 +244,9 @@ void connection::flush() {
           return;
         if (ec)
           return self->close();
-        self->in_flight -= std::min(self->in_flight, self->out_count);
-        self->out_count = 0;
+        self->in_flight -= std::min(self->in_flight, self->outbufs.size());
+        self->outbufs.clear();
         self->out_unwritten.clear();
-        if (self->outbuf.capacity() > (1u << 20))
-          std::string{}.swap(self->outbuf);
-        else
-          self->outbuf.clear();
         self->last_activity = clock_type::now();
         // An oversized frame's error is the last thing written (answers of
         // requests still in flight before it are not waited for); a drained

@@ -105,11 +105,11 @@ private:
   std::unordered_set<std::shared_ptr<slot>> open; ///< not answered yet
   /// Requests read and not yet written back (answered or not).
   std::size_t in_flight = 0;
-  std::string pending; ///< answers waiting for the write under way
-  std::size_t pending_count = 0;
+  /// Answers waiting for the write under way (each frame as it was made:
+  /// a write gathers them, copying none).
+  std::vector<std::string> pending;
   std::vector<std::function<void()>> pending_unwritten;
-  std::string outbuf; ///< the write under way
-  std::size_t out_count = 0;
+  std::vector<std::string> outbufs; ///< the write under way
   std::vector<std::function<void()>> out_unwritten;
   bool writing = false;
   bool reading = false;
