@@ -377,4 +377,40 @@ TEST_CASE("msgpack push refusals: a missing queue, a bad name, a payload JSON "
   CHECK(c.ok({{"op", "push"}, {"items", json::array()}})["items"].empty());
 }
 
+TEST_CASE(
+    "msgpack refusals of pop and purge and dlq_requeue carry the HTTP door's "
+    "codes and texts",
+    "[system][msgpack]") {
+  spoold_server srv{{"--pop-max-parked", "1"}};
+  mp_conn c{srv.mp_port()};
+  auto none = c.call({{"op", "pop"}});
+  CHECK(code_of(none) == "invalid_argument");
+  CHECK(message_of(none) == "queue or namespace is required");
+  auto batch = c.call({{"op", "pop"}, {"queue", "q"}, {"batch", 0}});
+  CHECK(code_of(batch) == "invalid_argument");
+  CHECK(message_of(batch).rfind("batch must be between 1 and", 0) == 0);
+  auto typed = c.call({{"op", "pop"}, {"queue", "q"}, {"wait", "yes"}});
+  CHECK(message_of(typed) == "wait must be a boolean");
+  CHECK(
+      message_of(c.call({{"op", "pop"}, {"queue", "q"}, {"consumerGroup", 7}}))
+      == "consumerGroup must be a string");
+  // One parked pop is the cap: the second is refused, with when to retry.
+  auto parked = c.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 5000}});
+  std::this_thread::sleep_for(200ms);
+  auto busy = c.call(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 5000}});
+  CHECK(code_of(busy) == "unavailable");
+  CHECK(busy["retryAfterMs"] == 1000);
+  c.ok({{"op", "push"}, {"items", {{{"queue", "q"}, {"payload", 1}}}}});
+  CHECK(c.answer(parked)["messages"].size() == 1);
+  auto purge = c.call({{"op", "purge"}, {"queue", "nope"}});
+  CHECK(code_of(purge) == "not_found");
+  CHECK(message_of(c.call({{"op", "purge"}})) == "queue is required");
+  auto requeue = c.call({{"op", "dlq_requeue"}, {"ids", {424242}}});
+  CHECK(code_of(requeue) == "not_found");
+  CHECK(message_of(c.call({{"op", "dlq_requeue"}, {"ids", {"x"}}}))
+        == "ids[0] must be a non-negative integer");
+}
+
 } // namespace spool::test
