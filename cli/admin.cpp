@@ -95,7 +95,8 @@ int run_subscription(context& ctx, const std::string& group,
                 {"subscriptionTimestamp", time_text(*t)},
                 {"rowsUpdated", *r}});
   else
-    std::printf("group %s now starts new queues at %s (%zu updated)\n",
+    std::printf("group %s: subscription time set to %s on %zu queue "
+                "record(s)\n",
                 group.c_str(), time_text(*t).c_str(), *r);
   return ok;
 }
@@ -202,6 +203,11 @@ std::string options_text(const options_patch& o) {
     if (o.*n.field)
       out += std::string{n.name} + "=" + (*(o.*n.field) ? "true" : "false")
              + " ";
+  if (o.retry_backoff_ms) {
+    out += "retryBackoffMs=";
+    for (std::size_t i = 0; i < o.retry_backoff_ms->size(); ++i)
+      out += (i ? "," : "") + std::to_string((*o.retry_backoff_ms)[i]);
+  }
   return out;
 }
 
@@ -302,10 +308,13 @@ int run_queues(context& ctx, const std::string& action, const queue_args& a) {
     auto r = c.configure(req);
     if (!r)
       return fail(ctx, r.err());
-    if (ctx.as_json) {
-      auto j = queue_json(*r);
-      j["created"] = r->created;
-      print_json(j);
+    if (ctx.as_json) { // (configure answers no partitions, no creation time)
+      print_json({{"name", r->name},
+                  {"namespace", r->name_space},
+                  {"task", r->task},
+                  {"created", r->created},
+                  {"options", options_json(r->options)},
+                  {"warnings", r->warnings}});
     } else {
       std::printf("%s queue %s: %s\n", r->created ? "created" : "configured",
                   r->name.c_str(), options_text(r->options).c_str());
@@ -350,8 +359,11 @@ int run_queues(context& ctx, const std::string& action, const queue_args& a) {
   }
   if (action == "describe" && !r->empty()) {
     auto& q = r->front();
-    std::printf("queue %s (namespace %s, task %s, created %s)\n",
-                q.name.c_str(), q.name_space.c_str(), q.task.c_str(),
+    std::printf("queue %s%s%s, created %s\n", q.name.c_str(),
+                q.name_space.empty()
+                    ? ""
+                    : (" (namespace " + q.name_space + ")").c_str(),
+                q.task.empty() ? "" : (" (task " + q.task + ")").c_str(),
                 time_text(q.created_at).c_str());
     std::printf("options: %s\n", options_text(q.options).c_str());
     table t{{"PARTITION", "ID", "LAST OFFSET", "WATERMARK", "MESSAGES"}};
@@ -464,7 +476,8 @@ void add_admin_commands(CLI::App& app, context& ctx, int& rc) {
   sub->require_subcommand(1);
   auto set_args = std::make_shared<std::pair<std::string, std::string>>();
   auto* set = sub->add_subcommand(
-      "set", "Where the group starts on queues it has not consumed yet");
+      "set", "Rewrite the subscription time of the queues the group has "
+             "subscribed to (its subscription records; semantics.md)");
   set->add_option("group", set_args->first, "the consumer group")->required();
   set->add_option("time", set_args->second, "RFC 3339, or now")->required();
   set->callback([&ctx, &rc, set_args] {

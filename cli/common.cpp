@@ -137,6 +137,30 @@ std::string payload_text(const node::message& m, std::size_t max) {
   return out;
 }
 
+std::string base64(std::string_view bytes) {
+  static constexpr char abc[]
+      = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  auto at = [&](std::size_t k) {
+    return static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[k]));
+  };
+  for (; i + 2 < bytes.size(); i += 3) {
+    auto v = at(i) << 16 | at(i + 1) << 8 | at(i + 2);
+    for (int sh : {18, 12, 6, 0})
+      out += abc[(v >> sh) & 63];
+  }
+  if (auto left = bytes.size() - i; left > 0) {
+    auto v = at(i) << 16 | (left == 2 ? at(i + 1) << 8 : 0);
+    out += abc[(v >> 18) & 63];
+    out += abc[(v >> 12) & 63];
+    out += left == 2 ? abc[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
 json message_json(const node::message& m) {
   json j = {{"queue", m.queue},
             {"partition", m.partition},
@@ -153,10 +177,9 @@ json message_json(const node::message& m) {
       h[k] = v;
     j["headers"] = h;
   }
-  if (m.binary) {
-    j["data"] = json::binary(
-        std::vector<std::uint8_t>(m.payload.begin(), m.payload.end()));
-    j["dataEncoding"] = "binary";
+  if (m.binary) { // as HTTP writes it
+    j["data"] = base64(m.payload);
+    j["dataEncoding"] = "base64";
   } else {
     auto parsed = json::parse(m.payload, nullptr, false);
     j["data"] = parsed.is_discarded() ? json(m.payload) : parsed;

@@ -79,7 +79,10 @@ std::string time_text(micros t);
 /// A payload for a human: JSON as is, bytes as printable text or base64-ish
 /// escapes, cut at `max` characters.
 std::string payload_text(const node::message& m, std::size_t max = 120);
-/// A message as JSON (--json output).
+/// Bytes as base64 (RFC 4648, padded).
+std::string base64(std::string_view bytes);
+/// A message as JSON (--json output); a binary payload as base64 with
+/// `dataEncoding: "base64"`, as HTTP writes it.
 json message_json(const node::message& m);
 
 /// `30s`, `5m`, `2h`, `1d`, `1h30m`, `500ms`; none when unreadable.

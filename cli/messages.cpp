@@ -298,7 +298,8 @@ struct ack_args {
 };
 
 int print_ack(const context& ctx, const node::ack_reply& r,
-              const std::vector<std::string>& txids) {
+              const std::vector<std::string>& txids,
+              const std::string& status) {
   bool all = true;
   json out = json::array();
   table t{{"TRANSACTION ID", "RESULT", "ERROR"}};
@@ -310,10 +311,11 @@ int print_ack(const context& ctx, const node::ack_reply& r,
                    {"success", it.success},
                    {"error", it.error},
                    {"dlq", it.dead_lettered}});
-    t.add(
-        {txid,
-         it.success ? (it.dead_lettered ? "dead-lettered" : "acked") : "failed",
-         it.error});
+    t.add({txid,
+           it.success
+               ? (it.dead_lettered ? std::string{"dead-lettered"} : status)
+               : std::string{"refused"},
+           it.error});
   }
   if (ctx.as_json)
     print_json(out);
@@ -350,7 +352,7 @@ int run_ack(context& ctx, const ack_args& a) {
   auto r = ctx.conn().ack(req);
   if (!r)
     return fail(ctx, r.err());
-  return print_ack(ctx, *r, a.transaction_ids);
+  return print_ack(ctx, *r, a.transaction_ids, a.status);
 }
 
 struct tail_args {
@@ -462,9 +464,10 @@ void add_pop_options(CLI::App* cmd, pop_args& a) {
   cmd->add_option("-g,--group", a.group,
                   "consumer group (default: queue mode)");
   cmd->add_option("--mode", a.mode,
-                  "a new group's start: all | new | timestamp");
+                  "where a new group starts: all | new (the server's "
+                  "default: all)");
   cmd->add_option("--from", a.from,
-                  "a new group's start time (RFC 3339 or now)");
+                  "where a new group starts: now, or an RFC 3339 time");
 }
 
 } // namespace

@@ -22,8 +22,8 @@ namespace spool::client {
 
 /// Push items with their payloads encoded: a binary payload as bin, a JSON
 /// one (its text) as the msgpack value it holds (the server stores it as
-/// JSON again). A payload that is not JSON text: `items[<i>].payload is
-/// not JSON: <why>`.
+/// JSON again, keys in their order). A payload that is not JSON text:
+/// `items[<i>].payload is not JSON text`.
 struct encoded_items {
   std::vector<node::push_item> items;
   std::vector<std::string> payloads; ///< one msgpack value per item

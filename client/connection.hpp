@@ -11,12 +11,17 @@
 /// - Each request has a deadline (`request_timeout`, or its own): past it,
 ///   its completion gets `unavailable` "timed out after <n> ms" (an answer
 ///   that comes later is dropped).
-/// - A lost connection fails the requests in flight with `unavailable`
+/// - A lost connection fails the requests written to it with `unavailable`
 ///   "connection lost" (they may or may not have been applied: a push with
-///   a transactionId is safe to retry) and reconnects with exponential
-///   backoff (`backoff_min` doubling to `backoff_max`); queued requests go
-///   out once it is back.
-/// - Completions run on the io thread, once each, and must not block.
+///   a transactionId is safe to retry); those not written yet go back to
+///   the queue. It reconnects with exponential backoff (`backoff_min`
+///   doubling to `backoff_max`); queued requests go out once it is back.
+/// - A request larger than the server's `maxFrameBytes` (from `hello`) is
+///   refused here with `too_large`, alone (the server would close).
+/// - A pop that times out here after it was sent may still take a lease
+///   on the server: its answer is dropped, the lease ends at its expiry.
+/// - Completions run on the io thread, once each, and must not block,
+///   throw, or destroy the connection.
 ///
 /// No CAF, no server code: only the wire (wire/) and the vocabulary.
 
