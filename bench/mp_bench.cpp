@@ -8,8 +8,10 @@
 //                   client.
 //   --mode consume  fills the queue first (as push, N messages), then pops
 //                   batches of B as one consumer group, R pops in flight,
-//                   each answered batch acked with one ack request, until
-//                   all N are consumed: msgs/s and CPU of the consume phase.
+//                   each answered batch acked with one ack request (one
+//                   cumulative `upTo` item per partition lease; `--acks
+//                   each`: one item per message), until all N are
+//                   consumed: msgs/s and CPU of the consume phase.
 //
 // Acceptance (issue 14): push >= 1,000,000 msgs/s (goal 2,000,000) and
 // consume >= 1,000,000 msgs/s at B = 1000, S = 100; see bench/README.md.
@@ -39,6 +41,9 @@ struct options {
   double seconds = 5;
   long messages = 2'000'000;
   std::string durability = "strict";
+  /// Acks name every message (transactionId) instead of one cumulative
+  /// `upTo` item per partition lease.
+  bool per_message_acks = false;
 };
 
 options parse(int argc, char** argv) {
@@ -65,6 +70,8 @@ options parse(int argc, char** argv) {
       o.messages = std::stol(v);
     else if (k == "--durability")
       o.durability = v;
+    else if (k == "--acks")
+      o.per_message_acks = v == "each";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -163,6 +170,20 @@ long push_phase(const options& o, client::connection& c, double seconds,
   return pushed.load();
 }
 
+/// An ack naming every message of a pop's answer by its transactionId.
+node::ack_request per_message_ack(const node::pop_reply& got) {
+  node::ack_request ack;
+  ack.group = got.group;
+  for (auto& m : got.messages) {
+    node::ack_item a;
+    a.partition_id = m.partition_id;
+    a.transaction_id = m.transaction_id;
+    a.lease_id = m.lease_id;
+    ack.items.push_back(std::move(a));
+  }
+  return ack;
+}
+
 /// Pops and acks until `total` are consumed; returns messages consumed.
 long consume_phase(const options& o, client::connection& c, long total) {
   std::atomic<long> consumed{0};
@@ -189,15 +210,8 @@ long consume_phase(const options& o, client::connection& c, long total) {
             return w.done(true);
           }
           empty_in_a_row = 0;
-          node::ack_request ack;
-          ack.group = got.group;
-          for (auto& m : got.messages) {
-            node::ack_item a;
-            a.partition_id = m.partition_id;
-            a.transaction_id = m.transaction_id;
-            a.lease_id = m.lease_id;
-            ack.items.push_back(std::move(a));
-          }
+          auto ack
+              = o.per_message_acks ? per_message_ack(got) : client::ack_of(got);
           auto n = static_cast<long>(got.messages.size());
           c.request(
               "ack", [ack](mp::writer& wr) { client::write_ack(wr, ack); },

@@ -410,14 +410,17 @@ int run_tail(context& ctx, tail_args a) {
     std::cout.flush();
     seen += r->messages.size();
     if (!r->messages.empty() && !p->auto_ack) {
-      auto acked = c.ack_all(*r);
+      auto req = client::ack_of(*r);
+      auto acked = c.ack(req);
       if (!acked)
         return fail(ctx, acked.err());
       for (std::size_t i = 0; i < acked->items.size(); ++i)
-        if (!acked->items[i].success) { // it will be delivered again
+        if (!acked->items[i].success) { // they will be delivered again
           ack_failed = true;
-          std::fprintf(stderr, "ack of %s failed: %s\n",
-                       r->messages[i].transaction_id.c_str(),
+          std::fprintf(stderr,
+                       "ack of partition %s up to offset %lld failed: %s\n",
+                       acked->items[i].partition.c_str(),
+                       static_cast<long long>(req.items[i].up_to.value_or(-1)),
                        acked->items[i].error.c_str());
         }
     }

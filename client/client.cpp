@@ -44,17 +44,9 @@ expected<node::ack_reply> client::ack(const node::ack_request& req) {
 }
 
 expected<node::ack_reply> client::ack_all(const node::pop_reply& popped) {
-  node::ack_request req;
-  if (!popped.group.empty() && popped.group != "__QUEUE_MODE__")
-    req.group = popped.group;
-  for (auto& m : popped.messages) {
-    node::ack_item a;
-    a.partition_id = m.partition_id;
-    a.transaction_id = m.transaction_id;
-    if (!m.lease_id.empty())
-      a.lease_id = m.lease_id;
-    req.items.push_back(std::move(a));
-  }
+  auto req = ack_of(popped);
+  if (req.items.empty())
+    return node::ack_reply{};
   return ack(req);
 }
 

@@ -46,7 +46,9 @@ public:
   /// request's deadline is that plus `request_timeout`).
   expected<node::pop_reply> pop(const node::pop_request& req);
   expected<node::ack_reply> ack(const node::ack_request& req);
-  /// Acks every message of a pop's answer as completed, in one request.
+  /// Acks every message of a pop's answer as completed, in one request of
+  /// one cumulative item per partition lease (`ack_of`): the reply has one
+  /// item per partition of the answer (none for an autoAck pop).
   expected<node::ack_reply> ack_all(const node::pop_reply& popped);
   expected<node::extend_reply> extend(const node::extend_request& req);
   expected<node::seek_reply> seek(const node::seek_request& req);

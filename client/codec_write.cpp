@@ -1,5 +1,7 @@
 // Encoding requests (client/codec.hpp).
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "client/codec.hpp"
@@ -32,6 +34,7 @@ void opt(mp::writer& w, std::string_view k, const std::optional<T>& v) {
 void write_ack_fields(mp::writer& w, const node::ack_item& a) {
   opt(w, "transactionId", a.transaction_id);
   opt(w, "offset", a.offset);
+  opt(w, "upTo", a.up_to);
   w.kv("partitionId", a.partition_id);
   w.kv("status", status_name(a.status));
   opt(w, "consumerGroup", a.group);
@@ -114,6 +117,29 @@ void write_pop(mp::writer& w, const node::pop_request& r) {
     w.kv("subscriptionMode", r.subscription_mode);
   if (!r.subscription_from.empty())
     w.kv("subscriptionFrom", r.subscription_from);
+}
+
+node::ack_request ack_of(const node::pop_reply& popped) {
+  node::ack_request req;
+  if (!popped.group.empty() && popped.group != queue_mode_group)
+    req.group = popped.group;
+  for (auto& m : popped.messages) {
+    if (m.lease_id.empty())
+      continue; // autoAck: nothing to settle
+    auto same = [&](const node::ack_item& a) {
+      return a.partition_id == m.partition_id && a.lease_id == m.lease_id;
+    };
+    auto it = std::find_if(req.items.begin(), req.items.end(), same);
+    if (it == req.items.end()) {
+      auto& a = req.items.emplace_back();
+      a.partition_id = m.partition_id;
+      a.lease_id = m.lease_id;
+      a.up_to = m.offset;
+    } else {
+      it->up_to = std::max(*it->up_to, m.offset);
+    }
+  }
+  return req;
 }
 
 void write_ack(mp::writer& w, const node::ack_request& r) {

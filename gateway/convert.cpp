@@ -152,7 +152,7 @@ expected<std::vector<actors::located_ack>> to_broker(node::ack_request& req) {
   out.reserve(req.items.size());
   for (std::size_t i = 0; i < req.items.size(); ++i) {
     auto& item = req.items[i];
-    if (!item.transaction_id && !item.offset)
+    if (!item.transaction_id && !item.offset && !item.up_to)
       return make_error(errc::invalid_argument, "acknowledgments[", i,
                         "].transactionId is required");
     if (item.partition_id.empty())
@@ -165,6 +165,8 @@ expected<std::vector<actors::located_ack>> to_broker(node::ack_request& req) {
     a.ack.lease_epoch = item.lease_epoch;
     a.ack.off = offset{item.offset.value_or(0)};
     a.ack.transaction_id = std::move(item.transaction_id);
+    if (item.up_to)
+      a.ack.up_to = offset{*item.up_to};
     a.ack.status = item.status;
     a.ack.error = std::move(item.error);
     a.ack.delay = item.delay;

@@ -139,6 +139,9 @@ struct ack_item {
   std::string partition_id;
   std::optional<std::string> transaction_id;
   std::optional<std::int64_t> offset;
+  /// A cumulative ack (`upTo`): the lease's frames at or below it, all
+  /// completed, in place of one frame; needs `lease_id`.
+  std::optional<std::int64_t> up_to;
   ack_status status = ack_status::completed;
   std::optional<std::string> group; ///< per item; the request's wins
   std::optional<std::string> lease_id;

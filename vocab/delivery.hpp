@@ -49,6 +49,10 @@ struct ack_request {
   /// is then ignored, the cursor resolves the id against the frames its
   /// last lease delivered (`cursor_core::frame_of`).
   std::optional<std::string> transaction_id;
+  /// A cumulative ack instead (the wire's `upTo`, as JetStream's AckAll or
+  /// Pulsar's cumulative ack): every frame of the live lease at or below
+  /// this offset, completed (`cursor_core::ack_through`).
+  std::optional<offset> up_to;
   ack_status status = ack_status::completed;
   std::string error;                 ///< failure text (failed, dlq)
   std::optional<milliseconds> delay; ///< delayMs (failed, retry)

@@ -25,6 +25,12 @@ cursor_policy cursor_policy::from(const storage::queue_options& opts) {
 expected<void> check_ack(const ack_request& req) {
   if (req.transaction_id && req.transaction_id->empty())
     return make_error(errc::invalid_argument, "transactionId is empty");
+  if (req.up_to && req.transaction_id)
+    return make_error(errc::invalid_argument,
+                      "upTo names frames by offset: no transactionId with it");
+  if (req.up_to && req.status != ack_status::completed)
+    return make_error(errc::invalid_argument,
+                      "upTo completes frames: its status is completed");
   if (req.delay && (req.delay->count() < 0 || *req.delay > max_ack_delay))
     return make_error(errc::invalid_argument, "delayMs must be between 0 and ",
                       max_ack_delay.count(), ", got ", req.delay->count());
@@ -309,92 +315,6 @@ bool cursor_core::release_unwritten(const std::string& lease_id) {
   settled_.clear();
   not_before_.reset();
   return true;
-}
-
-// -- settlement ---------------------------------------------------------------
-
-ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
-                             mono_time now) {
-  ack_outcome out;
-  bool live = lease_ && now < lease_->expires;
-  if (req.lease_id || req.lease_epoch) {
-    if (!live || (req.lease_id && *req.lease_id != lease_->id)
-        || (req.lease_epoch && *req.lease_epoch != lease_->epoch)) {
-      out.error = ack_error::invalid_lease;
-      return out;
-    }
-  }
-  // The frame: by offset, or by transactionId (the frame of the last lease
-  // with that id; a frame of an earlier lease is not known); then the rules
-  // of an ack by offset, on `at`.
-  offset at = req.off;
-  if (req.transaction_id) {
-    auto off = frame_of(*req.transaction_id);
-    if (!off) {
-      out.error = live ? ack_error::not_in_lease : ack_error::invalid_lease;
-      return out;
-    }
-    at = *off;
-  }
-  if (at.value < 0 || at > last_offset) {
-    out.error = ack_error::not_found;
-    return out;
-  }
-  // The frame of a requeue lease: its offset is usually at or below
-  // committed, so it is recognised before the idempotent check.
-  if (lease_ && lease_->requeued && lease_offsets_.front() == at
-      && !settled_.front()) {
-    if (!live) {
-      out.error = ack_error::invalid_lease;
-      return out;
-    }
-    return ack_requeued(req, now);
-  }
-  // The frame's place in the lease (O(1) for a run of offsets, else a
-  // binary search: a list of n acks stays O(n log n)).
-  auto idx = lease_index(at);
-  // Settled already: idempotent success, nothing changes.
-  if (at <= committed_ || is_done(at) || (idx && settled_[*idx]))
-    return out;
-  if (!live) {
-    out.error = ack_error::invalid_lease;
-    return out;
-  }
-  if (!idx) {
-    out.error = ack_error::not_in_lease;
-    return out;
-  }
-  out.changed = true;
-  switch (req.status) {
-  case ack_status::completed:
-    counters(at).done = true;
-    settled_[*idx] = true;
-    --unsettled_;
-    break;
-  case ack_status::dlq:
-    out.dead = bury(at, req.error);
-    settled_[*idx] = true;
-    --unsettled_;
-    break;
-  case ack_status::failed: {
-    out.dead = charge(at, req.error);
-    auto delay
-        = req.delay ? *req.delay : retry_delay_for(counters(at).failures);
-    end_lease(now, delay);
-    out.lease_released = true;
-    break;
-  }
-  case ack_status::retry:
-    end_lease(now, req.delay.value_or(milliseconds{0}));
-    out.lease_released = true;
-    break;
-  }
-  if (lease_ && unsettled_ == 0) {
-    end_lease(now, milliseconds{0});
-    out.lease_released = true;
-  }
-  advance();
-  return out;
 }
 
 std::pair<bool, std::vector<dead_letter>> cursor_core::expire(mono_time now) {

@@ -267,6 +267,14 @@ private:
   storage::requeued_frame* find_requeued(std::uint64_t dlq_id);
   /// Settles an ack of the live requeue lease's frame.
   ack_outcome ack_requeued(const ack_request& req, mono_time now);
+  /// A cumulative ack (`ack_request::up_to`): the live lease's frames at or
+  /// below `up_to`, completed. No frame of the lease there: not_in_lease.
+  ack_outcome ack_through(offset up_to, offset last_offset, mono_time now);
+  /// The live lease's frame at `idx` completed.
+  void complete(std::size_t idx);
+  /// After an ack settled frames: the lease ends when none is left, and
+  /// committed advances.
+  void end_if_settled(ack_outcome& out, mono_time now);
   /// failures + 1 on a requeued entry; past the retry limit it returns.
   std::optional<dead_letter> charge_requeued(std::uint64_t dlq_id,
                                              const std::string& error);

@@ -59,6 +59,11 @@ expected<node::ack_item> read_ack_object(typename F::object_t& obj,
       if (!n)
         return n.err();
       item.offset = *n;
+    } else if (key == "upTo") {
+      auto n = F::as_int(v, name);
+      if (!n)
+        return n.err();
+      item.up_to = *n;
     } else if (key == "status") {
       auto st = read_status<F>(v, name, in_txn);
       if (!st)
@@ -110,8 +115,21 @@ expected<node::ack_item> read_ack_object(typename F::object_t& obj,
                         e.message.insert(0, field_name(where, key));
                         return e;
                       }));
+  if (item.up_to) {
+    auto up_to = field_name(where, "upTo");
+    if (item.transaction_id || item.offset)
+      return make_error(errc::invalid_argument, up_to,
+                        " names frames by itself: no transactionId or offset "
+                        "with it");
+    if (item.status != ack_status::completed)
+      return make_error(errc::invalid_argument, up_to,
+                        " completes frames: status must be completed");
+    if (!item.lease_id)
+      return make_error(errc::invalid_argument, field_name(where, "leaseId"),
+                        " is required with upTo");
+  }
   // Queen's order: the transactionId first.
-  if (!item.transaction_id && !item.offset)
+  if (!item.transaction_id && !item.offset && !item.up_to)
     return required(field_name(where, "transactionId"));
   if (item.partition_id.empty())
     return make_error(errc::invalid_argument, field_name(where, "partitionId"),

@@ -79,10 +79,12 @@ TEST_CASE("client typed calls round trip over the msgpack door",
   CHECK(got->messages[1].payload == std::string("\0\1\2", 3));
   CHECK(got->messages[1].binary);
   CHECK(got->messages[0].created_at > 0);
-  auto acked = c.ack_all(*got);
+  auto acked = c.ack_all(*got); // one cumulative item: one partition
   REQUIRE(acked);
-  CHECK(acked->items.size() == 2);
+  REQUIRE(acked->items.size() == 1);
   CHECK(acked->items[0].success);
+  CHECK(acked->items[0].lease_released);
+  CHECK(acked->items[0].partition == "Default");
 
   node::groups_request g;
   g.group = "billing";

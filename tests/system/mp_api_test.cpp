@@ -161,6 +161,84 @@ TEST_CASE("msgpack ack, extend and a group's cursor: per-item outcomes stay "
         == "partition needs queue");
 }
 
+TEST_CASE("a cumulative ack (upTo) settles a lease's frames up to an offset "
+          "over msgpack and HTTP alike",
+          "[system][msgpack][upto]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  for (int i = 0; i < 5; ++i)
+    push_one(c, "q", bin("m" + std::to_string(i)));
+  auto p = c.ok(
+      {{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}, {"batch", 4}});
+  REQUIRE(p["messages"].size() == 4);
+  auto lease = p["leaseId"].get<std::string>();
+  auto pid = p["partitionId"].get<std::string>();
+  auto ack = [&](json item) {
+    return c.call({{"op", "ack"},
+                   {"consumerGroup", "g"},
+                   {"acknowledgments", json::array({item})}});
+  };
+  auto committed = [&] {
+    return c
+        .ok({{"op", "groups"},
+             {"consumerGroup", "g"}})["groups"][0]["committed"]
+        .get<int>();
+  };
+  // Refusals name the field; nothing is settled.
+  auto failed = ack({{"partitionId", pid},
+                     {"leaseId", lease},
+                     {"upTo", 1},
+                     {"status", "failed"}});
+  CHECK(code_of(failed) == "invalid_argument");
+  CHECK(message_of(failed)
+        == "acknowledgments[0].upTo completes frames: status must be "
+           "completed");
+  CHECK(message_of(ack({{"partitionId", pid}, {"upTo", 1}}))
+        == "acknowledgments[0].leaseId is required with upTo");
+  CHECK(message_of(ack({{"partitionId", pid},
+                        {"leaseId", lease},
+                        {"upTo", 1},
+                        {"transactionId", "x"}}))
+        == "acknowledgments[0].upTo names frames by itself: no "
+           "transactionId or offset with it");
+  CHECK(
+      message_of(ack({{"partitionId", pid}, {"leaseId", lease}, {"upTo", "1"}}))
+      == "acknowledgments[0].upTo must be an integer");
+  CHECK(committed() == -1);
+  // Item errors: another lease, an offset past the partition.
+  auto other = ack({{"partitionId", pid}, {"leaseId", "nope"}, {"upTo", 1}});
+  CHECK(other["items"][0]["error"] == "Invalid or expired lease");
+  auto far = ack({{"partitionId", pid}, {"leaseId", lease}, {"upTo", 99}});
+  CHECK(far["items"][0]["error"] == "Message not found");
+  CHECK(committed() == -1);
+
+  auto part = ack({{"partitionId", pid}, {"leaseId", lease}, {"upTo", 1}});
+  REQUIRE(part["items"].size() == 1);
+  CHECK(part["items"][0]["success"] == true);
+  CHECK(part["items"][0]["leaseReleased"] == false);
+  CHECK(committed() == 1);
+
+  // The rest of the lease over HTTP; a repeat succeeds and changes nothing.
+  json rest = {{"consumerGroup", "g"},
+               {"acknowledgments",
+                {{{"partitionId", pid}, {"leaseId", lease}, {"upTo", 3}}}}};
+  auto h = srv.post("/api/v1/ack/batch", rest.dump());
+  REQUIRE(h.status == 200);
+  auto items = h.body_json();
+  CHECK(items[0]["success"] == true);
+  CHECK(items[0]["leaseReleased"] == true);
+  CHECK(committed() == 3);
+  auto again = srv.post("/api/v1/ack/batch", rest.dump()).body_json();
+  CHECK(again[0]["success"] == false); // the lease it names has ended
+  CHECK(again[0]["error"] == "Invalid or expired lease");
+  CHECK(committed() == 3);
+  // The next pop starts after what was settled.
+  auto next = c.ok(
+      {{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}, {"batch", 4}});
+  REQUIRE(next["messages"].size() == 1);
+  CHECK(next["messages"][0]["offset"] == 4);
+}
+
 TEST_CASE("msgpack seek and subscription move a group as the product "
           "document's routes do, with the dry run's before and after",
           "[system][msgpack][replay]") {

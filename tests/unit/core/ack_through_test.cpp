@@ -1,0 +1,138 @@
+// A cumulative ack (`upTo`, api.md): every frame of the live lease at or
+// below an offset, completed, in one item.
+
+#include <catch2/catch.hpp>
+
+#include "core/cursor/cursor_core.hpp"
+
+using namespace spool;
+using namespace spool::core;
+using namespace std::chrono_literals;
+
+namespace {
+
+const mono_time t0 = mono_time{} + 1000h;
+
+/// A cursor on offsets 0..9 that leased its first `n` frames.
+struct leased {
+  cursor_core cur{storage::cursor_record{}, [] {
+                    cursor_policy p;
+                    p.lease_time = 30s;
+                    return p;
+                  }()};
+  lease_info lease;
+
+  explicit leased(std::size_t n) {
+    auto plan = cur.plan(t0, offset{0}, offset{9}, n);
+    REQUIRE(std::holds_alternative<delivery_plan>(plan));
+    auto& p = std::get<delivery_plan>(plan);
+    auto g = cur.grant(p, p.deliver.size(), "L1", t0);
+    REQUIRE(g.lease);
+    lease = *g.lease;
+  }
+
+  ack_outcome up_to(std::int64_t o, mono_time now = t0,
+                    std::optional<std::string> lease_id = "L1") {
+    ack_request r;
+    r.lease_id = std::move(lease_id);
+    r.up_to = offset{o};
+    return cur.ack(r, offset{9}, now);
+  }
+
+  ack_outcome one(std::int64_t o, ack_status s = ack_status::completed) {
+    ack_request r;
+    r.lease_id = "L1";
+    r.off = offset{o};
+    r.status = s;
+    return cur.ack(r, offset{9}, t0);
+  }
+};
+
+} // namespace
+
+TEST_CASE("an upTo ack of the lease's last frame settles the whole lease",
+          "[cursor][ack][upto]") {
+  leased fx(5);
+  auto out = fx.up_to(4);
+  CHECK(out.error == ack_error::none);
+  CHECK(out.changed);
+  CHECK(out.lease_released);
+  CHECK(fx.cur.committed() == offset{4});
+  CHECK_FALSE(fx.cur.lease());
+}
+
+TEST_CASE("an upTo ack inside the lease settles the frames below it only",
+          "[cursor][ack][upto]") {
+  leased fx(5);
+  auto out = fx.up_to(2);
+  CHECK(out.error == ack_error::none);
+  CHECK_FALSE(out.lease_released);
+  CHECK(fx.cur.committed() == offset{2});
+  REQUIRE(fx.cur.lease()); // 3 and 4 are still leased
+  CHECK(fx.one(4).error == ack_error::none);
+  CHECK(fx.cur.committed() == offset{2});
+  auto last = fx.one(3);
+  CHECK(last.lease_released);
+  CHECK(fx.cur.committed() == offset{4});
+}
+
+TEST_CASE("an upTo ack passes over frames acked one by one before it",
+          "[cursor][ack][upto]") {
+  leased fx(5);
+  fx.one(1);
+  fx.one(3);
+  auto out = fx.up_to(4);
+  CHECK(out.lease_released);
+  CHECK(fx.cur.committed() == offset{4});
+}
+
+TEST_CASE("an upTo ack repeated succeeds and changes nothing",
+          "[cursor][ack][upto]") {
+  leased fx(5);
+  fx.up_to(2);
+  auto again = fx.up_to(2);
+  CHECK(again.error == ack_error::none);
+  CHECK_FALSE(again.changed);
+  fx.up_to(4);
+  // The lease ended: a repeat without naming it is a settled range.
+  auto after = fx.up_to(4, t0, std::nullopt);
+  CHECK(after.error == ack_error::none);
+  CHECK_FALSE(after.changed);
+}
+
+TEST_CASE("an upTo ack needs the live lease", "[cursor][ack][upto]") {
+  leased fx(5);
+  auto late = fx.up_to(4, t0 + 31s);
+  CHECK(late.error == ack_error::invalid_lease);
+  CHECK_FALSE(late.changed);
+  CHECK(fx.cur.committed() == offset{-1});
+  CHECK(fx.up_to(4, t0, "L-other").error == ack_error::invalid_lease);
+  CHECK(fx.cur.committed() == offset{-1});
+}
+
+TEST_CASE("an upTo ack beyond the partition is not found and one above "
+          "the lease covers it all",
+          "[cursor][ack][upto]") {
+  leased fx(3);
+  CHECK(fx.up_to(10).error == ack_error::not_found);
+  CHECK(fx.up_to(-1).error == ack_error::not_found);
+  CHECK(fx.cur.committed() == offset{-1});
+  auto out = fx.up_to(8); // frames 3..8 were never delivered: untouched
+  CHECK(out.error == ack_error::none);
+  CHECK(out.lease_released);
+  CHECK(fx.cur.committed() == offset{2});
+}
+
+TEST_CASE("an upTo ack is completed only and names no transactionId",
+          "[cursor][ack][upto]") {
+  ack_request r;
+  r.up_to = offset{3};
+  CHECK(check_ack(r));
+  r.status = ack_status::failed;
+  REQUIRE_FALSE(check_ack(r));
+  CHECK(check_ack(r).err().message
+        == "upTo completes frames: its status is completed");
+  r.status = ack_status::completed;
+  r.transaction_id = "tx";
+  CHECK_FALSE(check_ack(r));
+}
