@@ -84,32 +84,75 @@ private:
   const object* o_;
 };
 
+std::string_view text_of(const object& v) {
+  if (v.type == msgpack::type::STR)
+    return {v.via.str.ptr, v.via.str.size};
+  if (v.type == msgpack::type::BIN)
+    return {v.via.bin.ptr, v.via.bin.size};
+  return {};
+}
+
+std::int64_t int_of(const object& v) {
+  if (v.type == msgpack::type::POSITIVE_INTEGER)
+    return static_cast<std::int64_t>(v.via.u64);
+  if (v.type == msgpack::type::NEGATIVE_INTEGER)
+    return v.via.i64;
+  return 0;
+}
+
+/// One pass over a message's fields (a pop answers a thousand of them: a
+/// lookup per field would scan the map once per field).
 node::message read_message(const view& m) {
   node::message out;
-  out.queue = m.str("queue");
-  out.partition = m.str("partition");
-  out.partition_id = m.str("partitionId");
-  out.offset = m.i64("offset");
-  out.transaction_id = m.str("transactionId");
-  out.trace_id = m.str("traceId");
-  if (auto h = m.get("headers"); h && h->type == msgpack::type::MAP)
-    for (std::uint32_t i = 0; i < h->via.map.size; ++i) {
-      auto& kv = h->via.map.ptr[i];
-      if (kv.key.type == msgpack::type::STR
-          && kv.val.type == msgpack::type::STR)
-        out.headers.emplace_back(
-            std::string{kv.key.via.str.ptr, kv.key.via.str.size},
-            std::string{kv.val.via.str.ptr, kv.val.via.str.size});
-    }
-  out.payload = m.str("data");
-  out.binary = m.str("dataEncoding") == "binary";
-  out.producer_sub = m.str("producerSub");
-  out.created_at = parse_time(m.str("createdAt"));
-  out.delivery_count = static_cast<std::uint32_t>(m.u64("deliveryCount"));
-  if (m.boolean("requeued"))
-    out.requeued = m.u64("dlqId");
-  out.lease_id = m.str("leaseId");
-  out.lease_epoch = m.u64("leaseEpoch");
+  auto* o = m.raw();
+  if (!o || o->type != msgpack::type::MAP)
+    return out;
+  bool requeued = false;
+  std::uint64_t dlq_id = 0;
+  for (std::uint32_t i = 0; i < o->via.map.size; ++i) {
+    auto& kv = o->via.map.ptr[i];
+    auto k = text_of(kv.key);
+    auto& v = kv.val;
+    if (k == "data")
+      out.payload = text_of(v);
+    else if (k == "offset")
+      out.offset = int_of(v);
+    else if (k == "transactionId")
+      out.transaction_id = text_of(v);
+    else if (k == "partitionId")
+      out.partition_id = text_of(v);
+    else if (k == "createdAt")
+      out.created_at = parse_time(text_of(v));
+    else if (k == "leaseId")
+      out.lease_id = text_of(v);
+    else if (k == "leaseEpoch")
+      out.lease_epoch = static_cast<std::uint64_t>(int_of(v));
+    else if (k == "deliveryCount")
+      out.delivery_count = static_cast<std::uint32_t>(int_of(v));
+    else if (k == "dataEncoding")
+      out.binary = text_of(v) == "binary";
+    else if (k == "queue")
+      out.queue = text_of(v);
+    else if (k == "partition")
+      out.partition = text_of(v);
+    else if (k == "traceId")
+      out.trace_id = text_of(v);
+    else if (k == "producerSub")
+      out.producer_sub = text_of(v);
+    else if (k == "requeued")
+      requeued = v.type == msgpack::type::BOOLEAN && v.via.boolean;
+    else if (k == "dlqId")
+      dlq_id = static_cast<std::uint64_t>(int_of(v));
+    else if (k == "headers" && v.type == msgpack::type::MAP)
+      for (std::uint32_t j = 0; j < v.via.map.size; ++j) {
+        auto& h = v.via.map.ptr[j];
+        if (h.key.type == msgpack::type::STR
+            && h.val.type == msgpack::type::STR)
+          out.headers.emplace_back(text_of(h.key), text_of(h.val));
+      }
+  }
+  if (requeued)
+    out.requeued = dlq_id;
   return out;
 }
 

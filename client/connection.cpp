@@ -325,8 +325,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       rep->frame.assign(inbuf, pos + 4, cut.length);
       pos += 4 + cut.length;
       try {
-        msgpack::unpack(rep->handle, rep->frame.data(), rep->frame.size(),
-                        &refer);
+        // One zone chunk for the whole tree (about three bytes of objects
+        // per byte of a pop's answer), not a chunk of 8 KiB at a time.
+        auto z = std::make_unique<msgpack::zone>(
+            std::max<std::size_t>(MSGPACK_ZONE_CHUNK_SIZE, 3 * cut.length));
+        auto root
+            = msgpack::unpack(*z, rep->frame.data(), rep->frame.size(), &refer);
+        rep->handle = msgpack::object_handle(root, std::move(z));
       } catch (const std::exception& ex) {
         lost(std::string{"undecodable answer: "} + ex.what());
         return false;

@@ -127,6 +127,10 @@ node::pop_reply from_broker(const std::string& queue, const std::string& group,
   out.group = group;
   out.reason = r.reason;
   out.partitions_claimed = r.claimed.size();
+  std::size_t n = 0;
+  for (auto& d : r.claimed)
+    n += d.reply.messages.size();
+  out.messages.reserve(n);
   for (auto& d : r.claimed) {
     auto& lease = d.reply.lease;
     for (auto& dm : d.reply.messages) {

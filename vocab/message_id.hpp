@@ -17,6 +17,12 @@ namespace spool {
 /// variant bits 10 and the offset's low 62 bits.
 std::string message_uuid(std::string_view partition_uuid, std::int64_t offset);
 
+/// The same in two steps, for a run of messages of one partition: the
+/// partition's half (a hash), once; then each id into `out`, no allocation.
+std::uint64_t message_uuid_high(std::string_view partition_uuid);
+void format_message_uuid(char (&out)[36], std::uint64_t high,
+                         std::int64_t offset);
+
 /// The offset `id` names if it is a message id of this partition (the
 /// exact text `message_uuid` makes for it), none otherwise.
 std::optional<std::int64_t> message_uuid_offset(std::string_view partition_uuid,

@@ -141,6 +141,25 @@ std::string format_micros(micros t) {
   return format_time(t, 6);
 }
 
+std::string_view micros_formatter::operator()(micros t) {
+  auto second = t >= 0 ? t / 1'000'000 : -((-t + 999'999) / 1'000'000);
+  if (second != second_) {
+    auto text = format_micros(t);
+    if (text.size() != sizeof buf_) {
+      second_ = INT64_MIN;
+      other_ = std::move(text);
+      return other_;
+    }
+    std::copy(text.begin(), text.end(), buf_);
+    second_ = second;
+    return {buf_, sizeof buf_};
+  }
+  auto frac = t - second * 1'000'000;
+  for (int i = 25; i >= 20; --i, frac /= 10)
+    buf_[i] = static_cast<char>('0' + frac % 10);
+  return {buf_, sizeof buf_};
+}
+
 std::string format_millis(micros t) {
   return format_time(t, 3);
 }

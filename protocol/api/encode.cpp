@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "wire/rfc3339.hpp"
 #include "vocab/message_id.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 
@@ -55,9 +55,25 @@ void write_payload(mp::writer& w, std::string_view key, const node::message& m,
   w.kv(encoding_key, m.binary ? "binary" : "json");
 }
 
+/// What a run of messages (one pop's answer) shares, kept per thread: the
+/// id's hash of the partition and the createdAt second's text.
+struct run_memo {
+  std::string partition_id;
+  std::uint64_t id_high = message_uuid_high("");
+  timefmt::micros_formatter created_at;
+};
+
+thread_local run_memo memo;
+
 template <class W>
 void write_message_fields(W& w, const node::message& m, bool requeue_id) {
-  w.kv("id", message_id(m.partition_id, m.offset));
+  if (m.partition_id != memo.partition_id) {
+    memo.partition_id = m.partition_id;
+    memo.id_high = message_uuid_high(m.partition_id);
+  }
+  char id[36];
+  format_message_uuid(id, memo.id_high, m.offset);
+  w.kv("id", std::string_view{id, sizeof id});
   w.kv("offset", m.offset);
   w.kv("transactionId", m.transaction_id);
   str_or_null(w, "traceId", m.trace_id);
@@ -67,7 +83,7 @@ void write_message_fields(W& w, const node::message& m, bool requeue_id) {
   w.end_object();
   write_payload(w, "data", m, "dataEncoding");
   str_or_null(w, "producerSub", m.producer_sub);
-  w.kv("createdAt", timefmt::format_micros(m.created_at));
+  w.kv("createdAt", memo.created_at(m.created_at));
   w.kv("queue", m.queue);
   w.kv("partitionId", m.partition_id);
   w.kv("partition", m.partition);
@@ -126,7 +142,7 @@ void write_options(W& w, const queue_options& o) {
 }
 
 #define SPOOL_SHAPES(W)                                                        \
-  template void write_message_fields(W&, const node::message&, bool);                \
+  template void write_message_fields(W&, const node::message&, bool);          \
   template void write_queue_names(W&, const node::queue_info&);                \
   template void write_options(W&, const queue_options&);
 SPOOL_SHAPES(json::writer)
