@@ -121,8 +121,9 @@ node::message read_message(const view& m) {
       out.transaction_id = text_of(v);
     else if (k == "partitionId")
       out.partition_id = text_of(v);
-    else if (k == "createdAt")
-      out.created_at = parse_time(text_of(v));
+    else if (k == "createdAt") // µs in a compact pop, else RFC 3339
+      out.created_at
+          = v.type == msgpack::type::STR ? parse_time(text_of(v)) : int_of(v);
     else if (k == "leaseId")
       out.lease_id = text_of(v);
     else if (k == "leaseEpoch")
@@ -221,6 +222,34 @@ std::vector<node::push_result> read_push(const object& root) {
   return out;
 }
 
+namespace {
+
+/// A compact pop's messages (docs/protocol.md): each partition's shared
+/// fields once, under `partitions`.
+void read_compact(const view& v, node::pop_reply& r) {
+  for (auto& p : v.list("partitions")) {
+    auto partition = p.str("partition");
+    auto partition_id = p.str("partitionId");
+    auto lease_id = p.str("leaseId");
+    auto epoch = p.u64("leaseEpoch");
+    auto* ms = p.get("messages");
+    if (!ms || ms->type != msgpack::type::ARRAY)
+      continue;
+    r.messages.reserve(r.messages.size() + ms->via.array.size);
+    for (std::uint32_t i = 0; i < ms->via.array.size; ++i) {
+      auto& m
+          = r.messages.emplace_back(read_message(view{&ms->via.array.ptr[i]}));
+      m.queue = r.queue;
+      m.partition = partition;
+      m.partition_id = partition_id;
+      m.lease_id = lease_id;
+      m.lease_epoch = epoch;
+    }
+  }
+}
+
+} // namespace
+
 node::pop_reply read_pop(const object& root) {
   view v{&root};
   node::pop_reply r;
@@ -229,6 +258,8 @@ node::pop_reply read_pop(const object& root) {
   r.partitions_claimed = v.u64("partitionsClaimed");
   for (auto& m : v.list("messages"))
     r.messages.push_back(read_message(m));
+  read_compact(v, r);
+
   auto reason = v.str("empty");
   for (auto e :
        {empty_reason::empty, empty_reason::lease_held, empty_reason::delayed,

@@ -117,6 +117,7 @@ void write_pop(mp::writer& w, const node::pop_request& r) {
     w.kv("subscriptionMode", r.subscription_mode);
   if (!r.subscription_from.empty())
     w.kv("subscriptionFrom", r.subscription_from);
+  w.kv("compact", true); // read_pop reads either shape
 }
 
 node::ack_request ack_of(const node::pop_reply& popped) {

@@ -95,6 +95,28 @@ void write_message_fields(W& w, const node::message& m, bool requeue_id) {
   }
 }
 
+void write_message_compact(mp::writer& w, const node::message& m) {
+  w.kv("offset", m.offset);
+  w.kv("transactionId", m.transaction_id);
+  write_payload(w, "data", m, "dataEncoding");
+  w.kv("createdAt", m.created_at);
+  w.kv("deliveryCount", static_cast<std::uint64_t>(m.delivery_count));
+  if (!m.trace_id.empty())
+    w.kv("traceId", m.trace_id);
+  if (!m.producer_sub.empty())
+    w.kv("producerSub", m.producer_sub);
+  if (!m.headers.empty()) {
+    w.key("headers").begin_object();
+    for (auto& [k, v] : m.headers)
+      w.kv(k, v);
+    w.end_object();
+  }
+  if (m.requeued) {
+    w.kv("requeued", true);
+    w.kv("dlqId", *m.requeued);
+  }
+}
+
 template <class W>
 void write_queue_names(W& w, const node::queue_info& q) {
   w.kv("id", std::to_string(q.id));

@@ -27,13 +27,16 @@ void write_payload(json::writer& w, std::string_view key,
 void write_payload(mp::writer& w, std::string_view key, const node::message& m,
                    std::string_view encoding_key);
 
+/// A message of a compact pop (docs/protocol.md): its own fields only,
+/// `createdAt` as µs since the epoch, empty ones left out.
+void write_message_compact(mp::writer& w, const node::message& m);
+
 /// A message's fields (the caller opens and closes the object). A
 /// requeued dead letter says `requeued` and the id of the entry it came
 /// from as `dlqId`, unless `requeue_id` is false (a DLQ listing, whose own
 /// `dlqId` is the entry's).
 template <class W>
-void write_message_fields(W& w, const node::message& m,
-                          bool requeue_id = true);
+void write_message_fields(W& w, const node::message& m, bool requeue_id = true);
 
 /// A queue's id, name, namespace, task and createdAt (the caller opens and
 /// closes the object).

@@ -116,18 +116,21 @@ void push(const ctx& c) {
 
 void pop(const ctx& c) {
   SPOOL_READ(req, read_pop(c.req));
+  SPOOL_READ(compact, read_compact(c.req));
   auto& gw = c.svc.gw;
   auto token = gw.new_token();
   req->token = token;
-  gw.pop(std::move(*req), [&gw, ex = c.ex, id = c.id,
-                           m = c.svc.stats](expected<node::pop_reply> r) {
+  gw.pop(std::move(*req), [&gw, ex = c.ex, id = c.id, compact = *compact,
+                           stats = c.svc.stats](expected<node::pop_reply> r) {
     if (!r)
       return ex->respond(error_frame(id, r.err()));
-    api::count_pop(m, *r);
+    api::count_pop(stats, *r);
     auto body = [&](writer& w) {
       if (r->messages.empty()) {
         w.key("messages").begin_array().end_array();
         w.kv("empty", to_string(r->reason));
+      } else if (compact) {
+        api::write_pop_compact(w, *r);
       } else {
         api::write_pop_fields(w, *r);
       }

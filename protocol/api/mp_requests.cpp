@@ -94,6 +94,13 @@ expected<std::uint64_t> read_hello(const object& req) {
   return **v;
 }
 
+expected<bool> read_compact(const object& req) {
+  auto b = boolean(req, "compact");
+  if (!b)
+    return b.err();
+  return b->value_or(false);
+}
+
 expected<node::pop_request> read_pop(const object& req) {
   node::pop_request p;
   auto queue = str(req, "queue");

@@ -23,6 +23,9 @@ expected<std::uint64_t> read_hello(const object& req);
 /// `partitions`, `wait`, `timeout` (ms), `consumerGroup`, `autoAck`,
 /// `subscriptionMode`, `subscriptionFrom`, `maxBytes`.
 expected<node::pop_request> read_pop(const object& req);
+/// `pop`'s `compact` (false when absent): the answer's shape
+/// (api::write_pop_compact).
+expected<bool> read_compact(const object& req);
 
 /// `extend`: `leaseId`, `seconds` (60).
 expected<node::extend_request> read_extend(const object& req);

@@ -57,6 +57,22 @@ void write_push_items(W& w, const node::push_reply& r) {
   w.end_array();
 }
 
+/// A pop's `skipped` ranges (retention deleted them under the group).
+template <class W>
+void write_skipped(W& w, const node::pop_reply& r) {
+  if (r.skipped.empty())
+    return;
+  w.key("skipped").begin_array();
+  for (auto& s : r.skipped) {
+    w.begin_object();
+    w.kv("partition", s.partition);
+    w.kv("from", s.first);
+    w.kv("to", s.last);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 template <class W>
 void write_pop_fields(W& w, const node::pop_reply& r) {
   auto& first = r.messages.front();
@@ -78,17 +94,36 @@ void write_pop_fields(W& w, const node::pop_reply& r) {
     w.end_object();
   }
   w.end_array();
-  if (!r.skipped.empty()) {
-    w.key("skipped").begin_array();
-    for (auto& s : r.skipped) {
+  write_skipped(w, r);
+}
+
+void write_pop_compact(mp::writer& w, const node::pop_reply& r) {
+  w.kv("success", true);
+  w.kv("queue", r.queue);
+  w.kv("consumerGroup", r.group);
+  w.kv("partitionsClaimed", r.partitions_claimed);
+  w.key("partitions").begin_array();
+  auto& ms = r.messages;
+  for (std::size_t i = 0; i < ms.size();) {
+    auto& first = ms[i];
+    w.begin_object();
+    w.kv("partition", first.partition);
+    w.kv("partitionId", first.partition_id);
+    w.kv("leaseId", first.lease_id);
+    w.kv("leaseEpoch", first.lease_epoch);
+    w.key("messages").begin_array();
+    for (; i < ms.size() && ms[i].partition_id == first.partition_id
+           && ms[i].lease_id == first.lease_id;
+         ++i) {
       w.begin_object();
-      w.kv("partition", s.partition);
-      w.kv("from", s.first);
-      w.kv("to", s.last);
+      write_message_compact(w, ms[i]);
       w.end_object();
     }
     w.end_array();
+    w.end_object();
   }
+  w.end_array();
+  write_skipped(w, r);
 }
 
 std::vector<std::string> ack_txids(const node::ack_request& req) {

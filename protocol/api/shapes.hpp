@@ -13,6 +13,7 @@
 
 #include "node/api.hpp"
 #include "vocab/queries.hpp"
+#include "wire/writer.hpp"
 
 namespace spool::api {
 
@@ -23,6 +24,10 @@ void write_push_items(W& w, const node::push_reply& r);
 /// `pop` with messages (an empty pop is the door's own answer).
 template <class W>
 void write_pop_fields(W& w, const node::pop_reply& r);
+/// msgpack `pop` with `compact: true` (docs/protocol.md): the fields a
+/// partition's messages share once per partition, under `partitions`, and
+/// each message's own fields only.
+void write_pop_compact(mp::writer& w, const node::pop_reply& r);
 
 /// `ack`: one item per ack; `txids` echoes each ack's transactionId.
 template <class W>

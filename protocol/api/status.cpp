@@ -13,8 +13,8 @@
 #include "protocol/api/encode.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/router.hpp"
-#include "wire/rfc3339.hpp"
 #include "vocab/delivery.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::api {
 

@@ -79,6 +79,17 @@ TEST_CASE("client typed calls round trip over the msgpack door",
   CHECK(got->messages[1].payload == std::string("\0\1\2", 3));
   CHECK(got->messages[1].binary);
   CHECK(got->messages[0].created_at > 0);
+  // The client asks for the compact shape: each message still carries its
+  // partition's fields.
+  for (auto& m : got->messages) {
+    CHECK(m.queue == "orders");
+    CHECK(m.partition == "Default");
+    CHECK(m.partition_id.size() == 36);
+    CHECK(m.lease_id.size() == 36);
+    CHECK(m.lease_epoch == 1);
+    CHECK(m.delivery_count == 1);
+  }
+  CHECK(got->messages[1].offset == 1);
   auto acked = c.ack_all(*got); // one cumulative item: one partition
   REQUIRE(acked);
   REQUIRE(acked->items.size() == 1);

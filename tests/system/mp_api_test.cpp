@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "system/mp_fixture.hpp"
+#include "wire/rfc3339.hpp"
 
 namespace spool::test {
 
@@ -87,6 +88,71 @@ TEST_CASE("msgpack push and pop carry bin payloads; a structured payload is "
   auto empty = c.ok({{"op", "pop"}, {"queue", "q"}});
   CHECK(empty["messages"].empty());
   CHECK(empty["empty"] == "lease_held");
+}
+
+TEST_CASE("a compact pop carries each partition's shared fields once and "
+          "the same messages as the full shape",
+          "[system][msgpack][compact]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()};
+  json items = json::array();
+  items.push_back({{"queue", "q"},
+                   {"partition", "a"},
+                   {"payload", bin("x")},
+                   {"traceId", "t-1"},
+                   {"headers", {{"h", "v"}}}});
+  items.push_back({{"queue", "q"}, {"partition", "a"}, {"payload", 7}});
+  items.push_back({{"queue", "q"}, {"partition", "b"}, {"payload", bin("y")}});
+  c.ok({{"op", "push"}, {"items", items}});
+  auto pop = [&](const std::string& group, bool compact) {
+    return c.ok({{"op", "pop"},
+                 {"queue", "q"},
+                 {"consumerGroup", group},
+                 {"batch", 10},
+                 {"partitions", 2},
+                 {"compact", compact}});
+  };
+  auto full = pop("g-full", false);
+  auto compact = pop("g-compact", true);
+  REQUIRE(full["messages"].size() == 3);
+  CHECK_FALSE(compact.contains("messages"));
+  CHECK(compact["queue"] == "q");
+  CHECK(compact["consumerGroup"] == "g-compact");
+  CHECK(compact["partitionsClaimed"] == 2);
+  auto& parts = compact["partitions"];
+  REQUIRE(parts.size() == 2);
+  std::size_t i = 0; // the full shape's messages, in the same order
+  for (auto& p : parts) {
+    CHECK(p["leaseId"].get<std::string>().size() == 36);
+    CHECK(p["leaseEpoch"] == 1);
+    for (auto& m : p["messages"]) {
+      REQUIRE(i < full["messages"].size());
+      auto& f = full["messages"][i++];
+      INFO(f.dump());
+      CHECK(p["partition"] == f["partition"]);
+      CHECK(p["partitionId"] == f["partitionId"]);
+      CHECK(m["offset"] == f["offset"]);
+      CHECK(m["transactionId"] == f["transactionId"]);
+      CHECK(m["data"] == f["data"]);
+      CHECK(m["dataEncoding"] == f["dataEncoding"]);
+      CHECK(m["deliveryCount"] == f["deliveryCount"]);
+      // µs since the epoch: the full shape's RFC 3339 text of it.
+      REQUIRE(m["createdAt"].is_number_integer());
+      CHECK(timefmt::format_micros(m["createdAt"].get<std::int64_t>())
+            == f["createdAt"]);
+      // Empty fields are left out; others as in the full shape.
+      CHECK(m.value("traceId", json{}) == f["traceId"]);
+      CHECK(m.value("headers", json::object()) == f["headers"]);
+      CHECK_FALSE(m.contains("producerSub"));
+      CHECK_FALSE(m.contains("id"));
+    }
+  }
+  CHECK(i == 3);
+  CHECK(parts[0]["messages"][0]["traceId"] == "t-1");
+  CHECK(parts[0]["messages"][0]["headers"] == json{{"h", "v"}});
+  auto bad = c.call({{"op", "pop"}, {"queue", "q"}, {"compact", "yes"}});
+  CHECK(code_of(bad) == "invalid_argument");
+  CHECK(message_of(bad) == "compact must be a boolean");
 }
 
 TEST_CASE("msgpack ack, extend and a group's cursor: per-item outcomes stay "
