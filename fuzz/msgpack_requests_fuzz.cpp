@@ -38,6 +38,7 @@ void read_every_op(const spool::mp::object& req) {
   check(api::read_dlq_filter_body(req));
   check(mp::read_hello(req));
   check(mp::read_pop(req));
+  check(mp::read_compact(req));
   check(mp::read_extend(req));
   check(mp::read_seek(req));
   check(mp::read_subscription(req));
