@@ -3,47 +3,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/cursor/cursor_core.hpp"
+#include "unit/core/leased_cursor.hpp"
 
 using namespace spool;
 using namespace spool::core;
 using namespace std::chrono_literals;
 
-namespace {
-
-const mono_time t0 = mono_time{} + 1000h;
-
-/// A cursor on offsets 0..9 that leased `n` frames with ids "tx<offset>".
-struct leased {
-  cursor_core cur{storage::cursor_record{}, [] {
-                    cursor_policy p;
-                    p.lease_time = 30s;
-                    return p;
-                  }()};
-  lease_info lease;
-
-  explicit leased(std::size_t n, std::string id = "L1") {
-    auto plan = cur.plan(t0, offset{0}, offset{9}, n);
-    REQUIRE(std::holds_alternative<delivery_plan>(plan));
-    auto& p = std::get<delivery_plan>(plan);
-    auto g = cur.grant(p, p.deliver.size(), std::move(id), t0);
-    REQUIRE(g.lease);
-    lease = *g.lease;
-    std::vector<std::uint64_t> hashes;
-    for (auto o : p.deliver)
-      hashes.push_back(cursor_core::txid_hash("tx" + std::to_string(o.value)));
-    cur.note_lease_txids(std::move(hashes));
-  }
-
-  ack_outcome ack(std::string txid, mono_time now = t0) {
-    ack_request r;
-    r.transaction_id = std::move(txid);
-    r.off = offset{999}; // ignored: the id names the frame
-    return cur.ack(r, offset{9}, now);
-  }
-};
-
-} // namespace
+using namespace spool::core::test;
 
 TEST_CASE("an ack by transactionId settles the lease's frame with that id",
           "[cursor][ack][txid]") {

@@ -3,52 +3,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/cursor/cursor_core.hpp"
+#include "unit/core/leased_cursor.hpp"
 
 using namespace spool;
 using namespace spool::core;
 using namespace std::chrono_literals;
 
-namespace {
-
-const mono_time t0 = mono_time{} + 1000h;
-
-/// A cursor on offsets 0..9 that leased its first `n` frames.
-struct leased {
-  cursor_core cur{storage::cursor_record{}, [] {
-                    cursor_policy p;
-                    p.lease_time = 30s;
-                    return p;
-                  }()};
-  lease_info lease;
-
-  explicit leased(std::size_t n) {
-    auto plan = cur.plan(t0, offset{0}, offset{9}, n);
-    REQUIRE(std::holds_alternative<delivery_plan>(plan));
-    auto& p = std::get<delivery_plan>(plan);
-    auto g = cur.grant(p, p.deliver.size(), "L1", t0);
-    REQUIRE(g.lease);
-    lease = *g.lease;
-  }
-
-  ack_outcome up_to(std::int64_t o, mono_time now = t0,
-                    std::optional<std::string> lease_id = "L1") {
-    ack_request r;
-    r.lease_id = std::move(lease_id);
-    r.up_to = offset{o};
-    return cur.ack(r, offset{9}, now);
-  }
-
-  ack_outcome one(std::int64_t o, ack_status s = ack_status::completed) {
-    ack_request r;
-    r.lease_id = "L1";
-    r.off = offset{o};
-    r.status = s;
-    return cur.ack(r, offset{9}, t0);
-  }
-};
-
-} // namespace
+using namespace spool::core::test;
 
 TEST_CASE("an upTo ack of the lease's last frame settles the whole lease",
           "[cursor][ack][upto]") {
