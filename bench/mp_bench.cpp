@@ -11,7 +11,8 @@
 //                   each answered batch acked with one ack request (one
 //                   cumulative `upTo` item per partition lease; `--acks
 //                   each`: one item per message), until all N are
-//                   consumed: msgs/s and CPU of the consume phase.
+//                   consumed: msgs/s and CPU of the consume phase. Pops ask
+//                   for the compact answer (`--shape full`: the full one).
 //
 // Acceptance (issue 14): push >= 1,000,000 msgs/s (goal 2,000,000) and
 // consume >= 1,000,000 msgs/s at B = 1000, S = 100; see bench/README.md.
@@ -44,6 +45,8 @@ struct options {
   /// Acks name every message (transactionId) instead of one cumulative
   /// `upTo` item per partition lease.
   bool per_message_acks = false;
+  /// Pops ask for the full answer shape instead of the compact one.
+  bool full_shape = false;
 };
 
 options parse(int argc, char** argv) {
@@ -72,6 +75,8 @@ options parse(int argc, char** argv) {
       o.durability = v;
     else if (k == "--acks")
       o.per_message_acks = v == "each";
+    else if (k == "--shape")
+      o.full_shape = v == "full";
     else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       std::exit(2);
@@ -170,20 +175,6 @@ long push_phase(const options& o, client::connection& c, double seconds,
   return pushed.load();
 }
 
-/// An ack naming every message of a pop's answer by its transactionId.
-node::ack_request per_message_ack(const node::pop_reply& got) {
-  node::ack_request ack;
-  ack.group = got.group;
-  for (auto& m : got.messages) {
-    node::ack_item a;
-    a.partition_id = m.partition_id;
-    a.transaction_id = m.transaction_id;
-    a.lease_id = m.lease_id;
-    ack.items.push_back(std::move(a));
-  }
-  return ack;
-}
-
 /// Pops and acks until `total` are consumed; returns messages consumed.
 long consume_phase(const options& o, client::connection& c, long total) {
   std::atomic<long> consumed{0};
@@ -197,7 +188,8 @@ long consume_phase(const options& o, client::connection& c, long total) {
     if (consumed.load() >= total || empty_in_a_row.load() > 1000)
       return false;
     c.request(
-        "pop", [&](mp::writer& wr) { client::write_pop(wr, pop); },
+        "pop",
+        [&](mp::writer& wr) { client::write_pop(wr, pop, !o.full_shape); },
         [&](expected<client::reply_ptr> r) {
           if (!r) {
             std::fprintf(stderr, "pop failed: %s\n",
@@ -210,8 +202,8 @@ long consume_phase(const options& o, client::connection& c, long total) {
             return w.done(true);
           }
           empty_in_a_row = 0;
-          auto ack
-              = o.per_message_acks ? per_message_ack(got) : client::ack_of(got);
+          auto ack = o.per_message_acks ? client::ack_each(got)
+                                        : client::ack_of(got);
           auto n = static_cast<long>(got.messages.size());
           c.request(
               "ack", [ack](mp::writer& wr) { client::write_ack(wr, ack); },

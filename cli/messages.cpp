@@ -410,17 +410,19 @@ int run_tail(context& ctx, tail_args a) {
     std::cout.flush();
     seen += r->messages.size();
     if (!r->messages.empty() && !p->auto_ack) {
-      auto req = client::ack_of(*r);
+      auto req = c.ack_request_for(*r);
       auto acked = c.ack(req);
       if (!acked)
         return fail(ctx, acked.err());
       for (std::size_t i = 0; i < acked->items.size(); ++i)
         if (!acked->items[i].success) { // they will be delivered again
           ack_failed = true;
-          std::fprintf(stderr,
-                       "ack of partition %s up to offset %lld failed: %s\n",
-                       acked->items[i].partition.c_str(),
-                       static_cast<long long>(req.items[i].up_to.value_or(-1)),
+          auto& it = req.items[i];
+          auto what = it.up_to
+                          ? "partition " + acked->items[i].partition
+                                + " up to offset " + std::to_string(*it.up_to)
+                          : it.transaction_id.value_or("");
+          std::fprintf(stderr, "ack of %s failed: %s\n", what.c_str(),
                        acked->items[i].error.c_str());
         }
     }

@@ -43,8 +43,12 @@ expected<node::ack_reply> client::ack(const node::ack_request& req) {
       "ack", [&](mp::writer& w) { write_ack(w, req); }, &read_ack);
 }
 
+node::ack_request client::ack_request_for(const node::pop_reply& popped) const {
+  return conn_.supports("cumulative_ack") ? ack_of(popped) : ack_each(popped);
+}
+
 expected<node::ack_reply> client::ack_all(const node::pop_reply& popped) {
-  auto req = ack_of(popped);
+  auto req = ack_request_for(popped);
   if (req.items.empty())
     return node::ack_reply{};
   return ack(req);

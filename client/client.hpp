@@ -48,8 +48,11 @@ public:
   expected<node::ack_reply> ack(const node::ack_request& req);
   /// Acks every message of a pop's answer as completed, in one request of
   /// one cumulative item per partition lease (`ack_of`): the reply has one
-  /// item per partition of the answer (none for an autoAck pop).
+  /// item per partition of the answer (none for an autoAck pop). A server
+  /// without the `cumulative_ack` feature gets one item per message.
   expected<node::ack_reply> ack_all(const node::pop_reply& popped);
+  /// The request `ack_all` sends.
+  node::ack_request ack_request_for(const node::pop_reply& popped) const;
   expected<node::extend_reply> extend(const node::extend_request& req);
   expected<node::seek_reply> seek(const node::seek_request& req);
   expected<std::size_t> subscription(const node::subscription_request& req);

@@ -31,12 +31,17 @@ struct encoded_items {
 expected<encoded_items> encode_items(std::vector<node::push_item> items);
 void write_items(mp::writer& w, const encoded_items& e);
 
-void write_pop(mp::writer& w, const node::pop_request& r);
+/// `compact`: the answer's compact shape (docs/protocol.md); `read_pop`
+/// reads either.
+void write_pop(mp::writer& w, const node::pop_request& r, bool compact = true);
 void write_ack(mp::writer& w, const node::ack_request& r);
 /// The cumulative ack of a pop's answer: one `upTo` item per partition
 /// lease, at its highest offset (messages popped with autoAck have no
 /// lease and need none: no item).
 node::ack_request ack_of(const node::pop_reply& popped);
+/// The same acks, one item per message by its transactionId (a server
+/// without the `cumulative_ack` feature).
+node::ack_request ack_each(const node::pop_reply& popped);
 void write_extend(mp::writer& w, const node::extend_request& r);
 void write_seek(mp::writer& w, const node::seek_request& r);
 void write_subscription(mp::writer& w, const node::subscription_request& r);

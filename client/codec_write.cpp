@@ -100,7 +100,7 @@ void write_items(mp::writer& w, const encoded_items& e) {
   w.end_array();
 }
 
-void write_pop(mp::writer& w, const node::pop_request& r) {
+void write_pop(mp::writer& w, const node::pop_request& r, bool compact) {
   if (!r.queue.empty())
     w.kv("queue", r.queue);
   opt(w, "partition", r.partition);
@@ -117,20 +117,33 @@ void write_pop(mp::writer& w, const node::pop_request& r) {
     w.kv("subscriptionMode", r.subscription_mode);
   if (!r.subscription_from.empty())
     w.kv("subscriptionFrom", r.subscription_from);
-  w.kv("compact", true); // read_pop reads either shape
+  if (compact) // read_pop reads either shape
+    w.kv("compact", true);
 }
 
-node::ack_request ack_of(const node::pop_reply& popped) {
+namespace {
+
+node::ack_request ack_request_of(const node::pop_reply& popped) {
   node::ack_request req;
   if (!popped.group.empty() && popped.group != queue_mode_group)
     req.group = popped.group;
+  return req;
+}
+
+} // namespace
+
+node::ack_request ack_of(const node::pop_reply& popped) {
+  auto req = ack_request_of(popped);
   for (auto& m : popped.messages) {
     if (m.lease_id.empty())
       continue; // autoAck: nothing to settle
     auto same = [&](const node::ack_item& a) {
       return a.partition_id == m.partition_id && a.lease_id == m.lease_id;
     };
-    auto it = std::find_if(req.items.begin(), req.items.end(), same);
+    // Messages come grouped by partition: the last item first.
+    auto it = !req.items.empty() && same(req.items.back())
+                  ? req.items.end() - 1
+                  : std::find_if(req.items.begin(), req.items.end(), same);
     if (it == req.items.end()) {
       auto& a = req.items.emplace_back();
       a.partition_id = m.partition_id;
@@ -139,6 +152,19 @@ node::ack_request ack_of(const node::pop_reply& popped) {
     } else {
       it->up_to = std::max(*it->up_to, m.offset);
     }
+  }
+  return req;
+}
+
+node::ack_request ack_each(const node::pop_reply& popped) {
+  auto req = ack_request_of(popped);
+  for (auto& m : popped.messages) {
+    if (m.lease_id.empty())
+      continue; // autoAck: nothing to settle
+    auto& a = req.items.emplace_back();
+    a.partition_id = m.partition_id;
+    a.transaction_id = m.transaction_id;
+    a.lease_id = m.lease_id;
   }
   return req;
 }

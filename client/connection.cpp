@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 
@@ -102,6 +103,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   state st = state::idle;
   std::atomic<bool> up{false};
   std::atomic<std::uint64_t> connects{0};
+  /// The last hello's `features` (read by other threads: `supports`).
+  mutable std::mutex features_mx;
+  std::vector<std::string> features;
   std::uint64_t epoch = 0; ///< counts connections: stale handlers see it
   std::chrono::milliseconds backoff;
   std::size_t max_in_flight = 1024;
@@ -275,8 +279,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       return lost(err.message);
     }
     auto& root = (*r)->root();
+    std::vector<std::string> said;
     for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
       auto& kv = root.via.map.ptr[i];
+      if (kv.key.type == msgpack::type::STR
+          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
+                 == "features"
+          && kv.val.type == msgpack::type::ARRAY)
+        for (std::uint32_t j = 0; j < kv.val.via.array.size; ++j)
+          if (auto& f = kv.val.via.array.ptr[j]; f.type == msgpack::type::STR)
+            said.emplace_back(f.via.str.ptr, f.via.str.size);
       if (kv.key.type == msgpack::type::STR
           && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
                  == "maxInFlight"
@@ -287,6 +299,10 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                  == "maxFrameBytes"
           && kv.val.type == msgpack::type::POSITIVE_INTEGER)
         max_frame_bytes = std::min<std::uint64_t>(kv.val.via.u64, 0xffffffff);
+    }
+    {
+      std::lock_guard lock{features_mx};
+      features = std::move(said);
     }
     last_error.clear();
     st = state::ready;
@@ -326,9 +342,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       pos += 4 + cut.length;
       try {
         // One zone chunk for the whole tree (about three bytes of objects
-        // per byte of a pop's answer), not a chunk of 8 KiB at a time.
-        auto z = std::make_unique<msgpack::zone>(
-            std::max<std::size_t>(MSGPACK_ZONE_CHUNK_SIZE, 3 * cut.length));
+        // per byte of a pop's answer, up to 16 MiB), not 8 KiB at a time.
+        auto z = std::make_unique<msgpack::zone>(std::clamp<std::size_t>(
+            3 * cut.length, MSGPACK_ZONE_CHUNK_SIZE, std::size_t{16} << 20));
         auto root
             = msgpack::unpack(*z, rep->frame.data(), rep->frame.size(), &refer);
         rep->handle = msgpack::object_handle(root, std::move(z));
@@ -534,6 +550,12 @@ bool connection::connected() const {
 
 std::uint64_t connection::connects() const {
   return impl_->connects.load();
+}
+
+bool connection::supports(std::string_view feature) const {
+  std::lock_guard lock{impl_->features_mx};
+  auto& f = impl_->features;
+  return std::find(f.begin(), f.end(), feature) != f.end();
 }
 
 } // namespace spool::client

@@ -88,6 +88,9 @@ public:
   bool connected() const;
   /// Connections made so far (the first one included).
   std::uint64_t connects() const;
+  /// Whether the server's last hello listed `feature` (docs/protocol.md,
+  /// hello): false before the first hello.
+  bool supports(std::string_view feature) const;
 
   struct impl;
 

@@ -142,7 +142,9 @@ std::string format_micros(micros t) {
 }
 
 std::string_view micros_formatter::operator()(micros t) {
-  auto second = t >= 0 ? t / 1'000'000 : -((-t + 999'999) / 1'000'000);
+  auto second = t / 1'000'000; // floored: the second a negative time is in
+  if (t % 1'000'000 < 0)
+    --second;
   if (second != second_) {
     auto text = format_micros(t);
     if (text.size() != sizeof buf_) {

@@ -16,8 +16,13 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
       return out;
     }
   }
-  if (req.up_to)
+  if (req.up_to) {
+    if (!req.lease_id) { // refused by check_ack: never on any lease
+      out.error = ack_error::invalid_lease;
+      return out;
+    }
     return ack_through(*req.up_to, last_offset, now);
+  }
   // The frame: by offset, or by transactionId (the frame of the last lease
   // with that id; a frame of an earlier lease is not known); then the rules
   // of an ack by offset, on `at`.
@@ -92,23 +97,22 @@ ack_outcome cursor_core::ack_through(offset up_to, offset last_offset,
     out.error = ack_error::not_found;
     return out;
   }
-  bool live = lease_ && now < lease_->expires;
-  if (!live) {
-    // Everything at or below committed is settled: a repeat succeeds.
-    if (up_to > committed_)
-      out.error = ack_error::invalid_lease;
+  // ack() checked the lease named (check_ack: an upTo names one).
+  if (!lease_ || now >= lease_->expires) {
+    out.error = ack_error::invalid_lease;
     return out;
   }
   if (lease_->requeued) { // one dead letter, usually below committed
-    if (lease_offsets_.front() > up_to)
-      out.error = ack_error::not_in_lease;
-    else if (!settled_.front())
+    if (lease_offsets_.front() <= up_to && !settled_.front())
       return ack_requeued(ack_request{}, now);
+    if (lease_offsets_.front() > up_to && up_to > committed_)
+      out.error = ack_error::not_in_lease;
     return out;
   }
   // Every frame of the lease at or below up_to; none at all: the offset
-  // is not this lease's (frames settled already count, so a repeat of a
-  // partial ack succeeds).
+  // is not this lease's, unless it is at or below committed (settled:
+  // success, as for one frame). Frames settled already count, so a repeat
+  // of a partial ack succeeds.
   bool any = false;
   for (std::size_t i = 0; i < lease_offsets_.size(); ++i) {
     if (lease_offsets_[i] > up_to)

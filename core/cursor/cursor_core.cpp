@@ -31,6 +31,9 @@ expected<void> check_ack(const ack_request& req) {
   if (req.up_to && req.status != ack_status::completed)
     return make_error(errc::invalid_argument,
                       "upTo completes frames: its status is completed");
+  // A range must not land on a newer lease of another consumer.
+  if (req.up_to && !req.lease_id)
+    return make_error(errc::invalid_argument, "upTo needs a leaseId");
   if (req.delay && (req.delay->count() < 0 || *req.delay > max_ack_delay))
     return make_error(errc::invalid_argument, "delayMs must be between 0 and ",
                       max_ack_delay.count(), ", got ", req.delay->count());

@@ -85,7 +85,7 @@ void hello(const ctx& c) {
     w.end_array();
     w.key("features").begin_array();
     for (auto f : {"pipelining", "long_poll", "binary_payloads", "transactions",
-                   "seek", "dlq"})
+                   "seek", "dlq", "cumulative_ack", "compact_pop"})
       w.str(f);
     w.end_array();
     w.kv("maxFrameBytes", c.info.max_frame_bytes);

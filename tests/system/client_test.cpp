@@ -90,6 +90,8 @@ TEST_CASE("client typed calls round trip over the msgpack door",
     CHECK(m.delivery_count == 1);
   }
   CHECK(got->messages[1].offset == 1);
+  CHECK(c.async().supports("cumulative_ack")); // said by hello
+  CHECK_FALSE(c.async().supports("no_such_feature"));
   auto acked = c.ack_all(*got); // one cumulative item: one partition
   REQUIRE(acked);
   REQUIRE(acked->items.size() == 1);

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "system/mp_fixture.hpp"
+#include "vocab/message_id.hpp"
 #include "wire/rfc3339.hpp"
 
 namespace spool::test {
@@ -46,6 +47,9 @@ TEST_CASE("msgpack hello states the protocol version, the ops and the limits, "
         "transaction", "queues", "delete_queue", "groups", "delete_group",
         "dlq", "dlq_requeue", "dlq_delete", "browse", "health"})
     CHECK(std::find(ops.begin(), ops.end(), op) != ops.end());
+  auto features = hi["features"].get<std::vector<std::string>>();
+  for (auto f : {"cumulative_ack", "compact_pop"})
+    CHECK(std::find(features.begin(), features.end(), f) != features.end());
   auto health = raw.ok({{"op", "health"}});
   CHECK(health["status"] == "healthy");
   CHECK(health["state"] == "ready");
@@ -131,6 +135,11 @@ TEST_CASE("a compact pop carries each partition's shared fields once and "
       INFO(f.dump());
       CHECK(p["partition"] == f["partition"]);
       CHECK(p["partitionId"] == f["partitionId"]);
+      // The full shape's id, made per answer from the partition's hash:
+      // right for every partition of the answer.
+      CHECK(f["id"]
+            == message_uuid(f["partitionId"].get<std::string>(),
+                            f["offset"].get<std::int64_t>()));
       CHECK(m["offset"] == f["offset"]);
       CHECK(m["transactionId"] == f["transactionId"]);
       CHECK(m["data"] == f["data"]);

@@ -47,18 +47,19 @@ TEST_CASE("an upTo ack passes over frames acked one by one before it",
   CHECK(fx.cur.committed() == offset{4});
 }
 
-TEST_CASE("an upTo ack repeated succeeds and changes nothing",
+TEST_CASE("an upTo ack repeated succeeds and changes nothing while its "
+          "lease lives",
           "[cursor][ack][upto]") {
   leased fx(5);
   fx.up_to(2);
   auto again = fx.up_to(2);
   CHECK(again.error == ack_error::none);
   CHECK_FALSE(again.changed);
+  CHECK(fx.cur.committed() == offset{2});
   fx.up_to(4);
-  // The lease ended: a repeat without naming it is a settled range.
-  auto after = fx.up_to(4, t0, std::nullopt);
-  CHECK(after.error == ack_error::none);
-  CHECK_FALSE(after.changed);
+  // The lease ended: one naming it is told so, as an item ack would be.
+  CHECK(fx.up_to(4).error == ack_error::invalid_lease);
+  CHECK(fx.cur.committed() == offset{4});
 }
 
 TEST_CASE("an upTo ack needs the live lease", "[cursor][ack][upto]") {
@@ -68,6 +69,9 @@ TEST_CASE("an upTo ack needs the live lease", "[cursor][ack][upto]") {
   CHECK_FALSE(late.changed);
   CHECK(fx.cur.committed() == offset{-1});
   CHECK(fx.up_to(4, t0, "L-other").error == ack_error::invalid_lease);
+  // Without naming one it is refused (check_ack); the core alone refuses
+  // it too rather than settle whatever lease lives.
+  CHECK(fx.up_to(4, t0, std::nullopt).error == ack_error::invalid_lease);
   CHECK(fx.cur.committed() == offset{-1});
 }
 
@@ -84,10 +88,14 @@ TEST_CASE("an upTo ack beyond the partition is not found and one above "
   CHECK(fx.cur.committed() == offset{2});
 }
 
-TEST_CASE("an upTo ack is completed only and names no transactionId",
+TEST_CASE("an upTo ack is completed only, names its lease and no "
+          "transactionId",
           "[cursor][ack][upto]") {
   ack_request r;
   r.up_to = offset{3};
+  REQUIRE_FALSE(check_ack(r));
+  CHECK(check_ack(r).err().message == "upTo needs a leaseId");
+  r.lease_id = "L1";
   CHECK(check_ack(r));
   r.status = ack_status::failed;
   REQUIRE_FALSE(check_ack(r));

@@ -100,6 +100,34 @@ TEST_CASE("a requeued entry is delivered alone and before new frames",
   CHECK(next.lease->range.first == off(3));
 }
 
+TEST_CASE("an upTo ack at or above a requeued entry completes it; one below "
+          "it is settled or not in the lease",
+          "[cursor][dlq][requeue][upto]") {
+  requeue_fixture fx;
+  fx.consume(5); // committed 4
+  CHECK(fx.cur.requeue(7, off(2)) == requeue_result::added);
+  auto g = fx.pop(5);
+  REQUIRE(g.lease);
+  REQUIRE(g.lease->requeued);
+  auto up_to = [&](std::int64_t o) {
+    ack_request r;
+    r.lease_id = g.lease->id;
+    r.up_to = off(o);
+    return fx.cur.ack(r, fx.last, t0);
+  };
+  // Below the entry and at or below committed: settled, nothing changes.
+  auto below = up_to(1);
+  CHECK(below.error == ack_error::none);
+  CHECK_FALSE(below.changed);
+  CHECK(fx.cur.lease());
+  auto done = up_to(4);
+  CHECK(done.error == ack_error::none);
+  CHECK(done.requeue_done == std::optional<std::uint64_t>{7});
+  CHECK(done.lease_released);
+  CHECK(fx.cur.requeued().empty());
+  CHECK(fx.cur.committed() == off(4));
+}
+
 TEST_CASE("a requeue waits for the current lease to end",
           "[cursor][dlq][requeue]") {
   requeue_fixture fx;
