@@ -135,6 +135,53 @@ TEST_CASE("client typed calls round trip over the msgpack door",
   REQUIRE(c.delete_queue("orders"));
 }
 
+TEST_CASE("client ack_all of a pop across two partitions sends one "
+          "cumulative item per partition lease",
+          "[system][client][upto]") {
+  spoold_server srv;
+  client::client c{to(srv.mp_port())};
+  std::vector<node::push_item> items;
+  for (int i = 0; i < 6; ++i) {
+    auto it = item("multi", R"({"n":1})");
+    it.partition = i % 2 ? "odd" : "even";
+    items.push_back(std::move(it));
+  }
+  REQUIRE(c.push(std::move(items)));
+  node::pop_request p;
+  p.queue = "multi";
+  p.group = "g";
+  p.batch = 10;
+  p.partitions = 2;
+  auto got = c.pop(p);
+  REQUIRE(got);
+  REQUIRE(got->messages.size() == 6);
+  auto req = c.ack_request_for(*got);
+  REQUIRE(req.items.size() == 2);
+  for (auto& a : req.items) {
+    CHECK(a.up_to == std::optional<std::int64_t>{2});
+    CHECK(a.lease_id);
+    CHECK_FALSE(a.transaction_id);
+  }
+  auto acked = c.ack_all(*got);
+  REQUIRE(acked);
+  REQUIRE(acked->items.size() == 2);
+  for (auto& r : acked->items) {
+    CHECK(r.success);
+    CHECK(r.lease_released);
+  }
+  node::groups_request g;
+  g.group = "g";
+  auto views = c.groups(g);
+  REQUIRE(views);
+  REQUIRE(views->size() == 2);
+  for (auto& v : *views)
+    CHECK(v.committed == 2);
+  // Per message, as for a server without cumulative_ack: the same acks.
+  auto each = client::ack_each(*got);
+  CHECK(each.items.size() == 6);
+  CHECK(each.items[0].transaction_id == got->messages[0].transaction_id);
+}
+
 TEST_CASE("client pipelines thousands of requests on one connection and "
           "matches each answer to its request",
           "[system][client]") {

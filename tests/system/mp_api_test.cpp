@@ -312,6 +312,31 @@ TEST_CASE("a cumulative ack (upTo) settles a lease's frames up to an offset "
       {{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}, {"batch", 4}});
   REQUIRE(next["messages"].size() == 1);
   CHECK(next["messages"][0]["offset"] == 4);
+  // In a transaction: one that rolls back settles nothing, one that
+  // commits settles the range with its push.
+  auto lease2 = next["leaseId"].get<std::string>();
+  json up_to_4 = {{"type", "ack"},
+                  {"consumerGroup", "g"},
+                  {"partitionId", pid},
+                  {"leaseId", lease2},
+                  {"upTo", 4}};
+  auto rolled = c.call({{"op", "transaction"},
+                        {"operations",
+                         {up_to_4,
+                          {{"type", "ack"},
+                           {"consumerGroup", "g"},
+                           {"transactionId", "nope"},
+                           {"partitionId", pid}}}}});
+  CHECK(code_of(rolled) == "tx_aborted");
+  CHECK(committed() == 3);
+  auto tx
+      = c.ok({{"op", "transaction"},
+              {"operations",
+               {up_to_4,
+                {{"type", "push"},
+                 {"items", {{{"queue", "out"}, {"payload", bin("y")}}}}}}}});
+  CHECK(tx["success"] == true);
+  CHECK(committed() == 4);
 }
 
 TEST_CASE("msgpack seek and subscription move a group as the product "
