@@ -159,6 +159,17 @@ TEST_CASE("a compact pop carries each partition's shared fields once and "
   CHECK(i == 3);
   CHECK(parts[0]["messages"][0]["traceId"] == "t-1");
   CHECK(parts[0]["messages"][0]["headers"] == json{{"h", "v"}});
+  // autoAck: no lease, leaseId "" as in the full shape; committed at once.
+  auto once = c.ok({{"op", "pop"},
+                    {"queue", "q"},
+                    {"partition", "b"},
+                    {"consumerGroup", "g-auto"},
+                    {"autoAck", true},
+                    {"compact", true}});
+  REQUIRE(once["partitions"].size() == 1);
+  CHECK(once["partitions"][0]["leaseId"] == "");
+  CHECK(once["partitions"][0]["partition"] == "b");
+  CHECK(once["partitions"][0]["messages"].size() == 1);
   auto bad = c.call({{"op", "pop"}, {"queue", "q"}, {"compact", "yes"}});
   CHECK(code_of(bad) == "invalid_argument");
   CHECK(message_of(bad) == "compact must be a boolean");
