@@ -135,10 +135,12 @@ void pop(const ctx& c) {
         api::write_pop_fields(w, *r);
       }
     };
-    // About 400 bytes of fields per message beside its payload.
+    // About 400 bytes of fields per message beside its payload (compact:
+    // about 100: 128 leaves room).
     std::size_t hint = 256;
+    std::size_t fields = compact ? 128 : 400;
     for (auto& m : r->messages)
-      hint += m.payload.size() + 400 + m.transaction_id.size();
+      hint += m.payload.size() + fields + m.transaction_id.size();
     auto frame = ctx::ok_frame(id, body, hint);
     auto lease
         = r->messages.empty() ? std::string{} : r->messages.front().lease_id;
