@@ -414,14 +414,22 @@ int run_tail(context& ctx, tail_args a) {
       auto acked = c.ack(req);
       if (!acked)
         return fail(ctx, acked.err());
-      for (std::size_t i = 0; i < acked->items.size(); ++i)
+      auto partition_of = [&](const std::string& id) -> std::string {
+        for (auto& m : r->messages)
+          if (m.partition_id == id)
+            return m.partition;
+        return id;
+      };
+      auto n = std::min(acked->items.size(), req.items.size());
+      for (std::size_t i = 0; i < n; ++i)
         if (!acked->items[i].success) { // they will be delivered again
           ack_failed = true;
           auto& it = req.items[i];
-          auto what = it.up_to
-                          ? "partition " + acked->items[i].partition
-                                + " up to offset " + std::to_string(*it.up_to)
-                          : it.transaction_id.value_or("");
+          auto where = partition_of(it.partition_id);
+          auto what = it.up_to ? "partition " + where + " up to offset "
+                                     + std::to_string(*it.up_to)
+                               : it.transaction_id.value_or("")
+                                     + " in partition " + where;
           std::fprintf(stderr, "ack of %s failed: %s\n", what.c_str(),
                        acked->items[i].error.c_str());
         }
