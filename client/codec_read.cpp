@@ -3,6 +3,7 @@
 // (docs/protocol.md), and a newer server may add fields.
 
 #include "client/codec.hpp"
+#include "wire/find.hpp"
 #include "wire/rfc3339.hpp"
 
 namespace spool::client {
@@ -15,15 +16,7 @@ public:
   explicit view(const object* o) : o_(o) {
   }
   const object* get(std::string_view k) const {
-    if (!o_ || o_->type != msgpack::type::MAP)
-      return nullptr;
-    for (std::uint32_t i = 0; i < o_->via.map.size; ++i) {
-      auto& kv = o_->via.map.ptr[i];
-      if (kv.key.type == msgpack::type::STR
-          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size} == k)
-        return &kv.val;
-    }
-    return nullptr;
+    return o_ ? mp::find(*o_, k) : nullptr;
   }
   bool has(std::string_view k) const {
     auto v = get(k);
@@ -205,20 +198,33 @@ micros parse_time(std::string_view text) {
   return timefmt::parse_rfc3339(text).value_or(0);
 }
 
+namespace {
+
+/// The key names of a pushed item's result: Queen's push answer spells
+/// them in snake case, a transaction's rows in camel case.
+struct push_keys {
+  std::string_view transaction_id, partition_id;
+};
+
+node::push_result read_push_result(const view& it, push_keys k) {
+  node::push_result r;
+  r.queue = it.str("queueName");
+  r.partition = it.str("partition");
+  r.partition_id = it.str(k.partition_id);
+  r.transaction_id = it.str(k.transaction_id);
+  r.trace_id = it.str("trace_id");
+  r.status = it.str("status") == "duplicate" ? node::push_status::duplicate
+                                             : node::push_status::queued;
+  r.offset = it.i64("offset");
+  return r;
+}
+
+} // namespace
+
 std::vector<node::push_result> read_push(const object& root) {
   std::vector<node::push_result> out;
-  for (auto& it : view{&root}.list("items")) {
-    node::push_result r;
-    r.queue = it.str("queueName");
-    r.partition = it.str("partition");
-    r.partition_id = it.str("partition_id");
-    r.transaction_id = it.str("transaction_id");
-    r.trace_id = it.str("trace_id");
-    r.status = it.str("status") == "duplicate" ? node::push_status::duplicate
-                                               : node::push_status::queued;
-    r.offset = it.i64("offset");
-    out.push_back(std::move(r));
-  }
+  for (auto& it : view{&root}.list("items"))
+    out.push_back(read_push_result(it, {"transaction_id", "partition_id"}));
   return out;
 }
 
@@ -427,15 +433,8 @@ node::txn_reply read_transaction(const object& root) {
       r.results.resize(index + 1);
     auto& op = r.results[index];
     if (res.str("type") == "push") {
-      node::push_result p;
-      p.transaction_id = res.str("transactionId");
-      p.partition_id = res.str("partitionId");
-      p.queue = res.str("queueName");
-      p.partition = res.str("partition");
-      p.offset = res.i64("offset");
-      p.status = res.str("status") == "duplicate" ? node::push_status::duplicate
-                                                  : node::push_status::queued;
-      op.items.push_back(std::move(p));
+      op.items.push_back(
+          read_push_result(res, {"transactionId", "partitionId"}));
     } else {
       op.lease_released = res.boolean("leaseReleased");
       op.dead_lettered = res.boolean("dlq");

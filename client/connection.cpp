@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "wire/find.hpp"
 #include "wire/frame.hpp"
 
 namespace spool::client {
@@ -52,22 +53,11 @@ bool refer(msgpack::type::object_type, std::size_t, void*) {
 
 api_error error_of(const msgpack::object& root) {
   api_error e{errc::internal, "malformed error answer"};
-  auto find = [](const msgpack::object& m,
-                 std::string_view k) -> const msgpack::object* {
-    if (m.type == msgpack::type::MAP)
-      for (std::uint32_t i = 0; i < m.via.map.size; ++i) {
-        auto& kv = m.via.map.ptr[i];
-        if (kv.key.type == msgpack::type::STR
-            && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size} == k)
-          return &kv.val;
-      }
-    return nullptr;
-  };
-  auto err = find(root, "error");
+  auto err = mp::find(root, "error");
   if (!err)
     return e;
   auto str = [&](std::string_view k) {
-    auto v = find(*err, k);
+    auto v = mp::find(*err, k);
     return v && v->type == msgpack::type::STR
                ? std::string{v->via.str.ptr, v->via.str.size}
                : std::string{};
@@ -280,26 +270,21 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     }
     auto& root = (*r)->root();
     std::vector<std::string> said;
-    for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
-      auto& kv = root.via.map.ptr[i];
-      if (kv.key.type == msgpack::type::STR
-          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
-                 == "features"
-          && kv.val.type == msgpack::type::ARRAY)
-        for (std::uint32_t j = 0; j < kv.val.via.array.size; ++j)
-          if (auto& f = kv.val.via.array.ptr[j]; f.type == msgpack::type::STR)
-            said.emplace_back(f.via.str.ptr, f.via.str.size);
-      if (kv.key.type == msgpack::type::STR
-          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
-                 == "maxInFlight"
-          && kv.val.type == msgpack::type::POSITIVE_INTEGER)
-        max_in_flight = std::max<std::size_t>(1, kv.val.via.u64);
-      if (kv.key.type == msgpack::type::STR
-          && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size}
-                 == "maxFrameBytes"
-          && kv.val.type == msgpack::type::POSITIVE_INTEGER)
-        max_frame_bytes = std::min<std::uint64_t>(kv.val.via.u64, 0xffffffff);
-    }
+    if (auto f = mp::find(root, "features");
+        f && f->type == msgpack::type::ARRAY)
+      for (std::uint32_t j = 0; j < f->via.array.size; ++j)
+        if (auto& s = f->via.array.ptr[j]; s.type == msgpack::type::STR)
+          said.emplace_back(s.via.str.ptr, s.via.str.size);
+    auto count = [&](std::string_view k) -> std::optional<std::uint64_t> {
+      auto v = mp::find(root, k);
+      if (v && v->type == msgpack::type::POSITIVE_INTEGER)
+        return v->via.u64;
+      return std::nullopt;
+    };
+    if (auto n = count("maxInFlight"))
+      max_in_flight = std::max<std::size_t>(1, *n);
+    if (auto n = count("maxFrameBytes"))
+      max_frame_bytes = std::min<std::uint64_t>(*n, 0xffffffff);
     {
       std::lock_guard lock{features_mx};
       features = std::move(said);

@@ -195,18 +195,6 @@ expected<request_frame> decode_request(std::string_view body,
   return f;
 }
 
-const object* find(const object& map, std::string_view key) {
-  if (map.type != msgpack::type::MAP)
-    return nullptr;
-  for (std::uint32_t i = 0; i < map.via.map.size; ++i) {
-    auto& kv = map.via.map.ptr[i];
-    if (kv.key.type == msgpack::type::STR
-        && std::string_view{kv.key.via.str.ptr, kv.key.via.str.size} == key)
-      return &kv.val;
-  }
-  return nullptr;
-}
-
 expected<std::string_view> format::as_string(value& v, std::string_view f) {
   if (v.type != msgpack::type::STR)
     return type_error(f, "a string");

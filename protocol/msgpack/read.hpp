@@ -18,6 +18,7 @@
 
 #include "node/api.hpp"
 #include "vocab/expected.hpp"
+#include "wire/find.hpp"
 
 namespace spool::mp {
 
@@ -38,9 +39,6 @@ struct request_frame {
 /// when it could be read, is in `id_out` for the error answer.
 expected<request_frame> decode_request(std::string_view body,
                                        std::uint64_t& id_out);
-
-/// A map field's value, or none.
-const object* find(const object& map, std::string_view key);
 
 /// An object (a map) or an array as the readers take them.
 struct map_ref {
