@@ -119,6 +119,16 @@ private:
   std::deque<json> stash_;
 };
 
+/// Pushes one message to `queue` (and `partition`); the answer.
+inline json push_one(mp_conn& c, const std::string& queue, json payload,
+                     const std::string& partition = "Default") {
+  return c.ok({{"op", "push"},
+               {"items",
+                {{{"queue", queue},
+                  {"partition", partition},
+                  {"payload", std::move(payload)}}}}});
+}
+
 /// The error code of an answer ("" when ok).
 inline std::string code_of(const json& r) {
   return r.value("ok", false) ? std::string{}
