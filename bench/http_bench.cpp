@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "spoold_child.hpp"
 
 namespace {
@@ -58,34 +60,24 @@ struct options {
   std::string durability = "strict";
 };
 
+/// The options (`--help` lists them); a bad one exits 2.
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--mode")
-      o.mode = v;
-    else if (k == "--spoold")
-      o.spoold = v;
-    else if (k == "--port")
-      o.port = std::stoi(v);
-    else if (k == "--connections")
-      o.connections = std::stoi(v);
-    else if (k == "--batch")
-      o.batch = std::stoi(v);
-    else if (k == "--bytes")
-      o.bytes = std::stoi(v);
-    else if (k == "--seconds")
-      o.seconds = std::stod(v);
-    else if (k == "--parked")
-      o.parked = std::stoi(v);
-    else if (k == "--rounds")
-      o.rounds = std::stoi(v);
-    else if (k == "--durability")
-      o.durability = v;
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
+  CLI::App app{"HTTP against a real spoold (bench/README.md)"};
+  app.add_option("--mode", o.mode)->check(CLI::IsMember({"push", "longpoll"}));
+  app.add_option("--spoold", o.spoold, "the spoold to start");
+  app.add_option("--port", o.port, "a running spoold's HTTP port");
+  app.add_option("--connections", o.connections);
+  app.add_option("--batch", o.batch);
+  app.add_option("--bytes", o.bytes);
+  app.add_option("--seconds", o.seconds);
+  app.add_option("--parked", o.parked);
+  app.add_option("--rounds", o.rounds);
+  app.add_option("--durability", o.durability);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
   return o;
 }

@@ -23,6 +23,8 @@
 #include <mutex>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "client/client.hpp"
 #include "spoold_child.hpp"
 
@@ -49,39 +51,31 @@ struct options {
   bool full_shape = false;
 };
 
+/// The options (`--help` lists them); a bad one exits 2.
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
-    if (k == "--mode")
-      o.mode = v;
-    else if (k == "--spoold")
-      o.spoold = v;
-    else if (k == "--port")
-      o.port = std::stoi(v);
-    else if (k == "--batch")
-      o.batch = std::stoi(v);
-    else if (k == "--bytes")
-      o.bytes = std::stoi(v);
-    else if (k == "--partitions")
-      o.partitions = std::stoi(v);
-    else if (k == "--in-flight")
-      o.in_flight = std::stoi(v);
-    else if (k == "--seconds")
-      o.seconds = std::stod(v);
-    else if (k == "--messages")
-      o.messages = std::stol(v);
-    else if (k == "--durability")
-      o.durability = v;
-    else if (k == "--acks")
-      o.per_message_acks = v == "each";
-    else if (k == "--shape")
-      o.full_shape = v == "full";
-    else {
-      std::fprintf(stderr, "unknown option %s\n", k.c_str());
-      std::exit(2);
-    }
+  std::string acks = "upto", shape = "compact";
+  CLI::App app{"msgpack through the client library against a real spoold "
+               "(bench/README.md)"};
+  app.add_option("--mode", o.mode)->check(CLI::IsMember({"push", "consume"}));
+  app.add_option("--spoold", o.spoold, "the spoold to start");
+  app.add_option("--port", o.port, "a running spoold's msgpack port");
+  app.add_option("--batch", o.batch);
+  app.add_option("--bytes", o.bytes);
+  app.add_option("--partitions", o.partitions);
+  app.add_option("--in-flight", o.in_flight);
+  app.add_option("--seconds", o.seconds);
+  app.add_option("--messages", o.messages);
+  app.add_option("--durability", o.durability);
+  app.add_option("--acks", acks)->check(CLI::IsMember({"upto", "each"}));
+  app.add_option("--shape", shape)->check(CLI::IsMember({"compact", "full"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e) == 0 ? 0 : 2);
   }
+  o.per_message_acks = acks == "each";
+  o.full_shape = shape == "full";
   return o;
 }
 
