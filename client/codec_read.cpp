@@ -10,6 +10,24 @@ namespace spool::client {
 
 namespace {
 
+/// A str or bin value's bytes ("" for any other type).
+std::string_view text_of(const object& v) {
+  if (v.type == msgpack::type::STR)
+    return {v.via.str.ptr, v.via.str.size};
+  if (v.type == msgpack::type::BIN)
+    return {v.via.bin.ptr, v.via.bin.size};
+  return {};
+}
+
+/// An integer value (0 for any other type).
+std::int64_t int_of(const object& v) {
+  if (v.type == msgpack::type::POSITIVE_INTEGER)
+    return static_cast<std::int64_t>(v.via.u64);
+  if (v.type == msgpack::type::NEGATIVE_INTEGER)
+    return v.via.i64;
+  return 0;
+}
+
 /// A map's fields by name.
 class view {
 public:
@@ -24,18 +42,14 @@ public:
   }
   std::string str(std::string_view k) const {
     auto v = get(k);
-    if (v && (v->type == msgpack::type::STR || v->type == msgpack::type::BIN))
-      return v->type == msgpack::type::STR
-                 ? std::string{v->via.str.ptr, v->via.str.size}
-                 : std::string{v->via.bin.ptr, v->via.bin.size};
-    return {};
+    return v ? std::string{text_of(*v)} : std::string{};
   }
   std::int64_t i64(std::string_view k, std::int64_t dflt = 0) const {
     auto v = get(k);
-    if (v && v->type == msgpack::type::POSITIVE_INTEGER)
-      return static_cast<std::int64_t>(v->via.u64);
-    if (v && v->type == msgpack::type::NEGATIVE_INTEGER)
-      return v->via.i64;
+    if (v
+        && (v->type == msgpack::type::POSITIVE_INTEGER
+            || v->type == msgpack::type::NEGATIVE_INTEGER))
+      return int_of(*v);
     return dflt;
   }
   std::uint64_t u64(std::string_view k) const {
@@ -76,22 +90,6 @@ public:
 private:
   const object* o_;
 };
-
-std::string_view text_of(const object& v) {
-  if (v.type == msgpack::type::STR)
-    return {v.via.str.ptr, v.via.str.size};
-  if (v.type == msgpack::type::BIN)
-    return {v.via.bin.ptr, v.via.bin.size};
-  return {};
-}
-
-std::int64_t int_of(const object& v) {
-  if (v.type == msgpack::type::POSITIVE_INTEGER)
-    return static_cast<std::int64_t>(v.via.u64);
-  if (v.type == msgpack::type::NEGATIVE_INTEGER)
-    return v.via.i64;
-  return 0;
-}
 
 /// One pass over a message's fields (a pop answers a thousand of them: a
 /// lookup per field would scan the map once per field).
