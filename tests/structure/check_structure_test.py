@@ -3,6 +3,7 @@
 trees, each with one defect, it must exit 1 naming it; over a clean tree, 0."""
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,8 +22,12 @@ def tree(files):
 
 
 def run(files):
-    r = subprocess.run([sys.executable, CHECK, tree(files)],
-                       capture_output=True, text=True)
+    root = tree(files)
+    try:
+        r = subprocess.run([sys.executable, CHECK, root],
+                           capture_output=True, text=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return r.returncode, r.stdout
 
 
