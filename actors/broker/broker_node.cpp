@@ -96,20 +96,30 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
       return rp.later();
     }
   std::vector<ack_share> shares;
-  std::map<std::tuple<std::string, std::string, std::string>, std::size_t>
+  // A place names its (queue, partition): the directory keeps it while
+  // this handler runs. The group views point into `acks`.
+  std::map<std::pair<const core::partition_place*, std::string_view>,
+           std::size_t>
       index;
+  // Consecutive items mostly name the same partition (one batch's acks):
+  // its lookups are made once for the run.
+  const std::string* last_uuid = nullptr;
+  const core::partition_place* place = nullptr;
+  auto q = st.queues.end();
   for (std::size_t i = 0; i < acks.size(); ++i) {
     auto& a = acks[i];
-    auto* place = live_place(self, a.partition_uuid);
-    auto q = place ? st.queues.find(place->queue) : st.queues.end();
+    if (last_uuid == nullptr || *last_uuid != a.partition_uuid) {
+      last_uuid = &a.partition_uuid;
+      place = live_place(self, a.partition_uuid);
+      q = place ? st.queues.find(place->queue) : st.queues.end();
+    }
     if (q == st.queues.end()) {
       out[i].reply.error = ack_error::not_found;
       continue;
     }
     out[i].queue = place->queue;
     out[i].partition = place->partition;
-    auto key = std::make_tuple(place->queue, place->partition, a.group);
-    auto [it, fresh] = index.try_emplace(key, shares.size());
+    auto [it, fresh] = index.try_emplace({place, a.group}, shares.size());
     if (fresh)
       shares.push_back(
           {place->queue, place->partition, a.group, q->second, {}, {}});
@@ -127,8 +137,9 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
       run->first.size(),
       [self, run](std::size_t k) {
         auto& s = run->first[k];
+        // Asked once per share: its acks are not needed after.
         return self->request(s.actor, caf::infinite, ack_atom::value,
-                             s.partition, s.group, s.reqs);
+                             s.partition, s.group, std::move(s.reqs));
       },
       [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
         auto& [shares, out] = *run;

@@ -22,7 +22,7 @@ void partition_directory::add(const std::string& uuid, const std::string& queue,
 }
 
 const partition_place* partition_directory::find(std::string_view uuid) const {
-  auto it = by_uuid_.find(std::string{uuid});
+  auto it = by_uuid_.find(uuid);
   return it == by_uuid_.end() ? nullptr : &it->second;
 }
 

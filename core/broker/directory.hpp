@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,7 +43,16 @@ public:
   }
 
 private:
-  std::unordered_map<std::string, partition_place> by_uuid_;
+  /// Looked up by `string_view` without making a string (one lookup per
+  /// ack item).
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, partition_place, text_hash, std::equal_to<>>
+      by_uuid_;
   /// The uuids of each queue, for `drop_queue`.
   std::unordered_map<std::string, std::vector<std::string>> of_queue_;
 };

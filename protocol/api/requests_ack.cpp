@@ -178,10 +178,14 @@ expected<node::ack_request> ack_batch_fields(typename F::object_t& obj) {
           return make_error(errc::invalid_argument,
                             "acknowledgments array is required");
         has_list = true;
+        // One buffer for every item's name (a list may hold thousands).
+        std::string where = "acknowledgments[";
+        const auto stem = where.size();
         return F::elements(*arr, "acknowledgments",
                            [&](std::size_t i, auto& e) -> expected<void> {
-                             auto where
-                                 = "acknowledgments[" + std::to_string(i) + "]";
+                             where.resize(stem);
+                             where += std::to_string(i);
+                             where += ']';
                              auto o = F::as_object(e, where);
                              if (!o)
                                return o.err();
