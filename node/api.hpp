@@ -164,6 +164,9 @@ struct ack_result {
   std::string partition;
   bool lease_released = false;
   bool dead_lettered = false;
+  /// Messages the item made done (completed or dead-lettered): 0 for a
+  /// repeat, every frame it completed for an `upTo`.
+  std::uint32_t settled = 0;
 };
 
 struct ack_reply {

@@ -33,6 +33,7 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
     reply.error = out.error;              // n acks moves no reply
     reply.lease_released = out.lease_released;
     reply.dead_lettered = out.dead.has_value();
+    reply.settled = out.settled;
     if (out.lease_released)
       reply.released_lease = lease_id;
   }
@@ -53,6 +54,7 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
                r.failure = failure;
                r.lease_released = false;
                r.dead_lettered = false;
+               r.settled = 0;
              }
            rp.deliver(std::move(replies));
          });

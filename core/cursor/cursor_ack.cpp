@@ -67,14 +67,17 @@ ack_outcome cursor_core::ack(const ack_request& req, offset last_offset,
   switch (req.status) {
   case ack_status::completed:
     complete(*idx);
+    out.settled = 1;
     break;
   case ack_status::dlq:
     out.dead = bury(at, req.error);
     settled_[*idx] = true;
     --unsettled_;
+    out.settled = 1;
     break;
   case ack_status::failed: {
     out.dead = charge(at, req.error);
+    out.settled = out.dead ? 1 : 0; // past retryLimit: done, in the DLQ
     auto delay
         = req.delay ? *req.delay : retry_delay_for(counters(at).failures);
     end_lease(now, delay);
@@ -122,6 +125,7 @@ ack_outcome cursor_core::ack_through(offset up_to, offset last_offset,
       continue;
     complete(i);
     out.changed = true;
+    ++out.settled;
   }
   if (!any && up_to > committed_)
     out.error = ack_error::not_in_lease;

@@ -84,6 +84,9 @@ struct ack_outcome {
   ack_error error = ack_error::none;
   bool changed = false;        ///< the record must be persisted
   bool lease_released = false; ///< the ack ended the lease
+  /// Frames this ack made done, completed or dead-lettered (a repeat: 0;
+  /// an upTo: every frame it completed).
+  std::uint32_t settled = 0;
   std::optional<dead_letter> dead;
   /// A requeued entry completed: its DLQ entry is removed.
   std::optional<std::uint64_t> requeue_done;

@@ -48,6 +48,7 @@ ack_outcome cursor_core::ack_requeued(const ack_request& req, mono_time now) {
     requeued_.erase(std::find_if(requeued_.begin(), requeued_.end(),
                                  [&](auto& r) { return r.dlq_id == id; }));
     out.requeue_done = id;
+    out.settled = 1;
     end_lease(now, milliseconds{0});
     break;
   case ack_status::dlq:

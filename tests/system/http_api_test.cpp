@@ -443,15 +443,8 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
               {"leaseId", m["messages"][0]["leaseId"]},
               {"consumerGroup", "g"}};
   REQUIRE(s.post("/api/v1/ack", ack.dump()).status == 200);
-  auto r = s.get("/metrics/prometheus");
-  REQUIRE(r.status == 200);
-  auto& text = r.body;
-  auto value = [&](const std::string& series) -> std::int64_t {
-    auto at = text.find("\n" + series + " ");
-    if (at == std::string::npos)
-      return -1;
-    return std::stoll(text.substr(at + series.size() + 2));
-  };
+  REQUIRE(s.get("/metrics/prometheus").status == 200);
+  auto value = [&](const std::string& series) { return s.metric(series); };
   CHECK(value(R"(spool_partition_last_offset{queue="q",partition="Default"})")
         == 2);
   CHECK(value(R"(spool_partition_watermark{queue="q",partition="Default"})")
@@ -463,6 +456,7 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
   CHECK(value("spool_messages_pushed_total") == 3);
   CHECK(value("spool_messages_popped_total") == 1);
   CHECK(value("spool_acks_total") == 1);
+  CHECK(value("spool_messages_acked_total") == 1);
   auto map = value("spool_storage_map_bytes");
   auto used = value("spool_storage_map_used_bytes");
   CHECK(map > 0);

@@ -73,16 +73,11 @@ TEST_CASE("a client that disconnects during a long poll cancels its parked "
     gone.send_raw(http_conn::format(
         "GET", "/api/v1/pop/queue/q?wait=true&timeout=30000&consumerGroup=g"));
     CHECK_FALSE(gone.read_response(200ms));
-    auto text = s.get("/metrics/prometheus").body;
-    CHECK_THAT(text, Catch::Contains("\nspool_parked_pops 1\n"));
+    CHECK(s.metric("spool_parked_pops") == 1);
   } // closed here, parked
   // The server sees the close and cancels the parked pop: the node's pops
   // in flight go back to none (a pop that stayed parked would keep it 1).
-  auto parked = [&] {
-    auto text = s.get("/metrics/prometheus").body;
-    auto at = text.find("\nspool_parked_pops ");
-    return at == std::string::npos ? -1 : std::stoi(text.substr(at + 19));
-  };
+  auto parked = [&] { return s.metric("spool_parked_pops"); };
   auto deadline = std::chrono::steady_clock::now() + 5s;
   while (parked() != 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(10ms);

@@ -334,6 +334,16 @@ public:
     return request("DELETE", target);
   }
 
+  /// One series' value on the Prometheus page (`name` with its labels,
+  /// as printed), -1 when the page does not show it.
+  std::int64_t metric(const std::string& series) {
+    auto text = get("/metrics/prometheus").body;
+    auto at = text.find("\n" + series + " ");
+    if (at == std::string::npos)
+      return -1;
+    return std::stoll(text.substr(at + series.size() + 2));
+  }
+
 private:
   temp_dir dir_;
   std::vector<std::string> extra_;

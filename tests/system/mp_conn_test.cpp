@@ -14,9 +14,7 @@ namespace {
 
 /// The node's pops in flight, from the Prometheus page.
 int parked(spoold_server& srv) {
-  auto text = srv.get("/metrics/prometheus").body;
-  auto at = text.find("\nspool_parked_pops ");
-  return std::stoi(text.substr(at + 19));
+  return static_cast<int>(srv.metric("spool_parked_pops"));
 }
 
 bool parked_becomes(spoold_server& srv, int n) {

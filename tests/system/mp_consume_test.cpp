@@ -162,6 +162,10 @@ TEST_CASE("a cumulative ack (upTo) settles a lease's frames up to an offset "
   CHECK(again[0]["success"] == false); // the lease it names has ended
   CHECK(again[0]["error"] == "Invalid or expired lease");
   CHECK(committed() == 3);
+  // The counters: an item each, and the messages the items settled.
+  CHECK(srv.metric("spool_acks_total") == 2);
+  CHECK(srv.metric("spool_ack_failures_total") == 3); // other, far, again
+  CHECK(srv.metric("spool_messages_acked_total") == 4);
   // The next pop starts after what was settled.
   auto next = c.ok(
       {{"op", "pop"}, {"queue", "q"}, {"consumerGroup", "g"}, {"batch", 4}});

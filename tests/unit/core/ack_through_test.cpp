@@ -17,6 +17,7 @@ TEST_CASE("an upTo ack of the lease's last frame settles the whole lease",
   auto out = fx.up_to(4);
   CHECK(out.error == ack_error::none);
   CHECK(out.changed);
+  CHECK(out.settled == 5);
   CHECK(out.lease_released);
   CHECK(fx.cur.committed() == offset{4});
   CHECK_FALSE(fx.cur.lease());
@@ -27,13 +28,17 @@ TEST_CASE("an upTo ack inside the lease settles the frames below it only",
   leased fx(5);
   auto out = fx.up_to(2);
   CHECK(out.error == ack_error::none);
+  CHECK(out.settled == 3);
   CHECK_FALSE(out.lease_released);
   CHECK(fx.cur.committed() == offset{2});
   REQUIRE(fx.cur.lease()); // 3 and 4 are still leased
-  CHECK(fx.one(4).error == ack_error::none);
+  auto four = fx.one(4);
+  CHECK(four.error == ack_error::none);
+  CHECK(four.settled == 1);
   CHECK(fx.cur.committed() == offset{2});
   auto last = fx.one(3);
   CHECK(last.lease_released);
+  CHECK(last.settled == 1);
   CHECK(fx.cur.committed() == offset{4});
 }
 
@@ -43,6 +48,7 @@ TEST_CASE("an upTo ack passes over frames acked one by one before it",
   fx.one(1);
   fx.one(3);
   auto out = fx.up_to(4);
+  CHECK(out.settled == 3); // 0, 2 and 4: the others were acked before
   CHECK(out.lease_released);
   CHECK(fx.cur.committed() == offset{4});
 }
@@ -55,6 +61,7 @@ TEST_CASE("an upTo ack repeated succeeds and changes nothing while its "
   auto again = fx.up_to(2);
   CHECK(again.error == ack_error::none);
   CHECK_FALSE(again.changed);
+  CHECK(again.settled == 0);
   CHECK(fx.cur.committed() == offset{2});
   fx.up_to(4);
   // The lease ended: one naming it is told so, as an item ack would be.
@@ -104,4 +111,18 @@ TEST_CASE("an upTo ack is completed only, names its lease and no "
   r.status = ack_status::completed;
   r.transaction_id = "tx";
   CHECK_FALSE(check_ack(r));
+}
+
+TEST_CASE("an ack counts the messages it made done: completed and "
+          "dead-lettered frames, not a failure that will be redelivered",
+          "[cursor][ack][metrics]") {
+  leased fx(3);
+  auto buried = fx.one(0, ack_status::dlq);
+  CHECK(buried.dead);
+  CHECK(buried.settled == 1);
+  auto failed = fx.one(1, ack_status::failed); // under retryLimit
+  CHECK(failed.error == ack_error::none);
+  CHECK_FALSE(failed.dead);
+  CHECK(failed.settled == 0);
+  CHECK(failed.lease_released);
 }
