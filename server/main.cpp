@@ -144,7 +144,9 @@ int main(int argc, char** argv) {
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
     spool::api::router routes{svc};
-    spool::api::metrics stats{routes.patterns()};
+    std::vector<std::string> ops(spool::mp::op_names().begin(),
+                                 spool::mp::op_names().end());
+    spool::api::metrics stats{routes.patterns(), std::move(ops)};
     svc.stats = &stats;
     svc.data_dir = opts.data_dir;
     spool::http::server_limits limits;

@@ -4,26 +4,41 @@
 
 namespace spool::api {
 
-metrics::metrics(std::vector<std::string> routes) {
-  for (auto& r : routes) {
-    routes_.push_back(std::make_unique<route_stats>());
-    routes_.back()->label = std::move(r);
+metrics::family::family(std::vector<std::string> labels, std::string other_) {
+  for (auto& l : labels) {
+    kinds.push_back(std::make_unique<kind_stats>());
+    kinds.back()->label = std::move(l);
   }
-  unmatched_.label = "unmatched";
+  other.label = std::move(other_);
+}
+
+void metrics::family::record(std::size_t i, bool failed,
+                             std::chrono::microseconds d) {
+  auto& s = i < kinds.size() ? *kinds[i] : other;
+  double secs = static_cast<double>(d.count()) / 1e6;
+  std::size_t b = 0;
+  while (b < buckets.size() && secs > buckets[b])
+    ++b;
+  s.counts[b].fetch_add(1, std::memory_order_relaxed);
+  s.sum_us.fetch_add(static_cast<std::uint64_t>(d.count()),
+                     std::memory_order_relaxed);
+  if (failed)
+    s.errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+metrics::metrics(std::vector<std::string> routes,
+                 std::vector<std::string> ops) :
+    routes_(std::move(routes), "unmatched"), ops_(std::move(ops), "unknown") {
 }
 
 void metrics::record(std::size_t route, int status,
                      std::chrono::microseconds d) {
-  auto& s = route < routes_.size() ? *routes_[route] : unmatched_;
-  double secs = static_cast<double>(d.count()) / 1e6;
-  std::size_t i = 0;
-  while (i < buckets.size() && secs > buckets[i])
-    ++i;
-  s.counts[i].fetch_add(1, std::memory_order_relaxed);
-  s.sum_us.fetch_add(static_cast<std::uint64_t>(d.count()),
-                     std::memory_order_relaxed);
-  if (status >= 400)
-    s.errors.fetch_add(1, std::memory_order_relaxed);
+  routes_.record(route, status >= 400, d);
+}
+
+void metrics::record_op(std::size_t op, bool failed,
+                        std::chrono::microseconds d) {
+  ops_.record(op, failed, d);
 }
 
 namespace prom {
@@ -76,20 +91,39 @@ void metrics::render(std::string& out) const {
           "Messages acks completed or dead-lettered (each once).", settled);
   counter("spool_ack_failures_total", "Ack items that failed.", ack_failed);
   counter("spool_seeks_total", "Seeks answered 200.", seeks);
-  prom::help(out, "spool_http_request_duration_seconds", "histogram",
-             "HTTP request latency by route.");
-  std::vector<const route_stats*> all;
-  for (auto& r : routes_)
-    all.push_back(r.get());
-  all.push_back(&unmatched_);
+  routes_.render(out, "spool_http_request", "route",
+                 "HTTP request latency by route.",
+                 "HTTP answers with a 4xx or 5xx status by route.");
+  ops_.render(out, "spool_msgpack_request", "op",
+              "msgpack request latency by op.",
+              "msgpack error answers (ok: false) by op.");
+}
+
+void metrics::family::render(std::string& out, const std::string& name,
+                             const char* key, const char* what,
+                             const char* errors) const {
+  std::vector<const kind_stats*> all;
+  for (auto& k : kinds)
+    all.push_back(k.get());
+  all.push_back(&other);
+  auto series = [&](const char* suffix, const std::string& lbl) {
+    out += name;
+    out += suffix;
+    out += '{';
+    out += key;
+    out += "=\"";
+    out += lbl;
+    out += '"';
+  };
+  prom::help(out, name + "_duration_seconds", "histogram", what);
   char num[32];
-  for (auto* r : all) {
+  for (auto* k : all) {
     std::uint64_t cum = 0;
-    auto lbl = prom::label(r->label);
+    auto lbl = prom::label(k->label);
     for (std::size_t i = 0; i <= buckets.size(); ++i) {
-      cum += r->counts[i].load();
-      out += "spool_http_request_duration_seconds_bucket{route=\"" + lbl
-             + "\",le=\"";
+      cum += k->counts[i].load();
+      series("_duration_seconds_bucket", lbl);
+      out += ",le=\"";
       if (i < buckets.size()) {
         std::snprintf(num, sizeof num, "%g", buckets[i]);
         out += num;
@@ -99,17 +133,17 @@ void metrics::render(std::string& out) const {
       out += "\"} " + std::to_string(cum) + "\n";
     }
     std::snprintf(num, sizeof num, "%.6f",
-                  static_cast<double>(r->sum_us.load()) / 1e6);
-    out += "spool_http_request_duration_seconds_sum{route=\"" + lbl + "\"} "
-           + num + "\n";
-    out += "spool_http_request_duration_seconds_count{route=\"" + lbl + "\"} "
-           + std::to_string(cum) + "\n";
+                  static_cast<double>(k->sum_us.load()) / 1e6);
+    series("_duration_seconds_sum", lbl);
+    out += std::string{"} "} + num + "\n";
+    series("_duration_seconds_count", lbl);
+    out += "} " + std::to_string(cum) + "\n";
   }
-  prom::help(out, "spool_http_request_errors_total", "counter",
-             "HTTP answers with a 4xx or 5xx status by route.");
-  for (auto* r : all)
-    out += "spool_http_request_errors_total{route=\"" + prom::label(r->label)
-           + "\"} " + std::to_string(r->errors.load()) + "\n";
+  prom::help(out, name + "_errors_total", "counter", errors);
+  for (auto* k : all) {
+    series("_errors_total", prom::label(k->label));
+    out += "} " + std::to_string(k->errors.load()) + "\n";
+  }
 }
 
 void count_push(metrics* m, const node::push_reply& r) {

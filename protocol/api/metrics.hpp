@@ -1,9 +1,9 @@
 #pragma once
 
-/// What the HTTP door counts, and the Prometheus text format it serves at
-/// `/metrics/prometheus` (docs/operations.md lists every series). Counters
-/// and histograms are atomics updated on the io threads; the per queue,
-/// partition and group gauges are read from the node at each scrape.
+/// What the doors count, and the Prometheus text format the HTTP door
+/// serves at `/metrics/prometheus` (docs/http.md lists every series).
+/// Counters and histograms are atomics updated on the io threads; the per
+/// queue, partition and group gauges are read from the node at each scrape.
 
 #include <array>
 #include <atomic>
@@ -25,12 +25,17 @@ public:
       = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
          0.25,   0.5,   1,      2.5,   5,    10,    30};
 
-  /// `routes`: the label of each route (its pattern), by route index.
-  explicit metrics(std::vector<std::string> routes);
+  /// `routes`: the label of each HTTP route (its pattern), by route
+  /// index; `ops`: the msgpack door's op names, by op index.
+  explicit metrics(std::vector<std::string> routes,
+                   std::vector<std::string> ops = {});
 
   /// A request of route `route` (an index; `unmatched` for none) answered
   /// with `status` after `d`.
   void record(std::size_t route, int status, std::chrono::microseconds d);
+  /// A msgpack request of op `op` (an index; `unmatched`: an unknown op)
+  /// answered after `d`, with an error answer when `failed`.
+  void record_op(std::size_t op, bool failed, std::chrono::microseconds d);
   static constexpr std::size_t unmatched = static_cast<std::size_t>(-1);
 
   std::atomic<std::uint64_t> pushed{0};     ///< messages stored by pushes
@@ -45,14 +50,25 @@ public:
   void render(std::string& out) const;
 
 private:
-  struct route_stats {
+  /// One request kind's latency histogram and error count.
+  struct kind_stats {
     std::string label;
     std::array<std::atomic<std::uint64_t>, buckets.size() + 1> counts{};
     std::atomic<std::uint64_t> sum_us{0};
-    std::atomic<std::uint64_t> errors{0}; ///< 4xx and 5xx
+    std::atomic<std::uint64_t> errors{0};
   };
-  std::vector<std::unique_ptr<route_stats>> routes_;
-  route_stats unmatched_;
+  /// A door's request kinds (routes, ops), plus one for requests of none.
+  struct family {
+    family(std::vector<std::string> labels, std::string other);
+    void record(std::size_t i, bool failed, std::chrono::microseconds d);
+    /// `<name>_duration_seconds{<key>=…}` and `<name>_errors_total{…}`.
+    void render(std::string& out, const std::string& name, const char* key,
+                const char* what, const char* errors) const;
+    std::vector<std::unique_ptr<kind_stats>> kinds;
+    kind_stats other;
+  };
+  family routes_;
+  family ops_;
 };
 
 /// The message counters both doors keep (none: not kept).

@@ -3,6 +3,8 @@
 #include "protocol/api/mp_ops.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <utility>
 
 #include "protocol/api/metrics.hpp"
@@ -369,11 +371,48 @@ const std::vector<std::string_view>& op_names() {
   return names;
 }
 
+namespace {
+
+/// Records each answer's latency and outcome under its op.
+class metered : public exchange {
+public:
+  metered(exchange_ptr inner, api::metrics& m, std::size_t op) :
+      inner_(std::move(inner)),
+      m_(m),
+      op_(op),
+      start_(std::chrono::steady_clock::now()) {
+  }
+  void respond(std::string frame, std::function<void()> on_unwritten) override {
+    if (!recorded_.exchange(true)) // the first answer counts (exchange)
+      m_.record_op(op_, !answer_ok(frame),
+                   std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - start_));
+    inner_->respond(std::move(frame), std::move(on_unwritten));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  exchange_ptr inner_;
+  api::metrics& m_;
+  std::size_t op_;
+  std::chrono::steady_clock::time_point start_;
+  std::atomic<bool> recorded_{false};
+};
+
+} // namespace
+
 handler make_handler(api::service& svc, door_info info) {
   return [&svc, info](request_frame& f, std::shared_ptr<exchange> ex,
                       session& sess) {
     auto it = std::find_if(std::begin(ops), std::end(ops),
                            [&](const op_entry& o) { return o.name == f.op; });
+    if (svc.stats != nullptr)
+      ex = std::make_shared<metered>(
+          std::move(ex), *svc.stats,
+          it == std::end(ops) ? api::metrics::unmatched
+                              : static_cast<std::size_t>(it - std::begin(ops)));
     if (it == std::end(ops))
       return ex->respond(error_frame(
           f.id, make_error(errc::unknown_op, "Unknown op: ", f.op)));

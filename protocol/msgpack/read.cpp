@@ -146,7 +146,70 @@ struct declared_count : msgpack::null_visitor {
   }
 };
 
+/// Reads an answer's top-level `ok` and stops there.
+struct ok_reader : msgpack::null_visitor {
+  std::size_t depth = 0;
+  bool in_key = false;    ///< reading a top-level key
+  bool key_is_ok = false; ///< the top-level key just read is `ok`
+  bool in_ok = false;     ///< reading the top-level `ok`'s value
+  bool ok = false;
+  bool start_map(std::uint32_t) {
+    ++depth;
+    return true;
+  }
+  bool end_map() {
+    --depth;
+    return true;
+  }
+  bool start_array(std::uint32_t) {
+    ++depth;
+    return true;
+  }
+  bool end_array() {
+    --depth;
+    return true;
+  }
+  bool start_map_key() {
+    in_key = depth == 1;
+    key_is_ok = false;
+    return true;
+  }
+  bool end_map_key() {
+    in_key = false;
+    return true;
+  }
+  bool visit_str(const char* p, std::uint32_t n) {
+    if (in_key)
+      key_is_ok = std::string_view{p, n} == "ok";
+    return true;
+  }
+  bool start_map_value() {
+    in_ok = depth == 1 && key_is_ok;
+    key_is_ok = false;
+    return true;
+  }
+  bool end_map_value() {
+    in_ok = false;
+    return true;
+  }
+  bool visit_boolean(bool v) {
+    if (!in_ok || depth != 1)
+      return true;
+    ok = v;
+    return false; // found: the rest is not read
+  }
+};
+
 } // namespace
+
+bool answer_ok(std::string_view frame) {
+  if (frame.size() < 4)
+    return false;
+  ok_reader r;
+  std::size_t off = 4;
+  msgpack::parse(frame.data(), frame.size(), off, r);
+  return r.ok;
+}
 
 expected<request_frame> decode_request(std::string_view body,
                                        std::uint64_t& id_out) {

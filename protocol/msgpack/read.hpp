@@ -40,6 +40,10 @@ struct request_frame {
 expected<request_frame> decode_request(std::string_view body,
                                        std::uint64_t& id_out);
 
+/// Whether an answer frame (its 4-byte length, then `{id, ok, …}`) says
+/// `ok: true`; read up to that field only, whatever the answer's size.
+bool answer_ok(std::string_view frame);
+
 /// An object (a map) or an array as the readers take them.
 struct map_ref {
   const object* o = nullptr;

@@ -457,6 +457,19 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
   CHECK(value("spool_messages_popped_total") == 1);
   CHECK(value("spool_acks_total") == 1);
   CHECK(value("spool_messages_acked_total") == 1);
+  // Timed per route; a 404 under unmatched, counted as an error.
+  REQUIRE(s.get("/api/v1/nope").status == 404);
+  CHECK(
+      value(
+          R"(spool_http_request_duration_seconds_count{route="POST /api/v1/push"})")
+      == 1);
+  CHECK(
+      value(
+          R"(spool_http_request_duration_seconds_bucket{route="POST /api/v1/push",le="+Inf"})")
+      == 1);
+  CHECK(value(R"(spool_http_request_errors_total{route="POST /api/v1/push"})")
+        == 0);
+  CHECK(value(R"(spool_http_request_errors_total{route="unmatched"})") == 1);
   auto map = value("spool_storage_map_bytes");
   auto used = value("spool_storage_map_used_bytes");
   CHECK(map > 0);

@@ -403,4 +403,38 @@ TEST_CASE(
         == "ids[0] must be a non-negative integer");
 }
 
+TEST_CASE("msgpack requests are timed per op on the Prometheus page, error "
+          "answers counted apart",
+          "[system][msgpack][metrics]") {
+  spoold_server srv;
+  mp_conn c{srv.mp_port()}; // hello: one
+  for (int i = 0; i < 3; ++i)
+    c.ok({{"op", "push"}, {"items", {{{"queue", "q"}, {"payload", i}}}}});
+  CHECK(code_of(c.call({{"op", "pop"}})) == "invalid_argument");
+  c.ok({{"op", "pop"}, {"queue", "q"}, {"batch", 3}});
+  CHECK(code_of(c.call({{"op", "nope"}})) == "unknown_op");
+  auto count = [&](const char* op) {
+    return srv.metric(std::string{"spool_msgpack_request_duration_seconds_"
+                                  "count{op=\""}
+                      + op + "\"}");
+  };
+  auto errors = [&](const char* op) {
+    return srv.metric(std::string{"spool_msgpack_request_errors_total{op=\""}
+                      + op + "\"}");
+  };
+  CHECK(count("hello") == 1);
+  CHECK(count("push") == 3);
+  CHECK(errors("push") == 0);
+  CHECK(count("pop") == 2);
+  CHECK(errors("pop") == 1);
+  CHECK(count("unknown") == 1);
+  CHECK(errors("unknown") == 1);
+  CHECK(count("ack") == 0);
+  // Every answer lands in the histogram's last bucket.
+  CHECK(
+      srv.metric(
+          R"(spool_msgpack_request_duration_seconds_bucket{op="push",le="+Inf"})")
+      == 3);
+}
+
 } // namespace spool::test
