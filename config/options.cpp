@@ -188,6 +188,12 @@ const std::vector<option>& table() {
           [](server_options& o) -> std::uint64_t& {
             return o.msgpack.idle_timeout_ms;
           }),
+      num("msgpack-frame-timeout-ms",
+          "a msgpack frame must arrive whole this soon (then close)", 100,
+          3'600'000,
+          [](server_options& o) -> std::uint64_t& {
+            return o.msgpack.frame_timeout_ms;
+          }),
       flag("access-log", "one log line per answered request",
            [](server_options& o) -> bool& { return o.http.access_log; }),
       num("shutdown-grace-ms", "on SIGTERM, in-flight requests get this long",

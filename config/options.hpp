@@ -106,6 +106,9 @@ struct msgpack_settings {
   /// A connection with nothing in flight closes after this
   /// (--msgpack-idle-timeout-ms).
   std::uint64_t idle_timeout_ms = 600'000;
+  /// A frame must arrive whole this soon after its first byte
+  /// (--msgpack-frame-timeout-ms).
+  std::uint64_t frame_timeout_ms = 30'000;
 };
 
 struct server_options {

@@ -172,6 +172,8 @@ int main(int argc, char** argv) {
     mlimits.max_frame_bytes = opts.msgpack.max_frame_bytes;
     mlimits.idle_timeout = std::chrono::milliseconds{
         static_cast<std::int64_t>(opts.msgpack.idle_timeout_ms)};
+    mlimits.frame_timeout = std::chrono::milliseconds{
+        static_cast<std::int64_t>(opts.msgpack.frame_timeout_ms)};
     auto mp = std::make_unique<spool::mp::server>(
         mlimits,
         spool::mp::make_handler(

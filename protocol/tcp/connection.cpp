@@ -42,10 +42,10 @@ namespace {
 /// `max_in_flight` answers meanwhile).
 constexpr std::chrono::milliseconds write_timeout{60'000};
 
-/// A frame must arrive whole this soon after its first byte (HTTP's
-/// request timeout): a sender trickling a big frame holds its buffer no
-/// longer.
-constexpr std::chrono::milliseconds frame_timeout{30'000};
+/// At `max_in_flight` the socket is still read until this much waits in
+/// the buffer (not cut into frames): a client that leaves is seen (EOF)
+/// and its parked requests are cancelled, as HTTP's connection does.
+constexpr std::size_t full_read_bytes = std::size_t{64} << 10;
 
 } // namespace
 
@@ -133,8 +133,9 @@ void connection::close() {
 }
 
 void connection::wait_readable() {
+  bool full = in_flight >= srv->limits.max_in_flight;
   if (closed || reading || draining || close_after_write
-      || in_flight >= srv->limits.max_in_flight)
+      || (full && inbuf.size() >= full_read_bytes))
     return;
   reading = true;
   socket.async_wait(tcp::socket::wait_read,
@@ -288,7 +289,7 @@ void connection::drain_input() {
 void connection::arm_timer() {
   auto period = lingering ? std::chrono::milliseconds{250}
                           : std::min({srv->limits.idle_timeout, write_timeout,
-                                      frame_timeout});
+                                      srv->limits.frame_timeout});
   timer.expires_after(period);
   timer.async_wait([self = shared_from_this()](asio::error_code ec) {
     if (!ec && !self->closed)
@@ -300,8 +301,12 @@ void connection::on_timer() {
   auto now = clock_type::now();
   if (lingering && now >= linger_until)
     return close();
-  if (!inbuf.empty() && now - frame_began >= frame_timeout)
-    return close(); // a frame begun and not finished (a slow sender)
+  // A frame begun and not finished (a slow sender); a whole one waits for
+  // room in flight, which is not the sender's doing.
+  if (!inbuf.empty() && now - frame_began >= srv->limits.frame_timeout
+      && cut_frame(inbuf, srv->limits.max_frame_bytes).kind
+             == frame_cut::need_more)
+    return close();
   if (writing && now - write_began >= write_timeout)
     return close(); // the client stopped reading
   if (in_flight == 0 && now - last_activity >= srv->limits.idle_timeout)

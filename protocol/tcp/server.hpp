@@ -39,6 +39,10 @@ struct server_limits {
   /// byte read or written (a frame begun and stalled included); checked
   /// every min(this, 60 s).
   std::chrono::milliseconds idle_timeout{600'000};
+  /// A frame must arrive whole this soon after its first byte (HTTP's
+  /// request timeout): a sender trickling a big frame holds its buffer no
+  /// longer. Whole frames waiting for room in flight are not timed.
+  std::chrono::milliseconds frame_timeout{30'000};
 };
 
 /// One request's answer.

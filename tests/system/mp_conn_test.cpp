@@ -92,6 +92,44 @@ TEST_CASE("msgpack: closing a connection cancels its parked pop; it leases "
   CHECK(p["messages"][0]["deliveryCount"] == 1);
 }
 
+TEST_CASE("msgpack: a client that leaves with maxInFlight requests parked is "
+          "seen leaving; its parked pops are cancelled",
+          "[system][msgpack]") {
+  spoold_server srv{{"--msgpack-max-in-flight", "2"}};
+  {
+    mp_conn a{srv.mp_port()};
+    for (int i = 0; i < 2; ++i)
+      a.send({{"op", "pop"},
+              {"queue", "q" + std::to_string(i)},
+              {"wait", true},
+              {"timeout", 60000}});
+    REQUIRE(parked_becomes(srv, 2)); // a is full: its frames are not cut
+    a.send({{"op", "health"}});
+  } // a leaves: only a read of its socket can tell
+  CHECK(parked_becomes(srv, 0));
+}
+
+TEST_CASE("msgpack: a frame not whole within the frame timeout closes its "
+          "connection; whole frames waiting behind long polls are not timed",
+          "[system][msgpack]") {
+  spoold_server srv{
+      {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "300"}};
+  mp_conn a{srv.mp_port()};
+  auto parked = a.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  REQUIRE(parked_becomes(srv, 1));
+  auto behind = a.send({{"op", "health"}}); // whole, waits for room
+  std::this_thread::sleep_for(1s);          // > 3 frame timeouts
+  mp_conn b{srv.mp_port()};
+  b.ok(push_req("q", 1));
+  CHECK(a.answer(parked)["messages"].size() == 1);
+  CHECK(a.answer(behind)["status"] == "healthy");
+  // Half a frame, then nothing: closed as a slow sender.
+  a.send_raw(std::string{"\x00\x00\x00\x40", 4} + std::string(10, '\x80'));
+  CHECK(a.closed_by_peer(3s));
+  CHECK(b.ok({{"op", "health"}})["status"] == "healthy");
+}
+
 TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
           "on; other connections never notice",
           "[system][msgpack]") {
