@@ -504,7 +504,13 @@ connection::~connection() {
     i->close();
     i->work.reset();
   });
-  impl_->thread.join();
+  // Destroyed in one of its own completions, on the io thread, which
+  // cannot join itself: it ends by itself once the close has run (its
+  // lambda holds the impl until then).
+  if (std::this_thread::get_id() == impl_->thread.get_id())
+    impl_->thread.detach();
+  else
+    impl_->thread.join();
 }
 
 void connection::request(std::string_view op, const fields_fn& fields,

@@ -20,8 +20,10 @@
 ///   refused here with `too_large`, alone (the server would close).
 /// - A pop that times out here after it was sent may still take a lease
 ///   on the server: its answer is dropped, the lease ends at its expiry.
-/// - Completions run on the io thread, once each, and must not block,
-///   throw, or destroy the connection.
+/// - Completions run on the io thread, once each, and must not block or
+///   throw. One may destroy the connection: the requests still open then
+///   complete with `unavailable` "client closed", and the io thread ends
+///   by itself.
 ///
 /// No CAF, no server code: only the wire (wire/) and the vocabulary.
 

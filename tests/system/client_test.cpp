@@ -244,6 +244,37 @@ TEST_CASE("client timeouts answer unavailable and leave the connection "
   CHECK(h.err().code == errc::unavailable);
 }
 
+TEST_CASE("a client connection destroyed in its own completion closes; "
+          "its other open requests complete as closed",
+          "[system][client]") {
+  spoold_server srv;
+  auto conn = std::make_unique<client::connection>(to(srv.mp_port()));
+  node::pop_request p;
+  p.queue = "q";
+  p.wait = true;
+  p.timeout = 5000ms;
+  std::promise<expected<client::reply_ptr>> parked;
+  conn->request(
+      "pop", [&](mp::writer& w) { client::write_pop(w, p); },
+      [&](expected<client::reply_ptr> r) { parked.set_value(std::move(r)); });
+  std::promise<void> destroyed;
+  conn->request(
+      "health", [](mp::writer&) {},
+      [&](expected<client::reply_ptr> r) {
+        CHECK(r);
+        conn.reset(); // on the io thread: no join of itself
+        destroyed.set_value();
+      });
+  auto d = destroyed.get_future();
+  REQUIRE(d.wait_for(10s) == std::future_status::ready);
+  auto r = parked.get_future();
+  REQUIRE(r.wait_for(10s) == std::future_status::ready);
+  auto got = r.get();
+  REQUIRE(!got);
+  CHECK(got.err().message == "client closed");
+  CHECK(conn == nullptr);
+}
+
 TEST_CASE("client refuses a request over the server's maxFrameBytes by "
           "itself; the connection and the requests beside it go on",
           "[system][client]") {
