@@ -133,9 +133,8 @@ void connection::close() {
 }
 
 void connection::wait_readable() {
-  bool full = in_flight >= srv->limits.max_in_flight;
   if (closed || reading || draining || close_after_write
-      || (full && inbuf.size() >= full_read_bytes))
+      || (full() && inbuf.size() >= full_read_bytes))
     return;
   reading = true;
   socket.async_wait(tcp::socket::wait_read,
@@ -170,8 +169,7 @@ void connection::parse() {
   std::size_t pos = 0;
   auto max = srv->limits.max_frame_bytes;
   frame_cut cut;
-  while (!closed && !draining && !close_after_write
-         && in_flight < srv->limits.max_in_flight) {
+  while (!closed && !draining && !close_after_write && !full()) {
     cut = cut_frame(std::string_view{inbuf}.substr(pos), max);
     if (cut.kind == frame_cut::too_large) {
       ++in_flight;
@@ -245,7 +243,12 @@ void connection::flush() {
           return;
         if (ec)
           return self->close();
+        bool was_full = self->full();
         self->in_flight -= std::min(self->in_flight, self->outbufs.size());
+        // What waited for room was not the sender's delay: a frame still
+        // unfinished is timed from now.
+        if (was_full && !self->full())
+          self->frame_began = clock_type::now();
         self->outbufs.clear();
         self->out_unwritten.clear();
         self->last_activity = clock_type::now();
@@ -301,11 +304,10 @@ void connection::on_timer() {
   auto now = clock_type::now();
   if (lingering && now >= linger_until)
     return close();
-  // A frame begun and not finished (a slow sender); a whole one waits for
-  // room in flight, which is not the sender's doing.
-  if (!inbuf.empty() && now - frame_began >= srv->limits.frame_timeout
-      && cut_frame(inbuf, srv->limits.max_frame_bytes).kind
-             == frame_cut::need_more)
+  // A frame begun and not finished (a slow sender). At maxInFlight frames
+  // are neither cut nor (past 64 KiB) read: what waits then is not timed.
+  if (!inbuf.empty() && !full()
+      && now - frame_began >= srv->limits.frame_timeout)
     return close();
   if (writing && now - write_began >= write_timeout)
     return close(); // the client stopped reading

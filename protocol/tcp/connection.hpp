@@ -80,6 +80,10 @@ public:
   asio::strand<asio::io_context::executor_type> strand;
 
 private:
+  /// At `max_in_flight`: no frame is cut, and reading stops at 64 KiB.
+  bool full() const {
+    return in_flight >= srv->limits.max_in_flight;
+  }
   void wait_readable();
   void read_available();
   /// Cuts and dispatches the whole frames buffered, while fewer than

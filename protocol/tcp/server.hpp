@@ -7,9 +7,10 @@
 /// matches them by id). Nothing here blocks an io thread.
 ///
 /// Per connection at most `max_in_flight` requests are unanswered (an
-/// answer counts until it is written): then the connection is not read
-/// until one is, so a client that sends without reading holds at most that
-/// many answers, one frame and the last read (1 MiB at most) in the server. A
+/// answer counts until it is written): then no frame is cut and the
+/// connection is read only until 64 KiB wait (to see a client leave), so a
+/// client that sends without reading holds at most that many answers and
+/// what was read (64 KiB plus one read of 1 MiB at most) in the server. A
 /// frame that cannot be decoded gets an error answer and the connection goes
 /// on; a length over `max_frame_bytes` gets an error frame, then that
 /// connection closes. A client that leaves abandons its unanswered requests:
@@ -36,8 +37,8 @@ struct server_limits {
   std::size_t max_in_flight = 1024;
   std::size_t max_frame_bytes = std::size_t{64} << 20;
   /// A connection with nothing in flight closes after this long without a
-  /// byte read or written (a frame begun and stalled included); checked
-  /// every min(this, 60 s).
+  /// byte read or written (a frame begun and stalled included); the
+  /// timeouts are checked every min(this, frame_timeout, 60 s).
   std::chrono::milliseconds idle_timeout{600'000};
   /// A frame must arrive whole this soon after its first byte (HTTP's
   /// request timeout): a sender trickling a big frame holds its buffer no

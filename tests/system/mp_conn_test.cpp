@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <set>
 
 #include "system/mp_fixture.hpp"
@@ -128,6 +129,38 @@ TEST_CASE("msgpack: a frame not whole within the frame timeout closes its "
   a.send_raw(std::string{"\x00\x00\x00\x40", 4} + std::string(10, '\x80'));
   CHECK(a.closed_by_peer(3s));
   CHECK(b.ok({{"op", "health"}})["status"] == "healthy");
+}
+
+TEST_CASE("msgpack: a big frame sent while maxInFlight requests are parked "
+          "is not timed while the server does not read it",
+          "[system][msgpack]") {
+  spoold_server srv{
+      {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "300"}};
+  mp_conn a{srv.mp_port()};
+  auto parked = a.send(
+      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  REQUIRE(parked_becomes(srv, 1));
+  // 4 MiB: more than the server reads while full (64 KiB), so the frame
+  // stays unfinished in its buffer until the pop is answered.
+  json big = push_req("big", bin(std::string(4u << 20, 'x')));
+  big["id"] = 4242;
+  std::atomic<bool> sent{false};
+  std::thread sender{[&a, &sent, frame = frame_of(big)] {
+    try {
+      a.send_raw(frame);
+      sent = true;
+    } catch (const std::exception&) { // closed by the server: checked below
+    }
+  }};
+  std::this_thread::sleep_for(1s); // > 3 frame timeouts
+  mp_conn b{srv.mp_port()};
+  b.ok(push_req("q", 1));
+  CHECK(a.answer(parked)["messages"].size() == 1);
+  auto pushed = a.answer(4242);
+  sender.join();
+  CHECK(sent);
+  CHECK(pushed["ok"] == true);
+  CHECK(b.ok({{"op", "queues"}})["queues"].size() == 2);
 }
 
 TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
