@@ -88,7 +88,6 @@ struct ack_reply {
   std::optional<api_error> failure;
   /// With `lease_released`: the id of the lease the ack ended.
   std::string released_lease;
-  std::uint32_t settled = 0; ///< core::ack_outcome::settled
 };
 
 /// An ack as the wire names its frame: the partition by uuid (api.md's

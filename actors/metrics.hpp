@@ -9,6 +9,10 @@
 namespace spool::actors {
 
 struct node_metrics {
+  /// Messages acks made done (completed or dead-lettered; an `upTo`
+  /// counts every frame it completed), counted once their write is
+  /// durable. Acks inside a transaction are not counted.
+  std::atomic<std::uint64_t> messages_acked{0};
   /// Frames dropped instead of dead-lettered (`deadLetterQueue=false` and
   /// `dlqAfterMaxRetries=false`).
   std::atomic<std::uint64_t> dead_letters_dropped{0};

@@ -198,7 +198,6 @@ from_broker(std::vector<actors::located_ack_reply>& rs) {
     a.success = r.reply.error == ack_error::none;
     a.lease_released = r.reply.lease_released;
     a.dead_lettered = r.reply.dead_lettered;
-    a.settled = r.reply.settled;
     out.items.push_back(std::move(a));
   }
   return out;

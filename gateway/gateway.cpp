@@ -15,11 +15,14 @@ gateway::gateway(std::unique_ptr<impl> p) : impl_(std::move(p)) {
 
 gateway::~gateway() = default;
 
-std::unique_ptr<gateway> make_gateway(caf::actor_system& sys,
-                                      actors::node_api node,
-                                      std::function<micros()> wall) {
-  return std::make_unique<gateway>(
-      std::make_unique<gateway::impl>(sys, std::move(node), std::move(wall)));
+std::unique_ptr<gateway>
+make_gateway(caf::actor_system& sys, actors::node_api node,
+             std::function<micros()> wall,
+             std::shared_ptr<const actors::node_metrics> metrics) {
+  auto i
+      = std::make_unique<gateway::impl>(sys, std::move(node), std::move(wall));
+  i->metrics = std::move(metrics);
+  return std::make_unique<gateway>(std::move(i));
 }
 
 std::string gateway::new_token() {
@@ -98,6 +101,21 @@ std::size_t gateway::cancel_all() {
 std::size_t gateway::pops_in_flight() const {
   std::lock_guard lock{impl_->pops->mx};
   return impl_->pops->pops.size();
+}
+
+node::node_counters gateway::counters() const {
+  node::node_counters c;
+  if (auto& m = impl_->metrics) {
+    c.messages_acked = m->messages_acked.load();
+    c.dead_letters_dropped = m->dead_letters_dropped.load();
+    c.dead_letters_expired = m->dead_letters_expired.load();
+    c.retention_skipped = m->retention_skipped.load();
+    c.retention_deleted = m->retention_frames_deleted.load();
+    c.max_wait_dead_letters = m->max_wait_dead_letters.load();
+    c.failed_writes = m->failed_writes.load();
+    c.actor_restarts = m->actor_restarts.load();
+  }
+  return c;
 }
 
 void gateway::ack(node::ack_request req, done<node::ack_reply> k) {

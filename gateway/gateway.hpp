@@ -53,6 +53,8 @@ public:
   std::size_t cancel_all();
   /// Pops in flight now (parked long polls among them).
   std::size_t pops_in_flight() const;
+  /// The node's counters now (all 0 when the node keeps none).
+  node::node_counters counters() const;
   void ack(node::ack_request req, done<node::ack_reply> k);
   void extend(node::extend_request req, done<node::extend_reply> k);
   /// The response carrying this lease could not be written: the lease ends

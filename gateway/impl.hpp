@@ -15,6 +15,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "actors/metrics.hpp"
 #include "actors/write.hpp"
 #include "gateway/convert.hpp"
 #include "gateway/start.hpp"
@@ -39,6 +40,7 @@ struct gateway::impl {
   caf::actor_system& sys;
   actors::node_api node;
   std::function<micros()> wall;
+  std::shared_ptr<const actors::node_metrics> metrics; ///< none: not kept
   /// Tokens and generated transaction ids: this gateway's random prefix and
   /// a counter (unique on the node, never reused while it runs).
   std::string prefix;

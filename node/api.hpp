@@ -164,9 +164,6 @@ struct ack_result {
   std::string partition;
   bool lease_released = false;
   bool dead_lettered = false;
-  /// Messages the item made done (completed or dead-lettered): 0 for a
-  /// repeat, every frame it completed for an `upTo`.
-  std::uint32_t settled = 0;
 };
 
 struct ack_reply {
@@ -267,6 +264,18 @@ struct browse_reply {
   std::vector<message> messages;
   std::int64_t next = 0;
   std::optional<skipped_range> skipped;
+};
+
+/// The node's own counters, since it started (metrics).
+struct node_counters {
+  std::uint64_t messages_acked = 0;        ///< made done by acks, durably
+  std::uint64_t dead_letters_dropped = 0;  ///< failed past limits, no DLQ
+  std::uint64_t dead_letters_expired = 0;  ///< DLQ entries past retention
+  std::uint64_t retention_skipped = 0;     ///< deleted before consumed
+  std::uint64_t retention_deleted = 0;     ///< frames retention deleted
+  std::uint64_t max_wait_dead_letters = 0; ///< by maxWaitTimeSeconds
+  std::uint64_t failed_writes = 0;         ///< writes undone
+  std::uint64_t actor_restarts = 0;        ///< actors restarted (a bug)
 };
 
 /// The store's space: its LMDB map (metrics).

@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
     bc.node.retention_interval = std::chrono::seconds{
         static_cast<std::int64_t>(opts.retention.interval_s)};
     bc.node.wall = spool::system_wall_now;
+    bc.node.metrics = std::make_shared<spool::actors::node_metrics>();
     auto broker = spool::actors::spawn_broker(sys, bc);
     if (!broker) {
       spdlog::critical("cannot start the broker: {}", to_string(broker.err()));
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
     }
     spdlog::info("broker running: {} queue(s) recovered as actors",
                  cat.queues.size());
-    auto gw = spool::make_gateway(sys, *broker, bc.node.wall);
+    auto gw = spool::make_gateway(sys, *broker, bc.node.wall, bc.node.metrics);
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
     spool::api::router routes{svc};

@@ -13,6 +13,7 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   std::vector<ack_reply> replies;
   dlq_changes changes;
   bool changed = false;
+  std::uint64_t settled = 0;
   replies.reserve(reqs.size());
   st.core->note_watermark(view.watermark);
   auto before = snapshot(self);
@@ -25,6 +26,7 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   for (auto& req : reqs) {
     auto out = st.core->ack(req, view.readable_end - 1, now);
     changed = changed || out.changed;
+    settled += out.settled;
     if (out.dead)
       changes.dead.push_back(*out.dead);
     if (out.requeue_done)
@@ -33,7 +35,6 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
     reply.error = out.error;              // n acks moves no reply
     reply.lease_released = out.lease_released;
     reply.dead_lettered = out.dead.has_value();
-    reply.settled = out.settled;
     if (out.lease_released)
       reply.released_lease = lease_id;
   }
@@ -47,15 +48,16 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   // One write for the whole list; every changed item waits for it, and
   // none of them stays if it fails.
   commit(self, std::move(before), std::move(changes), {},
-         [rp, replies
-              = std::move(replies)](std::optional<api_error> failure) mutable {
+         [rp, replies = std::move(replies), settled,
+          metrics = st.cfg.metrics](std::optional<api_error> failure) mutable {
            if (failure) // nothing of the list happened
              for (auto& r : replies) {
                r.failure = failure;
                r.lease_released = false;
                r.dead_lettered = false;
-               r.settled = 0;
              }
+           else if (metrics)
+             metrics->messages_acked += settled;
            rp.deliver(std::move(replies));
          });
   return rp.later();

@@ -21,12 +21,8 @@ stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
   auto& acks = std::get<core::staged_acks>(staged);
   acks.after.touch(st.cfg.wall());
   for (auto& out : acks.outcomes)
-    reply.replies.push_back(ack_reply{out.error,
-                                      out.lease_released,
-                                      out.dead.has_value(),
-                                      std::nullopt,
-                                      {},
-                                      out.settled});
+    reply.replies.push_back(ack_reply{
+        out.error, out.lease_released, out.dead.has_value(), std::nullopt, {}});
   if (!acks.changed)
     return reply; // idempotent acks only: nothing to hold or write
   dlq_changes changes;

@@ -87,8 +87,6 @@ void metrics::render(std::string& out) const {
           duplicates);
   counter("spool_messages_popped_total", "Messages delivered by pops.", popped);
   counter("spool_acks_total", "Ack items that succeeded.", acked);
-  counter("spool_messages_acked_total",
-          "Messages acks completed or dead-lettered (each once).", settled);
   counter("spool_ack_failures_total", "Ack items that failed.", ack_failed);
   counter("spool_seeks_total", "Seeks answered 200.", seeks);
   routes_.render(out, "spool_http_request", "route",
@@ -162,14 +160,10 @@ void count_ack(metrics* m, const node::ack_reply& r) {
   if (m == nullptr)
     return;
   std::uint64_t ok = 0;
-  std::uint64_t settled = 0;
-  for (auto& it : r.items) {
+  for (auto& it : r.items)
     ok += it.success ? 1 : 0;
-    settled += it.settled;
-  }
   m->acked.fetch_add(ok, std::memory_order_relaxed);
   m->ack_failed.fetch_add(r.items.size() - ok, std::memory_order_relaxed);
-  m->settled.fetch_add(settled, std::memory_order_relaxed);
 }
 
 } // namespace spool::api

@@ -42,7 +42,6 @@ public:
   std::atomic<std::uint64_t> duplicates{0}; ///< push items deduplicated
   std::atomic<std::uint64_t> popped{0};     ///< messages delivered by pops
   std::atomic<std::uint64_t> acked{0};      ///< ack items that succeeded
-  std::atomic<std::uint64_t> settled{0};    ///< messages acks made done
   std::atomic<std::uint64_t> ack_failed{0}; ///< ack items that did not
   std::atomic<std::uint64_t> seeks{0};      ///< seeks answered 200
 

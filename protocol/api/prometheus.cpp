@@ -138,6 +138,41 @@ void render_queues(std::string& out, const std::vector<node::queue_info>& qs) {
             labels({{"queue", q.name}, {"partition", p.name}}), p.watermark);
 }
 
+void render_counters(std::string& out, const node::node_counters& c) {
+  struct row {
+    const char* name;
+    const char* help;
+    std::uint64_t value;
+  };
+  const row rows[] = {
+      {"spool_messages_acked_total",
+       "Messages acks made done (completed or dead-lettered), once durable.",
+       c.messages_acked},
+      {"spool_dead_letters_dropped_total",
+       "Frames failed past their limits and dropped (no DLQ).",
+       c.dead_letters_dropped},
+      {"spool_dead_letters_expired_total",
+       "DLQ entries removed by dlqRetentionSeconds.", c.dead_letters_expired},
+      {"spool_retention_skipped_total",
+       "Messages retention or purge deleted before a group consumed them.",
+       c.retention_skipped},
+      {"spool_retention_deleted_total", "Frames retention deleted.",
+       c.retention_deleted},
+      {"spool_max_wait_dead_letters_total",
+       "Frames dead-lettered by maxWaitTimeSeconds.", c.max_wait_dead_letters},
+      {"spool_failed_writes_total",
+       "Writes that failed (the change they carried was undone).",
+       c.failed_writes},
+      {"spool_actor_restarts_total",
+       "Actors that died (a bug) and were restarted from storage.",
+       c.actor_restarts},
+  };
+  for (auto& r : rows) {
+    prom::help(out, r.name, "counter", r.help);
+    gauge(out, r.name, "", static_cast<std::int64_t>(r.value));
+  }
+}
+
 void render_usage(std::string& out, const node::storage_usage& u) {
   prom::help(out, "spool_storage_map_bytes", "gauge",
              "Size of the LMDB map now (it grows by doubling).");
@@ -169,6 +204,7 @@ void prometheus(service& svc, call& c) {
              "Pops in flight in the node (parked long polls among them).");
   gauge(s->out, "spool_parked_pops", "",
         static_cast<std::int64_t>(svc.gw.pops_in_flight()));
+  render_counters(s->out, svc.gw.counters());
   prom::help(s->out, "spool_process_resident_bytes", "gauge",
              "Resident set size of spoold.");
   gauge(s->out, "spool_process_resident_bytes", "",

@@ -112,11 +112,15 @@ TEST_CASE("a failed dead-lettering ack stores no entry and keeps the lease",
   CHECK_FALSE(failed.lease_released);
   CHECK(fx.dlq("g").empty());
   CHECK(fx.cursor("q", "p", "g")->committed == offset{-1});
+  // Counted as done only once durable; the failure is counted.
+  CHECK(fx.metrics->messages_acked == 0);
+  CHECK(fx.metrics->failed_writes == 1);
   // The lease still holds both frames: the retry dead-letters a.
   auto ok = fx.ack_reply("q", "p", "g", lease, 0, ack_status::dlq);
   REQUIRE_FALSE(ok.failure);
   CHECK(ok.dead_lettered);
   CHECK(fx.dlq("g").size() == 1);
+  CHECK(fx.metrics->messages_acked == 1);
   fx.start(); // a restart shows the same
   CHECK(fx.dlq("g").size() == 1);
   CHECK(fx.offsets(fx.pop_one("q", "p", "g")) == ints{1});
