@@ -506,11 +506,15 @@ connection::~connection() {
   });
   // Destroyed in one of its own completions, on the io thread, which
   // cannot join itself: it ends by itself once the close has run (its
-  // lambda holds the impl until then).
-  if (std::this_thread::get_id() == impl_->thread.get_id())
+  // lambda holds the impl until then). Closed at once, so that the rest of
+  // the handler that ran the completion sends nothing more.
+  if (std::this_thread::get_id() == impl_->thread.get_id()) {
+    impl_->st = impl::state::closed;
+    impl_->up = false;
     impl_->thread.detach();
-  else
+  } else {
     impl_->thread.join();
+  }
 }
 
 void connection::request(std::string_view op, const fields_fn& fields,

@@ -21,8 +21,9 @@
 /// - A pop that times out here after it was sent may still take a lease
 ///   on the server: its answer is dropped, the lease ends at its expiry.
 /// - Completions run on the io thread, once each, and must not block or
-///   throw. One may destroy the connection: the requests still open then
-///   complete with `unavailable` "client closed", and the io thread ends
+///   throw. One may destroy the connection: nothing more is sent, the
+///   requests still open complete with `unavailable` "client closed" (those
+///   completions must not use the destroyed object), and the io thread ends
 ///   by itself.
 ///
 /// No CAF, no server code: only the wire (wire/) and the vocabulary.

@@ -107,12 +107,8 @@ node::node_counters gateway::counters() const {
   node::node_counters c;
   if (auto& m = impl_->metrics) {
     c.messages_acked = m->messages_acked.load();
-    c.dead_letters_dropped = m->dead_letters_dropped.load();
     c.dead_letters_expired = m->dead_letters_expired.load();
-    c.retention_skipped = m->retention_skipped.load();
     c.retention_deleted = m->retention_frames_deleted.load();
-    c.max_wait_dead_letters = m->max_wait_dead_letters.load();
-    c.failed_writes = m->failed_writes.load();
     c.actor_restarts = m->actor_restarts.load();
   }
   return c;

@@ -266,16 +266,13 @@ struct browse_reply {
   std::optional<skipped_range> skipped;
 };
 
-/// The node's own counters, since it started (metrics).
+/// The node's own counters, since it started (metrics); each counts what
+/// was made durable.
 struct node_counters {
-  std::uint64_t messages_acked = 0;        ///< made done by acks, durably
-  std::uint64_t dead_letters_dropped = 0;  ///< failed past limits, no DLQ
-  std::uint64_t dead_letters_expired = 0;  ///< DLQ entries past retention
-  std::uint64_t retention_skipped = 0;     ///< deleted before consumed
-  std::uint64_t retention_deleted = 0;     ///< frames retention deleted
-  std::uint64_t max_wait_dead_letters = 0; ///< by maxWaitTimeSeconds
-  std::uint64_t failed_writes = 0;         ///< writes undone
-  std::uint64_t actor_restarts = 0;        ///< actors restarted (a bug)
+  std::uint64_t messages_acked = 0;       ///< made done by acks
+  std::uint64_t dead_letters_expired = 0; ///< DLQ entries past retention
+  std::uint64_t retention_deleted = 0;    ///< frames retention deleted
+  std::uint64_t actor_restarts = 0;       ///< actors restarted (a bug)
 };
 
 /// The store's space: its LMDB map (metrics).

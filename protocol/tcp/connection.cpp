@@ -306,7 +306,8 @@ void connection::on_timer() {
     return close();
   // A frame begun and not finished (a slow sender). At maxInFlight frames
   // are neither cut nor (past 64 KiB) read: what waits then is not timed.
-  if (!inbuf.empty() && !full()
+  // Not while draining or lingering: what is in flight finishes then.
+  if (!inbuf.empty() && !full() && !draining && !lingering
       && now - frame_began >= srv->limits.frame_timeout)
     return close();
   if (writing && now - write_began >= write_timeout)

@@ -245,19 +245,22 @@ TEST_CASE("client timeouts answer unavailable and leave the connection "
 }
 
 TEST_CASE("a client connection destroyed in its own completion closes; "
-          "its other open requests complete as closed",
+          "its other open requests complete as closed, unsent",
           "[system][client]") {
-  spoold_server srv;
+  // Two in flight: the third request waits in the client's queue.
+  spoold_server srv{{"--msgpack-max-in-flight", "2"}};
+  // Before the connection: a failed check destroys it first.
+  std::promise<expected<client::reply_ptr>> parked;
+  std::promise<expected<client::reply_ptr>> queued;
+  std::promise<void> destroyed;
   auto conn = std::make_unique<client::connection>(to(srv.mp_port()));
   node::pop_request p;
   p.queue = "q";
   p.wait = true;
   p.timeout = 5000ms;
-  std::promise<expected<client::reply_ptr>> parked;
   conn->request(
       "pop", [&](mp::writer& w) { client::write_pop(w, p); },
       [&](expected<client::reply_ptr> r) { parked.set_value(std::move(r)); });
-  std::promise<void> destroyed;
   conn->request(
       "health", [](mp::writer&) {},
       [&](expected<client::reply_ptr> r) {
@@ -265,14 +268,31 @@ TEST_CASE("a client connection destroyed in its own completion closes; "
         conn.reset(); // on the io thread: no join of itself
         destroyed.set_value();
       });
+  auto e = client::encode_items({item("late", "1")});
+  REQUIRE(e);
+  conn->request(
+      "push", [&](mp::writer& w) { client::write_items(w, *e); },
+      [&](expected<client::reply_ptr> r) { queued.set_value(std::move(r)); });
   auto d = destroyed.get_future();
   REQUIRE(d.wait_for(10s) == std::future_status::ready);
+  auto q = queued.get_future();
+  REQUIRE(q.wait_for(10s) == std::future_status::ready);
+  auto push = q.get();
+  REQUIRE(!push);
+  CHECK(push.err().message == "client closed");
   auto r = parked.get_future();
   REQUIRE(r.wait_for(10s) == std::future_status::ready);
   auto got = r.get();
   REQUIRE(!got);
   CHECK(got.err().message == "client closed");
   CHECK(conn == nullptr);
+  // The queued push was never sent: its queue does not exist.
+  std::this_thread::sleep_for(200ms);
+  client::client other{to(srv.mp_port())};
+  auto qs = other.queues();
+  REQUIRE(qs);
+  for (auto& info : *qs)
+    CHECK(info.name != "late");
 }
 
 TEST_CASE("client refuses a request over the server's maxFrameBytes by "

@@ -457,7 +457,7 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
   CHECK(value("spool_messages_popped_total") == 1);
   CHECK(value("spool_acks_total") == 1);
   CHECK(value("spool_messages_acked_total") == 1);
-  CHECK(value("spool_failed_writes_total") == 0); // the node's, shown
+  CHECK(value("spool_dead_letters_expired_total") == 0); // the node's, shown
   CHECK(value("spool_actor_restarts_total") == 0);
   // Timed per route; a 404 under unmatched, counted as an error.
   REQUIRE(s.get("/api/v1/nope").status == 404);
