@@ -42,6 +42,15 @@ json push_req(const std::string& queue, json payload) {
           {"items", {{{"queue", queue}, {"payload", std::move(payload)}}}}};
 }
 
+/// A long poll of `queue` (nothing there: it parks); its request id.
+std::uint64_t long_poll(mp_conn& c, const std::string& queue = "q",
+                        int timeout_ms = 60000) {
+  return c.send({{"op", "pop"},
+                 {"queue", queue},
+                 {"wait", true},
+                 {"timeout", timeout_ms}});
+}
+
 } // namespace
 
 TEST_CASE("msgpack pipelining: a parked pop is answered after the requests "
@@ -50,8 +59,7 @@ TEST_CASE("msgpack pipelining: a parked pop is answered after the requests "
   spoold_server srv;
   mp_conn a{srv.mp_port()};
   mp_conn b{srv.mp_port()};
-  auto pop_id = a.send(
-      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 10000}});
+  auto pop_id = long_poll(a, "q", 10000);
   std::vector<std::uint64_t> ids;
   for (int i = 0; i < 20; ++i)
     ids.push_back(a.send({{"op", "health"}}));
@@ -100,10 +108,7 @@ TEST_CASE("msgpack: a client that leaves with maxInFlight requests parked is "
   {
     mp_conn a{srv.mp_port()};
     for (int i = 0; i < 2; ++i)
-      a.send({{"op", "pop"},
-              {"queue", "q" + std::to_string(i)},
-              {"wait", true},
-              {"timeout", 60000}});
+      long_poll(a, "q" + std::to_string(i));
     REQUIRE(parked_becomes(srv, 2)); // a is full: its frames are not cut
     a.send({{"op", "health"}});
   } // a leaves: only a read of its socket can tell
@@ -116,8 +121,7 @@ TEST_CASE("msgpack: a frame not whole within the frame timeout closes its "
   spoold_server srv{
       {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "300"}};
   mp_conn a{srv.mp_port()};
-  auto parked = a.send(
-      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  auto parked = long_poll(a);
   REQUIRE(parked_becomes(srv, 1));
   auto behind = a.send({{"op", "health"}}); // whole, waits for room
   std::this_thread::sleep_for(1s);          // > 3 frame timeouts
@@ -137,8 +141,7 @@ TEST_CASE("msgpack: a big frame sent while maxInFlight requests are parked "
   spoold_server srv{
       {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "300"}};
   mp_conn a{srv.mp_port()};
-  auto parked = a.send(
-      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  auto parked = long_poll(a);
   REQUIRE(parked_becomes(srv, 1));
   // 4 MiB: more than the server reads while full (64 KiB), so the frame
   // stays unfinished in its buffer until the pop is answered.
@@ -178,8 +181,7 @@ TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
   spoold_server srv;
   mp_conn a{srv.mp_port()};
   mp_conn other{srv.mp_port()};
-  auto other_pop = other.send(
-      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 10000}});
+  auto other_pop = long_poll(other, "q", 10000);
   REQUIRE(parked_becomes(srv, 1));
   struct bad {
     std::string bytes;
@@ -333,8 +335,7 @@ TEST_CASE("msgpack drain answers parked pops empty and spoold exits 0",
           "[system][msgpack]") {
   spoold_server srv;
   mp_conn a{srv.mp_port()};
-  auto pop_id = a.send(
-      {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 60000}});
+  auto pop_id = long_poll(a);
   REQUIRE(parked_becomes(srv, 1));
   srv.signal(SIGTERM);
   auto r = a.answer(pop_id);
