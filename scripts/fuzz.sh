@@ -7,9 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 scripts/setup.sh
+start=$SECONDS
 cmake -S . -B build-fuzz -DSPOOL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
+echo "== time: fuzz build $((SECONDS - start)) s"
+start=$SECONDS
 for target in http_request json_bodies timestamp msgpack_requests; do
   corpus="build-fuzz/corpus/$target"
   mkdir -p "$corpus"
@@ -18,3 +21,4 @@ for target in http_request json_bodies timestamp msgpack_requests; do
      -max_len=65536 -print_final_stats=1 "corpus/$target" \
      "../fuzz/corpus/$target" 2>&1 | tail -n 12)
 done
+echo "== time: fuzz runs $((SECONDS - start)) s"

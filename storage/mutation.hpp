@@ -153,7 +153,8 @@ struct delete_subscription {
   }
 };
 
-/// Inserts a dead-letter entry; bumps the DLQ id counter.
+/// Inserts a dead-letter entry under the id it carries (drawn from the
+/// clock by `store::next_dlq_id`); no counter is stored or bumped.
 struct put_dlq {
   queue_id queue;
   std::string group;

@@ -129,7 +129,7 @@ TEST_CASE("a trace for a message not stored is refused with not_found and "
   CHECK(fx.trace_rows("q") == 0);
 }
 
-TEST_CASE("a failed trace write answers its error and stores nothing; the "
+TEST_CASE("a failed trace write answers its error and stores nothing, the "
           "retry stores it",
           "[sim][traces][failure]") {
   trace_fixture fx;
@@ -179,7 +179,7 @@ TEST_CASE("traces go with their messages: a purge and the queue's deletion "
   CHECK(rows_under(*t, id) == 0);
 }
 
-TEST_CASE("a message holds at most 100 traces; the next is refused and "
+TEST_CASE("a message holds at most 100 traces, the next is refused and "
           "stores nothing",
           "[sim][traces]") {
   trace_fixture fx;

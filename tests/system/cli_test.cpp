@@ -73,7 +73,7 @@ using offsets = std::vector<std::int64_t>;
 } // namespace
 
 TEST_CASE("recipe: reprocess the last hour for one group with spool seek "
-          "--by 1h; other groups keep their positions",
+          "--by 1h, other groups keep their positions",
           "[system][cli][recipe]") {
   spoold_server srv;
   REQUIRE(spool(srv, "push q 1 2 3").code == 0);
@@ -114,7 +114,7 @@ TEST_CASE("recipe: a new consumer that must not see history pops with "
 }
 
 TEST_CASE("recipe: re-run a pipeline from scratch as a new group with "
-          "--mode all; the old group is not disturbed",
+          "--mode all, the old group is not disturbed",
           "[system][cli][recipe]") {
   spoold_server srv;
   REQUIRE(spool(srv, "push q 1 2 3").code == 0);
@@ -129,7 +129,7 @@ TEST_CASE("recipe: re-run a pipeline from scratch as a new group with "
                                           "LAG  LEASE\nq      Default    2"));
 }
 
-TEST_CASE("recipe: give up on a stuck batch by seeking; the lease is "
+TEST_CASE("recipe: give up on a stuck batch by seeking, the lease is "
           "released at once",
           "[system][cli][recipe]") {
   spoold_server srv;
@@ -147,7 +147,7 @@ TEST_CASE("recipe: give up on a stuck batch by seeking; the lease is "
   CHECK(consume(srv, "q", "g") == offsets{0, 1, 2});
 }
 
-TEST_CASE("spool push reads NDJSON from stdin in batches; exit codes say "
+TEST_CASE("spool push reads NDJSON from stdin in batches, exit codes say "
           "what went wrong",
           "[system][cli]") {
   spoold_server srv;

@@ -60,7 +60,7 @@ TEST_CASE("a repeated transactionId answers duplicate with the original's "
 }
 
 TEST_CASE("pop delivers Queen's fields and payloads as the JSON they were "
-          "pushed as; ack settles it; an empty pop is 204 with its reason",
+          "pushed as, ack settles it, an empty pop is 204 with its reason",
           "[system][http][pop][ack][queen-shape]") {
   spoold_server s;
   auto body
@@ -141,7 +141,7 @@ TEST_CASE("a partition pop, autoAck with an empty leaseId, and a namespace "
   CHECK(ns.body_json()["messages"].size() == 1); // the other was auto-acked
 }
 
-TEST_CASE("ack/batch answers one item per ack in order, [] for none; "
+TEST_CASE("ack/batch answers one item per ack in order, [] for none, "
           "extend answers the new expiry",
           "[system][http][ack]") {
   spoold_server s;
@@ -185,7 +185,7 @@ TEST_CASE("ack/batch answers one item per ack in order, [] for none; "
 }
 
 TEST_CASE("configure echoes every option as stored and lists unknown ones in "
-          "warnings; queue listing and detail",
+          "warnings, queue listing and detail",
           "[system][http][queues][queen-shape]") {
   spoold_server s;
   auto r = s.post(
@@ -229,7 +229,7 @@ TEST_CASE("configure echoes every option as stored and lists unknown ones in "
   CHECK(s.del("/api/v1/resources/queues/jobs").body_json()["existed"] == false);
 }
 
-TEST_CASE("consumer-group listings show exact lag; deleting a group",
+TEST_CASE("consumer-group listings show exact lag, deleting a group",
           "[system][http][groups][queen-shape]") {
   spoold_server s;
   REQUIRE(s.post("/api/v1/push", push_body("q", 5)).status == 201);
@@ -483,7 +483,7 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
 }
 
 TEST_CASE("the status snapshots count each queue's retained messages as its "
-          "queue-mode group stands on them; the dashboard series are 501",
+          "queue-mode group stands on them, the dashboard series are 501",
           "[system][http][status][queen-shape]") {
   spoold_server s;
   REQUIRE(

@@ -112,7 +112,7 @@ TEST_CASE("a body over the limit is 413 and a header over the limit 431, "
   CHECK(s.get("/api/v1/resources/queues").body_json()["queues"].empty());
 }
 
-TEST_CASE("malformed HTTP gets 400 and a close; other connections are "
+TEST_CASE("malformed HTTP gets 400 and a close, other connections are "
           "unaffected",
           "[system][http][bad-input]") {
   spoold_server s;
@@ -129,7 +129,7 @@ TEST_CASE("malformed HTTP gets 400 and a close; other connections are "
   CHECK(other.request("GET", "/health").status == 200);
 }
 
-TEST_CASE("a request not complete in time is answered 408; an idle "
+TEST_CASE("a request not complete in time is answered 408, an idle "
           "connection is closed",
           "[system][http][limits]") {
   spoold_server s{
@@ -215,7 +215,7 @@ TEST_CASE("1,000 concurrent keep-alive connections are all served",
   CHECK(total == 1000);
 }
 
-TEST_CASE("HEAD answers the headers of its GET and no body; the connection "
+TEST_CASE("HEAD answers the headers of its GET and no body, the connection "
           "stays in step",
           "[system][http][connection]") {
   spoold_server s;

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "unit/storage/fixture.hpp"
@@ -342,6 +343,26 @@ public:
     if (at == std::string::npos)
       return -1;
     return std::stoll(text.substr(at + series.size() + 2));
+  }
+
+  /// A deadline poll: true once `series` reads a value `ok` accepts, false
+  /// if it does not within `timeout`.
+  template <class Ok, class = std::enable_if_t<
+                          std::is_invocable_r_v<bool, Ok, std::int64_t>>>
+  bool metric_becomes(const std::string& series, Ok ok,
+                      std::chrono::milliseconds timeout = 5s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!ok(metric(series))) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  }
+  bool metric_becomes(const std::string& series, std::int64_t value,
+                      std::chrono::milliseconds timeout = 5s) {
+    return metric_becomes(
+        series, [value](std::int64_t v) { return v == value; }, timeout);
   }
 
 private:

@@ -103,7 +103,7 @@ TEST_CASE("subscription update: it updates every record of the group and "
 }
 
 TEST_CASE("per-queue seek: an empty body, no usable field and unparsable "
-          "JSON are 400s; an unknown queue is 404 Queue not found or has no "
+          "JSON are 400s, an unknown queue is 404 Queue not found or has no "
           "partitions",
           "[system][http][replay][seek]") {
   spoold_server s;
@@ -151,7 +151,7 @@ TEST_CASE("per-queue seek: a queue that has no partitions is 404, not a "
   CHECK(error_of(r) == "Queue not found or has no partitions");
 }
 
-TEST_CASE("per-partition seek: an empty body is toEnd and answers updated; "
+TEST_CASE("per-partition seek: an empty body is toEnd and answers updated, "
           "an unknown partition is 404 Partition not found",
           "[system][http][replay][seek]") {
   spoold_server s;

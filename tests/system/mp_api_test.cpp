@@ -43,7 +43,7 @@ TEST_CASE("msgpack hello states the protocol version, the ops and the limits, "
   CHECK(message_of(unknown) == "Unknown op: nope");
 }
 
-TEST_CASE("msgpack push and pop carry bin payloads; a structured payload is "
+TEST_CASE("msgpack push and pop carry bin payloads, a structured payload is "
           "JSON to HTTP consumers and back",
           "[system][msgpack]") {
   spoold_server srv;
@@ -271,7 +271,7 @@ TEST_CASE("msgpack configure, queues, purge, browse and delete_queue",
   CHECK(message_of(c.call({{"op", "delete_queue"}})) == "queue is required");
 }
 
-TEST_CASE("msgpack transaction, dlq, dlq_requeue and dlq_delete; HTTP sees "
+TEST_CASE("msgpack transaction, dlq, dlq_requeue and dlq_delete, HTTP sees "
           "the same dead letters",
           "[system][msgpack][dlq]") {
   spoold_server srv;
@@ -337,7 +337,7 @@ TEST_CASE("msgpack transaction, dlq, dlq_requeue and dlq_delete; HTTP sees "
 }
 
 TEST_CASE("msgpack push refusals: a missing queue, a bad name, a payload JSON "
-          "cannot hold; nothing of the request is stored",
+          "cannot hold, nothing of the request is stored",
           "[system][msgpack]") {
   spoold_server srv;
   mp_conn c{srv.mp_port()};
@@ -387,7 +387,7 @@ TEST_CASE(
   // One parked pop is the cap: the second is refused, with when to retry.
   auto parked = c.send(
       {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 5000}});
-  std::this_thread::sleep_for(200ms);
+  REQUIRE(srv.metric_becomes("spool_parked_pops", 1));
   auto busy = c.call(
       {{"op", "pop"}, {"queue", "q"}, {"wait", true}, {"timeout", 5000}});
   CHECK(code_of(busy) == "unavailable");

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <set>
 
@@ -19,12 +20,7 @@ int parked(spoold_server& srv) {
 }
 
 bool parked_becomes(spoold_server& srv, int n) {
-  for (int i = 0; i < 500; ++i) {
-    if (parked(srv) == n)
-      return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
+  return srv.metric_becomes("spool_parked_pops", n);
 }
 
 /// spoold's resident set, in KiB.
@@ -80,7 +76,7 @@ TEST_CASE("msgpack pipelining: a parked pop is answered after the requests "
   CHECK(text_of(woken["messages"][0]["data"]) == "wake");
 }
 
-TEST_CASE("msgpack: closing a connection cancels its parked pop; it leases "
+TEST_CASE("msgpack: closing a connection cancels its parked pop, it leases "
           "nothing",
           "[system][msgpack]") {
   spoold_server srv;
@@ -102,7 +98,7 @@ TEST_CASE("msgpack: closing a connection cancels its parked pop; it leases "
 }
 
 TEST_CASE("msgpack: a client that leaves with maxInFlight requests parked is "
-          "seen leaving; its parked pops are cancelled",
+          "seen leaving, its parked pops are cancelled",
           "[system][msgpack]") {
   spoold_server srv{{"--msgpack-max-in-flight", "2"}};
   {
@@ -116,15 +112,19 @@ TEST_CASE("msgpack: a client that leaves with maxInFlight requests parked is "
 }
 
 TEST_CASE("msgpack: a frame not whole within the frame timeout closes its "
-          "connection; whole frames waiting behind long polls are not timed",
+          "connection, whole frames waiting behind long polls are not timed",
           "[system][msgpack]") {
+  // The shortest frame timeout the server takes (100 ms).
   spoold_server srv{
-      {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "300"}};
+      {"--msgpack-max-in-flight", "1", "--msgpack-frame-timeout-ms", "100"}};
   mp_conn a{srv.mp_port()};
   auto parked = long_poll(a);
   REQUIRE(parked_becomes(srv, 1));
   auto behind = a.send({{"op", "health"}}); // whole, waits for room
-  std::this_thread::sleep_for(1s);          // > 3 frame timeouts
+  // A wait that shows something does NOT happen: the timer ticks every
+  // frame timeout and closes a frame timed for one, so a timed frame would
+  // be closed within two ticks (200 ms); 300 ms outlasts that.
+  std::this_thread::sleep_for(300ms);
   mp_conn b{srv.mp_port()};
   b.ok(push_req("q", 1));
   CHECK(a.answer(parked)["messages"].size() == 1);
@@ -155,7 +155,11 @@ TEST_CASE("msgpack: a big frame sent while maxInFlight requests are parked "
     } catch (const std::exception&) { // closed by the server: checked below
     }
   }};
-  std::this_thread::sleep_for(1s); // > 3 frame timeouts
+  // A wait that shows something does NOT happen: were the unfinished frame
+  // timed, the timer (one tick a frame timeout, 300 ms: the frame's last
+  // 4 MiB must be read within one once room comes, sanitizers included)
+  // would close it within two ticks; 700 ms outlasts them.
+  std::this_thread::sleep_for(700ms);
   mp_conn b{srv.mp_port()};
   b.ok(push_req("q", 1));
   // Read before any check: a failed one must not leave the sender blocked
@@ -176,7 +180,7 @@ TEST_CASE("msgpack: a big frame sent while maxInFlight requests are parked "
 }
 
 TEST_CASE("msgpack: a malformed frame is answered and the connection goes "
-          "on; other connections never notice",
+          "on, other connections never notice",
           "[system][msgpack]") {
   spoold_server srv;
   mp_conn a{srv.mp_port()};
@@ -297,8 +301,19 @@ TEST_CASE("msgpack back-pressure: a client that sends without reading holds "
     else
       std::this_thread::sleep_for(5ms);
   }
-  std::this_thread::sleep_for(300ms);
-  auto rss_stalled = rss_kib(srv.pid());
+  // The server has answered what its limit lets it hold (an event)...
+  REQUIRE(srv.metric_becomes(
+      "spool_msgpack_request_duration_seconds_count{op=\"browse\"}",
+      [](std::int64_t v) { return v >= 4; }));
+  // ...and then does NOT grow: a wait that shows something does not happen,
+  // bounded, the highest sample kept (an unbounded server builds a 640 KiB
+  // answer in about a millisecond: 64 MiB, a hundred of them, in a third
+  // of this window).
+  long rss_stalled = 0;
+  for (auto until = std::chrono::steady_clock::now() + 300ms;
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(10ms))
+    rss_stalled = std::max(rss_stalled, rss_kib(srv.pid()));
   INFO("rss before " << rss_before << " KiB, stalled " << rss_stalled
                      << " KiB, request bytes sent " << sent << " of "
                      << burst.size());

@@ -140,7 +140,7 @@ struct toml_file {
 
 } // namespace
 
-TEST_CASE("a TOML file gives the same keys; tables prefix them; the "
+TEST_CASE("a TOML file gives the same keys, tables prefix them, the "
           "environment and flags win over it",
           "[config]") {
   toml_file f{"http-port = 7000\n"

@@ -100,7 +100,7 @@ TEST_CASE("a requeued entry is delivered alone and before new frames",
   CHECK(next.lease->range.first == off(3));
 }
 
-TEST_CASE("an upTo ack at or above a requeued entry completes it; one below "
+TEST_CASE("an upTo ack at or above a requeued entry completes it, one below "
           "it is settled or not in the lease",
           "[cursor][dlq][requeue][upto]") {
   requeue_fixture fx;

@@ -91,7 +91,7 @@ TEST_CASE("a new dead letter keeps the frame as delivered, or its offset "
 }
 
 TEST_CASE("a requeued entry returning keeps its id, adds its deliveries and "
-          "is no longer pending; one deleted meanwhile stays deleted",
+          "is no longer pending, one deleted meanwhile stays deleted",
           "[dlq][dead_letters]") {
   dlq_world world;
   auto& e = world.entry(42);

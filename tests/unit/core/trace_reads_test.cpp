@@ -127,7 +127,7 @@ TEST_CASE("traces by name name their queue and partition, carry their "
   CHECK(core::trace_names(*t2, qs, 10, 0)->total == 0);
 }
 
-TEST_CASE("a page by name carries messages up to its byte budget; the hits "
+TEST_CASE("a page by name carries messages up to its byte budget, the hits "
           "past it come without",
           "[core][traces]") {
   store_fixture fx;

@@ -67,7 +67,7 @@ TEST_CASE("pipelined requests come out one at a time, in order",
   CHECK(rs[1].path == "/r2");
 }
 
-TEST_CASE("a chunked body is joined; HTTP/1.0 and Connection: close end "
+TEST_CASE("a chunked body is joined, HTTP/1.0 and Connection: close end "
           "the connection",
           "[unit][protocol][http]") {
   request_parser p{{}};
@@ -105,7 +105,7 @@ TEST_CASE("a body over the limit is 413 before it is read, chunked or not",
   CHECK(c.error()->status == 413);
 }
 
-TEST_CASE("headers over the limit are 431; garbage is 400",
+TEST_CASE("headers over the limit are 431, garbage is 400",
           "[unit][protocol][http][limits][bad-input]") {
   parser_limits lim;
   lim.max_header_bytes = 100;
@@ -153,7 +153,7 @@ TEST_CASE("a chunked body's trailers do not leak into the next request",
   CHECK(rs[1].headers.size() == 1);
 }
 
-TEST_CASE("100-continue is never offered to an HTTP/1.0 client; headers "
+TEST_CASE("100-continue is never offered to an HTTP/1.0 client, headers "
           "past http_parser's own bound are 431",
           "[unit][protocol][http][limits]") {
   request_parser p{{}};

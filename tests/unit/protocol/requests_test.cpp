@@ -28,7 +28,7 @@ call query(const std::string& q) {
 
 } // namespace
 
-TEST_CASE("a push body: items with their fields; payloads kept as their JSON "
+TEST_CASE("a push body: items with their fields, payloads kept as their JSON "
           "text",
           "[unit][protocol][requests]") {
   std::string body
@@ -168,7 +168,7 @@ TEST_CASE("ack bodies: Queen's required fields and texts, statuses, the "
         == "acknowledgments array is required");
 }
 
-TEST_CASE("transaction bodies: push ops (listed or inline) and ack ops; "
+TEST_CASE("transaction bodies: push ops (listed or inline) and ack ops, "
           "retry is refused",
           "[unit][protocol][requests]") {
   std::string body

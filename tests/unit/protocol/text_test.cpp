@@ -12,7 +12,7 @@
 
 using namespace spool;
 
-TEST_CASE("path segments and queries are percent-decoded; a bad escape is "
+TEST_CASE("path segments and queries are percent-decoded, a bad escape is "
           "refused",
           "[unit][protocol][url]") {
   CHECK(http::percent_decode("a%20b%2Fc") == "a b/c");
