@@ -43,6 +43,13 @@ struct response {
   std::function<void()> on_unwritten;
 };
 
+/// Why the bytes cannot be a request: the status to answer before closing
+/// the connection (400, 413, 431, 501) and the `error` text.
+struct parse_error {
+  int status = 400;
+  std::string message;
+};
+
 /// The reason phrase of a status code ("OK", "Not Found", …).
 std::string_view reason_phrase(int status) noexcept;
 

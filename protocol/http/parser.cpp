@@ -62,6 +62,7 @@ struct request_parser::callbacks {
     r.value_.clear();
     r.in_value_ = false;
     r.headers_done_ = false;
+    r.chunked_.reset();
     return 0;
   }
 
@@ -75,10 +76,15 @@ struct request_parser::callbacks {
 
   static int on_header_field(http_parser* p, const char* at, std::size_t n) {
     auto& r = self(p);
-    if (r.headers_done_) // a chunked body's trailer: not kept
-      return 0;
     if (!count(r, n))
       return -1;
+    // http_parser, built lenient, takes a space in a name
+    // (`Transfer-Encoding : chunked`, which RFC 9112 §5.1 answers 400).
+    if (n > 0 && !is_token({at, n})) {
+      r.fail(400, "Malformed HTTP request: a header name may hold only "
+                  "token characters (no space before its colon)");
+      return -1;
+    }
     if (r.in_value_)
       flush_header(r);
     r.field_.append(at, n);
@@ -87,8 +93,6 @@ struct request_parser::callbacks {
 
   static int on_header_value(http_parser* p, const char* at, std::size_t n) {
     auto& r = self(p);
-    if (r.headers_done_)
-      return 0;
     if (!count(r, n))
       return -1;
     r.in_value_ = true;
@@ -119,11 +123,50 @@ struct request_parser::callbacks {
     }
     if ((p->flags & F_CONTENTLENGTH) != 0)
       req.body.reserve(p->content_length + body_padding);
+    bool http11 = p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1);
     // RFC 9110 §10.1.1: never to an HTTP/1.0 client.
-    if (iequals(req.header("Expect"), "100-continue")
-        && (p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1)))
+    if (iequals(req.header("Expect"), "100-continue") && http11)
       r.continue_ = true;
-    return 0;
+    return chunked(r, p, http11);
+  }
+
+  /// Transfer-Encoding (RFC 9112 §6.1): one header, exactly `chunked`, in
+  /// HTTP/1.1, without Content-Length. The body is then ours to decode:
+  /// http_parser is told there is none (1), so it ends the message after
+  /// the headers and reads the next request only after ours.
+  static int chunked(request_parser& r, http_parser* p, bool http11) {
+    std::size_t count = 0;
+    std::string_view coding;
+    for (auto& [k, v] : r.cur_.headers)
+      if (iequals(k, "Transfer-Encoding")) {
+        ++count;
+        coding = v;
+      }
+    if (count == 0)
+      return 0;
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+      coding.remove_suffix(1);
+    auto last = coding.substr(coding.rfind(',') + 1);
+    while (!last.empty() && (last.front() == ' ' || last.front() == '\t'))
+      last.remove_prefix(1);
+    std::string why;
+    if (!http11)
+      why = "Transfer-Encoding in an HTTP/1.0 request";
+    else if ((p->flags & F_CONTENTLENGTH) != 0)
+      why = "Content-Length together with Transfer-Encoding";
+    else if (count > 1 || !iequals(last, "chunked"))
+      why = "Transfer-Encoding must be chunked, once and last";
+    else if (!iequals(coding, "chunked")) {
+      r.fail(501, "Transfer-Encoding " + std::string{coding}
+                      + " is not supported: only chunked");
+      return -1;
+    }
+    if (!why.empty()) {
+      r.fail(400, "Malformed HTTP request: " + why);
+      return -1;
+    }
+    r.chunked_.emplace(r.limits_.max_body_bytes, r.limits_.max_header_bytes);
+    return 1;
   }
 
   static int on_body(http_parser* p, const char* at, std::size_t n) {
@@ -139,18 +182,24 @@ struct request_parser::callbacks {
 
   static int on_message_complete(http_parser* p) {
     auto& r = self(p);
-    auto& body = r.cur_.body;
-    if (body.capacity() < body.size() + body_padding)
-      body.reserve(body.size() + body_padding);
     if (p->upgrade) // Spool speaks no upgraded protocol: answer, then close
       r.cur_.keep_alive = false;
-    r.ready_ = true;
-    r.begun_ = false;
-    r.continue_ = false;
+    if (!r.chunked_) // (a chunked body is still to come: `feed` reads it)
+      r.finish();
     http_parser_pause(p, 1); // one request at a time
     return 0;
   }
 };
+
+void request_parser::finish() {
+  auto& body = cur_.body;
+  if (body.capacity() < body.size() + body_padding)
+    body.reserve(body.size() + body_padding);
+  chunked_.reset();
+  ready_ = true;
+  begun_ = false;
+  continue_ = false;
+}
 
 request_parser::request_parser(parser_limits limits) :
     st_(std::make_unique<state>()), limits_(limits) {
@@ -176,23 +225,38 @@ void request_parser::fail(int status, std::string message) {
 std::size_t request_parser::feed(std::string_view data) {
   if (error_ || ready_ || data.empty())
     return 0;
-  auto& p = st_->p;
-  if (HTTP_PARSER_ERRNO(&p) == HPE_PAUSED)
-    http_parser_pause(&p, 0);
-  auto n = http_parser_execute(&p, &st_->s, data.data(), data.size());
-  auto err = HTTP_PARSER_ERRNO(&p);
-  if (err == HPE_HEADER_OVERFLOW) { // http_parser's own 80 KiB bound
-    fail(431, "Request headers exceed " + std::to_string(HTTP_MAX_HEADER_SIZE)
-                  + " bytes");
+  std::size_t n = 0;
+  if (!chunked_) { // the request line and headers (or a whole request)
+    auto& p = st_->p;
+    if (HTTP_PARSER_ERRNO(&p) == HPE_PAUSED)
+      http_parser_pause(&p, 0);
+    n = http_parser_execute(&p, &st_->s, data.data(), data.size());
+    auto err = HTTP_PARSER_ERRNO(&p);
+    if (error_) // refused by one of our callbacks
+      return 0;
+    if (err == HPE_HEADER_OVERFLOW) { // http_parser's own 80 KiB bound
+      fail(431, "Request headers exceed "
+                    + std::to_string(HTTP_MAX_HEADER_SIZE) + " bytes");
+      return 0;
+    }
+    if (err != HPE_OK && err != HPE_PAUSED) {
+      fail(400, std::string{"Malformed HTTP request: "}
+                    + http_errno_description(err));
+      return 0;
+    }
+    if (!chunked_) {
+      if (p.upgrade && !ready_) // the bytes after an upgrade are not HTTP
+        fail(400, "Malformed HTTP request: protocol upgrade is not supported");
+      return n;
+    }
+  }
+  n += chunked_->feed(data.substr(n), cur_.body);
+  if (auto& err = chunked_->error()) {
+    fail(err->status, err->message);
     return 0;
   }
-  if (err != HPE_OK && err != HPE_PAUSED) {
-    fail(400,
-         std::string{"Malformed HTTP request: "} + http_errno_description(err));
-    return 0;
-  }
-  if (p.upgrade && !ready_) // the bytes after an upgrade are not HTTP
-    fail(400, "Malformed HTTP request: protocol upgrade is not supported");
+  if (chunked_->done())
+    finish();
   return n;
 }
 

@@ -5,8 +5,13 @@
 /// it stops after each complete request, so that a pipelining client's
 /// later requests wait in the connection's buffer until their turn (the
 /// connection bounds how many it answers at once). Chunked bodies are
-/// joined. Limits: the request line and headers together, and the body
-/// (known early from Content-Length; counted as chunks arrive).
+/// decoded by our own strict decoder (`chunked.hpp`), not http_parser's
+/// lenient one, and joined. Framing is strict: a header name that is not a
+/// token (`Transfer-Encoding : chunked`), Content-Length beside
+/// Transfer-Encoding, a transfer coding other than chunked, or any chunked
+/// framing error is refused, and the connection closes. Limits: the request
+/// line and headers together, and the body (known early from
+/// Content-Length; counted as chunks arrive).
 
 #include <cstddef>
 #include <memory>
@@ -14,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/http/chunked.hpp"
 #include "protocol/http/message.hpp"
 
 namespace spool::http {
@@ -21,13 +27,6 @@ namespace spool::http {
 struct parser_limits {
   std::size_t max_header_bytes = 64u << 10;
   std::size_t max_body_bytes = 64u << 20;
-};
-
-/// Why the bytes cannot be a request: the status to answer before closing
-/// the connection (400, 413, 431) and the `error` text.
-struct parse_error {
-  int status = 400;
-  std::string message;
 };
 
 class request_parser {
@@ -66,6 +65,7 @@ public:
 private:
   friend struct callbacks;
   void fail(int status, std::string message);
+  void finish();
 
   struct state;
   std::unique_ptr<state> st_;
@@ -79,6 +79,7 @@ private:
   bool begun_ = false;
   bool ready_ = false;
   bool continue_ = false;
+  std::optional<chunked_decoder> chunked_; ///< a chunked body being read
   std::optional<parse_error> error_;
 };
 
