@@ -73,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     }
   }
   if (auto& err = p.error())
-    check(err->status == 400 || err->status == 413 || err->status == 431);
+    check(err->status == 400 || err->status == 413 || err->status == 431
+          || err->status == 501);
   return 0;
 }
