@@ -35,6 +35,9 @@ struct node_metrics {
   /// Actors that died (a bug) and were restarted from storage by their
   /// parent.
   std::atomic<std::uint64_t> actor_restarts{0};
+  /// Long polls parked in the node now, across its queues and namespaces
+  /// (the pop.maxParked cap counts these): the broker's count itself.
+  std::atomic<std::size_t> pops_parked{0};
 };
 
 } // namespace spool::actors

@@ -110,6 +110,7 @@ node::node_counters gateway::counters() const {
     c.dead_letters_expired = m->dead_letters_expired.load();
     c.retention_deleted = m->retention_frames_deleted.load();
     c.actor_restarts = m->actor_restarts.load();
+    c.pops_parked = m->pops_parked.load();
   }
   return c;
 }

@@ -26,6 +26,10 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#ifdef SPOOL_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -61,6 +65,15 @@ to_store_options(const spool::config::server_options& opts) {
 } // namespace
 
 int main(int argc, char** argv) {
+#ifdef SPOOL_MIMALLOC
+  // A freed segment (32 MiB and up) goes back to the OS at once, not after
+  // a 500 ms delay whose purge waits for a later allocation that an idle
+  // thread never makes: most of a big pop answer's memory is returned once
+  // it is written (docs/architecture.md, "The allocator";
+  // bench/pop_memory_bench). Pages keep their 25 ms delay: at 0 a consume
+  // run spends 65% more CPU in madvise and page faults.
+  mi_option_set(mi_option_segment_decommit_delay, 0);
+#endif
   std::vector<std::string> args(argv + 1, argv + argc);
   auto parsed = spool::config::parse(
       args, [](const char* name) { return std::getenv(name); });

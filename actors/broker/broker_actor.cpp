@@ -198,6 +198,9 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat) {
   self->state.cfg = std::move(cfg);
+  if (auto& m = self->state.cfg.node.metrics) // the node's gauge is the count
+    self->state.parked_total
+        = std::shared_ptr<std::atomic<std::size_t>>(m, &m->pops_parked);
   self->state.txn = make_txn_host(self);
   supervise(
       self,

@@ -126,6 +126,22 @@ void write_queue_names(W& w, const node::queue_info& q) {
   w.kv("createdAt", timefmt::format_micros(q.created_at));
 }
 
+std::size_t pop_answer_hint(const node::pop_reply& r, bool json,
+                            std::size_t fields) {
+  std::size_t n = 256 + r.queue.size() + r.group.size();
+  for (auto& m : r.messages) {
+    n += fields + m.queue.size() + m.partition.size() + m.partition_id.size()
+         + m.transaction_id.size() + m.trace_id.size() + m.producer_sub.size()
+         + m.lease_id.size() + r.group.size();
+    n += json && m.binary ? 4 * ((m.payload.size() + 2) / 3) : m.payload.size();
+    for (auto& h : m.headers)
+      n += h.first.size() + h.second.size() + 8;
+  }
+  for (auto& s : r.skipped)
+    n += s.partition.size() + 64;
+  return n;
+}
+
 std::int64_t retained(const node::partition_info& p) {
   return std::max<std::int64_t>(0, p.last_offset + 1 - p.watermark);
 }

@@ -43,6 +43,13 @@ void write_message_fields(W& w, const node::message& m, bool requeue_id = true);
 template <class W>
 void write_queue_names(W& w, const node::queue_info& q);
 
+/// The bytes a pop's answer takes, about: its payloads (base64 in JSON
+/// when binary), their strings, and `fields` bytes of names and numbers per
+/// message. The encoders reserve it, so a big answer is built in place
+/// rather than grown by doubling (up to twice its size while it moves).
+std::size_t pop_answer_hint(const node::pop_reply& r, bool json,
+                            std::size_t fields);
+
 /// Frames retained in a partition.
 std::int64_t retained(const node::partition_info& p);
 

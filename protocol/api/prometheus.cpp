@@ -160,6 +160,9 @@ void render_counters(std::string& out, const node::node_counters& c) {
     prom::help(out, r.name, "counter", r.help);
     gauge(out, r.name, "", static_cast<std::int64_t>(r.value));
   }
+  prom::help(out, "spool_pops_parked", "gauge",
+             "Long polls parked in the node now (pop.maxParked caps them).");
+  gauge(out, "spool_pops_parked", "", static_cast<std::int64_t>(c.pops_parked));
 }
 
 void render_usage(std::string& out, const node::storage_usage& u) {

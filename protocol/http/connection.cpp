@@ -25,8 +25,8 @@ void put_headers(std::string& out, const header_list& headers) {
 
 } // namespace
 
-void serialize(std::string& out, const response& r, bool keep_alive,
-               const header_list& common, bool head) {
+void serialize_head(std::string& out, const response& r, bool keep_alive,
+                    const header_list& common) {
   out += "HTTP/1.1 ";
   out += std::to_string(r.status);
   out += ' ';
@@ -42,7 +42,12 @@ void serialize(std::string& out, const response& r, bool keep_alive,
   if (!keep_alive)
     out += "Connection: close\r\n";
   out += "\r\n";
-  if (r.status != 204 && !head) // a HEAD answer has no body (RFC 9110)
+}
+
+void serialize(std::string& out, const response& r, bool keep_alive,
+               const header_list& common) {
+  serialize_head(out, r, keep_alive, common);
+  if (has_body(r, false))
     out += r.body;
 }
 
@@ -257,14 +262,19 @@ void connection::flush() {
     slots.pop_front();
     // Draining: the last answer in flight closes the connection.
     bool keep = s->keep_alive && !(draining && slots.empty());
-    serialize(outbuf, *s->answer, keep, srv->common, s->method == "HEAD");
+    auto& a = *s->answer;
+    serialize_head(outbuf, a, keep, srv->common);
+    head_ends.push_back(outbuf.size());
+    out_bodies.push_back(has_body(a, s->method == "HEAD") ? std::move(a.body)
+                                                          : std::string{});
     if (srv->observer)
       srv->observer(
-          request_record{s->method, s->path, s->answer->status,
+          request_record{s->method, s->path, a.status,
                          std::chrono::duration_cast<std::chrono::microseconds>(
                              clock_type::now() - s->started),
                          peer});
-    in_write.push_back(std::move(s->answer->on_unwritten));
+    in_write.push_back(std::move(a.on_unwritten));
+    s->answer.reset(); // nothing of it stays on the slot
     if (!keep) {
       last = true;
       break;
@@ -286,11 +296,23 @@ void connection::write_outbuf() {
   writing = true;
   write_began = clock_type::now();
   arm_timer();
+  // Each answer's head, then its body (a `100 Continue`: a head alone).
+  out_seq.clear();
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < head_ends.size(); ++i) {
+    out_seq.push_back(asio::buffer(outbuf.data() + from, head_ends[i] - from));
+    if (!out_bodies[i].empty())
+      out_seq.push_back(asio::buffer(out_bodies[i]));
+    from = head_ends[i];
+  }
+  if (from < outbuf.size())
+    out_seq.push_back(asio::buffer(outbuf.data() + from, outbuf.size() - from));
   asio::async_write(
-      socket, asio::buffer(outbuf),
+      socket, out_seq,
       asio::bind_executor(strand, [self = shared_from_this()](
                                       asio::error_code ec, std::size_t) {
         self->writing = false;
+        self->release_written();
         if (self->closed)
           return;
         if (ec)
@@ -306,6 +328,15 @@ void connection::write_outbuf() {
         self->flush();
         self->resume();
       }));
+}
+
+void connection::release_written() {
+  out_seq.clear();
+  head_ends.clear();
+  out_bodies.clear(); // the bodies are freed as soon as they are written
+  outbuf.clear();
+  if (outbuf.capacity() > (64u << 10)) // many heads: give the room back
+    std::string{}.swap(outbuf);
 }
 
 void connection::linger_close() {

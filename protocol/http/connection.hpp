@@ -33,9 +33,17 @@ using clock_type = std::chrono::steady_clock;
 
 class connection;
 
-/// Writes `r` as an HTTP/1.1 answer (a HEAD answer without its body).
+/// Writes `r`'s status line and headers as an HTTP/1.1 answer; whether a
+/// body follows is `has_body`.
+void serialize_head(std::string& out, const response& r, bool keep_alive,
+                    const header_list& common);
+/// A 204 has no body, nor has a HEAD answer (RFC 9110).
+inline bool has_body(const response& r, bool head) {
+  return r.status != 204 && !head;
+}
+/// The head, then the body (an answer made whole at once: the refusals).
 void serialize(std::string& out, const response& r, bool keep_alive,
-               const header_list& common, bool head = false);
+               const header_list& common);
 
 /// One request in flight on a connection, its answer once it comes.
 class slot : public exchange, public std::enable_shared_from_this<slot> {
@@ -128,9 +136,12 @@ private:
   void refuse(int status, const std::string& message);
   /// Writes the answers ready at the head of the line.
   void flush();
-  /// Writes `outbuf` (answers, or a `100 Continue`), then goes on reading
+  /// Writes `outbuf` and `out_bodies` (answers, or a `100 Continue`), then
+  /// goes on reading
   /// and answering; a write that takes over the request timeout closes.
   void write_outbuf();
+  /// After a write: what it wrote is freed.
+  void release_written();
   /// Ends a connection whose last answer was written: the sending side
   /// first, then what the client still sends is read and dropped until it
   /// closes too (at most 2 s), so that a client still sending a refused
@@ -151,7 +162,14 @@ private:
   clock_type::time_point write_began;
   /// The `on_unwritten` of the answers being written (their leases).
   std::vector<std::function<void()>> in_write;
+  /// The answers being written: their status lines and headers in
+  /// `outbuf`, their bodies moved here (never copied into `outbuf`: a big
+  /// pop answer exists once), written together with one gathered write and
+  /// freed once written.
   std::string outbuf;
+  std::vector<std::string> out_bodies;
+  std::vector<std::size_t> head_ends; ///< where each answer's head ends
+  std::vector<asio::const_buffer> out_seq;
   bool writing = false;
   bool reading = false;
   bool closed = false;

@@ -8,6 +8,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -18,9 +19,37 @@
 
 namespace spool::json {
 
+/// RapidJSON's output stream over a `std::string`: the text is built where
+/// it is handed over (`writer::take` moves it; a StringBuffer would be
+/// copied out, a second copy of a big answer).
+struct string_out {
+  using Ch = char;
+  std::string s;
+  void Put(char c) {
+    s.push_back(c);
+  }
+  void Flush() {
+  }
+};
+
+/// RapidJSON reserves before a run of `PutUnsafe`s (found by ADL).
+inline void PutReserve(string_out& o, std::size_t n) {
+  if (o.s.capacity() - o.s.size() < n)
+    o.s.reserve(std::max(o.s.size() + n, 2 * o.s.capacity()));
+}
+inline void PutUnsafe(string_out& o, char c) {
+  o.s.push_back(c);
+}
+
 class writer : public wire::kv_calls<writer> {
 public:
-  writer() : w_(buf_) {
+  writer() : w_(out_) {
+  }
+
+  /// Room for `n` bytes of text at once (an answer whose size is known
+  /// closely: it is never moved while it grows).
+  void reserve(std::size_t n) {
+    out_.s.reserve(n);
   }
 
   writer& begin_object() {
@@ -85,12 +114,16 @@ public:
   /// JSON text written as it is (a payload kept as it arrived: valid JSON,
   /// checked when it was pushed).
   writer& raw(std::string_view json) {
-    w_.RawValue(json.data(), json.size(), rapidjson::kObjectType);
+    // The writer puts its separator (and checks its state); the text goes
+    // in with one copy, not a byte at a time.
+    w_.RawValue("", 0, rapidjson::kObjectType);
+    out_.s.append(json);
     return *this;
   }
 
+  /// The text so far, handed over (the writer is left empty).
   std::string take() {
-    return std::string{buf_.GetString(), buf_.GetSize()};
+    return std::move(out_.s);
   }
 
 private:
@@ -116,8 +149,8 @@ private:
     return out;
   }
 
-  rapidjson::StringBuffer buf_;
-  rapidjson::Writer<rapidjson::StringBuffer> w_;
+  string_out out_;
+  rapidjson::Writer<string_out> w_;
 };
 
 /// `{"error": message}`.
