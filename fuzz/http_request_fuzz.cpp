@@ -72,8 +72,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
           check(k.size() <= req.query.size() && v.size() <= req.query.size());
     }
   }
-  if (auto& err = p.error())
+  if (auto& err = p.error()) {
     check(err->status == 400 || err->status == 413 || err->status == 431
           || err->status == 501);
+    // The connection writes it into JSON as it is: none of the client's
+    // bytes, nothing to escape.
+    for (unsigned char c : err->message)
+      check(c >= 0x20 && c < 0x7f && c != '"' && c != '\\');
+  }
   return 0;
 }

@@ -61,7 +61,6 @@ struct request_parser::callbacks {
     r.field_.clear();
     r.value_.clear();
     r.in_value_ = false;
-    r.headers_done_ = false;
     r.chunked_.reset();
     return 0;
   }
@@ -103,7 +102,6 @@ struct request_parser::callbacks {
   static int on_headers_complete(http_parser* p) {
     auto& r = self(p);
     flush_header(r);
-    r.headers_done_ = true;
     auto& req = r.cur_;
     req.method = http_method_str(static_cast<http_method>(p->method));
     auto target = std::string_view{req.target};
@@ -124,10 +122,12 @@ struct request_parser::callbacks {
     if ((p->flags & F_CONTENTLENGTH) != 0)
       req.body.reserve(p->content_length + body_padding);
     bool http11 = p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1);
-    // RFC 9110 §10.1.1: never to an HTTP/1.0 client.
-    if (iequals(req.header("Expect"), "100-continue") && http11)
+    auto framing = chunked(r, p, http11);
+    // RFC 9110 §10.1.1: never to an HTTP/1.0 client, nor to a request
+    // refused (its body would be sent for nothing).
+    if (framing >= 0 && iequals(req.header("Expect"), "100-continue") && http11)
       r.continue_ = true;
-    return chunked(r, p, http11);
+    return framing;
   }
 
   /// Transfer-Encoding (RFC 9112 §6.1): one header, exactly `chunked`, in
@@ -157,8 +157,7 @@ struct request_parser::callbacks {
     else if (count > 1 || !iequals(last, "chunked"))
       why = "Transfer-Encoding must be chunked, once and last";
     else if (!iequals(coding, "chunked")) {
-      r.fail(501, "Transfer-Encoding " + std::string{coding}
-                      + " is not supported: only chunked");
+      r.fail(501, "Transfer-Encoding other than chunked is not supported");
       return -1;
     }
     if (!why.empty()) {
@@ -191,11 +190,41 @@ struct request_parser::callbacks {
   }
 };
 
+std::size_t request_parser::scan_head(std::string_view data) {
+  std::size_t i = 0;
+  for (; i < data.size() && !head_.done; ++i) {
+    char c = data[i];
+    if (head_.cr) { // a CR: its LF must follow
+      if (c != '\n') {
+        fail(400, "Malformed HTTP request: a CR not followed by LF in the "
+                  "request line or headers");
+        return 0;
+      }
+      head_.cr = false;
+      // An empty line ends the headers; before the request line, it is
+      // skipped (RFC 9112 §2.2).
+      head_.done = head_.started && head_.empty_line;
+      head_.empty_line = true;
+    } else if (c == '\r') {
+      head_.cr = true;
+    } else if (c == '\n') {
+      fail(400, "Malformed HTTP request: a line of the request line or "
+                "headers ends in a bare LF, not CRLF");
+      return 0;
+    } else {
+      head_.started = true;
+      head_.empty_line = false;
+    }
+  }
+  return i;
+}
+
 void request_parser::finish() {
   auto& body = cur_.body;
   if (body.capacity() < body.size() + body_padding)
     body.reserve(body.size() + body_padding);
   chunked_.reset();
+  head_ = {};
   ready_ = true;
   begun_ = false;
   continue_ = false;
@@ -218,6 +247,7 @@ request_parser::request_parser(parser_limits limits) :
 request_parser::~request_parser() = default;
 
 void request_parser::fail(int status, std::string message) {
+  continue_ = false; // a refused request's body is not asked for
   if (!error_)
     error_ = parse_error{status, std::move(message)};
 }
@@ -227,6 +257,10 @@ std::size_t request_parser::feed(std::string_view data) {
     return 0;
   std::size_t n = 0;
   if (!chunked_) { // the request line and headers (or a whole request)
+    // Every line of the head ends in CRLF: http_parser, built lenient,
+    // takes a bare LF, and any byte after a CR as its LF.
+    if (!head_.done && (scan_head(data), error_))
+      return 0;
     auto& p = st_->p;
     if (HTTP_PARSER_ERRNO(&p) == HPE_PAUSED)
       http_parser_pause(&p, 0);

@@ -6,7 +6,8 @@
 /// later requests wait in the connection's buffer until their turn (the
 /// connection bounds how many it answers at once). Chunked bodies are
 /// decoded by our own strict decoder (`chunked.hpp`), not http_parser's
-/// lenient one, and joined. Framing is strict: a header name that is not a
+/// lenient one, and joined. Framing is strict: a line of the head not
+/// ending in CRLF (a bare LF, a lone CR), a header name that is not a
 /// token (`Transfer-Encoding : chunked`), Content-Length beside
 /// Transfer-Encoding, a transfer coding other than chunked, or any chunked
 /// framing error is refused, and the connection closes. Limits: the request
@@ -66,6 +67,9 @@ private:
   friend struct callbacks;
   void fail(int status, std::string message);
   void finish();
+  /// Checks the head's bytes in `data` (up to its end): answers how many it
+  /// checked, 0 after an error.
+  std::size_t scan_head(std::string_view data);
 
   struct state;
   std::unique_ptr<state> st_;
@@ -74,7 +78,13 @@ private:
   std::string field_;
   std::string value_;
   bool in_value_ = false;
-  bool headers_done_ = false;
+  /// The head's line ends, checked before http_parser sees the bytes.
+  struct head_scan {
+    bool started = false;   ///< the request line began
+    bool empty_line = true; ///< nothing since the last CRLF
+    bool cr = false;        ///< a CR just read
+    bool done = false;      ///< the empty line ending the headers was read
+  } head_;
   std::size_t header_bytes_ = 0;
   bool begun_ = false;
   bool ready_ = false;

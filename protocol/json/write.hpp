@@ -8,7 +8,6 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,10 +31,11 @@ struct string_out {
   }
 };
 
-/// RapidJSON reserves before a run of `PutUnsafe`s (found by ADL).
-inline void PutReserve(string_out& o, std::size_t n) {
-  if (o.s.capacity() - o.s.size() < n)
-    o.s.reserve(std::max(o.s.size() + n, 2 * o.s.capacity()));
+/// RapidJSON reserves before a run of `PutUnsafe`s (found by ADL) for the
+/// worst case (a string: 6 bytes a character, all escaped): honoured, it
+/// would move a big answer to a buffer twice its size, so it is not; each
+/// `PutUnsafe` is a `push_back`, safe without it.
+inline void PutReserve(string_out&, std::size_t) {
 }
 inline void PutUnsafe(string_out& o, char c) {
   o.s.push_back(c);
@@ -121,7 +121,7 @@ public:
     return *this;
   }
 
-  /// The text so far, handed over (the writer is left empty).
+  /// The text, handed over: the writer is done (not to be used again).
   std::string take() {
     return std::move(out_.s);
   }

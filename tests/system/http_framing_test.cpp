@@ -181,6 +181,35 @@ TEST_CASE("framing: a bare LF ending a chunk-size line or a chunk's data is "
           "CRLF");
 }
 
+TEST_CASE("framing: a bare LF or a lone CR in the request line or headers "
+          "is 400, nothing stored",
+          "[system][http][framing]") {
+  auto body = push_body("bad", 1);
+  auto cl = std::to_string(body.size());
+  refused("POST /api/v1/push HTTP/1.1\nContent-Length: " + cl + "\r\n\r\n"
+              + body,
+          "bare LF");
+  refused("POST /api/v1/push HTTP/1.1\r\nContent-Length: " + cl + "\n\r\n"
+              + body,
+          "bare LF");
+  refused("POST /api/v1/push HTTP/1.1\r\nContent-Length: " + cl + "\r\n\rX"
+              + body,
+          "a CR not followed by LF");
+}
+
+TEST_CASE("framing: a request refused for its framing is answered without "
+          "100 Continue first",
+          "[system][http][framing]") {
+  spoold_server s;
+  http_conn c{s.port()};
+  c.send_raw("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nExpect: "
+             "100-continue\r\nTransfer-Encoding: gzip\r\n\r\n");
+  auto r = c.read_response();
+  REQUIRE(r);
+  CHECK(r->status == 400);
+  CHECK(c.closed_by_peer());
+}
+
 TEST_CASE("framing: a chunked body without its last chunk then EOF closes "
           "the connection, nothing stored",
           "[system][http][framing]") {

@@ -201,7 +201,7 @@ TEST_CASE("Transfer-Encoding: only chunked, once, last, in HTTP/1.1, "
               + chunk,
           "Transfer-Encoding");
   refused("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + chunk,
-          "only chunked", 501);
+          "other than chunked is not supported", 501);
   refused("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk,
           "HTTP/1.0");
   for (auto& o : each_split("POST / HTTP/1.1\r\nTransfer-Encoding:  CHUNKED \r\n"
@@ -218,4 +218,42 @@ TEST_CASE("a header name with a space before its colon is 400",
   refused("POST / HTTP/1.1\r\nContent-Length :3\r\n\r\nabc",
           "Malformed HTTP request");
   refused("GET / HTTP/1.1\r\nX\tY: 1\r\n\r\n", "Malformed HTTP request");
+}
+
+TEST_CASE("a bare LF or a lone CR in the request line or headers is 400, "
+          "empty lines before a request are skipped",
+          "[unit][protocol][http][framing]") {
+  refused("GET / HTTP/1.1\nHost: a\r\n\r\n", "bare LF");
+  refused("GET / HTTP/1.1\r\nHost: a\n\r\n", "bare LF");
+  refused("GET / HTTP/1.1\r\nHost: a\r\n\n", "bare LF");
+  refused("GET / HTTP/1.1\r\nHost: a\r\n\rXGET /2 HTTP/1.1\r\n\r\n",
+          "a CR not followed by LF");
+  refused("GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", "a CR not followed by LF");
+  for (auto& o : each_split("\r\n\r\nGET /a HTTP/1.1\r\nHost: a\r\n\r\n"
+                            "GET /b HTTP/1.1\r\n\r\n")) {
+    REQUIRE(o.req);
+    CHECK(o.req->path == "/a");
+    CHECK(o.rest == "GET /b HTTP/1.1\r\n\r\n");
+  }
+  // A body may hold any byte: only the head is checked.
+  for (auto& o : each_split("POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\n"
+                            "a\nb\r"))
+    CHECK(o.req);
+}
+
+TEST_CASE("a request refused for its framing is never offered 100 Continue",
+          "[unit][protocol][http][framing]") {
+  for (auto te : {"gzip", "chunked, gzip", "gzip, chunked"}) {
+    request_parser p{{}};
+    p.feed(std::string{"POST / HTTP/1.1\r\nExpect: 100-continue\r\n"
+                       "Transfer-Encoding: "}
+           + te + "\r\n\r\n");
+    REQUIRE(p.error());
+    CHECK_FALSE(p.take_continue());
+  }
+  request_parser ok{{}};
+  ok.feed("POST / HTTP/1.1\r\nExpect: 100-continue\r\nTransfer-Encoding: "
+          "chunked\r\n\r\n");
+  CHECK_FALSE(ok.error());
+  CHECK(ok.take_continue());
 }
