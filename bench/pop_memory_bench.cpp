@@ -11,7 +11,9 @@
 //     only: the LMDB map's file pages are not in it);
 //   - RssAnon growth right after the answer is read, and 1 s later
 //     (memory given back?).
-// Usage: pop_memory_bench [--runs N] [--spoold PATH]
+// With --binary the payloads are bytes (pushed over msgpack), which an HTTP
+// pop answers in base64 (4/3 of the payload).
+// Usage: pop_memory_bench [--runs N] [--binary] [--spoold PATH]
 
 #include <CLI/CLI.hpp>
 
@@ -171,10 +173,32 @@ std::string letters(std::size_t n, std::mt19937_64& rng) {
 }
 
 
-/// A fresh spoold with `count` messages of 1 MiB in big/p, settled.
-void load(spoold_child& s, const std::string& spoold, int count) {
+/// A fresh spoold with `count` messages of 1 MiB in big/p, settled: JSON
+/// strings pushed over HTTP, or (`binary`) bytes pushed over msgpack, which
+/// an HTTP pop answers in base64.
+void load(spoold_child& s, const std::string& spoold, int count, bool binary) {
   s.start(spoold, 0, "strict");
   std::mt19937_64 rng{42};
+  if (binary) {
+    spool::client::options co;
+    co.port = static_cast<std::uint16_t>(s.mp_port);
+    spool::client::client mp{co};
+    for (int done = 0; done < count;) {
+      std::vector<spool::node::push_item> items;
+      for (int i = 0; i < 8 && done < count; ++i, ++done) {
+        spool::node::push_item it;
+        it.queue = "big";
+        it.partition = "p";
+        it.payload = letters(mib, rng);
+        it.binary = true;
+        items.push_back(std::move(it));
+      }
+      if (!mp.push(std::move(items)))
+        throw std::runtime_error("push failed");
+    }
+    std::this_thread::sleep_for(1s);
+    return;
+  }
   http_conn c{s.port};
   const std::size_t text = mib - 2; // a JSON string of 1 MiB with its quotes
   for (int done = 0; done < count;) {
@@ -222,10 +246,13 @@ std::size_t mp_pop(spool::client::client& mp, int batch) {
 int main(int argc, char** argv) {
   CLI::App app{"pop_memory_bench: spoold's memory for one big pop answer"};
   int runs = 3;
+  bool binary = false;
   std::string spoold = SPOOLD_PATH;
   app.add_option("--runs", runs, "pops per door and size (a fresh spoold each)")
       ->check(CLI::Range(1, 50));
   app.add_option("--spoold", spoold, "the spoold binary");
+  app.add_flag("--binary", binary,
+               "binary payloads (pushed over msgpack; base64 in HTTP answers)");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("pop_memory_bench: %s, %d runs per row, each on a fresh spoold\n"
@@ -241,7 +268,7 @@ int main(int argc, char** argv) {
     for (int batch : {1, 64}) {
       for (int r = 0; r < runs; ++r) {
         spoold_child s;
-        load(s, spoold, batch);
+        load(s, spoold, batch, binary);
         auto payload = static_cast<std::size_t>(batch) * mib;
         long anon0 = status_kib(s.pid, "RssAnon");
         long file0 = status_kib(s.pid, "RssFile");
