@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/http/url.hpp"
+
 namespace spool::http {
 
 namespace {
@@ -14,16 +16,6 @@ bool tchar(unsigned char c) noexcept {
     return true;
   return std::string_view{"!#$%&'*+-.^_`|~"}.find(static_cast<char>(c))
          != std::string_view::npos;
-}
-
-int hex(unsigned char c) noexcept {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
 }
 
 bool ws(char c) noexcept {
@@ -163,7 +155,7 @@ std::size_t chunked_decoder::feed(std::string_view data, std::string& body) {
     auto c = static_cast<unsigned char>(data[i]);
     switch (st_) {
     case state::size:
-      if (auto v = hex(c); v >= 0) {
+      if (auto v = hex_digit(static_cast<char>(c)); v >= 0) {
         if (++digits_ > 16)
           return bad("chunk size has more than 16 hex digits");
         size_ = size_ * 16 + static_cast<std::uint64_t>(v);

@@ -2,9 +2,7 @@
 
 namespace spool::http {
 
-namespace {
-
-int hex(char c) {
+int hex_digit(char c) noexcept {
   if (c >= '0' && c <= '9')
     return c - '0';
   if (c >= 'a' && c <= 'f')
@@ -13,8 +11,6 @@ int hex(char c) {
     return c - 'A' + 10;
   return -1;
 }
-
-} // namespace
 
 std::optional<std::string> percent_decode(std::string_view s,
                                           bool plus_is_space) {
@@ -25,8 +21,8 @@ std::optional<std::string> percent_decode(std::string_view s,
     if (c == '%') {
       if (i + 2 >= s.size())
         return std::nullopt;
-      int hi = hex(s[i + 1]);
-      int lo = hex(s[i + 2]);
+      int hi = hex_digit(s[i + 1]);
+      int lo = hex_digit(s[i + 2]);
       if (hi < 0 || lo < 0)
         return std::nullopt;
       out.push_back(static_cast<char>(hi * 16 + lo));

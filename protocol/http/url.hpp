@@ -13,6 +13,9 @@
 
 namespace spool::http {
 
+/// A hex digit's value (either case), or -1 (percent escapes, chunk sizes).
+int hex_digit(char c) noexcept;
+
 /// The decoded text, or none when a `%` is not followed by two hex digits.
 std::optional<std::string> percent_decode(std::string_view s,
                                           bool plus_is_space = false);
