@@ -126,12 +126,10 @@ void chunked_decoder::end_size_line() {
   if (!line_.empty() && !is_chunk_ext(line_))
     return fail(400, std::string{malformed} + "chunk extension is malformed");
   line_.clear();
-  if (size_ == 0) {
-    st_ = state::trailer;
-    return;
-  }
+  st_ = size_ == 0 ? state::trailer : state::data;
   left_ = size_;
-  st_ = state::data;
+  size_ = 0;
+  digits_ = 0;
 }
 
 void chunked_decoder::end_trailer_line() {
@@ -143,6 +141,24 @@ void chunked_decoder::end_trailer_line() {
     return fail(400, std::string{malformed} + "trailer field is malformed");
   line_.clear();
   st_ = state::trailer;
+}
+
+bool chunked_decoder::line_byte(unsigned char c) {
+  bool size_line = st_ == state::line;
+  if (c == '\r') {
+    st_ = size_line ? state::line_lf : state::trailer_lf;
+    return true;
+  }
+  if (c == '\n') {
+    fail(400, std::string{malformed}
+                  + (size_line ? "a chunk-size line must end in CRLF"
+                               : "a trailer line must end in CRLF"));
+    return false;
+  }
+  if (!count_line_byte())
+    return false;
+  line_.push_back(static_cast<char>(c));
+  return true;
 }
 
 std::size_t chunked_decoder::feed(std::string_view data, std::string& body) {
@@ -168,39 +184,29 @@ std::size_t chunked_decoder::feed(std::string_view data, std::string& body) {
                       + " bytes");
         return 0;
       }
-      if (c == '\r') {
-        st_ = state::line_lf;
-      } else if (c == ';' || ws(static_cast<char>(c))) {
-        if (!count_line_byte())
-          return 0;
-        line_.push_back(static_cast<char>(c));
-        st_ = state::line;
-      } else if (c == '\n') {
-        return bad("a chunk-size line must end in CRLF");
-      } else {
+      // The digits end the size; the rest of the line is its extensions.
+      if (c != ';' && !ws(static_cast<char>(c)) && c != '\r' && c != '\n')
         return bad("chunk size is not hex");
-      }
+      st_ = state::line;
+      if (!line_byte(c))
+        return 0;
       break;
     case state::line:
-      if (c == '\r') {
-        st_ = state::line_lf;
-      } else if (c == '\n') {
-        return bad("a chunk-size line must end in CRLF");
-      } else {
-        if (!count_line_byte())
-          return 0;
-        line_.push_back(static_cast<char>(c));
-      }
+    case state::trailer:
+      if (!line_byte(c))
+        return 0;
       break;
     case state::line_lf:
+    case state::trailer_lf: {
+      bool size_line = st_ == state::line_lf;
       if (c != '\n')
-        return bad("a chunk-size line must end in CRLF");
-      end_size_line();
-      size_ = 0;
-      digits_ = 0;
+        return bad(size_line ? "a chunk-size line must end in CRLF"
+                             : "a trailer line must end in CRLF");
+      size_line ? end_size_line() : end_trailer_line();
       if (st_ == state::failed)
         return 0;
       break;
+    }
     case state::data: {
       auto n = static_cast<std::size_t>(
           std::min<std::uint64_t>(left_, data.size() - i));
@@ -216,24 +222,6 @@ std::size_t chunked_decoder::feed(std::string_view data, std::string& body) {
       if (c != (st_ == state::data_cr ? '\r' : '\n'))
         return bad("a chunk's data must end in CRLF");
       st_ = st_ == state::data_cr ? state::data_lf : state::size;
-      break;
-    case state::trailer:
-      if (c == '\r') {
-        st_ = state::trailer_lf;
-      } else if (c == '\n') {
-        return bad("a trailer line must end in CRLF");
-      } else {
-        if (!count_line_byte())
-          return 0;
-        line_.push_back(static_cast<char>(c));
-      }
-      break;
-    case state::trailer_lf:
-      if (c != '\n')
-        return bad("a trailer line must end in CRLF");
-      end_trailer_line();
-      if (st_ == state::failed)
-        return 0;
       break;
     case state::done:
     case state::failed:

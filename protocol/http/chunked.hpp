@@ -62,6 +62,9 @@ private:
   bool count_line_byte();
   void end_size_line();
   void end_trailer_line();
+  /// A byte of a chunk-size line's extensions or of a trailer line: kept,
+  /// or its CR; false after an error (a bare LF, past the bound).
+  bool line_byte(unsigned char c);
 
   std::size_t max_body_;
   std::size_t max_lines_;
