@@ -56,7 +56,7 @@ open_store(const std::filesystem::path& dir) {
 inline storage::queue_record create_queue(storage::store& store,
                                           const std::string& name) {
   storage::queue_record q;
-  q.id = store.next_queue_id();
+  q.id = store.next_queue_id(name);
   q.name = name;
   if (auto r
       = store.writer()

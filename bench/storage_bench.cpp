@@ -247,17 +247,17 @@ store_result run_store(const options& o, std::string name, std::size_t batch,
 
   st::write_batch setup;
   st::queue_record q;
-  q.id = s.next_queue_id();
   q.name = "bench";
+  q.id = s.next_queue_id(q.name);
   q.created_at = now_micros();
   setup.mutations.emplace_back(st::mut::create_queue{q});
   std::vector<std::unique_ptr<producer>> producers;
   for (std::size_t i = 0; i < partitions; ++i) {
     st::partition_record p;
     p.queue = q.id;
-    p.id = s.next_partition_id();
+    p.id = s.next_partition_id(q.id);
     p.name = std::to_string(i); // (not "p" + ...: GCC 12 -Wrestrict bug)
-    p.uuid = s.make_uuid();
+    p.uuid = s.make_uuid(spool::slot_of_id(q.id.value));
     p.created_at = q.created_at;
     setup.mutations.emplace_back(st::mut::create_partition{p});
     producers.push_back(std::make_unique<producer>(p, c, batch, 1000 + i));

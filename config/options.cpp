@@ -110,6 +110,11 @@ const std::vector<option>& table() {
           [](server_options& o) -> std::uint64_t& {
             return o.initial_map_mib;
           }),
+      num("slots",
+          "slots of a store created now (a store keeps the number it was "
+          "created with)",
+          1, 65536,
+          [](server_options& o) -> std::uint64_t& { return o.slots; }),
       {"http-address", "listen address of the HTTP door",
        [](server_options& o, const std::string& v) -> std::string {
          if (v.empty())

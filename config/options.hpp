@@ -121,6 +121,9 @@ struct server_options {
   std::string log_level = "info";
   /// First LMDB map size in MiB; the map grows on demand.
   std::uint64_t initial_map_mib = 1024;
+  /// The number of slots of a store this start creates (--slots); a store
+  /// that exists keeps its own (docs/storage.md, "Slots").
+  std::uint64_t slots = 256;
   pop_limits pop;
   push_limits push;
   lease_limits lease;

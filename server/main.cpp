@@ -59,6 +59,7 @@ to_store_options(const spool::config::server_options& opts) {
                    : spool::storage::durability::relaxed;
   s.env.initial_map_bytes = static_cast<std::size_t>(opts.initial_map_mib)
                             << 20;
+  s.slot_count = static_cast<std::uint32_t>(opts.slots);
   return s;
 }
 

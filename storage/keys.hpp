@@ -1,14 +1,17 @@
 #pragma once
 
 /// Key layout of the LMDB databases. Every key starts with the queue id so a
-/// queue's data is contiguous; integers are big-endian so LMDB's byte order is
-/// numeric order.
+/// queue's data is contiguous, and a queue id carries its slot in bits
+/// 32–47 (`vocab/slot.hpp`), so a slot's data is contiguous too; integers are
+/// big-endian so LMDB's byte order is numeric order.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "storage/types.hpp"
+#include "vocab/slot.hpp"
 
 namespace spool::storage::keys {
 
@@ -161,14 +164,51 @@ inline std::string trace_name(queue_id q, std::string_view name, micros at,
   return k;
 }
 
-/// "doomed" · queue (meta): a deleted queue whose rows are still being
-/// removed in bounded steps (`mut::sweep_queue`).
-inline constexpr std::string_view doomed_prefix = "doomed";
+/// Every key of a slot's rows starts with a queue id (or, in `meta`, a
+/// slot's zero id), so its first 8 bytes hold the slot in bits 32–47: a
+/// slot's rows are one contiguous key range in every table.
+inline constexpr std::size_t slot_key_bytes = 8;
 
-inline std::string doomed(queue_id q) {
-  std::string k{doomed_prefix};
-  put_u64(k, q.value);
+/// The slot of a key that starts with a queue id or a slot's zero id; none
+/// for a node-wide `meta` key (those start with a letter).
+inline std::optional<slot_t> slot_of_key(std::string_view key) {
+  if (key.size() < slot_key_bytes || key[0] != 0 || key[1] != 0)
+    return std::nullopt;
+  return slot_of_id(get_u64(key, 0));
+}
+
+/// The first key of slot `s` in any table, and the first key after it.
+inline std::string slot_begin(slot_t s) {
+  std::string k;
+  put_u64(k, slot_id(s, 0));
   return k;
 }
+inline std::string slot_end(slot_t s) {
+  std::string k;
+  put_u64(k, slot_id(s, 0) + (std::uint64_t{1} << 32));
+  return k;
+}
+
+/// slot · "counters" (meta): the slot's id counters.
+inline std::string slot_counters(slot_t s) {
+  auto k = slot_begin(s);
+  k.append("counters");
+  return k;
+}
+
+/// queue · "doomed" (meta): a deleted queue whose rows are still being
+/// removed in bounded steps (`mut::sweep_queue`).
+inline constexpr std::string_view doomed_suffix = "doomed";
+
+inline std::string doomed(queue_id q) {
+  auto k = queue(q);
+  k.append(doomed_suffix);
+  return k;
+}
+
+/// Node-wide `meta` keys: the store's format and its number of slots, both
+/// written when the store is created.
+inline constexpr std::string_view format_key = "format";
+inline constexpr std::string_view slot_count_key = "slots";
 
 } // namespace spool::storage::keys

@@ -171,6 +171,9 @@ public:
   durability mode() const noexcept {
     return opts_.mode;
   }
+  const std::filesystem::path& dir() const noexcept {
+    return opts_.dir;
+  }
   std::size_t map_bytes() const noexcept {
     return map_bytes_;
   }

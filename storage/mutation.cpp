@@ -33,15 +33,21 @@ expected<bool> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix,
   return false;
 }
 
-expected<void> bump_counters(txn& t, std::uint64_t id_counters::*field,
+/// Moves the counter `field` of the slot `used` belongs to past it.
+expected<void> bump_counters(txn& t, std::uint32_t slot_counters::*field,
                              std::uint64_t used) {
-  auto c = tables::get_counters(t);
+  auto s = slot_of_id(used);
+  auto n = slot_local_id(used);
+  if (n == 0 || n == UINT32_MAX)
+    return make_error(ec::invalid_argument, "id ", used,
+                      " is not a slot id (its low 32 bits are ", n, ")");
+  auto c = tables::get_counters(t, s);
   if (!c)
     return std::move(c).err();
-  if ((*c).*field > used)
+  if ((*c).*field > n)
     return {};
-  (*c).*field = used + 1;
-  return tables::put_counters(t, *c);
+  (*c).*field = n + 1;
+  return tables::put_counters(t, s, *c);
 }
 
 /// The stored record of live queue `q`; `unknown_queue` when there is none.
@@ -60,8 +66,17 @@ expected<void> apply_one(txn& t, const mut::create_queue& m) {
     return std::move(existing).err();
   if (*existing)
     return make_error(ec::conflict, "queue ", m.rec.id.value, " exists");
+  auto format = tables::get_format(t);
+  if (!format)
+    return std::move(format).err();
+  if (format->slot_count != 0
+      && slot_of(m.rec.name, format->slot_count) != slot_of_id(m.rec.id.value))
+    return make_error(ec::invalid_argument, "queue ", m.rec.id.value,
+                      " is in slot ", slot_of_id(m.rec.id.value), ", its name ",
+                      m.rec.name, " in slot ",
+                      slot_of(m.rec.name, format->slot_count));
   SPOOL_TRY(tables::put_queue(t, m.rec));
-  return bump_counters(t, &id_counters::next_queue, m.rec.id.value);
+  return bump_counters(t, &slot_counters::next_queue, m.rec.id.value);
 }
 
 expected<void> apply_one(txn& t, const mut::update_queue& m) {
@@ -105,6 +120,10 @@ expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
 
 expected<void> apply_one(txn& t, const mut::create_partition& m) {
   SPOOL_TRY(require_queue(t, m.rec.queue));
+  if (slot_of_id(m.rec.id.value) != slot_of_id(m.rec.queue.value))
+    return make_error(ec::invalid_argument,
+                      describe_partition(m.rec.queue, m.rec.id),
+                      ": the partition id is not of its queue's slot");
   auto existing = tables::get_partition(t, m.rec.queue, m.rec.id);
   if (!existing)
     return std::move(existing).err();
@@ -112,7 +131,7 @@ expected<void> apply_one(txn& t, const mut::create_partition& m) {
     return make_error(ec::conflict, describe_partition(m.rec.queue, m.rec.id),
                       " exists");
   SPOOL_TRY(tables::put_partition(t, m.rec));
-  return bump_counters(t, &id_counters::next_partition, m.rec.id.value);
+  return bump_counters(t, &slot_counters::next_partition, m.rec.id.value);
 }
 
 /// A segment below the partition's next offset must fill a hole that a

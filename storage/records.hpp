@@ -220,19 +220,19 @@ struct trace_record {
   }
 };
 
-/// Id counters (never reused, also after deletions).
-struct id_counters {
-  std::uint64_t next_queue = 1;
-  std::uint64_t next_partition = 1;
-  /// No longer written (DLQ ids follow the clock, `store::next_dlq_id`);
-  /// a store from before keeps it as a floor for new ids.
-  std::uint64_t next_dlq = 1;
+/// A slot's id counters: the next per-slot number of a queue id and of a
+/// partition id (`vocab/slot.hpp`'s `slot_id`). Bumped by the create
+/// mutations' apply, from the ids they carry, so a store that applies the
+/// same batches ends with the same counters.
+struct slot_counters {
+  std::uint32_t next_queue = 1;
+  std::uint32_t next_partition = 1;
 
-  friend bool operator==(const id_counters&, const id_counters&) = default;
+  friend bool operator==(const slot_counters&, const slot_counters&) = default;
 
   template <class F>
-  friend auto fields(F& f, id_counters& x) {
-    return f(x.next_queue, x.next_partition, x.next_dlq);
+  friend auto fields(F& f, slot_counters& x) {
+    return f(x.next_queue, x.next_partition);
   }
 };
 

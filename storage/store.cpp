@@ -13,12 +13,12 @@ expected<std::unique_ptr<store>> store::open(store_options opts) {
     return std::move(e).err();
   std::unique_ptr<store> s{new store()};
   s->env_ = std::move(*e);
+  SPOOL_TRY(s->check_format(opts.slot_count));
+  SPOOL_TRY(s->load_counters());
   auto cat = s->load_catalog();
   if (!cat)
     return std::move(cat).err();
   s->recovered_ = std::move(*cat);
-  s->next_queue_ = s->recovered_.counters.next_queue;
-  s->next_partition_ = s->recovered_.counters.next_partition;
   auto dlq_floor = s->first_free_dlq_id();
   if (!dlq_floor)
     return std::move(dlq_floor).err();
@@ -74,19 +74,86 @@ expected<catalog> store::load_catalog() {
   if (!doomed)
     return std::move(doomed).err();
   cat.doomed = std::move(*doomed);
-  auto counters = tables::get_counters(*t);
-  if (!counters)
-    return std::move(counters).err();
-  cat.counters = *counters;
   return cat;
 }
 
-queue_id store::next_queue_id() noexcept {
-  return queue_id{next_queue_.fetch_add(1)};
+expected<void> store::check_format(std::uint32_t wanted_slots) {
+  auto dir = env_->dir().string();
+  {
+    auto t = env_->read();
+    if (!t)
+      return std::move(t).err();
+    auto f = tables::get_format(*t);
+    if (!f)
+      return std::move(f).err();
+    if (f->format == store_format_version) {
+      if (f->slot_count == 0 || f->slot_count > max_slot_count)
+        return make_error(ec::corrupt_record, "meta: the store in ", dir,
+                          " has ", f->slot_count, " slots");
+      slot_count_ = f->slot_count;
+      return {};
+    }
+    if (f->format != 0)
+      return make_error(ec::invalid_argument, "the store in ", dir,
+                        " has format ", f->format, "; this spoold reads format ",
+                        store_format_version,
+                        " only: run the spoold that wrote it");
+    // No format: a store created now, or one written before slots.
+    for (auto dbi : {t->db().meta, t->db().queues}) {
+      auto cur = t->open_cursor(dbi);
+      if (!cur)
+        return std::move(cur).err();
+      auto any = cur->first();
+      if (!any)
+        return std::move(any).err();
+      if (*any)
+        return make_error(
+            ec::invalid_argument, "the store in ", dir,
+            " was written by a spoold from before slots (store format 1); "
+            "this spoold reads format ",
+            store_format_version,
+            " and does not migrate it: drain it with the spoold that wrote "
+            "it, or move the folder away to start with an empty store");
+    }
+  }
+  if (wanted_slots == 0 || wanted_slots > max_slot_count)
+    return make_error(ec::invalid_argument, "a store has 1 to ",
+                      max_slot_count, " slots, not ", wanted_slots);
+  auto w = env_->write();
+  if (!w)
+    return std::move(w).err();
+  SPOOL_TRY(tables::put_format(
+      *w, tables::store_format{store_format_version, wanted_slots}));
+  SPOOL_TRY(w->commit());
+  slot_count_ = wanted_slots;
+  return {};
 }
 
-partition_id store::next_partition_id() noexcept {
-  return partition_id{next_partition_.fetch_add(1)};
+expected<void> store::load_counters() {
+  next_queue_ = std::make_unique<std::atomic<std::uint32_t>[]>(slot_count_);
+  next_partition_
+      = std::make_unique<std::atomic<std::uint32_t>[]>(slot_count_);
+  auto t = env_->read();
+  if (!t)
+    return std::move(t).err();
+  for (std::uint32_t s = 0; s < slot_count_; ++s) {
+    auto c = tables::get_counters(*t, static_cast<slot_t>(s));
+    if (!c)
+      return std::move(c).err();
+    next_queue_[s] = c->next_queue;
+    next_partition_[s] = c->next_partition;
+  }
+  return {};
+}
+
+queue_id store::next_queue_id(std::string_view name) noexcept {
+  auto s = slot_of(name);
+  return queue_id{slot_id(s, next_queue_[s].fetch_add(1))};
+}
+
+partition_id store::next_partition_id(queue_id queue) noexcept {
+  auto s = slot_of_id(queue.value);
+  return partition_id{slot_id(s, next_partition_[s].fetch_add(1))};
 }
 
 std::uint64_t store::next_dlq_id(micros now) noexcept {
@@ -104,9 +171,7 @@ expected<std::uint64_t> store::first_free_dlq_id() {
   auto t = env_->read();
   if (!t)
     return std::move(t).err();
-  // Stores written before DLQ ids followed the clock kept a node counter:
-  // it stays a floor (a deleted entry's id is never given again).
-  auto floor = recovered_.counters.next_dlq;
+  std::uint64_t floor = 1;
   auto highest = tables::highest_dlq_id(*t);
   if (!highest)
     return std::move(highest).err();
@@ -118,14 +183,10 @@ expected<std::uint64_t> store::first_free_dlq_id() {
   return floor;
 }
 
-std::string store::make_uuid() {
-  std::uint64_t hi = 0;
-  std::uint64_t lo = 0;
-  {
-    std::lock_guard<std::mutex> guard{rng_mtx_};
-    hi = rng_();
-    lo = rng_();
-  }
+namespace {
+
+/// An RFC 4122 version 4 UUID of 128 random bits (version and variant set).
+std::string format_uuid(std::uint64_t hi, std::uint64_t lo) {
   hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL; // version 4
   lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; // variant 10
   char buf[37];
@@ -137,5 +198,31 @@ std::string store::make_uuid() {
                 static_cast<unsigned long long>(lo & 0xffffffffffffULL));
   return buf;
 }
+
+} // namespace
+
+std::string store::make_uuid(slot_t s) {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  {
+    std::lock_guard<std::mutex> guard{rng_mtx_};
+    hi = rng_();
+    lo = rng_();
+  }
+  hi = (hi & 0x0000ffffffffffffULL) | (std::uint64_t{s} << 48);
+  return format_uuid(hi, lo);
+}
+
+std::string store::make_uuid() {
+  std::uint64_t hi = 0;
+  std::uint64_t lo = 0;
+  {
+    std::lock_guard<std::mutex> guard{rng_mtx_};
+    hi = rng_();
+    lo = rng_();
+  }
+  return format_uuid(hi, lo);
+}
+
 
 } // namespace spool::storage

@@ -14,13 +14,23 @@
 #include "storage/group_commit.hpp"
 #include "storage/lmdb.hpp"
 #include "storage/records.hpp"
+#include "vocab/slot.hpp"
 
 namespace spool::storage {
 
 struct store_options {
   env_options env;
   commit_options commit;
+  /// The number of slots (1..65536) of a store created by `open`; a store
+  /// that exists keeps the number it was created with.
+  std::uint32_t slot_count = default_slot_count;
 };
+
+/// The store format this code reads and writes: 2 since slots (queue and
+/// partition ids carry their slot, id counters are per slot). A store of
+/// an earlier format is refused on open (`ec::invalid_argument`), not
+/// migrated.
+inline constexpr std::uint32_t store_format_version = 2;
 
 /// What the store holds after recovery.
 struct catalog {
@@ -28,7 +38,6 @@ struct catalog {
   std::vector<partition_record> partitions; ///< of the queues above
   /// Deleted queues whose rows are still to be swept (`mut::sweep_queue`).
   std::vector<queue_id> doomed;
-  id_counters counters;
 };
 
 class store {
@@ -52,9 +61,19 @@ public:
   /// Re-reads the catalog from storage.
   expected<catalog> load_catalog();
 
-  /// Fresh ids; they travel in the create mutations.
-  queue_id next_queue_id() noexcept;
-  partition_id next_partition_id() noexcept;
+  /// The number of slots, fixed when the store was created.
+  std::uint32_t slot_count() const noexcept {
+    return slot_count_;
+  }
+  /// The slot of queue `name` in this store.
+  slot_t slot_of(std::string_view name) const noexcept {
+    return spool::slot_of(name, slot_count_);
+  }
+
+  /// Fresh ids, minted per slot; they travel in the create mutations. A
+  /// queue's id is of its name's slot, a partition's of its queue's.
+  queue_id next_queue_id(std::string_view name) noexcept;
+  partition_id next_partition_id(queue_id queue) noexcept;
   /// A fresh DLQ id: unique on this node, above every id given before and
   /// at least `now` (wall-clock microseconds), so ids order dead letters by
   /// their first failure across queues (docs/consumption.md). No counter is
@@ -65,6 +84,9 @@ public:
 
   /// A random RFC 4122 version 4 UUID in text form.
   std::string make_uuid();
+  /// A random version 4 UUID whose first four hex digits are slot `s`
+  /// (`slot_of_uuid`): a partition's uuid.
+  std::string make_uuid(slot_t s);
 
   /// Stops the writer after committing what is queued, syncs (relaxed
   /// mode), then closes. Reports a failed final sync.
@@ -72,16 +94,23 @@ public:
 
 private:
   store() = default;
-  /// The smallest DLQ id above every stored one (and the legacy counter).
+  /// The smallest DLQ id above every stored one.
   expected<std::uint64_t> first_free_dlq_id();
+  /// Reads the store's format, writing it to a store created empty;
+  /// refuses one of another format.
+  expected<void> check_format(std::uint32_t wanted_slots);
+  /// Loads every slot's id counters.
+  expected<void> load_counters();
 
   std::unique_ptr<env> env_;
   std::unique_ptr<group_commit> writer_;
   commit_options commit_opts_;
   std::once_flag writer_once_;
   catalog recovered_;
-  std::atomic<std::uint64_t> next_queue_{1};
-  std::atomic<std::uint64_t> next_partition_{1};
+  std::uint32_t slot_count_ = default_slot_count;
+  /// Per slot: the next queue and partition number.
+  std::unique_ptr<std::atomic<std::uint32_t>[]> next_queue_;
+  std::unique_ptr<std::atomic<std::uint32_t>[]> next_partition_;
   std::atomic<std::uint64_t> next_dlq_{1};
   std::mutex rng_mtx_;
   std::mt19937_64 rng_;
@@ -107,17 +136,26 @@ public:
   expected<catalog> load_catalog() const {
     return s_->load_catalog();
   }
-  queue_id next_queue_id() const noexcept {
-    return s_->next_queue_id();
+  std::uint32_t slot_count() const noexcept {
+    return s_->slot_count();
   }
-  partition_id next_partition_id() const noexcept {
-    return s_->next_partition_id();
+  slot_t slot_of(std::string_view name) const noexcept {
+    return s_->slot_of(name);
+  }
+  queue_id next_queue_id(std::string_view name) const noexcept {
+    return s_->next_queue_id(name);
+  }
+  partition_id next_partition_id(queue_id queue) const noexcept {
+    return s_->next_partition_id(queue);
   }
   std::uint64_t next_dlq_id(micros now) const noexcept {
     return s_->next_dlq_id(now);
   }
   std::string make_uuid() const {
     return s_->make_uuid();
+  }
+  std::string make_uuid(slot_t slot) const {
+    return s_->make_uuid(slot);
   }
   expected<env_usage> usage() const {
     return s_->db().usage();

@@ -8,7 +8,6 @@ namespace spool::storage::tables {
 
 namespace {
 
-constexpr std::string_view counters_key = "counters";
 using detail::decode_record;
 using detail::put_record;
 
@@ -371,26 +370,76 @@ expected<bool> is_doomed(txn& t, queue_id q) {
 
 expected<std::vector<queue_id>> doomed_queues(txn& t) {
   std::vector<queue_id> out;
-  std::string prefix{keys::doomed_prefix};
-  auto scanned = t.scan_prefix(t.db().meta, prefix, [&](auto key, auto) {
-    if (key.size() == prefix.size() + 8)
-      out.push_back(queue_id{keys::get_u64(key, prefix.size())});
-    return true;
-  });
-  if (!scanned)
-    return std::move(scanned).err();
+  auto cur = t.open_cursor(t.db().meta);
+  if (!cur)
+    return std::move(cur).err();
+  auto found = cur->first();
+  for (; found && *found; found = cur->next()) {
+    auto key = cur->key();
+    if (key.size() == keys::slot_key_bytes + keys::doomed_suffix.size()
+        && keys::slot_of_key(key)
+        && key.substr(keys::slot_key_bytes) == keys::doomed_suffix)
+      out.push_back(queue_id{keys::get_u64(key, 0)});
+  }
+  if (!found)
+    return std::move(found).err();
   return out;
 }
 
-expected<id_counters> get_counters(txn& t) {
-  auto rec = get_record<id_counters>(t, t.db().meta, counters_key, "meta");
+expected<slot_counters> get_counters(txn& t, slot_t s) {
+  auto rec = get_record<slot_counters>(t, t.db().meta, keys::slot_counters(s),
+                                       "meta");
   if (!rec)
     return std::move(rec).err();
-  return rec->value_or(id_counters{});
+  return rec->value_or(slot_counters{});
 }
 
-expected<void> put_counters(txn& t, const id_counters& c) {
-  return put_record(t, t.db().meta, counters_key, c);
+expected<void> put_counters(txn& t, slot_t s, const slot_counters& c) {
+  return put_record(t, t.db().meta, keys::slot_counters(s), c);
+}
+
+namespace {
+
+expected<std::uint32_t> get_u32(txn& t, std::string_view key) {
+  auto v = t.get(t.db().meta, key);
+  if (!v)
+    return std::move(v).err();
+  if (!*v)
+    return std::uint32_t{0};
+  if ((*v)->size() != 4)
+    return make_error(ec::corrupt_record, "meta: ", key, " holds ",
+                      (*v)->size(), " bytes, not 4");
+  std::uint32_t x = 0;
+  for (char c : **v)
+    x = (x << 8) | static_cast<std::uint8_t>(c);
+  return x;
+}
+
+expected<void> put_u32(txn& t, std::string_view key, std::uint32_t x) {
+  std::string v;
+  for (int shift = 24; shift >= 0; shift -= 8)
+    v.push_back(static_cast<char>((x >> shift) & 0xff));
+  return t.put(t.db().meta, key, v);
+}
+
+} // namespace
+
+expected<store_format> get_format(txn& t) {
+  store_format f;
+  auto format = get_u32(t, keys::format_key);
+  if (!format)
+    return std::move(format).err();
+  f.format = *format;
+  auto count = get_u32(t, keys::slot_count_key);
+  if (!count)
+    return std::move(count).err();
+  f.slot_count = *count;
+  return f;
+}
+
+expected<void> put_format(txn& t, const store_format& f) {
+  SPOOL_TRY(put_u32(t, keys::format_key, f.format));
+  return put_u32(t, keys::slot_count_key, f.slot_count);
 }
 
 } // namespace spool::storage::tables

@@ -123,8 +123,16 @@ expected<bool> is_doomed(txn& t, queue_id q);
 /// Every deleted queue whose rows are not all removed yet, by id.
 expected<std::vector<queue_id>> doomed_queues(txn& t);
 
-// -- id counters --------------------------------------------------------------
-expected<id_counters> get_counters(txn& t);
-expected<void> put_counters(txn& t, const id_counters& c);
+// -- a slot's id counters -----------------------------------------------------
+expected<slot_counters> get_counters(txn& t, slot_t s);
+expected<void> put_counters(txn& t, slot_t s, const slot_counters& c);
+
+// -- the store's format and slot count (node-wide, written at creation) --------
+struct store_format {
+  std::uint32_t format = 0;     ///< 0: none stored
+  std::uint32_t slot_count = 0; ///< 0: none stored
+};
+expected<store_format> get_format(txn& t);
+expected<void> put_format(txn& t, const store_format& f);
 
 } // namespace spool::storage::tables

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vocab/ids.hpp"
+#include "vocab/slot.hpp"
 #include "vocab/time.hpp"
 
 namespace spool::storage {
@@ -19,6 +20,7 @@ using spool::micros;
 using spool::offset;
 using spool::partition_id;
 using spool::queue_id;
+using spool::slot_t;
 using spool::strong_id;
 
 /// "partition <queue>/<partition>", the prefix of storage error messages.

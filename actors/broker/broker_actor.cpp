@@ -120,7 +120,7 @@ storage::queue_record new_queue_record(broker_ptr self,
                                        const std::string& name) {
   auto& node = self->state.cfg.node;
   storage::queue_record rec;
-  rec.id = node.store.next_queue_id();
+  rec.id = node.store.next_queue_id(name);
   rec.name = name;
   std::tie(rec.name_space, rec.task) = core::namespace_and_task(name);
   rec.created_at = node.wall();

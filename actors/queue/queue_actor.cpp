@@ -542,9 +542,9 @@ storage::partition_record new_partition_record(const node_context& node,
                                                std::string name) {
   storage::partition_record rec;
   rec.queue = queue;
-  rec.id = node.store.next_partition_id();
+  rec.id = node.store.next_partition_id(queue);
   rec.name = std::move(name);
-  rec.uuid = node.store.make_uuid();
+  rec.uuid = node.store.make_uuid(slot_of_id(queue.value));
   rec.created_at = node.wall();
   return rec;
 }

@@ -16,7 +16,7 @@ struct dlq_fixture : broker_sim {
   /// the broker so it serves it.
   void make_queue(const std::string& name, storage::queue_options opts) {
     storage::queue_record rec;
-    rec.id = store.store->next_queue_id();
+    rec.id = store.store->next_queue_id(name);
     rec.name = name;
     rec.options = opts;
     auto r = request<actors::write_result>(

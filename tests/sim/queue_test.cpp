@@ -31,8 +31,8 @@ struct queue_fixture : sim_fixture {
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
     REQUIRE(w);
     writer = *w;
-    rec.id = store.store->next_queue_id();
     rec.name = "orders";
+    rec.id = store.store->next_queue_id(rec.name);
     rec.options.lease_time_s = 30;
     REQUIRE(
         store.commit(storage::write_batch{{storage::mut::create_queue{rec}}}));

@@ -22,13 +22,13 @@ TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
     auto s = st::store::open(opts);
     REQUIRE(s);
     st::queue_record q;
-    q.id = (*s)->next_queue_id();
     q.name = "orders";
+    q.id = (*s)->next_queue_id(q.name);
     st::partition_record p;
     p.queue = q.id;
-    p.id = (*s)->next_partition_id();
+    p.id = (*s)->next_partition_id(q.id);
     p.name = "eu";
-    p.uuid = (*s)->make_uuid();
+    p.uuid = (*s)->make_uuid(spool::slot_of_id(q.id.value));
     REQUIRE((*s)->writer()
                 .submit(st::write_batch{
                     {st::mut::create_queue{q}, st::mut::create_partition{p}}})

@@ -26,9 +26,9 @@ TEST_CASE("wait_idle waits for a commit started from the previous commit's "
   REQUIRE(sealed);
   write_batch first{sealed->mutations};
   partition_record p2 = part;
-  p2.id = fx.store->next_partition_id();
+  p2.id = fx.store->next_partition_id(part.queue);
   p2.name = "second";
-  p2.uuid = fx.store->make_uuid();
+  p2.uuid = fx.store->make_uuid(spool::slot_of_id(part.queue.value));
   write_batch second;
   second.mutations.emplace_back(mut::create_partition{p2});
   // (No Catch macros on the committer's thread.)

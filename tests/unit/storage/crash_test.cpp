@@ -107,13 +107,13 @@ TEST_CASE("every batch reported durable survives kill -9 and no partial "
     auto st = store::open(opts);
     REQUIRE(st);
     queue_record q;
-    q.id = (*st)->next_queue_id();
     q.name = "crash";
+    q.id = (*st)->next_queue_id(q.name);
     write_batch b{{mut::create_queue{q}}};
     for (int i = 0; i < partitions; ++i) {
       partition_record p;
       p.queue = q.id;
-      p.id = (*st)->next_partition_id();
+      p.id = (*st)->next_partition_id(q.id);
       p.name = "p" + std::to_string(i);
       parts.push_back(p);
       b.mutations.emplace_back(mut::create_partition{p});

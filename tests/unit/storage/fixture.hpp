@@ -121,17 +121,17 @@ struct store_fixture {
     st::write_batch b;
     if (!queue_) {
       st::queue_record q;
-      q.id = store->next_queue_id();
       q.name = "orders";
+      q.id = store->next_queue_id(q.name);
       q.created_at = now;
       queue_ = q.id;
       b.mutations.emplace_back(st::mut::create_queue{q});
     }
     st::partition_record p;
     p.queue = *queue_;
-    p.id = store->next_partition_id();
+    p.id = store->next_partition_id(*queue_);
     p.name = name;
-    p.uuid = store->make_uuid();
+    p.uuid = store->make_uuid(spool::slot_of_id(queue_->value));
     p.created_at = now;
     b.mutations.emplace_back(st::mut::create_partition{p});
     auto ok = commit(std::move(b));

@@ -75,11 +75,11 @@ TEST_CASE("a queue's dead letters are scanned with their group, and pending "
   store_fixture fx;
   auto p = fx.make_partition();
   queue_record oq;
-  oq.id = fx.store->next_queue_id();
   oq.name = "other-queue";
+  oq.id = fx.store->next_queue_id(oq.name);
   partition_record other;
   other.queue = oq.id;
-  other.id = fx.store->next_partition_id();
+  other.id = fx.store->next_partition_id(oq.id);
   other.name = "x";
   write_batch b;
   b.mutations.emplace_back(mut::create_queue{oq});
@@ -208,11 +208,11 @@ TEST_CASE("deleting a queue is one small write, its rows go in bounded sweep "
                                  mut::put_dlq{p.queue, "g", dead}}}));
   // A second queue that must survive.
   queue_record q2;
-  q2.id = fx.store->next_queue_id();
   q2.name = "other";
+  q2.id = fx.store->next_queue_id(q2.name);
   partition_record p2;
   p2.queue = q2.id;
-  p2.id = fx.store->next_partition_id();
+  p2.id = fx.store->next_partition_id(q2.id);
   p2.name = "Default";
   REQUIRE(fx.commit(
       write_batch{{mut::create_queue{q2}, mut::create_partition{p2}}}));

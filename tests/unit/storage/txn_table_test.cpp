@@ -31,8 +31,8 @@ std::vector<std::string> before(store_fixture& fx, queue_id q, micros ts,
 /// A second queue beside the fixture's.
 queue_id other_queue(store_fixture& fx) {
   queue_record rec;
-  rec.id = fx.store->next_queue_id();
   rec.name = "other";
+  rec.id = fx.store->next_queue_id(rec.name);
   REQUIRE(fx.commit(write_batch{{mut::create_queue{rec}}}));
   return rec.id;
 }

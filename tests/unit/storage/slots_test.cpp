@@ -1,0 +1,109 @@
+#include <catch2/catch.hpp>
+
+#include "storage/mutation.hpp"
+#include "storage/tables.hpp"
+#include "tests/unit/storage/fixture.hpp"
+
+using namespace spool;
+using namespace spool::storage;
+using spool::test::store_fixture;
+
+namespace {
+
+queue_record queue_named(store& s, std::string name) {
+  queue_record q;
+  q.name = std::move(name);
+  q.id = s.next_queue_id(q.name);
+  return q;
+}
+
+} // namespace
+
+TEST_CASE("ids are minted per slot: a queue's id carries its name's slot, a "
+          "partition's id and uuid its queue's",
+          "[storage][slot]") {
+  store_fixture fx;
+  auto a = queue_named(*fx.store, "orders{eu}");
+  auto b = queue_named(*fx.store, "refunds{eu}");
+  auto c = queue_named(*fx.store, "orders");
+  CHECK(slot_of_id(a.id.value) == fx.store->slot_of("eu"));
+  CHECK(slot_of_id(b.id.value) == slot_of_id(a.id.value));
+  CHECK(slot_local_id(b.id.value) == slot_local_id(a.id.value) + 1);
+  CHECK(slot_of_id(c.id.value) == fx.store->slot_of("orders"));
+  auto p = fx.store->next_partition_id(c.id);
+  CHECK(slot_of_id(p.value) == slot_of_id(c.id.value));
+  CHECK(slot_of_uuid(fx.store->make_uuid(slot_of_id(c.id.value)))
+        == slot_of_id(c.id.value));
+}
+
+TEST_CASE("a queue or partition id of another slot than its name's is "
+          "refused by apply",
+          "[storage][slot]") {
+  store_fixture fx;
+  auto q = queue_named(*fx.store, "orders");
+  auto wrong = q;
+  wrong.id = queue_id{slot_id(
+      static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
+  auto r = fx.commit(write_batch{{mut::create_queue{wrong}}});
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::invalid_argument);
+  REQUIRE(fx.commit(write_batch{{mut::create_queue{q}}}));
+  partition_record p;
+  p.queue = q.id;
+  p.id = partition_id{slot_id(
+      static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
+  p.name = "Default";
+  r = fx.commit(write_batch{{mut::create_partition{p}}});
+  REQUIRE(!r);
+  CHECK(r.err().code == ec::invalid_argument);
+}
+
+TEST_CASE("the number of slots is fixed when a store is created",
+          "[storage][slot]") {
+  store_fixture fx;
+  CHECK(fx.store->slot_count() == default_slot_count);
+  fx.store.reset();
+  fx.opts.slot_count = 16;
+  fx.open();
+  CHECK(fx.store->slot_count() == default_slot_count);
+
+  spool::test::temp_dir other;
+  store_options opts;
+  opts.env.dir = other.path / "db";
+  opts.slot_count = 16;
+  auto s = store::open(opts);
+  REQUIRE(s);
+  CHECK((*s)->slot_count() == 16);
+  CHECK(slot_of_id((*s)->next_queue_id("orders").value)
+        == slot_of("orders", 16));
+  s->reset();
+  opts.slot_count = 0;
+  spool::test::temp_dir third;
+  opts.env.dir = third.path / "db";
+  auto refused = store::open(opts);
+  REQUIRE(!refused);
+  CHECK(refused.err().code == ec::invalid_argument);
+}
+
+TEST_CASE("a store written before slots is refused on open with what to do",
+          "[storage][slot]") {
+  store_fixture fx;
+  auto path = fx.opts.env.dir;
+  fx.store.reset();
+  // Make it look like a store of format 1: data and no format row.
+  {
+    auto e = env::open(fx.opts.env);
+    REQUIRE(e);
+    auto w = (*e)->write();
+    REQUIRE(w);
+    REQUIRE(w->del(w->db().meta, keys::format_key));
+    REQUIRE(w->put(w->db().meta, "counters", "old"));
+    REQUIRE(w->commit());
+  }
+  auto refused = store::open(fx.opts);
+  REQUIRE(!refused);
+  CHECK(refused.err().code == ec::invalid_argument);
+  CHECK_THAT(refused.err().message,
+             Catch::Contains("before slots")
+                 && Catch::Contains("move the folder away"));
+}

@@ -1,0 +1,52 @@
+#pragma once
+
+/// Slots: the unit a cluster replicates, moves and fails over. A store has a
+/// fixed number of slots, chosen when it is created; each queue belongs to
+/// the slot its name hashes to, or the slot its `{tag}` hashes to (Redis
+/// Cluster's hash tags), so queues named `orders{eu}` and `refunds{eu}`
+/// share one. A slot's ids carry it: queue and partition ids hold the slot
+/// in bits 32–47 (so every key that starts with a queue id sorts a slot's
+/// rows together), a partition uuid in its first four hex digits.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace spool {
+
+using slot_t = std::uint16_t;
+
+/// The number of slots a new store gets unless told otherwise.
+inline constexpr std::uint32_t default_slot_count = 256;
+/// Slots are numbered by 16 bits.
+inline constexpr std::uint32_t max_slot_count = 65536;
+
+/// The part of `name` that is hashed: the text between the first `{` and
+/// the first `}` after it, when that text is not empty; otherwise the whole
+/// name (Redis Cluster's rule).
+std::string_view hash_tag(std::string_view name) noexcept;
+
+/// The slot of queue `name` in a store of `count` slots (1..65536): XXH64
+/// (seed 0) of its hash tag, modulo `count`. Stable across versions and
+/// machines: a store's placement depends on it.
+slot_t slot_of(std::string_view name, std::uint32_t count) noexcept;
+
+/// The id `n` (1..2^32-1) of slot `s`: the slot in bits 32–47, so ids stay
+/// below 2^48 (exact in a JSON number) and a slot's ids sort together.
+constexpr std::uint64_t slot_id(slot_t s, std::uint32_t n) noexcept {
+  return (std::uint64_t{s} << 32) | n;
+}
+/// The slot an id made by `slot_id` carries.
+constexpr slot_t slot_of_id(std::uint64_t id) noexcept {
+  return static_cast<slot_t>((id >> 32) & 0xffff);
+}
+/// The per-slot sequence number an id made by `slot_id` carries.
+constexpr std::uint32_t slot_local_id(std::uint64_t id) noexcept {
+  return static_cast<std::uint32_t>(id & 0xffff'ffff);
+}
+
+/// The slot a partition uuid or lease id carries in its first four hex
+/// digits; none when they are not four lowercase hex digits.
+std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept;
+
+} // namespace spool
