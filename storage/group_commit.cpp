@@ -1,18 +1,41 @@
 #include "storage/group_commit.hpp"
 
+#include "storage/slot_log.hpp"
+
 namespace spool::storage {
 
 namespace {
 
 enum class attempt_result { done, grow };
 
+/// Applies batch `b` in `t` and numbers it in the slot log, in `t`.
+expected<void> apply_numbered(env& e, txn& t, const write_batch& b,
+                              std::vector<slot_seq>& numbers) {
+  std::vector<undo_image> undo;
+  t.record_undo(&undo);
+  auto applied = apply(t, b);
+  t.record_undo(nullptr);
+  if (!applied)
+    return applied;
+  auto numbered
+      = slot_log::append(t, b, std::move(undo), e.options().slot_log_keep);
+  if (!numbered)
+    return std::move(numbered).err();
+  numbers = std::move(*numbered);
+  return {};
+}
+
 /// One try at committing the group. `nested` puts each batch in a child txn.
 attempt_result try_commit(env& e, std::span<const write_batch* const> batches,
-                          bool nested, std::vector<expected<void>>& results) {
+                          bool nested, std::vector<expected<void>>& results,
+                          std::vector<std::vector<slot_seq>>& numbers) {
   results.assign(batches.size(), expected<void>{});
+  numbers.assign(batches.size(), {});
   auto fail_all = [&](const error& err) {
     for (auto& r : results)
       r = err;
+    for (auto& n : numbers)
+      n.clear();
     return attempt_result::done;
   };
   auto t = e.write();
@@ -21,7 +44,7 @@ attempt_result try_commit(env& e, std::span<const write_batch* const> batches,
   bool any_failed = false;
   for (std::size_t i = 0; i < batches.size(); ++i) {
     if (!nested) {
-      if (auto r = apply(*t, *batches[i]); !r) {
+      if (auto r = apply_numbered(e, *t, *batches[i], numbers[i]); !r) {
         if (r.err().code == ec::storage_full)
           return attempt_result::grow;
         // Signal the caller to redo the group with nested transactions.
@@ -34,7 +57,7 @@ attempt_result try_commit(env& e, std::span<const write_batch* const> batches,
     auto child = t->begin_child();
     if (!child)
       return fail_all(child.err());
-    auto r = apply(*child, *batches[i]);
+    auto r = apply_numbered(e, *child, *batches[i], numbers[i]);
     if (r)
       r = child->commit();
     if (!r) {
@@ -42,15 +65,18 @@ attempt_result try_commit(env& e, std::span<const write_batch* const> batches,
         return attempt_result::grow;
       child->abort();
       results[i] = std::move(r).err();
+      numbers[i].clear(); // a failed batch is never numbered
     }
   }
   if (any_failed) {
     t->abort();
-    return try_commit(e, batches, true, results);
+    return try_commit(e, batches, true, results, numbers);
   }
   if (auto r = t->commit(); !r) {
     if (r.err().code == ec::storage_full)
       return attempt_result::grow;
+    for (auto& n : numbers)
+      n.clear();
     return fail_all(r.err());
   }
   return attempt_result::done;
@@ -59,14 +85,20 @@ attempt_result try_commit(env& e, std::span<const write_batch* const> batches,
 } // namespace
 
 std::vector<expected<void>>
-commit_group(env& e, std::span<const write_batch* const> batches) {
+commit_group(env& e, std::span<const write_batch* const> batches,
+             std::vector<std::vector<slot_seq>>* numbers) {
   std::vector<expected<void>> results;
-  while (try_commit(e, batches, false, results) == attempt_result::grow) {
+  std::vector<std::vector<slot_seq>> numbered;
+  while (try_commit(e, batches, false, results, numbered)
+         == attempt_result::grow) {
     if (auto grown = e.grow(); !grown) {
       results.assign(batches.size(), grown.err());
+      numbered.assign(batches.size(), {});
       break;
     }
   }
+  if (numbers != nullptr)
+    *numbers = std::move(numbered);
   return results;
 }
 

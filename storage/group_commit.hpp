@@ -24,12 +24,18 @@
 
 namespace spool::storage {
 
+struct slot_seq;
+
 /// Applies `batches` in one write transaction and commits it. Fast path: all
 /// batches in the parent transaction; if one fails, the group is redone with
 /// each batch in a nested transaction so only the failing ones are dropped.
-/// Grows the map and retries when it is full.
+/// Grows the map and retries when it is full. Each batch that commits is
+/// numbered in the slot log of every slot it touches, in the same
+/// transaction (`storage/slot_log.hpp`); `numbers`, when given, gets each
+/// batch's numbers (none for a failed one).
 std::vector<expected<void>>
-commit_group(env& e, std::span<const write_batch* const> batches);
+commit_group(env& e, std::span<const write_batch* const> batches,
+             std::vector<std::vector<slot_seq>>* numbers = nullptr);
 
 struct commit_options {
   /// A group stops taking batches at this many bytes (LMDB caps the dirty

@@ -33,6 +33,8 @@ error lmdb_error(int rc, std::string_view context) {
 
 cursor::cursor(cursor&& other) noexcept :
     cur_(std::exchange(other.cur_, nullptr)),
+    undo_(other.undo_),
+    table_(other.table_),
     key_(other.key_),
     value_(other.value_) {
 }
@@ -83,6 +85,8 @@ expected<bool> cursor::prev() {
 }
 
 expected<void> cursor::del() {
+  if (undo_ != nullptr)
+    undo_->push_back({table_, std::string{key_}, std::string{value_}});
   if (auto rc = mdb_cursor_del(cur_, 0); rc != 0)
     return lmdb_error(rc, "cursor delete");
   return {};
@@ -93,7 +97,8 @@ expected<void> cursor::del() {
 txn::txn(txn&& other) noexcept :
     txn_(std::exchange(other.txn_, nullptr)),
     dbis_(other.dbis_),
-    lock_(std::move(other.lock_)) {
+    lock_(std::move(other.lock_)),
+    undo_(other.undo_) {
 }
 
 txn::~txn() {
@@ -112,10 +117,32 @@ expected<std::optional<std::string_view>> txn::get(MDB_dbi dbi,
   return std::optional<std::string_view>{from_val(v)};
 }
 
+bool txn::recording(MDB_dbi dbi, std::uint8_t& table) const noexcept {
+  if (undo_ == nullptr)
+    return false;
+  auto i = dbis_->index_of(dbi);
+  table = static_cast<std::uint8_t>(i);
+  return i < dbis::data_tables;
+}
+
 expected<void> txn::put(MDB_dbi dbi, std::string_view key,
                         std::string_view value) {
   MDB_val k = to_val(key);
   MDB_val v = to_val(value);
+  std::uint8_t table = 0;
+  if (recording(dbi, table)) {
+    // One lookup for a new key: MDB_NOOVERWRITE stores it, or hands back
+    // the value it holds (the before image), then it is overwritten.
+    auto rc = mdb_put(txn_, dbi, &k, &v, MDB_NOOVERWRITE);
+    if (rc == 0) {
+      undo_->push_back({table, std::string{key}, std::nullopt});
+      return {};
+    }
+    if (rc != MDB_KEYEXIST)
+      return lmdb_error(rc, "put");
+    undo_->push_back({table, std::string{key}, std::string{from_val(v)}});
+    v = to_val(value);
+  }
   if (auto rc = mdb_put(txn_, dbi, &k, &v, 0); rc != 0)
     return lmdb_error(rc, "put");
   return {};
@@ -123,6 +150,16 @@ expected<void> txn::put(MDB_dbi dbi, std::string_view key,
 
 expected<bool> txn::del(MDB_dbi dbi, std::string_view key) {
   MDB_val k = to_val(key);
+  std::uint8_t table = 0;
+  if (recording(dbi, table)) {
+    MDB_val old{0, nullptr};
+    auto rc = mdb_get(txn_, dbi, &k, &old);
+    if (rc == MDB_NOTFOUND)
+      return false;
+    if (rc != 0)
+      return lmdb_error(rc, "delete");
+    undo_->push_back({table, std::string{key}, std::string{from_val(old)}});
+  }
   auto rc = mdb_del(txn_, dbi, &k, nullptr);
   if (rc == MDB_NOTFOUND)
     return false;
@@ -135,7 +172,10 @@ expected<cursor> txn::open_cursor(MDB_dbi dbi) {
   MDB_cursor* c = nullptr;
   if (auto rc = mdb_cursor_open(txn_, dbi, &c); rc != 0)
     return lmdb_error(rc, "open cursor");
-  return cursor{c};
+  std::uint8_t table = 0;
+  if (recording(dbi, table))
+    return cursor{c, undo_, table};
+  return cursor{c, nullptr, 0};
 }
 
 expected<void> txn::scan_prefix(
@@ -253,6 +293,7 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       {"queue_txn_time", &d.txn_time},
       {"traces", &d.traces},
       {"trace_names", &d.trace_names},
+      {"slot_log", &d.slot_log},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {

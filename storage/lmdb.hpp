@@ -20,6 +20,7 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "storage/error.hpp"
 
@@ -51,6 +52,41 @@ struct dbis {
   MDB_dbi txn_time = 0;
   MDB_dbi traces = 0;
   MDB_dbi trace_names = 0;
+  /// Not a slot's data: each slot's numbered log (`storage/slot_log.hpp`).
+  MDB_dbi slot_log = 0;
+
+  /// The databases a slot's data lives in, in a fixed order: an undo image
+  /// names its table by its index here.
+  static constexpr std::size_t data_tables = 13;
+  MDB_dbi data_table(std::size_t i) const noexcept {
+    const MDB_dbi all[data_tables]
+        = {segments, segment_time, partitions, queues,       cursors,
+           subscriptions, dedup,  dlq,        meta,         txns,
+           txn_time,      traces, trace_names};
+    return all[i];
+  }
+  /// The index of data table `dbi`, or `data_tables` for another one.
+  std::size_t index_of(MDB_dbi dbi) const noexcept {
+    for (std::size_t i = 0; i < data_tables; ++i)
+      if (data_table(i) == dbi)
+        return i;
+    return data_tables;
+  }
+};
+
+/// One key's value before a write changed it (`txn::record_undo`): applied
+/// back, in reverse order of the writes, the images undo them exactly.
+struct undo_image {
+  std::uint8_t table = 0; ///< `dbis::data_table` index
+  std::string key;
+  std::optional<std::string> before; ///< none: the key was absent
+
+  friend bool operator==(const undo_image&, const undo_image&) = default;
+
+  template <class F>
+  friend auto fields(F& f, undo_image& x) {
+    return f(x.table, x.key, x.before);
+  }
 };
 
 struct env_options {
@@ -59,6 +95,8 @@ struct env_options {
   std::size_t initial_map_bytes = std::size_t{1} << 30;
   /// Growth stops here (then writes fail with ec::storage_full).
   std::size_t max_map_bytes = std::size_t{1} << 40;
+  /// Each slot's log keeps its last this many entries (`slot_log::append`).
+  std::uint64_t slot_log_keep = 100'000;
 };
 
 /// Wraps an LMDB return code into an error with context.
@@ -93,11 +131,14 @@ public:
 
 private:
   friend class txn;
-  explicit cursor(MDB_cursor* c) : cur_(c) {
+  cursor(MDB_cursor* c, std::vector<undo_image>* undo, std::uint8_t table) :
+      cur_(c), undo_(undo), table_(table) {
   }
   expected<bool> move(MDB_cursor_op op, std::string_view key = {});
 
   MDB_cursor* cur_ = nullptr;
+  std::vector<undo_image>* undo_ = nullptr;
+  std::uint8_t table_ = 0;
   std::string_view key_;
   std::string_view value_;
 };
@@ -132,6 +173,14 @@ public:
   /// A nested write transaction (all-or-nothing for one batch).
   expected<txn> begin_child();
 
+  /// From now on, every put and delete in a data table (`dbis::data_table`)
+  /// through this transaction or its cursors appends the key's value
+  /// before it to `undo` (none: stop). The slot log keeps them to undo a
+  /// batch (`truncate`).
+  void record_undo(std::vector<undo_image>* undo) noexcept {
+    undo_ = undo;
+  }
+
   expected<void> commit();
   void abort() noexcept;
 
@@ -145,9 +194,14 @@ private:
       txn_(t), dbis_(d), lock_(std::move(lock)) {
   }
 
+  /// Where a put or delete records the value it replaces (`record_undo`);
+  /// false when `dbi` is not a data table.
+  bool recording(MDB_dbi dbi, std::uint8_t& table) const noexcept;
+
   MDB_txn* txn_ = nullptr;
   const dbis* dbis_ = nullptr;
   std::shared_lock<std::shared_mutex> lock_;
+  std::vector<undo_image>* undo_ = nullptr;
 };
 
 /// How much of the LMDB map is in use (`env::usage`).
@@ -173,6 +227,9 @@ public:
   }
   const std::filesystem::path& dir() const noexcept {
     return opts_.dir;
+  }
+  const env_options& options() const noexcept {
+    return opts_;
   }
   std::size_t map_bytes() const noexcept {
     return map_bytes_;

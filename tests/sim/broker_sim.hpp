@@ -9,6 +9,7 @@
 #include "actors/writer/writer_actor.hpp"
 #include "sim/write_gate.hpp"
 #include "unit/storage/fixture.hpp"
+#include "unit/storage/replay.hpp"
 
 namespace spool::test {
 
@@ -45,7 +46,10 @@ struct broker_sim : sim_fixture {
     start();
   }
 
-  ~broker_sim() {
+  /// After every simulation (unless it failed already): each slot's log,
+  /// replayed into a fresh store, gives the same rows byte for byte, and a
+  /// truncated tail equals never having applied it (`check_replay`).
+  ~broker_sim() noexcept(false) {
     gate_st->closed = false;
     caf::anon_send(gated, actors::flush_atom::value);
     run();
@@ -53,7 +57,13 @@ struct broker_sim : sim_fixture {
     // before `store` is destroyed.
     caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
     drain();
+    if (std::uncaught_exceptions() == 0 && replay_at_end)
+      check_replay(*store.store);
   }
+
+  /// Whether the destructor replays the slot logs (a test that checks them
+  /// itself turns it off).
+  bool replay_at_end = true;
 
   /// The wall clock in µs: follows the simulated clock.
   storage::micros wall() {

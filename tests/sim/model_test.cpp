@@ -1,8 +1,11 @@
 // Model-based randomized test: random interleavings of push, pop, ack
 // (completed / failed), transactions (acks + pushes, some rolled back by a
-// bad ack), lease expiry and restart across 2 queues x 4
+// bad ack), lease expiry and restart across 3 queues x 4
 // partitions x 3 groups, through the broker, checked against a reference
-// model of what each group must see. A failure prints its seed.
+// model of what each group must see. A failure prints its seed. The queues
+// are in two slots (two share one through the hash tag `{a}`), and at the
+// end of each seed every slot's log is replayed into a fresh store, which
+// must equal it byte for byte (`check_replay`).
 //
 // Invariants, per (queue, partition, group):
 //  - a pop delivers ascending offsets, starting at the lowest offset that is
@@ -34,7 +37,7 @@ using storage::offset;
 
 namespace {
 
-const std::vector<std::string> queues{"q0", "q1"};
+const std::vector<std::string> queues{"q0{a}", "q1{a}", "q2"};
 const std::vector<std::string> parts{"p0", "p1", "p2", "p3"};
 const std::vector<std::string> groups{"g0", "g1", "g2"};
 /// Queues created by a push have the default leaseTime (300 s).
@@ -493,6 +496,8 @@ void run_model(bool with_faults) {
   std::size_t stalls = 0;
   std::size_t stalls_past_lease = 0;
   std::size_t stalls_failed = 0;
+  std::uint64_t replayed = 0;
+  std::size_t truncated = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     INFO("seed " << seed);
     model_fixture fx{seed, with_faults};
@@ -524,6 +529,11 @@ void run_model(bool with_faults) {
     fx.run();
     fx.drain_all();
     fx.check_committed();
+    auto rep = check_replay(*fx.store.store);
+    fx.replay_at_end = false;
+    CHECK(rep.slots == 2);
+    replayed += rep.entries;
+    truncated += rep.truncated;
     // Nothing lost: every pushed offset is completed or dead-lettered, for
     // every group.
     for (auto& [pk, log] : fx.pushed)
@@ -552,6 +562,8 @@ void run_model(bool with_faults) {
   CHECK(dead_lettered > 0);
   CHECK(txns > 0);
   CHECK(rolled_back > 0);
+  CHECK(truncated == 12 * 2);
+  WARN("model test: " << replayed << " slot log entries replayed");
   WARN("model test: " << delivered << " deliveries checked, " << dead_lettered
                       << " dead-lettered, " << txns
                       << " transactions committed, " << rolled_back
