@@ -115,6 +115,13 @@ const std::vector<option>& table() {
           "created with)",
           1, 65536,
           [](server_options& o) -> std::uint64_t& { return o.slots; }),
+      num("slot-log-entries",
+          "each slot's log keeps its last this many batches (what a "
+          "follower can catch up from, and truncate can undo)",
+          1, std::uint64_t{1} << 40,
+          [](server_options& o) -> std::uint64_t& {
+            return o.slot_log_entries;
+          }),
       {"http-address", "listen address of the HTTP door",
        [](server_options& o, const std::string& v) -> std::string {
          if (v.empty())

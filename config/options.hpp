@@ -124,6 +124,9 @@ struct server_options {
   /// The number of slots of a store this start creates (--slots); a store
   /// that exists keeps its own (docs/storage.md, "Slots").
   std::uint64_t slots = 256;
+  /// Each slot's log keeps its last this many batches (--slot-log-entries;
+  /// docs/storage.md, "The slot log").
+  std::uint64_t slot_log_entries = 100'000;
   pop_limits pop;
   push_limits push;
   lease_limits lease;
