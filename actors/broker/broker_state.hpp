@@ -11,7 +11,8 @@
 #include "actors/broker/broker_txn.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/parking_lot.hpp"
+#include "actors/promise.hpp"
+#include "core/queue/parking_lot.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
@@ -58,7 +59,9 @@ struct broker_state {
   /// The queues' records as last configured (namespace, task, priority).
   std::map<std::string, storage::queue_record> records;
   /// Parked namespace pops, and the broker's one timer for them.
-  parking_lot<namespace_pop_request, namespace_pop_reply> parked;
+  core::parking_lot<namespace_pop_request, namespace_pop_reply,
+                    promise<namespace_pop_reply>>
+      parked;
   std::optional<mono_time> armed;
   std::uint64_t timer_id = 0;
   std::shared_ptr<txn_host> txn;

@@ -10,7 +10,8 @@
 #include "actors/async_mutex.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/parking_lot.hpp"
+#include "actors/promise.hpp"
+#include "core/queue/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -62,7 +63,9 @@ struct queue_state {
   /// Per group: where its next wildcard pop starts in `ring`.
   core::rotation rotation;
   /// Parked long-poll pops (served in arrival order).
-  parking_lot<queue_pop_request, queue_pop_reply> parked;
+  core::parking_lot<queue_pop_request, queue_pop_reply,
+                    promise<queue_pop_reply>>
+      parked;
   /// Deleted: it lives on only to answer requests in flight; a pop that
   /// still reaches it is answered at once, empty (the queue has no
   /// partitions any more), and registers nothing.

@@ -1,9 +1,9 @@
 // Model-based randomized test: random interleavings of push, pop, ack
 // (completed / failed), transactions (acks + pushes, some rolled back by a
-// bad ack), lease expiry and restart across 3 queues x 4
+// bad ack), lease expiry and restart across 4 queues x 4
 // partitions x 3 groups, through the broker, checked against a reference
 // model of what each group must see. A failure prints its seed. The queues
-// are in two slots (two share one through the hash tag `{a}`), and at the
+// are in three slots (two share one through the hash tag `{a}`), and at the
 // end of each seed every slot's log is replayed into a fresh store, which
 // must equal it byte for byte (`check_replay`).
 //
@@ -37,7 +37,7 @@ using storage::offset;
 
 namespace {
 
-const std::vector<std::string> queues{"q0{a}", "q1{a}", "q2"};
+const std::vector<std::string> queues{"q0{a}", "q1{a}", "q2", "q3"};
 const std::vector<std::string> parts{"p0", "p1", "p2", "p3"};
 const std::vector<std::string> groups{"g0", "g1", "g2"};
 /// Queues created by a push have the default leaseTime (300 s).
@@ -531,7 +531,7 @@ void run_model(bool with_faults) {
     fx.check_committed();
     auto rep = check_replay(*fx.store.store);
     fx.replay_at_end = false;
-    CHECK(rep.slots == 2);
+    CHECK(rep.slots == 3);
     replayed += rep.entries;
     truncated += rep.truncated;
     // Nothing lost: every pushed offset is completed or dead-lettered, for
@@ -562,7 +562,7 @@ void run_model(bool with_faults) {
   CHECK(dead_lettered > 0);
   CHECK(txns > 0);
   CHECK(rolled_back > 0);
-  CHECK(truncated == 12 * 2);
+  CHECK(truncated == 12 * 3);
   WARN("model test: " << replayed << " slot log entries replayed");
   WARN("model test: " << delivered << " deliveries checked, " << dead_lettered
                       << " dead-lettered, " << txns

@@ -17,8 +17,10 @@
 /// run ends. A server-wide counter, shared by every lot, bounds parked
 /// requests (`pop.maxParked`): each park counts once, each answer (or the
 /// owner's end) uncounts once.
-
-#include <caf/typed_response_promise.hpp>
+///
+/// Pure: the owner's promise type is `Sink` (anything with
+/// `deliver(Reply)`, answered at most once); the actors use their
+/// always-answered promise (`actors::promise`).
 
 #include <algorithm>
 #include <atomic>
@@ -32,15 +34,14 @@
 #include <utility>
 #include <vector>
 
-#include "actors/promise.hpp"
 #include "vocab/delivery.hpp"
 
-namespace spool::actors {
+namespace spool::core {
 
-template <class Request, class Reply>
+template <class Request, class Reply, class Sink>
 class parking_lot {
 public:
-  using promise = actors::promise<Reply>;
+  using promise = Sink;
   using hint = std::optional<mono_time>;
 
   /// What the owner provides.
@@ -77,8 +78,8 @@ public:
 
   ~parking_lot() {
     // The owner ends: requests still parked or running are not answered
-    // here; their promises (`promise<T>`) answer `request_receiver_down` as
-    // they go. They leave the count.
+    // here; their sinks do what they do when dropped (the actors' promises
+    // answer `request_receiver_down`). They leave the count.
     *total_ -= parked_.size() + retrying_;
   }
 
@@ -520,4 +521,4 @@ private:
   std::set<std::string> cancelled_;
 };
 
-} // namespace spool::actors
+} // namespace spool::core

@@ -1,13 +1,11 @@
-// The parking lot's wake rule (actors/parking_lot.hpp), driven directly: a
+// The parking lot's wake rule (core/queue/parking_lot.hpp), driven directly: a
 // wake reruns the parked pops of one chain (a group on a partition, or on
 // any) one after the other in arrival order and stops at the first that
 // finds nothing, so a push costs the pops it can serve.
 
 #include <catch2/catch.hpp>
 
-#include <caf/allowed_unsafe_message_type.hpp>
-
-#include "actors/parking_lot.hpp"
+#include "core/queue/parking_lot.hpp"
 #include "vocab/errors.hpp"
 
 namespace lot_test {
@@ -26,14 +24,14 @@ struct test_reply {
   std::optional<mono_time> retry_at;
 };
 
-} // namespace lot_test
+/// Where the lot answers a request: here, nowhere (the hooks record what
+/// was served).
+struct test_sink {
+  void deliver(test_reply) {
+  }
+};
 
-// Never sent: the lot's promises here are empty (nothing to answer to).
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(lot_test::test_reply)
-
-namespace lot_test {
-
-using lot_type = actors::parking_lot<test_request, test_reply>;
+using lot_type = core::parking_lot<test_request, test_reply, test_sink>;
 
 /// A lot over `frames` deliverable frames per group; counts the attempts
 /// and records who was served, in order.
