@@ -1,5 +1,6 @@
 #include "storage/group_commit.hpp"
 
+#include "storage/keys.hpp"
 #include "storage/slot_log.hpp"
 
 namespace spool::storage {
@@ -13,10 +14,24 @@ expected<void> apply_numbered(env& e, txn& t, const write_batch& b,
                               std::vector<slot_seq>& numbers) {
   std::vector<undo_image> undo;
   t.record_undo(&undo);
-  auto applied = apply(t, b);
+  for (const auto& m : b.mutations) {
+    auto from = undo.size();
+    auto applied = apply(t, m);
+    if (!applied) {
+      t.record_undo(nullptr);
+      return applied;
+    }
+    // A mutation writes its own slot's rows only: what a follower checks.
+    auto s = slot_of(m);
+    for (auto i = from; i < undo.size(); ++i)
+      if (keys::slot_of_key(undo[i].key) != s) {
+        t.record_undo(nullptr);
+        return make_error(ec::invalid_argument, "slot log: a mutation of slot ",
+                          s, " wrote a row outside it (table ",
+                          int{undo[i].table}, ")");
+      }
+  }
   t.record_undo(nullptr);
-  if (!applied)
-    return applied;
   auto numbered
       = slot_log::append(t, b, std::move(undo), e.options().slot_log_keep);
   if (!numbered)

@@ -85,8 +85,15 @@ expected<bool> cursor::prev() {
 }
 
 expected<void> cursor::del() {
-  if (undo_ != nullptr)
-    undo_->push_back({table_, std::string{key_}, std::string{value_}});
+  if (undo_ != nullptr) {
+    // The entry as it is now (a write since the last move may have moved
+    // the view).
+    MDB_val k{0, nullptr};
+    MDB_val v{0, nullptr};
+    if (auto rc = mdb_cursor_get(cur_, &k, &v, MDB_GET_CURRENT); rc != 0)
+      return lmdb_error(rc, "cursor delete");
+    undo_->push_back({table_, std::string{from_val(k)}, std::string{from_val(v)}});
+  }
   if (auto rc = mdb_cursor_del(cur_, 0); rc != 0)
     return lmdb_error(rc, "cursor delete");
   return {};

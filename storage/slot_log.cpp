@@ -171,14 +171,16 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
     if (!m2)
       return std::move(m2).err();
     bool found = false;
-    for (auto later = seq + 1; later <= m2->last_seq && !found; ++later) {
+    // From the entry itself: a batch may append and delete a segment.
+    for (auto later = seq; later <= m2->last_seq && !found; ++later) {
       auto l = get_raw(t, s, later);
       if (!l)
         return std::move(l).err();
       if (!*l)
         break;
       for (auto& u : (*l)->undo)
-        if (t.db().data_table(u.table) == t.db().segments && u.key == key
+        if (u.table < dbis::data_tables
+            && t.db().data_table(u.table) == t.db().segments && u.key == key
             && u.before) {
           a->bytes = std::move(*u.before);
           found = true;
@@ -194,7 +196,7 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
 }
 
 expected<void> apply_entry(txn& t, slot_t s, std::uint64_t seq,
-                           const log_entry& e) {
+                           const log_entry& e, std::uint64_t keep) {
   auto m = meta(t, s);
   if (!m)
     return std::move(m).err();
@@ -221,7 +223,7 @@ expected<void> apply_entry(txn& t, slot_t s, std::uint64_t seq,
     if (keys::slot_of_key(u.key) != s)
       return make_error(ec::invalid_argument, "slot log: entry ", seq,
                         " of slot ", s, " wrote outside its slot");
-  auto numbered = number(t, s, kept, UINT64_MAX);
+  auto numbered = number(t, s, kept, keep);
   if (!numbered)
     return std::move(numbered).err();
   return {};

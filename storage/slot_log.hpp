@@ -84,9 +84,9 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
 /// Applies entry `seq` of slot `s`, as a follower does: `seq` must be the
 /// slot's next (its last seq + 1). The entry's mutations apply as on the
 /// leader, and it is kept in this store's log with the undo images this
-/// apply recorded.
+/// apply recorded (trimmed to its last `keep` entries, as the leader's).
 expected<void> apply_entry(txn& t, slot_t s, std::uint64_t seq,
-                           const log_entry& e);
+                           const log_entry& e, std::uint64_t keep);
 
 /// Undoes slot `s`'s entries after `after_seq`, newest first, and forgets
 /// them: the slot's rows are then what they were when `after_seq` was its

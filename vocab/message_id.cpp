@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include "vocab/slot.hpp"
+
 namespace spool {
 
 namespace {
@@ -52,10 +54,7 @@ std::optional<std::int64_t> message_uuid_offset(std::string_view partition_uuid,
   for (std::size_t i = 19; i < 36; ++i) {
     if (i == 23)
       continue;
-    char c = id[i];
-    int v = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                   : -1;
+    int v = lower_hex_value(id[i]);
     if (v < 0)
       return std::nullopt;
     lo = (lo << 4) | static_cast<std::uint64_t>(v);

@@ -26,10 +26,7 @@ std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept {
     return std::nullopt;
   unsigned v = 0;
   for (std::size_t i = 0; i < 4; ++i) {
-    char c = uuid[i];
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                   : -1;
+    int d = lower_hex_value(uuid[i]);
     if (d < 0)
       return std::nullopt;
     v = (v << 4) | static_cast<unsigned>(d);

@@ -45,8 +45,17 @@ constexpr std::uint32_t slot_local_id(std::uint64_t id) noexcept {
   return static_cast<std::uint32_t>(id & 0xffff'ffff);
 }
 
-/// The slot a partition uuid or lease id carries in its first four hex
-/// digits; none when they are not four lowercase hex digits.
+/// The slot a partition uuid carries in its first four hex digits; none
+/// when they are not four lowercase hex digits. (Lease ids do not carry
+/// their slot yet: they are the pop's token.)
 std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept;
+
+/// The value of a lowercase hex digit, -1 for any other character (the ids
+/// Spool makes are written in lowercase only).
+constexpr int lower_hex_value(char c) noexcept {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                : -1;
+}
 
 } // namespace spool

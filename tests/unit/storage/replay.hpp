@@ -3,7 +3,8 @@
 // Replays a store's slot logs into fresh stores and compares each slot's
 // rows byte for byte (`check_replay`): what a follower applying the same
 // entries in the same order must end with. Also truncates a replayed
-// slot's tail and checks that it equals never having applied it.
+// slot's tail and checks that it equals never having applied it, then
+// truncates all of it and checks that the slot is empty.
 
 #include <catch2/catch.hpp>
 
@@ -74,7 +75,8 @@ inline void ship(st::store& src, st::store& dst, slot_t slot,
     auto got = st::slot_log::read_entry(*r, slot, seq);
     REQUIRE(got);
     REQUIRE(*got);
-    REQUIRE(st::slot_log::apply_entry(*w, slot, seq, **got));
+    REQUIRE(st::slot_log::apply_entry(*w, slot, seq, **got,
+                                      dst.db().options().slot_log_keep));
   }
   REQUIRE(w->commit());
 }
@@ -185,6 +187,14 @@ inline replay_report check_replay(st::store& src) {
     CHECK(rows_diff(slot_rows(*replica, slot), slot_rows(*half, slot)) == "");
     ship(src, *replica, slot, k + 1, meta.last_seq);
     CHECK(rows_diff(slot_rows(*replica, slot), rows) == "");
+    // Every undo image, all the way back: the slot is empty again.
+    {
+      auto w = replica->db().write();
+      REQUIRE(w);
+      REQUIRE(st::slot_log::truncate(*w, slot, 0));
+      REQUIRE(w->commit());
+    }
+    CHECK(slot_rows(*replica, slot).empty());
     ++rep.truncated;
   }
   return rep;

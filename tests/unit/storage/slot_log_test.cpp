@@ -190,7 +190,7 @@ TEST_CASE("an entry applies only as its slot's next seq", "[storage][slot_log]")
   REQUIRE(w);
   log_entry e;
   e.epoch = 1;
-  auto r = slot_log::apply_entry(*w, s, 2, e);
+  auto r = slot_log::apply_entry(*w, s, 2, e, 100);
   REQUIRE(!r);
   CHECK(r.err().code == ec::conflict);
 }

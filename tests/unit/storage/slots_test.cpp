@@ -97,6 +97,7 @@ TEST_CASE("a store written before slots is refused on open with what to do",
     auto w = (*e)->write();
     REQUIRE(w);
     REQUIRE(w->del(w->db().meta, keys::format_key));
+    REQUIRE(w->del(w->db().meta, keys::slot_count_key));
     REQUIRE(w->put(w->db().meta, "counters", "old"));
     REQUIRE(w->commit());
   }
@@ -106,4 +107,21 @@ TEST_CASE("a store written before slots is refused on open with what to do",
   CHECK_THAT(refused.err().message,
              Catch::Contains("before slots")
                  && Catch::Contains("move the folder away"));
+}
+
+TEST_CASE("a store of a later format is refused on open", "[storage][slot]") {
+  store_fixture fx;
+  fx.store.reset();
+  {
+    auto e = env::open(fx.opts.env);
+    REQUIRE(e);
+    auto w = (*e)->write();
+    REQUIRE(w);
+    REQUIRE(tables::put_format(*w, {store_format_version + 1, 256}));
+    REQUIRE(w->commit());
+  }
+  auto refused = store::open(fx.opts);
+  REQUIRE(!refused);
+  CHECK(refused.err().code == ec::invalid_argument);
+  CHECK_THAT(refused.err().message, Catch::Contains("has format 3"));
 }
