@@ -122,6 +122,11 @@ const std::vector<option>& table() {
           [](server_options& o) -> std::uint64_t& {
             return o.slot_log_entries;
           }),
+      num("slot-log-mib",
+          "each slot's log keeps no more than this many MiB of batches (the "
+          "newest always stays)",
+          1, std::uint64_t{1} << 20,
+          [](server_options& o) -> std::uint64_t& { return o.slot_log_mib; }),
       {"http-address", "listen address of the HTTP door",
        [](server_options& o, const std::string& v) -> std::string {
          if (v.empty())

@@ -127,6 +127,8 @@ struct server_options {
   /// Each slot's log keeps its last this many batches (--slot-log-entries;
   /// docs/storage.md, "The slot log").
   std::uint64_t slot_log_entries = 100'000;
+  /// ... and no more than this many MiB of them (--slot-log-mib).
+  std::uint64_t slot_log_mib = 64;
   pop_limits pop;
   push_limits push;
   lease_limits lease;

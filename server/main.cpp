@@ -60,7 +60,8 @@ to_store_options(const spool::config::server_options& opts) {
   s.env.initial_map_bytes = static_cast<std::size_t>(opts.initial_map_mib)
                             << 20;
   s.slot_count = static_cast<std::uint32_t>(opts.slots);
-  s.env.slot_log_keep = opts.slot_log_entries;
+  s.env.slot_log.entries = opts.slot_log_entries;
+  s.env.slot_log.bytes = opts.slot_log_mib << 20;
   return s;
 }
 

@@ -26,6 +26,13 @@
 
 namespace spool::storage {
 
+/// How much of each slot's log is kept: its last `entries` entries, and
+/// no more than `bytes` of them (but always the newest entry).
+struct log_window {
+  std::uint64_t entries = 100'000;
+  std::uint64_t bytes = std::uint64_t{64} << 20;
+};
+
 /// Whether a commit is durable against power loss (docs/reliability.md).
 enum class durability : std::uint8_t {
   /// Data and meta page synced per commit (default): every answered write
@@ -95,8 +102,8 @@ struct env_options {
   std::size_t initial_map_bytes = std::size_t{1} << 30;
   /// Growth stops here (then writes fail with ec::storage_full).
   std::size_t max_map_bytes = std::size_t{1} << 40;
-  /// Each slot's log keeps its last this many entries (`slot_log::append`).
-  std::uint64_t slot_log_keep = 100'000;
+  /// How much of each slot's log is kept (`slot_log::append`).
+  log_window slot_log;
 };
 
 /// Wraps an LMDB return code into an error with context.

@@ -387,6 +387,7 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   m.queue = q;
   m.partition = p;
   std::size_t count = 0;
+  std::size_t bytes = 0;
   std::optional<error> failure;
   // The new watermark is the base of the first segment kept (a later one
   // than the end of the last deleted segment when a failed write left a gap).
@@ -398,7 +399,8 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
   auto scanned = t.scan_prefix(
       t.db().segments, keys::partition(q, p), [&](auto key, auto value) {
         segment_location at{w, keys::segment_base(key)};
-        if (count >= rule.max_segments) {
+        if (count >= rule.max_segments
+            || (count > 0 && bytes + value.size() > rule.max_bytes)) {
           next_retained = at.base;
           return false;
         }
@@ -429,6 +431,7 @@ plan_retention(txn& t, queue_id q, partition_id p, const retention_rule& rule) {
         for (auto& [id, _] : *ids)
           m.forget_ids.push_back(std::move(id));
         ++count;
+        bytes += value.size();
         return true;
       });
   m.new_watermark = next_retained;

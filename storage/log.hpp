@@ -170,6 +170,9 @@ struct retention_rule {
   micros created_before = INT64_MAX;
   offset through{INT64_MAX};
   std::size_t max_segments = 64; ///< bound of one step
+  /// Bytes of segments one step deletes at most, but its first segment's
+  /// (each deleted segment is kept in the slot log until trimmed).
+  std::size_t max_bytes = std::size_t{64} << 20;
   /// Traces one step deletes at most (each with up to 32 name entries),
   /// but for its first segment's (`traces::traces_end`).
   std::size_t max_traces = 10'000;

@@ -11,20 +11,31 @@ namespace spool::storage {
 
 namespace {
 
-/// Deletes every key with `prefix` from `dbi`.
-/// Deletes keys under `prefix`, at most `budget` (which it spends);
-/// answers whether keys under it are left.
+/// What one sweep step may still delete: keys, and bytes (keys and values:
+/// each deleted value is kept as an undo image in the slot log), at least
+/// one key whatever its size.
+struct step_budget {
+  std::uint64_t keys = 0;
+  std::uint64_t bytes = 0;
+  bool spent = false;
+};
+
+/// Deletes keys under `prefix` within `budget` (which it spends); answers
+/// whether keys under it are left.
 expected<bool> delete_prefix(txn& t, MDB_dbi dbi, const std::string& prefix,
-                             std::uint64_t& budget) {
+                             step_budget& budget) {
   auto cur = t.open_cursor(dbi);
   if (!cur)
     return std::move(cur).err();
   auto found = cur->seek(prefix);
   while (found && *found && cur->key().substr(0, prefix.size()) == prefix) {
-    if (budget == 0)
+    auto size = cur->key().size() + cur->value().size();
+    if (budget.keys == 0 || (budget.spent && size > budget.bytes))
       return true;
     SPOOL_TRY(cur->del());
-    --budget;
+    --budget.keys;
+    budget.bytes -= std::min<std::uint64_t>(size, budget.bytes);
+    budget.spent = true;
     // After a delete the cursor points at the next entry; re-read it.
     found = cur->seek(prefix);
   }
@@ -104,7 +115,7 @@ expected<void> apply_one(txn& t, const mut::sweep_queue& m) {
     return {}; // swept already
   auto prefix = keys::queue(m.queue);
   auto& d = t.db();
-  std::uint64_t budget = std::max<std::uint64_t>(m.max_keys, 1);
+  step_budget budget{std::max<std::uint64_t>(m.max_keys, 1), m.max_bytes};
   for (auto dbi :
        {d.segments, d.segment_time, d.partitions, d.cursors, d.subscriptions,
         d.dedup, d.dlq, d.txns, d.txn_time, d.traces, d.trace_names}) {

@@ -50,14 +50,17 @@ struct delete_queue {
 };
 
 /// One bounded step of removing a deleted queue's rows: at most `max_keys`
-/// keys; the step that finds no more also clears the doomed mark. Refused
-/// for a live queue (conflict); nothing to do for one already swept.
+/// keys and `max_bytes` of keys and values (but one key whatever its size:
+/// each deleted value is kept in the slot log until trimmed); the step that
+/// finds no more also clears the doomed mark. Refused for a live queue
+/// (conflict); nothing to do for one already swept.
 struct sweep_queue {
   queue_id queue;
   std::uint64_t max_keys = 10'000;
+  std::uint64_t max_bytes = std::uint64_t{64} << 20;
   template <class F>
   friend auto fields(F& f, sweep_queue& x) {
-    return f(x.queue, x.max_keys);
+    return f(x.queue, x.max_keys, x.max_bytes);
   }
 };
 

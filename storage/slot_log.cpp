@@ -73,9 +73,17 @@ expected<std::optional<log_entry>> get_raw(txn& t, slot_t s,
   return std::optional<log_entry>{std::move(*e)};
 }
 
+/// The stored size of entry `seq` of slot `s` (0: absent).
+expected<std::uint64_t> entry_bytes(txn& t, slot_t s, std::uint64_t seq) {
+  auto v = t.get(t.db().slot_log, entry_key(s, seq));
+  if (!v)
+    return std::move(v).err();
+  return *v ? (*v)->size() : 0;
+}
+
 /// Numbers `e` as slot `s`'s next entry and trims the slot's log.
 expected<std::uint64_t> number(txn& t, slot_t s, log_entry& e,
-                               std::uint64_t keep) {
+                               const log_window& keep) {
   auto m = meta(t, s);
   if (!m)
     return std::move(m).err();
@@ -83,13 +91,22 @@ expected<std::uint64_t> number(txn& t, slot_t s, log_entry& e,
   if (e.epoch == 0)
     e.epoch = m->epoch;
   m->epoch = std::max(m->epoch, e.epoch);
-  SPOOL_TRY(put_record(t, t.db().slot_log, entry_key(s, seq), e));
+  std::string value(1, detail::record_version);
+  append_bytes(value, e);
+  SPOOL_TRY(t.put(t.db().slot_log, entry_key(s, seq), value));
   m->last_seq = seq;
-  // A few old entries per batch: the log keeps up with any write rate.
-  for (int i = 0;
-       i < 4 && m->first_seq <= m->last_seq && m->last_seq - m->first_seq >= keep;
-       ++i) {
+  m->bytes += value.size();
+  // A few old entries per batch: the log keeps up with any write rate. The
+  // newest entry always stays.
+  for (int i = 0; i < 4 && m->first_seq < m->last_seq; ++i) {
+    auto kept = m->last_seq - m->first_seq + 1;
+    if (kept <= keep.entries && m->bytes <= keep.bytes)
+      break;
+    auto size = entry_bytes(t, s, m->first_seq);
+    if (!size)
+      return std::move(size).err();
     SPOOL_TRY(t.del(t.db().slot_log, entry_key(s, m->first_seq)));
+    m->bytes -= std::min(*size, m->bytes);
     ++m->first_seq;
   }
   SPOOL_TRY(put_meta(t, s, *m));
@@ -109,7 +126,7 @@ expected<slot_log_meta> meta(txn& t, slot_t s) {
 
 expected<std::vector<slot_seq>> append(txn& t, const write_batch& b,
                                        std::vector<undo_image> undo,
-                                       std::uint64_t keep) {
+                                       const log_window& keep) {
   std::vector<slot_t> slots;
   std::vector<log_entry> entries;
   auto entry_of = [&](slot_t s) -> log_entry* {
@@ -196,7 +213,7 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
 }
 
 expected<void> apply_entry(txn& t, slot_t s, std::uint64_t seq,
-                           const log_entry& e, std::uint64_t keep) {
+                           const log_entry& e, const log_window& keep) {
   auto m = meta(t, s);
   if (!m)
     return std::move(m).err();
@@ -241,12 +258,16 @@ expected<void> truncate(txn& t, slot_t s, std::uint64_t after_seq) {
                       ": its entries up to ", m->first_seq - 1,
                       " were trimmed");
   for (auto seq = m->last_seq; seq > after_seq; --seq) {
+    auto size = entry_bytes(t, s, seq);
+    if (!size)
+      return std::move(size).err();
     auto e = get_raw(t, s, seq);
     if (!e)
       return std::move(e).err();
     if (!*e)
       return make_error(ec::corrupt_record, "slot log: slot ", s, " seq ",
                         seq, " is missing");
+    m->bytes -= std::min(*size, m->bytes);
     auto& undo = (*e)->undo;
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) {
       if (it->table >= dbis::data_tables)

@@ -21,18 +21,19 @@
 namespace spool::storage {
 
 /// A slot's log position: its epoch (the leader's term; 1 on one node),
-/// the last seq numbered and the oldest entry still kept (`first_seq >
-/// last_seq`: none kept).
+/// the last seq numbered, the oldest entry still kept (`first_seq >
+/// last_seq`: none kept) and the bytes the kept entries take.
 struct slot_log_meta {
   std::uint64_t epoch = 1;
   std::uint64_t last_seq = 0;
   std::uint64_t first_seq = 1;
+  std::uint64_t bytes = 0;
 
   friend bool operator==(const slot_log_meta&, const slot_log_meta&) = default;
 
   template <class F>
   friend auto fields(F& f, slot_log_meta& x) {
-    return f(x.epoch, x.last_seq, x.first_seq);
+    return f(x.epoch, x.last_seq, x.first_seq, x.bytes);
   }
 };
 
@@ -70,11 +71,11 @@ expected<slot_log_meta> meta(txn& t, slot_t s);
 /// Numbers batch `b`, just applied in `t` with its writes recorded in
 /// `undo` (`txn::record_undo`): one entry per slot it names, each with the
 /// slot's next seq, in the same transaction. Trims each of those slots to
-/// its last `keep` entries, a few entries per batch. Returns the numbers,
-/// in the order the slots first appear in `b`.
+/// `keep`, a few entries per batch. Returns the numbers, in the order the
+/// slots first appear in `b`.
 expected<std::vector<slot_seq>> append(txn& t, const write_batch& b,
                                        std::vector<undo_image> undo,
-                                       std::uint64_t keep);
+                                       const log_window& keep);
 
 /// Entry `seq` of slot `s` with its segments' bytes put back; none when it
 /// is not kept.
@@ -84,9 +85,9 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
 /// Applies entry `seq` of slot `s`, as a follower does: `seq` must be the
 /// slot's next (its last seq + 1). The entry's mutations apply as on the
 /// leader, and it is kept in this store's log with the undo images this
-/// apply recorded (trimmed to its last `keep` entries, as the leader's).
+/// apply recorded (trimmed to `keep`, as the leader's).
 expected<void> apply_entry(txn& t, slot_t s, std::uint64_t seq,
-                           const log_entry& e, std::uint64_t keep);
+                           const log_entry& e, const log_window& keep);
 
 /// Undoes slot `s`'s entries after `after_seq`, newest first, and forgets
 /// them: the slot's rows are then what they were when `after_seq` was its

@@ -76,7 +76,7 @@ inline void ship(st::store& src, st::store& dst, slot_t slot,
     REQUIRE(got);
     REQUIRE(*got);
     REQUIRE(st::slot_log::apply_entry(*w, slot, seq, **got,
-                                      dst.db().options().slot_log_keep));
+                                      dst.db().options().slot_log));
   }
   REQUIRE(w->commit());
 }

@@ -1,6 +1,8 @@
 // Retention: whole oldest segments, the watermark, reads below it, dedup ids
 // forgotten with their segment, bounded steps.
 
+#include <random>
+
 #include "unit/storage/fixture.hpp"
 
 using namespace spool::test;
@@ -198,4 +200,25 @@ TEST_CASE("a late segment below what retention deleted is refused",
   REQUIRE(!r);
   CHECK(r.err().code == ec::conflict);
   CHECK(r.err().message.find("retention") != std::string::npos);
+}
+
+TEST_CASE("a retention step deletes at most its bytes of segments, but "
+          "always one segment",
+          "[storage][retention]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 1, .max_bytes = 1 << 20}};
+  std::mt19937_64 rng{7};
+  for (int i = 0; i < 4; ++i) {
+    std::string payload(100'000, '\0');
+    for (auto& c : payload)
+      c = static_cast<char>(rng());
+    REQUIRE(fx.append(log, {msg(payload)}, 1'000'000));
+  }
+  auto m = plan(fx, p, {.max_bytes = 250'000});
+  REQUIRE(m);
+  CHECK(m->new_watermark == offset{2});
+  m = plan(fx, p, {.max_bytes = 1});
+  REQUIRE(m);
+  CHECK(m->new_watermark == offset{1});
 }

@@ -158,7 +158,7 @@ TEST_CASE("a slot's log keeps its last entries, and what was trimmed cannot "
           "[storage][slot_log]") {
   store_fixture fx;
   fx.store.reset();
-  fx.opts.env.slot_log_keep = 3;
+  fx.opts.env.slot_log.entries = 3;
   fx.open();
   auto p = fx.make_partition();
   auto s = slot_of_id(p.queue.value);
@@ -190,7 +190,7 @@ TEST_CASE("an entry applies only as its slot's next seq", "[storage][slot_log]")
   REQUIRE(w);
   log_entry e;
   e.epoch = 1;
-  auto r = slot_log::apply_entry(*w, s, 2, e, 100);
+  auto r = slot_log::apply_entry(*w, s, 2, e, log_window{});
   REQUIRE(!r);
   CHECK(r.err().code == ec::conflict);
 }
@@ -218,4 +218,27 @@ TEST_CASE("replaying every slot's log into a fresh store gives the same rows "
   auto rep = check_replay(*fx.store);
   CHECK(rep.slots == 2);
   CHECK(rep.truncated == 2);
+}
+
+TEST_CASE("a slot's log keeps no more than its bytes, but always its newest "
+          "entry",
+          "[storage][slot_log]") {
+  store_fixture fx;
+  fx.store.reset();
+  fx.opts.env.slot_log = {.entries = 1000, .bytes = 1};
+  fx.open();
+  auto p = fx.make_partition();
+  auto s = slot_of_id(p.queue.value);
+  for (int i = 0; i < 10; ++i)
+    REQUIRE(fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+  auto m = meta_of(fx, s);
+  CHECK(m.first_seq == m.last_seq);
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::string k{static_cast<char>(s >> 8), static_cast<char>(s & 0xff)};
+  keys::put_u64(k, m.last_seq);
+  auto newest = t->get(t->db().slot_log, k);
+  REQUIRE(newest);
+  REQUIRE(*newest);
+  CHECK(m.bytes == (*newest)->size());
 }

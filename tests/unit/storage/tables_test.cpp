@@ -1,5 +1,7 @@
 // Metadata tables and all-or-nothing write batches.
 
+#include <random>
+
 #include "unit/storage/fixture.hpp"
 
 #include "storage/group_commit.hpp"
@@ -434,4 +436,40 @@ TEST_CASE("a DLQ summary scan gives every field a listing filters on, as the "
         return true;
       }));
   CHECK(of_g == std::vector<std::uint64_t>{10, 20});
+}
+
+TEST_CASE("a sweep step deletes at most its bytes, but always one key",
+          "[storage][tables][sweep]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 1, .max_bytes = 1 << 20}};
+  // Four segments of ~100 KB each (incompressible payloads).
+  std::mt19937_64 rng{7};
+  for (int i = 0; i < 4; ++i) {
+    std::string payload(100'000, '\0');
+    for (auto& c : payload)
+      c = static_cast<char>(rng());
+    REQUIRE(fx.append(log, {msg(payload)}, 1'000'000));
+  }
+  REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
+  auto segments_left = [&] {
+    auto t = fx.store->db().read();
+    REQUIRE(t);
+    std::size_t n = 0;
+    REQUIRE(t->scan_prefix(t->db().segments, keys::queue(p.queue),
+                           [&](auto, auto) {
+                             ++n;
+                             return true;
+                           }));
+    return n;
+  };
+  mut::sweep_queue step{p.queue, 10'000, 150'000};
+  REQUIRE(fx.commit(write_batch{{step}}));
+  CHECK(segments_left() == 3); // a second segment would pass 150 KB
+  step.max_bytes = 1;
+  REQUIRE(fx.commit(write_batch{{step}}));
+  CHECK(segments_left() == 2); // one key whatever its size
+  step.max_bytes = 250'000;
+  REQUIRE(fx.commit(write_batch{{step}}));
+  CHECK(segments_left() == 0);
 }
