@@ -32,8 +32,7 @@ expected<void> apply_numbered(env& e, txn& t, const write_batch& b,
       }
   }
   t.record_undo(nullptr);
-  auto numbered
-      = slot_log::append(t, b, std::move(undo), e.options().slot_log);
+  auto numbered = slot_log::append(t, b, std::move(undo), e.options().slot_log);
   if (!numbered)
     return std::move(numbered).err();
   numbers = std::move(*numbered);

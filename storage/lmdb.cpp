@@ -92,7 +92,8 @@ expected<void> cursor::del() {
     MDB_val v{0, nullptr};
     if (auto rc = mdb_cursor_get(cur_, &k, &v, MDB_GET_CURRENT); rc != 0)
       return lmdb_error(rc, "cursor delete");
-    undo_->push_back({table_, std::string{from_val(k)}, std::string{from_val(v)}});
+    undo_->push_back(
+        {table_, std::string{from_val(k)}, std::string{from_val(v)}});
   }
   if (auto rc = mdb_cursor_del(cur_, 0); rc != 0)
     return lmdb_error(rc, "cursor delete");

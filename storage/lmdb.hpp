@@ -67,9 +67,9 @@ struct dbis {
   static constexpr std::size_t data_tables = 13;
   MDB_dbi data_table(std::size_t i) const noexcept {
     const MDB_dbi all[data_tables]
-        = {segments, segment_time, partitions, queues,       cursors,
-           subscriptions, dedup,  dlq,        meta,         txns,
-           txn_time,      traces, trace_names};
+        = {segments,      segment_time, partitions, queues, cursors,
+           subscriptions, dedup,        dlq,        meta,   txns,
+           txn_time,      traces,       trace_names};
     return all[i];
   }
   /// The index of data table `dbi`, or `data_tables` for another one.

@@ -12,8 +12,9 @@ slot_t slot_of(const mutation& m) {
   return std::visit(
       [](const auto& x) -> slot_t {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, mut::create_queue>
-                      || std::is_same_v<T, mut::update_queue>)
+        if constexpr (
+            std::is_same_v<
+                T, mut::create_queue> || std::is_same_v<T, mut::update_queue>)
           return slot_of_id(x.rec.id.value);
         else if constexpr (std::is_same_v<T, mut::create_partition>)
           return slot_of_id(x.rec.queue.value);
@@ -206,8 +207,9 @@ expected<std::optional<log_entry>> read_entry(txn& t, slot_t s,
     }
     if (!found)
       return make_error(ec::not_found, "slot log: slot ", s, " seq ", seq,
-                        ": its segment ", describe_partition(a->queue, a->partition),
-                        " @", a->base.value, " is gone");
+                        ": its segment ",
+                        describe_partition(a->queue, a->partition), " @",
+                        a->base.value, " is gone");
   }
   return e;
 }
@@ -265,8 +267,8 @@ expected<void> truncate(txn& t, slot_t s, std::uint64_t after_seq) {
     if (!e)
       return std::move(e).err();
     if (!*e)
-      return make_error(ec::corrupt_record, "slot log: slot ", s, " seq ",
-                        seq, " is missing");
+      return make_error(ec::corrupt_record, "slot log: slot ", s, " seq ", seq,
+                        " is missing");
     m->bytes -= std::min(*size, m->bytes);
     auto& undo = (*e)->undo;
     for (auto it = undo.rbegin(); it != undo.rend(); ++it) {

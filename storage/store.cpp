@@ -95,8 +95,8 @@ expected<void> store::check_format(std::uint32_t wanted_slots) {
     }
     if (f->format != 0)
       return make_error(ec::invalid_argument, "the store in ", dir,
-                        " has format ", f->format, "; this spoold reads format ",
-                        store_format_version,
+                        " has format ", f->format,
+                        "; this spoold reads format ", store_format_version,
                         " only: run the spoold that wrote it");
     // No format: a store created now, or one written before slots.
     for (auto dbi : {t->db().meta, t->db().queues}) {
@@ -117,8 +117,8 @@ expected<void> store::check_format(std::uint32_t wanted_slots) {
     }
   }
   if (wanted_slots == 0 || wanted_slots > max_slot_count)
-    return make_error(ec::invalid_argument, "a store has 1 to ",
-                      max_slot_count, " slots, not ", wanted_slots);
+    return make_error(ec::invalid_argument, "a store has 1 to ", max_slot_count,
+                      " slots, not ", wanted_slots);
   auto w = env_->write();
   if (!w)
     return std::move(w).err();
@@ -131,8 +131,7 @@ expected<void> store::check_format(std::uint32_t wanted_slots) {
 
 expected<void> store::load_counters() {
   next_queue_ = std::make_unique<std::atomic<std::uint32_t>[]>(slot_count_);
-  next_partition_
-      = std::make_unique<std::atomic<std::uint32_t>[]>(slot_count_);
+  next_partition_ = std::make_unique<std::atomic<std::uint32_t>[]>(slot_count_);
   auto t = env_->read();
   if (!t)
     return std::move(t).err();
@@ -223,6 +222,5 @@ std::string store::make_uuid() {
   }
   return format_uuid(hi, lo);
 }
-
 
 } // namespace spool::storage

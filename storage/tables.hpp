@@ -127,7 +127,8 @@ expected<std::vector<queue_id>> doomed_queues(txn& t);
 expected<slot_counters> get_counters(txn& t, slot_t s);
 expected<void> put_counters(txn& t, slot_t s, const slot_counters& c);
 
-// -- the store's format and slot count (node-wide, written at creation) --------
+// -- the store's format and slot count (node-wide, written at creation)
+// --------
 struct store_format {
   std::uint32_t format = 0;     ///< 0: none stored
   std::uint32_t slot_count = 0; ///< 0: none stored

@@ -12,8 +12,6 @@
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/promise.hpp"
-#include "core/queue/parking_lot.hpp"
-#include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
@@ -23,6 +21,7 @@
 #include "core/dlq/dlq_reader.hpp"
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
+#include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>

@@ -10,8 +10,6 @@
 #include "actors/async_mutex.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/promise.hpp"
-#include "core/queue/parking_lot.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -25,6 +23,7 @@
 #include "core/queue/group_deletion.hpp"
 #include "core/queue/leases.hpp"
 #include "core/queue/max_size.hpp"
+#include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>

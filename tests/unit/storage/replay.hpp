@@ -28,9 +28,9 @@ logged_slots(st::store& s) {
   std::vector<slot_t> slots;
   REQUIRE(t->scan_prefix(t->db().slot_log, {}, [&](auto key, auto) {
     if (key.size() == 2)
-      slots.push_back(static_cast<slot_t>(
-          (static_cast<std::uint8_t>(key[0]) << 8)
-          | static_cast<std::uint8_t>(key[1])));
+      slots.push_back(
+          static_cast<slot_t>((static_cast<std::uint8_t>(key[0]) << 8)
+                              | static_cast<std::uint8_t>(key[1])));
     return true;
   }));
   for (auto slot : slots) {
@@ -42,7 +42,8 @@ logged_slots(st::store& s) {
 }
 
 /// Slot `slot`'s rows in every data table: (table, key, value), in order.
-using slot_rows_t = std::vector<std::tuple<std::size_t, std::string, std::string>>;
+using slot_rows_t
+    = std::vector<std::tuple<std::size_t, std::string, std::string>>;
 inline slot_rows_t slot_rows(st::store& s, slot_t slot) {
   slot_rows_t out;
   auto t = s.db().read();

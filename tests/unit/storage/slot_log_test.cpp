@@ -24,7 +24,8 @@ partition_record make_queue(store_fixture& fx, const std::string& name) {
   p.id = fx.store->next_partition_id(q.id);
   p.name = "Default";
   p.uuid = fx.store->make_uuid(slot_of_id(q.id.value));
-  REQUIRE(fx.commit(write_batch{{mut::create_queue{q}, mut::create_partition{p}}}));
+  REQUIRE(
+      fx.commit(write_batch{{mut::create_queue{q}, mut::create_partition{p}}}));
   return p;
 }
 
@@ -53,9 +54,10 @@ TEST_CASE("each committed batch is numbered in its slot's log, a failed one "
   auto before = meta_of(fx, s).last_seq;
   write_batch ok1{{mut::put_cursor{p.queue, p.id, "g", at(1)}}};
   // Fails: a partition that does not exist.
-  write_batch bad{{mut::put_cursor{p.queue, p.id, "g", at(5)},
-                   mut::append_segment{p.queue, partition_id{slot_id(s, 999)},
-                                       offset{0}, 1, 1, "x", {}}}};
+  write_batch bad{
+      {mut::put_cursor{p.queue, p.id, "g", at(5)},
+       mut::append_segment{
+           p.queue, partition_id{slot_id(s, 999)}, offset{0}, 1, 1, "x", {}}}};
   write_batch ok2{{mut::put_cursor{p.queue, p.id, "g", at(2)}}};
   const write_batch* group[] = {&ok1, &bad, &ok2};
   std::vector<std::vector<slot_seq>> numbers;
@@ -138,8 +140,9 @@ TEST_CASE("an appended segment's bytes are referenced by the log, not stored "
     REQUIRE(*e);
     auto& a = std::get<mut::append_segment>((*e)->mutations.at(0));
     segment = a.bytes;
-    CHECK(segment == **t->get(t->db().segments,
-                              keys::segment(p.queue, p.id, offset{0})));
+    CHECK(
+        segment
+        == **t->get(t->db().segments, keys::segment(p.queue, p.id, offset{0})));
   }
   REQUIRE(fx.append(log, msgs(10), 2'000'000));
   REQUIRE(fx.commit(
@@ -163,7 +166,8 @@ TEST_CASE("a slot's log keeps its last entries, and what was trimmed cannot "
   auto p = fx.make_partition();
   auto s = slot_of_id(p.queue.value);
   for (int i = 0; i < 10; ++i)
-    REQUIRE(fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+    REQUIRE(
+        fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
   auto m = meta_of(fx, s);
   CHECK(m.last_seq - m.first_seq + 1 == 3);
   auto w = fx.store->db().write();
@@ -180,7 +184,8 @@ TEST_CASE("a slot's log keeps its last entries, and what was trimmed cannot "
         == offset{static_cast<std::int64_t>(10 - 3 - 1)});
 }
 
-TEST_CASE("an entry applies only as its slot's next seq", "[storage][slot_log]") {
+TEST_CASE("an entry applies only as its slot's next seq",
+          "[storage][slot_log]") {
   store_fixture fx;
   auto p = fx.make_partition();
   auto s = slot_of_id(p.queue.value);
@@ -205,11 +210,13 @@ TEST_CASE("replaying every slot's log into a fresh store gives the same rows "
   partition_log la{a, {.max_frames = 4, .max_bytes = 1 << 20}};
   partition_log lc{c, {.max_frames = 4, .max_bytes = 1 << 20}};
   for (int i = 0; i < 5; ++i) {
-    REQUIRE(fx.append(la, msgs(6, "a" + std::to_string(i)), 1'000'000 * (i + 1)));
+    REQUIRE(
+        fx.append(la, msgs(6, "a" + std::to_string(i)), 1'000'000 * (i + 1)));
     REQUIRE(fx.append(lc, {msg("c", "tx" + std::to_string(i))}, 1'000'000));
-    REQUIRE(fx.commit(write_batch{{mut::put_cursor{a.queue, a.id, "g", at(i)},
-                                   mut::put_cursor{b.queue, b.id, "g", at(i)},
-                                   mut::put_cursor{c.queue, c.id, "g", at(i)}}}));
+    REQUIRE(
+        fx.commit(write_batch{{mut::put_cursor{a.queue, a.id, "g", at(i)},
+                               mut::put_cursor{b.queue, b.id, "g", at(i)},
+                               mut::put_cursor{c.queue, c.id, "g", at(i)}}}));
   }
   REQUIRE(fx.commit(
       write_batch{{mut::delete_segments{a.queue, a.id, offset{10}, {}}}}));
@@ -230,7 +237,8 @@ TEST_CASE("a slot's log keeps no more than its bytes, but always its newest "
   auto p = fx.make_partition();
   auto s = slot_of_id(p.queue.value);
   for (int i = 0; i < 10; ++i)
-    REQUIRE(fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+    REQUIRE(
+        fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
   auto m = meta_of(fx, s);
   CHECK(m.first_seq == m.last_seq);
   auto t = fx.store->db().read();

@@ -42,16 +42,16 @@ TEST_CASE("a queue or partition id of another slot than its name's is "
   store_fixture fx;
   auto q = queue_named(*fx.store, "orders");
   auto wrong = q;
-  wrong.id = queue_id{slot_id(
-      static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
+  wrong.id = queue_id{
+      slot_id(static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
   auto r = fx.commit(write_batch{{mut::create_queue{wrong}}});
   REQUIRE(!r);
   CHECK(r.err().code == ec::invalid_argument);
   REQUIRE(fx.commit(write_batch{{mut::create_queue{q}}}));
   partition_record p;
   p.queue = q.id;
-  p.id = partition_id{slot_id(
-      static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
+  p.id = partition_id{
+      slot_id(static_cast<slot_t>((slot_of_id(q.id.value) + 1) % 256), 1)};
   p.name = "Default";
   r = fx.commit(write_batch{{mut::create_partition{p}}});
   REQUIRE(!r);

@@ -456,11 +456,11 @@ TEST_CASE("a sweep step deletes at most its bytes, but always one key",
     auto t = fx.store->db().read();
     REQUIRE(t);
     std::size_t n = 0;
-    REQUIRE(t->scan_prefix(t->db().segments, keys::queue(p.queue),
-                           [&](auto, auto) {
-                             ++n;
-                             return true;
-                           }));
+    REQUIRE(
+        t->scan_prefix(t->db().segments, keys::queue(p.queue), [&](auto, auto) {
+          ++n;
+          return true;
+        }));
     return n;
   };
   mut::sweep_queue step{p.queue, 10'000, 150'000};

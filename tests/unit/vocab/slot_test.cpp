@@ -13,9 +13,9 @@ TEST_CASE("a queue's slot is its name's hash, or its {tag}'s when the name "
   CHECK(hash_tag("orders") == "orders");
   CHECK(hash_tag("orders{eu}") == "eu");
   CHECK(hash_tag("{eu}.refunds") == "eu");
-  CHECK(hash_tag("a{eu}b{us}") == "eu");   // the first tag only
+  CHECK(hash_tag("a{eu}b{us}") == "eu");     // the first tag only
   CHECK(hash_tag("a{}b{us}") == "a{}b{us}"); // an empty tag: the whole name
-  CHECK(hash_tag("a{eu") == "a{eu");       // unclosed: the whole name
+  CHECK(hash_tag("a{eu") == "a{eu");         // unclosed: the whole name
   CHECK(hash_tag("a}b{c}") == "c");
   CHECK(slot_of("orders{eu}", 256) == slot_of("refunds{eu}", 256));
   CHECK(slot_of("orders{eu}", 256) == slot_of("eu", 256));
