@@ -19,6 +19,9 @@ using settle_atom = caf::atom_constant<caf::atom("settle")>;
 /// The batch carrying what an actor prepared (seals, a queue's part of a
 /// push) was durable or failed.
 using sealed_atom = caf::atom_constant<caf::atom("sealed")>;
+/// The writer: a committed group is durable (internal), or a reader waits
+/// until a slot's seq is.
+using durable_atom = caf::atom_constant<caf::atom("durable")>;
 using timeout_atom = caf::atom_constant<caf::atom("timeout")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using requeue_atom = caf::atom_constant<caf::atom("requeue")>;

@@ -35,10 +35,17 @@ using dlq_watcher = caf::typed_actor<
 using writer_actor = caf::typed_actor<
     /// Applies the batch all or nothing; replies once it is durable.
     caf::replies_to<write_atom, storage::write_batch>::with<write_result>,
-    /// Internal: commit everything pending (the writer sends it to itself).
+    /// Replies once seq `seq` of slot `slot` is durable (an answer that read
+    /// it may then go out), or with the error that it never will be.
+    caf::replies_to<durable_atom, std::uint16_t,
+                    std::uint64_t>::with<write_result>,
+    /// Starts a commit of what waits if none runs (the writer does so on
+    /// its own; tests' write gates release what they hold on it).
     caf::reacts_to<flush_atom>,
     /// Internal: the commit of group `id` ended (its committer says so).
     caf::reacts_to<flush_atom, std::uint64_t>,
+    /// Internal: group `id` is durable (its durability policy says so).
+    caf::reacts_to<durable_atom, std::uint64_t>,
     /// Internal: the stall timer (batches waiting too long fail), by id.
     caf::reacts_to<timeout_atom, std::uint64_t>>;
 

@@ -11,6 +11,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
+#include "core/writer/durable_marks.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
@@ -19,6 +20,10 @@ struct node_context {
   /// Reads and fresh ids only: writes go through `writer`.
   storage::store_view store;
   writer_actor writer;
+  /// How far each slot is durable (the writer's `marks`): an answer that
+  /// writes nothing checks what it read against it (`durable.hpp`). None:
+  /// such answers ask the writer.
+  std::shared_ptr<const durable_marks> durable;
   storage::segment_limits segments;
   storage::frame_limits frames;
   storage::compression codec = storage::compression::zstd_when_smaller;

@@ -129,7 +129,15 @@ int main(int argc, char** argv) {
     caf::actor_system_config cfg;
     spool::actors::use_scheduler(cfg, "spool", 2);
     caf::actor_system sys{cfg};
-    auto writer = spool::actors::spawn_writer(sys, {.env = &(*st)->db()}, true);
+    // How far each slot is durable: raised by the writer, read by answers
+    // that write nothing.
+    auto marks = spool::actors::durable_marks::of((*st)->db());
+    if (!marks) {
+      spdlog::critical("cannot read the slot log: {}", marks.err().message);
+      return 1;
+    }
+    auto writer = spool::actors::spawn_writer(
+        sys, {.env = &(*st)->db(), .marks = *marks}, true);
     if (!writer) {
       spdlog::critical("cannot start the writer: {}", to_string(writer.err()));
       return 1;
@@ -137,6 +145,7 @@ int main(int argc, char** argv) {
     spool::actors::broker_config bc;
     bc.node.store = st->get();
     bc.node.writer = *writer;
+    bc.node.durable = *marks;
     bc.pop = opts.pop;
     bc.push = opts.push;
     bc.node.max_extend = std::chrono::seconds{

@@ -4,6 +4,8 @@
 // in broker_actor.cpp's behaviour).
 
 #include "actors/broker/broker_state.hpp"
+#include "actors/durable.hpp"
+#include "actors/promise.hpp"
 
 namespace spool::actors::broker_detail {
 
@@ -22,15 +24,36 @@ select_dlq(broker_ptr self, const core::dlq_filter& f,
   return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
 }
 
-dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q) {
+caf::typed_response_promise<dlq_list_reply>
+on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   auto& node = self->state.cfg.node;
+  auto rp = promise_for<dlq_list_reply>(self);
   auto t = node.store.read();
-  if (!t)
-    return dlq_list_reply{{}, t.err()};
+  if (!t) {
+    rp.deliver(dlq_list_reply{{}, t.err()});
+    return rp.later();
+  }
   auto page = core::list_dlq(*t, q, node.wall());
-  if (!page)
-    return dlq_list_reply{{}, page.err()};
-  return dlq_list_reply{std::move(*page), std::nullopt};
+  t->abort();
+  if (!page) {
+    rp.deliver(dlq_list_reply{{}, page.err()});
+    return rp.later();
+  }
+  // Released once what it read is durable: its queue's slot, or every slot.
+  std::vector<storage::slot_t> slots;
+  if (q.filter.queue)
+    slots.push_back(node.store.slot_of(*q.filter.queue));
+  else
+    for (std::uint32_t s = 0; s < node.store.slot_count(); ++s)
+      slots.push_back(static_cast<storage::slot_t>(s));
+  after_durable(self, node, std::move(slots),
+                [rp, page = std::move(*page)](
+                    std::optional<api_error> failure) mutable {
+                  rp.deliver(failure ? dlq_list_reply{{}, std::move(failure)}
+                                     : dlq_list_reply{std::move(page),
+                                                      std::nullopt});
+                });
+  return rp.later();
 }
 
 /// Sends each queue its part of a DLQ selection (`send` makes one request)

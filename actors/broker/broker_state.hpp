@@ -113,7 +113,8 @@ expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
            std::optional<std::size_t> per_cursor = std::nullopt);
 
-dlq_list_reply on_dlq_list(broker_ptr self, const core::dlq_query& q);
+caf::typed_response_promise<dlq_list_reply>
+on_dlq_list(broker_ptr self, const core::dlq_query& q);
 
 caf::typed_response_promise<dlq_count_reply>
 on_dlq_delete(broker_ptr self, const core::dlq_filter& f);

@@ -25,6 +25,7 @@
 
 #include <algorithm>
 
+#include "actors/durable.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/write.hpp"
@@ -224,7 +225,17 @@ void commit(run_ptr run) {
   }
   if (batch.mutations.empty()) { // duplicates and idempotent acks only
     settle_all(run, true);
-    return answer(run, txn_reply{std::move(result), std::nullopt});
+    std::vector<storage::slot_t> slots;
+    for (auto& q : queues_of(run->plan))
+      slots.push_back(host.node.store.slot_of(q));
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    return after_durable(
+        host.self, host.node, std::move(slots),
+        [run, result](std::optional<api_error> failure) mutable {
+          answer(run, failure ? txn_reply{{}, std::move(failure)}
+                              : txn_reply{std::move(result), std::nullopt});
+        });
   }
   host.self
       ->request(host.node.writer, caf::infinite, write_atom::value,
@@ -436,7 +447,13 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
                                         ": stored answer does not decode")});
         return rp.later();
       }
-      rp.deliver(txn_reply{std::move(*r), std::nullopt});
+      // Released once the batch that stored it is durable.
+      after_durable(h.self, h.node, slot_of_id(home->value),
+                    [rp, r = std::move(*r)](
+                        std::optional<api_error> failure) mutable {
+                      rp.deliver(failure ? txn_reply{{}, std::move(failure)}
+                                         : txn_reply{std::move(r), std::nullopt});
+                    });
       return rp.later();
     }
     h.in_flight.emplace(flight_key(*run, run->id),

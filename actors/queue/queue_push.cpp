@@ -1,6 +1,7 @@
 // A queue's pushes (one batch per push, prepare/settle for pushes across
 // queues, maxSize) and acks.
 
+#include "actors/durable.hpp"
 #include "actors/queue/queue_state.hpp"
 
 #include <atomic>
@@ -250,7 +251,13 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
         }
         auto batch = batch_of(*run);
         if (batch.mutations.empty()) { // only duplicates of stored frames
-          rp.deliver(finish(self, *run, std::nullopt));
+          auto& cfg = self->state.cfg;
+          after_durable(self, cfg.node, slot_of_id(cfg.record.id.value),
+                        [rp, reply = finish(self, *run, std::nullopt)](
+                            std::optional<api_error> failure) mutable {
+                          rp.deliver(failure ? push_failed(std::move(failure))
+                                             : std::move(reply));
+                        });
           return;
         }
         write_push(self, run, std::move(batch),

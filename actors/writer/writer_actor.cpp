@@ -1,27 +1,33 @@
 // Message flow: callers `request(writer, write_atom, batch)`. The writer
-// queues the batch with its response promise and, if no flush is on its way,
-// sends itself `flush_atom`. Mailboxes are FIFO, so every batch already in
-// the mailbox is queued before the flush runs: the flush hands them all, as
-// one group (one LMDB transaction, one sync), to the committer, which says
-// `flush_atom(id)` when the commit ended; then each promise is delivered and
-// the next group starts. Batches that arrive during a commit wait in the
-// queue for the next group.
+// queues the batch with its response promise; when no commit runs it starts
+// one at once with everything queued (one LMDB transaction, one sync), on the
+// committer, which says `flush_atom(id)` when the commit ended. Batches that
+// arrive during a commit wait in the queue and form the next group, started
+// as soon as the commit ends.
 //
-// Bounds (issue 11): at most `max_pending` batches wait (more are refused at
-// once with `unavailable`; an empty batch, a restart's barrier, never is); a
-// batch that waited `stall_timeout` without its commit starting fails with
-// `unavailable`
-// ("storage stalled"), and while a commit runs longer than that new batches are
-// refused at once. Refused and failed batches were never handed to LMDB. A
-// batch being committed is answered when its commit ends, however long that
-// takes (its outcome is unknown until then). The one stall timer
-// (`timeout_atom` with an id) is armed at the oldest waiting batch's deadline
-// while a commit runs.
+// Durability (issue 35): a committed group is handed to the durability
+// policy with the highest seq it numbered in each slot, and the writer starts
+// the next commit without waiting for it. The group's answers are released
+// once the policy says it is durable (`durable_atom(id)`, or at once when the
+// policy answers inline, as the local one does), in commit order, so answers
+// leave in seq order per slot; then `marks` is raised, and readers waiting
+// for a seq (`durable_atom(slot, seq)`) are answered.
 //
-// Stop: the exit handler waits for the running commit, answers it, commits
-// what waits (synchronously), answers that, then quits. If the store is
-// broken (a failed map growth), the writer answers everything with the error
-// and quits: spoold then exits non-zero.
+// Bounds (issue 11): at most `max_pending` batches wait for the disk or for
+// durability (more are refused at once with `unavailable`; an empty batch, a
+// restart's barrier, never is); a batch that waited `stall_timeout` without
+// its commit starting fails with `unavailable` ("storage stalled"), and while
+// a commit runs longer than that new batches are refused at once. Refused and
+// failed batches were never handed to LMDB. A batch being committed is
+// answered when its commit ends and is durable, however long that takes (its
+// outcome is unknown until then). The one stall timer (`timeout_atom` with an
+// id) is armed at the oldest waiting batch's deadline while a commit runs.
+//
+// Stop: the exit handler waits for the running commit, commits what waits
+// (synchronously), answers every group the policy holds durable and fails the
+// rest as of unknown outcome, then quits. If the store is broken (a failed
+// map growth), the writer answers everything with the error and quits:
+// spoold then exits non-zero.
 
 #include "actors/writer/writer_actor.hpp"
 #include "actors/promise.hpp"
@@ -46,11 +52,11 @@ namespace {
 
 using clock_type = caf::actor_clock::clock_type;
 
-/// Where a commit's results wait for the writer (set on the committer's
+/// Where a commit's report waits for the writer (set on the committer's
 /// thread, read by the writer after its wake-up, or at its stop).
-struct result_slot {
+struct report_slot {
   std::mutex mtx;
-  std::optional<committer::results> results;
+  std::optional<commit_report> report;
 };
 
 struct writer_state {
@@ -60,14 +66,30 @@ struct writer_state {
     actors::promise<write_result> promise;
     caf::actor_clock::time_point queued_at;
   };
+  /// A committed group waiting for its durability policy.
+  struct committed_group {
+    std::uint64_t id = 0;
+    std::vector<actors::promise<write_result>> promises;
+    std::vector<storage::expected<void>> results;
+    std::vector<storage::slot_seq> marks;
+    bool durable = false;
+  };
+  /// A reader waiting for seq `mark.seq` of a slot.
+  struct reader {
+    storage::slot_seq mark;
+    actors::promise<write_result> promise;
+  };
   writer_config cfg;
   std::deque<pending_batch> pending;
-  bool flush_scheduled = false;
   /// The group being committed, its id and start time.
   std::vector<pending_batch> in_flight;
   std::uint64_t group_id = 0;
   caf::actor_clock::time_point started_at;
-  std::shared_ptr<result_slot> slot = std::make_shared<result_slot>();
+  std::shared_ptr<report_slot> slot = std::make_shared<report_slot>();
+  /// Committed groups not yet answered, in commit order, and their batches.
+  std::deque<committed_group> committed;
+  std::size_t committed_batches = 0;
+  std::vector<reader> readers;
   std::optional<caf::actor_clock::time_point> armed;
   std::uint64_t timer_id = 0;
   /// The stop began: no new group starts (what waits is committed by the
@@ -88,19 +110,6 @@ using writer_ptr = writer_actor::stateful_pointer<writer_state>;
 
 api_error busy(auto&&... parts) {
   return make_error(errc::unavailable, parts...);
-}
-
-void answer(std::vector<writer_state::pending_batch>& group,
-            committer::results& results) {
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    write_result r;
-    if (i >= results.size())
-      r.failure = make_error(errc::internal, "writer: commit gave no result");
-    else if (!results[i])
-      r.failure = results[i].err();
-    group[i].promise.deliver(std::move(r));
-  }
-  group.clear();
 }
 
 void arm(writer_ptr self);
@@ -126,20 +135,78 @@ void kick(writer_ptr self) {
   auto id = ++st.group_id;
   st.started_at = self->clock().now();
   auto handle = caf::actor_cast<writer_actor>(self);
-  // Answered once the durability policy holds the group durable.
-  st.cfg.commits->start(
-      std::move(batches), [slot = st.slot, handle, id,
-                           policy = st.cfg.durability](committer::results r) {
-        policy->committed(std::move(r),
-                          [slot, handle, id](committer::results durable) {
-                            {
-                              std::lock_guard<std::mutex> guard{slot->mtx};
-                              slot->results = std::move(durable);
-                            }
-                            caf::anon_send(handle, flush_atom::value, id);
-                          });
-      });
+  st.cfg.commits->start(std::move(batches),
+                        [slot = st.slot, handle, id](commit_report r) {
+                          {
+                            std::lock_guard<std::mutex> guard{slot->mtx};
+                            slot->report = std::move(r);
+                          }
+                          caf::anon_send(handle, flush_atom::value, id);
+                        });
   arm(self);
+}
+
+/// Answers the committed groups the policy holds durable, oldest first, up
+/// to the first that is not; raises the marks and answers the readers they
+/// now cover.
+void release(writer_ptr self) {
+  auto& st = self->state;
+  while (!st.committed.empty() && st.committed.front().durable) {
+    auto g = std::move(st.committed.front());
+    st.committed.pop_front();
+    st.committed_batches -= g.promises.size();
+    st.cfg.marks->raise(g.marks);
+    for (std::size_t i = 0; i < g.promises.size(); ++i) {
+      write_result r;
+      if (i >= g.results.size())
+        r.failure = make_error(errc::internal, "writer: commit gave no result");
+      else if (!g.results[i])
+        r.failure = g.results[i].err();
+      g.promises[i].deliver(std::move(r));
+    }
+  }
+  std::erase_if(st.readers, [&](writer_state::reader& r) {
+    if (!st.cfg.marks->covers(r.mark))
+      return false;
+    r.promise.deliver(write_result{});
+    return true;
+  });
+}
+
+/// Group `id` is durable.
+void on_durable(writer_ptr self, std::uint64_t id) {
+  for (auto& g : self->state.committed)
+    if (g.id == id)
+      g.durable = true;
+  release(self);
+}
+
+/// Hands the ended commit of `group` to the durability policy, which may
+/// declare it durable inline (the local one) or later, by message.
+void hand_to_policy(writer_ptr self, std::vector<writer_state::pending_batch>
+                                         group,
+                    commit_report report) {
+  auto& st = self->state;
+  writer_state::committed_group g{st.group_id, {}, std::move(report.results),
+                                  report.marks(), false};
+  g.promises.reserve(group.size());
+  for (auto& b : group)
+    g.promises.push_back(std::move(b.promise));
+  st.committed_batches += g.promises.size();
+  auto id = g.id;
+  auto marks = g.marks;
+  st.committed.push_back(std::move(g));
+  // 0: undecided, 1: the policy answered inline, 2: it will send.
+  auto phase = std::make_shared<std::atomic<int>>(0);
+  auto handle = caf::actor_cast<writer_actor>(self);
+  st.cfg.durability->committed(std::move(marks), [phase, handle, id] {
+    int expected = 0;
+    if (!phase->compare_exchange_strong(expected, 1))
+      caf::anon_send(handle, durable_atom::value, id);
+  });
+  int expected = 0;
+  if (!phase->compare_exchange_strong(expected, 2))
+    on_durable(self, id);
 }
 
 /// Fails every batch broken storage can no longer take, and stops.
@@ -157,23 +224,30 @@ bool stop_if_broken(writer_ptr self) {
   return true;
 }
 
-/// The commit of group `id` ended: answers it and starts the next one.
+/// The commit of group `id` ended: starts the next one, then hands this one
+/// to the durability policy.
 void committed(writer_ptr self, std::uint64_t id) {
   auto& st = self->state;
   if (id != st.group_id || st.in_flight.empty())
     return;
-  committer::results results;
+  commit_report report;
   {
     std::lock_guard<std::mutex> guard{st.slot->mtx};
-    if (!st.slot->results)
+    if (!st.slot->report)
       return; // not ended yet (a stale wake-up)
-    results = std::move(*st.slot->results);
-    st.slot->results.reset();
+    report = std::move(*st.slot->report);
+    st.slot->report.reset();
   }
-  answer(st.in_flight, results);
-  if (stop_if_broken(self))
+  auto group = std::move(st.in_flight);
+  st.in_flight.clear();
+  if (stop_if_broken(self)) {
+    auto err = make_error(errc::internal, "storage unusable");
+    for (auto& b : group)
+      b.promise.deliver(write_result{err});
     return;
+  }
   kick(self);
+  hand_to_policy(self, std::move(group), std::move(report));
 }
 
 /// While a commit runs: the timer at the oldest waiting batch's deadline.
@@ -219,32 +293,44 @@ void on_stall_timer(writer_ptr self, std::uint64_t id) {
   arm(self);
 }
 
+/// The stop: ends the running commit, commits what waits, answers what is
+/// durable and fails the rest as of unknown outcome.
+void on_stop(writer_ptr self) {
+  auto& st = self->state;
+  st.stopping = true; // `committed` below starts no new group
+  st.cfg.commits->wait_idle();
+  if (!st.in_flight.empty())
+    committed(self, st.group_id);
+  if (!st.pending.empty() && !st.cfg.env->broken()) {
+    std::vector<const storage::write_batch*> batches;
+    for (auto& p : st.pending)
+      batches.push_back(&p.batch);
+    commit_report report;
+    report.results = storage::commit_group(*st.cfg.env, batches,
+                                           &report.numbers);
+    std::vector<writer_state::pending_batch> rest(
+        std::make_move_iterator(st.pending.begin()),
+        std::make_move_iterator(st.pending.end()));
+    st.pending.clear();
+    ++st.group_id;
+    hand_to_policy(self, std::move(rest), std::move(report));
+  }
+  stop_if_broken(self);
+  auto unknown = busy("the node stopped before the write was durable: its "
+                      "outcome is unknown");
+  for (auto& g : st.committed)
+    for (auto& p : g.promises)
+      p.deliver(write_result{unknown});
+  st.committed.clear();
+  for (auto& r : st.readers)
+    r.promise.deliver(write_result{unknown});
+  st.readers.clear();
+}
+
 writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
   self->state.cfg = std::move(cfg);
-  // Stopped: the running commit ends and is answered, then what waits is
-  // committed and answered, before the writer quits (their flush message
-  // would come after the stop).
   self->set_exit_handler([self](caf::exit_msg& msg) {
-    auto& st = self->state;
-    st.stopping = true; // `committed` below starts no new group
-    st.cfg.commits->wait_idle();
-    if (!st.in_flight.empty())
-      committed(self, st.group_id);
-    if (!st.pending.empty() && !st.cfg.env->broken()) {
-      std::vector<const storage::write_batch*> batches;
-      for (auto& p : st.pending)
-        batches.push_back(&p.batch);
-      auto results = storage::commit_group(*st.cfg.env, batches);
-      std::vector<writer_state::pending_batch> rest(
-          std::make_move_iterator(st.pending.begin()),
-          std::make_move_iterator(st.pending.end()));
-      st.pending.clear();
-      // (The local policy answers within the call, before the quit.)
-      st.cfg.durability->committed(
-          std::move(results),
-          [&rest](committer::results durable) { answer(rest, durable); });
-    }
-    stop_if_broken(self);
+    on_stop(self);
     self->quit(std::move(msg.reason));
   });
   return {
@@ -256,11 +342,12 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         // An empty batch is a barrier (supervise.hpp): never refused or
         // timed out, answered after every batch sent before it.
         bool barrier = batch.mutations.empty();
-        if (!barrier && st.pending.size() >= st.cfg.max_pending) {
+        auto waiting = st.pending.size() + st.committed_batches;
+        if (!barrier && waiting >= st.cfg.max_pending) {
           rp.deliver(write_result{
-              busy("write queue full: ", st.pending.size(),
-                   " batches wait for the disk (nothing of this one is "
-                   "stored)")});
+              busy("write queue full: ", waiting,
+                   " batches wait for the disk or for durability (nothing "
+                   "of this one is stored)")});
           return rp.later();
         }
         if (!barrier && !st.in_flight.empty()
@@ -273,18 +360,27 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
           return rp.later();
         }
         st.pending.push_back({std::move(batch), rp, now});
-        if (!st.flush_scheduled) {
-          st.flush_scheduled = true;
-          self->send(self, flush_atom::value);
-        }
+        kick(self); // at once when no commit runs
         arm(self);
         return rp.later();
       },
-      [self](flush_atom) {
-        self->state.flush_scheduled = false;
-        kick(self);
+      [self](durable_atom, std::uint16_t slot,
+             std::uint64_t seq) -> caf::typed_response_promise<write_result> {
+        auto& st = self->state;
+        auto rp = promise_for<write_result>(self);
+        storage::slot_seq mark{slot, seq};
+        if (slot >= st.cfg.marks->slots())
+          rp.deliver(write_result{make_error(
+              errc::internal, "writer: no slot ", slot, " in this store")});
+        else if (st.cfg.marks->covers(mark))
+          rp.deliver(write_result{});
+        else
+          st.readers.push_back({mark, rp});
+        return rp.later();
       },
+      [self](flush_atom) { kick(self); },
       [self](flush_atom, std::uint64_t id) { committed(self, id); },
+      [self](durable_atom, std::uint64_t id) { on_durable(self, id); },
       [self](timeout_atom, std::uint64_t id) { on_stall_timer(self, id); },
   };
 }
@@ -315,6 +411,12 @@ expected<writer_actor> spawn_writer(caf::actor_system& sys, writer_config cfg,
         = threaded ? thread_committer(*cfg.env) : inline_committer(*cfg.env);
   if (!cfg.durability)
     cfg.durability = local_durability();
+  if (!cfg.marks) {
+    auto marks = durable_marks::of(*cfg.env);
+    if (!marks)
+      return make_error(errc::internal, "writer: ", marks.err().message);
+    cfg.marks = std::move(*marks);
+  }
   // Threaded, the actor has a thread of its own too: queueing, answering
   // and the committer's wake-ups stay off the scheduler's workers.
   if (threaded)

@@ -18,6 +18,7 @@
 #include "actors/interfaces.hpp"
 #include "core/writer/committer.hpp"
 #include "core/writer/durability.hpp"
+#include "core/writer/durable_marks.hpp"
 #include "storage/lmdb.hpp"
 
 namespace spool::actors {
@@ -38,6 +39,10 @@ struct writer_config {
   std::shared_ptr<committer> commits{};
   /// When a committed group counts as durable (none: `local_durability`).
   std::shared_ptr<durability_policy> durability{};
+  /// How far each slot is durable, raised as answers are released; shared
+  /// with the readers (`node_context::durable`). None: the writer reads
+  /// them from the store.
+  std::shared_ptr<durable_marks> marks{};
 
   expected<void> validate() const;
 };

@@ -1,5 +1,6 @@
 #include "core/writer/committer.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -9,13 +10,20 @@ namespace spool::actors {
 
 namespace {
 
+commit_report commit(storage::env& env,
+                     const std::vector<const storage::write_batch*>& batches) {
+  commit_report r;
+  r.results = storage::commit_group(env, batches, &r.numbers);
+  return r;
+}
+
 class inline_commits final : public committer {
 public:
   explicit inline_commits(storage::env& env) : env_(env) {
   }
   void start(std::vector<const storage::write_batch*> batches,
-             std::function<void(results)> done) override {
-    done(storage::commit_group(env_, batches));
+             std::function<void(commit_report)> done) override {
+    done(commit(env_, batches));
   }
   void wait_idle() override {
   }
@@ -38,7 +46,7 @@ public:
     thread_.join();
   }
   void start(std::vector<const storage::write_batch*> batches,
-             std::function<void(results)> done) override {
+             std::function<void(commit_report)> done) override {
     {
       std::lock_guard<std::mutex> guard{mtx_};
       job_.emplace(job{std::move(batches), std::move(done)});
@@ -53,7 +61,7 @@ public:
 private:
   struct job {
     std::vector<const storage::write_batch*> batches;
-    std::function<void(results)> done;
+    std::function<void(commit_report)> done;
   };
 
   void run() {
@@ -69,7 +77,7 @@ private:
       // `done` may start the next job (the writer answers a group and
       // starts the next before this thread resumes): it is then waiting in
       // `job_`, and idle means neither a job waits nor one runs.
-      j.done(storage::commit_group(env_, j.batches));
+      j.done(commit(env_, j.batches));
       lock.lock();
       running_ = false;
       cv_.notify_all();
@@ -86,6 +94,20 @@ private:
 };
 
 } // namespace
+
+std::vector<storage::slot_seq> commit_report::marks() const {
+  std::vector<storage::slot_seq> all;
+  for (auto& batch : numbers)
+    all.insert(all.end(), batch.begin(), batch.end());
+  // By slot, highest seq first: the first of each slot is its mark.
+  std::sort(all.begin(), all.end(), [](auto& a, auto& b) {
+    return a.slot != b.slot ? a.slot < b.slot : a.seq > b.seq;
+  });
+  all.erase(std::unique(all.begin(), all.end(),
+                        [](auto& a, auto& b) { return a.slot == b.slot; }),
+            all.end());
+  return all;
+}
 
 std::shared_ptr<committer> inline_committer(storage::env& env) {
   return std::make_shared<inline_commits>(env);

@@ -9,18 +9,29 @@
 
 #include "storage/group_commit.hpp"
 #include "storage/lmdb.hpp"
+#include "storage/slot_log.hpp"
 
 namespace spool::actors {
+
+/// How one group's commit ended.
+struct commit_report {
+  /// One per batch: a failed one was not stored.
+  std::vector<storage::expected<void>> results;
+  /// One per batch: its number in each slot it touched (none for a failed
+  /// batch, or when the whole commit failed).
+  std::vector<std::vector<storage::slot_seq>> numbers;
+  /// The highest seq of each slot the group numbered.
+  std::vector<storage::slot_seq> marks() const;
+};
 
 /// Commits one group at a time for the writer.
 class committer {
 public:
-  using results = std::vector<storage::expected<void>>;
   virtual ~committer() = default;
   /// Starts committing `batches` (alive until `done` runs) as one LMDB
-  /// transaction; `done` runs once, on any thread, with one result each.
+  /// transaction; `done` runs once, on any thread, with its report.
   virtual void start(std::vector<const storage::write_batch*> batches,
-                     std::function<void(results)> done)
+                     std::function<void(commit_report)> done)
       = 0;
   /// Blocks until no commit runs (the writer's stop).
   virtual void wait_idle() = 0;

@@ -6,9 +6,9 @@ namespace {
 
 class local_policy final : public durability_policy {
 public:
-  void committed(committer::results results,
-                 std::function<void(committer::results)> durable) override {
-    durable(std::move(results));
+  void committed(std::vector<storage::slot_seq>,
+                 std::function<void()> durable) override {
+    durable();
   }
   const char* name() const noexcept override {
     return "local";

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/writer/committer.hpp"
 
@@ -18,19 +19,21 @@ namespace spool::actors {
 class durability_policy {
 public:
   virtual ~durability_policy() = default;
-  /// The group's local commit ended with `results` (one per batch; a
-  /// failed one was not stored). Calls `durable` exactly once, on any
-  /// thread, with the results its batches are answered with. The writer's
-  /// stop waits for the committer only: a policy that answers later than
-  /// it returns must also be waited for there (not needed by the local one).
-  virtual void committed(committer::results results,
-                         std::function<void(committer::results)> durable)
+  /// A group's local commit ended and numbered `marks` (the highest seq of
+  /// each slot it wrote; empty when it stored nothing). Calls `durable`
+  /// exactly once, on any thread, once those seqs are durable. Groups are
+  /// declared durable in the order they were committed. The writer goes on
+  /// committing meanwhile and answers each group only once it is durable;
+  /// at its stop it answers a group still waiting with `unavailable`
+  /// (outcome unknown).
+  virtual void committed(std::vector<storage::slot_seq> marks,
+                         std::function<void()> durable)
       = 0;
   /// Its name, for logs ("local").
   virtual const char* name() const noexcept = 0;
 };
 
-/// The local commit is durable: `durable` runs at once with the results.
+/// The local commit is durable: `durable` runs at once.
 std::shared_ptr<durability_policy> local_durability();
 
 } // namespace spool::actors

@@ -34,11 +34,22 @@ struct broker_sim : sim_fixture {
   std::chrono::seconds retention_interval{10};
   std::size_t delete_step = 1024;
   std::size_t sweep_step = 10'000;
+  /// How far each slot is durable (shared by the writer and the broker).
+  std::shared_ptr<actors::durable_marks> marks;
   /// How the next `start()`'s broker cuts segments.
   storage::segment_limits segments;
 
-  broker_sim() {
-    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+  /// `durability`: the writer's policy (none: the local commit).
+  explicit broker_sim(
+      std::shared_ptr<actors::durability_policy> durability = nullptr) {
+    auto m = actors::durable_marks::of(store.store->db());
+    REQUIRE(m);
+    marks = *m;
+    auto w = actors::spawn_writer(sys,
+                                  {.env = &store.store->db(),
+                                   .durability = std::move(durability),
+                                   .marks = marks},
+                                  false);
     REQUIRE(w);
     writer = *w;
     gate_st->keep = false; // a test that counts writes turns it on
@@ -178,6 +189,7 @@ struct broker_sim : sim_fixture {
     actors::broker_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = gated;
+    cfg.node.durable = marks;
     cfg.node.metrics = metrics;
     cfg.node.default_subscription = default_subscription;
     cfg.node.wall = [this] { return wall(); };

@@ -126,8 +126,20 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
             forward(self, real, std::move(w.batch), w.rp);
         }
       },
+      [=](actors::durable_atom, std::uint16_t slot, std::uint64_t seq) {
+        auto rp = self->make_response_promise<actors::write_result>();
+        self->request(real, caf::infinite, actors::durable_atom::value, slot,
+                      seq)
+            .then([rp](actors::write_result& r) mutable { rp.deliver(r); },
+                  [rp](caf::error&) mutable {
+                    rp.deliver(actors::write_result{
+                        make_error(errc::internal, "writer gone")});
+                  });
+        return rp;
+      },
       // The real writer's internal messages: never sent to the gate.
       [=](actors::flush_atom, std::uint64_t) {},
+      [=](actors::durable_atom, std::uint64_t) {},
       [=](actors::timeout_atom, std::uint64_t) {},
   };
 }

@@ -113,11 +113,11 @@ namespace {
 struct stalled_commits : actors::committer {
   storage::env& env;
   std::vector<const storage::write_batch*> batches;
-  std::function<void(results)> done;
+  std::function<void(actors::commit_report)> done;
   explicit stalled_commits(storage::env& e) : env(e) {
   }
   void start(std::vector<const storage::write_batch*> b,
-             std::function<void(results)> d) override {
+             std::function<void(actors::commit_report)> d) override {
     batches = std::move(b);
     done = std::move(d);
   }
@@ -132,7 +132,9 @@ struct stalled_commits : actors::committer {
       return;
     auto d = std::move(done);
     done = nullptr;
-    d(storage::commit_group(env, batches));
+    actors::commit_report r;
+    r.results = storage::commit_group(env, batches, &r.numbers);
+    d(std::move(r));
   }
 };
 
@@ -278,62 +280,4 @@ TEST_CASE("a barrier (an empty batch) is never refused or timed out: it is "
   CHECK((*hung)->ok());
   REQUIRE(*barrier);
   CHECK((*barrier)->ok());
-}
-
-namespace {
-
-/// A durability policy that holds every committed group until released
-/// (what a replication quorum will do).
-struct held_policy final : actors::durability_policy {
-  std::vector<std::pair<actors::committer::results,
-                        std::function<void(actors::committer::results)>>>
-      held;
-  void committed(actors::committer::results r,
-                 std::function<void(actors::committer::results)> k) override {
-    held.emplace_back(std::move(r), std::move(k));
-  }
-  const char* name() const noexcept override {
-    return "held";
-  }
-  void release_all() {
-    auto all = std::move(held);
-    held.clear();
-    for (auto& [r, k] : all)
-      k(std::move(r));
-  }
-};
-
-} // namespace
-
-TEST_CASE("the writer answers a batch only once its durability policy holds "
-          "it durable",
-          "[sim][writer][durability]") {
-  writer_fixture fx;
-  auto policy = std::make_shared<held_policy>();
-  auto w = actors::spawn_writer(
-      fx.sys, {.env = &fx.store.store->db(), .durability = policy}, false);
-  REQUIRE(w);
-  auto p = fx.store.make_partition();
-  storage::partition_log log{p};
-  auto r = fx.request_later<actors::write_result>(*w, actors::write_atom::value,
-                                                  fx.segment_batch(log, 2));
-  fx.run();
-  CHECK_FALSE(*r); // committed locally, not durable yet
-  CHECK(policy->held.size() == 1);
-  policy->release_all();
-  fx.run();
-  REQUIRE(*r);
-  CHECK((*r)->ok());
-  CHECK(fx.store.stored(p).next_offset == storage::offset{2});
-  caf::anon_send_exit(*w, caf::exit_reason::user_shutdown);
-}
-
-TEST_CASE("the writer's default durability policy is the local commit",
-          "[sim][writer][durability]") {
-  CHECK(std::string{actors::local_durability()->name()} == "local");
-  actors::committer::results got;
-  actors::committer::results one(1);
-  actors::local_durability()->committed(
-      one, [&](actors::committer::results r) { got = std::move(r); });
-  CHECK(got.size() == 1); // at once, within the call
 }

@@ -35,11 +35,12 @@ TEST_CASE("wait_idle waits for a commit started from the previous commit's "
   std::atomic<bool> first_ok{false};
   std::atomic<bool> second_done{false};
   std::atomic<bool> second_ok{false};
-  commits->start({&first}, [&](spool::actors::committer::results r) {
-    first_ok = r.size() == 1 && r[0];
-    // As the writer actor does: answer a group, start the next.
-    commits->start({&second}, [&](spool::actors::committer::results r2) {
-      second_ok = r2.size() == 1 && r2[0];
+  commits->start({&first}, [&](spool::actors::commit_report r) {
+    first_ok = r.results.size() == 1 && r.results[0] && r.numbers.size() == 1
+               && r.numbers[0].size() == 1;
+    // As the writer actor does: start the next group at once.
+    commits->start({&second}, [&](spool::actors::commit_report r2) {
+      second_ok = r2.results.size() == 1 && r2.results[0];
       second_done = true;
     });
   });
