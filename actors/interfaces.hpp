@@ -260,11 +260,18 @@ using queue_actor = caf::typed_actor<
     /// consider every partition again) or failed (nothing changed).
     caf::reacts_to<sub_update_atom, std::string, bool>>;
 
-/// Who hears of the leases a queue grants and ends: the broker, whose
-/// directory routes a lease id to its queue.
-using lease_watcher = caf::typed_actor<
+/// Who hears what a queue's directories need (the broker): the leases a
+/// queue grants and ends (its directory routes a lease id to its queue), the
+/// partitions it creates (its uuid directory) and its durable pushes (they
+/// wake parked namespace pops). A queue answers a single-queue push itself,
+/// so it tells these before it answers.
+using queue_watcher = caf::typed_actor<
     /// Lease `id` of queue `queue` began (true) or ended (false).
-    caf::reacts_to<lease_atom, std::string, std::string, bool>>;
+    caf::reacts_to<lease_atom, std::string, std::string, bool>,
+    /// The queue created this partition (durable).
+    caf::reacts_to<push_atom, push_target>,
+    /// A push to queue `queue` stored frames (durable).
+    caf::reacts_to<push_atom, std::string>>;
 
 /// The node API: what the gateway (and only it) asks the broker, in the
 /// wire's identities where the wire has them (partition uuid, lease id,
@@ -359,8 +366,11 @@ using broker_actor = node_api::extend<
     /// counting no delivery (the per-partition form of the node API's).
     caf::replies_to<release_atom, std::string, std::string, std::string,
                     std::string>::with<bool>,
-    /// From the queues: a lease began or ended (`lease_watcher`).
-    caf::reacts_to<lease_atom, std::string, std::string, bool>>;
+    /// From the queues (`queue_watcher`): a lease began or ended, a
+    /// partition was created, a push was stored.
+    caf::reacts_to<lease_atom, std::string, std::string, bool>,
+    caf::reacts_to<push_atom, push_target>,
+    caf::reacts_to<push_atom, std::string>>;
 
 } // namespace spool::actors
 
@@ -377,6 +387,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::stored_frame>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_target)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::ack_reply)

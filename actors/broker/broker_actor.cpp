@@ -35,7 +35,7 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.partitions = std::move(partitions);
   qc.max_parked = st.cfg.pop.max_parked;
   qc.parked_total = st.parked_total;
-  qc.lease_watcher = self->address();
+  qc.watcher = self->address();
   for (auto& p : qc.partitions)
     st.by_uuid.add(p.uuid, rec.name, p.name, rec.id.value);
   auto q = spawn_queue(self->system(), std::move(qc));
@@ -391,6 +391,12 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](lease_atom, const std::string& id, const std::string& queue,
              bool live) { on_lease_note(self, id, queue, live); },
+      [self](push_atom, const push_target& t) {
+        learn_partition(self, t.partition_uuid, t.queue, t.partition);
+      },
+      [self](push_atom, const std::string& queue) {
+        wake(self, std::vector<std::string>{queue});
+      },
       [self](info_atom, const std::optional<std::string>& queue) {
         return describe(self, queue);
       },

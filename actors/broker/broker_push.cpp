@@ -123,18 +123,10 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
 
 void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
   auto n = run->queues.size();
-  if (n == 1) { // one queue commits its own batch
-    self->request(self->state.queues.at(run->queues[0]), caf::infinite,
-                  push_atom::value, std::move(run->parts[0]))
-        .then(
-            [run](queue_push_reply& r) mutable {
-              run->replies = {std::move(r)};
-              answer(run);
-            },
-            [run](caf::error& err) {
-              run->failure = unreachable(err);
-              answer(run);
-            });
+  if (n == 1) { // one queue commits its own batch and answers itself
+    // (it tells the broker of new partitions and of a stored push first)
+    run->rp.delegate(self->state.queues.at(run->queues[0]), push_atom::value,
+                     std::move(run->parts[0]));
     return;
   }
   // Seals at most `gather_window` queues at a time (a push to thousands of

@@ -228,8 +228,13 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
         auto& st = self->state;
         return new_partition_record(st.cfg.node, st.cfg.record.id, n);
       },
-      [self](const storage::partition_record& rec) {
-        return add_partition(self, rec);
+      [self](const storage::partition_record& rec) -> expected<void> {
+        SPOOL_TRY(add_partition(self, rec));
+        // The broker's uuid directory learns it before any answer naming it.
+        auto& q = self->state.cfg.record;
+        tell_watcher(self, push_atom::value,
+                     push_target{q.name, rec.name, rec.uuid, q.id});
+        return {};
       },
       std::move(k));
 }

@@ -33,9 +33,10 @@ struct queue_config {
   /// (µs) between sweeps that are not catching up.
   std::size_t dlq_sweep_step = 1'000;
   storage::micros dlq_sweep_gap = 60'000'000;
-  /// Told of every lease this queue grants and ends (a `lease_watcher`,
-  /// the broker; none: nobody).
-  caf::actor_addr lease_watcher;
+  /// Told of every lease this queue grants and ends, every partition it
+  /// creates and every push it stores (a `queue_watcher`, the broker;
+  /// none: nobody).
+  caf::actor_addr watcher;
 
   expected<void> validate() const;
 };

@@ -14,11 +14,7 @@ namespace {
 constexpr std::size_t lease_sweep_step = 16;
 
 void tell_broker(queue_ptr self, const std::string& id, bool live) {
-  auto& w = self->state.cfg.lease_watcher;
-  if (!w)
-    return;
-  if (auto h = caf::actor_cast<lease_watcher>(w))
-    self->send(h, lease_atom::value, id, self->state.cfg.record.name, live);
+  tell_watcher(self, lease_atom::value, id, self->state.cfg.record.name, live);
 }
 
 void forget(queue_ptr self, const std::string& id) {

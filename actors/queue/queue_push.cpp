@@ -78,6 +78,9 @@ queue_push_reply finish(queue_ptr self, push_run& run,
     grown.push_back(run.names[k]);
   }
   wake_for(self, grown);
+  // Parked namespace pops wait in the broker.
+  if (!grown.empty() && !self->state.cfg.record.name_space.empty())
+    tell_watcher(self, push_atom::value, self->state.cfg.record.name);
   return reply;
 }
 

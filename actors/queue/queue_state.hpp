@@ -158,6 +158,16 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run,
 
 /// Answers the pops `which` selects empty: parked ones now, running ones
 /// when their run ends (so none of them parks again).
+/// Tells the queue's watcher (the broker) `xs`, if it has one.
+template <class... Ts>
+void tell_watcher(queue_ptr self, Ts&&... xs) {
+  auto& w = self->state.cfg.watcher;
+  if (!w)
+    return;
+  if (auto h = caf::actor_cast<queue_watcher>(w))
+    self->send(h, std::forward<Ts>(xs)...);
+}
+
 template <class Pred>
 void answer_parked(queue_ptr self, Pred which) {
   self->state.parked.cancel_if(which);
