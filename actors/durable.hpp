@@ -18,55 +18,63 @@
 
 namespace spool::actors {
 
+/// Calls `k(std::optional<api_error>)` once every seq in `marks` is
+/// durable: the ones `durable` covers at once, the others one wait at the
+/// writer each, in turn (rare: a commit that ended a moment ago, or a
+/// quorum still out).
+template <class Self, class K>
+void wait_durable(Self* self, writer_actor writer,
+                  std::shared_ptr<const durable_marks> durable,
+                  std::vector<storage::slot_seq> marks, K k) {
+  std::erase_if(marks, [&](auto& m) { return durable && durable->covers(m); });
+  if (marks.empty()) {
+    k(std::optional<api_error>{});
+    return;
+  }
+  auto next = marks.back();
+  marks.pop_back();
+  auto shared = std::make_shared<K>(std::move(k));
+  self->request(writer, caf::infinite, durable_atom::value, next.slot,
+                next.seq)
+      .then(
+          [self, writer, durable, marks = std::move(marks),
+           shared](write_result& r) mutable {
+            if (r.failure)
+              (*shared)(std::move(r.failure));
+            else
+              wait_durable(self, writer, std::move(durable), std::move(marks),
+                           std::move(*shared));
+          },
+          [shared](caf::error& err) {
+            (*shared)(std::optional<api_error>{unreachable(err, "writer")});
+          });
+}
+
 /// Calls `k(std::optional<api_error>)` once every seq the slots `slots`
-/// hold now is durable: at once when `node.durable` covers them, else when
-/// the writer says so. The marks are read after the answer's own read, so
-/// they are at least the seqs the answer depends on (durability comes in
-/// seq order).
+/// hold now is durable (`wait_durable`). The marks are read after the
+/// answer's own read, so they are at least the seqs the answer depends on
+/// (durability comes in seq order).
 template <class Self, class K>
 void after_durable(Self* self, const node_context& node,
-                   std::vector<storage::slot_t> slots, K k) {
-  std::vector<storage::slot_seq> waiting;
-  if (auto t = node.store.read()) {
+                   const std::vector<storage::slot_t>& slots, K k) {
+  std::vector<storage::slot_seq> marks;
+  {
+    auto t = node.store.read();
+    if (!t) {
+      k(std::optional<api_error>{t.err()});
+      return;
+    }
     for (auto s : slots) {
       auto m = read_mark(*t, s);
       if (!m) {
         k(std::optional<api_error>{m.err()});
         return;
       }
-      if (!node.durable || !node.durable->covers(*m))
-        waiting.push_back(*m);
+      marks.push_back(*m);
     }
-  } else {
-    k(std::optional<api_error>{t.err()});
-    return;
   }
-  if (waiting.empty()) {
-    k(std::optional<api_error>{});
-    return;
-  }
-  // Rare (a commit that ended a moment ago, or a quorum still out): one
-  // wait per slot, in turn.
-  auto shared = std::make_shared<K>(std::move(k));
-  auto next = waiting.back();
-  waiting.pop_back();
-  std::vector<storage::slot_t> rest;
-  for (auto& m : waiting)
-    rest.push_back(m.slot);
-  self->request(node.writer, caf::infinite, durable_atom::value, next.slot,
-                next.seq)
-      .then(
-          [self, &node, shared, rest](write_result& r) {
-            if (r.failure)
-              (*shared)(std::move(r.failure));
-            else if (rest.empty())
-              (*shared)(std::optional<api_error>{});
-            else
-              after_durable(self, node, rest, std::move(*shared));
-          },
-          [shared](caf::error& err) {
-            (*shared)(std::optional<api_error>{unreachable(err, "writer")});
-          });
+  wait_durable(self, node.writer, node.durable, std::move(marks),
+               std::move(k));
 }
 
 template <class Self, class K>

@@ -391,8 +391,10 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](lease_atom, const std::string& id, const std::string& queue,
              bool live) { on_lease_note(self, id, queue, live); },
-      [self](push_atom, const push_target& t) {
-        learn_partition(self, t.partition_uuid, t.queue, t.partition);
+      [self](push_atom, push_target& t) {
+        queue_push_reply r; // filed under the queue that told, if live
+        r.targets.push_back(std::move(t));
+        learn_partitions(self, r);
       },
       [self](push_atom, const std::string& queue) {
         wake(self, std::vector<std::string>{queue});

@@ -156,8 +156,6 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run,
                 storage::write_batch batch,
                 std::function<void(std::optional<api_error>)> done);
 
-/// Answers the pops `which` selects empty: parked ones now, running ones
-/// when their run ends (so none of them parks again).
 /// Tells the queue's watcher (the broker) `xs`, if it has one.
 template <class... Ts>
 void tell_watcher(queue_ptr self, Ts&&... xs) {
@@ -168,6 +166,8 @@ void tell_watcher(queue_ptr self, Ts&&... xs) {
     self->send(h, std::forward<Ts>(xs)...);
 }
 
+/// Answers the pops `which` selects empty: parked ones now, running ones
+/// when their run ends (so none of them parks again).
 template <class Pred>
 void answer_parked(queue_ptr self, Pred which) {
   self->state.parked.cancel_if(which);

@@ -181,19 +181,18 @@ void on_durable(writer_ptr self, std::uint64_t id) {
   release(self);
 }
 
-/// Hands the ended commit of `group` to the durability policy, which may
-/// declare it durable inline (the local one) or later, by message.
-void hand_to_policy(writer_ptr self, std::vector<writer_state::pending_batch>
-                                         group,
+/// Hands the ended commit `id` of `group` to the durability policy, which
+/// may declare it durable inline (the local one) or later, by message.
+void hand_to_policy(writer_ptr self, std::uint64_t id,
+                    std::vector<writer_state::pending_batch> group,
                     commit_report report) {
   auto& st = self->state;
-  writer_state::committed_group g{st.group_id, {}, std::move(report.results),
+  writer_state::committed_group g{id, {}, std::move(report.results),
                                   report.marks(), false};
   g.promises.reserve(group.size());
   for (auto& b : group)
     g.promises.push_back(std::move(b.promise));
   st.committed_batches += g.promises.size();
-  auto id = g.id;
   auto marks = g.marks;
   st.committed.push_back(std::move(g));
   // 0: undecided, 1: the policy answered inline, 2: it will send.
@@ -209,18 +208,31 @@ void hand_to_policy(writer_ptr self, std::vector<writer_state::pending_batch>
     on_durable(self, id);
 }
 
+/// Answers every batch and reader still waiting with `err`.
+void fail_waiting(writer_ptr self, const api_error& err) {
+  auto& st = self->state;
+  for (auto& p : st.pending)
+    p.promise.deliver(write_result{err});
+  st.pending.clear();
+  for (auto& g : st.committed)
+    for (auto& p : g.promises)
+      p.deliver(write_result{err});
+  st.committed.clear();
+  st.committed_batches = 0;
+  for (auto& r : st.readers)
+    r.promise.deliver(write_result{err});
+  st.readers.clear();
+}
+
 /// Fails every batch broken storage can no longer take, and stops.
 bool stop_if_broken(writer_ptr self) {
   auto& st = self->state;
   if (!st.cfg.env->broken())
     return false;
-  auto err = make_error(errc::internal,
-                        "storage unusable: the LMDB map is gone after "
-                        "a failed growth");
-  for (auto& p : st.pending)
-    p.promise.deliver(write_result{err});
-  st.pending.clear();
-  self->quit(caf::make_error(caf::sec::runtime_error, err.message));
+  fail_waiting(self, make_error(errc::internal,
+                                "storage unusable: the LMDB map is gone after "
+                                "a failed growth"));
+  self->quit(caf::make_error(caf::sec::runtime_error, "storage unusable"));
   return true;
 }
 
@@ -240,14 +252,12 @@ void committed(writer_ptr self, std::uint64_t id) {
   }
   auto group = std::move(st.in_flight);
   st.in_flight.clear();
-  if (stop_if_broken(self)) {
-    auto err = make_error(errc::internal, "storage unusable");
-    for (auto& b : group)
-      b.promise.deliver(write_result{err});
+  // Handed over first: its answers (its batches' own errors, when the map
+  // broke) come before the failure of what waits behind it.
+  hand_to_policy(self, id, std::move(group), std::move(report));
+  if (stop_if_broken(self))
     return;
-  }
   kick(self);
-  hand_to_policy(self, std::move(group), std::move(report));
 }
 
 /// While a commit runs: the timer at the oldest waiting batch's deadline.
@@ -312,19 +322,14 @@ void on_stop(writer_ptr self) {
         std::make_move_iterator(st.pending.begin()),
         std::make_move_iterator(st.pending.end()));
     st.pending.clear();
-    ++st.group_id;
-    hand_to_policy(self, std::move(rest), std::move(report));
+    hand_to_policy(self, ++st.group_id, std::move(rest), std::move(report));
   }
-  stop_if_broken(self);
-  auto unknown = busy("the node stopped before the write was durable: its "
-                      "outcome is unknown");
-  for (auto& g : st.committed)
-    for (auto& p : g.promises)
-      p.deliver(write_result{unknown});
-  st.committed.clear();
-  for (auto& r : st.readers)
-    r.promise.deliver(write_result{unknown});
-  st.readers.clear();
+  if (st.cfg.env->broken())
+    fail_waiting(self, make_error(errc::internal,
+                                  "storage unusable: the LMDB map is gone "
+                                  "after a failed growth"));
+  fail_waiting(self, busy("the node stopped before the write was durable: "
+                          "its outcome is unknown"));
 }
 
 writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
@@ -374,6 +379,10 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
               errc::internal, "writer: no slot ", slot, " in this store")});
         else if (st.cfg.marks->covers(mark))
           rp.deliver(write_result{});
+        else if (st.readers.size() >= st.cfg.max_pending)
+          rp.deliver(write_result{
+              busy("too many answers wait for durability (",
+                   st.readers.size(), "): retry")});
         else
           st.readers.push_back({mark, rp});
         return rp.later();

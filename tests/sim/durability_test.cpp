@@ -116,6 +116,27 @@ TEST_CASE("the writer commits the next group while an earlier one waits for "
   CHECK((*second)->ok());
 }
 
+TEST_CASE("a group committed while the previous one was being committed is "
+          "answered only once its own durability is declared",
+          "[sim][writer][durability]") {
+  held_writer fx;
+  // Both reach the writer before it runs: the second waits for the first's
+  // commit, then is committed as the next group.
+  auto first = fx.write(1);
+  auto second = fx.write(1);
+  fx.run();
+  REQUIRE(fx.policy->held.size() == 2);
+  fx.policy->release(0);
+  fx.run();
+  REQUIRE(*first);
+  CHECK((*first)->ok());
+  CHECK_FALSE(*second); // its own group is not durable yet
+  fx.policy->release(1);
+  fx.run();
+  REQUIRE(*second);
+  CHECK((*second)->ok());
+}
+
 TEST_CASE("a reader waiting for a seq is answered once that seq is durable, "
           "and at once when it already is",
           "[sim][writer][durability]") {

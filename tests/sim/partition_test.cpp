@@ -32,12 +32,12 @@ struct partition_fixture : sim_fixture {
 
   partition_fixture() {
     start = now();
+    rec = store.make_partition(); // before the writer reads its marks
     auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
     REQUIRE(w);
     writer = *w;
     gate_st->keep = false;
     gated = sys.spawn(gate, gate_st, writer); // faults for the tests that ask
-    rec = store.make_partition();
     options.lease_time_s = 30;
     options.retry_limit = 2;
     spawn();

@@ -28,14 +28,15 @@ struct queue_fixture : sim_fixture {
   int pops = 0;
 
   queue_fixture() {
-    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
-    REQUIRE(w);
-    writer = *w;
     rec.name = "orders";
     rec.id = store.store->next_queue_id(rec.name);
     rec.options.lease_time_s = 30;
     REQUIRE(
         store.commit(storage::write_batch{{storage::mut::create_queue{rec}}}));
+    // After the direct commit: the writer's durable marks start there.
+    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    REQUIRE(w);
+    writer = *w;
     actors::queue_config cfg;
     cfg.node.store = store.store.get();
     cfg.node.writer = writer;
