@@ -34,8 +34,7 @@ void wait_durable(Self* self, writer_actor writer,
   auto next = marks.back();
   marks.pop_back();
   auto shared = std::make_shared<K>(std::move(k));
-  self->request(writer, caf::infinite, durable_atom::value, next.slot,
-                next.seq)
+  self->request(writer, caf::infinite, durable_atom::value, next.slot, next.seq)
       .then(
           [self, writer, durable, marks = std::move(marks),
            shared](write_result& r) mutable {
@@ -73,8 +72,7 @@ void after_durable(Self* self, const node_context& node,
       marks.push_back(*m);
     }
   }
-  wait_durable(self, node.writer, node.durable, std::move(marks),
-               std::move(k));
+  wait_durable(self, node.writer, node.durable, std::move(marks), std::move(k));
 }
 
 template <class Self, class K>

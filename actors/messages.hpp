@@ -15,6 +15,7 @@
 #include "core/broker/txn_core.hpp"
 #include "core/cursor/cursor_core.hpp"
 #include "core/cursor/cursor_txn.hpp"
+#include "core/cursor/pop_plan.hpp"
 #include "core/cursor/seek.hpp"
 #include "core/dlq/dlq_core.hpp"
 #include "core/partition/visibility.hpp"
@@ -43,43 +44,10 @@ struct push_reply {
   std::optional<api_error> failure;
 };
 
-/// A pop on one partition for one group.
-struct pop_request {
-  std::string group;
-  std::size_t batch = 1;
-  std::size_t max_bytes = SIZE_MAX;
-  /// Chosen by the caller: one wildcard pop shares it across partitions.
-  std::string lease_id;
-  bool auto_ack = false;
-};
-
-/// A message as a pop delivers it.
-struct delivered_frame {
-  storage::stored_frame frame;
-  std::uint32_t delivery_count = 0;
-  /// A requeued dead letter (`requeued: true`): its DLQ id.
-  std::optional<std::uint64_t> requeued;
-};
-
-struct pop_reply {
-  std::vector<delivered_frame> messages;
-  /// The lease taken (none for autoAck or an empty answer).
-  std::optional<lease_info> lease;
-  /// Offsets below the watermark the cursor jumped over.
-  std::optional<offset_range> skipped;
-  /// Nothing after the group's committed offset: the partition's last
-  /// offset at this scan (the group's empty-scan watermark there).
-  std::optional<storage::offset> empty_at;
-  /// Why `messages` is empty.
-  empty_reason reason = empty_reason::empty;
-  /// Empty for a while: when frames may become deliverable without a push
-  /// (lease expiry, retry delay, delayedProcessing, windowBuffer).
-  std::optional<mono_time> retry_at;
-  std::optional<api_error> failure;
-  /// With `failure` (busy): the group's cursor here is being respawned, so
-  /// nothing was taken and a wildcard pop may go on to another partition.
-  bool restarting = false;
-};
+using core::delivered_frame;
+using core::partition_view;
+using core::pop_reply;
+using core::pop_request;
 
 struct ack_reply {
   ack_error error = ack_error::none;
@@ -235,14 +203,6 @@ struct queue_pop_reply {
   /// retried then).
   std::optional<mono_time> retry_at;
   std::optional<api_error> failure;
-};
-
-/// What a cursor needs to know of its partition with each request.
-struct partition_view {
-  storage::offset watermark;
-  /// The readable end: next offset after the settled prefix of seals.
-  storage::offset readable_end;
-  storage::micros newest_created_at = 0;
 };
 
 /// The answer to a DLQ listing.

@@ -46,13 +46,12 @@ on_dlq_list(broker_ptr self, const core::dlq_query& q) {
   else
     for (std::uint32_t s = 0; s < node.store.slot_count(); ++s)
       slots.push_back(static_cast<storage::slot_t>(s));
-  after_durable(self, node, std::move(slots),
-                [rp, page = std::move(*page)](
-                    std::optional<api_error> failure) mutable {
-                  rp.deliver(failure ? dlq_list_reply{{}, std::move(failure)}
-                                     : dlq_list_reply{std::move(page),
-                                                      std::nullopt});
-                });
+  after_durable(
+      self, node, std::move(slots),
+      [rp, page = std::move(*page)](std::optional<api_error> failure) mutable {
+        rp.deliver(failure ? dlq_list_reply{{}, std::move(failure)}
+                           : dlq_list_reply{std::move(page), std::nullopt});
+      });
   return rp.later();
 }
 

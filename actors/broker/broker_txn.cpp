@@ -448,12 +448,12 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
         return rp.later();
       }
       // Released once the batch that stored it is durable.
-      after_durable(h.self, h.node, slot_of_id(home->value),
-                    [rp, r = std::move(*r)](
-                        std::optional<api_error> failure) mutable {
-                      rp.deliver(failure ? txn_reply{{}, std::move(failure)}
-                                         : txn_reply{std::move(r), std::nullopt});
-                    });
+      after_durable(
+          h.self, h.node, slot_of_id(home->value),
+          [rp, r = std::move(*r)](std::optional<api_error> failure) mutable {
+            rp.deliver(failure ? txn_reply{{}, std::move(failure)}
+                               : txn_reply{std::move(r), std::nullopt});
+          });
       return rp.later();
     }
     h.in_flight.emplace(flight_key(*run, run->id),

@@ -33,21 +33,6 @@ std::uint64_t next_stage_id() {
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-/// The frame at `off` in `frames`, or null.
-storage::stored_frame* find_frame(frame_list& frames, storage::offset off) {
-  // Reads return runs of offsets: try the dense position first.
-  if (!frames.empty()) {
-    auto guess = off - frames.front().off;
-    if (guess >= 0 && static_cast<std::size_t>(guess) < frames.size()
-        && frames[static_cast<std::size_t>(guess)].off == off)
-      return &frames[static_cast<std::size_t>(guess)];
-  }
-  auto it = std::lower_bound(frames.begin(), frames.end(), off,
-                             [](const storage::stored_frame& f,
-                                storage::offset o) { return f.off < o; });
-  return it != frames.end() && it->off == off ? &*it : nullptr;
-}
-
 /// Reads the frames at `offsets` (sorted) in one short read transaction,
 /// decoding no more than `max_bytes` of payload (at least one frame; the
 /// offsets past the cap are not read: a pop's byte cap bounds its memory).

@@ -83,14 +83,12 @@ using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
 /// `core/dlq/dead_letters.hpp`).
 using core::dlq_changes;
 
-/// Frames by offset, sorted ascending (what `load_frames` returns).
-using frame_list = std::vector<storage::stored_frame>;
+using core::find_frame;
+using core::frame_list;
 
 // -- shared between the files -------------------------------------------------
 
 std::uint64_t next_stage_id();
-
-storage::stored_frame* find_frame(frame_list& frames, storage::offset off);
 
 expected<frame_list> load_frames(const cursor_config& cfg,
                                  const std::vector<storage::offset>& offs,

@@ -169,14 +169,14 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   auto s = *sealed;
   if (s->mutations.empty()) { // only duplicates of stored frames
     st.log->durable(*s);
-    after_durable(self, st.cfg.node, slot_of_id(st.cfg.record.queue.value),
-                  [rp, s](std::optional<api_error> failure) mutable {
-                    if (failure)
-                      rp.deliver(push_reply{{}, 0, std::move(failure)});
-                    else
-                      rp.deliver(
-                          push_reply{s->results, s->created_at, std::nullopt});
-                  });
+    after_durable(
+        self, st.cfg.node, slot_of_id(st.cfg.record.queue.value),
+        [rp, s](std::optional<api_error> failure) mutable {
+          if (failure)
+            rp.deliver(push_reply{{}, 0, std::move(failure)});
+          else
+            rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
+        });
     return rp.later();
   }
   self->request(st.cfg.node.writer, caf::infinite, write_atom::value,

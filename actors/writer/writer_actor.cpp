@@ -187,8 +187,8 @@ void hand_to_policy(writer_ptr self, std::uint64_t id,
                     std::vector<writer_state::pending_batch> group,
                     commit_report report) {
   auto& st = self->state;
-  writer_state::committed_group g{id, {}, std::move(report.results),
-                                  report.marks(), false};
+  writer_state::committed_group g{
+      id, {}, std::move(report.results), report.marks(), false};
   g.promises.reserve(group.size());
   for (auto& b : group)
     g.promises.push_back(std::move(b.promise));
@@ -316,8 +316,8 @@ void on_stop(writer_ptr self) {
     for (auto& p : st.pending)
       batches.push_back(&p.batch);
     commit_report report;
-    report.results = storage::commit_group(*st.cfg.env, batches,
-                                           &report.numbers);
+    report.results
+        = storage::commit_group(*st.cfg.env, batches, &report.numbers);
     std::vector<writer_state::pending_batch> rest(
         std::make_move_iterator(st.pending.begin()),
         std::make_move_iterator(st.pending.end()));
@@ -375,14 +375,13 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         auto rp = promise_for<write_result>(self);
         storage::slot_seq mark{slot, seq};
         if (slot >= st.cfg.marks->slots())
-          rp.deliver(write_result{make_error(
-              errc::internal, "writer: no slot ", slot, " in this store")});
+          rp.deliver(write_result{make_error(errc::internal, "writer: no slot ",
+                                             slot, " in this store")});
         else if (st.cfg.marks->covers(mark))
           rp.deliver(write_result{});
         else if (st.readers.size() >= st.cfg.max_pending)
-          rp.deliver(write_result{
-              busy("too many answers wait for durability (",
-                   st.readers.size(), "): retry")});
+          rp.deliver(write_result{busy("too many answers wait for durability (",
+                                       st.readers.size(), "): retry")});
         else
           st.readers.push_back({mark, rp});
         return rp.later();

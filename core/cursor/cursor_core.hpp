@@ -56,6 +56,16 @@ struct dead_letter {
   std::optional<std::uint64_t> dlq_id;
 };
 
+/// The DLQ side of one cursor write (written by `core/dlq`).
+struct dlq_changes {
+  /// New entries, or requeued entries returning (`dlq_id` set).
+  std::vector<dead_letter> dead;
+  /// Requeued entries acked: removed from the DLQ.
+  std::vector<std::uint64_t> done;
+  /// Entries now pending requeue (stored with `requeued` set).
+  std::vector<std::uint64_t> marked;
+};
+
 /// What a pop should deliver.
 struct delivery_plan {
   /// Offsets to deliver, in order (never empty in a plan).

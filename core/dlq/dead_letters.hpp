@@ -33,16 +33,6 @@
 
 namespace spool::core {
 
-/// The DLQ side of one cursor write.
-struct dlq_changes {
-  /// New entries, or requeued entries returning (`dlq_id` set).
-  std::vector<dead_letter> dead;
-  /// Requeued entries acked: removed from the DLQ.
-  std::vector<std::uint64_t> done;
-  /// Entries now pending requeue (stored with `requeued` set).
-  std::vector<std::uint64_t> marked;
-};
-
 /// Whose DLQ and how: the cursor's queue, partition and group.
 struct dlq_writer {
   storage::queue_id queue;

@@ -5,7 +5,8 @@
 namespace spool::actors {
 
 durable_marks::durable_marks(std::uint32_t slots) :
-    slots_(slots), seqs_(std::make_unique<std::atomic<std::uint64_t>[]>(slots)) {
+    slots_(slots),
+    seqs_(std::make_unique<std::atomic<std::uint64_t>[]>(slots)) {
   for (std::uint32_t s = 0; s < slots_; ++s)
     seqs_[s].store(0, std::memory_order_relaxed);
 }
@@ -19,8 +20,7 @@ durable_marks::of(storage::env& e) {
   if (!format)
     return std::move(format).err();
   // A bare environment (no store format row) may hold any slot.
-  auto slots
-      = format->slot_count != 0 ? format->slot_count : max_slot_count;
+  auto slots = format->slot_count != 0 ? format->slot_count : max_slot_count;
   auto marks = std::make_shared<durable_marks>(slots);
   for (std::uint32_t s = 0; s < slots; ++s) {
     auto m = read_mark(*t, static_cast<storage::slot_t>(s));
@@ -44,8 +44,7 @@ bool durable_marks::covers(
   return true;
 }
 
-void durable_marks::raise(
-    std::span<const storage::slot_seq> marks) noexcept {
+void durable_marks::raise(std::span<const storage::slot_seq> marks) noexcept {
   for (auto& m : marks) {
     if (m.slot >= slots_)
       continue;

@@ -25,8 +25,7 @@ public:
   /// Every slot of the store in `e` at its last seq: on one node what a
   /// store holds when it opens is durable (it was synced before it was
   /// answered).
-  static storage::expected<std::shared_ptr<durable_marks>>
-  of(storage::env& e);
+  static storage::expected<std::shared_ptr<durable_marks>> of(storage::env& e);
 
   std::uint32_t slots() const noexcept {
     return slots_;

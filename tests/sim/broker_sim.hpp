@@ -40,8 +40,8 @@ struct broker_sim : sim_fixture {
   storage::segment_limits segments;
 
   /// `durability`: the writer's policy (none: the local commit).
-  explicit broker_sim(
-      std::shared_ptr<actors::durability_policy> durability = nullptr) {
+  explicit broker_sim(std::shared_ptr<actors::durability_policy> durability
+                      = nullptr) {
     auto m = actors::durable_marks::of(store.store->db());
     REQUIRE(m);
     marks = *m;

@@ -78,8 +78,7 @@ TEST_CASE("the writer answers a batch only once its durability policy holds "
   fx.run();
   CHECK_FALSE(*r); // committed locally, not durable yet
   REQUIRE(fx.policy->held.size() == 1);
-  CHECK(fx.policy->held[0].marks
-        == std::vector<storage::slot_seq>{fx.last()});
+  CHECK(fx.policy->held[0].marks == std::vector<storage::slot_seq>{fx.last()});
   CHECK_FALSE(fx.marks->covers(fx.last()));
   fx.policy->release_all();
   fx.run();
@@ -217,14 +216,13 @@ TEST_CASE("a group's durable marks are the highest seq of each slot it "
           "[sim][writer][durability]") {
   actors::commit_report r;
   r.numbers = {{{3, 10}, {1, 4}}, {}, {{3, 11}}, {{2, 7}, {1, 5}}};
-  CHECK(r.marks()
-        == std::vector<storage::slot_seq>{{1, 5}, {2, 7}, {3, 11}});
+  CHECK(r.marks() == std::vector<storage::slot_seq>{{1, 5}, {2, 7}, {3, 11}});
   actors::durable_marks m{4};
   m.raise(r.marks());
   CHECK(m.covers(storage::slot_seq{3, 11}));
   CHECK_FALSE(m.covers(storage::slot_seq{3, 12}));
   CHECK(m.covers(storage::slot_seq{0, 0}));
-  CHECK_FALSE(m.covers(storage::slot_seq{4, 0})); // no such slot
+  CHECK_FALSE(m.covers(storage::slot_seq{4, 0}));  // no such slot
   m.raise(std::vector<storage::slot_seq>{{3, 2}}); // never lowered
   CHECK(m.covers(storage::slot_seq{3, 11}));
 }

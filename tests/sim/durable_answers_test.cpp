@@ -65,8 +65,7 @@ TEST_CASE("a duplicate of a stored push that is not durable yet is answered "
   REQUIRE(*again);
   REQUIRE_FALSE((*again)->failure);
   REQUIRE((*again)->results.size() == 1);
-  CHECK((*again)->results[0].result.status
-        == storage::frame_result::duplicate);
+  CHECK((*again)->results[0].result.status == storage::frame_result::duplicate);
 }
 
 TEST_CASE("the DLQ list is answered only once what its queue's slot held "
