@@ -13,11 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "actors/async_mutex.hpp"
 #include "actors/interfaces.hpp"
 #include "actors/write.hpp"
+#include "core/queue/async_mutex.hpp"
 
 namespace spool::actors {
+
+using core::async_mutex;
 
 inline storage::mutation creation_of(const storage::queue_record& rec) {
   return storage::mut::create_queue{rec};

@@ -6,7 +6,6 @@
 // pushes; broker_namespace.cpp namespace pops; broker_admin.cpp the DLQ,
 // configure, listings, deletions, seek and the subscription update.
 
-#include "actors/async_mutex.hpp"
 #include "actors/broker/broker_actor.hpp"
 #include "actors/broker/broker_txn.hpp"
 #include "actors/create_missing.hpp"
@@ -21,6 +20,7 @@
 #include "core/dlq/dlq_reader.hpp"
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
+#include "core/queue/async_mutex.hpp"
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -38,6 +38,8 @@
 #include <vector>
 
 namespace spool::actors::broker_detail {
+
+using core::async_mutex;
 
 struct broker_state {
   static inline const char* name = "spool.broker";

@@ -6,7 +6,6 @@
 // seeds, group deletion votes, the deletion stepper (purge, maxSize trims);
 // partition_retention.cpp retention on its timer; partition_seek.cpp seeks.
 
-#include "actors/async_mutex.hpp"
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/partition/partition_actor.hpp"
@@ -14,6 +13,7 @@
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
 #include "core/partition/retention.hpp"
+#include "core/queue/async_mutex.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>
 #include <caf/actor_system.hpp>
@@ -27,6 +27,8 @@
 #include <unordered_set>
 
 namespace spool::actors::partition_detail {
+
+using core::async_mutex;
 
 struct partition_state {
   static inline const char* name = "spool.partition";

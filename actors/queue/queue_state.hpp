@@ -7,7 +7,6 @@
 // seeks; queue_admin.cpp listings, group deletion, the idle sweep, queue
 // deletion, purge, DLQ requeue and retention.
 
-#include "actors/async_mutex.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/partition/partition_actor.hpp"
@@ -18,6 +17,7 @@
 #include "core/dlq/dlq_core.hpp"
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
+#include "core/queue/async_mutex.hpp"
 #include "core/queue/candidates.hpp"
 #include "core/queue/claim.hpp"
 #include "core/queue/group_deletion.hpp"
@@ -37,6 +37,8 @@
 #include <unordered_map>
 
 namespace spool::actors::queue_detail {
+
+using core::async_mutex;
 
 struct partition_entry {
   storage::partition_record rec;

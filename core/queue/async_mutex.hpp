@@ -7,13 +7,13 @@
 /// options in a queue: two concurrent first pushes to a new name never
 /// create it twice, two configures never overwrite each other's options), a
 /// queue's maxSize check, and each group's registration, deletion and seeks.
-/// Pure: no CAF include; the owning actor calls it from its handlers only.
+/// Pure: the owning actor calls it from its handlers only (one thread).
 
 #include <functional>
 #include <utility>
 #include <vector>
 
-namespace spool::actors {
+namespace spool::core {
 
 class async_mutex {
 public:
@@ -60,4 +60,4 @@ private:
   std::vector<std::function<void()>> waiting_;
 };
 
-} // namespace spool::actors
+} // namespace spool::core
