@@ -160,6 +160,9 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self) {
       return it->second;
     return std::nullopt;
   };
+  host->serving = [self](const std::string& name, const queue_actor& q) {
+    return serving(self, name, q);
+  };
   host->queue_id_of
       = [self](const std::string& name) -> std::optional<storage::queue_id> {
     auto& rs = self->state.records;

@@ -91,17 +91,21 @@ void settle(broker_ptr self, std::shared_ptr<multi_push> run,
       });
 }
 
+bool serving(broker_ptr self, const std::string& name, const queue_actor& q) {
+  auto& st = self->state;
+  auto now = st.queues.find(name);
+  return now != st.queues.end() && now->second == q
+         && !st.restarting.contains(q.address());
+}
+
 void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
   // A queue that died after its seal may be respawned already from what is
   // stored: writing its old seal now would put a segment behind its new
   // partitions' backs. Nothing is stored yet, so "failed" is the truth.
-  auto& st = self->state;
   for (std::size_t k = 0; k < run->queues.size() && !run->failure; ++k) {
     if (!run->tokens[k])
       continue;
-    auto now = st.queues.find(run->queues[k]);
-    if (now == st.queues.end() || now->second != run->actors[k]
-        || st.restarting.contains(run->actors[k].address()))
+    if (!serving(self, run->queues[k], run->actors[k]))
       run->failure = make_error(
           errc::unavailable, "queue ", run->queues[k],
           " restarted or was deleted during the push; nothing was stored, "

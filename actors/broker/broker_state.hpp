@@ -186,6 +186,10 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req);
 
 void learn_partitions(broker_ptr self, const queue_push_reply& reply);
 
+/// Whether `q` is still the coordinator serving queue `name`: not deleted,
+/// replaced or restarting since (a part it sealed may still be written).
+bool serving(broker_ptr self, const std::string& name, const queue_actor& q);
+
 void learn_partition(broker_ptr self, const std::string& uuid,
                      const std::string& queue, const std::string& partition);
 

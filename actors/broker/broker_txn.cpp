@@ -48,7 +48,8 @@ struct txn_run {
   // -- stage --
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
   // -- seal --
-  std::vector<push_token> tokens; ///< per plan.pushes
+  std::vector<push_token> tokens;     ///< per plan.pushes
+  std::vector<queue_actor> sealed_by; ///< per plan.pushes: who sealed it
   std::vector<storage::write_batch> push_batches;
   /// Per sealed push: its items' results and their targets.
   std::vector<queue_push_reply> push_results;
@@ -187,6 +188,18 @@ core::txn_result result_of(txn_run& run) {
 
 void commit(run_ptr run) {
   auto& host = *run->host;
+  // A queue that died after its seal may be respawned already from what is
+  // stored: writing its old seal now would put a segment behind its new
+  // partitions' backs. Nothing is stored yet, so "failed" is the truth.
+  for (std::size_t k = 0; k < run->tokens.size(); ++k)
+    if (run->tokens[k]
+        && !host.serving(run->plan.pushes[k].queue, run->sealed_by[k])) {
+      run->failure = make_error(
+          errc::unavailable, "queue ", run->plan.pushes[k].queue,
+          " restarted or was deleted during the transaction; nothing was "
+          "stored, retry");
+      return abort(run);
+    }
   storage::write_batch batch;
   for (auto& b : run->push_batches)
     for (auto& m : b.mutations)
@@ -265,6 +278,7 @@ void seal_all(run_ptr run) {
   auto& host = *run->host;
   auto n = run->plan.pushes.size();
   run->tokens.resize(n);
+  run->sealed_by.resize(n);
   run->push_batches.resize(n);
   run->push_results.resize(n);
   auto queues = std::make_shared<queue_slots>();
@@ -307,6 +321,7 @@ void seal_all(run_ptr run) {
           else if (p.failure && !run->failure)
             run->failure = p.failure;
           run->tokens[k] = p.token;
+          run->sealed_by[k] = (*queues)[i].second;
           run->push_batches[k] = std::move(p.batch);
           run->push_results[k].results = std::move(p.results);
           run->push_results[k].targets = std::move(p.targets);

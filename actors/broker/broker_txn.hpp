@@ -29,6 +29,9 @@ struct txn_host {
   config::push_limits push;
   /// The coordinator of queue `name`, if it exists.
   std::function<std::optional<queue_actor>(const std::string&)> find_queue;
+  /// Whether `actor` is still the coordinator serving queue `name` (not
+  /// deleted, replaced or restarting since).
+  std::function<bool(const std::string&, const queue_actor&)> serving;
   /// The id of live queue `name`, if it exists (the home of a stored
   /// answer, `core::txn_home_queue`).
   std::function<std::optional<storage::queue_id>(const std::string&)>
