@@ -43,15 +43,8 @@ struct held_writer : sim_fixture {
 
   /// Seals `n` messages after the previous ones and writes them.
   std::shared_ptr<std::optional<actors::write_result>> write(std::size_t n) {
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto sealed = log.seal(*t, msgs(n), 1'000'000, store.enc);
-    REQUIRE(sealed);
-    t->abort();
-    log.durable(*sealed);
     return request_later<actors::write_result>(
-        writer, actors::write_atom::value,
-        storage::write_batch{sealed->mutations});
+        writer, actors::write_atom::value, store.seal_next(log, n));
   }
   /// The seq the store's snapshot now ends at in the partition's slot.
   storage::slot_seq last() {

@@ -161,15 +161,8 @@ struct stalled_writer : sim_fixture {
     drain();
   }
   std::shared_ptr<std::optional<actors::write_result>> write(std::size_t n) {
-    auto t = store.store->db().read();
-    REQUIRE(t);
-    auto sealed = log.seal(*t, msgs(n), 1'000'000, store.enc);
-    REQUIRE(sealed);
-    t->abort();
-    log.durable(*sealed); // the next seal continues after it
     return request_later<actors::write_result>(
-        writer, actors::write_atom::value,
-        storage::write_batch{sealed->mutations});
+        writer, actors::write_atom::value, store.seal_next(log, n));
   }
 };
 

@@ -72,6 +72,14 @@ struct pop_fixture {
   }
 };
 
+/// Committed through 4, with DLQ entry 7 (offset 2) requeued to the group.
+storage::cursor_record with_requeued() {
+  storage::cursor_record rec;
+  rec.committed = offset{4};
+  rec.requeued.push_back({7, offset{2}, 3, 3, false});
+  return rec;
+}
+
 std::vector<std::int64_t> offsets_of(const pop_reply& r) {
   std::vector<std::int64_t> out;
   for (auto& m : r.messages)
@@ -163,10 +171,7 @@ TEST_CASE("an autoAck pop commits what it delivers and takes no lease",
 TEST_CASE("a requeued dead letter is delivered from its DLQ entry, alone, "
           "under a lease",
           "[unit][core][pop][requeue]") {
-  storage::cursor_record rec;
-  rec.committed = offset{4};
-  rec.requeued.push_back({7, offset{2}, 3, 3, false});
-  pop_fixture fx{rec};
+  pop_fixture fx{with_requeued()};
   fx.entry = storage::dlq_entry{};
   fx.entry->id = 7;
   fx.entry->message.off = offset{2};
@@ -184,10 +189,7 @@ TEST_CASE("a requeued dead letter is delivered from its DLQ entry, alone, "
 TEST_CASE("a requeued dead letter whose DLQ entry is gone is forgotten and "
           "the pop goes on after the committed offset",
           "[unit][core][pop][requeue]") {
-  storage::cursor_record rec;
-  rec.committed = offset{4};
-  rec.requeued.push_back({7, offset{2}, 3, 3, false});
-  pop_fixture fx{rec};
+  pop_fixture fx{with_requeued()};
   auto out = fx.pop(2); // fx.entry: none (deleted or expired)
   CHECK_FALSE(out.requeued);
   CHECK(offsets_of(out.reply) == std::vector<std::int64_t>{5, 6});

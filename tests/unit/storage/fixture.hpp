@@ -115,6 +115,18 @@ struct store_fixture {
     return store->writer().submit(std::move(b)).get();
   }
 
+  /// Seals `n` messages after `log`'s earlier ones and counts them durable
+  /// (the next seal continues after them): the batch that writes them.
+  st::write_batch seal_next(st::partition_log& log, std::size_t n) {
+    auto t = store->db().read();
+    REQUIRE(t);
+    auto sealed = log.seal(*t, msgs(n), 1'000'000, enc);
+    REQUIRE(sealed);
+    t->abort();
+    log.durable(*sealed);
+    return st::write_batch{sealed->mutations};
+  }
+
   /// Creates queue `queue` (once) and a partition in it.
   st::partition_record make_partition(const std::string& name = "Default",
                                       st::micros now = 1'000'000) {
