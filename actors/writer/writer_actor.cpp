@@ -236,8 +236,9 @@ bool stop_if_broken(writer_ptr self) {
   return true;
 }
 
-/// The commit of group `id` ended: starts the next one, then hands this one
-/// to the durability policy.
+/// The commit of group `id` ended: hands it to the durability policy (the
+/// local one answers it inline), then starts the next group, which never
+/// waits for this one's durability.
 void committed(writer_ptr self, std::uint64_t id) {
   auto& st = self->state;
   if (id != st.group_id || st.in_flight.empty())
