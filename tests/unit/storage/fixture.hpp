@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,17 @@ struct store_fixture {
     }
     log.durable(*sealed);
     return sealed;
+  }
+  /// Appends `n` segments of one incompressible 100 KB frame each (the same
+  /// bytes on every run), for the byte bounds of deletion steps.
+  void append_big_segments(st::partition_log& log, int n) {
+    std::mt19937_64 rng{7};
+    for (int i = 0; i < n; ++i) {
+      std::string payload(100'000, '\0');
+      for (auto& c : payload)
+        c = static_cast<char>(rng());
+      REQUIRE(append(log, {msg(payload)}, 1'000'000));
+    }
   }
 
   st::read_result read(const st::partition_record& p, st::offset from,

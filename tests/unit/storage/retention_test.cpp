@@ -208,13 +208,7 @@ TEST_CASE("a retention step deletes at most its bytes of segments, but "
   store_fixture fx;
   auto p = fx.make_partition();
   partition_log log{p, {.max_frames = 1, .max_bytes = 1 << 20}};
-  std::mt19937_64 rng{7};
-  for (int i = 0; i < 4; ++i) {
-    std::string payload(100'000, '\0');
-    for (auto& c : payload)
-      c = static_cast<char>(rng());
-    REQUIRE(fx.append(log, {msg(payload)}, 1'000'000));
-  }
+  fx.append_big_segments(log, 4);
   auto m = plan(fx, p, {.max_bytes = 250'000});
   REQUIRE(m);
   CHECK(m->new_watermark == offset{2});

@@ -43,6 +43,24 @@ cursor_record at(std::int64_t committed) {
   return c;
 }
 
+/// A store whose slot log keeps `window`, with ten cursor rows written to
+/// one partition's slot, one batch each.
+struct windowed {
+  store_fixture fx;
+  partition_record p;
+  slot_t s = 0;
+  explicit windowed(log_window window) {
+    fx.store.reset();
+    fx.opts.env.slot_log = window;
+    fx.open();
+    p = fx.make_partition();
+    s = slot_of_id(p.queue.value);
+    for (int i = 0; i < 10; ++i)
+      REQUIRE(
+          fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+  }
+};
+
 } // namespace
 
 TEST_CASE("each committed batch is numbered in its slot's log, a failed one "
@@ -159,15 +177,10 @@ TEST_CASE("an appended segment's bytes are referenced by the log, not stored "
 TEST_CASE("a slot's log keeps its last entries, and what was trimmed cannot "
           "be truncated",
           "[storage][slot_log]") {
-  store_fixture fx;
-  fx.store.reset();
-  fx.opts.env.slot_log.entries = 3;
-  fx.open();
-  auto p = fx.make_partition();
-  auto s = slot_of_id(p.queue.value);
-  for (int i = 0; i < 10; ++i)
-    REQUIRE(
-        fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+  windowed win{log_window{.entries = 3}};
+  auto& fx = win.fx;
+  auto& p = win.p;
+  auto s = win.s;
   auto m = meta_of(fx, s);
   CHECK(m.last_seq - m.first_seq + 1 == 3);
   auto w = fx.store->db().write();
@@ -230,15 +243,9 @@ TEST_CASE("replaying every slot's log into a fresh store gives the same rows "
 TEST_CASE("a slot's log keeps no more than its bytes, but always its newest "
           "entry",
           "[storage][slot_log]") {
-  store_fixture fx;
-  fx.store.reset();
-  fx.opts.env.slot_log = {.entries = 1000, .bytes = 1};
-  fx.open();
-  auto p = fx.make_partition();
-  auto s = slot_of_id(p.queue.value);
-  for (int i = 0; i < 10; ++i)
-    REQUIRE(
-        fx.commit(write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+  windowed win{log_window{.entries = 1000, .bytes = 1}};
+  auto& fx = win.fx;
+  auto s = win.s;
   auto m = meta_of(fx, s);
   CHECK(m.first_seq == m.last_seq);
   auto t = fx.store->db().read();

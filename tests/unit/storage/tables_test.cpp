@@ -443,14 +443,7 @@ TEST_CASE("a sweep step deletes at most its bytes, but always one key",
   store_fixture fx;
   auto p = fx.make_partition();
   partition_log log{p, {.max_frames = 1, .max_bytes = 1 << 20}};
-  // Four segments of ~100 KB each (incompressible payloads).
-  std::mt19937_64 rng{7};
-  for (int i = 0; i < 4; ++i) {
-    std::string payload(100'000, '\0');
-    for (auto& c : payload)
-      c = static_cast<char>(rng());
-    REQUIRE(fx.append(log, {msg(payload)}, 1'000'000));
-  }
+  fx.append_big_segments(log, 4); // ~100 KB each, incompressible
   REQUIRE(fx.commit(write_batch{{mut::delete_queue{p.queue}}}));
   auto segments_left = [&] {
     auto t = fx.store->db().read();
