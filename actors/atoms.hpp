@@ -16,9 +16,14 @@ using extend_atom = caf::atom_constant<caf::atom("extend")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using seal_atom = caf::atom_constant<caf::atom("seal")>;
 using settle_atom = caf::atom_constant<caf::atom("settle")>;
-/// The batch carrying what an actor prepared (seals, a queue's part of a
-/// push) was durable or failed.
-using sealed_atom = caf::atom_constant<caf::atom("sealed")>;
+/// Parts of a batch another actor submits (core/writer/open_parts.hpp): a
+/// holder tells the writer of its part (`hold`), a coordinator submits the
+/// batch with its parts (`propose`) or gives them up (`abort`), and the
+/// writer settles every part with the batch's outcome (`settled`).
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
+using propose_atom = caf::atom_constant<caf::atom("propose")>;
+using abort_atom = caf::atom_constant<caf::atom("abort")>;
+using settled_atom = caf::atom_constant<caf::atom("settled")>;
 /// The writer: a committed group is durable (internal), or a reader waits
 /// until a slot's seq is.
 using durable_atom = caf::atom_constant<caf::atom("durable")>;

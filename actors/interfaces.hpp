@@ -29,12 +29,28 @@ using dlq_watcher = caf::typed_actor<
     /// A DLQ entry was written (or returned) with this failure time.
     caf::reacts_to<dead_atom, storage::micros>>;
 
+/// An actor that holds parts of batches others submit (a partition's
+/// seals, a queue's part of a push across queues).
+using part_holder = caf::typed_actor<
+    /// The batch carrying one of its parts was durable, failed, or of
+    /// unknown outcome.
+    caf::reacts_to<settled_atom, core::part_key, core::part_outcome>>;
+
 /// The store writer (one per node): applies write batches with group commit.
 /// Batches that arrive while a commit runs are committed together in the next
 /// one; each reply comes after the commit that made its batch durable.
 using writer_actor = caf::typed_actor<
     /// Applies the batch all or nothing; replies once it is durable.
     caf::replies_to<write_atom, storage::write_batch>::with<write_result>,
+    /// A holder staged `part` for a batch another actor submits: open
+    /// until settled.
+    caf::reacts_to<hold_atom, part_ref>,
+    /// Applies the batch as `write` does, and settles every part with its
+    /// outcome before it replies. A batch naming a part that is not open
+    /// (abandoned, or submitted before) is refused whole.
+    caf::replies_to<propose_atom, submission>::with<write_result>,
+    /// The coordinator gave these parts up and settled them itself.
+    caf::reacts_to<abort_atom, std::vector<part_ref>>,
     /// Replies once seq `seq` of slot `slot` is durable (an answer that read
     /// it may then go out), or with the error that it never will be.
     caf::replies_to<durable_atom, std::uint16_t,
@@ -109,10 +125,13 @@ using partition_actor = caf::typed_actor<
     /// Appends frames (one commit, one or more segments); replies when durable.
     caf::replies_to<push_atom, std::vector<storage::frame>>::with<push_reply>,
     /// Seals frames (offsets, created_at, dedup) for a batch the caller
-    /// commits; the caller must settle every successful seal.
+    /// submits; the seal is a part the writer holds (`hold_atom`), settled
+    /// with the batch's outcome.
     caf::replies_to<seal_atom, std::vector<storage::frame>>::with<seal_reply>,
-    /// The batch carrying a seal was durable (true) or failed (false).
-    caf::reacts_to<sealed_atom, std::uint64_t, bool>,
+    /// The batch carrying a part of this actor was durable, failed, or of
+    /// unknown outcome (from the writer, or from a coordinator that gave
+    /// the part up).
+    caf::reacts_to<settled_atom, core::part_key, core::part_outcome>,
     /// Pops for a group (forwarded to the group's cursor).
     caf::replies_to<pop_atom, pop_request>::with<pop_reply>,
     /// Acks frames for a group (forwarded to the group's cursor).
@@ -163,7 +182,7 @@ using partition_actor = caf::typed_actor<
     /// Stages a parked pop of a group on the frames of a seal in flight
     /// (forwarded to its cursor with them): declined unless every earlier
     /// seal is settled. Settled by `settle_atom`.
-    caf::replies_to<claim_atom, std::uint64_t, pop_request,
+    caf::replies_to<claim_atom, std::int64_t, pop_request,
                     std::vector<storage::stored_frame>>::with<claim_reply>,
     /// Settles a group's staged transaction or seek (forwarded to its
     /// cursor).
@@ -182,12 +201,11 @@ using queue_actor = caf::typed_actor<
     /// Pushes items to partitions of this queue in one durable batch.
     caf::replies_to<push_atom, std::vector<push_item>>::with<queue_push_reply>,
     /// Prepares a push (partitions created, frames sealed) for a batch the
-    /// caller commits together with other queues' parts.
+    /// caller submits together with other queues' parts.
     caf::replies_to<seal_atom, std::vector<push_item>>::with<prepared_push>,
-    /// The batch carrying a prepared push was durable (no error) or failed;
-    /// answers the push's results.
-    caf::replies_to<sealed_atom, push_token,
-                    std::optional<api_error>>::with<queue_push_reply>,
+    /// The batch carrying a prepared push was durable, failed, or of
+    /// unknown outcome.
+    caf::reacts_to<settled_atom, core::part_key, core::part_outcome>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
     /// Acks frames of a named partition for a group, one reply each.
@@ -381,6 +399,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_push_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::broker_push_item>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::prepared_push)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::part_ref)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::submission)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::part_ref>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::part_key)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::core::part_outcome)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::api_error>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)

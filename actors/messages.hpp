@@ -1,9 +1,12 @@
 #pragma once
 
-/// The message types of Spool's actor protocol: plain structs, no CAF. They
+/// The message types of Spool's actor protocol: plain structs (CAF only for
+/// the actor address a part names its holder by). They
 /// carry storage and core types and never leave the process (node-to-node
 /// traffic uses Spool's msgpack protocol). Part of `interfaces.hpp`, which
 /// declares them as local-only CAF message types.
+
+#include <caf/actor_addr.hpp>
 
 #include <chrono>
 #include <memory>
@@ -23,6 +26,7 @@
 #include "core/queue/max_size.hpp"
 #include "core/queue/options.hpp"
 #include "core/queue/subscription.hpp"
+#include "core/writer/open_parts.hpp"
 #include "storage/error.hpp"
 #include "storage/log.hpp"
 #include "storage/mutation.hpp"
@@ -96,12 +100,30 @@ struct lease_extend_reply {
   std::optional<api_error> failure;
 };
 
+/// A part of a batch another actor submits (core/writer/open_parts.hpp):
+/// the actor that staged it, which the writer settles, and its key there.
+struct part_ref {
+  caf::actor_addr holder;
+  core::part_key key;
+  core::part_id id() const {
+    return {holder.id(), key};
+  }
+};
+
+/// A batch and the parts it carries: the writer settles every part with
+/// the batch's outcome (`settled_atom`) before it answers the submitter.
+struct submission {
+  storage::write_batch batch;
+  std::vector<part_ref> parts;
+};
+
 /// Frames sealed by a partition for a batch the caller commits: the
-/// caller's copy (it moves the mutations into its batch) and the id the
-/// partition keeps its own by until the caller settles it (`sealed_atom`).
-/// Nothing is shared between the two actors.
+/// caller's copy (it moves the mutations into its batch) and the part the
+/// partition keeps its own by until the writer settles it. Nothing is
+/// shared between the two actors.
 struct seal_reply {
-  std::uint64_t seal_id = 0; ///< 0: nothing sealed, nothing to settle
+  /// None: nothing to settle (nothing sealed, or only duplicates).
+  std::optional<core::part_key> part;
   storage::sealed_append sealed;
   std::optional<api_error> failure;
 };
@@ -159,18 +181,16 @@ struct broker_push_item {
   push_item item;
 };
 
-/// A queue's part of a push that spans queues is settled by this id (the
-/// queue keeps the prepared push by it; 0: nothing to settle).
-using push_token = std::uint64_t;
-
+/// A queue's part of a push that spans queues: its batch and its parts
+/// (its partitions' seals and its own, which the writer settles).
 struct prepared_push {
-  push_token token = 0;
-  storage::write_batch batch;
+  submission part;
   std::optional<api_error> failure;
   /// What the settle answers if the batch is durable (a transaction stores
   /// it in the same batch): per item, in input order, and their targets.
   std::vector<push_item_result> results;
   std::vector<push_target> targets;
+  storage::micros created_at = 0;
 };
 
 /// A pop on a queue: one named partition, or any (wildcard).

@@ -5,9 +5,12 @@
 
 #include <caf/error.hpp>
 
+#include <caf/actor_cast.hpp>
+
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "actors/interfaces.hpp"
 
@@ -30,6 +33,43 @@ void write_then(Self* self, const writer_actor& writer,
   self->request(writer, caf::infinite, write_atom::value, std::move(batch))
       .then([k](write_result& r) { (*k)(std::move(r.failure)); },
             [k](caf::error& err) { (*k)(unreachable(err, "writer")); });
+}
+
+/// Sends each part's holder the outcome of its batch.
+template <class Self>
+void settle_parts(Self* self, const std::vector<part_ref>& parts,
+                  core::part_outcome outcome) {
+  for (auto& p : parts)
+    if (auto h = caf::actor_cast<part_holder>(p.holder))
+      self->send(h, settled_atom::value, p.key, outcome);
+}
+
+/// Gives `parts` up before submitting them: each holder hears `failed`
+/// now (before anything the caller sends it next), and the writer forgets
+/// them.
+template <class Self>
+void abort_parts(Self* self, const writer_actor& writer,
+                 std::vector<part_ref> parts) {
+  if (parts.empty())
+    return;
+  settle_parts(self, parts, core::part_outcome::failed);
+  self->send(writer, abort_atom::value, std::move(parts));
+}
+
+/// Submits `s` and calls `done` once with the outcome, as `write_then`.
+/// The writer settles the parts before it answers; if it does not answer
+/// at all, they are settled here as of unknown outcome.
+template <class Self, class Done>
+void propose_then(Self* self, const writer_actor& writer, submission s,
+                  Done done) {
+  auto k = std::make_shared<Done>(std::move(done));
+  auto parts = s.parts;
+  self->request(writer, caf::infinite, propose_atom::value, std::move(s))
+      .then([k](write_result& r) { (*k)(std::move(r.failure)); },
+            [self, k, parts = std::move(parts)](caf::error& err) {
+              settle_parts(self, parts, core::part_outcome::unknown);
+              (*k)(unreachable(err, "writer"));
+            });
 }
 
 } // namespace spool::actors

@@ -10,12 +10,10 @@ struct multi_push {
   std::vector<std::string> queues;
   std::vector<std::vector<std::size_t>> items; ///< input indices per queue
   std::vector<std::vector<push_item>> parts;
-  std::vector<push_token> tokens;
-  std::vector<storage::write_batch> batches;
-  /// The queues sealed (settled by handle: a queue deleted meanwhile still
-  /// settles what it sealed), and what each answers once durable.
+  /// Per queue: its coordinator when it prepared, its batch and parts, and
+  /// what it answers once the batch is durable.
   std::vector<queue_actor> actors;
-  std::vector<queue_push_reply> prepared;
+  std::vector<submission> prepared;
   std::vector<queue_push_reply> replies;
   std::optional<api_error> failure;
   std::size_t item_count = 0;
@@ -35,10 +33,6 @@ void answer(std::shared_ptr<multi_push> run) {
   reply.results.resize(run->item_count);
   for (std::size_t k = 0; k < run->queues.size(); ++k) {
     auto& part = run->replies[k];
-    if (part.failure) {
-      run->rp.deliver(push_failed(part.failure));
-      return;
-    }
     reply.created_at = std::max(reply.created_at, part.created_at);
     auto base = static_cast<std::uint32_t>(reply.targets.size());
     for (auto& t : part.targets)
@@ -56,39 +50,11 @@ void answer(std::shared_ptr<multi_push> run) {
     run->stored();
 }
 
-/// Settles every prepared part with `failure` (none: durable), at most
-/// `gather_window` queues at a time.
-void settle(broker_ptr self, std::shared_ptr<multi_push> run,
-            std::optional<api_error> failure) {
-  if (failure && !run->failure)
-    run->failure = failure;
-  run->replies.resize(run->queues.size());
-  // Each queue that sealed settles by its handle, also one deleted (or
-  // restarted) meanwhile: a durable push is answered as stored.
-  auto held
-      = std::make_shared<std::vector<std::pair<std::size_t, queue_actor>>>();
-  for (std::size_t k = 0; k < run->queues.size(); ++k)
-    if (run->tokens[k])
-      held->emplace_back(k, run->actors[k]);
-  gather<queue_push_reply>(
-      held->size(),
-      [self, run, held, failure](std::size_t i) {
-        auto& [k, queue] = (*held)[i];
-        return self->request(queue, caf::infinite, sealed_atom::value,
-                             run->tokens[k], failure);
-      },
-      [run, held, failure](std::vector<fanned<queue_push_reply>> slots) {
-        for (std::size_t i = 0; i < slots.size(); ++i) {
-          auto k = (*held)[i].first;
-          if (slots[i].reply)
-            run->replies[k] = std::move(*slots[i].reply);
-          else if (!failure) // durable: its queue died after the commit
-            run->replies[k] = run->prepared[k];
-          else if (!run->failure)
-            run->failure = unreachable(slots[i].error);
-        }
-        answer(run);
-      });
+/// Gives every prepared part up and answers the failure.
+void fail(broker_ptr self, std::shared_ptr<multi_push> run) {
+  for (auto& p : run->prepared)
+    abort_parts(self, self->state.cfg.node.writer, std::move(p.parts));
+  answer(run);
 }
 
 bool serving(broker_ptr self, const std::string& name, const queue_actor& q) {
@@ -102,27 +68,31 @@ void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
   // A queue that died after its seal may be respawned already from what is
   // stored: writing its old seal now would put a segment behind its new
   // partitions' backs. Nothing is stored yet, so "failed" is the truth.
-  for (std::size_t k = 0; k < run->queues.size() && !run->failure; ++k) {
-    if (!run->tokens[k])
-      continue;
-    if (!serving(self, run->queues[k], run->actors[k]))
+  for (std::size_t k = 0; k < run->queues.size(); ++k)
+    if (!run->prepared[k].parts.empty()
+        && !serving(self, run->queues[k], run->actors[k])) {
       run->failure = make_error(
           errc::unavailable, "queue ", run->queues[k],
           " restarted or was deleted during the push; nothing was stored, "
           "retry");
+      return fail(self, run);
+    }
+  // One batch, with every queue's parts: the writer settles them (each
+  // queue applies its part, also one deleted or restarted since) before
+  // it answers. Only duplicates: an empty batch, answered once what they
+  // read is durable.
+  submission all;
+  for (auto& p : run->prepared) {
+    for (auto& m : p.batch.mutations)
+      all.batch.mutations.push_back(std::move(m));
+    for (auto& r : p.parts)
+      all.parts.push_back(std::move(r));
   }
-  if (run->failure)
-    return settle(self, run, run->failure);
-  storage::write_batch batch;
-  for (auto& b : run->batches)
-    for (auto& m : b.mutations)
-      batch.mutations.push_back(std::move(m));
-  if (batch.mutations.empty())
-    return settle(self, run, std::nullopt);
-  write_then(self, self->state.cfg.node.writer, std::move(batch),
-             [self, run](std::optional<api_error> failure) {
-               settle(self, run, std::move(failure));
-             });
+  propose_then(self, self->state.cfg.node.writer, std::move(all),
+               [run](std::optional<api_error> failure) {
+                 run->failure = std::move(failure);
+                 answer(run);
+               });
 }
 
 void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
@@ -147,9 +117,8 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
                              std::move(run->parts[k]));
       },
       [self, run](std::vector<fanned<prepared_push>> slots) {
-        run->tokens.resize(slots.size());
-        run->batches.resize(slots.size());
         run->prepared.resize(slots.size());
+        run->replies.resize(slots.size());
         for (std::size_t k = 0; k < slots.size(); ++k) {
           if (!slots[k].reply) {
             if (!run->failure)
@@ -159,11 +128,13 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
           auto& p = *slots[k].reply;
           if (p.failure && !run->failure)
             run->failure = p.failure;
-          run->tokens[k] = p.token;
-          run->batches[k] = std::move(p.batch);
-          run->prepared[k].results = std::move(p.results);
-          run->prepared[k].targets = std::move(p.targets);
+          run->prepared[k] = std::move(p.part);
+          run->replies[k].results = std::move(p.results);
+          run->replies[k].targets = std::move(p.targets);
+          run->replies[k].created_at = p.created_at;
         }
+        if (run->failure)
+          return fail(self, run);
         commit(self, run);
       });
 }

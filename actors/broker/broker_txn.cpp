@@ -24,6 +24,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
+#include <utility>
 
 #include "actors/durable.hpp"
 #include "actors/fan_out.hpp"
@@ -48,9 +49,10 @@ struct txn_run {
   // -- stage --
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
   // -- seal --
-  std::vector<push_token> tokens;     ///< per plan.pushes
-  std::vector<queue_actor> sealed_by; ///< per plan.pushes: who sealed it
-  std::vector<storage::write_batch> push_batches;
+  /// Per plan.pushes: who sealed it, and its batch and parts (moved into
+  /// the submission: the writer settles them from then on).
+  std::vector<queue_actor> sealed_by;
+  std::vector<submission> prepared;
   /// Per sealed push: its items' results and their targets.
   std::vector<queue_push_reply> push_results;
   std::optional<api_error> failure;
@@ -88,10 +90,9 @@ void answer(run_ptr run, txn_reply reply) {
   run->rp.deliver(std::move(reply));
 }
 
-/// Settles every staged cursor and sealed push with the outcome; `settled`
-/// runs once every queue answered its settle.
-void settle_all(
-    run_ptr run, bool commit, std::function<void()> settled = [] {}) {
+/// Settles every staged cursor with the outcome, and gives up the sealed
+/// pushes not submitted (a submitted one is the writer's to settle).
+void settle_all(run_ptr run, bool commit) {
   auto& host = *run->host;
   std::vector<std::string> closed;
   for (std::size_t k = 0; k < run->staged.size(); ++k) {
@@ -104,31 +105,13 @@ void settle_all(
     run->staged[k].stage_id = 0; // settled once
     closed.push_back(g.queue);
   }
-  std::optional<api_error> failure;
-  if (!commit)
-    failure = run->failure.value_or(
-        make_error(errc::tx_aborted, "transaction ", run->id, " rolled back"));
-  auto queues = std::make_shared<queue_slots>();
-  for (std::size_t k = 0; k < run->tokens.size(); ++k)
-    if (run->tokens[k])
-      if (auto q = host.find_queue(run->plan.pushes[k].queue))
-        queues->emplace_back(k, *q);
+  for (auto& p : run->prepared)
+    abort_parts(host.self, host.node.writer, std::exchange(p.parts, {}));
   // Closing a stage may respawn a dead queue: only now, so every settle
-  // above went to the handles that staged and sealed (a token never
-  // reaches a queue that did not seal it).
+  // above went to the handles that staged and sealed.
   if (host.stage_closed)
     for (auto& q : closed)
       host.stage_closed(q);
-  gather<queue_push_reply>(
-      queues->size(),
-      [run, queues, failure](std::size_t i) {
-        auto& [k, q] = (*queues)[i];
-        return run->host->self->request(q, caf::infinite, sealed_atom::value,
-                                        run->tokens[k], failure);
-      },
-      [settled = std::move(settled)](std::vector<fanned<queue_push_reply>>) {
-        settled();
-      });
 }
 
 /// The queues a plan pushes to or acks on (repeats left in).
@@ -191,8 +174,8 @@ void commit(run_ptr run) {
   // A queue that died after its seal may be respawned already from what is
   // stored: writing its old seal now would put a segment behind its new
   // partitions' backs. Nothing is stored yet, so "failed" is the truth.
-  for (std::size_t k = 0; k < run->tokens.size(); ++k)
-    if (run->tokens[k]
+  for (std::size_t k = 0; k < run->prepared.size(); ++k)
+    if (!run->prepared[k].parts.empty()
         && !host.serving(run->plan.pushes[k].queue, run->sealed_by[k])) {
       run->failure = make_error(
           errc::unavailable, "queue ", run->plan.pushes[k].queue,
@@ -200,9 +183,10 @@ void commit(run_ptr run) {
           "stored, retry");
       return abort(run);
     }
-  storage::write_batch batch;
-  for (auto& b : run->push_batches)
-    for (auto& m : b.mutations)
+  submission sub;
+  auto& batch = sub.batch;
+  for (auto& p : run->prepared)
+    for (auto& m : p.batch.mutations)
       batch.mutations.push_back(std::move(m));
   for (auto& s : run->staged)
     for (auto& m : s.batch.mutations)
@@ -250,36 +234,32 @@ void commit(run_ptr run) {
                               : txn_reply{std::move(result), std::nullopt});
         });
   }
-  host.self
-      ->request(host.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then(
-          [run, result](write_result& w) mutable {
-            if (!w.ok()) {
-              run->failure = w.failure;
-              return abort(run);
-            }
-            // Parked namespace pops are woken once every queue applied
-            // its settle (a queue's settle waits in a gather window).
-            settle_all(run, true, [run] {
-              if (run->host->committed)
-                run->host->committed(queues_of(run->plan));
-            });
-            answer(run, txn_reply{std::move(result), std::nullopt});
-          },
-          [run](caf::error& err) {
-            run->failure = unreachable(err);
-            abort(run);
-          });
+  // The pushes' parts go with the batch: the writer settles them (every
+  // queue applies its push) before it answers.
+  for (auto& p : run->prepared)
+    for (auto& r : std::exchange(p.parts, {}))
+      sub.parts.push_back(std::move(r));
+  propose_then(host.self, host.node.writer, std::move(sub),
+               [run, result](std::optional<api_error> failure) mutable {
+                 if (failure) {
+                   run->failure = std::move(failure);
+                   return abort(run);
+                 }
+                 settle_all(run, true);
+                 // Parked namespace pops are woken now: every queue applied its
+                 // settle, which the writer sent before this answer.
+                 if (run->host->committed)
+                   run->host->committed(queues_of(run->plan));
+                 answer(run, txn_reply{std::move(result), std::nullopt});
+               });
 }
 
 /// Seals every queue's pushes, then commits, or aborts when one failed.
 void seal_all(run_ptr run) {
   auto& host = *run->host;
   auto n = run->plan.pushes.size();
-  run->tokens.resize(n);
   run->sealed_by.resize(n);
-  run->push_batches.resize(n);
+  run->prepared.resize(n);
   run->push_results.resize(n);
   auto queues = std::make_shared<queue_slots>();
   for (std::size_t k = 0; k < n; ++k) {
@@ -320,9 +300,8 @@ void seal_all(run_ptr run) {
                 p.failure->message);
           else if (p.failure && !run->failure)
             run->failure = p.failure;
-          run->tokens[k] = p.token;
           run->sealed_by[k] = (*queues)[i].second;
-          run->push_batches[k] = std::move(p.batch);
+          run->prepared[k] = std::move(p.part);
           run->push_results[k].results = std::move(p.results);
           run->push_results[k].targets = std::move(p.targets);
         }

@@ -17,8 +17,6 @@
 #include "actors/durable.hpp"
 #include "actors/partition/partition_state.hpp"
 
-#include <atomic>
-
 namespace spool::actors {
 
 namespace partition_detail {
@@ -135,13 +133,6 @@ void watermark_moved(partition_ptr self, storage::offset watermark) {
 }
 
 void retention_after_push(partition_ptr self);
-
-/// Seal ids are unique in the process, not per incarnation: a settle sent
-/// by name to a partition respawned since names no seal of the new one.
-std::uint64_t next_seal_id() {
-  static std::atomic<std::uint64_t> last{0};
-  return last.fetch_add(1, std::memory_order_relaxed) + 1;
-}
 
 /// Seals `frames`; nothing changes on error.
 expected<sealed_ptr> seal(partition_ptr self,
@@ -260,32 +251,46 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](seal_atom, const std::vector<storage::frame>& frames) {
         auto sealed = seal(self, frames);
         if (!sealed)
-          return seal_reply{0, {}, sealed.err()};
+          return seal_reply{std::nullopt, {}, sealed.err()};
+        auto& st = self->state;
+        auto& s = **sealed;
+        if (s.mutations.empty()) { // only duplicates: nothing to settle
+          st.log->durable(s);
+          return seal_reply{std::nullopt, std::move(s), std::nullopt};
+        }
         // The caller gets the mutations; the partition keeps the rest
-        // (offsets, results, ids in flight) for the settle.
-        auto& st = self->state;
-        auto id = next_seal_id();
-        seal_reply reply{id, std::move(**sealed), std::nullopt};
-        auto& kept = st.seals[id];
-        kept.results = reply.sealed.results;
-        kept.first = reply.sealed.first;
-        kept.next = reply.sealed.next;
-        kept.created_at = reply.sealed.created_at;
-        kept.pending_ids = reply.sealed.pending_ids;
-        return reply;
+        // (offsets, results, ids in flight) as a part the writer settles.
+        core::part_key key{st.cfg.record.queue.value, st.cfg.record.id.value,
+                           s.first.value};
+        auto& kept = st.seals[key.first];
+        kept.results = s.results;
+        kept.first = s.first;
+        kept.next = s.next;
+        kept.created_at = s.created_at;
+        kept.pending_ids = s.pending_ids;
+        self->send(st.cfg.node.writer, hold_atom::value,
+                   part_ref{self->address(), key});
+        return seal_reply{key, std::move(s), std::nullopt};
       },
-      [self](sealed_atom, std::uint64_t id, bool durable) {
+      [self](settled_atom, const core::part_key& key,
+             core::part_outcome outcome) {
         auto& st = self->state;
-        auto it = st.seals.find(id);
+        auto it = st.seals.find(key.first);
         if (it == st.seals.end())
           return; // not this incarnation's (respawned meanwhile)
         auto s = std::move(it->second);
         st.seals.erase(it);
-        if (durable) {
+        switch (outcome) {
+        case core::part_outcome::durable:
           st.log->durable(s);
           retention_after_push(self);
-        } else {
+          break;
+        case core::part_outcome::failed:
           st.log->failed(s);
+          break;
+        case core::part_outcome::unknown:
+          st.log->lost(s); // it may be stored: keep the gap
+          break;
         }
       },
       [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
@@ -476,7 +481,7 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](retention_atom, std::uint64_t id) {
         on_retention_timer(self, id);
       },
-      [self](claim_atom, std::uint64_t seal_id, const pop_request& req,
+      [self](claim_atom, std::int64_t first, const pop_request& req,
              std::vector<storage::stored_frame>& frames) {
         auto& st = self->state;
         auto rp = promise_for<claim_reply>(self);
@@ -486,7 +491,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           rp.deliver(claim_reply{});
           return rp.later();
         };
-        auto s = st.seals.find(seal_id);
+        auto s = st.seals.find(first);
         if (s == st.seals.end() || s->second.next <= s->second.first
             || st.log->record().next_offset != s->second.first
             || st.staged(req.group))

@@ -20,6 +20,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
+#include <map>
 #include <memory>
 #include <set>
 #include <spdlog/spdlog.h>
@@ -36,9 +37,9 @@ struct partition_state {
   std::unique_ptr<storage::partition_log> log;
   std::unique_ptr<storage::segment_encoder> enc;
   std::unordered_map<std::string, cursor_actor> cursors;
-  /// Seals handed out for a caller's batch, by id, until settled (their
-  /// mutations went to the caller).
-  std::unordered_map<std::uint64_t, storage::sealed_append> seals;
+  /// Seals handed out for a caller's batch, by first offset, until the
+  /// writer settles them (their mutations went to the caller).
+  std::map<std::int64_t, storage::sealed_append> seals;
   /// Cursors stopped by the first phase of a group deletion, by group: the
   /// second phase reaches only these (never a cursor created since).
   std::unordered_map<std::string, cursor_actor> stopping;
@@ -125,7 +126,7 @@ expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
 void watermark_moved(partition_ptr self, storage::offset watermark);
 
 /// A seal held across this actor's own continuations (its push); never
-/// sent to another actor (`seal_reply` carries a copy and an id).
+/// sent to another actor (`seal_reply` carries a copy and its part key).
 using sealed_ptr = std::shared_ptr<storage::sealed_append>;
 
 expected<sealed_ptr> seal(partition_ptr self,

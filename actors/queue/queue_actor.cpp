@@ -376,16 +376,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](seal_atom, std::vector<push_item>& items) {
         return on_prepare(self, items);
       },
-      [self](sealed_atom, push_token token, std::optional<api_error>& failure) {
-        auto& prepared = self->state.prepared_pushes;
-        auto it = prepared.find(token);
-        if (it == prepared.end()) // not this incarnation's
-          return push_failed(make_error(errc::internal, "prepared push ", token,
-                                        " unknown to queue ",
-                                        self->state.cfg.record.name));
-        auto run = std::move(it->second);
-        prepared.erase(it);
-        return finish(self, *run, std::move(failure));
+      [self](settled_atom, const core::part_key& key,
+             core::part_outcome outcome) {
+        on_prepared_settled(self, key, outcome);
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
       [self](ack_atom, const std::string& partition, const std::string& group,

@@ -82,16 +82,14 @@ void keep_for_claims(queue_ptr self, push_run& run) {
   }
 }
 
-void write_push(queue_ptr self, std::shared_ptr<push_run> run,
-                storage::write_batch batch,
+void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                 std::function<void(std::optional<api_error>)> done) {
   auto& st = self->state;
   std::vector<std::string> grown;
   std::vector<std::size_t> grown_at;
   for (std::size_t k = 0; k < run->copies.size(); ++k) {
     auto& s = run->seals[k];
-    if (s.seal_id != 0 && s.sealed.next > s.sealed.first
-        && !run->copies[k].empty()) {
+    if (s.part && !run->copies[k].empty()) {
       grown.push_back(run->names[k]);
       grown_at.push_back(k);
     }
@@ -110,8 +108,8 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run,
         });
   auto& writer = st.cfg.node.writer;
   if (slots->empty())
-    return write_then(self, writer, std::move(batch), std::move(done));
-  auto shared = std::make_shared<storage::write_batch>(std::move(batch));
+    return propose_then(self, writer, std::move(sub), std::move(done));
+  auto shared = std::make_shared<submission>(std::move(sub));
   gather<claim_reply>(
       slots->size(),
       [self, run, slots](std::size_t i) {
@@ -125,7 +123,7 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run,
         auto& entry = self->state.partitions.at(run->names[slot.part]);
         return self->request(
             entry.actor, caf::infinite, claim_atom::value,
-            run->seals[slot.part].seal_id, pr,
+            run->seals[slot.part].part->first, pr,
             sealed_frames(*run, slot.part, slot.req.batch, entry.rec.uuid));
       },
       [self, run, slots, shared,
@@ -139,26 +137,26 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run,
           }
           slot.staged = std::move(*replies[i].reply);
           for (auto& m : slot.staged.batch.mutations)
-            shared->mutations.push_back(std::move(m));
+            shared->batch.mutations.push_back(std::move(m));
           staged.push_back(i);
         }
-        write_then(self, self->state.cfg.node.writer, std::move(*shared),
-                   [self, run, slots, staged = std::move(staged),
-                    done](std::optional<api_error> failure) {
-                     for (auto i : staged) {
-                       auto& slot = (*slots)[i];
-                       auto& name = run->names[slot.part];
-                       self->send(self->state.partitions.at(name).actor,
-                                  settle_atom::value, slot.req.group,
-                                  slot.staged.stage_id, !failure);
-                       if (failure)
-                         slot.k(std::nullopt);
-                       else
-                         slot.k(claimed(self, slot, name,
-                                        std::move(slot.staged.reply)));
-                     }
-                     done(std::move(failure));
-                   });
+        propose_then(self, self->state.cfg.node.writer, std::move(*shared),
+                     [self, run, slots, staged = std::move(staged),
+                      done](std::optional<api_error> failure) {
+                       for (auto i : staged) {
+                         auto& slot = (*slots)[i];
+                         auto& name = run->names[slot.part];
+                         self->send(self->state.partitions.at(name).actor,
+                                    settle_atom::value, slot.req.group,
+                                    slot.staged.stage_id, !failure);
+                         if (failure)
+                           slot.k(std::nullopt);
+                         else
+                           slot.k(claimed(self, slot, name,
+                                          std::move(slot.staged.reply)));
+                       }
+                       done(std::move(failure));
+                     });
       });
 }
 

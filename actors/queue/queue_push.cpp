@@ -1,10 +1,10 @@
-// A queue's pushes (one batch per push, prepare/settle for pushes across
-// queues, maxSize) and acks.
+// A queue's pushes (one batch per push, its partitions' seals as parts the
+// writer settles; a push across queues prepared here as a part of the
+// broker's batch), maxSize, and acks.
 
 #include "actors/durable.hpp"
 #include "actors/queue/queue_state.hpp"
 
-#include <atomic>
 #include <utility>
 
 namespace spool::actors::queue_detail {
@@ -19,25 +19,32 @@ void done_preparing(const std::shared_ptr<push_run>& run) {
   prepared(run);
 }
 
-void settle_all(queue_ptr self, push_run& run, bool durable) {
-  for (std::size_t k = 0; k < run.seals.size(); ++k)
-    if (run.seals[k].seal_id != 0)
-      self->send(self->state.partitions.at(run.names[k]).actor,
-                 sealed_atom::value, run.seals[k].seal_id, durable);
-  // After the settles: a respawn waiting for the push starts here, and the
-  // settles went to the partitions that sealed.
+void close_stages(queue_ptr self, push_run& run) {
+  // After the settles (the writer's, or the caller's abort): a respawn
+  // waiting for the push starts here.
   for (auto& name : std::exchange(run.opened, {}))
     stage_closed(self, name);
 }
 
-/// Every sealed mutation of the push, as one batch. The mutations move out
-/// of the seals: settling needs only their offsets and ids, not the bytes.
-storage::write_batch batch_of(push_run& run) {
-  storage::write_batch batch;
-  for (auto& s : run.seals)
-    for (auto& m : s.sealed.mutations)
-      batch.mutations.push_back(std::move(m));
-  return batch;
+std::vector<part_ref> parts_of(queue_ptr self, const push_run& run) {
+  std::vector<part_ref> parts;
+  for (std::size_t k = 0; k < run.seals.size(); ++k)
+    if (auto& key = run.seals[k].part)
+      parts.push_back(part_ref{
+          self->state.partitions.at(run.names[k]).actor.address(), *key});
+  return parts;
+}
+
+/// Every sealed mutation of the push, as one batch with the seals as its
+/// parts. The mutations move out of the seals: settling needs only their
+/// offsets and ids, not the bytes.
+submission submission_of(queue_ptr self, push_run& run) {
+  submission s;
+  for (auto& seal : run.seals)
+    for (auto& m : seal.sealed.mutations)
+      s.batch.mutations.push_back(std::move(m));
+  s.parts = parts_of(self, run);
+  return s;
 }
 
 /// The answer of a sealed push, should its batch be durable.
@@ -60,17 +67,18 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
   return reply;
 }
 
-/// Settles every seal with the batch's outcome and builds the answer.
+/// Applies the batch's outcome here (the seals were settled by the writer,
+/// or given up by the caller) and builds the answer.
 queue_push_reply finish(queue_ptr self, push_run& run,
                         std::optional<api_error> failure) {
-  settle_all(self, run, !failure);
+  close_stages(self, run);
   if (failure)
     return push_failed(std::move(failure));
   auto reply = results_of(self, run);
   std::vector<std::string> grown;
   for (std::size_t k = 0; k < run.seals.size(); ++k) {
     auto& s = run.seals[k].sealed;
-    if (run.seals[k].seal_id == 0 || s.next <= s.first)
+    if (!run.seals[k].part)
       continue; // only duplicates
     auto& entry = self->state.partitions.at(run.names[k]);
     entry.last = std::max(entry.last, s.next - 1);
@@ -249,11 +257,12 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
       self, items,
       [self, rp](std::shared_ptr<push_run> run) mutable {
         if (run->failure) {
+          abort_parts(self, self->state.cfg.node.writer, parts_of(self, *run));
           rp.deliver(finish(self, *run, run->failure));
           return;
         }
-        auto batch = batch_of(*run);
-        if (batch.mutations.empty()) { // only duplicates of stored frames
+        auto sub = submission_of(self, *run);
+        if (sub.batch.mutations.empty()) { // only duplicates of stored frames
           auto& cfg = self->state.cfg;
           after_durable(self, cfg.node, slot_of_id(cfg.record.id.value),
                         [rp, reply = finish(self, *run, std::nullopt)](
@@ -263,7 +272,7 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
                         });
           return;
         }
-        write_push(self, run, std::move(batch),
+        write_push(self, run, std::move(sub),
                    [self, rp, run](std::optional<api_error> failure) mutable {
                      rp.deliver(finish(self, *run, std::move(failure)));
                    });
@@ -276,24 +285,46 @@ caf::typed_response_promise<prepared_push>
 on_prepare(queue_ptr self, std::vector<push_item>& items) {
   auto rp = promise_for<prepared_push>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
+    auto& st = self->state;
     if (run->failure) {
+      abort_parts(self, st.cfg.node.writer, parts_of(self, *run));
       auto failure = run->failure;
-      (void)finish(self, *run, failure); // settles what was sealed
-      rp.deliver(prepared_push{0, {}, failure, {}, {}});
+      (void)finish(self, *run, failure);
+      rp.deliver(prepared_push{{}, failure, {}, {}, 0});
       return;
     }
     auto outcome = results_of(self, *run);
-    auto& st = self->state;
-    // Unique in the process (not per incarnation): a settle reaching a
-    // queue respawned since names none of its pushes.
-    static std::atomic<push_token> last{0};
-    auto token = last.fetch_add(1, std::memory_order_relaxed) + 1;
-    st.prepared_pushes.emplace(token, run);
-    rp.deliver(prepared_push{token, batch_of(*run), std::nullopt,
+    auto sub = submission_of(self, *run);
+    if (sub.parts.empty()) {
+      (void)finish(self, *run, std::nullopt); // only duplicates: done here
+    } else {
+      // The queue's own part, keyed as its first seal: its effects (the
+      // wake, the candidates) run when the writer settles it.
+      auto key = sub.parts.front().key;
+      st.prepared_pushes.emplace(std::pair{key.partition, key.first}, run);
+      part_ref mine{self->address(), key};
+      self->send(st.cfg.node.writer, hold_atom::value, mine);
+      sub.parts.push_back(std::move(mine));
+    }
+    rp.deliver(prepared_push{std::move(sub), std::nullopt,
                              std::move(outcome.results),
-                             std::move(outcome.targets)});
+                             std::move(outcome.targets), outcome.created_at});
   });
   return rp.later();
+}
+
+void on_prepared_settled(queue_ptr self, const core::part_key& key,
+                         core::part_outcome outcome) {
+  auto& prepared = self->state.prepared_pushes;
+  auto it = prepared.find(std::pair{key.partition, key.first});
+  if (it == prepared.end())
+    return; // not this incarnation's
+  auto run = std::move(it->second);
+  prepared.erase(it);
+  std::optional<api_error> failure;
+  if (outcome != core::part_outcome::durable)
+    failure = make_error(errc::unavailable, "the push was not stored");
+  (void)finish(self, *run, std::move(failure));
 }
 
 // -- ack ----------------------------------------------------------------------

@@ -113,9 +113,10 @@ struct queue_state {
   std::map<std::string, caf::actor_addr> respawn_waiting;
   /// The leases this queue's pops granted, by id (queue_leases.cpp).
   core::lease_directory leases;
-  /// Pushes prepared for a batch the broker commits, by their token, until
-  /// the broker settles them.
-  std::unordered_map<push_token, std::shared_ptr<push_run>> prepared_pushes;
+  /// Pushes prepared for a batch the broker submits, by their part's key
+  /// (partition, first offset), until the writer settles them.
+  std::map<std::pair<std::uint64_t, std::int64_t>, std::shared_ptr<push_run>>
+      prepared_pushes;
   /// Subscription updates held under their group's gate until settled: the
   /// record as it will be stored.
   std::unordered_map<std::string, storage::subscription_record> sub_updates;
@@ -134,7 +135,7 @@ struct push_run {
   std::vector<std::vector<storage::frame>> copies;
   /// A push of this queue alone (`on_push`): it may carry claims.
   bool may_claim = false;
-  std::vector<seal_reply> seals; ///< per partition (seal_id 0: none)
+  std::vector<seal_reply> seals; ///< per partition (no part: nothing sealed)
   /// The partitions the push counts as an open stage of the queue on, from
   /// its seal until the push settles (`finish`): one dying between its
   /// seal and the batch's write is respawned after that write, from the
@@ -154,8 +155,7 @@ void keep_for_claims(queue_ptr self, push_run& run);
 /// serves (claim in the append: each staged by its cursor on the sealed
 /// frames, answered once the batch is durable, put back if it fails);
 /// `done` gets the write's error.
-void write_push(queue_ptr self, std::shared_ptr<push_run> run,
-                storage::write_batch batch,
+void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                 std::function<void(std::optional<api_error>)> done);
 
 /// Tells the queue's watcher (the broker) `xs`, if it has one.
@@ -276,9 +276,12 @@ void on_sweep(queue_ptr self, std::uint64_t id);
 
 void done_preparing(const std::shared_ptr<push_run>& run);
 
-void settle_all(queue_ptr self, push_run& run, bool durable);
+void close_stages(queue_ptr self, push_run& run);
 
-storage::write_batch batch_of(push_run& run);
+/// The seals of `run` as parts (held by its partitions).
+std::vector<part_ref> parts_of(queue_ptr self, const push_run& run);
+
+submission submission_of(queue_ptr self, push_run& run);
 
 queue_push_reply results_of(queue_ptr self, push_run& run);
 
@@ -299,6 +302,10 @@ on_push(queue_ptr self, std::vector<push_item>& items);
 
 caf::typed_response_promise<prepared_push>
 on_prepare(queue_ptr self, std::vector<push_item>& items);
+
+/// The writer settled the queue's part of a prepared push.
+void on_prepared_settled(queue_ptr self, const core::part_key& key,
+                         core::part_outcome outcome);
 
 caf::typed_response_promise<std::vector<ack_reply>>
 on_ack(queue_ptr self, const std::string& partition, const std::string& group,

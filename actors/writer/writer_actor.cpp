@@ -23,6 +23,17 @@
 // outcome is unknown until then). The one stall timer (`timeout_atom` with an
 // id) is armed at the oldest waiting batch's deadline while a commit runs.
 //
+// Parts (core/writer/open_parts.hpp): a holder tells the writer of a part it
+// staged (`hold_atom`); the coordinator submits it with its batch
+// (`propose_atom`) or gives it up (`abort_atom`, having settled it itself).
+// When the batch's answer is released, every part is settled first
+// (`settled_atom` to its holder: durable, or failed with the batch), so a
+// message the coordinator sends after the answer reaches each holder after
+// its settle. A batch naming a part that is not open (given up, or
+// submitted before) is refused whole. A batch refused, timed out or failed
+// before its commit settles its parts failed; one whose outcome the stop
+// leaves unknown settles them `unknown`.
+//
 // Stop: the exit handler waits for the running commit, commits what waits
 // (synchronously), answers every group the policy holds durable and fails the
 // rest as of unknown outcome, then quits. If the store is broken (a failed
@@ -65,11 +76,13 @@ struct writer_state {
     storage::write_batch batch;
     actors::promise<write_result> promise;
     caf::actor_clock::time_point queued_at;
+    std::vector<core::part_id> parts;
   };
   /// A committed group waiting for its durability policy.
   struct committed_group {
     std::uint64_t id = 0;
     std::vector<actors::promise<write_result>> promises;
+    std::vector<std::vector<core::part_id>> parts; ///< per batch
     std::vector<storage::expected<void>> results;
     std::vector<storage::slot_seq> marks;
     bool durable = false;
@@ -90,6 +103,8 @@ struct writer_state {
   std::deque<committed_group> committed;
   std::size_t committed_batches = 0;
   std::vector<reader> readers;
+  /// Parts held open until settled.
+  core::open_parts<caf::actor_addr> parts;
   std::optional<caf::actor_clock::time_point> armed;
   std::uint64_t timer_id = 0;
   /// The stop began: no new group starts (what waits is committed by the
@@ -113,6 +128,28 @@ api_error busy(auto&&... parts) {
 }
 
 void arm(writer_ptr self);
+
+/// Sends each part's holder the outcome.
+void tell(writer_ptr self,
+          const std::vector<core::open_parts<caf::actor_addr>::closed>& parts,
+          core::part_outcome outcome) {
+  for (auto& p : parts)
+    if (auto h = caf::actor_cast<part_holder>(p.holder))
+      self->send(h, settled_atom::value, p.id.key, outcome);
+}
+
+/// Settles the parts of a batch (those still open) with `outcome`.
+void settle(writer_ptr self, const std::vector<core::part_id>& parts,
+            core::part_outcome outcome) {
+  if (!parts.empty())
+    tell(self, self->state.parts.close(parts), outcome);
+}
+
+/// Answers a batch that never reached LMDB: its parts fail with it.
+void refuse(writer_ptr self, writer_state::pending_batch& b, api_error err) {
+  settle(self, b.parts, core::part_outcome::failed);
+  b.promise.deliver(write_result{std::move(err)});
+}
 
 /// Starts the next group if none is being committed.
 void kick(writer_ptr self) {
@@ -162,6 +199,8 @@ void release(writer_ptr self) {
         r.failure = make_error(errc::internal, "writer: commit gave no result");
       else if (!g.results[i])
         r.failure = g.results[i].err();
+      settle(self, g.parts[i],
+             r.ok() ? core::part_outcome::durable : core::part_outcome::failed);
       g.promises[i].deliver(std::move(r));
     }
   }
@@ -188,10 +227,13 @@ void hand_to_policy(writer_ptr self, std::uint64_t id,
                     commit_report report) {
   auto& st = self->state;
   writer_state::committed_group g{
-      id, {}, std::move(report.results), report.marks(), false};
+      id, {}, {}, std::move(report.results), report.marks(), false};
   g.promises.reserve(group.size());
-  for (auto& b : group)
+  g.parts.reserve(group.size());
+  for (auto& b : group) {
     g.promises.push_back(std::move(b.promise));
+    g.parts.push_back(std::move(b.parts));
+  }
   st.committed_batches += g.promises.size();
   auto marks = g.marks;
   st.committed.push_back(std::move(g));
@@ -211,12 +253,14 @@ void hand_to_policy(writer_ptr self, std::uint64_t id,
 /// Answers every batch and reader still waiting with `err`.
 void fail_waiting(writer_ptr self, const api_error& err) {
   auto& st = self->state;
-  for (auto& p : st.pending)
-    p.promise.deliver(write_result{err});
+  for (auto& p : st.pending) // never started
+    refuse(self, p, err);
   st.pending.clear();
-  for (auto& g : st.committed)
-    for (auto& p : g.promises)
-      p.deliver(write_result{err});
+  for (auto& g : st.committed) // committed, perhaps stored
+    for (std::size_t i = 0; i < g.promises.size(); ++i) {
+      settle(self, g.parts[i], core::part_outcome::unknown);
+      g.promises[i].deliver(write_result{err});
+    }
   st.committed.clear();
   st.committed_batches = 0;
   for (auto& r : st.readers)
@@ -295,10 +339,10 @@ void on_stall_timer(writer_ptr self, std::uint64_t id) {
     }
     auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
         now - it->queued_at);
-    it->promise.deliver(write_result{busy(
-        "storage stalled: the write waited ", waited.count(),
-        " ms for the commit in progress and was not started (nothing of it "
-        "is stored)")});
+    refuse(self, *it,
+           busy("storage stalled: the write waited ", waited.count(),
+                " ms for the commit in progress and was not started (nothing "
+                "of it is stored)"));
     it = st.pending.erase(it);
   }
   arm(self);
@@ -333,42 +377,79 @@ void on_stop(writer_ptr self) {
                           "its outcome is unknown"));
 }
 
+/// Queues `batch` (with the parts it settles) for the next commit, or
+/// refuses it at once when the queue is full or the storage stalled.
+caf::typed_response_promise<write_result>
+enqueue(writer_ptr self, storage::write_batch batch,
+        std::vector<core::part_id> parts) {
+  auto& st = self->state;
+  writer_state::pending_batch b{std::move(batch),
+                                promise_for<write_result>(self),
+                                self->clock().now(), std::move(parts)};
+  auto rp = b.promise;
+  // An empty batch is a barrier (supervise.hpp): never refused or timed
+  // out, answered after every batch sent before it.
+  bool barrier = b.batch.mutations.empty();
+  auto waiting = st.pending.size() + st.committed_batches;
+  if (!barrier && waiting >= st.cfg.max_pending) {
+    refuse(self, b,
+           busy("write queue full: ", waiting,
+                " batches wait for the disk or for durability (nothing of "
+                "this one is stored)"));
+    return rp.later();
+  }
+  if (!barrier && !st.in_flight.empty()
+      && b.queued_at - st.started_at > st.cfg.stall_timeout) {
+    auto running = std::chrono::duration_cast<std::chrono::milliseconds>(
+        b.queued_at - st.started_at);
+    refuse(self, b,
+           busy("storage stalled: the commit in progress has run for ",
+                running.count(), " ms (nothing of this write is stored)"));
+    return rp.later();
+  }
+  st.pending.push_back(std::move(b));
+  kick(self); // at once when no commit runs
+  arm(self);
+  return rp.later();
+}
+
 writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
   self->state.cfg = std::move(cfg);
   self->set_exit_handler([self](caf::exit_msg& msg) {
     on_stop(self);
     self->quit(std::move(msg.reason));
   });
+
   return {
-      [self](write_atom, storage::write_batch& batch)
-          -> caf::typed_response_promise<write_result> {
-        auto& st = self->state;
-        auto rp = promise_for<write_result>(self);
-        auto now = self->clock().now();
-        // An empty batch is a barrier (supervise.hpp): never refused or
-        // timed out, answered after every batch sent before it.
-        bool barrier = batch.mutations.empty();
-        auto waiting = st.pending.size() + st.committed_batches;
-        if (!barrier && waiting >= st.cfg.max_pending) {
-          rp.deliver(write_result{
-              busy("write queue full: ", waiting,
-                   " batches wait for the disk or for durability (nothing "
-                   "of this one is stored)")});
+      [self](write_atom, storage::write_batch& batch) {
+        return enqueue(self, std::move(batch), {});
+      },
+      [self](hold_atom, part_ref& part) {
+        self->state.parts.hold(part.id(), part.holder);
+      },
+      [self](propose_atom, submission& s) {
+        std::vector<core::part_id> ids;
+        ids.reserve(s.parts.size());
+        for (auto& p : s.parts)
+          ids.push_back(p.id());
+        if (!self->state.parts.submit(ids)) {
+          writer_state::pending_batch b{
+              {}, promise_for<write_result>(self), {}, std::move(ids)};
+          auto rp = b.promise;
+          refuse(self, b,
+                 make_error(errc::internal,
+                            "writer: a part of this write is not open (given "
+                            "up, or submitted before); nothing of it is "
+                            "stored"));
           return rp.later();
         }
-        if (!barrier && !st.in_flight.empty()
-            && now - st.started_at > st.cfg.stall_timeout) {
-          auto running = std::chrono::duration_cast<std::chrono::milliseconds>(
-              now - st.started_at);
-          rp.deliver(write_result{
-              busy("storage stalled: the commit in progress has run for ",
-                   running.count(), " ms (nothing of this write is stored)")});
-          return rp.later();
-        }
-        st.pending.push_back({std::move(batch), rp, now});
-        kick(self); // at once when no commit runs
-        arm(self);
-        return rp.later();
+        return enqueue(self, std::move(s.batch), std::move(ids));
+      },
+      [self](abort_atom, const std::vector<part_ref>& parts) {
+        std::vector<core::part_id> ids;
+        for (auto& p : parts)
+          ids.push_back(p.id());
+        self->state.parts.drop(ids); // settled by the one giving them up
       },
       [self](durable_atom, std::uint16_t slot,
              std::uint64_t seq) -> caf::typed_response_promise<write_result> {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/interfaces.hpp"
+#include "actors/write.hpp"
 
 namespace spool::test {
 
@@ -68,22 +69,58 @@ struct gate_state {
   bool keep = true;
   std::vector<storage::write_batch> seen; ///< every batch, in arrival order
   struct held_write {
-    storage::write_batch batch;
+    actors::submission sub;
     caf::typed_response_promise<actors::write_result> rp;
+    bool proposal = false; ///< came as `propose` (with parts), not `write`
   };
   std::deque<held_write> held;
 };
 
 inline void forward(actors::writer_actor::pointer self,
-                    actors::writer_actor real, storage::write_batch batch,
-                    caf::typed_response_promise<actors::write_result> rp) {
-  self->request(real, caf::infinite, actors::write_atom::value,
-                std::move(batch))
-      .then([rp](actors::write_result& r) mutable { rp.deliver(r); },
-            [rp](caf::error&) mutable {
-              rp.deliver(actors::write_result{
-                  make_error(errc::internal, "writer gone")});
-            });
+                    actors::writer_actor real, gate_state::held_write w) {
+  auto rp = w.rp;
+  auto answer = [rp](actors::write_result& r) mutable { rp.deliver(r); };
+  auto gone = [rp](caf::error&) mutable {
+    rp.deliver(actors::write_result{make_error(errc::internal, "writer gone")});
+  };
+  if (w.proposal)
+    self->request(real, caf::infinite, actors::propose_atom::value,
+                  std::move(w.sub))
+        .then(answer, gone);
+  else
+    self->request(real, caf::infinite, actors::write_atom::value,
+                  std::move(w.sub.batch))
+        .then(answer, gone);
+}
+
+/// Fails a write the gate took: a proposal's parts are given up first (as
+/// the writer settles them before it answers).
+inline void fail(actors::writer_actor::pointer self, actors::writer_actor real,
+                 gate_state::held_write& w, api_error err) {
+  actors::abort_parts(self, real, std::move(w.sub.parts));
+  w.rp.deliver(actors::write_result{std::move(err)});
+}
+
+/// What the gate does with a write (`write` or `propose`) that arrives.
+inline void take(actors::writer_actor::pointer self,
+                 std::shared_ptr<gate_state> st, actors::writer_actor real,
+                 gate_state::held_write w) {
+  if (st->keep)
+    st->seen.push_back(w.sub.batch);
+  ++st->batches;
+  bool picked = st->picks(w.sub.batch);
+  if (picked && !st->faults.stall) {
+    ++st->failed;
+    fail(self, real, w,
+         make_error(st->faults.code, "injected ", to_string(st->faults.code)));
+    return;
+  }
+  // A stalled batch holds every later one behind it, as a hung sync
+  // holds the writer.
+  if (st->closed || picked || (st->faults.stall && !st->held.empty()))
+    st->held.push_back(std::move(w));
+  else
+    forward(self, real, std::move(w));
 }
 
 /// A writer in front of the real one: records every batch; while closed it
@@ -94,24 +131,20 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
      actors::writer_actor real) {
   return {
       [=](actors::write_atom, storage::write_batch& b) {
-        if (st->keep)
-          st->seen.push_back(b);
-        ++st->batches;
         auto rp = self->make_response_promise<actors::write_result>();
-        bool picked = st->picks(b);
-        if (picked && !st->faults.stall) {
-          ++st->failed;
-          rp.deliver(actors::write_result{make_error(
-              st->faults.code, "injected ", to_string(st->faults.code))});
-          return rp;
-        }
-        // A stalled batch holds every later one behind it, as a hung sync
-        // holds the writer.
-        if (st->closed || picked || (st->faults.stall && !st->held.empty()))
-          st->held.push_back({std::move(b), rp});
-        else
-          forward(self, real, std::move(b), rp);
+        take(self, st, real, {{std::move(b), {}}, rp, false});
         return rp;
+      },
+      [=](actors::propose_atom, actors::submission& s) {
+        auto rp = self->make_response_promise<actors::write_result>();
+        take(self, st, real, {std::move(s), rp, true});
+        return rp;
+      },
+      [=](actors::hold_atom, actors::part_ref& part) {
+        self->send(real, actors::hold_atom::value, std::move(part));
+      },
+      [=](actors::abort_atom, std::vector<actors::part_ref>& parts) {
+        self->send(real, actors::abort_atom::value, std::move(parts));
       },
       [=](actors::flush_atom) {
         while (!st->held.empty()) {
@@ -119,11 +152,11 @@ gate(actors::writer_actor::pointer self, std::shared_ptr<gate_state> st,
           st->held.pop_front();
           if (st->fail_held) {
             ++st->failed;
-            w.rp.deliver(actors::write_result{
-                make_error(st->held_code, "injected ", to_string(st->held_code),
-                           " (held)")});
+            fail(self, real, w,
+                 make_error(st->held_code, "injected ",
+                            to_string(st->held_code), " (held)"));
           } else
-            forward(self, real, std::move(w.batch), w.rp);
+            forward(self, real, std::move(w));
         }
       },
       [=](actors::durable_atom, std::uint16_t slot, std::uint64_t seq) {
