@@ -104,13 +104,16 @@ using cursor_actor = caf::typed_actor<
     caf::replies_to<stage_atom, std::vector<ack_request>,
                     partition_view>::with<stage_reply>,
     /// Stages a parked pop on frames sealed, not durable yet (in memory,
-    /// up to the view's readable end): declined (stage 0) when busy or
+    /// up to the view's readable end): declined (no part) when busy or
     /// when it would need more than a lease and delivery counts; settled
     /// like a transaction's stage.
     caf::replies_to<claim_atom, pop_request, partition_view,
                     std::vector<storage::stored_frame>>::with<claim_reply>,
-    /// Settles a staged transaction or seek by id: commit (true) or abort.
+    /// Settles a staged seek by id: commit (true) or abort.
     caf::reacts_to<settle_atom, std::uint64_t, bool>,
+    /// The batch carrying its staged transaction or claim (a part) was
+    /// durable, failed, or of unknown outcome (undone as failed).
+    caf::reacts_to<settled_atom, core::part_key, core::part_outcome>,
     /// Retention (from the partition, or itself to continue): the watermark
     /// moved or frames at or below the offset are overdue (maxWait); the
     /// cursor dead-letters the overdue frames it has not consumed, in
@@ -181,11 +184,10 @@ using partition_actor = caf::typed_actor<
                     std::vector<ack_request>>::with<stage_reply>,
     /// Stages a parked pop of a group on the frames of a seal in flight
     /// (forwarded to its cursor with them): declined unless every earlier
-    /// seal is settled. Settled by `settle_atom`.
+    /// seal is settled. Its parts are settled by the writer.
     caf::replies_to<claim_atom, std::int64_t, pop_request,
                     std::vector<storage::stored_frame>>::with<claim_reply>,
-    /// Settles a group's staged transaction or seek (forwarded to its
-    /// cursor).
+    /// Settles a group's staged seek (forwarded to its cursor).
     caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
     /// Internal: the partition's one timer (retention runs), by id.
     caf::reacts_to<retention_atom, std::uint64_t>,
@@ -260,12 +262,11 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<dead_atom, storage::micros>,
     /// Internal: the DLQ retention sweep's one timer, by id.
     caf::reacts_to<dlq_sweep_atom, std::uint64_t>,
-    /// Stages a transaction's acks of (partition, group).
+    /// Stages a transaction's acks of (partition, group); its parts (and
+    /// the queue's mark among them: a durable one wakes parked pops) are
+    /// settled by the writer.
     caf::replies_to<stage_atom, std::string, std::string,
                     std::vector<ack_request>>::with<stage_reply>,
-    /// Settles a staged transaction of (partition, group); a commit wakes
-    /// parked pops.
-    caf::reacts_to<settle_atom, std::string, std::string, std::uint64_t, bool>,
     /// Seeks a group on every partition (or one) in one durable write;
     /// answers after it is durable and parked pops were woken.
     caf::replies_to<seek_atom, seek_request>::with<seek_reply>,

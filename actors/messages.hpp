@@ -423,7 +423,9 @@ struct namespace_pop_reply {
 /// staged copy (`core::stage_acks`), held until settled by id. The cursor
 /// defers every other message meanwhile (docs/transactions.md).
 struct stage_reply {
-  std::uint64_t stage_id = 0;     ///< 0: nothing staged, nothing to settle
+  /// The parts the batch must carry (the cursor's, its partition's and its
+  /// queue's marks), settled by the writer; none: nothing staged.
+  std::vector<part_ref> parts;
   std::vector<ack_reply> replies; ///< one per ack when accepted
   /// The cursor record and DLQ entries to write with the transaction.
   storage::write_batch batch;
@@ -437,7 +439,8 @@ struct stage_reply {
 /// the pop is answered when that batch is durable (semantics.md §1: the
 /// frames and their delivery counts are durable before the answer).
 struct claim_reply {
-  std::uint64_t stage_id = 0; ///< 0: declined, nothing staged
+  /// The cursor's part and its partition's mark; none: declined.
+  std::vector<part_ref> parts;
   /// The cursor record to write with the push.
   storage::write_batch batch;
   /// What the pop answers once the batch is durable.

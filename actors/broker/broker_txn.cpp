@@ -6,17 +6,19 @@
 // 1. stage: the acks, grouped by cursor, are staged one cursor after the
 //    other in (queue, partition, group) order: broker -> queue -> partition
 //    -> cursor (`stage_atom`). A cursor validates on a copy of its core and
-//    then defers everything else until settled. A refusal aborts: every
-//    staged cursor is settled with `false` and nothing was sealed, written
-//    or created.
+//    then defers everything else until settled; the stage is a part held by
+//    the cursor, its partition and its queue (each tells the writer). A
+//    refusal aborts: every part is given up (settled failed) and nothing was
+//    sealed, written or created.
 // 2. seal: only now are missing queues created and the pushes sealed
 //    (queue `seal_atom`: partitions created, offsets assigned), so an
 //    invalid ack never consumes an offset. Sealing in the partitions'
 //    serialized path keeps concurrent plain pushes in order.
 // 3. write: ONE batch with the sealed segments, the staged cursor records
 //    and DLQ entries, the stored answer (client id) and the deletion of a
-//    few expired ids; then every queue and cursor is settled with the
-//    outcome and the answer goes out.
+//    few expired ids, carrying every part; the writer settles each part
+//    (cursors, partitions, queues) with the outcome before it answers, and
+//    the answer goes out.
 
 #include "actors/broker/broker_txn.hpp"
 #include "actors/promise.hpp"
@@ -48,6 +50,8 @@ struct txn_run {
   promise<txn_reply> rp;
   // -- stage --
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
+  /// Per staged ack group: its stage is open here (`stage_opened`).
+  std::vector<bool> opened;
   // -- seal --
   /// Per plan.pushes: who sealed it, and its batch and parts (moved into
   /// the submission: the writer settles them from then on).
@@ -90,20 +94,19 @@ void answer(run_ptr run, txn_reply reply) {
   run->rp.deliver(std::move(reply));
 }
 
-/// Settles every staged cursor with the outcome, and gives up the sealed
-/// pushes not submitted (a submitted one is the writer's to settle).
-void settle_all(run_ptr run, bool commit) {
+/// Ends the run's stages: gives up the staged acks and sealed pushes not
+/// submitted (a submitted part is the writer's to settle, and was settled
+/// before its answer), and closes the stages this broker counted.
+void settle_all(run_ptr run) {
   auto& host = *run->host;
   std::vector<std::string> closed;
   for (std::size_t k = 0; k < run->staged.size(); ++k) {
-    auto& g = run->plan.acks[k];
-    if (run->staged[k].stage_id == 0)
+    if (!run->opened[k])
       continue;
-    if (auto q = host.find_queue(g.queue))
-      host.self->send(*q, settle_atom::value, g.partition, g.group,
-                      run->staged[k].stage_id, commit);
-    run->staged[k].stage_id = 0; // settled once
-    closed.push_back(g.queue);
+    abort_parts(host.self, host.node.writer,
+                std::exchange(run->staged[k].parts, {}));
+    run->opened[k] = false; // closed once
+    closed.push_back(run->plan.acks[k].queue);
   }
   for (auto& p : run->prepared)
     abort_parts(host.self, host.node.writer, std::exchange(p.parts, {}));
@@ -126,7 +129,7 @@ std::vector<std::string> queues_of(const core::txn_plan& plan) {
 
 /// Ends a transaction that did not commit: no trace is left.
 void abort(run_ptr run) {
-  settle_all(run, false);
+  settle_all(run);
   if (run->rollback)
     return answer(run, txn_reply{std::move(*run->rollback), std::nullopt});
   core::txn_result r;
@@ -221,7 +224,7 @@ void commit(run_ptr run) {
     }
   }
   if (batch.mutations.empty()) { // duplicates and idempotent acks only
-    settle_all(run, true);
+    settle_all(run);
     std::vector<storage::slot_t> slots;
     for (auto& q : queues_of(run->plan))
       slots.push_back(host.node.store.slot_of(q));
@@ -239,13 +242,16 @@ void commit(run_ptr run) {
   for (auto& p : run->prepared)
     for (auto& r : std::exchange(p.parts, {}))
       sub.parts.push_back(std::move(r));
+  for (auto& s : run->staged)
+    for (auto& r : std::exchange(s.parts, {}))
+      sub.parts.push_back(std::move(r));
   propose_then(host.self, host.node.writer, std::move(sub),
                [run, result](std::optional<api_error> failure) mutable {
                  if (failure) {
                    run->failure = std::move(failure);
                    return abort(run);
                  }
-                 settle_all(run, true);
+                 settle_all(run);
                  // Parked namespace pops are woken now: every queue applied its
                  // settle, which the writer sent before this answer.
                  if (run->host->committed)
@@ -359,7 +365,8 @@ void stage_next(run_ptr run) {
                   = core::txn_rollback(run->id, g.ops[j], r.refused->reason);
               return abort(run);
             }
-            if (r.stage_id != 0 && run->host->stage_opened)
+            run->opened.push_back(!r.parts.empty());
+            if (!r.parts.empty() && run->host->stage_opened)
               run->host->stage_opened(g.queue);
             run->staged.push_back(std::move(r));
             stage_next(run);

@@ -25,9 +25,10 @@ namespace spool::actors {
 
 namespace cursor_detail {
 
-/// Stage ids are unique in the process, not per cursor: a settle meant for
-/// a cursor that died cannot settle a stage of the one respawned in its
-/// place (they would both number from 1).
+/// Seek stage ids are unique in the process, not per cursor: a settle meant
+/// for a cursor that died cannot settle a stage of the one respawned in its
+/// place (they would both number from 1). (A transaction's or a claim's
+/// stage is a part the writer settles: no id.)
 std::uint64_t next_stage_id() {
   static std::atomic<std::uint64_t> last{0};
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -361,6 +362,9 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       },
       [self](settle_atom, std::uint64_t id, bool commit) {
         on_settle(self, id, commit);
+      },
+      [self](settled_atom, const core::part_key&, core::part_outcome o) {
+        on_settled(self, o);
       },
       [self](claim_atom, const pop_request& req, const partition_view& view,
              std::vector<storage::stored_frame>& sealed) {

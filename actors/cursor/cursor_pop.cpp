@@ -99,9 +99,9 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
   std::vector<storage::micros> written;
   out.batch = state_batch(st.cfg, *st.core, pop.changes, pop.frames, written);
   out.reply = std::move(pop.reply);
-  out.stage_id = next_stage_id();
+  out.parts.push_back(hold_part(self));
   st.before.emplace(std::move(before));
-  cursor_state::staged_txn staged{out.stage_id, std::nullopt, {}};
+  cursor_state::staged_txn staged{0, std::nullopt, {}};
   staged.claim = true;
   st.staged.emplace(std::move(staged));
   arm(self);

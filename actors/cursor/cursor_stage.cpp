@@ -42,9 +42,9 @@ stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
   }
   std::vector<storage::micros> written;
   reply.batch = state_batch(st.cfg, acks.after, changes, *frames, written);
-  reply.stage_id = next_stage_id();
-  st.staged.emplace(cursor_state::staged_txn{reply.stage_id, std::move(acks),
-                                             std::move(written)});
+  reply.parts.push_back(hold_part(self));
+  st.staged.emplace(
+      cursor_state::staged_txn{0, std::move(acks), std::move(written)});
   return reply;
 }
 
@@ -90,10 +90,31 @@ void recover_lost(cursor_ptr self) {
            [](std::optional<api_error>) {});
 }
 
+part_ref hold_part(cursor_ptr self) {
+  auto& cfg = self->state.cfg;
+  part_ref part{
+      self->address(),
+      core::part_key{cfg.queue.value, cfg.partition.value, cfg.group, -1}};
+  self->send(cfg.writer, hold_atom::value, part);
+  return part;
+}
+
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
   auto& st = self->state;
-  if (!st.staged || st.staged->id != id)
-    return;
+  if (st.staged && st.staged->id == id)
+    settle_staged(self, commit);
+}
+
+void on_settled(cursor_ptr self, core::part_outcome outcome) {
+  auto& st = self->state;
+  // A part's stage (id 0); one of unknown outcome is undone here, as a
+  // failed one (its row, if stored, is read by the next incarnation).
+  if (st.staged && st.staged->id == 0)
+    settle_staged(self, outcome == core::part_outcome::durable);
+}
+
+void settle_staged(cursor_ptr self, bool commit) {
+  auto& st = self->state;
   if (st.staged->claim) { // a pop's lease, written with a push
     if (commit) {
       st.row_written = true;

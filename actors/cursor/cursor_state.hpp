@@ -151,7 +151,18 @@ api_error being_deleted();
 
 void recover_lost(cursor_ptr self);
 
+/// Tells the writer of the staged transaction or claim as this cursor's
+/// part, and returns it.
+part_ref hold_part(cursor_ptr self);
+
+/// Settles the staged seek `id` (from its partition).
 void on_settle(cursor_ptr self, std::uint64_t id, bool commit);
+
+/// The writer settled the staged transaction or claim.
+void on_settled(cursor_ptr self, core::part_outcome outcome);
+
+/// Commits or undoes what is staged.
+void settle_staged(cursor_ptr self, bool commit);
 
 /// Builds the batch for `changes` (reading the frames of new dead letters)
 /// and writes it; `then` gets the write's error, if any.

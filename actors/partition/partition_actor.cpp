@@ -190,6 +190,29 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   return rp.later();
 }
 
+/// A group's cursor staged a transaction or a claim (`parts`, none: it
+/// staged nothing): recorded until the writer settles this partition's mark
+/// of it, which joins the parts.
+void mark_staged(partition_ptr self, const std::string& group,
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts) {
+  if (parts.empty())
+    return;
+  auto& st = self->state;
+  st.live_txns[group] = {0, cursor};
+  part_ref mark{self->address(), parts.front().key};
+  self->send(st.cfg.node.writer, hold_atom::value, mark);
+  parts.push_back(std::move(mark));
+}
+
+/// A group's stage settled: if its cursor died, the respawn waited for it
+/// (its row is written now, or never will be).
+void unstaged(partition_ptr self, const std::string& group) {
+  auto& st = self->state;
+  if (st.respawning.contains(group) && !st.barrier_pending.contains(group)
+      && !st.staged(group))
+    st.respawning.erase(group);
+}
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -261,7 +284,7 @@ partition_actor::behavior_type partition(partition_ptr self,
         // The caller gets the mutations; the partition keeps the rest
         // (offsets, results, ids in flight) as a part the writer settles.
         core::part_key key{st.cfg.record.queue.value, st.cfg.record.id.value,
-                           s.first.value};
+                           "", s.first.value};
         auto& kept = st.seals[key.first];
         kept.results = s.results;
         kept.first = s.first;
@@ -275,6 +298,11 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](settled_atom, const core::part_key& key,
              core::part_outcome outcome) {
         auto& st = self->state;
+        if (!key.group.empty()) { // the mark of a staged transaction or claim
+          if (st.live_txns.erase(key.group) > 0)
+            unstaged(self, key.group);
+          return;
+        }
         auto it = st.seals.find(key.first);
         if (it == st.seals.end())
           return; // not this incarnation's (respawned meanwhile)
@@ -464,8 +492,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group,
                  cursor = c->address()](stage_reply& r) mutable {
-                  if (r.stage_id != 0)
-                    self->state.live_txns[group] = {r.stage_id, cursor};
+                  mark_staged(self, group, cursor, r.parts);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error& err) mutable {
@@ -508,8 +535,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group = req.group,
                  cursor = c->address()](claim_reply& r) mutable {
-                  if (r.stage_id != 0)
-                    self->state.live_txns[group] = {r.stage_id, cursor};
+                  mark_staged(self, group, cursor, r.parts);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error&) mutable { rp.deliver(claim_reply{}); });
@@ -526,22 +552,15 @@ partition_actor::behavior_type partition(partition_ptr self,
           return;
         }
         auto it = st.cursors.find(group);
-        for (auto* live : {&st.live_seeks, &st.live_txns}) {
-          auto l = live->find(group);
-          if (l == live->end() || l->second.id != id)
-            continue;
-          auto staged_by = l->second.cursor;
-          live->erase(l);
-          // Its cursor died: the respawn waited for this settle (its row is
-          // written now, or never will be).
-          if (st.respawning.contains(group)
-              && !st.barrier_pending.contains(group) && !st.staged(group))
-            st.respawning.erase(group);
-          // Only the cursor that staged it.
-          if (it != st.cursors.end() && it->second.address() == staged_by)
-            self->send(it->second, settle_atom::value, id, commit);
+        auto l = st.live_seeks.find(group);
+        if (l == st.live_seeks.end() || l->second.id != id)
           return;
-        }
+        auto staged_by = l->second.cursor;
+        st.live_seeks.erase(l);
+        unstaged(self, group);
+        // Only the cursor that staged it.
+        if (it != st.cursors.end() && it->second.address() == staged_by)
+          self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,
              const core::seek_target& target, bool dry_run, bool no_wait) {

@@ -70,8 +70,8 @@ struct partition_state {
     caf::actor_addr cursor; ///< the cursor that staged it (settled only there)
   };
   std::unordered_map<std::string, live_seek> live_seeks;
-  /// Transactions staged by live cursors here (group -> stage id), until
-  /// the broker settles them through this partition.
+  /// Transactions and claims staged by cursors here (group -> the cursor;
+  /// id 0), until the writer settles this partition's mark of them.
   std::unordered_map<std::string, live_seek> live_txns;
   /// Whether `group` has a seek or a transaction staged here.
   bool staged(const std::string& group) const {

@@ -122,6 +122,23 @@ void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id) {
     ++self->state.open_stages[name];
 }
 
+/// The writer settled this queue's mark of a transaction staged on one of
+/// its partitions: the batch is durable (or not written), so a respawn
+/// waiting for it may read the rows now; a durable one may have released
+/// a lease the group's parked pops wait for.
+void on_stage_settled(queue_ptr self, const core::part_key& key,
+                      core::part_outcome outcome) {
+  auto& st = self->state;
+  for (auto& [name, entry] : st.partitions)
+    if (entry.rec.id.value == key.partition) {
+      auto partition = name; // `stage_closed` may respawn the entry
+      stage_closed(self, partition);
+      if (outcome == core::part_outcome::durable)
+        wake_for(self, {partition}, key.group);
+      return;
+    }
+}
+
 /// A stage on partition `name` settled: a respawn waiting for it may go.
 void stage_closed(queue_ptr self, const std::string& name) {
   auto& st = self->state;
@@ -378,7 +395,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](settled_atom, const core::part_key& key,
              core::part_outcome outcome) {
-        on_prepared_settled(self, key, outcome);
+        if (key.group.empty())
+          on_prepared_settled(self, key, outcome);
+        else
+          on_stage_settled(self, key, outcome);
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
       [self](ack_atom, const std::string& partition, const std::string& group,
@@ -498,9 +518,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                       std::move(reqs))
             .then(
                 [self, rp, partition](stage_reply& r) mutable {
-                  if (r.stage_id != 0) {
-                    stage_opened(self, partition, r.stage_id);
-                    self->state.txn_stages[r.stage_id] = partition;
+                  if (!r.parts.empty()) { // open until the writer settles
+                    stage_opened(self, partition, 1); // this queue's mark
+                    part_ref mark{self->address(), r.parts.front().key};
+                    self->send(self->state.cfg.node.writer, hold_atom::value,
+                               mark);
+                    r.parts.push_back(std::move(mark));
                   }
                   rp.deliver(std::move(r));
                 },
@@ -510,24 +533,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                   rp.deliver(std::move(failed));
                 });
         return {};
-      },
-      [self](settle_atom, const std::string& partition,
-             const std::string& group, std::uint64_t id, bool commit) {
-        auto& st = self->state;
-        auto it = st.partitions.find(partition);
-        if (it != st.partitions.end())
-          self->send(it->second.actor, settle_atom::value, group, id, commit);
-        // The batch is durable (or not written): a respawn waiting for this
-        // stage may read the rows now.
-        if (auto open = st.txn_stages.find(id); open != st.txn_stages.end()) {
-          auto name = open->second;
-          st.txn_stages.erase(open);
-          stage_closed(self, name);
-        }
-        if (it == st.partitions.end())
-          return;
-        if (commit) // a released lease may serve the group's parked pops
-          wake_for(self, {partition}, group);
       },
       [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };

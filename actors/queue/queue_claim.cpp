@@ -131,24 +131,25 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
         std::vector<std::size_t> staged;
         for (std::size_t i = 0; i < replies.size(); ++i) {
           auto& slot = (*slots)[i];
-          if (!replies[i].reply || replies[i].reply->stage_id == 0) {
+          if (!replies[i].reply || replies[i].reply->parts.empty()) {
             slot.k(std::nullopt); // parks again; the push's wake reruns it
             continue;
           }
           slot.staged = std::move(*replies[i].reply);
           for (auto& m : slot.staged.batch.mutations)
             shared->batch.mutations.push_back(std::move(m));
+          for (auto& p : slot.staged.parts)
+            shared->parts.push_back(p);
           staged.push_back(i);
         }
         propose_then(self, self->state.cfg.node.writer, std::move(*shared),
                      [self, run, slots, staged = std::move(staged),
                       done](std::optional<api_error> failure) {
+                       // The writer settled every claim (its cursor and
+                       // its partition) before this answer.
                        for (auto i : staged) {
                          auto& slot = (*slots)[i];
                          auto& name = run->names[slot.part];
-                         self->send(self->state.partitions.at(name).actor,
-                                    settle_atom::value, slot.req.group,
-                                    slot.staged.stage_id, !failure);
                          if (failure)
                            slot.k(std::nullopt);
                          else

@@ -105,8 +105,6 @@ struct queue_state {
   /// settled: their batch may be written after its barrier, and its new
   /// cursors must read the rows it writes.
   std::map<std::string, std::size_t> open_stages;
-  /// The partition of each open transaction stage, by stage id.
-  std::unordered_map<std::uint64_t, std::string> txn_stages;
   /// The `registered_at` stamps of this queue's registrations.
   core::registration_clock registrations;
   /// Dead partitions whose respawn waits for their open stages.
@@ -190,6 +188,9 @@ void respawn_partition(queue_ptr self, const std::string& name,
 void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id);
 
 void stage_closed(queue_ptr self, const std::string& name);
+
+void on_stage_settled(queue_ptr self, const core::part_key& key,
+                      core::part_outcome outcome);
 
 void restart_partition(queue_ptr self, const std::string& name,
                        const caf::error& why);

@@ -1,5 +1,7 @@
 #include "core/writer/open_parts.hpp"
 
+#include <functional>
+
 namespace spool::core {
 
 std::size_t part_id_hash::operator()(const part_id& p) const noexcept {
@@ -9,6 +11,7 @@ std::size_t part_id_hash::operator()(const part_id& p) const noexcept {
   std::size_t h = mix(0, p.holder);
   h = mix(h, p.key.queue);
   h = mix(h, p.key.partition);
+  h = mix(h, std::hash<std::string>{}(p.key.group));
   return mix(h, static_cast<std::uint64_t>(p.key.first));
 }
 

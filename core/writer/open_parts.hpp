@@ -15,6 +15,7 @@
 /// stored.
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -25,11 +26,13 @@ namespace spool::core {
 enum class part_outcome : std::uint8_t { durable, failed, unknown };
 
 /// What a part writes and its key among its holder's open parts: the rows
-/// of one queue (of one partition, 0: queue-wide), and the first offset of
-/// a seal (a holder has at most one open part per key).
+/// of one queue (of one partition, 0: queue-wide; of one consumer group,
+/// empty: none), and the first offset of a seal (-1: not a seal). A holder
+/// has at most one open part per key.
 struct part_key {
   std::uint64_t queue = 0;
   std::uint64_t partition = 0;
+  std::string group;
   std::int64_t first = -1;
   friend bool operator==(const part_key&, const part_key&) = default;
 };

@@ -450,6 +450,8 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
           "[sim][txn][supervision]") {
   partition_fixture fx;
   fx.push({msg("a"), msg("b")});
+  // A transaction's stage: its batch and its parts (the cursor's, the
+  // partition's mark), as the broker submits them.
   auto stage = [&](const actors::pop_reply& p) {
     ack_request a;
     a.lease_id = p.lease->id;
@@ -457,8 +459,8 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
     auto r = fx.request<actors::stage_reply>(fx.part, actors::stage_atom::value,
                                              std::string{"g"}, std::vector{a});
     REQUIRE(r);
-    REQUIRE(r->stage_id != 0);
-    return r->stage_id;
+    REQUIRE(r->parts.size() == 2);
+    return actors::submission{std::move(r->batch), std::move(r->parts)};
   };
   auto committed_in_memory = [&] {
     auto r = fx.request<std::vector<actors::cursor_info>>(
@@ -466,6 +468,14 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
     REQUIRE(r);
     REQUIRE(r->size() == 1);
     return r->front().committed;
+  };
+  auto abort = [&](const actors::submission& s) {
+    for (auto& p : s.parts)
+      caf::anon_send(caf::actor_cast<actors::part_holder>(p.holder),
+                     actors::settled_atom::value, p.key,
+                     core::part_outcome::failed);
+    caf::anon_send(fx.writer, actors::abort_atom::value, s.parts);
+    fx.run();
   };
   auto first = stage(fx.pop(1));
   // The cursor dies (a bug) with its stage open.
@@ -485,20 +495,18 @@ TEST_CASE("a cursor that dies with a transaction staged comes back only "
   REQUIRE(early->failure);
   CHECK(early->failure->code == errc::unavailable);
   // Its settle (an abort: the batch was not written) lets the group back.
-  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
-                 false);
-  fx.run();
+  abort(first);
   auto again = fx.pop(1);
   REQUIRE(offsets(again) == std::vector<std::int64_t>{0});
   auto second = stage(again);
-  CHECK(second != first);
-  // A repeated settle of the first stage settles nothing of the second.
-  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, first,
-                 true);
-  fx.run();
-  caf::anon_send(fx.part, actors::settle_atom::value, std::string{"g"}, second,
-                 false);
-  fx.run();
+  CHECK(second.parts.front().holder != first.parts.front().holder);
+  // The first stage submitted again settles nothing of the second: its
+  // parts are not open any more, so the writer refuses it whole.
+  auto stale = fx.request<actors::write_result>(
+      fx.writer, actors::propose_atom::value, first);
+  REQUIRE(stale);
+  CHECK(!stale->ok());
+  abort(second);
   CHECK(committed_in_memory() == offset{-1});
   CHECK(fx.stored_cursor().committed == offset{-1});
 }

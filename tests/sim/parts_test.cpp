@@ -70,7 +70,7 @@ struct parts_fixture : sim_fixture {
   }
 
   actors::part_ref part(std::int64_t first) {
-    return {h.address(), core::part_key{p.queue.value, p.id.value, first}};
+    return {h.address(), core::part_key{p.queue.value, p.id.value, "", first}};
   }
 
   void hold(std::int64_t first) {

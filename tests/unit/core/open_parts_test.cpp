@@ -18,7 +18,7 @@ namespace {
 using open_parts = spool::core::open_parts<std::uint64_t>;
 
 part_id seal(std::uint64_t holder, std::int64_t first) {
-  return part_id{holder, part_key{7, holder, first}};
+  return part_id{holder, part_key{7, holder, "", first}};
 }
 
 } // namespace
