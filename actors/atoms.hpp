@@ -15,7 +15,6 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using extend_atom = caf::atom_constant<caf::atom("extend")>;
 using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using seal_atom = caf::atom_constant<caf::atom("seal")>;
-using settle_atom = caf::atom_constant<caf::atom("settle")>;
 /// Parts of a batch another actor submits (core/writer/open_parts.hpp): a
 /// holder tells the writer of its part (`hold`), a coordinator submits the
 /// batch with its parts (`propose`) or gives them up (`abort`), and the

@@ -109,10 +109,8 @@ using cursor_actor = caf::typed_actor<
     /// like a transaction's stage.
     caf::replies_to<claim_atom, pop_request, partition_view,
                     std::vector<storage::stored_frame>>::with<claim_reply>,
-    /// Settles a staged seek by id: commit (true) or abort.
-    caf::reacts_to<settle_atom, std::uint64_t, bool>,
-    /// The batch carrying its staged transaction or claim (a part) was
-    /// durable, failed, or of unknown outcome (undone as failed).
+    /// The batch carrying its staged transaction, seek or claim (a part)
+    /// was durable, failed, or of unknown outcome (undone as failed).
     caf::reacts_to<settled_atom, core::part_key, core::part_outcome>,
     /// Retention (from the partition, or itself to continue): the watermark
     /// moved or frames at or below the offset are overdue (maxWait); the
@@ -120,7 +118,7 @@ using cursor_actor = caf::typed_actor<
     /// bounded steps.
     caf::reacts_to<retention_atom, partition_view, storage::offset>,
     /// Stages a seek: the new record is computed and held until settled
-    /// (`settle_atom`); a dry run only answers the positions.
+    /// (`settled_atom`); a dry run only answers the positions.
     caf::replies_to<seek_atom, cursor_seek, partition_view>::with<seek_stage>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
@@ -187,8 +185,6 @@ using partition_actor = caf::typed_actor<
     /// seal is settled. Its parts are settled by the writer.
     caf::replies_to<claim_atom, std::int64_t, pop_request,
                     std::vector<storage::stored_frame>>::with<claim_reply>,
-    /// Settles a group's staged seek (forwarded to its cursor).
-    caf::reacts_to<settle_atom, std::string, std::uint64_t, bool>,
     /// Internal: the partition's one timer (retention runs), by id.
     caf::reacts_to<retention_atom, std::uint64_t>,
     /// Stages a group's seek (the timestamp walk done here, the cursor

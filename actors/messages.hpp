@@ -494,10 +494,12 @@ struct cursor_seek {
 };
 
 /// A cursor's part of a seek: its new record, computed and held (staged,
-/// like a transaction's acks) until the queue settles it by id; the cursor
+/// like a transaction's acks) until the writer settles it; the cursor
 /// defers every other message meanwhile.
 struct seek_stage {
-  std::uint64_t stage_id = 0; ///< 0: nothing staged, nothing to settle
+  /// The parts the batch must carry (the cursor's and its partition's
+  /// mark, or the partition's hold); none: nothing staged.
+  std::vector<part_ref> parts;
   std::optional<storage::offset> before;
   storage::offset after{-1};
   /// The record to write in the queue's one batch (none for a dry run).

@@ -12,27 +12,18 @@
 // (as for a staged transaction). No write failure ends the cursor: a timer
 // change that failed is retried after `write_retry`.
 // A transaction stages its acks (`stage_atom`): validated and applied on a
-// copy of the core, answered with the record and DLQ entries to write; until
-// the broker settles it (`settle_atom`: commit swaps the copy in, abort
-// drops it) every other message, the timer included, is skipped and stays in
-// the mailbox in order (docs/transactions.md).
-// A seek (`seek_atom`) stages the same way: the queue collects every
-// cursor's new record into one batch and settles each with the outcome.
+// copy of the core, answered with the record and DLQ entries to write and
+// the cursor's part (told to the writer); until the writer settles it
+// (`settled_atom`: durable swaps the copy in, failed drops it) every other
+// message, the timer included, is skipped and stays in the mailbox in order
+// (docs/transactions.md). A seek (`seek_atom`) and a claim stage the same
+// way: the queue collects every cursor's record and part into one batch.
 
 #include "actors/cursor/cursor_state.hpp"
 
 namespace spool::actors {
 
 namespace cursor_detail {
-
-/// Seek stage ids are unique in the process, not per cursor: a settle meant
-/// for a cursor that died cannot settle a stage of the one respawned in its
-/// place (they would both number from 1). (A transaction's or a claim's
-/// stage is a part the writer settles: no id.)
-std::uint64_t next_stage_id() {
-  static std::atomic<std::uint64_t> last{0};
-  return last.fetch_add(1, std::memory_order_relaxed) + 1;
-}
 
 /// Reads the frames at `offsets` (sorted) in one short read transaction,
 /// decoding no more than `max_bytes` of payload (at least one frame; the
@@ -201,8 +192,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
   self->state.core.emplace(std::move(rec), self->state.cfg.policy);
   self->state.core->note_watermark(self->state.cfg.watermark);
   if (held) // the seek resets the lost lease; only its abort would recover
-    self->state.staged.emplace(cursor_state::staged_txn{
-        held->id, std::nullopt, {}, held->to, held->wall, lost});
+    self->state.staged.emplace(
+        cursor_state::staged_txn{std::nullopt, {}, held->to, held->wall, lost});
   else if (lost)
     recover_lost(self);
   arm(self);
@@ -359,9 +350,6 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
           return refused;
         }
         return on_stage(self, reqs, view);
-      },
-      [self](settle_atom, std::uint64_t id, bool commit) {
-        on_settle(self, id, commit);
       },
       [self](settled_atom, const core::part_key&, core::part_outcome o) {
         on_settled(self, o);

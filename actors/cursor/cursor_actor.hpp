@@ -53,7 +53,6 @@ struct cursor_config {
 /// A cursor spawned before it settles starts with it staged, exactly as if
 /// it had staged it itself, and gets its settle through the partition.
 struct held_seek {
-  std::uint64_t id = 0;
   storage::offset to{-1};
   storage::micros wall = 0;
 };

@@ -101,7 +101,7 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
   out.reply = std::move(pop.reply);
   out.parts.push_back(hold_part(self));
   st.before.emplace(std::move(before));
-  cursor_state::staged_txn staged{0, std::nullopt, {}};
+  cursor_state::staged_txn staged{std::nullopt, {}};
   staged.claim = true;
   st.staged.emplace(std::move(staged));
   arm(self);

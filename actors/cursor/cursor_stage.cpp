@@ -44,7 +44,7 @@ stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
   reply.batch = state_batch(st.cfg, acks.after, changes, *frames, written);
   reply.parts.push_back(hold_part(self));
   st.staged.emplace(
-      cursor_state::staged_txn{0, std::move(acks), std::move(written)});
+      cursor_state::staged_txn{std::move(acks), std::move(written)});
   return reply;
 }
 
@@ -69,9 +69,9 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
     return reply;
   reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
                                           st.cfg.group, std::move(plan.record)};
-  reply.stage_id = next_stage_id();
-  st.staged.emplace(cursor_state::staged_txn{
-      reply.stage_id, std::nullopt, {}, reply.after, wall});
+  reply.parts.push_back(hold_part(self));
+  st.staged.emplace(
+      cursor_state::staged_txn{std::nullopt, {}, reply.after, wall});
   return reply;
 }
 
@@ -99,17 +99,10 @@ part_ref hold_part(cursor_ptr self) {
   return part;
 }
 
-void on_settle(cursor_ptr self, std::uint64_t id, bool commit) {
-  auto& st = self->state;
-  if (st.staged && st.staged->id == id)
-    settle_staged(self, commit);
-}
-
 void on_settled(cursor_ptr self, core::part_outcome outcome) {
-  auto& st = self->state;
-  // A part's stage (id 0); one of unknown outcome is undone here, as a
-  // failed one (its row, if stored, is read by the next incarnation).
-  if (st.staged && st.staged->id == 0)
+  // One of unknown outcome is undone here, as a failed one (its row, if
+  // stored, is read by the next incarnation).
+  if (self->state.staged)
     settle_staged(self, outcome == core::part_outcome::durable);
 }
 

@@ -34,9 +34,9 @@ struct cursor_state {
   std::uint64_t timer_id = 0;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
-  /// A transaction's staged acks, or a seek's new position, until settled.
+  /// A transaction's staged acks, a seek's new position or a claim, until
+  /// settled (at most one: everything else waits).
   struct staged_txn {
-    std::uint64_t id;
     /// The transaction's cursor once committed (none for a seek).
     std::optional<core::staged_acks> acks;
     /// Failure times of the DLQ entries its batch writes.
@@ -87,8 +87,6 @@ using core::find_frame;
 using core::frame_list;
 
 // -- shared between the files -------------------------------------------------
-
-std::uint64_t next_stage_id();
 
 expected<frame_list> load_frames(const cursor_config& cfg,
                                  const std::vector<storage::offset>& offs,
@@ -155,10 +153,8 @@ void recover_lost(cursor_ptr self);
 /// part, and returns it.
 part_ref hold_part(cursor_ptr self);
 
-/// Settles the staged seek `id` (from its partition).
-void on_settle(cursor_ptr self, std::uint64_t id, bool commit);
-
-/// The writer settled the staged transaction or claim.
+/// The writer (or, for a seek held by the partition before this cursor
+/// existed, the partition) settled what is staged.
 void on_settled(cursor_ptr self, core::part_outcome outcome);
 
 /// Commits or undoes what is staged.

@@ -116,7 +116,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
     return c;
   st.cursors.emplace(group, *c);
   if (held) // the held seek is the new cursor's staged one until it settles
-    st.live_seeks[group] = {held->id, c->address()};
+    st.live_seeks[group] = {c->address(), true};
   // A group new here judges what is overdue already before anything else.
   if (st.overdue.value >= 0)
     self->send(*c, retention_atom::value, view_of(*st.log), st.overdue);
@@ -190,15 +190,13 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
   return rp.later();
 }
 
-/// A group's cursor staged a transaction or a claim (`parts`, none: it
-/// staged nothing): recorded until the writer settles this partition's mark
-/// of it, which joins the parts.
 void mark_staged(partition_ptr self, const std::string& group,
-                 const caf::actor_addr& cursor, std::vector<part_ref>& parts) {
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts,
+                 bool seek) {
   if (parts.empty())
     return;
   auto& st = self->state;
-  st.live_txns[group] = {0, cursor};
+  (seek ? st.live_seeks : st.live_txns)[group] = {cursor, false};
   part_ref mark{self->address(), parts.front().key};
   self->send(st.cfg.node.writer, hold_atom::value, mark);
   parts.push_back(std::move(mark));
@@ -211,6 +209,29 @@ void unstaged(partition_ptr self, const std::string& group) {
   if (st.respawning.contains(group) && !st.barrier_pending.contains(group)
       && !st.staged(group))
     st.respawning.erase(group);
+}
+
+void on_stage_settled(partition_ptr self, const core::part_key& key,
+                      core::part_outcome outcome) {
+  auto& st = self->state;
+  auto& group = key.group;
+  // A seek held here: its record is durable (or not); either way the next
+  // contact spawns the cursor from the stored row.
+  if (st.holds.erase(group) > 0)
+    return;
+  for (auto* live : {&st.live_seeks, &st.live_txns}) {
+    auto l = live->find(group);
+    if (l == live->end())
+      continue;
+    auto [cursor, forward] = l->second;
+    live->erase(l);
+    unstaged(self, group);
+    // A held seek passed to a cursor spawned since: only to that one.
+    if (auto it = st.cursors.find(group);
+        forward && it != st.cursors.end() && it->second.address() == cursor)
+      self->send(it->second, settled_atom::value, key, outcome);
+    return;
+  }
 }
 
 partition_actor::behavior_type partition(partition_ptr self,
@@ -298,11 +319,8 @@ partition_actor::behavior_type partition(partition_ptr self,
       [self](settled_atom, const core::part_key& key,
              core::part_outcome outcome) {
         auto& st = self->state;
-        if (!key.group.empty()) { // the mark of a staged transaction or claim
-          if (st.live_txns.erase(key.group) > 0)
-            unstaged(self, key.group);
-          return;
-        }
+        if (!key.group.empty()) // a stage: a seek, a transaction, a claim
+          return on_stage_settled(self, key, outcome);
         auto it = st.seals.find(key.first);
         if (it == st.seals.end())
           return; // not this incarnation's (respawned meanwhile)
@@ -492,7 +510,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group,
                  cursor = c->address()](stage_reply& r) mutable {
-                  mark_staged(self, group, cursor, r.parts);
+                  mark_staged(self, group, cursor, r.parts, false);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error& err) mutable {
@@ -535,32 +553,11 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group = req.group,
                  cursor = c->address()](claim_reply& r) mutable {
-                  mark_staged(self, group, cursor, r.parts);
+                  mark_staged(self, group, cursor, r.parts, false);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error&) mutable { rp.deliver(claim_reply{}); });
         return rp.later();
-      },
-      [self](settle_atom, const std::string& group, std::uint64_t id,
-             bool commit) {
-        auto& st = self->state;
-        // A seek held here: its record is durable (or not); either way the
-        // next contact spawns the cursor from the stored row.
-        if (auto h = st.holds.find(group);
-            h != st.holds.end() && h->second.seek.id == id) {
-          st.holds.erase(h);
-          return;
-        }
-        auto it = st.cursors.find(group);
-        auto l = st.live_seeks.find(group);
-        if (l == st.live_seeks.end() || l->second.id != id)
-          return;
-        auto staged_by = l->second.cursor;
-        st.live_seeks.erase(l);
-        unstaged(self, group);
-        // Only the cursor that staged it.
-        if (it != st.cursors.end() && it->second.address() == staged_by)
-          self->send(it->second, settle_atom::value, id, commit);
       },
       [self](seek_atom, const std::string& group,
              const core::seek_target& target, bool dry_run, bool no_wait) {

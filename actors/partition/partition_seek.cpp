@@ -10,8 +10,8 @@ namespace spool::actors::partition_detail {
 
 /// Stages a seek for a group without a live cursor here, without spawning
 /// one: the new record is computed from the stored row (or first-contact
-/// position) as the cursor would compute it, and held until the queue
-/// settles it (see `held_seek`).
+/// position) as the cursor would compute it, and held, as this partition's
+/// part, until the writer settles it (see `held_seek`).
 caf::typed_response_promise<seek_stage>
 hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
           const cursor_seek& req, const partition_view& view,
@@ -42,11 +42,15 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
   stage.after = plan.after;
   stage.record = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id,
                                           group, std::move(plan.record)};
-  // Ids of held seeks have the top bit set: never a cursor's own stage id.
-  stage.stage_id = (std::uint64_t{1} << 63) | ++st.next_hold;
-  st.holds.emplace(
-      group, partition_state::hold{held_seek{stage.stage_id, stage.after, wall},
-                                   std::move(pos->row), pos->start});
+  // The seek is this partition's part (no cursor to hold it).
+  part_ref part{self->address(),
+                core::part_key{st.cfg.record.queue.value,
+                               st.cfg.record.id.value, group, -1}};
+  self->send(st.cfg.node.writer, hold_atom::value, part);
+  stage.parts.push_back(std::move(part));
+  st.holds.emplace(group,
+                   partition_state::hold{held_seek{stage.after, wall},
+                                         std::move(pos->row), pos->start});
   rp.deliver(std::move(stage));
   return rp.later();
 }
@@ -117,8 +121,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
       .then(
           [self, rp, group, cursor = c->address()](seek_stage& stage) mutable {
-            if (stage.stage_id != 0)
-              self->state.live_seeks[group] = {stage.stage_id, cursor};
+            mark_staged(self, group, cursor, stage.parts, true);
             rp.deliver(std::move(stage));
           },
           [rp](caf::error& err) mutable {

@@ -53,25 +53,27 @@ struct partition_state {
   std::uint64_t timer_id = 0;
   bool retaining = false;
   storage::offset overdue{-1};
-  /// Seeks staged here for groups without a live cursor, until settled:
-  /// the seek, and the row (or first-contact position) it was staged from.
+  /// Seeks staged here for groups without a live cursor (this partition's
+  /// parts), until the writer settles them: the seek, and the row (or
+  /// first-contact position) it was staged from.
   struct hold {
     held_seek seek;
     std::optional<storage::cursor_record> row;
     storage::offset start{-1};
   };
   std::unordered_map<std::string, hold> holds;
-  std::uint64_t next_hold = 0;
-  /// Seeks staged by live cursors here (group -> stage id), until the queue
-  /// settles them through this partition: while one may move its group
-  /// back, nothing counts as consumed by all (correction 13).
+  /// Seeks staged by cursors here (group -> the cursor), until the writer
+  /// settles this partition's mark of them: while one may move its group
+  /// back, nothing counts as consumed by all (correction 13). `forward`: a
+  /// held seek passed to the cursor spawned meanwhile, which hears the
+  /// settle from here (the part is this partition's).
   struct live_seek {
-    std::uint64_t id = 0;
-    caf::actor_addr cursor; ///< the cursor that staged it (settled only there)
+    caf::actor_addr cursor;
+    bool forward = false;
   };
   std::unordered_map<std::string, live_seek> live_seeks;
-  /// Transactions and claims staged by cursors here (group -> the cursor;
-  /// id 0), until the writer settles this partition's mark of them.
+  /// Transactions and claims staged by cursors here, until the writer
+  /// settles this partition's mark of them.
   std::unordered_map<std::string, live_seek> live_txns;
   /// Whether `group` has a seek or a transaction staged here.
   bool staged(const std::string& group) const {
@@ -122,6 +124,18 @@ expected<stored_position> read_position(partition_ptr self, storage::txn& t,
                                         const std::string& group);
 
 expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
+
+/// A group's cursor staged a seek, a transaction or a claim (`parts`, none:
+/// it staged nothing): recorded until the writer settles this partition's
+/// mark of it, which joins the parts.
+void mark_staged(partition_ptr self, const std::string& group,
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts,
+                 bool seek);
+
+/// The writer settled this partition's part of a group's stage (its mark,
+/// or a seek it holds).
+void on_stage_settled(partition_ptr self, const core::part_key& key,
+                      core::part_outcome outcome);
 
 void watermark_moved(partition_ptr self, storage::offset watermark);
 

@@ -1,4 +1,5 @@
-// A queue's seek: every partition staged, one write, answer then settle.
+// A queue's seek: every partition staged (each stage a part the writer
+// settles), one write, then the answer.
 
 #include "actors/queue/queue_state.hpp"
 
@@ -25,6 +26,7 @@ struct seek_run {
   std::vector<std::size_t> indices; ///< the candidate-set index of each
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
+  std::vector<bool> opened;       ///< per stage: open (`stage_opened`)
   promise<seek_reply> rp;
   bool gated = false; ///< holds the queue's group gate
 };
@@ -40,25 +42,29 @@ void answer_seek(queue_ptr self, seek_run& run, seek_reply reply) {
   }
 }
 
-/// Settles every stage of the run, commit or abort: straight to the cursor
-/// that staged, or to the partition that held the seek for a group without
-/// a live cursor (it passes the settle on if a cursor spawned meanwhile).
-void settle_seek(queue_ptr self, seek_run& run, bool commit) {
-  for (std::size_t i = 0; i < run.staged.size(); ++i) {
-    auto& stage = run.staged[i];
-    if (stage.stage_id == 0)
-      continue;
-    // Through the partition (which forwards to the cursor): it tracks the
-    // staged seeks that keep completedRetention and maxSize away.
-    self->send(run.parts[i], settle_atom::value, run.req.group, stage.stage_id,
-               commit);
-    stage.stage_id = 0; // settled once
-    stage_closed(self, run.names[i]);
-  }
+/// Ends every stage of the run: gives up the parts not submitted (the
+/// cursors and partitions hear `failed` now; submitted ones the writer
+/// settled before its answer) and closes the stages counted here.
+void close_seek(queue_ptr self, seek_run& run) {
+  for (std::size_t i = 0; i < run.staged.size(); ++i)
+    if (run.opened[i]) {
+      abort_parts(self, self->state.cfg.node.writer,
+                  std::exchange(run.staged[i].parts, {}));
+      run.opened[i] = false; // closed once
+      stage_closed(self, run.names[i]);
+    }
+}
+
+/// The stage of partition `i` arrived: counted open here until closed.
+void opened(queue_ptr self, seek_run& run, seek_stage stage) {
+  auto i = run.staged.size();
+  run.opened.push_back(!stage.parts.empty());
+  stage_opened(self, run.names[i], stage.parts.empty() ? 0 : 1);
+  run.staged.push_back(std::move(stage));
 }
 
 void fail_seek(queue_ptr self, seek_run& run, api_error err) {
-  settle_seek(self, run, false);
+  close_seek(self, run);
   seek_reply reply;
   reply.failure = std::move(err);
   answer_seek(self, run, std::move(reply));
@@ -69,7 +75,8 @@ void fail_seek(queue_ptr self, seek_run& run, api_error err) {
 void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
   auto& st = self->state;
   seek_reply reply;
-  storage::write_batch batch;
+  submission sub;
+  auto& batch = sub.batch;
   reply.positions.reserve(run->names.size());
   batch.mutations.reserve(run->names.size() + 1);
   for (std::size_t i = 0; i < run->names.size(); ++i) {
@@ -77,6 +84,8 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     reply.positions.push_back({run->names[i], stage.before, stage.after});
     if (stage.record)
       batch.mutations.emplace_back(std::move(*stage.record));
+    for (auto& p : std::exchange(stage.parts, {}))
+      sub.parts.push_back(std::move(p));
   }
   if (run->req.dry_run)
     return answer_seek(self, *run, std::move(reply));
@@ -91,18 +100,15 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     } else {
       made_candidates(self, run->req.group, run->indices, run->names, false);
     }
-    // Answered before the settles are sent: the seek is durable, and any
-    // pop that follows reaches each cursor after its settle (the queue
-    // sends them all before it handles another message; a cursor defers
-    // the rest while staged). Parked pops are woken after the settles,
-    // for the same reason.
-    run->rp.deliver(std::move(reply));
-    settle_seek(self, *run, !failure);
+    // The writer settled every cursor and partition before this answer:
+    // any pop that follows reaches each cursor after its settle, and so do
+    // the wakes of parked pops.
+    close_seek(self, *run);
     if (!failure)
       wake_for(self, run->names, run->req.group);
-    answer_seek(self, *run, {});
+    answer_seek(self, *run, std::move(reply));
   };
-  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  propose_then(self, st.cfg.node.writer, std::move(sub), std::move(done));
 }
 
 /// Stages the next partition of the run, or commits when all are staged.
@@ -115,8 +121,7 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
       .then(
           [self, run](seek_stage& stage) {
             auto failure = std::move(stage.failure);
-            stage_opened(self, run->names[run->staged.size()], stage.stage_id);
-            run->staged.push_back(std::move(stage));
+            opened(self, *run, std::move(stage));
             if (failure)
               return fail_seek(self, *run, std::move(*failure));
             seek_step(self, run);
@@ -140,25 +145,26 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
         std::optional<api_error> failure;
         bool busy = false;
         run->staged.clear();
+        run->opened.clear();
         run->staged.reserve(stages.size());
         for (auto& s : stages) {
           if (!s.reply) {
             if (!failure)
               failure = unreachable(s.error);
-            run->staged.emplace_back();
+            opened(self, *run, {});
             continue;
           }
           busy = busy || s.reply->busy;
           if (s.reply->failure && !failure)
             failure = s.reply->failure;
-          stage_opened(self, run->names[run->staged.size()], s.reply->stage_id);
-          run->staged.push_back(std::move(*s.reply));
+          opened(self, *run, std::move(*s.reply));
         }
         if (failure)
           return fail_seek(self, *run, std::move(*failure));
         if (busy) {
-          settle_seek(self, *run, false);
+          close_seek(self, *run);
           run->staged.clear();
+          run->opened.clear();
           return seek_step(self, run);
         }
         commit_seek(self, run);
