@@ -116,10 +116,9 @@ void respawn_partition(queue_ptr self, const std::string& name,
   entry.dead = false;
 }
 
-/// A stage was staged on partition `name` (none for id 0).
-void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id) {
-  if (id != 0)
-    ++self->state.open_stages[name];
+/// A stage was staged on partition `name`.
+void stage_opened(queue_ptr self, const std::string& name) {
+  ++self->state.open_stages[name];
 }
 
 /// The writer settled this queue's mark of a transaction staged on one of
@@ -519,7 +518,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             .then(
                 [self, rp, partition](stage_reply& r) mutable {
                   if (!r.parts.empty()) { // open until the writer settles
-                    stage_opened(self, partition, 1); // this queue's mark
+                    stage_opened(self, partition); // this queue's mark
                     part_ref mark{self->address(), r.parts.front().key};
                     self->send(self->state.cfg.node.writer, hold_atom::value,
                                mark);

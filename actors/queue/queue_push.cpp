@@ -106,7 +106,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
         auto& name = run->names[k];
         auto& entry = self->state.partitions.at(name);
         if (!entry.dead) {
-          stage_opened(self, name, 1);
+          stage_opened(self, name);
           run->opened.push_back(name);
         }
         return self->request(entry.actor, caf::infinite, seal_atom::value,

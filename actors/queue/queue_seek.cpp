@@ -59,7 +59,8 @@ void close_seek(queue_ptr self, seek_run& run) {
 void opened(queue_ptr self, seek_run& run, seek_stage stage) {
   auto i = run.staged.size();
   run.opened.push_back(!stage.parts.empty());
-  stage_opened(self, run.names[i], stage.parts.empty() ? 0 : 1);
+  if (!stage.parts.empty())
+    stage_opened(self, run.names[i]);
   run.staged.push_back(std::move(stage));
 }
 

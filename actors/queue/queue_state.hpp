@@ -185,7 +185,7 @@ void end_queue(queue_ptr self, caf::error why);
 void respawn_partition(queue_ptr self, const std::string& name,
                        const caf::actor_addr& dead);
 
-void stage_opened(queue_ptr self, const std::string& name, std::uint64_t id);
+void stage_opened(queue_ptr self, const std::string& name);
 
 void stage_closed(queue_ptr self, const std::string& name);
 
