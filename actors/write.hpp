@@ -44,16 +44,18 @@ void settle_parts(Self* self, const std::vector<part_ref>& parts,
       self->send(h, settled_atom::value, p.key, outcome);
 }
 
-/// Gives `parts` up before submitting them: each holder hears `failed`
-/// now (before anything the caller sends it next), and the writer forgets
-/// them.
+/// Gives `parts` up before submitting them: the writer forgets them, then
+/// each holder hears `failed` (before anything the caller sends it next).
+/// In that order: a holder that reuses a key after its settle (a partition
+/// gives a failed seal's offsets back) holds the new part after the writer
+/// dropped the old one.
 template <class Self>
 void abort_parts(Self* self, const writer_actor& writer,
                  std::vector<part_ref> parts) {
   if (parts.empty())
     return;
+  self->send(writer, abort_atom::value, parts);
   settle_parts(self, parts, core::part_outcome::failed);
-  self->send(writer, abort_atom::value, std::move(parts));
 }
 
 /// Submits `s` and calls `done` once with the outcome, as `write_then`.

@@ -99,7 +99,7 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
   std::vector<storage::micros> written;
   out.batch = state_batch(st.cfg, *st.core, pop.changes, pop.frames, written);
   out.reply = std::move(pop.reply);
-  out.parts.push_back(hold_part(self));
+  out.parts.push_back(hold_part(self, core::part_key::stage_part));
   st.before.emplace(std::move(before));
   cursor_state::staged_txn staged{std::nullopt, {}};
   staged.claim = true;

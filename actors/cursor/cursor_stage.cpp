@@ -42,7 +42,7 @@ stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
   }
   std::vector<storage::micros> written;
   reply.batch = state_batch(st.cfg, acks.after, changes, *frames, written);
-  reply.parts.push_back(hold_part(self));
+  reply.parts.push_back(hold_part(self, core::part_key::stage_part));
   st.staged.emplace(
       cursor_state::staged_txn{std::move(acks), std::move(written)});
   return reply;
@@ -69,7 +69,7 @@ seek_stage on_seek(cursor_ptr self, const cursor_seek& req,
     return reply;
   reply.record = storage::mut::put_cursor{st.cfg.queue, st.cfg.partition,
                                           st.cfg.group, std::move(plan.record)};
-  reply.parts.push_back(hold_part(self));
+  reply.parts.push_back(hold_part(self, core::part_key::seek_part));
   st.staged.emplace(
       cursor_state::staged_txn{std::nullopt, {}, reply.after, wall});
   return reply;
@@ -90,11 +90,11 @@ void recover_lost(cursor_ptr self) {
            [](std::optional<api_error>) {});
 }
 
-part_ref hold_part(cursor_ptr self) {
+part_ref hold_part(cursor_ptr self, std::int64_t kind) {
   auto& cfg = self->state.cfg;
   part_ref part{
       self->address(),
-      core::part_key{cfg.queue.value, cfg.partition.value, cfg.group, -1}};
+      core::part_key{cfg.queue.value, cfg.partition.value, cfg.group, kind}};
   self->send(cfg.writer, hold_atom::value, part);
   return part;
 }

@@ -149,9 +149,9 @@ api_error being_deleted();
 
 void recover_lost(cursor_ptr self);
 
-/// Tells the writer of the staged transaction or claim as this cursor's
-/// part, and returns it.
-part_ref hold_part(cursor_ptr self);
+/// Tells the writer of what this cursor just staged as its part (`kind`:
+/// `part_key::stage_part` or `seek_part`), and returns it.
+part_ref hold_part(cursor_ptr self, std::int64_t kind);
 
 /// The writer (or, for a seek held by the partition before this cursor
 /// existed, the partition) settled what is staged.

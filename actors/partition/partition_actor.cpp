@@ -116,7 +116,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
     return c;
   st.cursors.emplace(group, *c);
   if (held) // the held seek is the new cursor's staged one until it settles
-    st.live_seeks[group] = {c->address(), true};
+    st.live_seeks[group] = {c->address(), true, 1};
   // A group new here judges what is overdue already before anything else.
   if (st.overdue.value >= 0)
     self->send(*c, retention_atom::value, view_of(*st.log), st.overdue);
@@ -191,12 +191,14 @@ on_push(partition_ptr self, std::vector<storage::frame>& frames) {
 }
 
 void mark_staged(partition_ptr self, const std::string& group,
-                 const caf::actor_addr& cursor, std::vector<part_ref>& parts,
-                 bool seek) {
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts) {
   if (parts.empty())
     return;
   auto& st = self->state;
-  (seek ? st.live_seeks : st.live_txns)[group] = {cursor, false};
+  auto& live = st.live_of(parts.front().key.first)[group];
+  live.cursor = cursor;
+  live.forward = false;
+  ++live.open;
   part_ref mark{self->address(), parts.front().key};
   self->send(st.cfg.node.writer, hold_atom::value, mark);
   parts.push_back(std::move(mark));
@@ -217,21 +219,21 @@ void on_stage_settled(partition_ptr self, const core::part_key& key,
   auto& group = key.group;
   // A seek held here: its record is durable (or not); either way the next
   // contact spawns the cursor from the stored row.
-  if (st.holds.erase(group) > 0)
+  if (key.first == core::part_key::seek_part && st.holds.erase(group) > 0)
     return;
-  for (auto* live : {&st.live_seeks, &st.live_txns}) {
-    auto l = live->find(group);
-    if (l == live->end())
-      continue;
-    auto [cursor, forward] = l->second;
-    live->erase(l);
-    unstaged(self, group);
-    // A held seek passed to a cursor spawned since: only to that one.
-    if (auto it = st.cursors.find(group);
-        forward && it != st.cursors.end() && it->second.address() == cursor)
-      self->send(it->second, settled_atom::value, key, outcome);
+  auto& live = st.live_of(key.first);
+  auto l = live.find(group);
+  if (l == live.end())
     return;
-  }
+  auto cursor = l->second.cursor;
+  auto forward = l->second.forward;
+  if (--l->second.open == 0)
+    live.erase(l);
+  unstaged(self, group);
+  // A held seek passed to a cursor spawned since: only to that one.
+  if (auto it = st.cursors.find(group);
+      forward && it != st.cursors.end() && it->second.address() == cursor)
+    self->send(it->second, settled_atom::value, key, outcome);
 }
 
 partition_actor::behavior_type partition(partition_ptr self,
@@ -298,7 +300,10 @@ partition_actor::behavior_type partition(partition_ptr self,
           return seal_reply{std::nullopt, {}, sealed.err()};
         auto& st = self->state;
         auto& s = **sealed;
-        if (s.mutations.empty()) { // only duplicates: nothing to settle
+        // Only duplicates (perhaps with guards that their originals in
+        // flight be stored, `expect_dedup`): no offsets taken, nothing to
+        // settle; the guards still go in the caller's batch.
+        if (s.next <= s.first) {
           st.log->durable(s);
           return seal_reply{std::nullopt, std::move(s), std::nullopt};
         }
@@ -510,7 +515,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group,
                  cursor = c->address()](stage_reply& r) mutable {
-                  mark_staged(self, group, cursor, r.parts, false);
+                  mark_staged(self, group, cursor, r.parts);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error& err) mutable {
@@ -553,7 +558,7 @@ partition_actor::behavior_type partition(partition_ptr self,
             .then(
                 [self, rp, group = req.group,
                  cursor = c->address()](claim_reply& r) mutable {
-                  mark_staged(self, group, cursor, r.parts, false);
+                  mark_staged(self, group, cursor, r.parts);
                   rp.deliver(std::move(r));
                 },
                 [rp](caf::error&) mutable { rp.deliver(claim_reply{}); });

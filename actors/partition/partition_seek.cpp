@@ -43,9 +43,9 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
   stage.record = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id,
                                           group, std::move(plan.record)};
   // The seek is this partition's part (no cursor to hold it).
-  part_ref part{self->address(),
-                core::part_key{st.cfg.record.queue.value,
-                               st.cfg.record.id.value, group, -1}};
+  part_ref part{self->address(), core::part_key{st.cfg.record.queue.value,
+                                                st.cfg.record.id.value, group,
+                                                core::part_key::seek_part}};
   self->send(st.cfg.node.writer, hold_atom::value, part);
   stage.parts.push_back(std::move(part));
   st.holds.emplace(group,
@@ -121,7 +121,7 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
       .then(
           [self, rp, group, cursor = c->address()](seek_stage& stage) mutable {
-            mark_staged(self, group, cursor, stage.parts, true);
+            mark_staged(self, group, cursor, stage.parts);
             rp.deliver(std::move(stage));
           },
           [rp](caf::error& err) mutable {

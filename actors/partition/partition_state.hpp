@@ -67,14 +67,21 @@ struct partition_state {
   /// back, nothing counts as consumed by all (correction 13). `forward`: a
   /// held seek passed to the cursor spawned meanwhile, which hears the
   /// settle from here (the part is this partition's).
+  /// `open` counts the marks not settled yet: the writer may settle an old
+  /// one after the cursor staged again.
   struct live_seek {
     caf::actor_addr cursor;
     bool forward = false;
+    std::size_t open = 0;
   };
   std::unordered_map<std::string, live_seek> live_seeks;
   /// Transactions and claims staged by cursors here, until the writer
   /// settles this partition's mark of them.
   std::unordered_map<std::string, live_seek> live_txns;
+  /// Where the marks of a stage of kind `first` (`part_key`) are kept.
+  std::unordered_map<std::string, live_seek>& live_of(std::int64_t first) {
+    return first == core::part_key::seek_part ? live_seeks : live_txns;
+  }
   /// Whether `group` has a seek or a transaction staged here.
   bool staged(const std::string& group) const {
     return live_seeks.contains(group) || live_txns.contains(group);
@@ -129,8 +136,7 @@ expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
 /// it staged nothing): recorded until the writer settles this partition's
 /// mark of it, which joins the parts.
 void mark_staged(partition_ptr self, const std::string& group,
-                 const caf::actor_addr& cursor, std::vector<part_ref>& parts,
-                 bool seek);
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts);
 
 /// The writer settled this partition's part of a group's stage (its mark,
 /// or a seek it holds).

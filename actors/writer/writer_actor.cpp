@@ -433,8 +433,11 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         for (auto& p : s.parts)
           ids.push_back(p.id());
         if (!self->state.parts.submit(ids)) {
+          // Only the parts open and not submitted fail with it: one that
+          // another batch carries is that batch's to settle.
+          tell(self, self->state.parts.drop(ids), core::part_outcome::failed);
           writer_state::pending_batch b{
-              {}, promise_for<write_result>(self), {}, std::move(ids)};
+              {}, promise_for<write_result>(self), {}, {}};
           auto rp = b.promise;
           refuse(self, b,
                  make_error(errc::internal,

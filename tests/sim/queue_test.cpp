@@ -7,6 +7,7 @@
 
 #include "actors/queue/queue_actor.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "sim/held_policy.hpp"
 #include "unit/storage/fixture.hpp"
 
 using namespace spool;
@@ -27,14 +28,17 @@ struct queue_fixture : sim_fixture {
   storage::queue_record rec;
   int pops = 0;
 
-  queue_fixture() {
+  explicit queue_fixture(std::shared_ptr<actors::durability_policy> policy
+                         = nullptr) {
     rec.name = "orders";
     rec.id = store.store->next_queue_id(rec.name);
     rec.options.lease_time_s = 30;
     REQUIRE(
         store.commit(storage::write_batch{{storage::mut::create_queue{rec}}}));
     // After the direct commit: the writer's durable marks start there.
-    auto w = actors::spawn_writer(sys, {.env = &store.store->db()}, false);
+    actors::writer_config wc{.env = &store.store->db()};
+    wc.durability = std::move(policy);
+    auto w = actors::spawn_writer(sys, wc, false);
     REQUIRE(w);
     writer = *w;
     actors::queue_config cfg;
@@ -322,4 +326,65 @@ TEST_CASE("a pop reaching a deleted queue's coordinator is answered at once, "
   auto sub = storage::tables::get_subscription(*t, fx.rec.id, "late");
   REQUIRE(sub);
   CHECK_FALSE(sub->has_value());
+}
+
+TEST_CASE("a push of only duplicates of an id in flight does not disturb the "
+          "next push to the partition",
+          "[sim][queue][push][dedup]") {
+  // The writer commits each push and holds its answer (a durability
+  // policy released by hand), so the first push's id stays in flight.
+  auto policy = std::make_shared<held_policy>();
+  queue_fixture fx{policy};
+  // Whatever fails, the held answers go before the actors stop.
+  // (Draining fires the lease timer, whose write is held too.)
+  struct release_at_end {
+    std::shared_ptr<held_policy> p;
+    queue_fixture& fx;
+    ~release_at_end() {
+      do {
+        p->release_all();
+        fx.drain();
+      } while (p->pending());
+    }
+  } guard{policy, fx};
+  auto push = [&](std::string payload, std::string txid) {
+    std::vector<actors::push_item> v{{"P", msg(std::move(payload), txid)}};
+    return fx.request_later<actors::queue_push_reply>(
+        fx.queue, actors::push_atom::value, v);
+  };
+  auto settle = [&] {
+    while (policy->pending()) {
+      policy->release_all();
+      fx.run();
+    }
+  };
+  auto warm = push("w", "w"); // creates the partition
+  fx.run();
+  settle();
+  REQUIRE(*warm);
+  auto first = push("a", "x");
+  fx.run();
+  // Only a duplicate of "x", still in flight: no offset taken, a guard
+  // that "x" be stored rides in its batch.
+  auto dup = push("a again", "x");
+  fx.run();
+  // A new id takes the next offset, the one the duplicate did not take.
+  auto next = push("b", "y");
+  fx.run();
+  settle();
+  REQUIRE(*first);
+  REQUIRE(*dup);
+  REQUIRE(*next);
+  for (auto* r : {&first, &dup, &next})
+    REQUIRE_FALSE((**r)->failure);
+  CHECK((*first)->results[0].result.off.value == 1);
+  CHECK((*dup)->results[0].result.status == storage::frame_result::duplicate);
+  CHECK((*next)->results[0].result.off.value == 2);
+  auto popped = fx.request_later<actors::queue_pop_reply>(
+      fx.queue, actors::pop_atom::value, fx.req(10));
+  fx.run();
+  settle();
+  REQUIRE(*popped);
+  REQUIRE((*popped)->claimed.size() == 1);
+  CHECK((*popped)->claimed[0].reply.messages.size() == 3);
 }
