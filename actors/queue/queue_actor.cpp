@@ -68,6 +68,7 @@ expected<void> add_partition(queue_ptr self,
   st.partitions.emplace(
       rec.name, partition_entry{rec, *p, st.ring.size(), rec.next_offset - 1});
   st.ring.push_back(rec.name);
+  st.names_by_id.emplace(rec.id.value, rec.name);
   st.candidates.resize(st.ring.size());
   return {};
 }
@@ -127,15 +128,13 @@ void stage_opened(queue_ptr self, const std::string& name) {
 /// a lease the group's parked pops wait for.
 void on_stage_settled(queue_ptr self, const core::part_key& key,
                       core::part_outcome outcome) {
-  auto& st = self->state;
-  for (auto& [name, entry] : st.partitions)
-    if (entry.rec.id.value == key.partition) {
-      auto partition = name; // `stage_closed` may respawn the entry
-      stage_closed(self, partition);
-      if (outcome == core::part_outcome::durable)
-        wake_for(self, {partition}, key.group);
-      return;
-    }
+  auto it = self->state.names_by_id.find(key.partition);
+  if (it == self->state.names_by_id.end())
+    return;
+  auto partition = it->second; // `stage_closed` may respawn the entry
+  stage_closed(self, partition);
+  if (outcome == core::part_outcome::durable)
+    wake_for(self, {partition}, key.group);
 }
 
 /// A stage on partition `name` settled: a respawn waiting for it may go.

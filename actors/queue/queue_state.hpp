@@ -59,6 +59,9 @@ struct queue_state {
   static inline const char* name = "spool.queue";
   queue_config cfg;
   std::map<std::string, partition_entry> partitions;
+  /// Partition names by partition id (a part's key names its partition by
+  /// id; partitions never leave a live queue).
+  std::unordered_map<std::uint64_t, std::string> names_by_id;
   /// Partition names in creation order (the rotation ring).
   std::vector<std::string> ring;
   /// Per group: where its next wildcard pop starts in `ring`.
