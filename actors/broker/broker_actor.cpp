@@ -266,26 +266,17 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](reap_atom, std::uint64_t q) { reap(self, storage::queue_id{q}); },
       [self](pop_atom, const std::string& queue,
-             queue_pop_request& req) -> caf::delegated<queue_pop_reply> {
-        if (auto ok = check_pop(self->state.cfg.pop, req); !ok) {
-          auto rp = promise_for<queue_pop_reply>(self);
-          queue_pop_reply bad;
-          bad.failure = ok.err();
-          rp.deliver(std::move(bad));
-          return {};
-        }
+             queue_pop_request& req) -> caf::result<queue_pop_reply> {
+        if (auto ok = check_pop(self->state.cfg.pop, req); !ok)
+          return failed<queue_pop_reply>(ok.err());
         auto it = self->state.queues.find(queue);
         if (it != self->state.queues.end())
           return self->delegate(it->second, pop_atom::value, std::move(req));
         // A pop on a queue that does not exist yet registers the group
         // there (semantics.md §5), so the queue is created as a push would.
+        if (auto ok = core::check_name(core::name_kind::queue, queue); !ok)
+          return failed<queue_pop_reply>(ok.err());
         auto rp = promise_for<queue_pop_reply>(self);
-        if (auto ok = core::check_name(core::name_kind::queue, queue); !ok) {
-          queue_pop_reply bad;
-          bad.failure = ok.err();
-          rp.deliver(std::move(bad));
-          return {};
-        }
         self->state.creating[req.lease_id] = false;
         ensure_queues(
             self, {queue},
@@ -311,11 +302,11 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               }
               rp.delegate(it->second, pop_atom::value, std::move(req));
             });
-        return {};
+        return rp.later();
       },
       [self](ack_atom, const std::string& queue, const std::string& partition,
              const std::string& group, std::vector<ack_request>& reqs)
-          -> caf::delegated<std::vector<ack_reply>> {
+          -> caf::result<std::vector<ack_reply>> {
         // Malformed: every item answers the error, nothing is applied.
         auto malformed = [&]() -> std::optional<api_error> {
           SPOOL_TRY(core::check_name(core::name_kind::queue, queue));
@@ -327,21 +318,15 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                 ok.err().message);
           return std::nullopt;
         }();
-        if (malformed) {
-          auto rp = promise_for<std::vector<ack_reply>>(self);
-          rp.deliver(std::vector<ack_reply>(
+        if (malformed)
+          return std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{ack_error::none, false, false, malformed, {}}));
-          return {};
-        }
+              ack_reply{ack_error::none, false, false, malformed, {}});
         auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end()) {
-          auto rp = promise_for<std::vector<ack_reply>>(self);
-          rp.deliver(std::vector<ack_reply>(
+        if (it == self->state.queues.end())
+          return std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{ack_error::not_found, false, false, {}, {}}));
-          return {};
-        }
+              ack_reply{ack_error::not_found, false, false, {}, {}});
         // Parked namespace pops wait: a released lease wakes them.
         auto n = reqs.size();
         return via_queue<std::vector<ack_reply>>(
@@ -366,13 +351,10 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
       [self](release_atom, const std::string& queue,
              const std::string& partition, const std::string& group,
-             const std::string& lease_id) -> caf::delegated<bool> {
+             const std::string& lease_id) -> caf::result<bool> {
         auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end()) {
-          auto rp = promise_for<bool>(self);
-          rp.deliver(false);
-          return {};
-        }
+        if (it == self->state.queues.end())
+          return false;
         // Parked namespace pops wait: the released lease wakes them.
         return via_queue<bool>(
             self, queue, it->second, [](bool released) { return released; },
@@ -406,15 +388,10 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return describe(self, queue);
       },
       [self](browse_atom, const std::string& queue,
-             browse_request& req) -> caf::delegated<browse_reply> {
+             browse_request& req) -> caf::result<browse_reply> {
         auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end()) {
-          auto rp = promise_for<browse_reply>(self);
-          browse_reply reply;
-          reply.failure = queue_not_found();
-          rp.deliver(std::move(reply));
-          return {};
-        }
+        if (it == self->state.queues.end())
+          return failed<browse_reply>(queue_not_found());
         // Bounded like a pop: at most pop.maxBytes of payload decoded.
         req.max_bytes = std::min<std::size_t>(req.max_bytes,
                                               self->state.cfg.pop.max_bytes);
@@ -454,18 +431,13 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return on_delete_queue(self, queue);
       },
       [self](purge_atom, const std::string& queue,
-             purge_request& req) -> caf::delegated<purge_reply> {
+             purge_request& req) -> caf::result<purge_reply> {
         auto it = self->state.queues.find(queue);
-        auto fail = [self](api_error err) {
-          auto rp = promise_for<purge_reply>(self);
-          rp.deliver(purge_reply{0, std::move(err)});
-          return caf::delegated<purge_reply>{};
-        };
         if (req.below && req.below->value < 0)
-          return fail(
+          return failed<purge_reply>(
               make_error(errc::invalid_argument, "purge: offset must be >= 0"));
         if (it == self->state.queues.end())
-          return fail(queue_not_found());
+          return failed<purge_reply>(queue_not_found());
         return self->delegate(it->second, purge_atom::value, std::move(req));
       },
       [self](list_atom) {
@@ -483,12 +455,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](dlq_del_atom, const core::dlq_filter& f) {
         return on_dlq_delete(self, f);
       },
-      [self](txn_atom, core::txn_request& req) {
-        if (auto unknown = locate_txn_acks(self, req)) {
-          auto rp = promise_for<txn_reply>(self);
-          rp.deliver(txn_reply{std::move(*unknown), std::nullopt});
-          return rp.later();
-        }
+      [self](txn_atom, core::txn_request& req) -> caf::result<txn_reply> {
+        if (auto unknown = locate_txn_acks(self, req))
+          return txn_reply{std::move(*unknown), std::nullopt};
         return run_transaction(self->state.txn, std::move(req));
       },
       [self](seek_atom, const std::string& queue, seek_request& req) {

@@ -24,21 +24,17 @@ select_dlq(broker_ptr self, const core::dlq_filter& f,
   return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
 }
 
-caf::typed_response_promise<dlq_list_reply>
-on_dlq_list(broker_ptr self, const core::dlq_query& q) {
+caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
+                                        const core::dlq_query& q) {
   auto& node = self->state.cfg.node;
-  auto rp = promise_for<dlq_list_reply>(self);
   auto t = node.store.read();
-  if (!t) {
-    rp.deliver(dlq_list_reply{{}, t.err()});
-    return rp.later();
-  }
+  if (!t)
+    return failed<dlq_list_reply>(t.err());
   auto page = core::list_dlq(*t, q, node.wall());
   t->abort();
-  if (!page) {
-    rp.deliver(dlq_list_reply{{}, page.err()});
-    return rp.later();
-  }
+  if (!page)
+    return failed<dlq_list_reply>(page.err());
+  auto rp = promise_for<dlq_list_reply>(self);
   // Released once what it read is durable: its queue's slot, or every slot.
   std::vector<storage::slot_t> slots;
   if (q.filter.queue)
@@ -82,14 +78,11 @@ void ask_queues(broker_ptr self, std::vector<std::pair<queue_actor, Part>> asks,
       });
 }
 
-caf::typed_response_promise<dlq_count_reply>
-on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
-  auto rp = promise_for<dlq_count_reply>(self);
+caf::result<dlq_count_reply> on_dlq_delete(broker_ptr self,
+                                           const core::dlq_filter& f) {
   auto selected = select_dlq(self, f);
-  if (!selected) {
-    rp.deliver(dlq_count_reply{0, selected.err()});
-    return rp.later();
-  }
+  if (!selected)
+    return failed<dlq_count_reply>(selected.err());
   auto& items = selected->items;
   // Each queue deletes its own rows (the one writer of its DLQ), in one
   // write per queue: a failure in one queue leaves the others' deletions
@@ -105,6 +98,7 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   for (auto& [name, req] : per_queue)
     if (auto it = self->state.queues.find(name); it != self->state.queues.end())
       asks.emplace_back(it->second, std::move(req));
+  auto rp = promise_for<dlq_count_reply>(self);
   ask_queues(self, std::move(asks), selected->total - items.size(), rp,
              [](broker_ptr self, const queue_actor& q, dlq_delete_request r) {
                return self->request(q, caf::infinite, delete_atom::value,
@@ -113,16 +107,13 @@ on_dlq_delete(broker_ptr self, const core::dlq_filter& f) {
   return rp.later();
 }
 
-caf::typed_response_promise<dlq_count_reply>
-on_requeue(broker_ptr self, const core::dlq_filter& f) {
-  auto rp = promise_for<dlq_count_reply>(self);
+caf::result<dlq_count_reply> on_requeue(broker_ptr self,
+                                        const core::dlq_filter& f) {
   // Entries pending already are left out, and each cursor gets at most its
   // free places: one full cursor does not hold the others back.
   auto selected = select_dlq(self, f, core::cursor_core::max_requeued);
-  if (!selected) {
-    rp.deliver(dlq_count_reply{0, selected.err()});
-    return rp.later();
-  }
+  if (!selected)
+    return failed<dlq_count_reply>(selected.err());
   auto& items = selected->items;
   auto remaining = selected->total - items.size();
   // By (queue, group), oldest first: requeue order is delivery order.
@@ -131,17 +122,16 @@ on_requeue(broker_ptr self, const core::dlq_filter& f) {
   for (auto it = items.rbegin(); it != items.rend(); ++it)
     parts[{it->queue, it->group}].push_back(std::move(it->entry));
   for (auto& [key, _] : parts)
-    if (!self->state.queues.contains(key.first)) {
-      rp.deliver(dlq_count_reply{
-          0, make_error(errc::not_found, "Queue not found: ", key.first)});
-      return rp.later();
-    }
+    if (!self->state.queues.contains(key.first))
+      return failed<dlq_count_reply>(
+          make_error(errc::not_found, "Queue not found: ", key.first));
   // A selection left empty by full cursors answers what it left.
   using part = std::pair<std::string, std::vector<storage::dlq_entry>>;
   std::vector<std::pair<queue_actor, part>> asks;
   for (auto& [key, entries] : parts)
     asks.push_back(
         {self->state.queues.at(key.first), {key.second, std::move(entries)}});
+  auto rp = promise_for<dlq_count_reply>(self);
   ask_queues(self, std::move(asks), remaining, rp,
              [](broker_ptr self, const queue_actor& q, part p) {
                return self->request(q, caf::infinite, requeue_atom::value,
@@ -175,7 +165,9 @@ void configure_now(broker_ptr self, configure_request& req,
               if (ok) // it may now be in the namespace of a parked pop
                 wake(self, {name});
             },
-            [fail](caf::error& err) mutable { fail(unreachable(err)); });
+            [rp](caf::error& err) mutable {
+              rp.deliver(failed<configure_reply>(unreachable(err)));
+            });
     return;
   }
   auto opts = core::apply_options(storage::queue_options{}, req.options);
@@ -210,15 +202,11 @@ void configure_now(broker_ptr self, configure_request& req,
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
-caf::typed_response_promise<configure_reply>
-on_configure(broker_ptr self, configure_request& req) {
+caf::result<configure_reply> on_configure(broker_ptr self,
+                                          configure_request& req) {
+  if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok)
+    return failed<configure_reply>(ok.err());
   auto rp = promise_for<configure_reply>(self);
-  if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok) {
-    configure_reply reply;
-    reply.failure = ok.err();
-    rp.deliver(std::move(reply));
-    return rp.later();
-  }
   self->state.gate.wait([self, req = std::move(req), rp]() mutable {
     configure_now(self, req, rp);
   });
@@ -268,8 +256,8 @@ std::vector<queue_actor> queues_named(broker_ptr self,
   return out;
 }
 
-caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
-                                                    const groups_request& req) {
+caf::result<groups_reply> on_groups(broker_ptr self,
+                                    const groups_request& req) {
   auto rp = promise_for<groups_reply>(self);
   fan_out<groups_reply>(
       self, queues_named(self, req.queue),
@@ -284,13 +272,11 @@ caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
   return rp.later();
 }
 
-caf::typed_response_promise<delete_group_reply>
+caf::result<delete_group_reply>
 on_delete_group(broker_ptr self, const delete_group_request& req) {
+  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok)
+    return failed<delete_group_reply>(ok.err());
   auto rp = promise_for<delete_group_reply>(self);
-  if (auto ok = core::check_name(core::name_kind::group, req.group); !ok) {
-    rp.deliver(delete_group_reply{0, false, ok.err()});
-    return rp.later();
-  }
   fan_out<delete_group_reply>(
       self, queues_named(self, req.queue),
       [rp](std::vector<fanned<delete_group_reply>> slots) mutable {
@@ -339,8 +325,8 @@ void reap(broker_ptr self, storage::queue_id q) {
       });
 }
 
-caf::typed_response_promise<delete_queue_reply>
-on_delete_queue(broker_ptr self, const std::string& name) {
+caf::result<delete_queue_reply> on_delete_queue(broker_ptr self,
+                                                const std::string& name) {
   auto rp = promise_for<delete_queue_reply>(self);
   // One at a time with queue creations: a push waiting to create the name
   // finds it gone and creates a new queue.
@@ -382,26 +368,19 @@ on_delete_queue(broker_ptr self, const std::string& name) {
 
 // -- replay: seek and subscription update -------------------------------------
 
-caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
-                                   seek_request& req) {
-  auto fail = [self](api_error err) {
-    auto rp = promise_for<seek_reply>(self);
-    seek_reply reply;
-    reply.failure = std::move(err);
-    rp.deliver(std::move(reply));
-    return caf::delegated<seek_reply>{};
-  };
+caf::result<seek_reply> on_seek(broker_ptr self, const std::string& queue,
+                                seek_request& req) {
   if (auto rule = core::seek_rule_of(req.target); !rule)
-    return fail(rule.err());
+    return failed<seek_reply>(rule.err());
   if (auto ok = core::check_name(core::name_kind::group, req.group); !ok)
-    return fail(ok.err());
+    return failed<seek_reply>(ok.err());
   if (req.partition)
     if (auto ok = core::check_name(core::name_kind::partition, *req.partition);
         !ok)
-      return fail(ok.err());
+      return failed<seek_reply>(ok.err());
   auto it = self->state.queues.find(queue);
   if (it == self->state.queues.end())
-    return fail(
+    return failed<seek_reply>(
         make_error(errc::not_found, "Queue not found or has no partitions"));
   return via_queue<seek_reply>(
       self, queue, it->second,
@@ -418,19 +397,14 @@ caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
 /// (semantics.md §6), in one write, all or nothing: each queue gives its
 /// record's part (queue_admin.cpp) and, once the write's outcome is known,
 /// takes it (and clears the group's empty-scan watermarks) or drops it.
-caf::typed_response_promise<sub_update_reply>
+caf::result<sub_update_reply>
 on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto& st = self->state;
-  auto rp = promise_for<sub_update_reply>(self);
-  auto fail = [&rp](api_error err) mutable {
-    rp.deliver(sub_update_reply{0, std::move(err)});
-    return rp.later();
-  };
   if (group.empty() || group == queue_mode_group)
-    return fail(
+    return failed<sub_update_reply>(
         make_error(errc::invalid_argument, "Queue mode has no subscription"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
-    return fail(ok.err());
+    return failed<sub_update_reply>(ok.err());
   // Each queue owns its records: it gives its part (held until settled),
   // the broker writes every part in one batch and settles each.
   std::vector<queue_actor> queues;
@@ -439,6 +413,7 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
     queues.push_back(q);
     names.push_back(name);
   }
+  auto rp = promise_for<sub_update_reply>(self);
   fan_out<sub_update_part>(
       self, queues,
       [self, rp, group, queues,

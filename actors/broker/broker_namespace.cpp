@@ -125,14 +125,12 @@ void on_timeout(broker_ptr self, std::uint64_t id) {
   arm(self);
 }
 
-caf::typed_response_promise<namespace_pop_reply>
-on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
-  auto rp = promise_for<namespace_pop_reply>(self);
-  auto fail = [&rp](api_error err) mutable {
+caf::result<namespace_pop_reply> on_namespace_pop(broker_ptr self,
+                                                  namespace_pop_request& req) {
+  auto fail = [](api_error err) {
     namespace_pop_reply r;
     r.reply.failure = std::move(err);
-    rp.deliver(std::move(r));
-    return rp.later();
+    return r;
   };
   if (req.name_space.empty())
     return fail(
@@ -148,6 +146,7 @@ on_namespace_pop(broker_ptr self, namespace_pop_request& req) {
       return fail(ok.err());
   auto deadline = self->clock().now() + req.pop.timeout;
   bool may_park = req.pop.wait && req.pop.timeout.count() > 0;
+  auto rp = promise_for<namespace_pop_reply>(self);
   self->state.parked.submit(std::move(req), rp, deadline, may_park);
   return rp.later();
 }

@@ -80,9 +80,8 @@ queue_of_lease(broker_ptr self, const std::string& id) {
 
 } // namespace
 
-caf::typed_response_promise<std::vector<located_ack_reply>>
+caf::result<std::vector<located_ack_reply>>
 on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
-  auto rp = promise_for<std::vector<located_ack_reply>>(self);
   auto& st = self->state;
   std::vector<located_ack_reply> out(acks.size());
   for (std::size_t i = 0; i < acks.size(); ++i)
@@ -92,8 +91,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
           = make_error(bad->code, "acknowledgments[", i, "].", bad->message);
       for (auto& o : out)
         o.reply.failure = err;
-      rp.deliver(std::move(out));
-      return rp.later();
+      return out;
     }
   std::vector<ack_share> shares;
   // A place names its (queue, partition): the directory keeps it while
@@ -126,10 +124,9 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
     shares[it->second].items.push_back(i);
     shares[it->second].reqs.push_back(std::move(a.ack));
   }
-  if (shares.empty()) {
-    rp.deliver(std::move(out));
-    return rp.later();
-  }
+  if (shares.empty())
+    return out;
+  auto rp = promise_for<std::vector<located_ack_reply>>(self);
   auto run = std::make_shared<
       std::pair<std::vector<ack_share>, std::vector<located_ack_reply>>>(
       std::move(shares), std::move(out));
@@ -164,27 +161,22 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
   return rp.later();
 }
 
-caf::delegated<lease_extend_reply>
-on_extend_lease(broker_ptr self, const std::string& id,
-                std::chrono::milliseconds by) {
+caf::result<lease_extend_reply> on_extend_lease(broker_ptr self,
+                                                const std::string& id,
+                                                std::chrono::milliseconds by) {
   auto q = queue_of_lease(self, id);
   if (q == self->state.queues.end()) {
-    auto rp = promise_for<lease_extend_reply>(self);
     lease_extend_reply none;
     none.error = extend_error::not_found;
-    rp.deliver(std::move(none));
-    return {};
+    return none;
   }
   return self->delegate(q->second, extend_atom::value, id, by);
 }
 
-caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id) {
+caf::result<bool> on_release_lease(broker_ptr self, const std::string& id) {
   auto q = queue_of_lease(self, id);
-  if (q == self->state.queues.end()) {
-    auto rp = promise_for<bool>(self);
-    rp.deliver(false);
-    return {};
-  }
+  if (q == self->state.queues.end())
+    return false;
   // Parked namespace pops wait: the released lease wakes them.
   return via_queue<bool>(
       self, q->first, q->second, [](bool released) { return released; },
@@ -266,8 +258,7 @@ void find_then(broker_ptr self, const find_request& req,
           });
 }
 
-caf::typed_response_promise<find_reply> on_find(broker_ptr self,
-                                                const find_request& req) {
+caf::result<find_reply> on_find(broker_ptr self, const find_request& req) {
   auto rp = promise_for<find_reply>(self);
   find_then(self, req,
             [rp](find_reply r) mutable { rp.deliver(std::move(r)); });

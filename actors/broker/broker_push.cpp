@@ -139,9 +139,25 @@ void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
       });
 }
 
-caf::typed_response_promise<queue_push_reply>
-on_push(broker_ptr self, std::vector<broker_push_item>& items) {
+caf::result<queue_push_reply> on_push(broker_ptr self,
+                                      std::vector<broker_push_item>& items) {
   auto& st = self->state;
+  if (items.empty())
+    return queue_push_reply{};
+  if (auto ok = core::check_push_size(
+          st.cfg.push, items.size(),
+          [&](std::size_t i) { return items[i].item.frame.payload.size(); });
+      !ok)
+    return push_failed(ok.err());
+  // Everything is validated before a queue is created: a bad item leaves
+  // no trace.
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto& item = items[i];
+    if (auto ok = core::check_push_item(i, &item.queue, item.item.partition,
+                                        item.item.frame, st.cfg.node.frames);
+        !ok)
+      return push_failed(ok.err());
+  }
   auto run = std::make_shared<multi_push>();
   run->rp = promise_for<queue_push_reply>(self);
   run->item_count = items.size();
@@ -151,28 +167,6 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
       names.push_back(i.queue); // repeats left: wake dedupes namespaces
   run->stored = [self, names = std::move(names)] { wake(self, names); };
   run->learn = [self](const queue_push_reply& r) { learn_partitions(self, r); };
-  if (items.empty()) {
-    run->rp.deliver(queue_push_reply{});
-    return run->rp;
-  }
-  if (auto ok = core::check_push_size(
-          st.cfg.push, items.size(),
-          [&](std::size_t i) { return items[i].item.frame.payload.size(); });
-      !ok) {
-    run->rp.deliver(push_failed(ok.err()));
-    return run->rp;
-  }
-  // Everything is validated before a queue is created: a bad item leaves
-  // no trace.
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    auto& item = items[i];
-    if (auto ok = core::check_push_item(i, &item.queue, item.item.partition,
-                                        item.item.frame, st.cfg.node.frames);
-        !ok) {
-      run->rp.deliver(push_failed(ok.err()));
-      return run->rp;
-    }
-  }
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].queue; });
@@ -189,7 +183,7 @@ on_push(broker_ptr self, std::vector<broker_push_item>& items) {
                   else
                     prepare_all(self, run);
                 });
-  return run->rp;
+  return run->rp.later();
 }
 
 } // namespace spool::actors::broker_detail

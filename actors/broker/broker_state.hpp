@@ -108,27 +108,27 @@ std::shared_ptr<txn_host> make_txn_host(broker_ptr self);
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat);
 
-caf::typed_response_promise<queue_push_reply>
-on_push(broker_ptr self, std::vector<broker_push_item>& items);
+caf::result<queue_push_reply> on_push(broker_ptr self,
+                                      std::vector<broker_push_item>& items);
 
 expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
            std::optional<std::size_t> per_cursor = std::nullopt);
 
-caf::typed_response_promise<dlq_list_reply>
-on_dlq_list(broker_ptr self, const core::dlq_query& q);
+caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
+                                        const core::dlq_query& q);
 
-caf::typed_response_promise<dlq_count_reply>
-on_dlq_delete(broker_ptr self, const core::dlq_filter& f);
+caf::result<dlq_count_reply> on_dlq_delete(broker_ptr self,
+                                           const core::dlq_filter& f);
 
-caf::typed_response_promise<dlq_count_reply>
-on_requeue(broker_ptr self, const core::dlq_filter& f);
+caf::result<dlq_count_reply> on_requeue(broker_ptr self,
+                                        const core::dlq_filter& f);
 
 void configure_now(broker_ptr self, configure_request& req,
                    promise<configure_reply> rp);
 
-caf::typed_response_promise<configure_reply>
-on_configure(broker_ptr self, configure_request& req);
+caf::result<configure_reply> on_configure(broker_ptr self,
+                                          configure_request& req);
 
 queues_reply describe(broker_ptr self, const std::optional<std::string>& only);
 
@@ -140,36 +140,34 @@ std::vector<queue_actor> queues_named(broker_ptr self,
 void find_then(broker_ptr self, const find_request& req,
                std::function<void(find_reply)> k);
 
-caf::typed_response_promise<find_reply> on_find(broker_ptr self,
-                                                const find_request& req);
+caf::result<find_reply> on_find(broker_ptr self, const find_request& req);
 
-caf::typed_response_promise<trace_put_reply>
-on_trace_put(broker_ptr self, trace_put_request& req);
+caf::result<trace_put_reply> on_trace_put(broker_ptr self,
+                                          trace_put_request& req);
 
-caf::typed_response_promise<trace_list_reply>
-on_trace_list(broker_ptr self, const find_request& req);
+caf::result<trace_list_reply> on_trace_list(broker_ptr self,
+                                            const find_request& req);
 
-caf::typed_response_promise<trace_named_reply>
-on_trace_named(broker_ptr self, const trace_named_request& req);
+caf::result<trace_named_reply> on_trace_named(broker_ptr self,
+                                              const trace_named_request& req);
 
-caf::typed_response_promise<trace_names_reply>
-on_trace_names(broker_ptr self, const trace_names_request& req);
+caf::result<trace_names_reply> on_trace_names(broker_ptr self,
+                                              const trace_names_request& req);
 
-caf::typed_response_promise<groups_reply> on_groups(broker_ptr self,
-                                                    const groups_request& req);
+caf::result<groups_reply> on_groups(broker_ptr self, const groups_request& req);
 
-caf::typed_response_promise<delete_group_reply>
+caf::result<delete_group_reply>
 on_delete_group(broker_ptr self, const delete_group_request& req);
 
 void reap(broker_ptr self, storage::queue_id q);
 
-caf::typed_response_promise<delete_queue_reply>
-on_delete_queue(broker_ptr self, const std::string& name);
+caf::result<delete_queue_reply> on_delete_queue(broker_ptr self,
+                                                const std::string& name);
 
-caf::delegated<seek_reply> on_seek(broker_ptr self, const std::string& queue,
-                                   seek_request& req);
+caf::result<seek_reply> on_seek(broker_ptr self, const std::string& queue,
+                                seek_request& req);
 
-caf::typed_response_promise<sub_update_reply>
+caf::result<sub_update_reply>
 on_sub_update(broker_ptr self, const std::string& group, storage::micros ts);
 
 void try_namespace(broker_ptr self, const namespace_pop_request& req,
@@ -181,8 +179,8 @@ void wake(broker_ptr self, const std::vector<std::string>& queues);
 
 void on_timeout(broker_ptr self, std::uint64_t id);
 
-caf::typed_response_promise<namespace_pop_reply>
-on_namespace_pop(broker_ptr self, namespace_pop_request& req);
+caf::result<namespace_pop_reply> on_namespace_pop(broker_ptr self,
+                                                  namespace_pop_request& req);
 
 void learn_partitions(broker_ptr self, const queue_push_reply& reply);
 
@@ -195,14 +193,14 @@ void learn_partition(broker_ptr self, const std::string& uuid,
 
 void forget_queue(broker_ptr self, const std::string& name);
 
-caf::typed_response_promise<std::vector<located_ack_reply>>
+caf::result<std::vector<located_ack_reply>>
 on_located_ack(broker_ptr self, std::vector<located_ack>& acks);
 
-caf::delegated<lease_extend_reply>
-on_extend_lease(broker_ptr self, const std::string& id,
-                std::chrono::milliseconds by);
+caf::result<lease_extend_reply> on_extend_lease(broker_ptr self,
+                                                const std::string& id,
+                                                std::chrono::milliseconds by);
 
-caf::delegated<bool> on_release_lease(broker_ptr self, const std::string& id);
+caf::result<bool> on_release_lease(broker_ptr self, const std::string& id);
 
 std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
                                                 core::txn_request& req);

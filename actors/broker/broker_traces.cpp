@@ -30,17 +30,15 @@ std::vector<core::live_queue> live_queues(broker_ptr self) {
   return out;
 }
 
-/// Runs `read(txn)` (answering `Reply`) on a detached actor and delivers its
-/// answer through `rp`; refused while `max_trace_readers` run.
+/// Runs `read(txn)` (answering `Reply`) on a detached actor and answers the
+/// current request with its answer; refused while `max_trace_readers` run.
 template <class Reply, class Read>
-void read_aside(broker_ptr self, promise<Reply> rp, Read read) {
+caf::result<Reply> read_aside(broker_ptr self, Read read) {
   auto& st = self->state;
-  if (st.trace_readers >= max_trace_readers) {
-    Reply r;
-    r.failure = make_error(errc::unavailable, "trace reads are busy (",
-                           max_trace_readers, " running); retry");
-    return rp.deliver(std::move(r));
-  }
+  if (st.trace_readers >= max_trace_readers)
+    return failed<Reply>(make_error(errc::unavailable, "trace reads are busy (",
+                                    max_trace_readers, " running); retry"));
+  auto rp = promise_for<Reply>(self);
   ++st.trace_readers;
   auto reader = self->system().spawn<caf::detached>(
       [store = st.cfg.node.store, read = std::move(read)](
@@ -74,18 +72,17 @@ void read_aside(broker_ptr self, promise<Reply> rp, Read read) {
             r.failure = unreachable(err, "trace reader");
             rp.deliver(std::move(r));
           });
+  return rp.later();
 }
 
 } // namespace
 
-caf::typed_response_promise<trace_put_reply>
-on_trace_put(broker_ptr self, trace_put_request& req) {
-  auto rp = promise_for<trace_put_reply>(self);
+caf::result<trace_put_reply> on_trace_put(broker_ptr self,
+                                          trace_put_request& req) {
   auto& node = self->state.cfg.node;
-  if (auto ok = core::check_trace(req.rec); !ok) {
-    rp.deliver(trace_put_reply{{}, ok.err()});
-    return rp;
-  }
+  if (auto ok = core::check_trace(req.rec); !ok)
+    return failed<trace_put_reply>(ok.err());
+  auto rp = promise_for<trace_put_reply>(self);
   req.rec.id = node.store.make_uuid();
   req.rec.created_at = node.wall();
   req.rec.transaction_id = req.transaction_id;
@@ -112,11 +109,11 @@ on_trace_put(broker_ptr self, trace_put_request& req) {
                                                std::move(failure)});
                   });
             });
-  return rp;
+  return rp.later();
 }
 
-caf::typed_response_promise<trace_list_reply>
-on_trace_list(broker_ptr self, const find_request& req) {
+caf::result<trace_list_reply> on_trace_list(broker_ptr self,
+                                            const find_request& req) {
   auto rp = promise_for<trace_list_reply>(self);
   find_then(self, req, [self, rp](find_reply r) mutable {
     trace_list_reply out;
@@ -138,40 +135,38 @@ on_trace_list(broker_ptr self, const find_request& req) {
       out.traces = std::move(*list);
     rp.deliver(std::move(out));
   });
-  return rp;
+  return rp.later();
 }
 
-caf::typed_response_promise<trace_named_reply>
-on_trace_named(broker_ptr self, const trace_named_request& req) {
-  auto rp = promise_for<trace_named_reply>(self);
-  read_aside(self, rp,
-             [queues = live_queues(self),
-              req](storage::txn& t, trace_named_reply& r) -> expected<void> {
-               auto hits = core::traces_named(t, queues, req.name, req.limit,
-                                              req.skip);
-               if (!hits)
-                 return hits.err();
-               r.hits = std::move(hits->hits);
-               r.total = hits->total;
-               return {};
-             });
-  return rp;
+caf::result<trace_named_reply> on_trace_named(broker_ptr self,
+                                              const trace_named_request& req) {
+  return read_aside<trace_named_reply>(
+      self,
+      [queues = live_queues(self),
+       req](storage::txn& t, trace_named_reply& r) -> expected<void> {
+        auto hits
+            = core::traces_named(t, queues, req.name, req.limit, req.skip);
+        if (!hits)
+          return hits.err();
+        r.hits = std::move(hits->hits);
+        r.total = hits->total;
+        return {};
+      });
 }
 
-caf::typed_response_promise<trace_names_reply>
-on_trace_names(broker_ptr self, const trace_names_request& req) {
-  auto rp = promise_for<trace_names_reply>(self);
-  read_aside(self, rp,
-             [queues = live_queues(self),
-              req](storage::txn& t, trace_names_reply& r) -> expected<void> {
-               auto page = core::trace_names(t, queues, req.limit, req.skip);
-               if (!page)
-                 return page.err();
-               r.names = std::move(page->names);
-               r.total = page->total;
-               return {};
-             });
-  return rp;
+caf::result<trace_names_reply> on_trace_names(broker_ptr self,
+                                              const trace_names_request& req) {
+  return read_aside<trace_names_reply>(
+      self,
+      [queues = live_queues(self),
+       req](storage::txn& t, trace_names_reply& r) -> expected<void> {
+        auto page = core::trace_names(t, queues, req.limit, req.skip);
+        if (!page)
+          return page.err();
+        r.names = std::move(page->names);
+        r.total = page->total;
+        return {};
+      });
 }
 
 } // namespace spool::actors::broker_detail

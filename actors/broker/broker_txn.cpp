@@ -395,17 +395,15 @@ stored_answer(txn_host& h, std::optional<storage::queue_id> home,
 
 } // namespace
 
-caf::typed_response_promise<txn_reply>
-run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
+caf::result<txn_reply> run_transaction(std::shared_ptr<txn_host> host,
+                                       core::txn_request req) {
   auto& h = *host;
-  auto rp = promise_for<txn_reply>(h.self);
   // Without a client id the answer's id is generated, refusals included
   // (Queen answers a UUID either way).
   auto id = req.id ? *req.id : h.node.store.make_uuid();
   if (auto refused = core::check_txn(req, h.node.frames)) {
     refused->transaction_id = id;
-    rp.deliver(txn_reply{std::move(*refused), std::nullopt});
-    return rp.later();
+    return txn_reply{std::move(*refused), std::nullopt};
   }
   std::vector<const storage::frame*> frames;
   for (auto& op : req.ops)
@@ -419,36 +417,32 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
     core::txn_result refused;
     refused.transaction_id = id;
     refused.error = ok.err().message;
-    rp.deliver(txn_reply{std::move(refused), std::nullopt});
-    return rp.later();
+    return txn_reply{std::move(refused), std::nullopt};
   }
   auto run = std::make_shared<txn_run>();
   run->host = host;
-  run->rp = rp;
   run->client_id = req.id.has_value();
   run->id = std::move(id);
   run->home = core::txn_home_queue(req);
   if (run->client_id) {
     if (auto it = h.in_flight.find(flight_key(*run, run->id));
         it != h.in_flight.end()) {
+      auto rp = promise_for<txn_reply>(h.self);
       it->second.push_back(rp); // answered with the first one's answer
       return rp.later();
     }
     auto home = run->home ? h.queue_id_of(*run->home) : std::nullopt;
     auto stored = stored_answer(h, home, run->id);
-    if (!stored) {
-      rp.deliver(txn_reply{{}, stored.err()});
-      return rp.later();
-    }
+    if (!stored)
+      return txn_reply{{}, stored.err()};
     if (*stored && !h.retention.expired((*stored)->created_at, h.node.wall())) {
       auto r = core::decode_txn_result((*stored)->result);
-      if (!r) {
-        rp.deliver(txn_reply{{},
-                             make_error(errc::internal, "transaction ", run->id,
-                                        ": stored answer does not decode")});
-        return rp.later();
-      }
+      if (!r)
+        return txn_reply{{},
+                         make_error(errc::internal, "transaction ", run->id,
+                                    ": stored answer does not decode")};
       // Released once the batch that stored it is durable.
+      auto rp = promise_for<txn_reply>(h.self);
       after_durable(
           h.self, h.node, slot_of_id(home->value),
           [rp, r = std::move(*r)](std::optional<api_error> failure) mutable {
@@ -460,10 +454,11 @@ run_transaction(std::shared_ptr<txn_host> host, core::txn_request req) {
     h.in_flight.emplace(flight_key(*run, run->id),
                         std::vector<promise<txn_reply>>{});
   }
+  run->rp = promise_for<txn_reply>(h.self);
   run->req = std::move(req);
   run->plan = core::plan_txn(run->req);
   stage_next(run);
-  return rp.later();
+  return run->rp.later();
 }
 
 } // namespace spool::actors

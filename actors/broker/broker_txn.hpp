@@ -57,8 +57,8 @@ struct txn_host {
       in_flight;
 };
 
-/// Runs `req` and answers through the returned promise.
-caf::typed_response_promise<txn_reply>
-run_transaction(std::shared_ptr<txn_host> host, core::txn_request req);
+/// Runs `req` and answers it: at once (a refusal, a stored answer) or later.
+caf::result<txn_reply> run_transaction(std::shared_ptr<txn_host> host,
+                                       core::txn_request req);
 
 } // namespace spool::actors

@@ -302,13 +302,11 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
       [self](release_atom, const std::string& lease_id) -> caf::result<bool> {
         if (self->state.busy())
           return caf::skip; // the staged core would bring the lease back
-        auto rp = promise_for<bool>(self);
         auto before = snapshot(self);
         if (self->state.deleting
-            || !self->state.core->release_unwritten(lease_id)) {
-          rp.deliver(false);
-          return rp.later();
-        }
+            || !self->state.core->release_unwritten(lease_id))
+          return false;
+        auto rp = promise_for<bool>(self);
         // Not written: the lease stays and ends as an expiry would.
         commit(self, std::move(before), {}, {},
                [rp](std::optional<api_error> failure) mutable {

@@ -32,10 +32,9 @@ plan_pop(cursor_ptr self, const pop_request& req, const partition_view& view,
 
 } // namespace
 
-caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
-                                              const partition_view& view) {
+caf::result<pop_reply> on_pop(cursor_ptr self, pop_request& req,
+                              const partition_view& view) {
   auto& st = self->state;
-  auto rp = promise_for<pop_reply>(self);
   auto before = snapshot(self);
   auto out = plan_pop(
       self, req, view,
@@ -43,10 +42,9 @@ caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
         return load_frames(st.cfg, offs, max_bytes);
       });
   arm(self);
-  if (!out.write) {
-    rp.deliver(std::move(out.reply));
-    return rp.later();
-  }
+  if (!out.write)
+    return std::move(out.reply);
+  auto rp = promise_for<pop_reply>(self);
   // Nothing of the pop (its lease, its autoAck commit, the expiry it made)
   // stays if its write fails.
   commit(self, std::move(before), std::move(out.changes), std::move(out.frames),

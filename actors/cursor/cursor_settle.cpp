@@ -4,11 +4,10 @@
 
 namespace spool::actors::cursor_detail {
 
-caf::typed_response_promise<std::vector<ack_reply>>
-on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
-       const partition_view& view) {
+caf::result<std::vector<ack_reply>> on_ack(cursor_ptr self,
+                                           std::vector<ack_request>& reqs,
+                                           const partition_view& view) {
   auto& st = self->state;
-  auto rp = promise_for<std::vector<ack_reply>>(self);
   auto now = self->clock().now();
   std::vector<ack_reply> replies;
   dlq_changes changes;
@@ -41,10 +40,9 @@ on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
   // A lease that ended has its overdue frames judged now.
   if (judge_overdue(self, changes.dead))
     changed = true;
-  if (!changed) {
-    rp.deliver(std::move(replies));
-    return rp.later();
-  }
+  if (!changed)
+    return replies;
+  auto rp = promise_for<std::vector<ack_reply>>(self);
   // One write for the whole list; every changed item waits for it, and
   // none of them stays if it fails.
   commit(self, std::move(before), std::move(changes), {},
@@ -85,10 +83,9 @@ void on_expire(cursor_ptr self, std::uint64_t id) {
 
 /// Requeues entries of this partition; pending ones count as requeued
 /// (idempotent), so a partial failure can be retried.
-caf::typed_response_promise<dlq_count_reply>
+caf::result<dlq_count_reply>
 on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
-  auto rp = promise_for<dlq_count_reply>(self);
   dlq_changes changes;
   std::size_t count = 0;
   std::size_t full = 0; // left in the DLQ: max_requeued are pending
@@ -109,10 +106,9 @@ on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries) {
       ++full;
     }
   }
-  if (changes.marked.empty()) {
-    rp.deliver(dlq_count_reply{count, std::nullopt, full});
-    return rp.later();
-  }
+  if (changes.marked.empty())
+    return dlq_count_reply{count, std::nullopt, full};
+  auto rp = promise_for<dlq_count_reply>(self);
   commit(self, std::move(before), std::move(changes), {},
          [rp, count, full](std::optional<api_error> failure) mutable {
            if (failure)

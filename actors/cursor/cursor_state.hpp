@@ -118,8 +118,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                                    storage::cursor_record rec, bool lost,
                                    bool fresh, std::optional<held_seek> held);
 
-caf::typed_response_promise<pop_reply> on_pop(cursor_ptr self, pop_request& req,
-                                              const partition_view& view);
+caf::result<pop_reply> on_pop(cursor_ptr self, pop_request& req,
+                              const partition_view& view);
 
 /// Stages a parked pop on `sealed` (frames of a push in flight, the view's
 /// readable end past them): a claim_reply with stage 0 when it declines
@@ -128,13 +128,13 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
                      const partition_view& view,
                      std::vector<storage::stored_frame>& sealed);
 
-caf::typed_response_promise<std::vector<ack_reply>>
-on_ack(cursor_ptr self, std::vector<ack_request>& reqs,
-       const partition_view& view);
+caf::result<std::vector<ack_reply>> on_ack(cursor_ptr self,
+                                           std::vector<ack_request>& reqs,
+                                           const partition_view& view);
 
 void on_expire(cursor_ptr self, std::uint64_t id);
 
-caf::typed_response_promise<dlq_count_reply>
+caf::result<dlq_count_reply>
 on_requeue(cursor_ptr self, const std::vector<storage::dlq_entry>& entries);
 
 cursor_info describe(cursor_ptr self, const partition_view& view);

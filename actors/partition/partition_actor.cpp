@@ -148,15 +148,13 @@ expected<sealed_ptr> seal(partition_ptr self,
   return std::make_shared<storage::sealed_append>(std::move(*sealed));
 }
 
-caf::typed_response_promise<push_reply>
-on_push(partition_ptr self, std::vector<storage::frame>& frames) {
+caf::result<push_reply> on_push(partition_ptr self,
+                                std::vector<storage::frame>& frames) {
   auto& st = self->state;
-  auto rp = promise_for<push_reply>(self);
   auto sealed = seal(self, frames);
-  if (!sealed) {
-    rp.deliver(push_reply{{}, 0, sealed.err()});
-    return rp.later();
-  }
+  if (!sealed)
+    return push_reply{{}, 0, sealed.err()};
+  auto rp = promise_for<push_reply>(self);
   auto s = *sealed;
   if (s->mutations.empty()) { // only duplicates of stored frames
     st.log->durable(*s);
@@ -285,11 +283,6 @@ partition_actor::behavior_type partition(partition_ptr self,
         }
     return false;
   });
-  auto failed = [](const api_error& err) {
-    pop_reply r;
-    r.failure = err;
-    return r;
-  };
   return {
       [self](push_atom, std::vector<storage::frame>& frames) {
         return on_push(self, frames);
@@ -344,39 +337,31 @@ partition_actor::behavior_type partition(partition_ptr self,
           break;
         }
       },
-      [self, failed](pop_atom, pop_request& req) -> caf::delegated<pop_reply> {
+      [self](pop_atom, pop_request& req) -> caf::result<pop_reply> {
         auto c = cursor_for(self, req.group);
         if (!c) {
-          auto rp = promise_for<pop_reply>(self);
-          auto r = failed(c.err());
+          auto r = failed<pop_reply>(c.err());
           r.restarting = self->state.respawning.contains(req.group);
-          rp.deliver(std::move(r));
-          return {};
+          return r;
         }
         return self->delegate(*c, pop_atom::value, std::move(req),
                               view_of(*self->state.log));
       },
       [self](ack_atom, const std::string& group, std::vector<ack_request>& reqs)
-          -> caf::delegated<std::vector<ack_reply>> {
+          -> caf::result<std::vector<ack_reply>> {
         auto c = cursor_for(self, group);
-        if (!c) {
-          auto rp = promise_for<std::vector<ack_reply>>(self);
-          rp.deliver(std::vector<ack_reply>(
+        if (!c)
+          return std::vector<ack_reply>(
               reqs.size(),
-              ack_reply{ack_error::none, false, false, c.err(), {}}));
-          return {};
-        }
+              ack_reply{ack_error::none, false, false, c.err(), {}});
         return self->delegate(*c, ack_atom::value, std::move(reqs),
                               view_of(*self->state.log));
       },
       [self](extend_atom, const std::string& group, const std::string& lease_id,
-             std::chrono::milliseconds by) -> caf::delegated<extend_reply> {
+             std::chrono::milliseconds by) -> caf::result<extend_reply> {
         auto c = cursor_for(self, group);
-        if (!c) {
-          auto rp = promise_for<extend_reply>(self);
-          rp.deliver(extend_reply{extend_error::not_found, std::nullopt, {}});
-          return {};
-        }
+        if (!c)
+          return extend_reply{extend_error::not_found, std::nullopt, {}};
         return self->delegate(*c, extend_atom::value, lease_id, by);
       },
       [self](options_atom, storage::queue_options& opts) {
@@ -472,13 +457,10 @@ partition_actor::behavior_type partition(partition_ptr self,
         return on_oldest(self, group);
       },
       [self](release_atom, const std::string& group,
-             const std::string& lease_id) -> caf::delegated<bool> {
+             const std::string& lease_id) -> caf::result<bool> {
         auto it = self->state.cursors.find(group);
-        if (it == self->state.cursors.end()) { // no live cursor, no lease
-          auto rp = promise_for<bool>(self);
-          rp.deliver(false);
-          return {};
-        }
+        if (it == self->state.cursors.end()) // no live cursor, no lease
+          return false;
         return self->delegate(it->second, release_atom::value, lease_id);
       },
       [self](trim_atom, std::int64_t need) {
@@ -488,25 +470,17 @@ partition_actor::behavior_type partition(partition_ptr self,
       },
       [self](requeue_atom, const std::string& group,
              std::vector<storage::dlq_entry>& entries)
-          -> caf::delegated<dlq_count_reply> {
+          -> caf::result<dlq_count_reply> {
         auto c = cursor_for(self, group);
-        if (!c) {
-          auto rp = promise_for<dlq_count_reply>(self);
-          rp.deliver(dlq_count_reply{0, c.err()});
-          return {};
-        }
+        if (!c)
+          return dlq_count_reply{0, c.err()};
         return self->delegate(*c, requeue_atom::value, std::move(entries));
       },
       [self](stage_atom, const std::string& group,
-             std::vector<ack_request>& reqs) -> caf::delegated<stage_reply> {
+             std::vector<ack_request>& reqs) -> caf::result<stage_reply> {
         auto c = cursor_for(self, group);
-        if (!c) {
-          auto rp = promise_for<stage_reply>(self);
-          stage_reply failed;
-          failed.failure = c.err();
-          rp.deliver(std::move(failed));
-          return {};
-        }
+        if (!c)
+          return failed<stage_reply>(c.err());
         // Through here, not delegated: the stage is recorded until its
         // settle, so a death in between respawns after it (`respawning`).
         auto rp = promise_for<stage_reply>(self);
@@ -526,29 +500,26 @@ partition_actor::behavior_type partition(partition_ptr self,
                                               caf::to_string(err), "); retry");
                   rp.deliver(std::move(failed));
                 });
-        return {};
+        return rp.later();
       },
       [self](retention_atom, std::uint64_t id) {
         on_retention_timer(self, id);
       },
       [self](claim_atom, std::int64_t first, const pop_request& req,
-             std::vector<storage::stored_frame>& frames) {
+             std::vector<storage::stored_frame>& frames)
+          -> caf::result<claim_reply> {
         auto& st = self->state;
-        auto rp = promise_for<claim_reply>(self);
         // Only the seal next in line: were an earlier one in flight, the
         // cursor would see its frames too, and they could still fail.
-        auto decline = [&rp] {
-          rp.deliver(claim_reply{});
-          return rp.later();
-        };
         auto s = st.seals.find(first);
         if (s == st.seals.end() || s->second.next <= s->second.first
             || st.log->record().next_offset != s->second.first
             || st.staged(req.group))
-          return decline();
+          return claim_reply{}; // declined
         auto c = cursor_for(self, req.group);
         if (!c)
-          return decline();
+          return claim_reply{};
+        auto rp = promise_for<claim_reply>(self);
         auto view = view_of(*st.log);
         view.readable_end = s->second.next;
         view.newest_created_at = s->second.created_at;

@@ -97,7 +97,7 @@ groups_here(partition_ptr self, const std::optional<std::string>& only) {
   return names;
 }
 
-caf::typed_response_promise<std::vector<cursor_info>>
+caf::result<std::vector<cursor_info>>
 on_groups(partition_ptr self, const std::optional<std::string>& only) {
   auto rp = promise_for<std::vector<cursor_info>>(self);
   auto names = groups_here(self, only);
@@ -124,15 +124,12 @@ on_groups(partition_ptr self, const std::optional<std::string>& only) {
   return rp.later();
 }
 
-caf::typed_response_promise<delete_vote>
-on_delete_group(partition_ptr self, const std::string& group,
-                storage::micros active_after) {
-  auto rp = promise_for<delete_vote>(self);
+caf::result<delete_vote> on_delete_group(partition_ptr self,
+                                         const std::string& group,
+                                         storage::micros active_after) {
   auto names = groups_here(self, group);
-  if (names && names->empty()) {
-    rp.deliver(delete_vote{false, false});
-    return rp.later();
-  }
+  if (names && names->empty())
+    return delete_vote{false, false};
   // A dead cursor's stage may still write its row after the deletion: the
   // group counts as active until that settles (the deletion is refused,
   // busy; the idle sweep tries again later).
@@ -144,9 +141,9 @@ on_delete_group(partition_ptr self, const std::string& group,
   if (!c) {
     // Cannot tell: the delete mutation is harmless, unless a stage is open.
     auto open = unsettled();
-    rp.deliver(delete_vote{true, open, open});
-    return rp.later();
+    return delete_vote{true, open, open};
   }
+  auto rp = promise_for<delete_vote>(self);
   self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, vote_atom::value, active_after)
       .then([rp](delete_vote& v) mutable { rp.deliver(v); },

@@ -139,9 +139,8 @@ void on_retention_timer(partition_ptr self, std::uint64_t id) {
     run_retention(self);
 }
 
-caf::typed_response_promise<storage::micros>
-on_oldest(partition_ptr self, const std::string& group) {
-  auto rp = promise_for<storage::micros>(self);
+caf::result<storage::micros> on_oldest(partition_ptr self,
+                                       const std::string& group) {
   auto& st = self->state;
   auto names = groups_here(self, group);
   if (names && names->empty()) {
@@ -154,14 +153,12 @@ on_oldest(partition_ptr self, const std::string& group) {
         if (auto r = storage::read_frames(*t, rec.queue, rec.id, *start + 1, 1);
             r && !r->frames.empty())
           at = r->frames.front().created_at;
-    rp.deliver(at);
-    return rp.later();
+    return at;
   }
   auto c = cursor_for(self, group);
-  if (!c) {
-    rp.deliver(storage::micros{0});
-    return rp.later();
-  }
+  if (!c)
+    return storage::micros{0};
+  auto rp = promise_for<storage::micros>(self);
   self->request(*c, caf::infinite, info_atom::value, view_of(*st.log))
       .then(
           [rp](cursor_info& info) mutable {

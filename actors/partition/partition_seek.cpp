@@ -12,24 +12,21 @@ namespace spool::actors::partition_detail {
 /// one: the new record is computed from the stored row (or first-contact
 /// position) as the cursor would compute it, and held, as this partition's
 /// part, until the writer settles it (see `held_seek`).
-caf::typed_response_promise<seek_stage>
-hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
-          const cursor_seek& req, const partition_view& view,
-          promise<seek_stage> rp) {
+caf::result<seek_stage> hold_seek(partition_ptr self, const std::string& group,
+                                  core::seek_rule rule, const cursor_seek& req,
+                                  const partition_view& view) {
   auto& st = self->state;
   seek_stage stage;
   auto t = st.cfg.node.store.read();
   if (!t) {
     stage.failure = t.err();
-    rp.deliver(std::move(stage));
-    return rp.later();
+    return stage;
   }
   auto pos = read_position(self, *t, group);
   t->abort();
   if (!pos) {
     stage.failure = pos.err();
-    rp.deliver(std::move(stage));
-    return rp.later();
+    return stage;
   }
   storage::cursor_record initial;
   initial.committed = pos->start;
@@ -51,39 +48,30 @@ hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
   st.holds.emplace(group,
                    partition_state::hold{held_seek{stage.after, wall},
                                          std::move(pos->row), pos->start});
-  rp.deliver(std::move(stage));
-  return rp.later();
+  return stage;
 }
 
 /// Stages a group's seek on its cursor (created if the group never met this
 /// partition), after the timestamp walk. A dry run for a group without a
 /// cursor here creates none: it answers where the seek would land from the
 /// position a first contact would seed.
-caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
-                                                const std::string& group,
-                                                const core::seek_target& target,
-                                                bool dry_run, bool no_wait) {
+caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
+                                const core::seek_target& target, bool dry_run,
+                                bool no_wait) {
   auto& st = self->state;
-  auto rp = promise_for<seek_stage>(self);
-  auto fail = [&rp](api_error err) mutable {
-    seek_stage failed;
-    failed.failure = std::move(err);
-    rp.deliver(std::move(failed));
-    return rp.later();
-  };
   auto rule = core::seek_rule_of(target);
   if (!rule)
-    return fail(rule.err());
+    return failed<seek_stage>(rule.err());
   auto view = view_of(*st.log);
   cursor_seek req{target, std::nullopt, dry_run, no_wait};
   if (*rule == core::seek_rule::timestamp) {
     auto t = st.cfg.node.store.read();
     if (!t)
-      return fail(t.err());
+      return failed<seek_stage>(t.err());
     auto walked = storage::resolve_timestamp(
         *t, st.cfg.record.queue, st.cfg.record.id, *target.timestamp);
     if (!walked)
-      return fail(walked.err());
+      return failed<seek_stage>(walked.err());
     req.walked = *walked;
   }
   if (dry_run) {
@@ -91,17 +79,16 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
     if (names && names->empty()) {
       auto t = self->state.cfg.node.store.read();
       if (!t)
-        return fail(t.err());
+        return failed<seek_stage>(t.err());
       auto start = first_contact(self, *t, group);
       t->abort();
       if (!start)
-        return fail(start.err());
+        return failed<seek_stage>(start.err());
       seek_stage positions;
       positions.after = core::seek_position(
           *rule, target,
           {view.watermark, view.readable_end - 1, *start, req.walked});
-      rp.deliver(std::move(positions));
-      return rp.later();
+      return positions;
     }
   }
   // Held here only while no maxWait boundary is in force: the exemption a
@@ -110,10 +97,11 @@ caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
   // (a stage of the dead cursor settles), so the seek waits (busy).
   if (!dry_run && st.overdue.value < 0 && !st.cursors.contains(group)
       && !st.holds.contains(group) && !st.respawning.contains(group))
-    return hold_seek(self, group, *rule, req, view, rp);
+    return hold_seek(self, group, *rule, req, view);
   auto c = cursor_for(self, group);
   if (!c)
-    return fail(c.err());
+    return failed<seek_stage>(c.err());
+  auto rp = promise_for<seek_stage>(self);
   if (dry_run) {
     rp.delegate(*c, seek_atom::value, std::move(req), view);
     return rp.later();

@@ -152,8 +152,8 @@ using sealed_ptr = std::shared_ptr<storage::sealed_append>;
 expected<sealed_ptr> seal(partition_ptr self,
                           const std::vector<storage::frame>& frames);
 
-caf::typed_response_promise<push_reply>
-on_push(partition_ptr self, std::vector<storage::frame>& frames);
+caf::result<push_reply> on_push(partition_ptr self,
+                                std::vector<storage::frame>& frames);
 
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg);
@@ -163,12 +163,12 @@ browse_reply browse(partition_ptr self, const browse_request& req);
 expected<std::vector<std::string>>
 groups_here(partition_ptr self, const std::optional<std::string>& only);
 
-caf::typed_response_promise<std::vector<cursor_info>>
+caf::result<std::vector<cursor_info>>
 on_groups(partition_ptr self, const std::optional<std::string>& only);
 
-caf::typed_response_promise<delete_vote>
-on_delete_group(partition_ptr self, const std::string& group,
-                storage::micros active_after);
+caf::result<delete_vote> on_delete_group(partition_ptr self,
+                                         const std::string& group,
+                                         storage::micros active_after);
 
 void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
                  std::int64_t freed, std::size_t writes, steps_done done);
@@ -194,17 +194,15 @@ void run_retention(partition_ptr self);
 
 void on_retention_timer(partition_ptr self, std::uint64_t id);
 
-caf::typed_response_promise<storage::micros>
-on_oldest(partition_ptr self, const std::string& group);
+caf::result<storage::micros> on_oldest(partition_ptr self,
+                                       const std::string& group);
 
-caf::typed_response_promise<seek_stage>
-hold_seek(partition_ptr self, const std::string& group, core::seek_rule rule,
-          const cursor_seek& req, const partition_view& view,
-          promise<seek_stage> rp);
+caf::result<seek_stage> hold_seek(partition_ptr self, const std::string& group,
+                                  core::seek_rule rule, const cursor_seek& req,
+                                  const partition_view& view);
 
-caf::typed_response_promise<seek_stage> on_seek(partition_ptr self,
-                                                const std::string& group,
-                                                const core::seek_target& target,
-                                                bool dry_run, bool no_wait);
+caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
+                                const core::seek_target& target, bool dry_run,
+                                bool no_wait);
 
 } // namespace spool::actors::partition_detail

@@ -312,8 +312,8 @@ void configure_now(queue_ptr self, configure_request& req,
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
-caf::typed_response_promise<configure_reply>
-on_configure(queue_ptr self, configure_request& req) {
+caf::result<configure_reply> on_configure(queue_ptr self,
+                                          configure_request& req) {
   auto rp = promise_for<configure_reply>(self);
   self->state.gate.wait([self, req = std::move(req), rp]() mutable {
     configure_now(self, req, rp);
@@ -421,15 +421,11 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);
       },
-      [self](browse_atom, browse_request& req) -> caf::delegated<browse_reply> {
+      [self](browse_atom, browse_request& req) -> caf::result<browse_reply> {
         auto it = self->state.partitions.find(req.partition);
-        if (it == self->state.partitions.end()) {
-          auto rp = promise_for<browse_reply>(self);
-          browse_reply reply;
-          reply.failure = make_error(errc::not_found, "Partition not found");
-          rp.deliver(std::move(reply));
-          return {};
-        }
+        if (it == self->state.partitions.end())
+          return failed<browse_reply>(
+              make_error(errc::not_found, "Partition not found"));
         return self->delegate(it->second.actor, browse_atom::value,
                               std::move(req));
       },
@@ -447,13 +443,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_purge(self, req);
       },
       [self](release_atom, const std::string& partition,
-             const std::string& group, const std::string& lease_id) {
-        auto rp = promise_for<bool>(self);
+             const std::string& group,
+             const std::string& lease_id) -> caf::result<bool> {
         auto it = self->state.partitions.find(partition);
-        if (it == self->state.partitions.end()) {
-          rp.deliver(false);
-          return rp.later();
-        }
+        if (it == self->state.partitions.end())
+          return false;
+        auto rp = promise_for<bool>(self);
         self->request(it->second.actor, caf::infinite, release_atom::value,
                       group, lease_id)
             .then(
@@ -499,15 +494,13 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return rp.later();
       },
       [self](stage_atom, const std::string& partition, const std::string& group,
-             std::vector<ack_request>& reqs) -> caf::delegated<stage_reply> {
+             std::vector<ack_request>& reqs) -> caf::result<stage_reply> {
         auto it = self->state.partitions.find(partition);
         if (it == self->state.partitions.end()) {
-          auto rp = promise_for<stage_reply>(self);
           stage_reply refused;
           refused.refused
               = core::stage_refusal{0, to_string(ack_error::not_found)};
-          rp.deliver(std::move(refused));
-          return {};
+          return refused;
         }
         // Through here, not delegated: the stage is recorded until its
         // settle (`open_stages`).
@@ -530,7 +523,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
                   failed.failure = unreachable(err, "partition");
                   rp.deliver(std::move(failed));
                 });
-        return {};
+        return rp.later();
       },
       [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };

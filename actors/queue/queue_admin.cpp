@@ -15,8 +15,7 @@ std::vector<partition_actor> all_partitions(queue_ptr self) {
   return out;
 }
 
-caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
-                                                    const groups_request& req) {
+caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req) {
   auto rp = promise_for<groups_reply>(self);
   std::vector<partition_actor> asked;
   if (req.partition) {
@@ -163,7 +162,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
       vote_atom::value, req.group, req.active_after);
 }
 
-caf::typed_response_promise<delete_group_reply>
+caf::result<delete_group_reply>
 on_delete_group(queue_ptr self, const delete_group_request& req) {
   auto rp = promise_for<delete_group_reply>(self);
   delete_group(self, req, [rp](delete_group_reply r) mutable {
@@ -234,8 +233,7 @@ void sweep_idle(queue_ptr self) {
 /// How long a deleted queue lives on to answer requests in flight.
 constexpr auto deleted_queue_grace = std::chrono::seconds{30};
 
-caf::typed_response_promise<delete_queue_reply>
-on_delete_queue(queue_ptr self) {
+caf::result<delete_queue_reply> on_delete_queue(queue_ptr self) {
   auto rp = promise_for<delete_queue_reply>(self);
   self->state.gate.wait([self, rp]() mutable {
     auto& st = self->state;
@@ -263,21 +261,18 @@ on_delete_queue(queue_ptr self) {
   return rp.later();
 }
 
-caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
-                                                  const purge_request& req) {
-  auto rp = promise_for<purge_reply>(self);
+caf::result<purge_reply> on_purge(queue_ptr self, const purge_request& req) {
   std::vector<partition_actor> parts;
   if (req.partition) {
     auto it = self->state.partitions.find(*req.partition);
-    if (it == self->state.partitions.end()) {
-      rp.deliver(
-          purge_reply{0, make_error(errc::not_found, "Partition not found")});
-      return rp.later();
-    }
+    if (it == self->state.partitions.end())
+      return failed<purge_reply>(
+          make_error(errc::not_found, "Partition not found"));
     parts.push_back(it->second.actor);
   } else {
     parts = all_partitions(self);
   }
+  auto rp = promise_for<purge_reply>(self);
   fan_out<purge_reply>(
       self, parts,
       [rp](std::vector<fanned<purge_reply>> slots) mutable {
@@ -295,16 +290,14 @@ caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
 
 // -- DLQ deletion -------------------------------------------------------------
 
-caf::typed_response_promise<dlq_count_reply>
-on_dlq_delete(queue_ptr self, const dlq_delete_request& req) {
+caf::result<dlq_count_reply> on_dlq_delete(queue_ptr self,
+                                           const dlq_delete_request& req) {
   auto& st = self->state;
-  auto rp = promise_for<dlq_count_reply>(self);
   // Entries of an earlier queue of this name go with its reaping; a queue
   // being deleted deletes its rows itself.
-  if (st.deleted || req.queue_id != st.cfg.record.id || req.entries.empty()) {
-    rp.deliver(dlq_count_reply{});
-    return rp.later();
-  }
+  if (st.deleted || req.queue_id != st.cfg.record.id || req.entries.empty())
+    return dlq_count_reply{};
+  auto rp = promise_for<dlq_count_reply>(self);
   storage::write_batch b;
   for (auto& [group, id] : req.entries)
     b.mutations.emplace_back(
@@ -322,11 +315,10 @@ on_dlq_delete(queue_ptr self, const dlq_delete_request& req) {
 
 // -- DLQ requeue and retention ------------------------------------------------
 
-caf::typed_response_promise<dlq_count_reply>
+caf::result<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
-  auto rp = promise_for<dlq_count_reply>(self);
   // Every entry's partition is resolved before anything is sent.
   std::map<std::uint64_t,
            std::pair<partition_actor, std::vector<storage::dlq_entry>>>
@@ -340,12 +332,9 @@ on_requeue(queue_ptr self, const std::string& group,
   for (auto& e : entries) {
     auto found = by_id.find(e.partition.value);
     auto it = found == by_id.end() ? st.partitions.end() : found->second;
-    if (it == st.partitions.end()) {
-      rp.deliver(dlq_count_reply{
-          0, make_error(errc::not_found,
-                        "Partition not found: ", e.partition.value)});
-      return rp.later();
-    }
+    if (it == st.partitions.end())
+      return failed<dlq_count_reply>(make_error(
+          errc::not_found, "Partition not found: ", e.partition.value));
     auto& slot = parts[e.partition.value];
     if (slot.second.empty()) { // each partition once
       indices.push_back(it->second.index);
@@ -354,10 +343,9 @@ on_requeue(queue_ptr self, const std::string& group,
     slot.first = it->second.actor;
     slot.second.push_back(std::move(e));
   }
-  if (parts.empty()) {
-    rp.deliver(dlq_count_reply{});
-    return rp.later();
-  }
+  if (parts.empty())
+    return dlq_count_reply{};
+  auto rp = promise_for<dlq_count_reply>(self);
   std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
   for (auto& [_, slot] : parts)
     asks.push_back(std::move(slot));
@@ -452,7 +440,7 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
 /// spans every queue of the group, in one write) asks each queue for its
 /// part, under the group's gate (no registration, deletion or seek of the
 /// group interleaves), and settles it with the write's outcome.
-caf::typed_response_promise<sub_update_part>
+caf::result<sub_update_part>
 on_sub_update(queue_ptr self, const std::string& group, storage::micros ts) {
   auto rp = promise_for<sub_update_part>(self);
   group_gate(self, group).wait([self, group, ts, rp]() mutable {

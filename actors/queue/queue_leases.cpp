@@ -51,9 +51,8 @@ void lease_ended(queue_ptr self, const std::string& id,
   sweep(self);
 }
 
-caf::typed_response_promise<lease_extend_reply>
-on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
-  auto rp = promise_for<lease_extend_reply>(self);
+caf::result<lease_extend_reply> on_extend(queue_ptr self, const std::string& id,
+                                          std::chrono::milliseconds by) {
   auto& st = self->state;
   auto now = self->clock().now();
   if (st.leases.expired(id, now)) {
@@ -61,8 +60,7 @@ on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
     forget(self, id);
     lease_extend_reply late;
     late.error = extend_error::expired;
-    rp.deliver(std::move(late));
-    return rp.later();
+    return late;
   }
   sweep(self);
   auto* entry = st.leases.find(id, now);
@@ -70,9 +68,9 @@ on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
     forget(self, id);
     lease_extend_reply none;
     none.error = extend_error::not_found;
-    rp.deliver(std::move(none));
-    return rp.later();
+    return none;
   }
+  auto rp = promise_for<lease_extend_reply>(self);
   std::vector<partition_actor> parts;
   std::vector<std::pair<std::string, std::string>> names; // (name, uuid)
   for (auto& p : entry->partitions)
@@ -107,17 +105,15 @@ on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by) {
   return rp.later();
 }
 
-caf::typed_response_promise<bool> on_release(queue_ptr self,
-                                             const std::string& id) {
-  auto rp = promise_for<bool>(self);
+caf::result<bool> on_release(queue_ptr self, const std::string& id) {
   auto& st = self->state;
   sweep(self);
   auto* entry = st.leases.find(id, self->clock().now());
   if (entry == nullptr) {
     forget(self, id);
-    rp.deliver(false);
-    return rp.later();
+    return false;
   }
+  auto rp = promise_for<bool>(self);
   std::vector<partition_actor> parts;
   std::vector<std::string> names;
   for (auto& p : entry->partitions)

@@ -184,15 +184,13 @@ void register_group(queue_ptr self, const std::string& group,
       });
 }
 
-caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
-                                                    queue_pop_request& req) {
-  auto rp = promise_for<queue_pop_reply>(self);
+caf::result<queue_pop_reply> on_pop(queue_ptr self, queue_pop_request& req) {
   if (self->state.deleted) {
     queue_pop_reply gone;
     gone.reason = empty_reason::no_partition;
-    rp.deliver(std::move(gone));
-    return rp.later();
+    return gone;
   }
+  auto rp = promise_for<queue_pop_reply>(self);
   auto deadline = self->clock().now() + req.timeout;
   auto submit = [self, rp, deadline](queue_pop_request req) mutable {
     bool may_park = req.wait && req.timeout.count() > 0;

@@ -250,8 +250,8 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   });
 }
 
-caf::typed_response_promise<queue_push_reply>
-on_push(queue_ptr self, std::vector<push_item>& items) {
+caf::result<queue_push_reply> on_push(queue_ptr self,
+                                      std::vector<push_item>& items) {
   auto rp = promise_for<queue_push_reply>(self);
   prepare(
       self, items,
@@ -281,8 +281,8 @@ on_push(queue_ptr self, std::vector<push_item>& items) {
   return rp.later();
 }
 
-caf::typed_response_promise<prepared_push>
-on_prepare(queue_ptr self, std::vector<push_item>& items) {
+caf::result<prepared_push> on_prepare(queue_ptr self,
+                                      std::vector<push_item>& items) {
   auto rp = promise_for<prepared_push>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
     auto& st = self->state;
@@ -329,16 +329,15 @@ void on_prepared_settled(queue_ptr self, const core::part_key& key,
 
 // -- ack ----------------------------------------------------------------------
 
-caf::typed_response_promise<std::vector<ack_reply>>
-on_ack(queue_ptr self, const std::string& partition, const std::string& group,
-       std::vector<ack_request>& reqs) {
-  auto rp = promise_for<std::vector<ack_reply>>(self);
+caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
+                                           const std::string& partition,
+                                           const std::string& group,
+                                           std::vector<ack_request>& reqs) {
   auto it = self->state.partitions.find(partition);
-  if (it == self->state.partitions.end()) {
-    rp.deliver(std::vector<ack_reply>(
-        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}}));
-    return rp.later();
-  }
+  if (it == self->state.partitions.end())
+    return std::vector<ack_reply>(
+        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}});
+  auto rp = promise_for<std::vector<ack_reply>>(self);
   auto n = reqs.size();
   self->request(it->second.actor, caf::infinite, ack_atom::value, group,
                 std::move(reqs))

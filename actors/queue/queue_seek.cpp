@@ -174,29 +174,23 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
       true);
 }
 
-caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
-                                                seek_request& req) {
+caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
   auto& st = self->state;
+  if (auto rule = core::seek_rule_of(req.target); !rule)
+    return failed<seek_reply>(rule.err());
   auto run = std::make_shared<seek_run>();
-  run->rp = promise_for<seek_reply>(self);
-  if (auto rule = core::seek_rule_of(req.target); !rule) {
-    fail_seek(self, *run, rule.err());
-    return run->rp;
-  }
   for (auto& [name, p] : st.partitions)
     if (!req.partition || name == *req.partition) {
       run->names.push_back(name);
       run->indices.push_back(p.index);
       run->parts.push_back(p.actor);
     }
-  if (run->parts.empty()) {
-    fail_seek(self, *run,
-              req.partition
-                  ? make_error(errc::not_found, "Partition not found")
-                  : make_error(errc::not_found,
-                               "Queue not found or has no partitions"));
-    return run->rp;
-  }
+  if (run->parts.empty())
+    return failed<seek_reply>(
+        req.partition ? make_error(errc::not_found, "Partition not found")
+                      : make_error(errc::not_found,
+                                   "Queue not found or has no partitions"));
+  run->rp = promise_for<seek_reply>(self);
   run->req = std::move(req);
   // A group's seeks, registration and deletions on this queue run one at a
   // time: a registration never overwrites the record a seek wrote.
@@ -205,7 +199,7 @@ caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
     run->gated = true;
     seek_all(self, run);
   });
-  return run->rp;
+  return run->rp.later();
 }
 
 } // namespace spool::actors::queue_detail

@@ -214,8 +214,7 @@ void register_group(queue_ptr self, const std::string& group,
                     const core::subscription_params& params,
                     std::function<void(std::optional<api_error>)> k);
 
-caf::typed_response_promise<queue_pop_reply> on_pop(queue_ptr self,
-                                                    queue_pop_request& req);
+caf::result<queue_pop_reply> on_pop(queue_ptr self, queue_pop_request& req);
 
 void ensure_partitions(queue_ptr self, std::vector<std::string> names,
                        std::function<void(std::optional<api_error>)> k);
@@ -223,13 +222,12 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 void configure_now(queue_ptr self, configure_request& req,
                    promise<configure_reply> rp);
 
-caf::typed_response_promise<configure_reply>
-on_configure(queue_ptr self, configure_request& req);
+caf::result<configure_reply> on_configure(queue_ptr self,
+                                          configure_request& req);
 
 std::vector<partition_actor> all_partitions(queue_ptr self);
 
-caf::typed_response_promise<groups_reply> on_groups(queue_ptr self,
-                                                    const groups_request& req);
+caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req);
 
 void delete_group(queue_ptr self, const delete_group_request& req,
                   std::function<void(delete_group_reply)> done);
@@ -237,24 +235,23 @@ void delete_group(queue_ptr self, const delete_group_request& req,
 void delete_group_now(queue_ptr self, const delete_group_request& req,
                       std::function<void(delete_group_reply)> done);
 
-caf::typed_response_promise<delete_group_reply>
+caf::result<delete_group_reply>
 on_delete_group(queue_ptr self, const delete_group_request& req);
 
 void plan_sweep(queue_ptr self);
 
 void sweep_idle(queue_ptr self);
 
-caf::typed_response_promise<delete_queue_reply> on_delete_queue(queue_ptr self);
+caf::result<delete_queue_reply> on_delete_queue(queue_ptr self);
 
-caf::typed_response_promise<purge_reply> on_purge(queue_ptr self,
-                                                  const purge_request& req);
+caf::result<purge_reply> on_purge(queue_ptr self, const purge_request& req);
 
-caf::typed_response_promise<dlq_count_reply>
+caf::result<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries);
 
-caf::typed_response_promise<dlq_count_reply>
-on_dlq_delete(queue_ptr self, const dlq_delete_request& req);
+caf::result<dlq_count_reply> on_dlq_delete(queue_ptr self,
+                                           const dlq_delete_request& req);
 
 void arm_sweep(queue_ptr self, storage::micros due);
 
@@ -265,13 +262,12 @@ void lease_granted(queue_ptr self, const std::string& id,
 void lease_ended(queue_ptr self, const std::string& id,
                  const std::string& partition);
 
-caf::typed_response_promise<lease_extend_reply>
-on_extend(queue_ptr self, const std::string& id, std::chrono::milliseconds by);
+caf::result<lease_extend_reply> on_extend(queue_ptr self, const std::string& id,
+                                          std::chrono::milliseconds by);
 
-caf::typed_response_promise<bool> on_release(queue_ptr self,
-                                             const std::string& id);
+caf::result<bool> on_release(queue_ptr self, const std::string& id);
 
-caf::typed_response_promise<sub_update_part>
+caf::result<sub_update_part>
 on_sub_update(queue_ptr self, const std::string& group, storage::micros ts);
 
 void settle_sub_update(queue_ptr self, const std::string& group, bool durable);
@@ -301,27 +297,27 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
              std::function<void(std::shared_ptr<push_run>)> prepared,
              bool may_claim = false);
 
-caf::typed_response_promise<queue_push_reply>
-on_push(queue_ptr self, std::vector<push_item>& items);
+caf::result<queue_push_reply> on_push(queue_ptr self,
+                                      std::vector<push_item>& items);
 
-caf::typed_response_promise<prepared_push>
-on_prepare(queue_ptr self, std::vector<push_item>& items);
+caf::result<prepared_push> on_prepare(queue_ptr self,
+                                      std::vector<push_item>& items);
 
 /// The writer settled the queue's part of a prepared push.
 void on_prepared_settled(queue_ptr self, const core::part_key& key,
                          core::part_outcome outcome);
 
-caf::typed_response_promise<std::vector<ack_reply>>
-on_ack(queue_ptr self, const std::string& partition, const std::string& group,
-       std::vector<ack_request>& reqs);
+caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
+                                           const std::string& partition,
+                                           const std::string& group,
+                                           std::vector<ack_request>& reqs);
 
 void made_candidates(queue_ptr self, const std::string& group,
                      const std::vector<std::size_t>& indices,
                      const std::vector<std::string>& names,
                      bool wake_now = true);
 
-caf::typed_response_promise<seek_reply> on_seek(queue_ptr self,
-                                                seek_request& req);
+caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req);
 
 queue_actor::behavior_type queue(queue_ptr self, queue_config cfg);
 

@@ -145,10 +145,16 @@ void settle(writer_ptr self, const std::vector<core::part_id>& parts,
     tell(self, self->state.parts.close(parts), outcome);
 }
 
+/// The answer to a batch that never reached LMDB: its parts fail with it.
+write_result refused(writer_ptr self, const std::vector<core::part_id>& parts,
+                     api_error err) {
+  settle(self, parts, core::part_outcome::failed);
+  return write_result{std::move(err)};
+}
+
 /// Answers a batch that never reached LMDB: its parts fail with it.
 void refuse(writer_ptr self, writer_state::pending_batch& b, api_error err) {
-  settle(self, b.parts, core::part_outcome::failed);
-  b.promise.deliver(write_result{std::move(err)});
+  b.promise.deliver(refused(self, b.parts, std::move(err)));
 }
 
 /// Starts the next group if none is being committed.
@@ -379,35 +385,30 @@ void on_stop(writer_ptr self) {
 
 /// Queues `batch` (with the parts it settles) for the next commit, or
 /// refuses it at once when the queue is full or the storage stalled.
-caf::typed_response_promise<write_result>
-enqueue(writer_ptr self, storage::write_batch batch,
-        std::vector<core::part_id> parts) {
+caf::result<write_result> enqueue(writer_ptr self, storage::write_batch batch,
+                                  std::vector<core::part_id> parts) {
   auto& st = self->state;
-  writer_state::pending_batch b{std::move(batch),
-                                promise_for<write_result>(self),
-                                self->clock().now(), std::move(parts)};
-  auto rp = b.promise;
+  auto queued_at = self->clock().now();
   // An empty batch is a barrier (supervise.hpp): never refused or timed
   // out, answered after every batch sent before it.
-  bool barrier = b.batch.mutations.empty();
+  bool barrier = batch.mutations.empty();
   auto waiting = st.pending.size() + st.committed_batches;
-  if (!barrier && waiting >= st.cfg.max_pending) {
-    refuse(self, b,
-           busy("write queue full: ", waiting,
-                " batches wait for the disk or for durability (nothing of "
-                "this one is stored)"));
-    return rp.later();
-  }
+  if (!barrier && waiting >= st.cfg.max_pending)
+    return refused(self, parts,
+                   busy("write queue full: ", waiting,
+                        " batches wait for the disk or for durability "
+                        "(nothing of this one is stored)"));
   if (!barrier && !st.in_flight.empty()
-      && b.queued_at - st.started_at > st.cfg.stall_timeout) {
+      && queued_at - st.started_at > st.cfg.stall_timeout) {
     auto running = std::chrono::duration_cast<std::chrono::milliseconds>(
-        b.queued_at - st.started_at);
-    refuse(self, b,
-           busy("storage stalled: the commit in progress has run for ",
-                running.count(), " ms (nothing of this write is stored)"));
-    return rp.later();
+        queued_at - st.started_at);
+    return refused(self, parts,
+                   busy("storage stalled: the commit in progress has run for ",
+                        running.count(),
+                        " ms (nothing of this write is stored)"));
   }
-  st.pending.push_back(std::move(b));
+  auto rp = promise_for<write_result>(self);
+  st.pending.push_back({std::move(batch), rp, queued_at, std::move(parts)});
   kick(self); // at once when no commit runs
   arm(self);
   return rp.later();
@@ -427,7 +428,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
       [self](hold_atom, part_ref& part) {
         self->state.parts.hold(part.id(), part.holder);
       },
-      [self](propose_atom, submission& s) {
+      [self](propose_atom, submission& s) -> caf::result<write_result> {
         std::vector<core::part_id> ids;
         ids.reserve(s.parts.size());
         for (auto& p : s.parts)
@@ -436,15 +437,10 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
           // Only the parts open and not submitted fail with it: one that
           // another batch carries is that batch's to settle.
           tell(self, self->state.parts.drop(ids), core::part_outcome::failed);
-          writer_state::pending_batch b{
-              {}, promise_for<write_result>(self), {}, {}};
-          auto rp = b.promise;
-          refuse(self, b,
-                 make_error(errc::internal,
-                            "writer: a part of this write is not open (given "
-                            "up, or submitted before); nothing of it is "
-                            "stored"));
-          return rp.later();
+          return write_result{make_error(
+              errc::internal, "writer: a part of this write is not open (given "
+                              "up, or submitted before); nothing of it is "
+                              "stored")};
         }
         return enqueue(self, std::move(s.batch), std::move(ids));
       },
@@ -455,20 +451,19 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         self->state.parts.drop(ids); // settled by the one giving them up
       },
       [self](durable_atom, std::uint16_t slot,
-             std::uint64_t seq) -> caf::typed_response_promise<write_result> {
+             std::uint64_t seq) -> caf::result<write_result> {
         auto& st = self->state;
-        auto rp = promise_for<write_result>(self);
         storage::slot_seq mark{slot, seq};
         if (slot >= st.cfg.marks->slots())
-          rp.deliver(write_result{make_error(errc::internal, "writer: no slot ",
-                                             slot, " in this store")});
-        else if (st.cfg.marks->covers(mark))
-          rp.deliver(write_result{});
-        else if (st.readers.size() >= st.cfg.max_pending)
-          rp.deliver(write_result{busy("too many answers wait for durability (",
-                                       st.readers.size(), "): retry")});
-        else
-          st.readers.push_back({mark, rp});
+          return write_result{make_error(errc::internal, "writer: no slot ",
+                                         slot, " in this store")};
+        if (st.cfg.marks->covers(mark))
+          return write_result{};
+        if (st.readers.size() >= st.cfg.max_pending)
+          return write_result{busy("too many answers wait for durability (",
+                                   st.readers.size(), "): retry")};
+        auto rp = promise_for<write_result>(self);
+        st.readers.push_back({mark, rp});
         return rp.later();
       },
       [self](flush_atom) { kick(self); },
