@@ -18,7 +18,6 @@
 
 #include "actors/atoms.hpp"
 #include "actors/messages.hpp"
-#include "actors/trace_messages.hpp"
 
 namespace spool::actors {
 
