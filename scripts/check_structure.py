@@ -93,9 +93,13 @@ FORBIDDEN_LIBS = {
 # The gateway's implementation holds CAF; its header may not.
 DOOR_HEADERS = ["gateway/gateway.hpp"]
 
-MAX_ACTOR_LINES = 600
+MAX_ACTOR_LINES = 400
 # Actor-layer files still over the limit, with the most lines they may have.
-OVER_LIMIT = {}
+OVER_LIMIT = {
+    # The typed actor handles, a doc line per handler: one file by design
+    # (issue 35 excepts it from the ceiling).
+    "actors/interfaces.hpp": 472,
+}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 

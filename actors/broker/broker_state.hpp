@@ -7,7 +7,6 @@
 // configure, listings, deletions, seek and the subscription update.
 
 #include "actors/broker/broker_actor.hpp"
-#include "actors/broker/broker_txn.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/promise.hpp"
@@ -65,7 +64,11 @@ struct broker_state {
       parked;
   std::optional<mono_time> armed;
   std::uint64_t timer_id = 0;
-  std::shared_ptr<txn_host> txn;
+  /// Transactions with a client id in flight (broker_txn.cpp), by (home
+  /// queue, id) as their stored answers are, with the promises of repeats
+  /// that arrived meanwhile (they get the first one's answer).
+  std::map<std::pair<std::string, std::string>, std::vector<promise<txn_reply>>>
+      txn_in_flight;
   /// Queue deaths allowed before the broker gives up (supervise.hpp), and
   /// the dead queues whose respawn waits for its barrier.
   restart_budget restarts;
@@ -103,7 +106,18 @@ storage::queue_record new_queue_record(broker_ptr self,
 void ensure_queues(broker_ptr self, std::vector<std::string> names,
                    std::function<void(std::optional<api_error>)> k);
 
-std::shared_ptr<txn_host> make_txn_host(broker_ptr self);
+/// The coordinator and the id of live queue `name`, if it exists.
+std::optional<queue_actor> find_queue(broker_ptr self, const std::string& name);
+std::optional<storage::queue_id> queue_id_of(broker_ptr self,
+                                             const std::string& name);
+
+/// A transaction stage on queue `name` settled (or was given up): a respawn
+/// of the queue waiting for its open stages may go.
+void stage_closed(broker_ptr self, const std::string& name);
+
+/// Runs transaction `req` (semantics.md §10, docs/transactions.md) and
+/// answers it: at once (a refusal, a stored answer) or later.
+caf::result<txn_reply> run_transaction(broker_ptr self, core::txn_request req);
 
 broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
                                    storage::catalog cat);

@@ -1,64 +1,70 @@
 #pragma once
 
-/// The broker's transaction runner (semantics.md §10, docs/transactions.md):
-/// validate-then-commit over the queue/partition/cursor actors. The rules
-/// live in `txn_core` and `cursor_txn`; this file only sequences messages.
+// What the two files of a transaction's run share (broker_txn.cpp: checks,
+// stages, the answer; broker_txn_commit.cpp: seal, the one batch, its
+// answer). Internal to the broker.
 
-#include <caf/typed_response_promise.hpp>
-
-#include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "actors/interfaces.hpp"
-#include "actors/node_context.hpp"
-#include "actors/promise.hpp"
-#include "config/options.hpp"
+#include "actors/broker/broker_state.hpp"
 
-namespace spool::actors {
+namespace spool::actors::broker_detail {
 
-/// What a transaction needs from the broker that runs it.
-struct txn_host {
-  broker_actor::pointer self = nullptr;
-  node_context node;
-  core::txn_retention retention;
-  config::push_limits push;
-  /// The coordinator of queue `name`, if it exists.
-  std::function<std::optional<queue_actor>(const std::string&)> find_queue;
-  /// Whether `actor` is still the coordinator serving queue `name` (not
-  /// deleted, replaced or restarting since).
-  std::function<bool(const std::string&, const queue_actor&)> serving;
-  /// The id of live queue `name`, if it exists (the home of a stored
-  /// answer, `core::txn_home_queue`).
-  std::function<std::optional<storage::queue_id>(const std::string&)>
-      queue_id_of;
-  /// Creates the named queues that do not exist yet (one durable write),
-  /// then calls back with the error, if any.
-  std::function<void(std::vector<std::string>,
-                     std::function<void(std::optional<api_error>)>)>
-      create_queues;
-  /// The partitions a committed transaction pushed to (uuid, queue id).
-  std::function<void(const std::vector<push_target>&)> stored;
-  /// A transaction stage opened on queue `name` (acks staged on one of its
-  /// cursors), and closed when its settle is sent.
-  std::function<void(const std::string&)> stage_opened;
-  std::function<void(const std::string&)> stage_closed;
-  /// A commit settled on these queues (pushed to or acked on): wakes the
-  /// parked namespace pops they may serve.
-  std::function<void(const std::vector<std::string>&)> committed;
-  /// Transactions with a client id in flight, by (home queue, id) as their
-  /// stored answers are, with the promises of repeats that arrived
-  /// meanwhile (they get the first one's answer).
-  std::map<std::pair<std::string, std::string>, std::vector<promise<txn_reply>>>
-      in_flight;
+/// One transaction in flight.
+struct txn_run {
+  broker_ptr self = nullptr;
+  core::txn_request req;
+  std::string id;
+  bool client_id = false;
+  /// The queue that keeps the stored answer (`core::txn_home_queue`).
+  std::optional<std::string> home;
+  core::txn_plan plan;
+  promise<txn_reply> rp;
+  // -- stage --
+  std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
+  /// Per staged ack group: its stage is open here (`stage_opened`).
+  std::vector<bool> opened;
+  // -- seal --
+  /// Per plan.pushes: who sealed it, and its batch and parts (moved into
+  /// the submission: the writer settles them from then on).
+  std::vector<queue_actor> sealed_by;
+  std::vector<submission> prepared;
+  /// Per sealed push: its items' results and their targets.
+  std::vector<queue_push_reply> push_results;
+  std::optional<api_error> failure;
+  std::optional<core::txn_result> rollback;
 };
 
-/// Runs `req` and answers it: at once (a refusal, a stored answer) or later.
-caf::result<txn_reply> run_transaction(std::shared_ptr<txn_host> host,
-                                       core::txn_request req);
+using run_ptr = std::shared_ptr<txn_run>;
 
-} // namespace spool::actors
+/// The key of a run (or of stored id `id` of its home) among those in
+/// flight: a repeat is the same id under the same home queue.
+inline std::pair<std::string, std::string> flight_key(const txn_run& run,
+                                                      const std::string& id) {
+  return {run.home.value_or(""), id};
+}
+
+/// Queue `k` of the plan's pushes with its coordinator, for the queues
+/// that exist; a fan-out over them keeps at most `gather_window` requests
+/// in flight (a transaction may span thousands of queues).
+using queue_slots = std::vector<std::pair<std::size_t, queue_actor>>;
+
+/// Answers the transaction and every repeat that waited for it.
+void answer(run_ptr run, txn_reply reply);
+
+/// Gives up the staged acks and sealed pushes not submitted, and closes the
+/// stages this broker counted.
+void settle_all(run_ptr run);
+
+/// Ends a transaction that did not commit: no trace is left.
+void abort(run_ptr run);
+
+/// Phase 2: every ack is staged; create missing queues, then seal, then
+/// write the one batch.
+void push_phase(run_ptr run);
+
+} // namespace spool::actors::broker_detail

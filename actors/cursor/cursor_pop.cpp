@@ -1,9 +1,77 @@
 // A cursor's pop: the rule (`core::plan_pop`: plan, read, cut, grant or
-// autoAck) with this cursor's reads, then the write, then the answer.
+// autoAck) with this cursor's reads, then the write, then the answer; and
+// the cursor's storage: frames and DLQ entries read, its record's batch.
 
 #include "actors/cursor/cursor_state.hpp"
 
 namespace spool::actors::cursor_detail {
+
+/// Reads the frames at `offsets` (sorted) in one short read transaction,
+/// decoding no more than `max_bytes` of payload (at least one frame; the
+/// offsets past the cap are not read: a pop's byte cap bounds its memory).
+expected<frame_list> load_frames(const cursor_config& cfg,
+                                 const std::vector<storage::offset>& offs,
+                                 std::size_t max_bytes) {
+  frame_list out;
+  if (offs.empty())
+    return out;
+  auto lo = offs.front();
+  auto hi = offs.back();
+  auto t = cfg.store.read();
+  if (!t)
+    return std::move(t).err();
+  auto r
+      = storage::read_frames(*t, cfg.queue, cfg.partition, lo,
+                             static_cast<std::size_t>(hi - lo + 1), max_bytes);
+  if (!r)
+    return std::move(r).err();
+  // The usual plan is one contiguous run: keep the read as it is.
+  if (static_cast<std::int64_t>(offs.size()) == hi - lo + 1)
+    return std::move(r->frames);
+  out.reserve(offs.size());
+  for (auto& f : r->frames)
+    if (std::binary_search(offs.begin(), offs.end(), f.off))
+      out.push_back(std::move(f));
+  return out;
+}
+
+/// The stored DLQ entry `id` of this cursor's group, or none (gone).
+std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
+                                             std::uint64_t id) {
+  auto t = cfg.store.read();
+  if (!t)
+    return std::nullopt;
+  auto e = storage::tables::get_dlq(*t, cfg.queue, cfg.group, id);
+  if (!e || !*e)
+    return std::nullopt;
+  return std::move(**e);
+}
+
+/// The cursor record plus the DLQ changes, as one batch; `written` gets the
+/// failure time of every entry written (for the retention sweep).
+storage::write_batch state_batch(const cursor_config& cfg,
+                                 const core::cursor_core& core,
+                                 const dlq_changes& changes, frame_list& frames,
+                                 std::vector<storage::micros>& written) {
+  storage::write_batch b;
+  b.mutations.emplace_back(storage::mut::put_cursor{cfg.queue, cfg.partition,
+                                                    cfg.group, core.record()});
+  // The clock is read only when something is dead-lettered (most writes
+  // are plain acks).
+  core::dlq_writer w{cfg.queue, cfg.partition, cfg.group,
+                     cfg.policy.drop_dead_letters,
+                     changes.dead.empty() ? 0 : cfg.wall()};
+  auto done = core::plan_dlq_writes(
+      w, changes, b, [&](std::uint64_t id) { return load_entry(cfg, id); },
+      [&](storage::offset off) -> const storage::stored_frame* {
+        return find_frame(frames, off);
+      },
+      [&](storage::micros now) { return cfg.store.next_dlq_id(now); });
+  if (cfg.metrics && done.dropped > 0)
+    cfg.metrics->dead_letters_dropped += done.dropped;
+  written.insert(written.end(), done.failed_at.begin(), done.failed_at.end());
+  return b;
+}
 
 namespace {
 

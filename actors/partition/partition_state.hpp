@@ -155,6 +155,19 @@ expected<sealed_ptr> seal(partition_ptr self,
 caf::result<push_reply> on_push(partition_ptr self,
                                 std::vector<storage::frame>& frames);
 
+seal_reply on_seal(partition_ptr self,
+                   const std::vector<storage::frame>& frames);
+
+void on_settled(partition_ptr self, const core::part_key& key,
+                core::part_outcome outcome);
+
+caf::result<stage_reply> on_stage(partition_ptr self, const std::string& group,
+                                  std::vector<ack_request>& reqs);
+
+caf::result<claim_reply> on_claim(partition_ptr self, std::int64_t first,
+                                  const pop_request& req,
+                                  std::vector<storage::stored_frame>& frames);
+
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg);
 

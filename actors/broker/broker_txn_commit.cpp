@@ -1,0 +1,227 @@
+// A transaction's commit (broker_txn.cpp has the flow): the pushes sealed
+// by their queues (missing queues created first), then ONE batch with the
+// seals, the staged cursor records, the stored answer and a few expired
+// ids, carrying every part; answered once the writer settled them.
+
+#include <algorithm>
+#include <utility>
+
+#include "actors/broker/broker_txn.hpp"
+#include "actors/durable.hpp"
+#include "storage/tables.hpp"
+
+namespace spool::actors::broker_detail {
+
+namespace {
+
+/// The queues a plan pushes to or acks on (repeats left in).
+std::vector<std::string> queues_of(const core::txn_plan& plan) {
+  std::vector<std::string> out;
+  for (auto& p : plan.pushes)
+    out.push_back(p.queue);
+  for (auto& a : plan.acks)
+    out.push_back(a.queue);
+  return out;
+}
+
+/// The answer of a committed transaction, from the staged acks and the
+/// sealed pushes.
+core::txn_result result_of(txn_run& run) {
+  auto r = core::txn_success(run.id, run.req.ops.size());
+  for (std::size_t k = 0; k < run.plan.acks.size(); ++k) {
+    auto& g = run.plan.acks[k];
+    auto& replies = run.staged[k].replies;
+    for (std::size_t j = 0; j < g.ops.size() && j < replies.size(); ++j) {
+      r.results[g.ops[j]].lease_released = replies[j].lease_released;
+      r.results[g.ops[j]].dead_lettered = replies[j].dead_lettered;
+    }
+  }
+  for (std::size_t i = 0; i < run.req.ops.size(); ++i)
+    if (auto* push = std::get_if<core::txn_push_op>(&run.req.ops[i]))
+      r.results[i].items.resize(push->items.size());
+  for (std::size_t k = 0; k < run.plan.pushes.size(); ++k) {
+    auto& from = run.plan.pushes[k].from;
+    auto& pushed = run.push_results[k];
+    for (std::size_t j = 0; j < from.size() && j < pushed.results.size(); ++j) {
+      auto& src = pushed.results[j];
+      auto& to = pushed.target_of(j);
+      auto& dst = r.results[from[j].first].items[from[j].second];
+      dst.queue = to.queue;
+      dst.partition = to.partition;
+      dst.partition_uuid = to.partition_uuid;
+      dst.status = src.result.status == storage::frame_result::duplicate
+                       ? core::txn_push_status::duplicate
+                       : core::txn_push_status::queued;
+      dst.off = src.result.off;
+    }
+  }
+  return r;
+}
+
+void commit(run_ptr run) {
+  auto self = run->self;
+  auto& st = self->state;
+  auto& node = st.cfg.node;
+  // A queue that died after its seal may be respawned already from what is
+  // stored: writing its old seal now would put a segment behind its new
+  // partitions' backs. Nothing is stored yet, so "failed" is the truth.
+  for (std::size_t k = 0; k < run->prepared.size(); ++k)
+    if (!run->prepared[k].parts.empty()
+        && !serving(self, run->plan.pushes[k].queue, run->sealed_by[k])) {
+      run->failure = make_error(
+          errc::unavailable, "queue ", run->plan.pushes[k].queue,
+          " restarted or was deleted during the transaction; nothing was "
+          "stored, retry");
+      return abort(run);
+    }
+  submission sub;
+  auto& batch = sub.batch;
+  for (auto& p : run->prepared)
+    for (auto& m : p.batch.mutations)
+      batch.mutations.push_back(std::move(m));
+  for (auto& s : run->staged)
+    for (auto& m : s.batch.mutations)
+      batch.mutations.push_back(std::move(m));
+  auto result = result_of(*run);
+  // The answer is kept by the home queue, which exists now: an ack needs
+  // its queue, a push has created it. Deleted meanwhile: the transaction
+  // fails rather than commit without its answer.
+  auto home = run->home ? queue_id_of(self, *run->home) : std::nullopt;
+  if (run->client_id && run->home && !home) {
+    run->failure
+        = make_error(errc::not_found, "queue ", *run->home, " vanished");
+    return abort(run);
+  }
+  if (run->client_id && home) {
+    auto now = node.wall();
+    batch.mutations.emplace_back(storage::mut::put_txn{
+        *home, run->id, {now, core::encode_txn_result(result)}});
+    // Retention: every transaction write forgets a few expired ids of its
+    // home queue (only if still expired when the batch applies: an id may
+    // run again).
+    auto cutoff = st.cfg.txn_retention.cutoff(now);
+    if (auto t = node.store.read()) {
+      auto old = storage::tables::txns_before(*t, *home, cutoff,
+                                              st.cfg.txn_retention.sweep);
+      t->abort();
+      if (old)
+        for (auto& id : *old)
+          if (id != run->id && !st.txn_in_flight.contains(flight_key(*run, id)))
+            batch.mutations.emplace_back(
+                storage::mut::delete_txn{*home, id, cutoff});
+    }
+  }
+  if (batch.mutations.empty()) { // duplicates and idempotent acks only
+    settle_all(run);
+    std::vector<storage::slot_t> slots;
+    for (auto& q : queues_of(run->plan))
+      slots.push_back(node.store.slot_of(q));
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    return after_durable(
+        self, node, std::move(slots),
+        [run, result](std::optional<api_error> failure) mutable {
+          answer(run, failure ? txn_reply{{}, std::move(failure)}
+                              : txn_reply{std::move(result), std::nullopt});
+        });
+  }
+  // The pushes' parts go with the batch: the writer settles them (every
+  // queue applies its push) before it answers.
+  for (auto& p : run->prepared)
+    for (auto& r : std::exchange(p.parts, {}))
+      sub.parts.push_back(std::move(r));
+  for (auto& s : run->staged)
+    for (auto& r : std::exchange(s.parts, {}))
+      sub.parts.push_back(std::move(r));
+  propose_then(self, node.writer, std::move(sub),
+               [run, result](std::optional<api_error> failure) mutable {
+                 if (failure) {
+                   run->failure = std::move(failure);
+                   return abort(run);
+                 }
+                 settle_all(run);
+                 // Parked namespace pops are woken now: every queue applied its
+                 // settle, which the writer sent before this answer.
+                 wake(run->self, queues_of(run->plan));
+                 answer(run, txn_reply{std::move(result), std::nullopt});
+               });
+}
+
+/// Seals every queue's pushes, then commits, or aborts when one failed.
+void seal_all(run_ptr run) {
+  auto n = run->plan.pushes.size();
+  run->sealed_by.resize(n);
+  run->prepared.resize(n);
+  run->push_results.resize(n);
+  auto queues = std::make_shared<queue_slots>();
+  for (std::size_t k = 0; k < n; ++k) {
+    auto& name = run->plan.pushes[k].queue;
+    if (auto q = find_queue(run->self, name))
+      queues->emplace_back(k, *q);
+    else
+      run->failure = make_error(errc::not_found, "queue ", name, " vanished");
+  }
+  gather<prepared_push>(
+      queues->size(),
+      [run, queues](std::size_t i) {
+        auto& [k, q] = (*queues)[i];
+        auto& part = run->plan.pushes[k];
+        std::vector<push_item> items;
+        items.reserve(part.from.size());
+        for (auto [op, j] : part.from) {
+          auto& item = std::get<core::txn_push_op>(run->req.ops[op]).items[j];
+          items.push_back(push_item{item.partition, std::move(item.frame)});
+        }
+        return run->self->request(q, caf::infinite, seal_atom::value,
+                                  std::move(items));
+      },
+      [run, queues](std::vector<fanned<prepared_push>> slots) {
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          auto k = (*queues)[i].first;
+          if (!slots[i].reply) {
+            if (!run->failure)
+              run->failure = unreachable(slots[i].error);
+            continue;
+          }
+          auto& p = *slots[i].reply;
+          // maxSize: a full queue rolls back, naming its first push op.
+          if (p.failure && p.failure->code == errc::queue_full
+              && !run->rollback)
+            run->rollback = core::txn_rollback(
+                run->id, run->plan.pushes[k].from.front().first,
+                p.failure->message);
+          else if (p.failure && !run->failure)
+            run->failure = p.failure;
+          run->sealed_by[k] = (*queues)[i].second;
+          run->prepared[k] = std::move(p.part);
+          run->push_results[k].results = std::move(p.results);
+          run->push_results[k].targets = std::move(p.targets);
+        }
+        if (run->failure || run->rollback)
+          return abort(run);
+        commit(run);
+      });
+}
+
+} // namespace
+
+void push_phase(run_ptr run) {
+  if (run->plan.pushes.empty())
+    return commit(run);
+  std::vector<std::string> names;
+  for (auto& part : run->plan.pushes)
+    if (!find_queue(run->self, part.queue))
+      names.push_back(part.queue);
+  if (names.empty())
+    return seal_all(run);
+  ensure_queues(run->self, std::move(names),
+                [run](std::optional<api_error> failure) {
+                  if (failure) {
+                    run->failure = std::move(failure);
+                    return abort(run);
+                  }
+                  seal_all(run);
+                });
+}
+
+} // namespace spool::actors::broker_detail

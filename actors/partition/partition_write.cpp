@@ -1,0 +1,225 @@
+// The partition's writes: a push (seal, its own commit, answer once
+// durable), a seal for a batch another actor commits (its part, settled by
+// the writer), the marks of what its cursors stage (a transaction's acks, a
+// seek, a claim in the append) and their settles.
+
+#include "actors/durable.hpp"
+#include "actors/partition/partition_state.hpp"
+
+namespace spool::actors::partition_detail {
+
+/// Seals `frames`; nothing changes on error.
+expected<sealed_ptr> seal(partition_ptr self,
+                          const std::vector<storage::frame>& frames) {
+  auto& st = self->state;
+  auto t = st.cfg.node.store.read();
+  if (!t)
+    return std::move(t).err();
+  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
+                             st.cfg.options.dedup_window_s);
+  if (!sealed)
+    return std::move(sealed).err();
+  return std::make_shared<storage::sealed_append>(std::move(*sealed));
+}
+
+caf::result<push_reply> on_push(partition_ptr self,
+                                std::vector<storage::frame>& frames) {
+  auto& st = self->state;
+  auto sealed = seal(self, frames);
+  if (!sealed)
+    return push_reply{{}, 0, sealed.err()};
+  auto rp = promise_for<push_reply>(self);
+  auto s = *sealed;
+  if (s->mutations.empty()) { // only duplicates of stored frames
+    st.log->durable(*s);
+    after_durable(
+        self, st.cfg.node, slot_of_id(st.cfg.record.queue.value),
+        [rp, s](std::optional<api_error> failure) mutable {
+          if (failure)
+            rp.deliver(push_reply{{}, 0, std::move(failure)});
+          else
+            rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
+        });
+    return rp.later();
+  }
+  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
+                storage::write_batch{std::move(s->mutations)})
+      .then(
+          [self, rp, s](write_result& r) mutable {
+            if (r.ok()) {
+              self->state.log->durable(*s);
+              retention_after_push(self);
+              rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
+            } else {
+              self->state.log->failed(*s);
+              rp.deliver(push_reply{{}, 0, r.failure});
+            }
+          },
+          [self, rp, s](caf::error& err) mutable {
+            self->state.log->lost(*s); // it may be stored: keep the gap
+            rp.deliver(push_reply{{}, 0, unreachable(err, "writer")});
+          });
+  return rp.later();
+}
+
+void mark_staged(partition_ptr self, const std::string& group,
+                 const caf::actor_addr& cursor, std::vector<part_ref>& parts) {
+  if (parts.empty())
+    return;
+  auto& st = self->state;
+  auto& live = st.live_of(parts.front().key.first)[group];
+  live.cursor = cursor;
+  live.forward = false;
+  ++live.open;
+  part_ref mark{self->address(), parts.front().key};
+  self->send(st.cfg.node.writer, hold_atom::value, mark);
+  parts.push_back(std::move(mark));
+}
+
+/// A group's stage settled: if its cursor died, the respawn waited for it
+/// (its row is written now, or never will be).
+void unstaged(partition_ptr self, const std::string& group) {
+  auto& st = self->state;
+  if (st.respawning.contains(group) && !st.barrier_pending.contains(group)
+      && !st.staged(group))
+    st.respawning.erase(group);
+}
+
+void on_stage_settled(partition_ptr self, const core::part_key& key,
+                      core::part_outcome outcome) {
+  auto& st = self->state;
+  auto& group = key.group;
+  // A seek held here: its record is durable (or not); either way the next
+  // contact spawns the cursor from the stored row.
+  if (key.first == core::part_key::seek_part && st.holds.erase(group) > 0)
+    return;
+  auto& live = st.live_of(key.first);
+  auto l = live.find(group);
+  if (l == live.end())
+    return;
+  auto cursor = l->second.cursor;
+  auto forward = l->second.forward;
+  if (--l->second.open == 0)
+    live.erase(l);
+  unstaged(self, group);
+  // A held seek passed to a cursor spawned since: only to that one.
+  if (auto it = st.cursors.find(group);
+      forward && it != st.cursors.end() && it->second.address() == cursor)
+    self->send(it->second, settled_atom::value, key, outcome);
+}
+
+/// Seals `frames` for a batch the caller submits: the part is kept here.
+seal_reply on_seal(partition_ptr self,
+                   const std::vector<storage::frame>& frames) {
+  auto sealed = seal(self, frames);
+  if (!sealed)
+    return seal_reply{std::nullopt, {}, sealed.err()};
+  auto& st = self->state;
+  auto& s = **sealed;
+  // Only duplicates (perhaps with guards that their originals in
+  // flight be stored, `expect_dedup`): no offsets taken, nothing to
+  // settle; the guards still go in the caller's batch.
+  if (s.next <= s.first) {
+    st.log->durable(s);
+    return seal_reply{std::nullopt, std::move(s), std::nullopt};
+  }
+  // The caller gets the mutations; the partition keeps the rest
+  // (offsets, results, ids in flight) as a part the writer settles.
+  core::part_key key{st.cfg.record.queue.value, st.cfg.record.id.value, "",
+                     s.first.value};
+  auto& kept = st.seals[key.first];
+  kept.results = s.results;
+  kept.first = s.first;
+  kept.next = s.next;
+  kept.created_at = s.created_at;
+  kept.pending_ids = s.pending_ids;
+  self->send(st.cfg.node.writer, hold_atom::value,
+             part_ref{self->address(), key});
+  return seal_reply{key, std::move(s), std::nullopt};
+}
+
+/// The writer settled a part of this partition: a seal, or a stage's mark.
+void on_settled(partition_ptr self, const core::part_key& key,
+                core::part_outcome outcome) {
+  auto& st = self->state;
+  if (!key.group.empty()) // a stage: a seek, a transaction, a claim
+    return on_stage_settled(self, key, outcome);
+  auto it = st.seals.find(key.first);
+  if (it == st.seals.end())
+    return; // not this incarnation's (respawned meanwhile)
+  auto s = std::move(it->second);
+  st.seals.erase(it);
+  switch (outcome) {
+  case core::part_outcome::durable:
+    st.log->durable(s);
+    retention_after_push(self);
+    break;
+  case core::part_outcome::failed:
+    st.log->failed(s);
+    break;
+  case core::part_outcome::unknown:
+    st.log->lost(s); // it may be stored: keep the gap
+    break;
+  }
+}
+
+/// A transaction's acks staged on the group's cursor.
+caf::result<stage_reply> on_stage(partition_ptr self, const std::string& group,
+                                  std::vector<ack_request>& reqs) {
+  auto c = cursor_for(self, group);
+  if (!c)
+    return failed<stage_reply>(c.err());
+  // Through here, not delegated: the stage is recorded until its
+  // settle, so a death in between respawns after it (`respawning`).
+  auto rp = promise_for<stage_reply>(self);
+  self->request(*c, caf::infinite, stage_atom::value, std::move(reqs),
+                view_of(*self->state.log))
+      .then(
+          [self, rp, group, cursor = c->address()](stage_reply& r) mutable {
+            mark_staged(self, group, cursor, r.parts);
+            rp.deliver(std::move(r));
+          },
+          [rp](caf::error& err) mutable {
+            stage_reply failed;
+            failed.failure = make_error(errc::unavailable,
+                                        "the group's cursor here is "
+                                        "restarting (",
+                                        caf::to_string(err), "); retry");
+            rp.deliver(std::move(failed));
+          });
+  return rp.later();
+}
+
+/// A parked pop served from the seal `first`, not durable yet.
+caf::result<claim_reply> on_claim(partition_ptr self, std::int64_t first,
+                                  const pop_request& req,
+                                  std::vector<storage::stored_frame>& frames) {
+  auto& st = self->state;
+  // Only the seal next in line: were an earlier one in flight, the
+  // cursor would see its frames too, and they could still fail.
+  auto s = st.seals.find(first);
+  if (s == st.seals.end() || s->second.next <= s->second.first
+      || st.log->record().next_offset != s->second.first
+      || st.staged(req.group))
+    return claim_reply{}; // declined
+  auto c = cursor_for(self, req.group);
+  if (!c)
+    return claim_reply{};
+  auto rp = promise_for<claim_reply>(self);
+  auto view = view_of(*st.log);
+  view.readable_end = s->second.next;
+  view.newest_created_at = s->second.created_at;
+  // Recorded until its settle, as a transaction's stage is.
+  self->request(*c, caf::infinite, claim_atom::value, req, view,
+                std::move(frames))
+      .then(
+          [self, rp, group = req.group,
+           cursor = c->address()](claim_reply& r) mutable {
+            mark_staged(self, group, cursor, r.parts);
+            rp.deliver(std::move(r));
+          },
+          [rp](caf::error&) mutable { rp.deliver(claim_reply{}); });
+  return rp.later();
+}
+
+} // namespace spool::actors::partition_detail

@@ -1,0 +1,238 @@
+// A queue's partitions: created in one durable write, respawned from their
+// stored records after a death (once the stages open on them settled), and
+// the queue's configure (options, the Default partition).
+
+#include "actors/queue/queue_state.hpp"
+
+namespace spool::actors::queue_detail {
+
+/// Spawns the partition of `rec`, linked to this queue.
+expected<partition_actor>
+start_partition(queue_ptr self, const storage::partition_record& rec) {
+  partition_config pc;
+  pc.node = self->state.cfg.node;
+  pc.record = rec;
+  pc.options = self->state.cfg.record.options;
+  pc.watcher = self->address();
+  auto p = spawn_partition(self->system(), std::move(pc));
+  if (p)
+    self->link_to(*p);
+  return p;
+}
+
+expected<void> add_partition(queue_ptr self,
+                             const storage::partition_record& rec) {
+  auto& st = self->state;
+  auto p = start_partition(self, rec);
+  if (!p)
+    return std::move(p).err();
+  st.partitions.emplace(
+      rec.name, partition_entry{rec, *p, st.ring.size(), rec.next_offset - 1});
+  st.ring.push_back(rec.name);
+  st.names_by_id.emplace(rec.id.value, rec.name);
+  st.candidates.resize(st.ring.size());
+  return {};
+}
+
+/// Ends the queue: its parked pops are answered empty first (CAF 0.17
+/// answers no promise of an actor that ends).
+void end_queue(queue_ptr self, caf::error why) {
+  self->state.parked.drop([](const queue_pop_request&) { return true; });
+  self->quit(std::move(why));
+}
+
+/// A partition died (a bug): spawned again from its stored record in its
+/// place (same ring position, same candidates), after a write barrier; its
+/// cursors come back from their stored rows at their next contact. Requests
+/// it had in flight were answered with errors by CAF.
+/// Spawns partition `name` again from its stored record, in the place of
+/// the dead actor `dead` (unless it was deleted or replaced meanwhile).
+void respawn_partition(queue_ptr self, const std::string& name,
+                       const caf::actor_addr& dead) {
+  auto& st = self->state;
+  auto fail = [self](std::string what) {
+    end_queue(self, caf::make_error(caf::sec::runtime_error, std::move(what)));
+  };
+  auto it = st.partitions.find(name);
+  if (it == st.partitions.end() || it->second.actor.address() != dead)
+    return; // deleted or replaced meanwhile
+  auto& entry = it->second;
+  auto t = st.cfg.node.store.read();
+  if (!t)
+    return fail(to_string(t.err()));
+  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
+  if (!rec || !*rec)
+    return fail(rec ? "partition record gone" : to_string(rec.err()));
+  t->abort();
+  auto p = start_partition(self, **rec);
+  if (!p)
+    return fail(to_string(p.err()));
+  entry.rec = **rec;
+  entry.actor = *p;
+  entry.dead = false;
+}
+
+/// A stage was staged on partition `name`.
+void stage_opened(queue_ptr self, const std::string& name) {
+  ++self->state.open_stages[name];
+}
+
+/// The writer settled this queue's mark of a transaction staged on one of
+/// its partitions: the batch is durable (or not written), so a respawn
+/// waiting for it may read the rows now; a durable one may have released
+/// a lease the group's parked pops wait for.
+void on_stage_settled(queue_ptr self, const core::part_key& key,
+                      core::part_outcome outcome) {
+  auto it = self->state.names_by_id.find(key.partition);
+  if (it == self->state.names_by_id.end())
+    return;
+  auto partition = it->second; // `stage_closed` may respawn the entry
+  stage_closed(self, partition);
+  if (outcome == core::part_outcome::durable)
+    wake_for(self, {partition}, key.group);
+}
+
+/// A stage on partition `name` settled: a respawn waiting for it may go.
+void stage_closed(queue_ptr self, const std::string& name) {
+  auto& st = self->state;
+  auto it = st.open_stages.find(name);
+  if (it == st.open_stages.end() || --it->second > 0)
+    return;
+  st.open_stages.erase(it);
+  if (auto w = st.respawn_waiting.find(name); w != st.respawn_waiting.end()) {
+    auto dead = w->second;
+    st.respawn_waiting.erase(w);
+    respawn_partition(self, name, dead);
+  }
+}
+
+/// A partition died (a bug): spawned again from its stored record in its
+/// place (same ring position, same candidates), after a write barrier and
+/// after the stages open on it settled; its cursors come back from their
+/// stored rows at their next contact. Requests meanwhile meet the dead
+/// actor and fail.
+void restart_partition(queue_ptr self, const std::string& name,
+                       const caf::error& why) {
+  auto& st = self->state;
+  auto& entry = st.partitions.at(name);
+  entry.dead = true;
+  note_death(st.cfg.node.metrics, "partition",
+             st.cfg.record.name + "/" + entry.rec.name, why,
+             "respawned from its stored record");
+  if (!st.restarts.spend(self->clock().now())) {
+    end_queue(self, why); // not transient: the broker takes over
+    return;
+  }
+  // The new one reads the record once every write the dead one sent is
+  // settled (a barrier is never refused; an error means the writer or the
+  // store is gone).
+  auto dead = entry.actor.address();
+  write_then(self, st.cfg.node.writer, barrier(),
+             [self, name, dead](std::optional<api_error> failure) {
+               if (failure)
+                 return end_queue(self, caf::make_error(caf::sec::runtime_error,
+                                                        to_string(*failure)));
+               if (self->state.open_stages.contains(name)) {
+                 self->state.respawn_waiting[name] = dead;
+                 return;
+               }
+               respawn_partition(self, name, dead);
+             });
+}
+
+// -- partitions ---------------------------------------------------------------
+
+/// Creates the partitions of `names` the queue does not have yet, in one
+/// durable write (one creation at a time: a concurrent first push to the
+/// same name waits and then finds it), then calls `k` (with the write's
+/// error, if any).
+void ensure_partitions(queue_ptr self, std::vector<std::string> names,
+                       std::function<void(std::optional<api_error>)> k) {
+  create_missing<std::remove_pointer_t<queue_ptr>, storage::partition_record>(
+      self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
+      [self](const std::string& n) {
+        return self->state.partitions.contains(n);
+      },
+      [self](const std::string& n) {
+        auto& st = self->state;
+        return new_partition_record(st.cfg.node, st.cfg.record.id, n);
+      },
+      [self](const storage::partition_record& rec) -> expected<void> {
+        SPOOL_TRY(add_partition(self, rec));
+        // The broker's uuid directory learns it before any answer naming it.
+        auto& q = self->state.cfg.record;
+        tell_watcher(self, push_atom::value,
+                     push_target{q.name, rec.name, rec.uuid, q.id});
+        return {};
+      },
+      std::move(k));
+}
+
+// -- configure ----------------------------------------------------------------
+
+/// (DLQ retention, queue_admin.cpp.)
+void arm_sweep(queue_ptr self, storage::micros due);
+
+void configure_now(queue_ptr self, configure_request& req,
+                   promise<configure_reply> rp) {
+  auto& st = self->state;
+  auto fail = [&rp](api_error err) mutable {
+    rp.deliver(failed<configure_reply>(std::move(err)));
+  };
+  auto opts = core::apply_options(st.cfg.record.options, req.options);
+  if (!opts)
+    return fail(opts.err());
+  auto rec = st.cfg.record;
+  rec.options = std::move(*opts);
+  if (req.name_space)
+    rec.name_space = *req.name_space;
+  if (req.task)
+    rec.task = *req.task;
+  storage::write_batch batch;
+  batch.mutations.emplace_back(storage::mut::update_queue{rec});
+  std::optional<storage::partition_record> fresh;
+  if (!st.partitions.contains(default_partition)) {
+    fresh = new_partition_record(st.cfg.node, rec.id, default_partition);
+    batch.mutations.emplace_back(storage::mut::create_partition{*fresh});
+  }
+  st.gate.enter();
+  auto done = [self, rp, rec, fresh](std::optional<api_error> failure) mutable {
+    auto& st = self->state;
+    configure_reply reply;
+    if (!failure) {
+      auto old_retention = st.cfg.record.options.dlq_retention_s;
+      st.cfg.record = rec;
+      plan_sweep(self);
+      arm(self);
+      // A new dlqRetentionSeconds: the DLQ sweep re-plans at once.
+      if (rec.options.dlq_retention_s != old_retention)
+        arm_sweep(self, st.cfg.node.wall());
+      if (fresh)
+        if (auto ok = add_partition(self, *fresh); !ok)
+          failure = ok.err();
+      for (auto& [_, p] : st.partitions)
+        self->send(p.actor, options_atom::value, rec.options);
+    }
+    if (failure) {
+      reply.failure = std::move(failure);
+    } else {
+      reply.queue = rec;
+      reply.default_partition_uuid
+          = st.partitions.at(default_partition).rec.uuid;
+    }
+    rp.deliver(std::move(reply));
+    st.gate.leave();
+  };
+  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+}
+
+caf::result<configure_reply> on_configure(queue_ptr self,
+                                          configure_request& req) {
+  auto rp = promise_for<configure_reply>(self);
+  self->state.gate.wait([self, req = std::move(req), rp]() mutable {
+    configure_now(self, req, rp);
+  });
+  return rp.later();
+}
+
+} // namespace spool::actors::queue_detail

@@ -1,0 +1,270 @@
+// The writer's group commit: one group at a time on the committer, handed
+// to the durability policy, answers released in commit order with every
+// part settled first; the stall timer; the stop (writer_actor.cpp has the
+// whole flow).
+
+#include "actors/writer/writer_state.hpp"
+
+#include <caf/send.hpp>
+
+#include <algorithm>
+
+#include "storage/group_commit.hpp"
+
+namespace spool::actors::writer_detail {
+
+/// Sends each part's holder the outcome.
+void tell(writer_ptr self,
+          const std::vector<core::open_parts<caf::actor_addr>::closed>& parts,
+          core::part_outcome outcome) {
+  for (auto& p : parts)
+    if (auto h = caf::actor_cast<part_holder>(p.holder))
+      self->send(h, settled_atom::value, p.id.key, outcome);
+}
+
+/// Settles the parts of a batch (those still open) with `outcome`.
+void settle(writer_ptr self, const std::vector<core::part_id>& parts,
+            core::part_outcome outcome) {
+  if (!parts.empty())
+    tell(self, self->state.parts.close(parts), outcome);
+}
+
+/// The answer to a batch that never reached LMDB: its parts fail with it.
+write_result refused(writer_ptr self, const std::vector<core::part_id>& parts,
+                     api_error err) {
+  settle(self, parts, core::part_outcome::failed);
+  return write_result{std::move(err)};
+}
+
+/// Answers a batch that never reached LMDB: its parts fail with it.
+void refuse(writer_ptr self, writer_state::pending_batch& b, api_error err) {
+  b.promise.deliver(refused(self, b.parts, std::move(err)));
+}
+
+/// Starts the next group if none is being committed.
+void kick(writer_ptr self) {
+  auto& st = self->state;
+  if (st.stopping || !st.in_flight.empty() || st.pending.empty())
+    return;
+  std::size_t bytes = 0;
+  while (!st.pending.empty()) {
+    auto size = st.pending.front().batch.byte_size();
+    if (!st.in_flight.empty() && bytes + size > st.cfg.max_group_bytes)
+      break;
+    bytes += size;
+    st.in_flight.push_back(std::move(st.pending.front()));
+    st.pending.pop_front();
+  }
+  std::vector<const storage::write_batch*> batches;
+  batches.reserve(st.in_flight.size());
+  for (auto& g : st.in_flight)
+    batches.push_back(&g.batch);
+  auto id = ++st.group_id;
+  st.started_at = self->clock().now();
+  auto handle = caf::actor_cast<writer_actor>(self);
+  st.cfg.commits->start(std::move(batches),
+                        [slot = st.slot, handle, id](commit_report r) {
+                          {
+                            std::lock_guard<std::mutex> guard{slot->mtx};
+                            slot->report = std::move(r);
+                          }
+                          caf::anon_send(handle, flush_atom::value, id);
+                        });
+  arm(self);
+}
+
+/// Answers the committed groups the policy holds durable, oldest first, up
+/// to the first that is not; raises the marks and answers the readers they
+/// now cover.
+void release(writer_ptr self) {
+  auto& st = self->state;
+  while (!st.committed.empty() && st.committed.front().durable) {
+    auto g = std::move(st.committed.front());
+    st.committed.pop_front();
+    st.committed_batches -= g.promises.size();
+    st.cfg.marks->raise(g.marks);
+    for (std::size_t i = 0; i < g.promises.size(); ++i) {
+      write_result r;
+      if (i >= g.results.size())
+        r.failure = make_error(errc::internal, "writer: commit gave no result");
+      else if (!g.results[i])
+        r.failure = g.results[i].err();
+      settle(self, g.parts[i],
+             r.ok() ? core::part_outcome::durable : core::part_outcome::failed);
+      g.promises[i].deliver(std::move(r));
+    }
+  }
+  std::erase_if(st.readers, [&](writer_state::reader& r) {
+    if (!st.cfg.marks->covers(r.mark))
+      return false;
+    r.promise.deliver(write_result{});
+    return true;
+  });
+}
+
+/// Group `id` is durable.
+void on_durable(writer_ptr self, std::uint64_t id) {
+  for (auto& g : self->state.committed)
+    if (g.id == id)
+      g.durable = true;
+  release(self);
+}
+
+/// Hands the ended commit `id` of `group` to the durability policy, which
+/// may declare it durable inline (the local one) or later, by message.
+void hand_to_policy(writer_ptr self, std::uint64_t id,
+                    std::vector<writer_state::pending_batch> group,
+                    commit_report report) {
+  auto& st = self->state;
+  writer_state::committed_group g{
+      id, {}, {}, std::move(report.results), report.marks(), false};
+  g.promises.reserve(group.size());
+  g.parts.reserve(group.size());
+  for (auto& b : group) {
+    g.promises.push_back(std::move(b.promise));
+    g.parts.push_back(std::move(b.parts));
+  }
+  st.committed_batches += g.promises.size();
+  auto marks = g.marks;
+  st.committed.push_back(std::move(g));
+  // 0: undecided, 1: the policy answered inline, 2: it will send.
+  auto phase = std::make_shared<std::atomic<int>>(0);
+  auto handle = caf::actor_cast<writer_actor>(self);
+  st.cfg.durability->committed(std::move(marks), [phase, handle, id] {
+    int expected = 0;
+    if (!phase->compare_exchange_strong(expected, 1))
+      caf::anon_send(handle, durable_atom::value, id);
+  });
+  int expected = 0;
+  if (!phase->compare_exchange_strong(expected, 2))
+    on_durable(self, id);
+}
+
+/// Answers every batch and reader still waiting with `err`.
+void fail_waiting(writer_ptr self, const api_error& err) {
+  auto& st = self->state;
+  for (auto& p : st.pending) // never started
+    refuse(self, p, err);
+  st.pending.clear();
+  for (auto& g : st.committed) // committed, perhaps stored
+    for (std::size_t i = 0; i < g.promises.size(); ++i) {
+      settle(self, g.parts[i], core::part_outcome::unknown);
+      g.promises[i].deliver(write_result{err});
+    }
+  st.committed.clear();
+  st.committed_batches = 0;
+  for (auto& r : st.readers)
+    r.promise.deliver(write_result{err});
+  st.readers.clear();
+}
+
+/// Fails every batch broken storage can no longer take, and stops.
+bool stop_if_broken(writer_ptr self) {
+  auto& st = self->state;
+  if (!st.cfg.env->broken())
+    return false;
+  fail_waiting(self, make_error(errc::internal,
+                                "storage unusable: the LMDB map is gone after "
+                                "a failed growth"));
+  self->quit(caf::make_error(caf::sec::runtime_error, "storage unusable"));
+  return true;
+}
+
+/// The commit of group `id` ended: hands it to the durability policy (the
+/// local one answers it inline), then starts the next group, which never
+/// waits for this one's durability.
+void committed(writer_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.group_id || st.in_flight.empty())
+    return;
+  commit_report report;
+  {
+    std::lock_guard<std::mutex> guard{st.slot->mtx};
+    if (!st.slot->report)
+      return; // not ended yet (a stale wake-up)
+    report = std::move(*st.slot->report);
+    st.slot->report.reset();
+  }
+  auto group = std::move(st.in_flight);
+  st.in_flight.clear();
+  // Handed over first: its answers (its batches' own errors, when the map
+  // broke) come before the failure of what waits behind it.
+  hand_to_policy(self, id, std::move(group), std::move(report));
+  if (stop_if_broken(self))
+    return;
+  kick(self);
+}
+
+/// While a commit runs: the timer at the oldest waiting batch's deadline.
+void arm(writer_ptr self) {
+  auto& st = self->state;
+  if (st.in_flight.empty())
+    return;
+  auto first = std::find_if(st.pending.begin(), st.pending.end(),
+                            [](auto& p) { return !p.batch.mutations.empty(); });
+  if (first == st.pending.end())
+    return;
+  auto due = first->queued_at + st.cfg.stall_timeout;
+  if (st.armed && *st.armed <= due)
+    return;
+  st.armed = due;
+  auto delay
+      = std::max(due - self->clock().now(), clock_type::duration::zero());
+  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+}
+
+/// Fails the batches that waited `stall_timeout` without being started.
+void on_stall_timer(writer_ptr self, std::uint64_t id) {
+  auto& st = self->state;
+  if (id != st.timer_id)
+    return;
+  st.armed.reset();
+  auto now = self->clock().now();
+  for (auto it = st.pending.begin(); it != st.pending.end();) {
+    if (it->queued_at + st.cfg.stall_timeout > now)
+      break;                           // queued in order: the rest waited less
+    if (it->batch.mutations.empty()) { // a barrier waits for its turn
+      ++it;
+      continue;
+    }
+    auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        now - it->queued_at);
+    refuse(self, *it,
+           busy("storage stalled: the write waited ", waited.count(),
+                " ms for the commit in progress and was not started (nothing "
+                "of it is stored)"));
+    it = st.pending.erase(it);
+  }
+  arm(self);
+}
+
+/// The stop: ends the running commit, commits what waits, answers what is
+/// durable and fails the rest as of unknown outcome.
+void on_stop(writer_ptr self) {
+  auto& st = self->state;
+  st.stopping = true; // `committed` below starts no new group
+  st.cfg.commits->wait_idle();
+  if (!st.in_flight.empty())
+    committed(self, st.group_id);
+  if (!st.pending.empty() && !st.cfg.env->broken()) {
+    std::vector<const storage::write_batch*> batches;
+    for (auto& p : st.pending)
+      batches.push_back(&p.batch);
+    commit_report report;
+    report.results
+        = storage::commit_group(*st.cfg.env, batches, &report.numbers);
+    std::vector<writer_state::pending_batch> rest(
+        std::make_move_iterator(st.pending.begin()),
+        std::make_move_iterator(st.pending.end()));
+    st.pending.clear();
+    hand_to_policy(self, ++st.group_id, std::move(rest), std::move(report));
+  }
+  if (st.cfg.env->broken())
+    fail_waiting(self, make_error(errc::internal,
+                                  "storage unusable: the LMDB map is gone "
+                                  "after a failed growth"));
+  fail_waiting(self, busy("the node stopped before the write was durable: "
+                          "its outcome is unknown"));
+}
+
+} // namespace spool::actors::writer_detail
