@@ -266,13 +266,11 @@ using queue_actor = caf::typed_actor<
     /// answers after it is durable and parked pops were woken.
     caf::replies_to<seek_atom, seek_request>::with<seek_reply>,
     /// A subscription update's part here (the queue owns its records):
-    /// the group's record rewritten to mode timestamp at `ts`, held until
-    /// settled; none when the group has no record on this queue.
+    /// the group's record rewritten to mode timestamp at `ts`, a part the
+    /// writer settles (durable: the group's next wildcard pops consider
+    /// every partition again); none when the group has no record here.
     caf::replies_to<sub_update_atom, std::string,
-                    storage::micros>::with<sub_update_part>,
-    /// Settles the held part: durable (the group's next wildcard pops
-    /// consider every partition again) or failed (nothing changed).
-    caf::reacts_to<sub_update_atom, std::string, bool>>;
+                    storage::micros>::with<sub_update_part>>;
 
 /// Who hears what a queue's directories need (the broker): the leases a
 /// queue grants and ends (its directory routes a lease id to its queue), the

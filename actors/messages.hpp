@@ -103,4 +103,13 @@ struct seek_stage {
   bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
 };
 
+/// A queue's part of a subscription update: its record of the group
+/// rewritten, held (under the group's gate) as a part the writer settles.
+struct sub_update_part {
+  /// None: the group has no record on this queue (nothing to settle).
+  std::optional<storage::mut::update_subscription> mutation;
+  std::optional<part_ref> part;
+  std::optional<api_error> failure;
+};
+
 } // namespace spool::actors

@@ -273,8 +273,8 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
         make_error(errc::invalid_argument, "Queue mode has no subscription"));
   if (auto ok = core::check_name(core::name_kind::group, group); !ok)
     return failed<sub_update_reply>(ok.err());
-  // Each queue owns its records: it gives its part (held until settled),
-  // the broker writes every part in one batch and settles each.
+  // Each queue owns its records: it gives its part, the broker submits
+  // every part in one batch, and the writer settles each.
   std::vector<queue_actor> queues;
   std::vector<std::string> names;
   for (auto& [name, q] : st.queues) {
@@ -284,11 +284,10 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
   auto rp = promise_for<sub_update_reply>(self);
   fan_out<sub_update_part>(
       self, queues,
-      [self, rp, group, queues,
+      [self, rp, queues,
        names](std::vector<fanned<sub_update_part>> parts) mutable {
         std::optional<api_error> failure;
-        std::vector<queue_actor> held;
-        storage::write_batch batch;
+        submission sub;
         for (std::size_t i = 0; i < parts.size(); ++i) {
           auto& p = parts[i];
           if (!p.reply) {
@@ -306,27 +305,23 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
               failure = failure.value_or(
                   make_error(errc::unavailable, "Server busy: queue ", names[i],
                              " restarted; retry"));
-            held.push_back(queues[i]);
-            batch.mutations.emplace_back(std::move(*p.reply->mutation));
+            sub.batch.mutations.emplace_back(std::move(*p.reply->mutation));
+            if (p.reply->part)
+              sub.parts.push_back(std::move(*p.reply->part));
           }
         }
-        auto settle = [self, group, held](bool durable) {
-          for (auto& q : held)
-            self->send(q, sub_update_atom::value, group, durable);
-        };
-        if (failure || batch.mutations.empty()) {
-          settle(false);
+        auto& writer = self->state.cfg.node.writer;
+        if (failure || sub.batch.mutations.empty()) {
+          abort_parts(self, writer, std::move(sub.parts));
           rp.deliver(sub_update_reply{0, std::move(failure)});
           return;
         }
-        auto rows = batch.mutations.size();
-        write_then(
-            self, self->state.cfg.node.writer, std::move(batch),
-            [rp, rows, settle](std::optional<api_error> failure) mutable {
-              settle(!failure);
-              rp.deliver(
-                  sub_update_reply{failure ? 0 : rows, std::move(failure)});
-            });
+        auto rows = sub.batch.mutations.size();
+        propose_then(self, writer, std::move(sub),
+                     [rp, rows](std::optional<api_error> failure) mutable {
+                       rp.deliver(sub_update_reply{failure ? 0 : rows,
+                                                   std::move(failure)});
+                     });
       },
       sub_update_atom::value, group, ts);
   return rp.later();

@@ -166,7 +166,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](settled_atom, const core::part_key& key,
              core::part_outcome outcome) {
-        if (key.group.empty())
+        if (key.first == core::part_key::sub_part)
+          settle_sub_update(self, key.group,
+                            outcome == core::part_outcome::durable);
+        else if (key.group.empty())
           on_prepared_settled(self, key, outcome);
         else
           on_stage_settled(self, key, outcome);
@@ -235,9 +238,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       },
       [self](sub_update_atom, const std::string& group, storage::micros ts) {
         return on_sub_update(self, group, ts);
-      },
-      [self](sub_update_atom, const std::string& group, bool durable) {
-        settle_sub_update(self, group, durable);
       },
       [self](extend_atom, const std::string& id, std::chrono::milliseconds by) {
         return on_extend(self, id, by);

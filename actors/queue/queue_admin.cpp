@@ -293,7 +293,7 @@ caf::result<purge_reply> on_purge(queue_ptr self, const purge_request& req) {
 /// The queue owns its subscription records: a subscription update (which
 /// spans every queue of the group, in one write) asks each queue for its
 /// part, under the group's gate (no registration, deletion or seek of the
-/// group interleaves), and settles it with the write's outcome.
+/// group interleaves); the writer settles it with the write's outcome.
 caf::result<sub_update_part>
 on_sub_update(queue_ptr self, const std::string& group, storage::micros ts) {
   auto rp = promise_for<sub_update_part>(self);
@@ -309,9 +309,12 @@ on_sub_update(queue_ptr self, const std::string& group, storage::micros ts) {
     rec.timestamp = ts;
     group_gate(self, group).enter(); // until settled
     st.sub_updates[group] = rec;
+    part_ref part{self->address(),
+                  {st.cfg.record.id.value, 0, group, core::part_key::sub_part}};
+    self->send(st.cfg.node.writer, hold_atom::value, part);
     rp.deliver(sub_update_part{
         storage::mut::update_subscription{st.cfg.record.id, group, rec},
-        std::nullopt});
+        std::move(part), std::nullopt});
   });
   return rp.later();
 }

@@ -167,14 +167,6 @@ struct cursor_seek {
   bool no_wait = false;
 };
 
-/// A queue's part of a subscription update: its record of the group
-/// rewritten, held (under the group's gate) until the broker settles it.
-struct sub_update_part {
-  /// None: the group has no record on this queue (nothing to settle).
-  std::optional<storage::mut::update_subscription> mutation;
-  std::optional<api_error> failure;
-};
-
 /// The answer to a subscription update: the records rewritten.
 struct sub_update_reply {
   std::size_t rows_updated = 0;
