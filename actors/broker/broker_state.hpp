@@ -1,10 +1,12 @@
 #pragma once
 
 // The broker's state and the pieces its files share (internal to
-// actors/broker/): broker_actor.cpp holds the behaviour, the queue directory
-// (recovery, creation, restarts) and the transaction host; broker_push.cpp
-// pushes; broker_namespace.cpp namespace pops; broker_admin.cpp the DLQ,
-// configure, listings, deletions, seek and the subscription update.
+// actors/broker/): broker_actor.cpp holds the behaviour and recovery,
+// broker_queues.cpp the queue directory (creation, restarts);
+// broker_push.cpp pushes; broker_namespace.cpp namespace pops;
+// broker_admin.cpp configure, listings, deletions, seek and the
+// subscription update; broker_dlq.cpp the DLQ; broker_node.cpp the node
+// API's identities; broker_traces.cpp traces; broker_txn*.cpp transactions.
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/create_missing.hpp"

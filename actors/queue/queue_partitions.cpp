@@ -170,9 +170,6 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 // -- configure ----------------------------------------------------------------
 
-/// (DLQ retention, queue_admin.cpp.)
-void arm_sweep(queue_ptr self, storage::micros due);
-
 void configure_now(queue_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;

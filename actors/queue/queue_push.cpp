@@ -177,7 +177,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
       size_atom::value);
 }
 
-/// Validates the items, creates missing partitions (durably), seals every
+/// Creates missing partitions (durably), seals every
 /// partition's frames, then calls `prepared` (also on failure, with
 /// `run->failure` set and nothing sealed left unsettled by the caller).
 void prepare(queue_ptr self, std::vector<push_item>& items,
@@ -188,34 +188,12 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   run->may_claim = may_claim;
   run->item_count = items.size();
   run->prepared = std::move(prepared);
-  auto fail = [&](api_error err) {
-    run->failure = std::move(err);
-    done_preparing(run);
-  };
-  // Every item is validated before anything is created or sealed, so a
-  // bad item leaves no trace (not even a new partition): each frame, and
-  // each partition name once (per group); the error is the first bad
-  // item's, in input order, whichever check found it.
+  // The items were checked once, by the broker (`core::check_push_item`,
+  // or `core::check_txn` for a transaction's push): nothing of a bad push
+  // reaches a queue.
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].partition; });
-  std::optional<std::pair<std::size_t, api_error>> bad;
-  for (std::size_t k = 0; k < groups.names.size(); ++k) {
-    auto first = groups.items[k].front();
-    if (bad && bad->first < first)
-      continue;
-    if (auto ok = core::check_item_partition(first, groups.names[k]); !ok)
-      bad.emplace(first, std::move(ok).err());
-  }
-  auto frames_to = bad ? bad->first : items.size();
-  for (std::size_t i = 0; i < frames_to; ++i)
-    if (auto ok = core::check_item_frame(i, items[i].frame, st.cfg.node.frames);
-        !ok) {
-      bad.emplace(i, std::move(ok).err());
-      break;
-    }
-  if (bad)
-    return fail(std::move(bad->second));
   run->frames = core::distribute<storage::frame>(
       groups, [&](std::size_t i) -> storage::frame&& {
         return std::move(items[i].frame);

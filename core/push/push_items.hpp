@@ -2,8 +2,9 @@
 
 /// The items of a push before anything is stored (semantics.md §1, §2):
 /// each item checked as a whole, and the items grouped by the name they go
-/// to (queue, then partition). One rule for every push: the broker's, a
-/// queue's, and a transaction's push operations.
+/// to (queue, then partition). One rule for every push, checked once where
+/// it enters (the broker's push, a transaction's push operations); the
+/// queues trust it.
 
 #include <cstddef>
 #include <string>
@@ -27,8 +28,7 @@ expected<void> check_push_item(std::size_t i, const std::string* queue,
                                const storage::frame& f,
                                const storage::frame_limits& limits);
 
-/// The parts of `check_push_item` a queue checks again for its own push
-/// (it trusts the broker's text checks): item i's partition name, and its
+/// The parts of `check_push_item`: item i's partition name, and its
 /// frame's sizes (`storage::check_frame`), with the same errors.
 expected<void> check_item_partition(std::size_t i, std::string_view partition);
 /// (Inline: a push checks every frame, and nearly all pass.)

@@ -100,6 +100,93 @@ TEST_CASE("a push with an invalid item creates no queue and stores nothing",
   CHECK(fx.queues().empty());
 }
 
+// Checked once, where a push enters (the broker): the queues trust it.
+// Partitions read back: an invalid item creates none.
+std::vector<std::string> partitions_of(broker_fixture& fx,
+                                       const std::string& queue) {
+  auto t = fx.store.store->db().read();
+  auto qs = storage::tables::all_queues(*t);
+  REQUIRE(qs);
+  std::vector<std::string> out;
+  for (auto& q : *qs)
+    if (q.name == queue) {
+      auto parts = storage::tables::partitions_of(*t, q.id);
+      REQUIRE(parts);
+      for (auto& p : *parts)
+        out.push_back(p.name);
+    }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST_CASE("a push with an invalid item stores nothing of it",
+          "[sim][broker][push][bad-input]") {
+  broker_fixture fx;
+  REQUIRE(!fx.push({{"q", "Default", "x"}}).failure);
+  std::vector<actors::broker_push_item> items{{"q", {"a", msg("ok")}},
+                                              {"q", {"b", msg("ok")}}};
+  items[1].item.frame.payload.assign((8u << 20) + 1, 'x');
+  auto r = fx.request<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, items);
+  REQUIRE(r);
+  REQUIRE(r->failure);
+  CHECK(r->failure->message.find("items[1]") == 0);
+  auto bad_name = fx.push({{"q", "__x", "1"}});
+  REQUIRE(bad_name.failure);
+  CHECK(bad_name.failure->message
+        == "items[0].partition must not start "
+           "with __ (reserved)");
+  CHECK(partitions_of(fx, "q") == std::vector<std::string>{"Default"});
+}
+
+TEST_CASE("a push with several invalid items names the first in input order",
+          "[sim][broker][push][bad-input]") {
+  broker_fixture fx;
+  REQUIRE(!fx.push({{"q", "Default", "x"}}).failure);
+  auto big = [] {
+    auto f = msg("x");
+    f.payload.assign((8u << 20) + 1, 'x');
+    return f;
+  };
+  // The refused push's error message (every item to queue q).
+  auto refusal = [&](std::vector<actors::push_item> items) {
+    std::vector<actors::broker_push_item> v;
+    for (auto& i : items)
+      v.push_back({"q", std::move(i)});
+    auto r = fx.request<actors::queue_push_reply>(
+        fx.broker, actors::push_atom::value, std::move(v));
+    REQUIRE(r);
+    REQUIRE(r->failure);
+    return r->failure->message;
+  };
+  // A bad frame before a bad partition name (of a name seen before too).
+  CHECK(refusal({{"a", msg("ok")},
+                 {"a", big()},
+                 {"b", msg("ok")},
+                 {"__x", msg("ok")}})
+            .find("items[1]: ")
+        == 0);
+  // A bad partition name before a bad frame.
+  CHECK(refusal({{"a", msg("ok")}, {"__x", msg("ok")}, {"a", big()}})
+            .find("items[1].partition")
+        == 0);
+  // Two bad names: the earlier one.
+  CHECK(refusal({{"a", msg("ok")}, {"__x", msg("ok")}, {"__y", msg("ok")}})
+            .find("items[1].partition")
+        == 0);
+  // A bad frame under a name that recurs after another.
+  CHECK(refusal({{"a", msg("ok")},
+                 {"b", msg("ok")},
+                 {"a", big()},
+                 {"__x", msg("ok")}})
+            .find("items[2]: ")
+        == 0);
+  // One item with both: its name.
+  CHECK(refusal({{"a", msg("ok")}, {"__x", big()}}).find("items[1].partition")
+        == 0);
+  CHECK(partitions_of(fx, "q") == std::vector<std::string>{"Default"});
+}
+
 TEST_CASE("the broker recovers every queue and its messages after a restart",
           "[sim][broker][restart]") {
   broker_fixture fx;
