@@ -152,11 +152,10 @@ using partition_actor = caf::typed_actor<
     caf::replies_to<seed_atom, std::string, storage::subscription_record>::with<
         std::optional<storage::offset>>,
     /// Group deletion, first phase (see the cursor's): whether the group
-    /// had a cursor here, or refused as active after the cutoff.
-    caf::replies_to<vote_atom, std::string, storage::micros>::with<delete_vote>,
-    /// Group deletion, second phase: durable or failed. Reaches only the
-    /// cursor the first phase stopped (not one created since).
-    caf::reacts_to<verdict_atom, std::string, bool>,
+    /// had a cursor here, or refused as active after the cutoff; a cursor
+    /// it stopped is a part the writer settles with the deletion's batch
+    /// (its second phase reaches only that cursor, not one created since).
+    caf::replies_to<vote_atom, std::string, storage::micros>::with<vote_reply>,
     /// Purge: deletes whole segments below the offset (none: all) durably;
     /// answers whether the watermark moved.
     caf::replies_to<purge_atom,
@@ -433,6 +432,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::dlq_delete_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_group_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::delete_vote)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::vote_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::storage::subscription_record)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::optional<spool::storage::offset>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::cursor_info)

@@ -103,6 +103,15 @@ struct seek_stage {
   bool busy = false; ///< `no_wait` and the cursor was held: nothing staged
 };
 
+/// A partition's answer to the first phase of a group deletion: its vote,
+/// and the part it holds when it stopped the group's cursor (settled by
+/// the writer with the deletion's batch: durable, the cursor ends; failed,
+/// it serves again).
+struct vote_reply {
+  core::delete_vote vote;
+  std::optional<part_ref> part;
+};
+
 /// A queue's part of a subscription update: its record of the group
 /// rewritten, held (under the group's gate) as a part the writer settles.
 struct sub_update_part {

@@ -269,18 +269,6 @@ partition_actor::behavior_type partition(partition_ptr self,
              storage::micros active_after) {
         return on_delete_group(self, group, active_after);
       },
-      [self](verdict_atom, const std::string& group, bool durable) {
-        auto& st = self->state;
-        auto stopped = st.stopping.find(group);
-        if (stopped == st.stopping.end())
-          return; // the first phase stopped no cursor here
-        auto c = std::move(stopped->second);
-        st.stopping.erase(stopped);
-        self->send(c, verdict_atom::value, durable);
-        if (auto it = st.cursors.find(group);
-            durable && it != st.cursors.end() && it->second == c)
-          st.cursors.erase(it); // the next contact is a first one
-      },
       [self](purge_atom, const std::optional<storage::offset>& below) {
         auto rp = promise_for<purge_reply>(self);
         // Never past the readable end: seals in flight stay untouched.

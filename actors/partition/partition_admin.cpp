@@ -124,12 +124,12 @@ on_groups(partition_ptr self, const std::optional<std::string>& only) {
   return rp.later();
 }
 
-caf::result<delete_vote> on_delete_group(partition_ptr self,
-                                         const std::string& group,
-                                         storage::micros active_after) {
+caf::result<vote_reply> on_delete_group(partition_ptr self,
+                                        const std::string& group,
+                                        storage::micros active_after) {
   auto names = groups_here(self, group);
   if (names && names->empty())
-    return delete_vote{false, false};
+    return vote_reply{{false, false}, std::nullopt};
   // A dead cursor's stage may still write its row after the deletion: the
   // group counts as active until that settles (the deletion is refused,
   // busy; the idle sweep tries again later).
@@ -141,16 +141,25 @@ caf::result<delete_vote> on_delete_group(partition_ptr self,
   if (!c) {
     // Cannot tell: the delete mutation is harmless, unless a stage is open.
     auto open = unsettled();
-    return delete_vote{true, open, open};
+    return vote_reply{{true, open, open}, std::nullopt};
   }
-  auto rp = promise_for<delete_vote>(self);
+  auto rp = promise_for<vote_reply>(self);
   self->state.stopping[group] = *c;
   self->request(*c, caf::infinite, vote_atom::value, active_after)
-      .then([rp](delete_vote& v) mutable { rp.deliver(v); },
-            [rp, unsettled](caf::error&) mutable {
-              auto open = unsettled();
-              rp.deliver(delete_vote{true, open, open});
-            });
+      .then(
+          [self, rp, group](delete_vote& v) mutable {
+            // The stopped cursor is a part: held before the answer.
+            auto& rec = self->state.cfg.record;
+            part_ref part{self->address(),
+                          {rec.queue.value, rec.id.value, group,
+                           core::part_key::delete_part}};
+            self->send(self->state.cfg.node.writer, hold_atom::value, part);
+            rp.deliver(vote_reply{v, std::move(part)});
+          },
+          [rp, unsettled](caf::error&) mutable {
+            auto open = unsettled();
+            rp.deliver(vote_reply{{true, open, open}, std::nullopt});
+          });
   return rp.later();
 }
 

@@ -179,9 +179,9 @@ groups_here(partition_ptr self, const std::optional<std::string>& only);
 caf::result<std::vector<cursor_info>>
 on_groups(partition_ptr self, const std::optional<std::string>& only);
 
-caf::result<delete_vote> on_delete_group(partition_ptr self,
-                                         const std::string& group,
-                                         storage::micros active_after);
+caf::result<vote_reply> on_delete_group(partition_ptr self,
+                                        const std::string& group,
+                                        storage::micros active_after);
 
 void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
                  std::int64_t freed, std::size_t writes, steps_done done);

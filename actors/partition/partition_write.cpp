@@ -142,6 +142,21 @@ seal_reply on_seal(partition_ptr self,
 void on_settled(partition_ptr self, const core::part_key& key,
                 core::part_outcome outcome) {
   auto& st = self->state;
+  if (key.first == core::part_key::delete_part) {
+    // A group's deletion settled: the cursor its first phase stopped ends
+    // (durable) or serves again; a cursor created since is not touched.
+    auto stopped = st.stopping.find(key.group);
+    if (stopped == st.stopping.end())
+      return;
+    auto c = std::move(stopped->second);
+    st.stopping.erase(stopped);
+    bool durable = outcome == core::part_outcome::durable;
+    self->send(c, verdict_atom::value, durable);
+    if (auto it = st.cursors.find(key.group);
+        durable && it != st.cursors.end() && it->second == c)
+      st.cursors.erase(it); // the next contact is a first one
+    return;
+  }
   if (!key.group.empty()) // a stage: a seek, a transaction, a claim
     return on_stage_settled(self, key, outcome);
   auto it = st.seals.find(key.first);

@@ -70,25 +70,29 @@ void delete_group(queue_ptr self, const delete_group_request& req,
 
 void delete_group_now(queue_ptr self, const delete_group_request& req,
                       std::function<void(delete_group_reply)> done) {
-  auto parts = all_partitions(self);
-  fan_out<delete_vote>(
-      self, parts,
-      [self, done, req, parts](std::vector<fanned<delete_vote>> votes) mutable {
+  fan_out<vote_reply>(
+      self, all_partitions(self),
+      [self, done, req](std::vector<fanned<vote_reply>> votes) mutable {
         auto& st = self->state;
         auto q = st.cfg.record.id;
         // A partition that died with a stage open cannot vote, and that
-        // stage may still write the group's row there: restarting.
+        // stage may still write the group's row there: restarting. The
+        // cursors the votes stopped are parts of the deletion's batch.
         std::vector<std::optional<delete_vote>> answers;
         std::vector<bool> open;
+        submission sub;
         for (std::size_t i = 0; i < votes.size(); ++i) {
-          answers.push_back(std::move(votes[i].reply));
+          auto& v = votes[i].reply;
+          answers.push_back(v ? std::optional{v->vote} : std::nullopt);
           open.push_back(st.open_stages.contains(st.ring[i]));
+          if (v && v->part)
+            sub.parts.push_back(std::move(*v->part));
         }
         auto verdict = core::fold_votes(answers, open);
         using outcome = core::deletion_verdict::outcome;
+        auto& writer = st.cfg.node.writer;
         if (verdict.result != outcome::go) { // the idle sweep's guard
-          for (auto& p : parts)
-            self->send(p, verdict_atom::value, req.group, false);
+          abort_parts(self, writer, std::move(sub.parts)); // they serve again
           done(delete_group_reply{
               0, false,
               verdict.result == outcome::restarting
@@ -99,7 +103,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
                                " is active on queue ", st.cfg.record.name)});
           return;
         }
-        storage::write_batch batch;
+        auto& batch = sub.batch;
         delete_group_reply reply;
         reply.deleted_partitions = verdict.rows.size();
         for (auto i : verdict.rows)
@@ -137,10 +141,8 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
                     storage::mut::update_dlq{q, req.group, unmarked});
               }
           }
-        auto settle = [self, done, req, parts,
+        auto settle = [self, done, req,
                        reply](std::optional<api_error> failure) mutable {
-          for (auto& p : parts)
-            self->send(p, verdict_atom::value, req.group, !failure);
           if (failure) {
             done(delete_group_reply{0, false, std::move(failure)});
             return;
@@ -154,10 +156,11 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
           });
           done(reply);
         };
-        if (batch.mutations.empty())
+        // Nothing to write and no cursor stopped: done. Stopped cursors
+        // with no row still end once the (empty) batch is settled.
+        if (batch.mutations.empty() && sub.parts.empty())
           return settle(std::nullopt);
-        write_then(self, st.cfg.node.writer, std::move(batch),
-                   std::move(settle));
+        propose_then(self, writer, std::move(sub), std::move(settle));
       },
       vote_atom::value, req.group, req.active_after);
 }

@@ -28,14 +28,16 @@ enum class part_outcome : std::uint8_t { durable, failed, unknown };
 /// What a part writes and its key among its holder's open parts: the rows
 /// of one queue (of one partition, 0: queue-wide; of one consumer group,
 /// empty: none), and the first offset of a seal, or the kind of a group's
-/// stage (`stage_part`, `seek_part`, `sub_part`). A holder has at most one
-/// open part per key.
+/// stage (`stage_part`, `seek_part`, `sub_part`, `delete_part`). A holder
+/// has at most one open part per key.
 struct part_key {
   /// `first` of a group's stage: a transaction's acks or a claim; a seek.
   static constexpr std::int64_t stage_part = -1;
   static constexpr std::int64_t seek_part = -2;
   /// A queue's record of a group rewritten by a subscription update.
   static constexpr std::int64_t sub_part = -3;
+  /// A group's cursor stopped on a partition for the group's deletion.
+  static constexpr std::int64_t delete_part = -4;
   std::uint64_t queue = 0;
   std::uint64_t partition = 0;
   std::string group;

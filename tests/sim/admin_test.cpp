@@ -258,6 +258,24 @@ TEST_CASE("deleting a group removes its cursors, ends its leases and answers "
   CHECK(unknown->deleted_partitions == 0);
 }
 
+TEST_CASE("deleting a group whose only cursor was never stored ends that "
+          "cursor",
+          "[sim][admin][groups]") {
+  admin_fixture fx;
+  fx.push("q", "p", {"a"});
+  // A late ack spawns g's cursor on p; nothing of it is stored.
+  CHECK(fx.ack("q", "p", "g", "gone", offset{0})[0].error != ack_error::none);
+  REQUIRE_FALSE(fx.stored_cursor("q", "p", "g"));
+  REQUIRE(fx.groups("g", "q").cursors.size() == 1);
+  // The deletion stops it (a part of the deletion's batch) and ends it.
+  auto del = fx.request<actors::delete_group_reply>(
+      fx.broker, actors::delete_atom::value,
+      actors::delete_group_request{"g", std::nullopt, true});
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  CHECK(fx.groups("g", "q").cursors.empty());
+}
+
 TEST_CASE("deleting a queue removes everything of it and answers its parked "
           "pops empty, a later push creates a new queue with default options",
           "[sim][admin][queues]") {

@@ -361,17 +361,23 @@ TEST_CASE("a group deletion's second phase spares a cursor created after its "
           "[sim][partition][admin]") {
   partition_fixture fx;
   fx.push({msg("a")});
-  // First phase: the group has nothing here, so no cursor is stopped.
-  auto vote = fx.request<actors::delete_vote>(fx.part, actors::vote_atom::value,
-                                              std::string{"g"},
-                                              storage::micros{INT64_MAX});
+  // First phase: the group has nothing here, so no cursor is stopped (no
+  // part to settle).
+  auto vote = fx.request<actors::vote_reply>(fx.part, actors::vote_atom::value,
+                                             std::string{"g"},
+                                             storage::micros{INT64_MAX});
   REQUIRE(vote);
-  CHECK(!vote->had);
+  CHECK(!vote->vote.had);
+  CHECK(!vote->part);
   // The group's first pop arrives in between and takes a lease.
   auto r = fx.pop(10);
   REQUIRE(offsets(r) == std::vector<std::int64_t>{0});
-  // Second phase: must not end the new cursor (nor lose its lease).
-  caf::anon_send(fx.part, actors::verdict_atom::value, std::string{"g"}, true);
+  // Second phase, the deletion durable: must not end the new cursor (nor
+  // lose its lease).
+  caf::anon_send(fx.part, actors::settled_atom::value,
+                 core::part_key{fx.rec.queue.value, fx.rec.id.value, "g",
+                                core::part_key::delete_part},
+                 core::part_outcome::durable);
   fx.run();
   CHECK(fx.ack(r, 0).error == ack_error::none);
   CHECK(fx.stored_cursor().committed == offset{0});
@@ -386,11 +392,14 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   auto seen = fx.wall()(); // what the idle sweep saw
   fx.advance(1s);
   fx.ack(fx.pop(1), 1); // used after the sweep looked; no lease left
-  auto vote = fx.request<actors::delete_vote>(fx.part, actors::vote_atom::value,
-                                              std::string{"g"}, seen);
+  auto vote = fx.request<actors::vote_reply>(fx.part, actors::vote_atom::value,
+                                             std::string{"g"}, seen);
   REQUIRE(vote);
-  CHECK(vote->active);
-  caf::anon_send(fx.part, actors::verdict_atom::value, std::string{"g"}, false);
+  CHECK(vote->vote.active);
+  // The deletion is abandoned: the writer settles the part failed.
+  REQUIRE(vote->part);
+  caf::anon_send(fx.part, actors::settled_atom::value, vote->part->key,
+                 core::part_outcome::failed);
   fx.run();
   // The cursor still serves and its records stay.
   CHECK(fx.stored_cursor().committed == offset{1});
@@ -399,11 +408,11 @@ TEST_CASE("a group deletion guarded by an idle cutoff is refused by a cursor "
   CHECK(fx.ack(r, 2).error == ack_error::none);
   // Without activity since the cutoff, the same guard lets it go.
   fx.advance(1s);
-  auto later = fx.request<actors::delete_vote>(
-      fx.part, actors::vote_atom::value, std::string{"g"}, fx.wall()());
+  auto later = fx.request<actors::vote_reply>(fx.part, actors::vote_atom::value,
+                                              std::string{"g"}, fx.wall()());
   REQUIRE(later);
-  CHECK(!later->active);
-  CHECK(later->had);
+  CHECK(!later->vote.active);
+  CHECK(later->vote.had);
 }
 
 TEST_CASE("a registration seeds a partition whose cursor was spawned but never "
