@@ -156,7 +156,12 @@ caf::result<vote_reply> on_delete_group(partition_ptr self,
             self->send(self->state.cfg.node.writer, hold_atom::value, part);
             rp.deliver(vote_reply{v, std::move(part)});
           },
-          [rp, unsettled](caf::error&) mutable {
+          [self, rp, group, c = *c, unsettled](caf::error&) mutable {
+            // No part: nothing will settle the stop, so forget it here.
+            auto& stopping = self->state.stopping;
+            if (auto s = stopping.find(group);
+                s != stopping.end() && s->second == c)
+              stopping.erase(s);
             auto open = unsettled();
             rp.deliver(vote_reply{{true, open, open}, std::nullopt});
           });
