@@ -86,11 +86,8 @@ void restart_queue(broker_ptr self, const std::string& name,
                // the store is gone.
                if (failure)
                  return fail(*failure);
-               if (st.open_stages.contains(name)) {
-                 st.respawn_waiting[name] = respawn;
-                 return;
-               }
-               respawn();
+               if (!st.stages.defer(name, respawn))
+                 respawn();
              });
 }
 
@@ -140,16 +137,9 @@ std::optional<storage::queue_id> queue_id_of(broker_ptr self,
 }
 
 void stage_closed(broker_ptr self, const std::string& name) {
-  auto& st = self->state;
-  auto it = st.open_stages.find(name);
-  if (it == st.open_stages.end() || --it->second > 0)
-    return;
-  st.open_stages.erase(it);
-  if (auto w = st.respawn_waiting.find(name); w != st.respawn_waiting.end()) {
-    auto respawn = std::move(w->second);
-    st.respawn_waiting.erase(w);
-    respawn(); // after the settle was sent: the batch is durable or void
-  }
+  // After the settle was sent: the batch is durable or void.
+  if (auto respawn = self->state.stages.closed(name))
+    (*respawn)();
 }
 
 } // namespace spool::actors::broker_detail

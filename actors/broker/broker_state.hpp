@@ -22,6 +22,7 @@
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
 #include "core/queue/async_mutex.hpp"
+#include "core/queue/open_stages.hpp"
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -75,13 +76,9 @@ struct broker_state {
   /// the dead queues whose respawn waits for its barrier.
   restart_budget restarts;
   std::set<caf::actor_addr> restarting;
-  /// Transaction stages open on each queue (staged, not settled). A queue
-  /// that dies with one open is respawned only once they settled: the
-  /// transaction's batch may be written after its barrier, and its new
-  /// cursors must read the rows it writes.
-  std::map<std::string, std::size_t> open_stages;
-  /// Respawns waiting for their queue's open stages.
-  std::map<std::string, std::function<void()>> respawn_waiting;
+  /// Transaction stages open on each queue (staged, not settled), and the
+  /// respawns of dead queues that wait for them.
+  core::open_stages<std::function<void()>> stages;
   /// The node API's directories (broker_node.cpp): partitions by uuid, and
   /// the queue of every live lease by id (each queue tells of its own).
   core::partition_directory by_uuid;

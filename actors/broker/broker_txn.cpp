@@ -112,7 +112,7 @@ void stage_next(run_ptr run) {
             }
             run->opened.push_back(!r.parts.empty());
             if (!r.parts.empty())
-              ++run->self->state.open_stages[g.queue];
+              run->self->state.stages.opened(g.queue);
             run->staged.push_back(std::move(r));
             stage_next(run);
           },

@@ -84,7 +84,7 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         for (std::size_t i = 0; i < votes.size(); ++i) {
           auto& v = votes[i].reply;
           answers.push_back(v ? std::optional{v->vote} : std::nullopt);
-          open.push_back(st.open_stages.contains(st.ring[i]));
+          open.push_back(st.stages.is_open(st.ring[i]));
           if (v && v->part)
             sub.parts.push_back(std::move(*v->part));
         }

@@ -74,7 +74,7 @@ void respawn_partition(queue_ptr self, const std::string& name,
 
 /// A stage was staged on partition `name`.
 void stage_opened(queue_ptr self, const std::string& name) {
-  ++self->state.open_stages[name];
+  self->state.stages.opened(name);
 }
 
 /// The writer settled this queue's mark of a transaction staged on one of
@@ -94,16 +94,8 @@ void on_stage_settled(queue_ptr self, const core::part_key& key,
 
 /// A stage on partition `name` settled: a respawn waiting for it may go.
 void stage_closed(queue_ptr self, const std::string& name) {
-  auto& st = self->state;
-  auto it = st.open_stages.find(name);
-  if (it == st.open_stages.end() || --it->second > 0)
-    return;
-  st.open_stages.erase(it);
-  if (auto w = st.respawn_waiting.find(name); w != st.respawn_waiting.end()) {
-    auto dead = w->second;
-    st.respawn_waiting.erase(w);
-    respawn_partition(self, name, dead);
-  }
+  if (auto dead = self->state.stages.closed(name))
+    respawn_partition(self, name, *dead);
 }
 
 /// A partition died (a bug): spawned again from its stored record in its
@@ -132,11 +124,8 @@ void restart_partition(queue_ptr self, const std::string& name,
                if (failure)
                  return end_queue(self, caf::make_error(caf::sec::runtime_error,
                                                         to_string(*failure)));
-               if (self->state.open_stages.contains(name)) {
-                 self->state.respawn_waiting[name] = dead;
-                 return;
-               }
-               respawn_partition(self, name, dead);
+               if (!self->state.stages.defer(name, dead))
+                 respawn_partition(self, name, dead);
              });
 }
 

@@ -23,6 +23,7 @@
 #include "core/queue/group_deletion.hpp"
 #include "core/queue/leases.hpp"
 #include "core/queue/max_size.hpp"
+#include "core/queue/open_stages.hpp"
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
@@ -103,15 +104,11 @@ struct queue_state {
   /// Partition deaths allowed before the queue gives up (supervise.hpp).
   restart_budget restarts;
   /// Stages (a transaction's acks, a seek, a push sealed and its claims)
-  /// open on each partition: staged through this queue, not settled yet. A
-  /// partition that dies with one open is respawned only once they
-  /// settled: their batch may be written after its barrier, and its new
-  /// cursors must read the rows it writes.
-  std::map<std::string, std::size_t> open_stages;
+  /// open on each partition, and the dead partitions whose respawn waits
+  /// for them (by the dead actor's address).
+  core::open_stages<caf::actor_addr> stages;
   /// The `registered_at` stamps of this queue's registrations.
   core::registration_clock registrations;
-  /// Dead partitions whose respawn waits for their open stages.
-  std::map<std::string, caf::actor_addr> respawn_waiting;
   /// The leases this queue's pops granted, by id (queue_leases.cpp).
   core::lease_directory leases;
   /// Pushes prepared for a batch the broker submits, by their part's key
