@@ -101,25 +101,10 @@ caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
   auto c = cursor_for(self, group);
   if (!c)
     return failed<seek_stage>(c.err());
-  auto rp = promise_for<seek_stage>(self);
-  if (dry_run) {
-    rp.delegate(*c, seek_atom::value, std::move(req), view);
-    return rp.later();
-  }
-  self->request(*c, caf::infinite, seek_atom::value, std::move(req), view)
-      .then(
-          [self, rp, group, cursor = c->address()](seek_stage& stage) mutable {
-            mark_staged(self, group, cursor, stage.parts);
-            rp.deliver(std::move(stage));
-          },
-          [rp](caf::error& err) mutable {
-            seek_stage failed;
-            failed.failure = make_error(
-                errc::unavailable, "the group's cursor here is restarting (",
-                caf::to_string(err), "); retry");
-            rp.deliver(std::move(failed));
-          });
-  return rp.later();
+  if (dry_run)
+    return self->delegate(*c, seek_atom::value, std::move(req), view);
+  return stage_on<seek_stage>(self, *c, group, cursor_restarting<seek_stage>,
+                              seek_atom::value, std::move(req), view);
 }
 
 } // namespace spool::actors::partition_detail

@@ -138,6 +138,33 @@ expected<cursor_actor> cursor_for(partition_ptr self, const std::string& group);
 void mark_staged(partition_ptr self, const std::string& group,
                  const caf::actor_addr& cursor, std::vector<part_ref>& parts);
 
+/// Asks the group's cursor `c` to stage (`xs`: a transaction's acks, a
+/// seek, a claim) and answers its reply once this partition marked the
+/// stage (`mark_staged`); through here, not delegated, so a death in
+/// between respawns after the settle. A cursor that does not answer is
+/// answered `lost(err)`.
+template <class Reply, class Lost, class... Ts>
+caf::result<Reply> stage_on(partition_ptr self, const cursor_actor& c,
+                            const std::string& group, Lost lost, Ts&&... xs) {
+  auto rp = promise_for<Reply>(self);
+  self->request(c, caf::infinite, std::forward<Ts>(xs)...)
+      .then(
+          [self, rp, group, cursor = c.address()](Reply& r) mutable {
+            mark_staged(self, group, cursor, r.parts);
+            rp.deliver(std::move(r));
+          },
+          [rp, lost](caf::error& err) mutable { rp.deliver(lost(err)); });
+  return rp.later();
+}
+
+/// The answer of a stage whose cursor did not answer (it died).
+template <class Reply>
+Reply cursor_restarting(const caf::error& err) {
+  return failed<Reply>(make_error(errc::unavailable,
+                                  "the group's cursor here is restarting (",
+                                  caf::to_string(err), "); retry"));
+}
+
 /// The writer settled this partition's part of a group's stage (its mark,
 /// or a seek it holds).
 void on_stage_settled(partition_ptr self, const core::part_key& key,

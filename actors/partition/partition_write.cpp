@@ -184,25 +184,9 @@ caf::result<stage_reply> on_stage(partition_ptr self, const std::string& group,
   auto c = cursor_for(self, group);
   if (!c)
     return failed<stage_reply>(c.err());
-  // Through here, not delegated: the stage is recorded until its
-  // settle, so a death in between respawns after it (`respawning`).
-  auto rp = promise_for<stage_reply>(self);
-  self->request(*c, caf::infinite, stage_atom::value, std::move(reqs),
-                view_of(*self->state.log))
-      .then(
-          [self, rp, group, cursor = c->address()](stage_reply& r) mutable {
-            mark_staged(self, group, cursor, r.parts);
-            rp.deliver(std::move(r));
-          },
-          [rp](caf::error& err) mutable {
-            stage_reply failed;
-            failed.failure = make_error(errc::unavailable,
-                                        "the group's cursor here is "
-                                        "restarting (",
-                                        caf::to_string(err), "); retry");
-            rp.deliver(std::move(failed));
-          });
-  return rp.later();
+  return stage_on<stage_reply>(self, *c, group, cursor_restarting<stage_reply>,
+                               stage_atom::value, std::move(reqs),
+                               view_of(*self->state.log));
 }
 
 /// A parked pop served from the seal `first`, not durable yet.
@@ -220,21 +204,14 @@ caf::result<claim_reply> on_claim(partition_ptr self, std::int64_t first,
   auto c = cursor_for(self, req.group);
   if (!c)
     return claim_reply{};
-  auto rp = promise_for<claim_reply>(self);
   auto view = view_of(*st.log);
   view.readable_end = s->second.next;
   view.newest_created_at = s->second.created_at;
-  // Recorded until its settle, as a transaction's stage is.
-  self->request(*c, caf::infinite, claim_atom::value, req, view,
-                std::move(frames))
-      .then(
-          [self, rp, group = req.group,
-           cursor = c->address()](claim_reply& r) mutable {
-            mark_staged(self, group, cursor, r.parts);
-            rp.deliver(std::move(r));
-          },
-          [rp](caf::error&) mutable { rp.deliver(claim_reply{}); });
-  return rp.later();
+  // Recorded until its settle, as a transaction's stage is; a cursor that
+  // does not answer declines.
+  return stage_on<claim_reply>(
+      self, *c, req.group, [](const caf::error&) { return claim_reply{}; },
+      claim_atom::value, req, view, std::move(frames));
 }
 
 } // namespace spool::actors::partition_detail
