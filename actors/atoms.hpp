@@ -59,7 +59,6 @@ using retention_atom = caf::atom_constant<caf::atom("retention")>;
 using seek_atom = caf::atom_constant<caf::atom("seek")>;
 using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 using reap_atom = caf::atom_constant<caf::atom("reap")>;
-using lease_atom = caf::atom_constant<caf::atom("lease")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
 using trace_atom = caf::atom_constant<caf::atom("trace")>;
 

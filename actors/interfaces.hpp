@@ -271,14 +271,11 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<sub_update_atom, std::string,
                     storage::micros>::with<sub_update_part>>;
 
-/// Who hears what a queue's directories need (the broker): the leases a
-/// queue grants and ends (its directory routes a lease id to its queue), the
-/// partitions it creates (its uuid directory) and its durable pushes (they
-/// wake parked namespace pops). A queue answers a single-queue push itself,
-/// so it tells these before it answers.
+/// Who hears what a queue's directories need (the broker): the partitions
+/// it creates (its uuid directory) and its durable pushes (they wake parked
+/// namespace pops). A queue answers a single-queue push itself, so it tells
+/// these before it answers.
 using queue_watcher = caf::typed_actor<
-    /// Lease `id` of queue `queue` began (true) or ended (false).
-    caf::reacts_to<lease_atom, std::string, std::string, bool>,
     /// The queue created this partition (durable).
     caf::reacts_to<push_atom, push_target>,
     /// A push to queue `queue` stored frames (durable).
@@ -287,7 +284,7 @@ using queue_watcher = caf::typed_actor<
 /// The node API: what the gateway (and only it) asks the broker, in the
 /// wire's identities where the wire has them (partition uuid, lease id,
 /// request token; api.md). The broker's internal messages (timers, queue
-/// removal, lease notes) are not part of it.
+/// removal, the queues' notes) are not part of it.
 using node_api = caf::typed_actor<
     /// Pushes items to any queues in one durable batch; results in input order.
     caf::replies_to<push_atom,
@@ -377,9 +374,8 @@ using broker_actor = node_api::extend<
     /// counting no delivery (the per-partition form of the node API's).
     caf::replies_to<release_atom, std::string, std::string, std::string,
                     std::string>::with<bool>,
-    /// From the queues (`queue_watcher`): a lease began or ended, a
-    /// partition was created, a push was stored.
-    caf::reacts_to<lease_atom, std::string, std::string, bool>,
+    /// From the queues (`queue_watcher`): a partition was created, a push
+    /// was stored.
     caf::reacts_to<push_atom, push_target>,
     caf::reacts_to<push_atom, std::string>>;
 

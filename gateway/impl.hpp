@@ -41,8 +41,8 @@ struct gateway::impl {
   actors::node_api node;
   std::function<micros()> wall;
   std::shared_ptr<const actors::node_metrics> metrics; ///< none: not kept
-  /// Tokens and generated transaction ids: this gateway's random prefix and
-  /// a counter (unique on the node, never reused while it runs).
+  /// Pop tokens: this gateway's random prefix and a counter (unique on the
+  /// node, never reused while it runs).
   std::string prefix;
   std::atomic<std::uint64_t> counter{0};
   /// The pops in flight by token, each with the helper that sent it: a
@@ -76,13 +76,14 @@ struct gateway::impl {
     prefix = buf;
   }
 
+  /// A pop token, `rrrr-rrrr-cccccccccccc`: 32 random bits, then the
+  /// counter. The queue that grants the lease puts its id in front
+  /// (`lease_id_of`), which makes the lease id UUID-shaped.
   std::string next_id() {
-    char buf[64];
+    char buf[32];
     auto n = counter.fetch_add(1, std::memory_order_relaxed);
-    // UUID-shaped (8-4-4-4-12): the random prefix, then the counter.
-    std::snprintf(buf, sizeof buf, "%.8s-%.4s-%.4s-%04llx-%012llx",
-                  prefix.data(), prefix.data() + 8, prefix.data() + 12,
-                  static_cast<unsigned long long>(n >> 48),
+    std::snprintf(buf, sizeof buf, "%.4s-%.4s-%012llx", prefix.data(),
+                  prefix.data() + 4,
                   static_cast<unsigned long long>(n & 0xFFFF'FFFF'FFFFull));
     return buf;
   }

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <cstdio>
+
 namespace spool {
 
 std::string_view hash_tag(std::string_view name) noexcept {
@@ -32,6 +34,31 @@ std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept {
     v = (v << 4) | static_cast<unsigned>(d);
   }
   return static_cast<slot_t>(v);
+}
+
+std::string lease_id_of(std::uint64_t queue_id, std::string_view token) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08llx-%04llx-",
+                static_cast<unsigned long long>((queue_id >> 16) & 0xffff'ffff),
+                static_cast<unsigned long long>(queue_id & 0xffff));
+  std::string out{buf, 14};
+  out.append(token);
+  return out;
+}
+
+std::optional<std::uint64_t> queue_of_lease_id(std::string_view id) noexcept {
+  if (id.size() < 14 || id[8] != '-' || id[13] != '-')
+    return std::nullopt;
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < 13; ++i) {
+    if (i == 8)
+      continue;
+    int d = lower_hex_value(id[i]);
+    if (d < 0)
+      return std::nullopt;
+    v = (v << 4) | static_cast<unsigned>(d);
+  }
+  return v;
 }
 
 } // namespace spool

@@ -6,10 +6,12 @@
 /// Cluster's hash tags), so queues named `orders{eu}` and `refunds{eu}`
 /// share one. A slot's ids carry it: queue and partition ids hold the slot
 /// in bits 32–47 (so every key that starts with a queue id sorts a slot's
-/// rows together), a partition uuid in its first four hex digits.
+/// rows together), a partition uuid and a lease id in their first four hex
+/// digits (a lease id also carries its queue's id: `lease_id_of`).
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace spool {
@@ -45,10 +47,19 @@ constexpr std::uint32_t slot_local_id(std::uint64_t id) noexcept {
   return static_cast<std::uint32_t>(id & 0xffff'ffff);
 }
 
-/// The slot a partition uuid carries in its first four hex digits; none
-/// when they are not four lowercase hex digits. (Lease ids do not carry
-/// their slot yet: they are the pop's token.)
+/// The slot a partition uuid or a lease id carries in its first four hex
+/// digits; none when they are not four lowercase hex digits.
 std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept;
+
+/// A lease id: the id of the queue that granted it, as `%08x-%04x-` of its
+/// 48 bits (so its first four hex digits are the slot, as in a partition
+/// uuid), then the pop's token (the gateway's tokens make the whole id
+/// UUID-shaped). An extend or a release is routed by the id alone.
+std::string lease_id_of(std::uint64_t queue_id, std::string_view token);
+
+/// The queue id lease id `id` carries; none when it does not start as
+/// `lease_id_of` writes it.
+std::optional<std::uint64_t> queue_of_lease_id(std::string_view id) noexcept;
 
 /// The value of a lowercase hex digit, -1 for any other character (the ids
 /// Spool makes are written in lowercase only).

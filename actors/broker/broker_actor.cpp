@@ -200,8 +200,6 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](release_atom, const std::string& id) {
         return on_release_lease(self, id);
       },
-      [self](lease_atom, const std::string& id, const std::string& queue,
-             bool live) { on_lease_note(self, id, queue, live); },
       [self](push_atom, push_target& t) {
         queue_push_reply r; // filed under the queue that told, if live
         r.targets.push_back(std::move(t));

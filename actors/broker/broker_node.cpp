@@ -1,7 +1,7 @@
 // The broker's node-API requests that name things as the wire does: acks by
 // partition uuid (and transactionId), extend and release by lease id, and
-// cancel by request token routed to its queue; with the two directories
-// they need (partitions by uuid, the queue of each live lease).
+// cancel by request token routed to its queue; with the directory of
+// partitions by uuid (a lease id carries its queue's id).
 
 #include "actors/broker/broker_state.hpp"
 
@@ -32,8 +32,8 @@ void learn_partitions(broker_ptr self, const queue_push_reply& reply) {
 void forget_queue(broker_ptr self, const std::string& name) {
   auto& st = self->state;
   st.by_uuid.drop_queue(name);
-  std::erase_if(st.lease_queue,
-                [&](const auto& kv) { return kv.second == name; });
+  if (auto rec = st.records.find(name); rec != st.records.end())
+    st.name_of_id.erase(rec->second.id.value);
 }
 
 namespace {
@@ -69,13 +69,15 @@ const core::partition_place* live_place(broker_ptr self,
   return place;
 }
 
-/// The queue that granted lease `id` (`queues.end()`: none known).
+/// The queue that granted lease `id`, by the queue id the id carries
+/// (`queues.end()`: none live).
 std::map<std::string, queue_actor>::iterator
 queue_of_lease(broker_ptr self, const std::string& id) {
   auto& st = self->state;
-  auto it = st.lease_queue.find(id);
-  return it == st.lease_queue.end() ? st.queues.end()
-                                    : st.queues.find(it->second);
+  auto qid = queue_of_lease_id(id);
+  auto name = qid ? st.name_of_id.find(*qid) : st.name_of_id.end();
+  return name == st.name_of_id.end() ? st.queues.end()
+                                     : st.queues.find(name->second);
 }
 
 } // namespace
@@ -197,18 +199,6 @@ std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
     ack->partition = place->partition;
   }
   return std::nullopt;
-}
-
-void on_lease_note(broker_ptr self, const std::string& id,
-                   const std::string& queue, bool live) {
-  auto& leases = self->state.lease_queue;
-  if (live) {
-    if (self->state.queues.contains(queue)) // not one deleted meanwhile
-      leases[id] = queue;
-    return;
-  }
-  if (auto it = leases.find(id); it != leases.end() && it->second == queue)
-    leases.erase(it);
 }
 
 void on_cancel(broker_ptr self, const std::string& token,

@@ -24,6 +24,7 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   self->link_to(*q);
   st.queues.emplace(rec.name, *q);
   st.records[rec.name] = rec;
+  st.name_of_id[rec.id.value] = rec.name;
   return {};
 }
 
@@ -67,8 +68,8 @@ void restart_queue(broker_ptr self, const std::string& name,
     if (!rec)
       return fail(rec.err());
     st.queues.erase(name);
-    forget_queue(self, name); // its leases were lost with it
-    if (!*rec) {              // deleted meanwhile
+    forget_queue(self, name);
+    if (!*rec) { // deleted meanwhile
       st.records.erase(name);
       return;
     }

@@ -80,9 +80,9 @@ struct broker_state {
   /// respawns of dead queues that wait for them.
   core::open_stages<std::function<void()>> stages;
   /// The node API's directories (broker_node.cpp): partitions by uuid, and
-  /// the queue of every live lease by id (each queue tells of its own).
+  /// the live queues' names by id (a lease id carries its queue's id).
   core::partition_directory by_uuid;
-  std::unordered_map<std::string, std::string> lease_queue;
+  std::unordered_map<std::uint64_t, std::string> name_of_id;
   /// Trace reads by name running beside the broker (broker_traces.cpp).
   std::size_t trace_readers = 0;
 };
@@ -217,9 +217,6 @@ caf::result<bool> on_release_lease(broker_ptr self, const std::string& id);
 
 std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
                                                 core::txn_request& req);
-
-void on_lease_note(broker_ptr self, const std::string& id,
-                   const std::string& queue, bool live);
 
 void on_cancel(broker_ptr self, const std::string& token,
                const std::optional<std::string>& queue);

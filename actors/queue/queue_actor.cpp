@@ -245,11 +245,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](release_atom, const std::string& id) {
         return on_release(self, id);
       },
-      [self](cancel_atom, const std::string& lease_id) {
-        if (auto it = self->state.registering.find(lease_id);
+      [self](cancel_atom, const std::string& token) {
+        auto id = lease_id_of(self->state.cfg.record.id.value, token);
+        if (auto it = self->state.registering.find(id);
             it != self->state.registering.end())
           it->second = true; // answered once its registration is done
-        self->state.parked.cancel(lease_id);
+        self->state.parked.cancel(id);
       },
       [self](oldest_atom, const std::string& group) {
         auto rp = promise_for<storage::micros>(self);

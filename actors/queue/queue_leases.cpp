@@ -1,7 +1,7 @@
 // A queue's leases by id (core::lease_directory): what its pops granted,
 // extended and released by lease id across the partitions one lease holds.
-// The broker hears of each lease that begins or ends here (its directory
-// routes a lease id to this queue).
+// An index of what its cursors granted (each cursor owns its lease); the
+// broker routes a lease id here by the queue id the id carries.
 
 #include "actors/queue/queue_state.hpp"
 
@@ -13,22 +13,12 @@ namespace {
 /// leases without a timer of its own).
 constexpr std::size_t lease_sweep_step = 16;
 
-void tell_broker(queue_ptr self, const std::string& id, bool live) {
-  tell_watcher(self, lease_atom::value, id, self->state.cfg.record.name, live);
-}
-
-void forget(queue_ptr self, const std::string& id) {
-  tell_broker(self, id, false);
-}
-
 /// Removes a bounded step of expired entries, at every grant, ack release,
 /// extend and release (a queue that no longer hears of leases keeps its
 /// expired entries, at most those granted within one lease time, until the
 /// next such message).
 void sweep(queue_ptr self) {
-  for (auto& gone :
-       self->state.leases.sweep(self->clock().now(), lease_sweep_step))
-    forget(self, gone);
+  self->state.leases.sweep(self->clock().now(), lease_sweep_step);
 }
 
 } // namespace
@@ -38,16 +28,12 @@ void lease_granted(queue_ptr self, const std::string& id,
                    mono_time expires) {
   auto& leases = self->state.leases;
   sweep(self);
-  bool fresh = leases.size() == 0 || !leases.find(id, self->clock().now());
   leases.granted(id, group, {partition}, expires);
-  if (fresh)
-    tell_broker(self, id, true);
 }
 
 void lease_ended(queue_ptr self, const std::string& id,
                  const std::string& partition) {
-  if (self->state.leases.ended(id, partition))
-    forget(self, id);
+  self->state.leases.ended(id, partition);
   sweep(self);
 }
 
@@ -57,7 +43,6 @@ caf::result<lease_extend_reply> on_extend(queue_ptr self, const std::string& id,
   auto now = self->clock().now();
   if (st.leases.expired(id, now)) {
     st.leases.erase(id);
-    forget(self, id);
     lease_extend_reply late;
     late.error = extend_error::expired;
     return late;
@@ -65,7 +50,6 @@ caf::result<lease_extend_reply> on_extend(queue_ptr self, const std::string& id,
   sweep(self);
   auto* entry = st.leases.find(id, now);
   if (entry == nullptr) {
-    forget(self, id);
     lease_extend_reply none;
     none.error = extend_error::not_found;
     return none;
@@ -109,10 +93,8 @@ caf::result<bool> on_release(queue_ptr self, const std::string& id) {
   auto& st = self->state;
   sweep(self);
   auto* entry = st.leases.find(id, self->clock().now());
-  if (entry == nullptr) {
-    forget(self, id);
+  if (entry == nullptr)
     return false;
-  }
   auto rp = promise_for<bool>(self);
   std::vector<partition_actor> parts;
   std::vector<std::string> names;
@@ -123,7 +105,6 @@ caf::result<bool> on_release(queue_ptr self, const std::string& id) {
     }
   auto group = entry->group;
   st.leases.erase(id);
-  forget(self, id);
   fan_out<bool>(
       self, parts,
       [self, rp, names, group](std::vector<fanned<bool>> rs) mutable {

@@ -185,6 +185,8 @@ void register_group(queue_ptr self, const std::string& group,
 }
 
 caf::result<queue_pop_reply> on_pop(queue_ptr self, queue_pop_request& req) {
+  // The token becomes the lease id, carrying this queue's id.
+  req.lease_id = lease_id_of(self->state.cfg.record.id.value, req.lease_id);
   if (self->state.deleted) {
     queue_pop_reply gone;
     gone.reason = empty_reason::no_partition;

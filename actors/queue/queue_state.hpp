@@ -27,6 +27,7 @@
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
 #include "storage/tables.hpp"
+#include "vocab/slot.hpp"
 #include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>

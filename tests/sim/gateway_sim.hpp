@@ -62,6 +62,12 @@ struct gateway_sim : broker_sim {
     return push_items(std::move(items));
   }
 
+  /// The lease id a pop with `token` gets from queue `queue`: the token
+  /// behind the queue's id (`lease_id_of`).
+  std::string lease_of(const std::string& queue, const std::string& token) {
+    return lease_id_of(queue_id(queue).value, token);
+  }
+
   node::pop_request pop_of(const std::string& queue,
                            std::optional<std::string> group = "g",
                            std::size_t batch = 10) {

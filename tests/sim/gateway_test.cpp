@@ -68,7 +68,7 @@ TEST_CASE("a gateway pop carries partition id, offset, transactionId, lease "
   CHECK(m.offset == 0);
   CHECK(m.transaction_id == pushed.items[0].transaction_id);
   CHECK(m.payload == "\"a\"");
-  CHECK(m.lease_id == token); // the request token names the lease
+  CHECK(m.lease_id == fx.lease_of("q", token)); // the token, behind q's id
   CHECK(m.lease_epoch == 1);
   CHECK(m.delivery_count == 1);
   // The default leaseTime (300 s) from now, on the wall clock.
@@ -117,7 +117,7 @@ TEST_CASE("a gateway pop by namespace and task serves a queue of it",
   REQUIRE(r->messages.size() == 1);
   CHECK(r->messages[0].queue == "jobs");
   CHECK(r->messages[0].partition_id == c->default_partition_id);
-  CHECK(r->messages[0].lease_id == req.token);
+  CHECK(r->messages[0].lease_id == fx.lease_of("jobs", req.token));
 }
 
 TEST_CASE("a gateway ack by partition id and transactionId commits the frame",
@@ -163,7 +163,8 @@ TEST_CASE("one gateway ack list settles every partition of a lease",
   CHECK(r->partitions_claimed == 3);
   REQUIRE(r->messages.size() == 4);
   for (auto& m : r->messages)
-    CHECK(m.lease_id == req.token); // one lease over three partitions
+    CHECK(m.lease_id
+          == fx.lease_of("q", req.token)); // one lease over three partitions
   auto acked = fx.ack_all(*r);
   REQUIRE(acked);
   REQUIRE(acked->items.size() == 4);
@@ -178,7 +179,7 @@ TEST_CASE("one gateway ack list settles every partition of a lease",
   CHECK(fx.cursor_on(cs, "b").committed == 0);
   CHECK(fx.cursor_on(cs, "c").committed == 0);
   // The lease ended everywhere: an extend finds it no more.
-  fx.extend_refused(req.token, 60s, "Lease not found");
+  fx.extend_refused(fx.lease_of("q", req.token), 60s, "Lease not found");
 }
 
 TEST_CASE("gateway ack items that name nothing known answer api.md's errors",
@@ -231,7 +232,7 @@ TEST_CASE("a gateway extend by lease id moves the lease on all its partitions",
   gateway_sim fx;
   auto [req, r] = fx.lease_over({"a", "b"});
   fx.advance(200s); // 100 s of the 300 s lease left
-  auto ext = fx.extend(req.token, 600s);
+  auto ext = fx.extend(fx.lease_of("q", req.token), 600s);
   REQUIRE(ext);
   CHECK(ext->success);
   CHECK(ext->partitions.size() == 2);
@@ -240,7 +241,7 @@ TEST_CASE("a gateway extend by lease id moves the lease on all its partitions",
   for (auto& name : {"a", "b"}) {
     auto& c = fx.cursor_on(cs, name);
     REQUIRE(c.lease);
-    CHECK(c.lease->id == req.token);
+    CHECK(c.lease->id == fx.lease_of("q", req.token));
     CHECK(c.lease->expires_at == fx.wall() + 600'000'000);
   }
   // Past the old expiry the lease still holds: its acks succeed.
@@ -265,8 +266,9 @@ TEST_CASE("a gateway release by lease id frees every partition of the lease "
   auto r = fx.pop(req);
   REQUIRE(r);
   REQUIRE(r->messages.size() == 2);
-  auto released
-      = fx.call<bool>([&](auto k) { fx.gw->release(req.token, std::move(k)); });
+  auto released = fx.call<bool>([&](auto k) {
+    fx.gw->release(fx.lease_of("q", req.token), std::move(k));
+  });
   REQUIRE(released);
   CHECK(*released);
   auto next = fx.pop_of("q");
@@ -276,8 +278,9 @@ TEST_CASE("a gateway release by lease id frees every partition of the lease "
   REQUIRE(again->messages.size() == 2);
   for (auto& m : again->messages)
     CHECK(m.delivery_count == 1); // the unwritten delivery did not count
-  auto twice
-      = fx.call<bool>([&](auto k) { fx.gw->release(req.token, std::move(k)); });
+  auto twice = fx.call<bool>([&](auto k) {
+    fx.gw->release(fx.lease_of("q", req.token), std::move(k));
+  });
   REQUIRE(twice);
   CHECK_FALSE(*twice);
 }
@@ -320,12 +323,12 @@ TEST_CASE("a gateway extend after the lease expired answers Lease already "
           "[gateway][extend]") {
   gateway_sim fx;
   auto [req, r] = fx.lease_over({"a"});
-  auto bad = fx.extend(req.token, 0s);
+  auto bad = fx.extend(fx.lease_of("q", req.token), 0s);
   REQUIRE_FALSE(bad);
   CHECK(bad.err().code == errc::invalid_argument);
   CHECK(bad.err().message == "Extend seconds out of range");
   fx.advance(301s); // past the 300 s lease
-  fx.extend_refused(req.token, 60s, "Lease already expired");
+  fx.extend_refused(fx.lease_of("q", req.token), 60s, "Lease already expired");
 }
 
 TEST_CASE("gateway extends keep a lease past its first and second expiry",
@@ -333,9 +336,9 @@ TEST_CASE("gateway extends keep a lease past its first and second expiry",
   gateway_sim fx;
   auto [req, r] = fx.lease_over({"a", "b"});
   fx.advance(250s);
-  REQUIRE(fx.extend(req.token, 100s)->success); // until 350 s
-  fx.advance(80s);                              // 330 s
-  auto second = fx.extend(req.token, 100s);     // until 430 s
+  REQUIRE(fx.extend(fx.lease_of("q", req.token), 100s)->success); // until 350 s
+  fx.advance(80s);                                                // 330 s
+  auto second = fx.extend(fx.lease_of("q", req.token), 100s);     // until 430 s
   REQUIRE(second);
   CHECK(second->success);
   CHECK(second->expires_at == fx.wall() + 100'000'000);

@@ -59,10 +59,11 @@ struct sub_fixture : broker_sim {
     for (auto& c : out->claimed) {
       auto& offs = got[c.partition];
       std::vector<ack_request> acks;
+      REQUIRE(c.reply.lease); // the lease id: the token behind the queue's id
       for (auto& m : c.reply.messages) {
         offs.push_back(m.frame.off.value);
         ack_request a;
-        a.lease_id = r.lease_id;
+        a.lease_id = c.reply.lease->id;
         a.off = m.frame.off;
         acks.push_back(a);
       }
