@@ -103,44 +103,29 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
                                " is active on queue ", st.cfg.record.name)});
           return;
         }
-        auto& batch = sub.batch;
         delete_group_reply reply;
         reply.deleted_partitions = verdict.rows.size();
+        // The queue holds its groups' records as stored (behind the
+        // group's gate, as here).
+        reply.metadata_deleted
+            = req.delete_metadata && st.subs.contains(req.group);
+        std::vector<storage::partition_id> rows;
         for (auto i : verdict.rows)
-          batch.mutations.emplace_back(storage::mut::delete_cursor{
-              q, st.partitions.at(st.ring[i]).rec.id, req.group});
-        if (req.delete_metadata) {
-          // The queue holds its groups' records as stored (behind the
-          // group's gate, as here).
-          reply.metadata_deleted = st.subs.contains(req.group);
-          if (reply.metadata_deleted)
-            batch.mutations.emplace_back(
-                storage::mut::delete_subscription{q, req.group});
+          rows.push_back(st.partitions.at(st.ring[i]).rec.id);
+        auto muts = [&]() -> storage::expected<std::vector<storage::mutation>> {
+          auto t = st.cfg.node.store.read();
+          if (!t)
+            return std::move(t).err();
+          return core::deletion_mutations(*t, q, req.group, rows,
+                                          reply.metadata_deleted);
+        }();
+        if (!muts) {
+          abort_parts(self, writer, std::move(sub.parts)); // they serve again
+          done(delete_group_reply{0, false, storage::to_api(muts.err())});
+          return;
         }
-        // The group's DLQ entries stay, but requeues pending in its deleted
-        // cursors are forgotten: unmark them, so retention applies again.
-        // At most `max_requeued` per cursor are pending, so the write stays
-        // bounded; the scan decodes summaries only, whole entries only for
-        // those pending.
-        if (!batch.mutations.empty())
-          if (auto t = st.cfg.node.store.read()) {
-            std::vector<std::uint64_t> pending;
-            (void)storage::tables::scan_dlq_summaries(
-                *t, q, std::string_view{req.group},
-                [&](std::string_view, const storage::tables::dlq_summary& e) {
-                  if (e.requeued)
-                    pending.push_back(e.id);
-                  return true;
-                });
-            for (auto id : pending)
-              if (auto e = storage::tables::get_dlq(*t, q, req.group, id);
-                  e && *e) {
-                auto unmarked = std::move(**e);
-                unmarked.requeued = false;
-                batch.mutations.emplace_back(
-                    storage::mut::update_dlq{q, req.group, unmarked});
-              }
-          }
+        auto& batch = sub.batch;
+        batch.mutations = std::move(*muts);
         auto settle = [self, done, req,
                        reply](std::optional<api_error> failure) mutable {
           if (failure) {

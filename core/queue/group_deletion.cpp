@@ -1,5 +1,7 @@
 #include "core/queue/group_deletion.hpp"
 
+#include "storage/tables.hpp"
+
 #include <algorithm>
 
 namespace spool::core {
@@ -52,6 +54,37 @@ std::vector<idle_sweep::idle_group> idle_sweep::idle(micros now,
   for (auto& [name, g] : groups_)
     if (!g.busy && now - g.last >= idle)
       out.push_back({name, g.last});
+  return out;
+}
+
+storage::expected<std::vector<storage::mutation>> deletion_mutations(
+    storage::txn& t, storage::queue_id q, const std::string& group,
+    std::span<const storage::partition_id> partitions, bool delete_record) {
+  namespace mut = storage::mut;
+  std::vector<storage::mutation> out;
+  for (auto p : partitions)
+    out.emplace_back(mut::delete_cursor{q, p, group});
+  if (delete_record)
+    out.emplace_back(mut::delete_subscription{q, group});
+  if (out.empty())
+    return out;
+  std::vector<std::uint64_t> pending;
+  SPOOL_TRY(storage::tables::scan_dlq_summaries(
+      t, q, std::string_view{group},
+      [&](std::string_view, const storage::tables::dlq_summary& e) {
+        if (e.requeued)
+          pending.push_back(e.id);
+        return true;
+      }));
+  for (auto id : pending) {
+    auto e = storage::tables::get_dlq(t, q, group, id);
+    if (!e)
+      return std::move(e).err();
+    if (!*e)
+      continue;
+    (*e)->requeued = false;
+    out.emplace_back(mut::update_dlq{q, group, std::move(**e)});
+  }
   return out;
 }
 

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "storage/error.hpp"
+#include "storage/lmdb.hpp"
+#include "storage/mutation.hpp"
 #include "vocab/time.hpp"
 
 namespace spool::core {
@@ -44,6 +47,17 @@ struct deletion_verdict {
 /// write the group's row there: the deletion is refused as restarting.
 deletion_verdict fold_votes(std::span<const std::optional<delete_vote>> votes,
                             const std::vector<bool>& stage_open);
+
+/// What deleting `group` from queue `q` writes once the votes said go
+/// (semantics.md §8): the cursor rows of `partitions` (the verdict's rows),
+/// its stored record when `delete_record`, and, when that deletes anything,
+/// its dead letters whose requeue was pending, unmarked: the deleted cursors
+/// forgot them, so retention applies to them again. The entries stay. Read
+/// in `t` (summaries only; whole entries just for the pending ones, at most
+/// `max_requeued` per cursor, so the batch stays bounded).
+storage::expected<std::vector<storage::mutation>> deletion_mutations(
+    storage::txn& t, storage::queue_id q, const std::string& group,
+    std::span<const storage::partition_id> partitions, bool delete_record);
 
 /// `groupIdleSeconds`: how often a queue looks for idle groups (the option,
 /// within 1..60 s).

@@ -1,9 +1,10 @@
-// A group deletion's votes folded into one verdict, and the idle sweep's
-// choice (semantics.md §8, groupIdleSeconds).
+// A group deletion's votes folded into one verdict, what it writes, and the
+// idle sweep's choice (semantics.md §8, groupIdleSeconds).
 
-#include <catch2/catch.hpp>
+#include "unit/storage/fixture.hpp"
 
 #include "core/queue/group_deletion.hpp"
+#include "storage/tables.hpp"
 
 using namespace spool;
 using namespace spool::core;
@@ -65,4 +66,72 @@ TEST_CASE("the idle sweep runs every groupIdleSeconds, within 1..60 s",
   CHECK(idle_sweep_interval(0) == seconds{1});
   CHECK(idle_sweep_interval(30) == seconds{30});
   CHECK(idle_sweep_interval(3600) == seconds{60});
+}
+
+namespace {
+
+storage::dlq_entry dead_letter(std::uint64_t id, storage::partition_id p,
+                               bool requeued) {
+  storage::dlq_entry e;
+  e.id = id;
+  e.partition = p;
+  e.error = "boom";
+  e.deliveries = 3;
+  e.requeued = requeued;
+  return e;
+}
+
+} // namespace
+
+TEST_CASE("a group deletion writes its cursor rows, its record when asked, "
+          "and unmarks its dead letters pending requeue so retention applies "
+          "to them again, keeping the entries",
+          "[core][deletion]") {
+  test::store_fixture fx;
+  auto a = fx.make_partition("a");
+  auto b = fx.make_partition("b");
+  auto q = a.queue;
+  storage::write_batch dlq;
+  dlq.mutations.emplace_back(
+      storage::mut::put_dlq{q, "g", dead_letter(1, a.id, true)});
+  dlq.mutations.emplace_back(
+      storage::mut::put_dlq{q, "g", dead_letter(2, a.id, false)});
+  dlq.mutations.emplace_back(
+      storage::mut::put_dlq{q, "h", dead_letter(3, b.id, true)});
+  REQUIRE(fx.commit(std::move(dlq)));
+
+  auto t = fx.store->db().read();
+  REQUIRE(t);
+  std::vector<storage::partition_id> rows{a.id, b.id};
+  auto muts = deletion_mutations(*t, q, "g", rows, true);
+  REQUIRE(muts);
+  REQUIRE(muts->size() == 4);
+  CHECK(std::get<storage::mut::delete_cursor>((*muts)[0]).partition == a.id);
+  CHECK(std::get<storage::mut::delete_cursor>((*muts)[1]).partition == b.id);
+  CHECK(std::get<storage::mut::delete_subscription>((*muts)[2]).group == "g");
+  auto& unmarked = std::get<storage::mut::update_dlq>((*muts)[3]);
+  CHECK(unmarked.group == "g");
+  CHECK(unmarked.entry == dead_letter(1, a.id, false)); // the rest is kept
+
+  // Only the record: still a deletion, the pending requeue is unmarked.
+  auto record_only = deletion_mutations(*t, q, "g", {}, true);
+  REQUIRE(record_only);
+  CHECK(record_only->size() == 2);
+  // Nothing of the group deleted: nothing unmarked either.
+  auto nothing = deletion_mutations(*t, q, "g", {}, false);
+  REQUIRE(nothing);
+  CHECK(nothing->empty());
+  t->abort();
+
+  REQUIRE(fx.commit(storage::write_batch{std::move(*muts)}));
+  auto after = fx.store->db().read();
+  REQUIRE(after);
+  auto g1 = storage::tables::get_dlq(*after, q, "g", 1);
+  REQUIRE(g1);
+  REQUIRE(*g1);
+  CHECK_FALSE((*g1)->requeued);
+  auto h3 = storage::tables::get_dlq(*after, q, "h", 3);
+  REQUIRE(h3);
+  REQUIRE(*h3);
+  CHECK((*h3)->requeued); // another group's entry is not touched
 }
