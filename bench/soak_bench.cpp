@@ -176,11 +176,12 @@ void pop_cap(const options& o, caf::scoped_actor& self,
     self->request(queue, caf::infinite, ac::pop_atom::value, req)
         .receive(
             [&](ac::queue_pop_reply& r) {
-              if (r.failure || r.claimed.empty())
+              if (r.failure || r.claimed.empty()
+                  || !r.claimed.front().reply.lease)
                 die("pop delivered nothing");
               for (auto& m : r.claimed.front().reply.messages) {
                 spool::ack_request a;
-                a.lease_id = req.lease_id;
+                a.lease_id = r.claimed.front().reply.lease->id;
                 a.off = m.frame.off;
                 acks.push_back(a);
               }
@@ -335,18 +336,21 @@ void requeue(const options& o, caf::scoped_actor& self,
       req.group = "g";
       req.lease_id = "R" + std::to_string(++leases);
       st::offset off;
+      std::string lease;
       self->request(queue, caf::infinite, ac::pop_atom::value, req)
           .receive(
               [&](ac::queue_pop_reply& r) {
                 if (r.failure || r.claimed.empty()
                     || r.claimed[0].reply.messages.size() != 1
-                    || !r.claimed[0].reply.messages[0].requeued)
+                    || !r.claimed[0].reply.messages[0].requeued
+                    || !r.claimed[0].reply.lease)
                   die("the pop did not deliver a requeued entry");
                 off = r.claimed[0].reply.messages[0].frame.off;
+                lease = r.claimed[0].reply.lease->id;
               },
               [](caf::error& e) { die(caf::to_string(e)); });
       spool::ack_request a;
-      a.lease_id = req.lease_id;
+      a.lease_id = lease;
       a.off = off;
       self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
                     std::string{"g"}, std::vector<spool::ack_request>{a})

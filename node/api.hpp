@@ -74,7 +74,8 @@ struct push_reply {
 /// a namespace (and task) when `name_space` is set and `queue` empty.
 struct pop_request {
   /// The caller's token for this request: `cancel(token)` drops it while
-  /// parked, and it is the id of the lease it takes. Unique per pop.
+  /// parked; the lease it takes is the token behind its queue's id
+  /// (`lease_id_of`). Unique per pop.
   std::string token;
   std::string queue;
   std::optional<std::string> partition;

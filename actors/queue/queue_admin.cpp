@@ -113,6 +113,8 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         for (auto i : verdict.rows)
           rows.push_back(st.partitions.at(st.ring[i]).rec.id);
         auto muts = [&]() -> storage::expected<std::vector<storage::mutation>> {
+          if (rows.empty() && !reply.metadata_deleted)
+            return std::vector<storage::mutation>{}; // nothing to read
           auto t = st.cfg.node.store.read();
           if (!t)
             return std::move(t).err();

@@ -85,7 +85,9 @@ struct queue_pop_request {
   bool auto_ack = false;
   bool wait = false;
   std::chrono::milliseconds timeout{30'000};
-  std::string lease_id; ///< one id for every partition claimed
+  /// One id for every partition claimed: the gateway's token, which the
+  /// queue rewrites as it arrives (`lease_id_of`: its id, then the token).
+  std::string lease_id;
   /// Where the group starts if this is its first pop on the queue
   /// (semantics.md §5); ignored once the group is registered.
   core::subscription_params subscription;

@@ -54,7 +54,10 @@ deletion_verdict fold_votes(std::span<const std::optional<delete_vote>> votes,
 /// its dead letters whose requeue was pending, unmarked: the deleted cursors
 /// forgot them, so retention applies to them again. The entries stay. Read
 /// in `t` (summaries only; whole entries just for the pending ones, at most
-/// `max_requeued` per cursor, so the batch stays bounded).
+/// `max_requeued` per cursor, so the batch stays bounded). A read that
+/// fails, or a dead letter of the group that does not decode, fails it:
+/// the deletion is refused with the storage error (as the DLQ's list and
+/// requeue are), not done with requeue marks left behind.
 storage::expected<std::vector<storage::mutation>> deletion_mutations(
     storage::txn& t, storage::queue_id q, const std::string& group,
     std::span<const storage::partition_id> partitions, bool delete_record);
