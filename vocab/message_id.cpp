@@ -50,16 +50,10 @@ std::optional<std::int64_t> message_uuid_offset(std::string_view partition_uuid,
                                                 std::string_view id) {
   if (id.size() != 36)
     return std::nullopt;
-  std::uint64_t lo = 0;
-  for (std::size_t i = 19; i < 36; ++i) {
-    if (i == 23)
-      continue;
-    int v = lower_hex_value(id[i]);
-    if (v < 0)
-      return std::nullopt;
-    lo = (lo << 4) | static_cast<std::uint64_t>(v);
-  }
-  auto offset = static_cast<std::int64_t>(lo & offset_mask);
+  auto lo = lower_hex_of(id.substr(19), 4);
+  if (!lo)
+    return std::nullopt;
+  auto offset = static_cast<std::int64_t>(*lo & offset_mask);
   // The whole text must be what the id of that offset is: the hash half,
   // the dashes, the variant, and no other spelling (upper case) of it.
   if (message_uuid(partition_uuid, offset) != id)

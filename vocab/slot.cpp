@@ -26,14 +26,22 @@ slot_t slot_of(std::string_view name, std::uint32_t count) noexcept {
 std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept {
   if (uuid.size() < 4)
     return std::nullopt;
-  unsigned v = 0;
-  for (std::size_t i = 0; i < 4; ++i) {
-    int d = lower_hex_value(uuid[i]);
+  auto v = lower_hex_of(uuid.substr(0, 4));
+  return v ? std::optional{static_cast<slot_t>(*v)} : std::nullopt;
+}
+
+std::optional<std::uint64_t> lower_hex_of(std::string_view text,
+                                          std::size_t dash) noexcept {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (i == dash && text[i] == '-')
+      continue;
+    int d = lower_hex_value(text[i]);
     if (d < 0)
       return std::nullopt;
     v = (v << 4) | static_cast<unsigned>(d);
   }
-  return static_cast<slot_t>(v);
+  return v;
 }
 
 std::string lease_id_of(std::uint64_t queue_id, std::string_view token) {
@@ -49,16 +57,7 @@ std::string lease_id_of(std::uint64_t queue_id, std::string_view token) {
 std::optional<std::uint64_t> queue_of_lease_id(std::string_view id) noexcept {
   if (id.size() < 14 || id[8] != '-' || id[13] != '-')
     return std::nullopt;
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < 13; ++i) {
-    if (i == 8)
-      continue;
-    int d = lower_hex_value(id[i]);
-    if (d < 0)
-      return std::nullopt;
-    v = (v << 4) | static_cast<unsigned>(d);
-  }
-  return v;
+  return lower_hex_of(id.substr(0, 13), 8);
 }
 
 } // namespace spool

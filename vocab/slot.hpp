@@ -69,4 +69,11 @@ constexpr int lower_hex_value(char c) noexcept {
                                 : -1;
 }
 
+/// The value of `text` read as lowercase hex digits, passing over a '-' at
+/// position `dash` (npos: none); none when any other character is found.
+/// At most 16 digits.
+std::optional<std::uint64_t> lower_hex_of(std::string_view text,
+                                          std::size_t dash
+                                          = std::string_view::npos) noexcept;
+
 } // namespace spool

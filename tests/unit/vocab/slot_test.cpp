@@ -64,3 +64,12 @@ TEST_CASE("a lease id carries its queue's id and slot before the token",
   CHECK(!queue_of_lease_id("012cabcd_ef12-x")); // not its shape
   CHECK(!queue_of_lease_id("012CABCD-ef12-x")); // upper case: not ours
 }
+
+TEST_CASE("lowercase hex read once for every id Spool parses",
+          "[vocab][slot]") {
+  CHECK(lower_hex_of("00ff") == 255u);
+  CHECK(lower_hex_of("0001-0002", 4) == 0x10002u);
+  CHECK(!lower_hex_of("0001-0002")); // a dash where none is expected
+  CHECK(!lower_hex_of("00FF"));      // not ours: upper case
+  CHECK(lower_hex_of("") == 0u);
+}
