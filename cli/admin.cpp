@@ -4,8 +4,11 @@
 
 #include <cerrno>
 #include <map>
+#include <string_view>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "wire/spelling.hpp"
 
 namespace spool::cli {
 
@@ -44,7 +47,8 @@ int run_seek(context& ctx, const seek_args& a) {
   if (!a.to.empty()) {
     auto t = parse_time(a.to);
     if (!t)
-      return usage_error("--to takes an RFC 3339 time: " + a.to);
+      return usage_error("--to takes " + std::string{time_forms} + ", got '"
+                         + a.to + "'");
     req.target.timestamp = *t;
   }
   if (!a.by.empty()) {
@@ -249,6 +253,16 @@ struct queue_args {
   std::optional<std::int64_t> below;
 };
 
+/// Every option name configure takes, comma-separated.
+std::string option_names() {
+  std::string out;
+  for (auto& n : int_option_names)
+    out += std::string{n.name} + ", ";
+  for (auto& n : bool_option_names)
+    out += std::string{n.name} + ", ";
+  return out + "retryBackoffMs";
+}
+
 /// `name=value` options of configure (integers, true/false, lists).
 std::optional<std::string> read_options(const std::vector<std::string>& kvs,
                                         options_patch& p) {
@@ -288,8 +302,18 @@ std::optional<std::string> read_options(const std::vector<std::string>& kvs,
       }
       known = true;
     }
-    if (!known)
-      return "unknown option " + k;
+    if (!known) {
+      std::vector<std::string_view> names;
+      for (auto& n : int_option_names)
+        names.push_back(n.name);
+      for (auto& n : bool_option_names)
+        names.push_back(n.name);
+      names.push_back("retryBackoffMs");
+      auto near = wire::closest(k, names);
+      return "unknown option " + k
+             + (near ? " (did you mean " + std::string{*near} + "?)" : "")
+             + "; the options are " + option_names();
+    }
   }
   return std::nullopt;
 }
@@ -529,7 +553,9 @@ void add_admin_commands(CLI::App& app, context& ctx, int& rc) {
       cmd->add_option("--task", args->task, "its task");
       cmd->add_option("-o,--option", args->options,
                       "an option, name=value (leaseTime=30, "
-                      "retryBackoffMs=100,500)");
+                      "retryBackoffMs=100,500); the names: "
+                          + option_names()
+                          + " (docs/operations.md says what each does)");
     }
     if (act == "purge") {
       cmd->add_option("-p,--partition", args->partition, "one partition");

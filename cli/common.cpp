@@ -56,9 +56,14 @@ client::client& context::conn() {
     o.port = port;
     o.request_timeout = timeout;
     o.connect_timeout = std::min(timeout, o.connect_timeout);
+    o.fail_unconnected = true; // a command is told at once, not in 30 s
     conn_ = std::make_unique<client::client>(o);
   }
   return *conn_;
+}
+
+bool context::never_connected() const {
+  return conn_ && conn_->async().connects() == 0;
 }
 
 int fail(const context& ctx, const api_error& e) {
@@ -69,6 +74,12 @@ int fail(const context& ctx, const api_error& e) {
   else
     std::fprintf(stderr, "error: %s: %s\n",
                  std::string{to_string(e.code)}.c_str(), e.message.c_str());
+  if (e.code == errc::unavailable && ctx.never_connected())
+    std::fprintf(stderr,
+                 "hint: is spoold running at %s? spool speaks the msgpack "
+                 "door (port 6690 by default), not the HTTP door (6632); "
+                 "name another with --server host:port or SPOOL_SERVER\n",
+                 ctx.server.c_str());
   return code_of(e);
 }
 

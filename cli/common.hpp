@@ -43,6 +43,9 @@ struct context {
   /// Reads `server` into the host and port, or says what is wrong.
   std::optional<std::string> check_server();
   client::client& conn();
+  /// A connection was asked for and none was ever made (nobody listens
+  /// there, or not the msgpack door).
+  bool never_connected() const;
 
 private:
   std::string host = "127.0.0.1";
@@ -51,7 +54,8 @@ private:
 };
 
 /// Prints the error (`error: <code>: <message>` on stderr, or as JSON on
-/// stdout with --json) and answers its exit code.
+/// stdout with --json) and answers its exit code. When no connection was
+/// ever made, a `hint:` line on stderr says what to check.
 int fail(const context& ctx, const api_error& e);
 /// The same for a command line problem (exit 2).
 int usage_error(const std::string& message);
@@ -89,5 +93,9 @@ json message_json(const node::message& m);
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
 /// RFC 3339, or `now`; none when unreadable.
 std::optional<micros> parse_time(std::string_view s);
+/// The forms `parse_time` reads, for an error message.
+inline constexpr const char* time_forms
+    = "now, or an RFC 3339 time such as 2026-12-01T08:00:00Z or "
+      "2026-12-01T09:00:00+01:00";
 
 } // namespace spool::cli

@@ -6,8 +6,74 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "wire/spelling.hpp"
+
+namespace {
+
+/// The commands under `app`, comma-separated, and whether `word` is one.
+std::string command_list(const CLI::App& app) {
+  std::string out;
+  for (auto* sub : app.get_subcommands(std::function<bool(const CLI::App*)>{}))
+    out += (out.empty() ? "" : ", ") + sub->get_name();
+  return out;
+}
+
+/// The command line's words walked through the command tree: the message
+/// for a word that names no command where one is needed (with the nearest
+/// command, if any is near), or for a command left without the one it
+/// needs. None when the commands are right (the error is another).
+std::optional<std::string> command_error(const CLI::App& app, int argc,
+                                         char** argv) {
+  const CLI::App* level = &app;
+  std::string path = "spool";
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--")
+      return std::nullopt;
+    if (arg.size() > 1 && arg[0] == '-') { // skip an option's value
+      auto name = arg.substr(0, arg.find('='));
+      const CLI::Option* opt = nullptr;
+      for (auto* l = level; l && !opt; l = l->get_parent())
+        opt = l->get_option_no_throw(name);
+      if (opt && opt->get_items_expected_max() > 0 && name == arg
+          && (arg.size() == 2 || arg[1] == '-'))
+        ++i;
+      continue;
+    }
+    const CLI::App* next = nullptr;
+    std::vector<std::string_view> names;
+    for (auto* sub :
+         level->get_subcommands(std::function<bool(const CLI::App*)>{})) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == arg)
+        next = sub;
+    }
+    if (next) {
+      level = next;
+      path += " " + arg;
+      continue;
+    }
+    if (level->get_require_subcommand_min() == 0)
+      return std::nullopt; // a command's own argument
+    std::string msg = "unknown command '" + arg + "'";
+    if (level != &app)
+      msg += " of " + path;
+    if (auto near = spool::wire::closest(arg, names))
+      msg += " (did you mean " + std::string{*near} + "?)";
+    return msg + "\nthe commands of " + path + ": " + command_list(*level);
+  }
+  if (level->get_require_subcommand_min() == 0)
+    return std::nullopt;
+  return path + " needs a command: " + command_list(*level);
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   spool::cli::context ctx;
@@ -15,7 +81,7 @@ int main(int argc, char** argv) {
     ctx.server = env;
   CLI::App app{"spool: push, pop, replay and administer a Spool broker "
                "(msgpack protocol)"};
-  app.set_version_flag("--version", "spool 0.1.0 (protocol 1)");
+  app.set_version_flag("--version", "spool " SPOOL_VERSION " (protocol 1)");
   app.require_subcommand(1);
   app.fallthrough();
   std::string timeout = "30s";
@@ -46,7 +112,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    if (auto msg = command_error(app, argc, argv))
+      std::fprintf(stderr, "error: %s\nRun with --help for more information.\n",
+                   msg->c_str());
+    else
+      app.exit(e);
     return spool::cli::exit_code::usage;
   } catch (const std::exception& e) { // a command's own failure
     std::fprintf(stderr, "error: %s\n", e.what());

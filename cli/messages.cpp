@@ -232,6 +232,17 @@ std::optional<node::pop_request> pop_request_of(const pop_args& a,
   }
   p.timeout = *t;
   p.auto_ack = a.auto_ack;
+  // The server reads an unknown mode as `all` and an unreadable time as
+  // `now` (the product document's rule); here the words are refused.
+  if (!a.mode.empty() && a.mode != "all" && a.mode != "new"
+      && a.mode != "new-only") {
+    why = "--mode takes all or new, got '" + a.mode + "'";
+    return std::nullopt;
+  }
+  if (!a.from.empty() && !parse_time(a.from)) {
+    why = "--from takes " + std::string{time_forms} + ", got '" + a.from + "'";
+    return std::nullopt;
+  }
   p.subscription_mode = a.mode;
   p.subscription_from = a.from;
   return p;
@@ -513,7 +524,9 @@ void add_message_commands(CLI::App& app, context& ctx, int& rc) {
   auto pop = std::make_shared<pop_args>();
   auto* q = app.add_subcommand("pop", "Pop messages (they stay leased)");
   add_pop_options(q, *pop);
-  q->add_option("-n,--batch", pop->batch, "messages at most")
+  q->add_option("-n,--batch", pop->batch,
+                "messages at most (1..the server's pop-max-batch, 10,000 by "
+                "default; its ceiling is 1,000,000)")
       ->check(CLI::Range(1, 1'000'000));
   q->add_flag("-w,--wait", pop->wait, "wait for messages (long poll)");
   q->add_option("--timeout", pop->timeout, "how long to wait (30s)");

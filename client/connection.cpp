@@ -308,6 +308,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                                   ? std::string{"the server closed"}
                                   : ec.message());
           self->inbuf.append(self->chunk.data(), n);
+          if (self->st == state::greeting && self->inbuf.starts_with("HTTP/"))
+            return self->lost("the server at " + self->opt.host + ":"
+                              + std::to_string(self->opt.port)
+                              + " answered in HTTP: that is an HTTP port, "
+                                "not a msgpack door");
           if (!self->take_frames())
             return;
           self->read();
@@ -410,6 +415,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     for (auto& [id, s] : back)
       queue.push_front(
           {id, std::move(s.frame), std::move(s.done), s.deadline, s.timeout});
+    if (opt.fail_unconnected && connects.load() == 0) {
+      auto waiting = std::move(queue);
+      queue.clear();
+      for (auto& w : waiting)
+        w.done(make_error(errc::unavailable, why));
+      return;
+    }
     if (queue.empty())
       return; // reconnect when something is sent
     retry_armed = true;

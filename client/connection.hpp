@@ -55,6 +55,11 @@ struct options {
   std::chrono::milliseconds backoff_max = 5s;
   /// Requests waiting for the connection or for room in flight, at most.
   std::size_t max_queued = 100'000;
+  /// Until a first connection is made (and greeted), a failed attempt fails
+  /// every waiting request at once with its reason, rather than retrying
+  /// until their deadlines: a one-shot command (the CLI) is told at once
+  /// that nobody listens. Once connected, losses reconnect as usual.
+  bool fail_unconnected = false;
 };
 
 /// An answer frame, decoded; its objects refer to `frame` and `zone`.

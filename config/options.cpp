@@ -350,6 +350,9 @@ parse_result parse(const std::vector<std::string>& args,
     else if (args[i] == "--help" || args[i] == "-h") {
       result.help = true;
       return result;
+    } else if (args[i] == "--version") {
+      result.version = true;
+      return result;
     }
   }
   if (!file.empty())
@@ -395,7 +398,8 @@ parse_result parse(const std::vector<std::string>& args,
 }
 
 std::string usage() {
-  std::string s = "usage: spoold [--config FILE] [options]\n"
+  std::string s = "usage: spoold [--config FILE] [options] | --help | "
+                  "--version\n"
                   "Each option is also an environment variable (SPOOL_ and "
                   "its name in capitals)\n"
                   "and a key of the TOML file; flags win over variables, "

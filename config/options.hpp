@@ -150,6 +150,7 @@ struct server_options {
 struct parse_result {
   std::optional<server_options> options;
   bool help = false;
+  bool version = false; ///< `--version`: print the version, start nothing
   std::string error;
 };
 

@@ -84,9 +84,13 @@ int main(int argc, char** argv) {
     std::fputs(spool::config::usage().c_str(), stdout);
     return 0;
   }
+  if (parsed.version) {
+    std::puts("spoold " SPOOL_VERSION " (protocol 1)");
+    return 0;
+  }
   if (!parsed.options) {
-    std::fprintf(stderr, "spoold: %s\n%s", parsed.error.c_str(),
-                 spool::config::usage().c_str());
+    std::fprintf(stderr, "spoold: %s\nRun spoold --help for the options.\n",
+                 parsed.error.c_str());
     return 2;
   }
   auto& opts = *parsed.options;
@@ -211,8 +215,13 @@ int main(int argc, char** argv) {
     if (opts.http.access_log)
       http->set_observer([](const spool::http::request_record& r) {
         // key=value, one line per answer (a log shipper splits it)
-        spdlog::info("access peer={} method={} path={} status={} us={}", r.peer,
-                     r.method, r.path, r.status, r.duration.count());
+        if (r.note.empty())
+          spdlog::info("access peer={} method={} path={} status={} us={}",
+                       r.peer, r.method, r.path, r.status, r.duration.count());
+        else
+          spdlog::info(
+              "access peer={} method={} path={} status={} us={} note=\"{}\"",
+              r.peer, r.method, r.path, r.status, r.duration.count(), r.note);
       });
     auto err = http->listen(opts.http.address,
                             static_cast<std::uint16_t>(opts.http.port));
@@ -226,6 +235,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     http->start(static_cast<unsigned>(opts.http.io_threads));
+    mp->name_http_port(http->port());
     mp->start();
     pool->start(static_cast<unsigned>(opts.http.io_threads));
     svc.state = spool::api::readiness::ready;

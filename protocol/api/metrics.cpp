@@ -156,6 +156,11 @@ void count_pop(metrics* m, const node::pop_reply& r) {
     m->popped.fetch_add(r.messages.size(), std::memory_order_relaxed);
 }
 
+void count_seek(metrics* m, bool dry_run) {
+  if (m && !dry_run)
+    m->seeks.fetch_add(1, std::memory_order_relaxed);
+}
+
 void count_ack(metrics* m, const node::ack_reply& r) {
   if (m == nullptr)
     return;

@@ -73,6 +73,8 @@ private:
 /// The message counters both doors keep (none: not kept).
 void count_push(metrics* m, const node::push_reply& r);
 void count_pop(metrics* m, const node::pop_reply& r);
+/// A seek answered (a dry run is not counted).
+void count_seek(metrics* m, bool dry_run);
 void count_ack(metrics* m, const node::ack_reply& r);
 
 /// Prometheus text helpers.

@@ -183,8 +183,9 @@ void seek(const ctx& c) {
   SPOOL_READ(req, read_seek(c.req));
   auto echo = *req;
   c.svc.gw.seek(std::move(*req), c.answer<node::seek_reply>(
-                                     [echo = std::move(echo)](
+                                     [echo = std::move(echo), m = c.svc.stats](
                                          writer& w, const node::seek_reply& r) {
+                                       api::count_seek(m, echo.dry_run);
                                        api::write_seek_fields(w, echo, r);
                                      }));
 }

@@ -97,14 +97,33 @@ void pop_namespace(service& svc, call& c) {
   pop(svc, c, std::move(*req));
 }
 
+/// The query keys each route reads (`read_pop_query`; the partition route
+/// takes `partitions` and ignores it, as Queen does). A push reads none.
+constexpr std::string_view pop_keys[]
+    = {"batch",         "partitions",       "wait",
+       "timeout",       "autoAck",          "maxBytes",
+       "consumerGroup", "subscriptionMode", "subscriptionFrom"};
+constexpr std::string_view namespace_pop_keys[] = {"batch",
+                                                   "partitions",
+                                                   "wait",
+                                                   "timeout",
+                                                   "autoAck",
+                                                   "maxBytes",
+                                                   "consumerGroup",
+                                                   "subscriptionMode",
+                                                   "subscriptionFrom",
+                                                   "namespace",
+                                                   "task"};
+
 } // namespace
 
 void add_push_pop_routes(std::vector<route>& t) {
-  t.push_back({"POST", "/api/v1/push", &push});
-  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue});
   t.push_back(
-      {"GET", "/api/v1/pop/queue/:queue/partition/:partition", &pop_partition});
-  t.push_back({"GET", "/api/v1/pop", &pop_namespace});
+      {"POST", "/api/v1/push", &push, std::span<const std::string_view>{}});
+  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue, pop_keys});
+  t.push_back({"GET", "/api/v1/pop/queue/:queue/partition/:partition",
+               &pop_partition, pop_keys});
+  t.push_back({"GET", "/api/v1/pop", &pop_namespace, namespace_pop_keys});
 }
 
 } // namespace spool::api

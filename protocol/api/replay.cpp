@@ -27,15 +27,16 @@ void seek(service& svc, call& c, bool per_partition) {
   req.target = *target;
   req.dry_run = dry->value_or(false);
   auto echo = req;
-  svc.gw.seek(std::move(req),
-              answer<node::seek_reply>(
-                  c.ex, [echo = std::move(echo)](const node::seek_reply& r) {
-                    json::writer w;
-                    w.begin_object();
-                    write_seek_fields(w, echo, r);
-                    w.end_object();
-                    return std::pair{200, w.take()};
-                  }));
+  svc.gw.seek(std::move(req), answer<node::seek_reply>(
+                                  c.ex, [echo = std::move(echo), m = svc.stats](
+                                            const node::seek_reply& r) {
+                                    count_seek(m, echo.dry_run);
+                                    json::writer w;
+                                    w.begin_object();
+                                    write_seek_fields(w, echo, r);
+                                    w.end_object();
+                                    return std::pair{200, w.take()};
+                                  }));
 }
 
 void seek_queue(service& svc, call& c) {
@@ -62,17 +63,19 @@ void subscription(service& svc, call& c) {
                }));
 }
 
+constexpr std::string_view seek_keys[] = {"dryRun"};
+
 } // namespace
 
 void add_replay_routes(std::vector<route>& t) {
   t.push_back(
       {"POST", "/api/v1/consumer-groups/:group/subscription", &subscription});
   t.push_back({"POST", "/api/v1/consumer-groups/:group/queues/:queue/seek",
-               &seek_queue});
+               &seek_queue, seek_keys});
   t.push_back({"POST",
                "/api/v1/consumer-groups/:group/queues/:queue/partitions/"
                ":partition/seek",
-               &seek_partition});
+               &seek_partition, seek_keys});
 }
 
 } // namespace spool::api

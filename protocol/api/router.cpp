@@ -41,6 +41,27 @@ private:
   std::chrono::steady_clock::time_point start_;
 };
 
+/// Adds `X-Spool-Warning` to the answer (and notes it for the access
+/// log): the request is answered as it would be without it.
+class warned : public http::exchange {
+public:
+  warned(std::shared_ptr<http::exchange> inner, std::string warning) :
+      inner_(std::move(inner)), warning_(std::move(warning)) {
+  }
+  void respond(http::response r) override {
+    r.headers.emplace_back("X-Spool-Warning", warning_);
+    r.log_note = std::move(warning_);
+    inner_->respond(std::move(r));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  std::shared_ptr<http::exchange> inner_;
+  std::string warning_;
+};
+
 } // namespace
 
 std::vector<std::string> router::patterns() const {
@@ -63,10 +84,9 @@ router::router(service& svc) : svc_(svc) {
   add_ops_routes(table);
   add_trace_routes(table);
   add_metrics_routes(table);
-  for (auto& r : table) {
+  for (auto& r : table)
     patterns_.push_back(http::compile(r.method, r.pattern));
-    fns_.push_back(r.fn);
-  }
+  routes_ = std::move(table);
 }
 
 http::header_list router::common_headers() {
@@ -102,8 +122,11 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
       return reply_error(
           *ex, make_error(errc::invalid_argument,
                           "Invalid query: bad percent-encoding in ", bad));
+    if (auto& keys = routes_[m->index].keys)
+      if (auto w = http::unknown_keys_warning(*query, *keys); !w.empty())
+        ex = std::make_shared<warned>(std::move(ex), std::move(w));
     call c{std::move(req), std::move(m->params), std::move(*query), ex};
-    fns_[m->index](svc_, c);
+    routes_[m->index].fn(svc_, c);
     return;
   }
   if (svc_.stats)

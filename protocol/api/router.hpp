@@ -1,12 +1,15 @@
 #pragma once
 
-/// The HTTP API: Queen's routes (../shared/spec/api.md) matched to their
+/// The HTTP API: Queen's routes (docs/api.md) matched to their
 /// handlers. `handle` is the http::server's handler: it routes, answers
 /// CORS preflights and unknown routes, refuses new requests while the node
 /// drains, and leaves everything else to the route.
 
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/api/service.hpp"
@@ -20,6 +23,10 @@ struct route {
   const char* method;
   const char* pattern; ///< `/api/v1/pop/queue/:queue`; `:x` is a parameter
   route_fn fn;
+  /// The query keys the route reads, when an unknown one is worth a
+  /// warning (`X-Spool-Warning`, the access log): pops, push and seeks.
+  /// None: not checked; empty: every key is unknown.
+  std::optional<std::span<const std::string_view>> keys = std::nullopt;
 };
 
 /// Each file of routes adds its own.
@@ -50,7 +57,7 @@ public:
 private:
   service& svc_;
   std::vector<http::pattern> patterns_;
-  std::vector<route_fn> fns_; ///< by pattern index
+  std::vector<route> routes_; ///< by pattern index
 };
 
 } // namespace spool::api

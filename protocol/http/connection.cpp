@@ -274,7 +274,7 @@ void connection::flush() {
           request_record{s->method, s->path, a.status,
                          std::chrono::duration_cast<std::chrono::microseconds>(
                              clock_type::now() - s->started),
-                         peer});
+                         peer, a.log_note});
     in_write.push_back(std::move(a.on_unwritten));
     s->answer.reset(); // nothing of it stays on the slot
     if (!keep) {

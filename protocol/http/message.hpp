@@ -41,6 +41,8 @@ struct response {
   /// (on its io thread) when the response could not be written because
   /// the connection is gone, so that the lease ends at once.
   std::function<void()> on_unwritten;
+  /// A remark for the access log (an unknown query key), "" for none.
+  std::string log_note;
 };
 
 /// Why the bytes cannot be a request: the status to answer before closing

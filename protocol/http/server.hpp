@@ -58,6 +58,7 @@ struct request_record {
   int status = 0;
   std::chrono::microseconds duration{0};
   std::string_view peer;
+  std::string_view note; ///< the response's `log_note`
 };
 
 class server {

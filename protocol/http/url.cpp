@@ -1,5 +1,9 @@
 #include "protocol/http/url.hpp"
 
+#include <algorithm>
+
+#include "wire/spelling.hpp"
+
 namespace spool::http {
 
 int hex_digit(char c) noexcept {
@@ -66,6 +70,53 @@ std::optional<std::string_view> query_params::get(std::string_view key) const {
     if (k == key)
       return std::string_view{v};
   return std::nullopt;
+}
+
+namespace {
+
+/// A key as a header may carry it: printable ASCII kept, the rest as %XX,
+/// at most 64 bytes of the key.
+std::string header_safe(std::string_view key) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : key.substr(0, 64)) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c > 0x20 && c < 0x7f && c != '%') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  if (key.size() > 64)
+    out += "...";
+  return out;
+}
+
+} // namespace
+
+std::string unknown_keys_warning(const query_params& q,
+                                 std::span<const std::string_view> known) {
+  std::string out;
+  std::size_t count = 0;
+  std::vector<std::string_view> seen;
+  for (auto& [key, value] : q.all()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()
+        || std::find(seen.begin(), seen.end(), key) != seen.end())
+      continue;
+    seen.push_back(key);
+    if (++count > 5)
+      continue;
+    if (!out.empty())
+      out += "; ";
+    out += "unknown query key " + header_safe(key);
+    if (auto near = wire::closest(key, known))
+      out += " (did you mean " + std::string{*near} + "?)";
+  }
+  if (count > 5)
+    out += "; and " + std::to_string(count - 5) + " more";
+  return out;
 }
 
 } // namespace spool::http

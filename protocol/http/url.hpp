@@ -6,6 +6,7 @@
 /// is present and empty, and the API treats it as absent.
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,5 +38,14 @@ public:
 private:
   std::vector<std::pair<std::string, std::string>> params_;
 };
+
+/// What `X-Spool-Warning` says of the keys of `q` that are not in `known`:
+/// `unknown query key consumer_group (did you mean consumerGroup?)`, one
+/// such clause per key, joined by `; ` (at most 5, then `and N more`).
+/// "" when every key is known. A key's bytes outside printable ASCII are
+/// percent-encoded and a key is cut at 64 bytes, so the text is always a
+/// safe header value.
+std::string unknown_keys_warning(const query_params& q,
+                                 std::span<const std::string_view> known);
 
 } // namespace spool::http

@@ -33,6 +33,25 @@ std::string error_frame(std::uint64_t id, const api_error& e) {
   return w.take_frame();
 }
 
+std::optional<std::string> http_refusal(std::string_view first,
+                                        std::uint16_t http_port) {
+  // A method token (upper-case letters), then a space: `GET `, `POST `.
+  std::size_t n = 0;
+  while (n < first.size() && n < 8 && first[n] >= 'A' && first[n] <= 'Z')
+    ++n;
+  if (n < 3 || (n < first.size() && first[n] != ' ')
+      || (n == first.size() && n < 4))
+    return std::nullopt;
+  std::string body = "This is Spool's msgpack door: it speaks length-prefixed "
+                     "msgpack frames (docs/protocol.md), not HTTP. Send HTTP "
+                     "to the HTTP door";
+  body += http_port ? ", port " + std::to_string(http_port) + ".\n"
+                    : " (port 6632 by default).\n";
+  return "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+         "Content-Length: "
+         + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
 namespace detail {
 
 namespace {
@@ -173,6 +192,13 @@ void connection::parse() {
     cut = cut_frame(std::string_view{inbuf}.substr(pos), max);
     if (cut.kind == frame_cut::too_large) {
       ++in_flight;
+      if (!sess.greeted && pos == 0)
+        if (auto hint = http_refusal(inbuf, srv->http_port)) {
+          answer_now(std::move(*hint));
+          close_after_write = true;
+          inbuf.clear();
+          return;
+        }
       answer_now(error_frame(0, make_error(errc::too_large, "Frame of ",
                                            cut.length, " bytes exceeds ", max,
                                            " bytes (msgpack.maxFrameBytes)")));

@@ -50,6 +50,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::shared_ptr<io::listener> door;
   io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
+  std::uint16_t http_port = 0; ///< named to HTTP requests (0: not known)
   bool shut_down = false;
 
   impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :

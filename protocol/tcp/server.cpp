@@ -50,6 +50,10 @@ std::uint16_t server::port() const {
   return impl_->door->port();
 }
 
+void server::name_http_port(std::uint16_t port) {
+  impl_->http_port = port;
+}
+
 void server::start() {
   impl_->door->start();
 }

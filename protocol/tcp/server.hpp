@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "protocol/msgpack/read.hpp"
 
@@ -45,6 +47,14 @@ struct server_limits {
   /// longer. Whole frames waiting for room in flight are not timed.
   std::chrono::milliseconds frame_timeout{30'000};
 };
+
+/// What this door answers to a connection whose first bytes are an HTTP
+/// request line (`GET /…`): an HTTP 400 whose body is one line saying
+/// that this is the msgpack door and where the HTTP door is, so that curl
+/// prints it. None when `first` does not look like HTTP. A msgpack frame
+/// never starts so: its length would be over 1 GiB.
+std::optional<std::string> http_refusal(std::string_view first,
+                                        std::uint16_t http_port);
 
 /// One request's answer.
 class exchange {
@@ -85,6 +95,9 @@ public:
   /// Binds `address:port` (port 0: a free one); "" on success, else why.
   std::string listen(const std::string& address, std::uint16_t port);
   std::uint16_t port() const;
+  /// The HTTP door's port, named in the answer to an HTTP request sent to
+  /// this door (`http_refusal`). Before `start`.
+  void name_http_port(std::uint16_t port);
   /// Starts accepting (the pool's threads are its owner's).
   void start();
   /// Graceful close, step 1: stops accepting.

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "system/http_fixture.hpp"
+#include "vocab/options.hpp"
 
 namespace spool::test {
 
@@ -176,6 +177,145 @@ TEST_CASE("spool push reads NDJSON from stdin in batches, exit codes say "
   auto t = spool(srv, "--json tail big -g t --count 3");
   REQUIRE(t.code == 0);
   CHECK(t.out.find("\"offset\":2") != std::string::npos);
+}
+
+namespace {
+
+/// Runs `spool <args>` with SPOOL_SERVER=`server`: its exit code, its
+/// stdout and stderr together, and how long it took.
+struct run_result {
+  int code = -1;
+  std::string out;
+  std::chrono::milliseconds took{0};
+};
+run_result spool_at(const std::string& server, const std::string& args) {
+  auto cmd = "SPOOL_SERVER=" + server + " " + std::string{SPOOL_CLI_PATH} + " "
+             + args + " 2>&1 < /dev/null";
+  run_result r;
+  auto start = std::chrono::steady_clock::now();
+  auto* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  auto st = ::pclose(p);
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("spool gives up on a server nobody listens at at once, and says to "
+          "check spoold and the msgpack port",
+          "[system][cli]") {
+  std::string server;
+  {
+    spoold_server srv;
+    server = "127.0.0.1:" + std::to_string(srv.mp_port());
+    srv.kill9();
+  }
+  // The default deadline is 30 s; a refused connection ends it at once.
+  auto r = spool_at(server, "queues list");
+  CHECK(r.code == 5);
+  CHECK(r.took < 5s);
+  CHECK_THAT(r.out, Catch::Contains("cannot connect to " + server));
+  CHECK_THAT(r.out, Catch::Contains("hint: is spoold running at " + server));
+  CHECK_THAT(r.out, Catch::Contains("msgpack door (port 6690 by default), "
+                                    "not the HTTP door (6632)"));
+}
+
+TEST_CASE("spool pointed at the HTTP port says it is an HTTP port and exits 5 "
+          "at once",
+          "[system][cli]") {
+  spoold_server srv;
+  auto server = "127.0.0.1:" + std::to_string(srv.port());
+  auto r = spool_at(server, "queues list");
+  CHECK(r.code == 5);
+  CHECK(r.took < 5s);
+  CHECK_THAT(r.out, Catch::Contains("the server at " + server
+                                    + " answered in HTTP: that is an HTTP "
+                                      "port, not a msgpack door"));
+  CHECK_THAT(r.out, Catch::Contains("hint: is spoold running at"));
+}
+
+TEST_CASE("spool names an unknown command, the nearest one and the valid "
+          "ones, and exits 2",
+          "[system][cli][bad-input]") {
+  auto none = "127.0.0.1:1"; // nothing is sent
+  auto r = spool_at(none, "pusj orders 1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out,
+             Catch::Contains("error: unknown command 'pusj' (did you mean "
+                             "push?)"));
+  CHECK_THAT(r.out, Catch::Contains("the commands of spool: push, pop, ack, "
+                                    "tail, browse, seek, subscription, "
+                                    "groups, queues, dlq"));
+  r = spool_at(none, "queue list");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("unknown command 'queue' (did you mean "
+                                    "queues?)"));
+  r = spool_at(none, "--json -s 127.0.0.1:2 groups descibe audit");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("unknown command 'descibe' of spool "
+                                    "groups (did you mean describe?)"));
+  CHECK_THAT(r.out, Catch::Contains("the commands of spool groups: list, "
+                                    "describe, delete"));
+  r = spool_at(none, "groups");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("spool groups needs a command: list, "
+                                    "describe, delete"));
+  r = spool_at(none, "--version");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::StartsWith("spool 0.1.0 (protocol 1)"));
+}
+
+TEST_CASE("spool refuses a pop mode or a time it cannot read before sending, "
+          "with the accepted forms, exit 2",
+          "[system][cli][bad-input]") {
+  spoold_server srv;
+  auto server = "127.0.0.1:" + std::to_string(srv.mp_port());
+  auto r = spool_at(server, "pop orders -g g --mode newest");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--mode takes all or new, got 'newest'"));
+  r = spool_at(server, "tail orders -g g --from yesterday --count 1");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--from takes now, or an RFC 3339 time "
+                                    "such as 2026-12-01T08:00:00Z"));
+  CHECK_THAT(r.out, Catch::Contains("got 'yesterday'"));
+  r = spool_at(server, "seek g orders --to lastweek");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("--to takes now, or an RFC 3339 time"));
+  // Nothing reached the server: neither the queue nor the group exists.
+  CHECK(srv.get("/api/v1/resources/queues/orders").status == 404);
+  CHECK(srv.get("/api/v1/consumer-groups").body_json().empty());
+  // What it can read goes through.
+  r = spool_at(server, "pop orders -g g --from 2026-12-01T08:00:00Z");
+  CHECK(r.code == 0);
+  r = spool_at(server, "pop orders -g h --mode new");
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("spool queues configure names every option in its help and in the "
+          "error of an unknown one",
+          "[system][cli][bad-input]") {
+  auto none = "127.0.0.1:1";
+  auto help = spool_at(none, "queues configure --help");
+  CHECK(help.code == 0);
+  auto bad = spool_at(none, "queues configure q -o retryLimt=3");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.out, Catch::Contains("unknown option retryLimt (did you mean "
+                                      "retryLimit?)"));
+  for (auto& n : int_option_names) {
+    CHECK_THAT(help.out, Catch::Contains(std::string{n.name}));
+    CHECK_THAT(bad.out, Catch::Contains(std::string{n.name}));
+  }
+  for (auto& n : bool_option_names) {
+    CHECK_THAT(help.out, Catch::Contains(std::string{n.name}));
+    CHECK_THAT(bad.out, Catch::Contains(std::string{n.name}));
+  }
+  CHECK_THAT(help.out, Catch::Contains("retryBackoffMs"));
 }
 
 TEST_CASE("spool exits 5 when no server answers", "[system][cli]") {

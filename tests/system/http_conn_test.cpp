@@ -244,3 +244,65 @@ TEST_CASE("the access log writes one key=value line per answer when turned "
   CHECK(s.wait_for_log("method=GET path=/api/v1/nothing status=404", 5s));
   CHECK_THAT(s.log(), Catch::Contains("access peer=127.0.0.1:"));
 }
+
+TEST_CASE("an unknown query key on a pop, push or seek is answered as before, "
+          "with X-Spool-Warning naming it and the key meant, and noted in "
+          "the access log",
+          "[system][http][bad-input]") {
+  spoold_server s{{"--access-log", "true"}};
+  REQUIRE(s.post("/api/v1/push", push_body("orders", 2)).status == 201);
+  // Misspelt: the pop runs in queue mode, as it did, and says why.
+  auto pop = s.get("/api/v1/pop/queue/orders?consumer_group=billing&batch=1");
+  REQUIRE(pop.status == 200);
+  CHECK(pop.body_json()["consumerGroup"] == "__QUEUE_MODE__");
+  CHECK(pop.header("x-spool-warning")
+        == "unknown query key consumer_group (did you mean consumerGroup?)");
+  CHECK(s.wait_for_log("path=/api/v1/pop/queue/orders status=200 us=", 5s));
+  CHECK(s.wait_for_log("note=\"unknown query key consumer_group (did you "
+                       "mean consumerGroup?)\"",
+                       5s));
+  // Every key a pop reads: no warning.
+  auto known = s.get(
+      "/api/v1/pop/queue/orders?batch=1&partitions=1&wait=false&timeout=10"
+      "&autoAck=false&maxBytes=1000000&consumerGroup=billing"
+      "&subscriptionMode=all&subscriptionFrom=");
+  CHECK(known.status == 200);
+  CHECK(known.headers.count("x-spool-warning") == 0);
+  auto part = s.get("/api/v1/pop/queue/orders/partition/Default?"
+                    "consumerGroup=audit&batch=1&partitions=1");
+  CHECK(part.status == 200);
+  CHECK(part.headers.count("x-spool-warning") == 0);
+  auto ns = s.get("/api/v1/pop?namespace=none&task=t&batch=1&wait=false");
+  CHECK(ns.status == 204);
+  CHECK(ns.headers.count("x-spool-warning") == 0);
+  auto ns_bad = s.get("/api/v1/pop?namespace=none&tsak=t");
+  CHECK(ns_bad.status == 204);
+  CHECK(ns_bad.header("x-spool-warning")
+        == "unknown query key tsak (did you mean task?)");
+  // A push reads no query key: any is unknown; the push is stored as ever.
+  auto push = s.post("/api/v1/push?queue=orders",
+                     push_body("orders", 1, "Default", 2));
+  CHECK(push.status == 201);
+  CHECK(push.header("x-spool-warning") == "unknown query key queue");
+  // Seeks read dryRun.
+  auto seek = s.post("/api/v1/consumer-groups/billing/queues/orders/seek?"
+                     "dry_run=true",
+                     R"({"toEnd":true})");
+  CHECK(seek.status == 200);
+  CHECK(seek.body_json()["dryRun"] == false); // as before: the key is not read
+  CHECK(seek.header("x-spool-warning")
+        == "unknown query key dry_run (did you mean dryRun?)");
+  auto dry = s.post("/api/v1/consumer-groups/billing/queues/orders/partitions/"
+                    "Default/seek?dryRun=true",
+                    R"({"toStart":true})");
+  CHECK(dry.status == 200);
+  CHECK(dry.headers.count("x-spool-warning") == 0);
+  // An error answer carries it too; other routes are not checked.
+  auto bad = s.get("/api/v1/pop/queue/orders?batch=0&btch=2");
+  CHECK(bad.status == 400);
+  CHECK(bad.header("x-spool-warning")
+        == "unknown query key btch (did you mean batch?)");
+  CHECK(
+      s.get("/api/v1/resources/queues?bogus=1").headers.count("x-spool-warning")
+      == 0);
+}

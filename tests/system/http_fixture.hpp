@@ -94,6 +94,11 @@ public:
     return fd_;
   }
 
+  /// Every byte read so far.
+  const std::string& received() const {
+    return buf_;
+  }
+
   /// The server closed the connection (EOF) within `timeout`.
   bool closed_by_peer(std::chrono::milliseconds timeout = 5s) {
     auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -198,6 +198,18 @@ TEST_CASE("msgpack seek and subscription move a group as the product "
                          {"toEnd", true}});
   CHECK(code_of(unknown) == "not_found");
   CHECK(message_of(unknown) == "Queue not found or has no partitions");
+  // spool_seeks_total counts the one seek that moved, not the dry run nor
+  // the refusals; an HTTP seek counts too, its dry run does not.
+  CHECK(srv.metric("spool_seeks_total") == 1);
+  REQUIRE(
+      srv.post("/api/v1/consumer-groups/g/queues/q/seek", R"({"toStart":true})")
+          .status
+      == 200);
+  REQUIRE(srv.post("/api/v1/consumer-groups/g/queues/q/seek?dryRun=true",
+                   R"({"toEnd":true})")
+              .status
+          == 200);
+  CHECK(srv.metric("spool_seeks_total") == 2);
 
   auto sub = c.ok({{"op", "subscription"},
                    {"consumerGroup", "g"},

@@ -275,6 +275,40 @@ TEST_CASE("msgpack: a length over maxFrameBytes gets a too_large frame and "
   other.ok(big);
 }
 
+TEST_CASE("msgpack: an HTTP request sent to the msgpack door gets a one-line "
+          "plain-text hint naming the HTTP door's port, then a close",
+          "[system][msgpack][bad-input]") {
+  spoold_server srv;
+  mp_conn other{srv.mp_port()};
+  for (std::string request : {"GET /api/v1/pop/queue/q HTTP/1.1\r\n",
+                              "POST /api/v1/push HTTP/1.1\r\nHost: x\r\n"
+                              "Content-Length: 2\r\n\r\n{}"}) {
+    tcp_conn c{srv.mp_port()};
+    c.send_raw(request);
+    CHECK(c.closed_by_peer());
+    auto& got = c.received();
+    auto body_at = got.find("\r\n\r\n");
+    REQUIRE(body_at != std::string::npos);
+    CHECK_THAT(got, Catch::StartsWith("HTTP/1.1 400 Bad Request\r\n"));
+    CHECK_THAT(got, Catch::Contains("Content-Type: text/plain\r\n"));
+    auto body = got.substr(body_at + 4);
+    CHECK(body
+          == "This is Spool's msgpack door: it speaks length-prefixed msgpack "
+             "frames (docs/protocol.md), not HTTP. Send HTTP to the HTTP "
+             "door, port "
+                 + std::to_string(srv.port()) + ".\n");
+    CHECK_THAT(got, Catch::Contains("Content-Length: "
+                                    + std::to_string(body.size()) + "\r\n"));
+  }
+  // A length prefix that only looks large is still a too_large frame.
+  tcp_conn big{srv.mp_port()};
+  big.send_raw(std::string{"\x7f\x00\x00\x00", 4});
+  CHECK(big.closed_by_peer());
+  CHECK(big.received().find("HTTP/") == std::string::npos);
+  CHECK(big.received().find("too_large") != std::string::npos);
+  CHECK(other.ok({{"op", "health"}})["status"] == "healthy");
+}
+
 TEST_CASE("msgpack back-pressure: a client that sends without reading holds "
           "at most maxInFlight answers in the server, then is not read",
           "[system][msgpack]") {

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "system/process.hpp"
@@ -77,6 +78,30 @@ TEST_CASE("spoold refuses a bad option with a message and exit code 2",
   CHECK(*code == 2);
   CHECK_THAT(spoold.output(),
              Catch::Contains("durability must be strict or relaxed"));
+}
+
+TEST_CASE("spoold --version prints its version, and an option error is the "
+          "error and one line pointing to --help",
+          "[system][spoold][bad-input]") {
+  child_process version{SPOOLD_PATH, {"--version"}};
+  REQUIRE(version.started());
+  auto code = version.wait_exit(10s);
+  REQUIRE(code);
+  CHECK(*code == 0);
+  CHECK(version.output() == "spoold 0.1.0 (protocol 1)\n");
+  for (auto args : {std::vector<std::string>{"--http-port"},
+                    std::vector<std::string>{"--bogus", "1"},
+                    std::vector<std::string>{"--http-port", "70000"}}) {
+    child_process bad{SPOOLD_PATH, args};
+    REQUIRE(bad.started());
+    code = bad.wait_exit(10s);
+    REQUIRE(code);
+    CHECK(*code == 2);
+    auto& out = bad.output();
+    CHECK(std::count(out.begin(), out.end(), '\n') == 2);
+    CHECK_THAT(out, Catch::StartsWith("spoold: "));
+    CHECK_THAT(out, Catch::EndsWith("Run spoold --help for the options.\n"));
+  }
 }
 
 TEST_CASE("spoold fails cleanly when its data folder cannot be created",

@@ -9,6 +9,7 @@
 #include "protocol/json/write.hpp"
 #include "vocab/message_id.hpp"
 #include "wire/rfc3339.hpp"
+#include "wire/spelling.hpp"
 
 using namespace spool;
 
@@ -135,4 +136,55 @@ TEST_CASE("a message id is a UUID of its partition and offset, the same for "
   char two[36];
   format_message_uuid(two, message_uuid_high("p"), 0x1234'5678'9abcLL);
   CHECK(std::string(two, 36) == api::message_id("p", 0x1234'5678'9abcLL));
+}
+
+TEST_CASE("a mistyped word gets the command or key it was meant to be, and a "
+          "word far from every candidate gets none",
+          "[unit][protocol][spelling]") {
+  constexpr std::string_view keys[]
+      = {"batch", "consumerGroup", "wait", "subscriptionMode", "autoAck"};
+  CHECK(wire::closest("consumer_group", keys) == "consumerGroup");
+  CHECK(wire::closest("CONSUMERGROUP", keys) == "consumerGroup");
+  CHECK(wire::closest("consumerGrop", keys) == "consumerGroup");
+  CHECK(wire::closest("bach", keys) == "batch");
+  CHECK(wire::closest("auto-ack", keys) == "autoAck");
+  CHECK(wire::closest("wiat", keys) == "wait"); // two letters swapped
+  CHECK_FALSE(wire::closest("group", keys));
+  CHECK_FALSE(wire::closest("zzzz", keys));
+  CHECK_FALSE(wire::closest("", keys));
+  constexpr std::string_view commands[] = {"push", "pop", "queues", "groups"};
+  CHECK(wire::closest("pusj", commands) == "push");
+  CHECK(wire::closest("queue", commands) == "queues");
+  CHECK_FALSE(wire::closest("list", commands));
+}
+
+TEST_CASE("the warning of unknown query keys names each once with what was "
+          "meant, stays a safe header value, and is empty when every key is "
+          "known",
+          "[unit][protocol][url]") {
+  constexpr std::string_view keys[] = {"batch", "consumerGroup", "wait"};
+  auto warn = [&](std::string_view query) {
+    auto q = http::query_params::parse(query);
+    REQUIRE(q);
+    return http::unknown_keys_warning(*q, keys);
+  };
+  CHECK(warn("batch=2&consumerGroup=g&wait=true").empty());
+  CHECK(warn("").empty());
+  CHECK(warn("consumer_group=x&batch=1")
+        == "unknown query key consumer_group (did you mean consumerGroup?)");
+  CHECK(warn("zz=1&zz=2&bach=3")
+        == "unknown query key zz; unknown query key bach (did you mean "
+           "batch?)");
+  // CR, LF, a space, non-ASCII and '%' are escaped: no header injection.
+  CHECK(warn("a%0D%0AX-Evil:%201%C3%BC=1")
+        == "unknown query key a%0D%0AX-Evil:%201%C3%BC");
+  CHECK(warn("q1&q2&q3&q4&q5&q6&q7")
+        == "unknown query key q1; unknown query key q2; unknown query key "
+           "q3; unknown query key q4; unknown query key q5; and 2 more");
+  auto long_key = warn(std::string(100, 'k') + "=1");
+  CHECK(long_key == "unknown query key " + std::string(64, 'k') + "...");
+  std::span<const std::string_view> none{};
+  auto q = http::query_params::parse("x=1");
+  REQUIRE(q);
+  CHECK(http::unknown_keys_warning(*q, none) == "unknown query key x");
 }
