@@ -41,7 +41,9 @@ std::optional<std::string> command_error(const CLI::App& app, int argc,
       const CLI::Option* opt = nullptr;
       for (auto* l = level; l && !opt; l = l->get_parent())
         opt = l->get_option_no_throw(name);
-      if (opt && opt->get_items_expected_max() > 0 && name == arg
+      if (!opt)
+        return std::nullopt; // CLI11's own error names the option
+      if (opt->get_items_expected_max() > 0 && name == arg
           && (arg.size() == 2 || arg[1] == '-'))
         ++i;
       continue;

@@ -401,7 +401,9 @@ int run_tail(context& ctx, tail_args a) {
     if (!r) {
       if (interrupted)
         break;
-      if (r.err().code != errc::unavailable)
+      // A server never reached is a mistake (the address, the port), not a
+      // restart: it ends tail as it ends any command.
+      if (r.err().code != errc::unavailable || ctx.never_connected())
         return fail(ctx, r.err());
       // A server away, busy or restarting: the client reconnects; wait a
       // little (watching for Ctrl-C) rather than asking again at once.

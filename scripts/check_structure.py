@@ -14,6 +14,9 @@ Fails (exit 1, one line per finding) on:
     nothing as the shells are cut down; a listed file under the limit must be
     taken off it).
 
+  - a Markdown file naming a path outside the repository (`../shared/x`):
+    a clone has nothing beside it;
+
   - a folder README that is not true (README_FOLDERS: the checked folders,
     fuzz/ and bench/). A folder with source files (.hpp .cpp .h, at any
     depth) and no README.md is a finding. In a README, outside fenced code
@@ -516,6 +519,39 @@ def test_name_findings(root):
     return out, seen
 
 
+OUTSIDE = re.compile(r"(?<![\w./])\.\./[\w./-]+")
+
+
+def outside_paths(root):
+    """Every Markdown file of the repository (not build trees, not hidden
+    folders) names only paths inside it: a `../x` is a finding unless it
+    names something that exists inside the repository, read from the
+    file's folder or from the root (the two ways the docs write paths).
+    A clone has nothing beside it."""
+    findings = []
+    real_root = os.path.realpath(root)
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs
+                         if not d.startswith(".") and not d.startswith("build"))
+        for name in sorted(names):
+            if not name.endswith(".md"):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root)
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            for m in OUTSIDE.finditer(text):
+                inside = [
+                    os.path.realpath(os.path.join(base, m.group(0)))
+                    for base in (folder, root)]
+                if not any((p == real_root
+                            or p.startswith(real_root + os.sep))
+                           and os.path.exists(p) for p in inside):
+                    findings.append(f"{rel} names {m.group(0)}, outside the "
+                                    "repository")
+    return findings
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..")
@@ -523,7 +559,7 @@ def main():
     names, tests = test_name_findings(root)
     findings = (folder_cycles(files) + forbidden_edges(files)
                 + door_reach(files) + sizes(root, files) + readmes(root)
-                + names)
+                + names + outside_paths(root))
     docs = sum(os.path.isfile(os.path.join(root, f, "README.md"))
                for f in README_FOLDERS)
     for f in findings:

@@ -106,6 +106,17 @@ results = [
     expect("an actor file over 400 lines fails", documented(dict(ACTORS, **{
         "actors/x/big.cpp": "\n" * 401})), 1, "over 400"),
 
+    # Docs name nothing outside the repository.
+    expect("a doc naming a path outside the repository fails",
+           documented(dict(ACTORS, **{
+               "docs/http.md": "The routes (`../shared/spec/api.md`).\n"})),
+           1, "docs/http.md names ../shared/spec/api.md, outside the "
+              "repository"),
+    expect("a doc naming a path up and back inside passes",
+           documented(dict(ACTORS, **{
+               "docs/x.md": "See [the README](../README.md).\n",
+               "README.md": "See `docs/x.md`.\n"})), 0),
+
     # Folder READMEs.
     expect("a folder with source files and no README fails", dict(ACTORS, **{
         "vocab/a.hpp": ""}), 1, "vocab/ has source files but no README.md"),

@@ -224,6 +224,11 @@ TEST_CASE("spool gives up on a server nobody listens at at once, and says to "
   CHECK_THAT(r.out, Catch::Contains("hint: is spoold running at " + server));
   CHECK_THAT(r.out, Catch::Contains("msgpack door (port 6690 by default), "
                                     "not the HTTP door (6632)"));
+  // tail too: a server never reached is not a restart to wait out.
+  r = spool_at(server, "tail orders -g g");
+  CHECK(r.code == 5);
+  CHECK(r.took < 5s);
+  CHECK_THAT(r.out, Catch::Contains("hint: is spoold running at " + server));
 }
 
 TEST_CASE("spool pointed at the HTTP port says it is an HTTP port and exits 5 "
