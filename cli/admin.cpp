@@ -253,14 +253,23 @@ struct queue_args {
   std::optional<std::int64_t> below;
 };
 
-/// Every option name configure takes, comma-separated.
-std::string option_names() {
-  std::string out;
+/// Every option name configure takes.
+std::vector<std::string_view> option_names() {
+  std::vector<std::string_view> out;
   for (auto& n : int_option_names)
-    out += std::string{n.name} + ", ";
+    out.push_back(n.name);
   for (auto& n : bool_option_names)
-    out += std::string{n.name} + ", ";
-  return out + "retryBackoffMs";
+    out.push_back(n.name);
+  out.push_back("retryBackoffMs");
+  return out;
+}
+
+/// The same, comma-separated.
+std::string option_list() {
+  std::string out;
+  for (auto n : option_names())
+    out += (out.empty() ? "" : ", ") + std::string{n};
+  return out;
 }
 
 /// `name=value` options of configure (integers, true/false, lists).
@@ -303,16 +312,10 @@ std::optional<std::string> read_options(const std::vector<std::string>& kvs,
       known = true;
     }
     if (!known) {
-      std::vector<std::string_view> names;
-      for (auto& n : int_option_names)
-        names.push_back(n.name);
-      for (auto& n : bool_option_names)
-        names.push_back(n.name);
-      names.push_back("retryBackoffMs");
-      auto near = wire::closest(k, names);
+      auto near = wire::closest(k, option_names());
       return "unknown option " + k
              + (near ? " (did you mean " + std::string{*near} + "?)" : "")
-             + "; the options are " + option_names();
+             + "; the options are " + option_list();
     }
   }
   return std::nullopt;
@@ -554,7 +557,7 @@ void add_admin_commands(CLI::App& app, context& ctx, int& rc) {
       cmd->add_option("-o,--option", args->options,
                       "an option, name=value (leaseTime=30, "
                       "retryBackoffMs=100,500); the names: "
-                          + option_names()
+                          + option_list()
                           + " (docs/operations.md says what each does)");
     }
     if (act == "purge") {

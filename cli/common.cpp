@@ -63,7 +63,8 @@ client::client& context::conn() {
 }
 
 bool context::never_connected() const {
-  return conn_ && conn_->async().connects() == 0;
+  return conn_ && conn_->async().connects() == 0
+         && !conn_->async().heard_from_server();
 }
 
 int fail(const context& ctx, const api_error& e) {

@@ -43,8 +43,9 @@ struct context {
   /// Reads `server` into the host and port, or says what is wrong.
   std::optional<std::string> check_server();
   client::client& conn();
-  /// A connection was asked for and none was ever made (nobody listens
-  /// there, or not the msgpack door).
+  /// A connection was asked for and the msgpack door never answered there
+  /// (nobody listens, or something else does). A door that refused before
+  /// `hello` (busy) was heard: it is not this.
   bool never_connected() const;
 
 private:

@@ -37,15 +37,19 @@ std::optional<std::string> command_error(const CLI::App& app, int argc,
     if (arg == "--")
       return std::nullopt;
     if (arg.size() > 1 && arg[0] == '-') { // skip an option's value
-      auto name = arg.substr(0, arg.find('='));
+      bool is_long = arg[1] == '-';
+      // `--name=value`, `--name value`, `-s value`, `-sVALUE`, `-wn`.
+      auto name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
       const CLI::Option* opt = nullptr;
       for (auto* l = level; l && !opt; l = l->get_parent())
         opt = l->get_option_no_throw(name);
       if (!opt)
         return std::nullopt; // CLI11's own error names the option
-      if (opt->get_items_expected_max() > 0 && name == arg
-          && (arg.size() == 2 || arg[1] == '-'))
+      if (opt->get_items_expected_max() > 0 && name == arg) {
+        if (i + 1 >= argc)
+          return std::nullopt; // CLI11 says the value is missing
         ++i;
+      }
       continue;
     }
     const CLI::App* next = nullptr;

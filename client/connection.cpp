@@ -93,6 +93,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   state st = state::idle;
   std::atomic<bool> up{false};
   std::atomic<std::uint64_t> connects{0};
+  std::atomic<bool> heard{false}; ///< a frame was ever read
   /// The last hello's `features` (read by other threads: `supports`).
   mutable std::mutex features_mx;
   std::vector<std::string> features;
@@ -342,6 +343,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         lost(std::string{"undecodable answer: "} + ex.what());
         return false;
       }
+      heard = true;
       answer(std::move(rep));
       if (st == state::closed || st == state::idle)
         return false;
@@ -557,6 +559,10 @@ bool connection::connected() const {
 
 std::uint64_t connection::connects() const {
   return impl_->connects.load();
+}
+
+bool connection::heard_from_server() const {
+  return impl_->heard.load();
 }
 
 bool connection::supports(std::string_view feature) const {

@@ -96,6 +96,10 @@ public:
   bool connected() const;
   /// Connections made so far (the first one included).
   std::uint64_t connects() const;
+  /// Whether a frame of the msgpack door was ever read (an answer, or a
+  /// refusal such as "Server busy" before `hello`): false when nothing
+  /// listens there, or something that is not this door.
+  bool heard_from_server() const;
   /// Whether the server's last hello listed `feature` (docs/protocol.md,
   /// hello): false before the first hello.
   bool supports(std::string_view feature) const;

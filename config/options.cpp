@@ -282,6 +282,13 @@ std::string env_name(std::string_view name) {
 }
 
 /// Applies one named option; returns an error message or "".
+bool known(std::string_view name) {
+  for (auto& o : table())
+    if (name == o.name)
+      return true;
+  return false;
+}
+
 std::string apply(server_options& opts, std::string_view name,
                   const std::string& value) {
   for (auto& o : table())
@@ -383,7 +390,9 @@ parse_result parse(const std::vector<std::string>& args,
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
-      result.error = "option --" + std::string{arg} + " needs a value";
+      result.error = arg == "config" || known(arg)
+                         ? "option --" + std::string{arg} + " needs a value"
+                         : "unknown option --" + std::string{arg};
       return result;
     }
     if (arg == "config")

@@ -541,13 +541,14 @@ def outside_paths(root):
             with open(path, encoding="utf-8", errors="replace") as f:
                 text = f.read()
             for m in OUTSIDE.finditer(text):
+                named = m.group(0).rstrip(".")  # a sentence's full stop
                 inside = [
-                    os.path.realpath(os.path.join(base, m.group(0)))
+                    os.path.realpath(os.path.join(base, named))
                     for base in (folder, root)]
                 if not any((p == real_root
                             or p.startswith(real_root + os.sep))
                            and os.path.exists(p) for p in inside):
-                    findings.append(f"{rel} names {m.group(0)}, outside the "
+                    findings.append(f"{rel} names {named}, outside the "
                                     "repository")
     return findings
 

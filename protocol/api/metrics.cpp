@@ -88,7 +88,8 @@ void metrics::render(std::string& out) const {
   counter("spool_messages_popped_total", "Messages delivered by pops.", popped);
   counter("spool_acks_total", "Ack items that succeeded.", acked);
   counter("spool_ack_failures_total", "Ack items that failed.", ack_failed);
-  counter("spool_seeks_total", "Seeks answered 200.", seeks);
+  counter("spool_seeks_total", "Seeks answered (a dry run is not counted).",
+          seeks);
   routes_.render(out, "spool_http_request", "route",
                  "HTTP request latency by route.",
                  "HTTP answers with a 4xx or 5xx status by route.");

@@ -50,7 +50,7 @@ public:
   }
   void respond(http::response r) override {
     r.headers.emplace_back("X-Spool-Warning", warning_);
-    r.log_note = std::move(warning_);
+    r.log_note = warning_;
     inner_->respond(std::move(r));
   }
   void on_abandon(std::function<void()> f) override {

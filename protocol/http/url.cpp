@@ -74,14 +74,14 @@ std::optional<std::string_view> query_params::get(std::string_view key) const {
 
 namespace {
 
-/// A key as a header may carry it: printable ASCII kept, the rest as %XX,
-/// at most 64 bytes of the key.
+/// A key as a header (and a quoted log field) may carry it: printable
+/// ASCII kept but `%`, `"` and `\`; the rest as %XX; at most 64 bytes.
 std::string header_safe(std::string_view key) {
   static constexpr char hex[] = "0123456789ABCDEF";
   std::string out;
   for (char ch : key.substr(0, 64)) {
     auto c = static_cast<unsigned char>(ch);
-    if (c > 0x20 && c < 0x7f && c != '%') {
+    if (c > 0x20 && c < 0x7f && c != '%' && c != '"' && c != '\\') {
       out += ch;
     } else {
       out += '%';
@@ -98,16 +98,19 @@ std::string header_safe(std::string_view key) {
 
 std::string unknown_keys_warning(const query_params& q,
                                  std::span<const std::string_view> known) {
+  // Bounded work whatever the query holds (a request line of 64 KiB is
+  // some 20,000 keys): the first five unknown keys are named, the rest
+  // only counted (a repeat among them counts again).
   std::string out;
   std::size_t count = 0;
-  std::vector<std::string_view> seen;
+  std::vector<std::string_view> named;
   for (auto& [key, value] : q.all()) {
     if (std::find(known.begin(), known.end(), key) != known.end()
-        || std::find(seen.begin(), seen.end(), key) != seen.end())
+        || std::find(named.begin(), named.end(), key) != named.end())
       continue;
-    seen.push_back(key);
     if (++count > 5)
       continue;
+    named.push_back(key);
     if (!out.empty())
       out += "; ";
     out += "unknown query key " + header_safe(key);

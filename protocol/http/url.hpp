@@ -41,7 +41,8 @@ private:
 
 /// What `X-Spool-Warning` says of the keys of `q` that are not in `known`:
 /// `unknown query key consumer_group (did you mean consumerGroup?)`, one
-/// such clause per key, joined by `; ` (at most 5, then `and N more`).
+/// such clause per key, joined by `; ` (five named at most, then `and N
+/// more`, the further unknown keys counted).
 /// "" when every key is known. A key's bytes outside printable ASCII are
 /// percent-encoded and a key is cut at 64 bytes, so the text is always a
 /// safe header value.

@@ -35,13 +35,14 @@ std::string error_frame(std::uint64_t id, const api_error& e) {
 
 std::optional<std::string> http_refusal(std::string_view first,
                                         std::uint16_t http_port) {
-  // A method token (upper-case letters), then a space: `GET `, `POST `.
-  std::size_t n = 0;
-  while (n < first.size() && n < 8 && first[n] >= 'A' && first[n] <= 'Z')
-    ++n;
-  if (n < 3 || (n < first.size() && first[n] != ' ')
-      || (n == first.size() && n < 4))
+  // Four letters or spaces, a letter first (`GET `, `POST`, `HEAD`): as a
+  // length that is over 1 GiB, and a connection's first frame is a small
+  // `hello`, so no client of this door starts so.
+  if (first.size() < 4 || first[0] < 'A' || first[0] > 'Z')
     return std::nullopt;
+  for (char c : first.substr(0, 4))
+    if (c != ' ' && (c < 'A' || c > 'Z'))
+      return std::nullopt;
   std::string body = "This is Spool's msgpack door: it speaks length-prefixed "
                      "msgpack frames (docs/protocol.md), not HTTP. Send HTTP "
                      "to the HTTP door";
@@ -189,25 +190,27 @@ void connection::parse() {
   auto max = srv->limits.max_frame_bytes;
   frame_cut cut;
   while (!closed && !draining && !close_after_write && !full()) {
+    // A connection's first bytes: text where a length belongs is a client
+    // speaking HTTP (or typing), whatever the frame limit.
+    std::optional<std::string> refusal;
+    if (!framed && inbuf.size() >= 4)
+      refusal = http_refusal(inbuf, srv->http_port.load());
     cut = cut_frame(std::string_view{inbuf}.substr(pos), max);
-    if (cut.kind == frame_cut::too_large) {
+    if (refusal || cut.kind == frame_cut::too_large) {
       ++in_flight;
-      if (!sess.greeted && pos == 0)
-        if (auto hint = http_refusal(inbuf, srv->http_port)) {
-          answer_now(std::move(*hint));
-          close_after_write = true;
-          inbuf.clear();
-          return;
-        }
-      answer_now(error_frame(0, make_error(errc::too_large, "Frame of ",
+      answer_now(refusal ? std::move(*refusal)
+                         : error_frame(
+                             0, make_error(errc::too_large, "Frame of ",
                                            cut.length, " bytes exceeds ", max,
-                                           " bytes (msgpack.maxFrameBytes)")));
+                                           " bytes "
+                                           "(msgpack.maxFrameBytes)")));
       close_after_write = true; // nothing after it can be framed
       inbuf.clear();
       return;
     }
     if (cut.kind == frame_cut::need_more)
       break;
+    framed = true;
     dispatch(std::string_view{inbuf}.substr(pos + 4, cut.length));
     pos += 4 + cut.length;
   }

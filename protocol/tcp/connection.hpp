@@ -50,7 +50,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::shared_ptr<io::listener> door;
   io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
-  std::uint16_t http_port = 0; ///< named to HTTP requests (0: not known)
+  /// Named to HTTP requests (0: not known); set before `start`.
+  std::atomic<std::uint16_t> http_port{0};
   bool shut_down = false;
 
   impl(server_limits l, handler hh, std::shared_ptr<io::pool> p) :
@@ -121,6 +122,7 @@ private:
   bool closed = false;
   bool draining = false;
   bool close_after_write = false;
+  bool framed = false; ///< a frame was cut: the first bytes are behind
   bool lingering = false;
   clock_type::time_point linger_until;
   clock_type::time_point frame_began; ///< the first byte of `inbuf`

@@ -49,10 +49,12 @@ struct server_limits {
 };
 
 /// What this door answers to a connection whose first bytes are an HTTP
-/// request line (`GET /…`): an HTTP 400 whose body is one line saying
-/// that this is the msgpack door and where the HTTP door is, so that curl
-/// prints it. None when `first` does not look like HTTP. A msgpack frame
-/// never starts so: its length would be over 1 GiB.
+/// request line (`GET /…`, `POST`; four capital letters or spaces, a
+/// letter first): an HTTP 400 whose body is one line saying that this is
+/// the msgpack door and where the HTTP door is, so that curl prints it.
+/// None when `first` does not start so. A client of this door never does:
+/// read as a length, those bytes are over 1 GiB, and its first frame is a
+/// small `hello`.
 std::optional<std::string> http_refusal(std::string_view first,
                                         std::uint16_t http_port);
 

@@ -114,7 +114,8 @@ results = [
               "repository"),
     expect("a doc naming a path up and back inside passes",
            documented(dict(ACTORS, **{
-               "docs/x.md": "See [the README](../README.md).\n",
+               "docs/x.md": "See [the README](../README.md), or "
+                             "../README.md.\n",
                "README.md": "See `docs/x.md`.\n"})), 0),
 
     # Folder READMEs.

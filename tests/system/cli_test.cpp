@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <sys/wait.h>
 
-#include "system/http_fixture.hpp"
+#include "system/mp_fixture.hpp"
 #include "vocab/options.hpp"
 
 namespace spool::test {
@@ -245,6 +245,19 @@ TEST_CASE("spool pointed at the HTTP port says it is an HTTP port and exits 5 "
   CHECK_THAT(r.out, Catch::Contains("hint: is spoold running at"));
 }
 
+TEST_CASE("spool refused by a busy server says so without the hint of a "
+          "wrong address",
+          "[system][cli]") {
+  spoold_server srv{{"--msgpack-max-connections", "1"}};
+  mp_conn holder{srv.mp_port()}; // the one connection, greeted
+  auto server = "127.0.0.1:" + std::to_string(srv.mp_port());
+  auto r = spool_at(server, "queues list");
+  CHECK(r.code == 5);
+  CHECK(r.took < 5s);
+  CHECK_THAT(r.out, Catch::Contains("Server busy: too many connections"));
+  CHECK(r.out.find("hint:") == std::string::npos);
+}
+
 TEST_CASE("spool names an unknown command, the nearest one and the valid "
           "ones, and exits 2",
           "[system][cli][bad-input]") {
@@ -267,13 +280,22 @@ TEST_CASE("spool names an unknown command, the nearest one and the valid "
                                     "groups (did you mean describe?)"));
   CHECK_THAT(r.out, Catch::Contains("the commands of spool groups: list, "
                                     "describe, delete"));
+  // Options before the command, with their values in every form.
+  r = spool_at(none, "-s127.0.0.1:2 --timeout=1s --json groups descibe");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.out, Catch::Contains("unknown command 'descibe' of spool "
+                                    "groups"));
+  r = spool_at(none, "--server"); // CLI11's own: the value is missing
+  CHECK(r.code == 2);
+  CHECK(r.out.find("unknown command") == std::string::npos);
+  CHECK(r.out.find("needs a command") == std::string::npos);
   r = spool_at(none, "groups");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("spool groups needs a command: list, "
                                     "describe, delete"));
   r = spool_at(none, "--version");
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, Catch::StartsWith("spool 0.1.0 (protocol 1)"));
+  CHECK_THAT(r.out, Catch::StartsWith("spool " SPOOL_VERSION " (protocol 1)"));
 }
 
 TEST_CASE("spool refuses a pop mode or a time it cannot read before sending, "

@@ -108,11 +108,9 @@ TEST_CASE("framing: an overflowing chunk size is 400, nothing stored",
 TEST_CASE("framing: anything but CRLF after a chunk's data is 400, nothing "
           "stored",
           "[system][http][framing]") {
-  refused(chunked_head + "\r\n" + chunk_of("bad", "XY") + "0\r\n\r\n",
-          "CRLF");
+  refused(chunked_head + "\r\n" + chunk_of("bad", "XY") + "0\r\n\r\n", "CRLF");
   refused(chunked_head + "\r\n" + chunk_of("bad", "") + "0\r\n\r\n", "CRLF");
-  refused(chunked_head + "\r\n" + chunk_of("bad", "\rX") + "0\r\n\r\n",
-          "CRLF");
+  refused(chunked_head + "\r\n" + chunk_of("bad", "\rX") + "0\r\n\r\n", "CRLF");
 }
 
 TEST_CASE("framing: a bad trailer is 400, nothing stored",
@@ -121,7 +119,10 @@ TEST_CASE("framing: a bad trailer is 400, nothing stored",
   refused(head + "0\r\nno colon here\r\n\r\n", "trailer");
   refused(head + "0\r\nX-T : v\r\n\r\n", "trailer");
   refused(head + "0\r\n: v\r\n\r\n", "trailer");
-  refused(head + "0\r\nX-T: a\x01" "b\r\n\r\n", "trailer");
+  refused(head
+              + "0\r\nX-T: a\x01"
+                "b\r\n\r\n",
+          "trailer");
   refused(head + "0\r\nX-T: a\r\n folded\r\n\r\n", "trailer");
 }
 

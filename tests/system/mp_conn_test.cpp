@@ -300,12 +300,36 @@ TEST_CASE("msgpack: an HTTP request sent to the msgpack door gets a one-line "
     CHECK_THAT(got, Catch::Contains("Content-Length: "
                                     + std::to_string(body.size()) + "\r\n"));
   }
-  // A length prefix that only looks large is still a too_large frame.
-  tcp_conn big{srv.mp_port()};
-  big.send_raw(std::string{"\x7f\x00\x00\x00", 4});
-  CHECK(big.closed_by_peer());
-  CHECK(big.received().find("HTTP/") == std::string::npos);
-  CHECK(big.received().find("too_large") != std::string::npos);
+  // Text where a length belongs is answered so, whatever follows.
+  for (std::string text : {"GETX", "ABCDEFGH", "HEAD"}) {
+    tcp_conn t{srv.mp_port()};
+    t.send_raw(text);
+    CHECK(t.closed_by_peer());
+    CHECK_THAT(t.received(), Catch::StartsWith("HTTP/1.1 400 Bad Request"));
+  }
+  // A length that is only large is still a too_large frame; and the hint is
+  // for a connection's first bytes only, whatever the frame limit.
+  for (std::string bytes :
+       {std::string{"\x7f\x00\x00\x00", 4}, std::string{"G\x00\x00\x00", 4},
+        std::string{"Ga\x00\x00", 4}}) {
+    tcp_conn big{srv.mp_port()};
+    big.send_raw(bytes);
+    CHECK(big.closed_by_peer());
+    CHECK(big.received().find("HTTP/") == std::string::npos);
+    CHECK(big.received().find("too_large") != std::string::npos);
+  }
+  {
+    spoold_server roomy{{"--msgpack-max-frame-bytes", "2147483648"}};
+    tcp_conn t{roomy.mp_port()};
+    t.send_raw("GET / HTTP/1.1\r\n\r\n");
+    CHECK(t.closed_by_peer());
+    CHECK_THAT(t.received(), Catch::StartsWith("HTTP/1.1 400 Bad Request"));
+  }
+  mp_conn greeted{srv.mp_port()};
+  greeted.send_raw("GET / HTTP/1.1\r\n\r\n");
+  auto r = greeted.read_frame(); // after a frame: a frame, not the hint
+  REQUIRE(r);
+  CHECK(code_of(*r) == "too_large");
   CHECK(other.ok({{"op", "health"}})["status"] == "healthy");
 }
 

@@ -150,9 +150,11 @@ TEST_CASE("docs/protocol.md's worked example is what the server sends, byte "
   // size.
   std::regex length_line{"length: 0x([0-9a-f]+) = ([0-9]+)"};
   std::regex size_said{"([0-9]+) bytes:\\s*$"};
+  int lengths = 0, sizes = 0;
   for (auto& b : blocks) {
     std::smatch m;
     if (std::regex_search(b.lines.front(), m, length_line)) {
+      ++lengths;
       auto said = std::stoul(m[1], nullptr, 16);
       CHECK(said == std::stoul(m[2]));
       REQUIRE(b.bytes.size() >= 4);
@@ -161,9 +163,34 @@ TEST_CASE("docs/protocol.md's worked example is what the server sends, byte "
             == ((std::size_t{p[0]} << 24) | (std::size_t{p[1]} << 16)
                 | (std::size_t{p[2]} << 8) | p[3]));
     }
-    if (!b.prefix && std::regex_search(b.before, m, size_said))
+    if (!b.prefix && std::regex_search(b.before, m, size_said)) {
+      ++sizes;
       CHECK(std::stoul(m[1]) == b.bytes.size());
+    }
   }
+  // Every block but the one-line error reply says its length; every whole
+  // block is announced with its size: none of these checks ran vacuously.
+  CHECK(lengths == 5);
+  CHECK(sizes == 4);
+  CHECK(hello_reply.bytes.size() >= 30);
+  CHECK(push_reply.bytes.size() >= 40);
+  // "Body: 1 + 4 + 9 + 9 = 23 bytes." adds up, and is the request's body.
+  std::regex body_sum{"Body: ([0-9 +]+) = ([0-9]+) bytes"};
+  std::vector<std::size_t> sums;
+  for (std::sregex_iterator it{example.begin(), example.end(), body_sum}, stop;
+       it != stop; ++it) {
+    std::size_t total = 0;
+    std::istringstream terms{(*it)[1]};
+    std::string t;
+    while (terms >> t)
+      if (t != "+")
+        total += std::stoul(t);
+    CHECK(total == std::stoul((*it)[2]));
+    sums.push_back(total);
+  }
+  CHECK(sums
+        == std::vector<std::size_t>{hello.bytes.size() - 4,
+                                    push.bytes.size() - 4});
   CHECK_FALSE(hello.prefix);
   CHECK_FALSE(push.prefix);
   CHECK(hello_reply.prefix);

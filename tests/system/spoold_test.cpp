@@ -88,9 +88,10 @@ TEST_CASE("spoold --version prints its version, and an option error is the "
   auto code = version.wait_exit(10s);
   REQUIRE(code);
   CHECK(*code == 0);
-  CHECK(version.output() == "spoold 0.1.0 (protocol 1)\n");
+  CHECK(version.output() == "spoold " SPOOL_VERSION " (protocol 1)\n");
   for (auto args : {std::vector<std::string>{"--http-port"},
                     std::vector<std::string>{"--bogus", "1"},
+                    std::vector<std::string>{"--bogus"},
                     std::vector<std::string>{"--http-port", "70000"}}) {
     child_process bad{SPOOLD_PATH, args};
     REQUIRE(bad.started());

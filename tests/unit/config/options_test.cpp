@@ -43,6 +43,8 @@ TEST_CASE("bad options are refused with a precise message",
   CHECK(parse({"--durability", "sometimes"}, env_of({})).error
         == "durability must be strict or relaxed, got 'sometimes'");
   CHECK(parse({"--nope", "1"}, env_of({})).error == "unknown option --nope");
+  CHECK(parse({"--nope"}, env_of({})).error == "unknown option --nope");
+  CHECK(parse({"--version"}, env_of({})).version);
   CHECK(parse({"--data-dir"}, env_of({})).error
         == "option --data-dir needs a value");
   CHECK(parse({"stray"}, env_of({})).error == "unexpected argument 'stray'");

@@ -181,6 +181,13 @@ TEST_CASE("the warning of unknown query keys names each once with what was "
   CHECK(warn("q1&q2&q3&q4&q5&q6&q7")
         == "unknown query key q1; unknown query key q2; unknown query key "
            "q3; unknown query key q4; unknown query key q5; and 2 more");
+  CHECK(warn("a%22b%5Cc=1") == "unknown query key a%22b%5Cc"); // log-safe
+  // Bounded: 20,000 distinct keys name five and count the rest.
+  std::string many;
+  for (int i = 0; i < 20'000; ++i)
+    many += "k" + std::to_string(i) + "=1&";
+  CHECK_THAT(warn(many), Catch::EndsWith("unknown query key k4; and 19995 "
+                                         "more"));
   auto long_key = warn(std::string(100, 'k') + "=1");
   CHECK(long_key == "unknown query key " + std::string(64, 'k') + "...");
   std::span<const std::string_view> none{};
