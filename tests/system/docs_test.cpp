@@ -1,13 +1,15 @@
-// docs/protocol.md's worked example is a test: each request's bytes, as
-// the document shows them, are sent to a real spoold, and each reply is
-// compared with the bytes shown (up to the first `…`). The document's
-// lengths, byte counts and op and feature lists are checked against the
-// same answers, so the example cannot go stale.
+// The docs against the real spoold, so that they cannot go stale:
+// docs/protocol.md's worked example (each request's bytes, as the document
+// shows them, are sent, and each reply is compared with the bytes shown, up
+// to the first `…`; its lengths, byte counts and op and feature lists are
+// checked against the same answers), and docs/api.md naming every route
+// the server serves.
 
 #include <catch2/catch.hpp>
 
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "system/mp_fixture.hpp"
@@ -232,6 +234,36 @@ TEST_CASE("docs/protocol.md's worked example is what the server sends, byte "
   auto p = json::from_msgpack(pushed.begin() + 4, pushed.end());
   CHECK(p["items"][0]["offset"] == 0);
   CHECK(p["items"][0]["queueName"] == "orders");
+}
+
+TEST_CASE("docs/api.md documents every route the HTTP door serves",
+          "[system][http][docs]") {
+  auto doc = read_text(SPOOL_SOURCE_DIR "/docs/api.md");
+  spoold_server srv;
+  // The routes, as the Prometheus page labels them ("GET /api/v1/pop").
+  auto page = srv.get("/metrics/prometheus").body;
+  std::set<std::string> routes;
+  std::regex label{"route=\"([A-Z]+ /[^\"]*)\""};
+  for (std::sregex_iterator it{page.begin(), page.end(), label}, stop;
+       it != stop; ++it)
+    routes.insert((*it)[1]);
+  CHECK(routes.size() > 50);
+  for (auto& r : routes) {
+    auto space = r.find(' ');
+    auto method = r.substr(0, space), path = r.substr(space + 1);
+    // A section of its own, or a row of the 501 table naming the method
+    // and the path.
+    bool heading = doc.find("### `" + r + "`") != std::string::npos;
+    bool row = false;
+    std::istringstream lines{doc};
+    std::string line;
+    while (!row && std::getline(lines, line))
+      row = line.starts_with("| ")
+            && line.find("`" + method + "`") != std::string::npos
+            && line.find("| `" + path + "` |") != std::string::npos;
+    INFO(r);
+    CHECK((heading || row));
+  }
 }
 
 } // namespace spool::test
