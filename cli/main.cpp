@@ -16,7 +16,7 @@
 
 namespace {
 
-/// The commands under `app`, comma-separated, and whether `word` is one.
+/// The commands under `app`, comma-separated.
 std::string command_list(const CLI::App& app) {
   std::string out;
   for (auto* sub : app.get_subcommands(std::function<bool(const CLI::App*)>{}))
