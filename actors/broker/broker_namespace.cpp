@@ -85,12 +85,13 @@ void try_namespace(broker_ptr self, const namespace_pop_request& req,
 void arm(broker_ptr self) {
   auto& st = self->state;
   auto due = st.parked.next_due();
-  if (!due || (st.armed && *st.armed <= *due))
+  if (!due)
     return;
-  st.armed = due;
-  auto delay
-      = std::max(*due - self->clock().now(), mono_clock::duration::zero());
-  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+  if (auto id = st.timer.arm(*due))
+    self->delayed_send(
+        self,
+        std::max(*due - self->clock().now(), mono_clock::duration::zero()),
+        timeout_atom::value, *id);
 }
 
 /// The parked namespace pops `queues` may serve (those of their namespaces
@@ -118,9 +119,8 @@ void wake(broker_ptr self, const std::vector<std::string>& queues) {
 
 void on_timeout(broker_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.timer_id)
+  if (!st.timer.fire(id))
     return;
-  st.armed.reset();
   st.parked.expire(self->clock().now());
   arm(self);
 }

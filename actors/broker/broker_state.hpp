@@ -11,6 +11,7 @@
 #include "actors/broker/broker_actor.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
@@ -65,8 +66,7 @@ struct broker_state {
   core::parking_lot<namespace_pop_request, namespace_pop_reply,
                     promise<namespace_pop_reply>>
       parked;
-  std::optional<mono_time> armed;
-  std::uint64_t timer_id = 0;
+  one_timer<mono_time> timer;
   /// Transactions with a client id in flight (broker_txn.cpp), by (home
   /// queue, id) as their stored answers are, with the promises of repeats
   /// that arrived meanwhile (they get the first one's answer).

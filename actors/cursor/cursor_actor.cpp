@@ -86,12 +86,13 @@ void arm(cursor_ptr self) {
     deadline = self->clock().now();
   if (deadline && st.backoff_until && *deadline < *st.backoff_until)
     deadline = st.backoff_until;
-  if (!deadline || (st.armed && *st.armed <= *deadline))
+  if (!deadline)
     return;
-  st.armed = deadline;
-  auto delay
-      = std::max(*deadline - self->clock().now(), mono_clock::duration::zero());
-  self->delayed_send(self, delay, expire_atom::value, ++st.timer_id);
+  if (auto id = st.timer.arm(*deadline))
+    self->delayed_send(
+        self,
+        std::max(*deadline - self->clock().now(), mono_clock::duration::zero()),
+        expire_atom::value, *id);
 }
 
 /// Ends what is due at `now`: a lease lost to a restart, an expired lease,
@@ -256,8 +257,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         // that fired meanwhile were ignored).
         auto& st = self->state;
         st.deleting = false;
-        st.armed.reset();
-        ++st.timer_id;
+        st.timer.cancel();
         arm(self);
       },
       [self](options_atom, core::cursor_policy& policy,

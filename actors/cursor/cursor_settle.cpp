@@ -63,9 +63,8 @@ caf::result<std::vector<ack_reply>> on_ack(cursor_ptr self,
 
 void on_expire(cursor_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.timer_id)
+  if (!st.timer.fire(id))
     return; // superseded by an earlier deadline
-  st.armed.reset();
   auto now = self->clock().now();
   if (st.backoff_until && now < *st.backoff_until) {
     arm(self); // a failed write is retried at the backoff

@@ -8,6 +8,7 @@
 // `persist` and `commit` are here: every file writes through them.
 
 #include "actors/cursor/cursor_actor.hpp"
+#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/write.hpp"
 #include "core/cursor/delivery.hpp"
@@ -30,8 +31,7 @@ struct cursor_state {
   cursor_config cfg;
   std::optional<core::cursor_core> core;
   /// The deadline the pending timer fires at, and its id.
-  std::optional<mono_time> armed;
-  std::uint64_t timer_id = 0;
+  one_timer<mono_time> timer;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
   /// A transaction's staged acks, a seek's new position or a claim, until

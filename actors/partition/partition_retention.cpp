@@ -11,19 +11,20 @@ namespace spool::actors::partition_detail {
 /// Keeps the one retention timer at `due` (wall µs) or earlier.
 void arm_retention(partition_ptr self, std::optional<storage::micros> due) {
   auto& st = self->state;
-  if (!due || (st.armed && *st.armed <= *due))
+  if (!due)
     return;
-  st.armed = due;
-  auto delay = std::chrono::microseconds{
-      std::max<storage::micros>(*due - st.cfg.node.wall(), 0)};
-  self->delayed_send(self, delay, retention_atom::value, ++st.timer_id);
+  if (auto id = st.timer.arm(*due))
+    self->delayed_send(self,
+                       std::chrono::microseconds{std::max<storage::micros>(
+                           *due - st.cfg.node.wall(), 0)},
+                       retention_atom::value, *id);
 }
 
 /// New frames are durable: retention looks at them one interval from now
 /// (cheap: no read; the run computes the exact next time).
 void retention_after_push(partition_ptr self) {
   auto& st = self->state;
-  if (st.armed || st.retaining || !st.retention.active())
+  if (st.timer.armed() || st.retaining || !st.retention.active())
     return;
   arm_retention(self,
                 st.cfg.node.wall()
@@ -132,9 +133,8 @@ void run_retention(partition_ptr self) {
 
 void on_retention_timer(partition_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.timer_id)
-    return; // superseded by an earlier deadline
-  st.armed.reset();
+  if (!st.timer.fire(id))
+    return;          // superseded by an earlier deadline
   if (!st.retaining) // a run going on arms the next one when it ends
     run_retention(self);
 }

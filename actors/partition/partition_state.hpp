@@ -8,6 +8,7 @@
 
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/one_timer.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/supervise.hpp"
@@ -49,8 +50,7 @@ struct partition_state {
   /// and its id), whether a run is going on, and the maxWait boundary told
   /// to the cursors (frames at or below it are overdue).
   core::retention_policy retention;
-  std::optional<storage::micros> armed;
-  std::uint64_t timer_id = 0;
+  one_timer<storage::micros> timer;
   bool retaining = false;
   storage::offset overdue{-1};
   /// Seeks staged here for groups without a live cursor (this partition's

@@ -62,13 +62,11 @@ void arm(queue_ptr self) {
     next = st.next_sweep;
   if (!next)
     return;
-  auto due = *next;
-  if (st.armed && *st.armed <= due)
-    return;
-  st.armed = due;
-  auto delay
-      = std::max(due - self->clock().now(), mono_clock::duration::zero());
-  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+  if (auto id = st.timer.arm(*next))
+    self->delayed_send(
+        self,
+        std::max(*next - self->clock().now(), mono_clock::duration::zero()),
+        timeout_atom::value, *id);
 }
 
 void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
@@ -78,9 +76,8 @@ void plan_sweep(queue_ptr self);
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.timer_id)
+  if (!st.timer.fire(id))
     return;
-  st.armed.reset();
   auto now = self->clock().now();
   // Deadlines answer empty; a lease expiry, retry delay or visibility
   // deadline passed: the pops it concerns try again (no polling: only at

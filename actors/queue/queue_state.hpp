@@ -9,6 +9,7 @@
 
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/one_timer.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -76,8 +77,7 @@ struct queue_state {
   /// still reaches it is answered at once, empty (the queue has no
   /// partitions any more), and registers nothing.
   bool deleted = false;
-  std::optional<mono_time> armed;
-  std::uint64_t timer_id = 0;
+  one_timer<mono_time> timer;
   /// The DLQ sweep's timer: when it is due (wall µs) and its id.
   std::optional<storage::micros> sweep_due;
   std::uint64_t sweep_id = 0;

@@ -205,20 +205,17 @@ void arm(writer_ptr self) {
   if (first == st.pending.end())
     return;
   auto due = first->queued_at + st.cfg.stall_timeout;
-  if (st.armed && *st.armed <= due)
-    return;
-  st.armed = due;
-  auto delay
-      = std::max(due - self->clock().now(), clock_type::duration::zero());
-  self->delayed_send(self, delay, timeout_atom::value, ++st.timer_id);
+  if (auto id = st.timer.arm(due))
+    self->delayed_send(
+        self, std::max(due - self->clock().now(), clock_type::duration::zero()),
+        timeout_atom::value, *id);
 }
 
 /// Fails the batches that waited `stall_timeout` without being started.
 void on_stall_timer(writer_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.timer_id)
+  if (!st.timer.fire(id))
     return;
-  st.armed.reset();
   auto now = self->clock().now();
   for (auto it = st.pending.begin(); it != st.pending.end();) {
     if (it->queued_at + st.cfg.stall_timeout > now)

@@ -4,6 +4,7 @@
 // behaviour, batches queued and parts; writer_commit.cpp: the group commit,
 // durability, the stall timer, the stop). Internal to the writer.
 
+#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/writer/writer_actor.hpp"
 
@@ -63,8 +64,7 @@ struct writer_state {
   std::vector<reader> readers;
   /// Parts held open until settled.
   core::open_parts<caf::actor_addr> parts;
-  std::optional<caf::actor_clock::time_point> armed;
-  std::uint64_t timer_id = 0;
+  one_timer<caf::actor_clock::time_point> timer;
   /// The stop began: no new group starts (what waits is committed by the
   /// exit handler itself).
   bool stopping = false;
