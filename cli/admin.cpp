@@ -264,14 +264,6 @@ std::vector<std::string_view> option_names() {
   return out;
 }
 
-/// The same, comma-separated.
-std::string option_list() {
-  std::string out;
-  for (auto n : option_names())
-    out += (out.empty() ? "" : ", ") + std::string{n};
-  return out;
-}
-
 /// `name=value` options of configure (integers, true/false, lists).
 std::optional<std::string> read_options(const std::vector<std::string>& kvs,
                                         options_patch& p) {
@@ -315,7 +307,7 @@ std::optional<std::string> read_options(const std::vector<std::string>& kvs,
       auto near = wire::closest(k, option_names());
       return "unknown option " + k
              + (near ? " (did you mean " + std::string{*near} + "?)" : "")
-             + "; the options are " + option_list();
+             + "; the options are " + joined(option_names());
     }
   }
   return std::nullopt;
@@ -557,7 +549,7 @@ void add_admin_commands(CLI::App& app, context& ctx, int& rc) {
       cmd->add_option("-o,--option", args->options,
                       "an option, name=value (leaseTime=30, "
                       "retryBackoffMs=100,500); the names: "
-                          + option_list()
+                          + joined(option_names())
                           + " (docs/operations.md says what each does)");
     }
     if (act == "purge") {

@@ -89,6 +89,13 @@ int usage_error(const std::string& message) {
   return exit_code::usage;
 }
 
+std::string joined(std::span<const std::string_view> words) {
+  std::string out;
+  for (auto w : words)
+    out += (out.empty() ? "" : ", ") + std::string{w};
+  return out;
+}
+
 void print_json(const json& j) {
   std::cout << j.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
 }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ private:
 int fail(const context& ctx, const api_error& e);
 /// The same for a command line problem (exit 2).
 int usage_error(const std::string& message);
+
+/// `words`, comma-separated (lists in messages: commands, options).
+std::string joined(std::span<const std::string_view> words);
 
 /// Prints `j` (pretty JSON) to stdout.
 void print_json(const json& j);

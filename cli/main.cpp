@@ -16,11 +16,11 @@
 
 namespace {
 
-/// The commands under `app`, comma-separated.
-std::string command_list(const CLI::App& app) {
-  std::string out;
+/// The names of the commands under `app`.
+std::vector<std::string_view> command_names(const CLI::App& app) {
+  std::vector<std::string_view> out;
   for (auto* sub : app.get_subcommands(std::function<bool(const CLI::App*)>{}))
-    out += (out.empty() ? "" : ", ") + sub->get_name();
+    out.push_back(sub->get_name());
   return out;
 }
 
@@ -52,31 +52,27 @@ std::optional<std::string> command_error(const CLI::App& app, int argc,
       }
       continue;
     }
-    const CLI::App* next = nullptr;
-    std::vector<std::string_view> names;
-    for (auto* sub :
-         level->get_subcommands(std::function<bool(const CLI::App*)>{})) {
-      names.push_back(sub->get_name());
-      if (sub->get_name() == arg)
-        next = sub;
-    }
-    if (next) {
-      level = next;
+    auto named = level->get_subcommands(std::function<bool(const CLI::App*)>{
+        [&](const CLI::App* sub) { return sub->get_name() == arg; }});
+    if (!named.empty()) {
+      level = named.front();
       path += " " + arg;
       continue;
     }
     if (level->get_require_subcommand_min() == 0)
       return std::nullopt; // a command's own argument
+    auto names = command_names(*level);
     std::string msg = "unknown command '" + arg + "'";
     if (level != &app)
       msg += " of " + path;
     if (auto near = spool::wire::closest(arg, names))
       msg += " (did you mean " + std::string{*near} + "?)";
-    return msg + "\nthe commands of " + path + ": " + command_list(*level);
+    return msg + "\nthe commands of " + path + ": " + spool::cli::joined(names);
   }
   if (level->get_require_subcommand_min() == 0)
     return std::nullopt;
-  return path + " needs a command: " + command_list(*level);
+  return path
+         + " needs a command: " + spool::cli::joined(command_names(*level));
 }
 
 } // namespace

@@ -97,33 +97,18 @@ void pop_namespace(service& svc, call& c) {
   pop(svc, c, std::move(*req));
 }
 
-/// The query keys each route reads (`read_pop_query`; the partition route
-/// takes `partitions` and ignores it, as Queen does). A push reads none.
-constexpr std::string_view pop_keys[]
-    = {"batch",         "partitions",       "wait",
-       "timeout",       "autoAck",          "maxBytes",
-       "consumerGroup", "subscriptionMode", "subscriptionFrom"};
-constexpr std::string_view namespace_pop_keys[] = {"batch",
-                                                   "partitions",
-                                                   "wait",
-                                                   "timeout",
-                                                   "autoAck",
-                                                   "maxBytes",
-                                                   "consumerGroup",
-                                                   "subscriptionMode",
-                                                   "subscriptionFrom",
-                                                   "namespace",
-                                                   "task"};
-
 } // namespace
 
 void add_push_pop_routes(std::vector<route>& t) {
+  // A push reads no query key; a queue's pops read all but the last two.
+  std::span<const std::string_view> all{pop_query_keys};
+  auto queue_pop = all.first(all.size() - 2);
   t.push_back(
       {"POST", "/api/v1/push", &push, std::span<const std::string_view>{}});
-  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue, pop_keys});
+  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue, queue_pop});
   t.push_back({"GET", "/api/v1/pop/queue/:queue/partition/:partition",
-               &pop_partition, pop_keys});
-  t.push_back({"GET", "/api/v1/pop", &pop_namespace, namespace_pop_keys});
+               &pop_partition, queue_pop});
+  t.push_back({"GET", "/api/v1/pop", &pop_namespace, all});
 }
 
 } // namespace spool::api

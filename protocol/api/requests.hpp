@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,21 @@ expected<std::pair<std::size_t, std::size_t>>
 read_page_query(const call& c, std::size_t dflt, std::size_t max);
 
 expected<node::pop_request> read_pop_query(const call& c, bool wildcard);
+/// The query keys `read_pop_query` reads, then the two the namespace pop
+/// reads beside them: what the pop routes know (`X-Spool-Warning` names
+/// any other key). The partition route takes `partitions` and ignores it,
+/// as Queen does.
+inline constexpr std::string_view pop_query_keys[] = {"batch",
+                                                      "partitions",
+                                                      "wait",
+                                                      "timeout",
+                                                      "autoAck",
+                                                      "maxBytes",
+                                                      "consumerGroup",
+                                                      "subscriptionMode",
+                                                      "subscriptionFrom",
+                                                      "namespace",
+                                                      "task"};
 
 /// `/ack`: one ack (`consumerGroup` per item).
 expected<node::ack_request> read_ack_body(std::string& body);

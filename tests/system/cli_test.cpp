@@ -17,11 +17,39 @@ namespace {
 
 struct cli_result {
   int code = -1;
-  std::string out;
+  std::string out; ///< stdout (and stderr, when asked for)
+  std::chrono::milliseconds took{0};
   json j() const {
     return json::parse(out);
   }
 };
+
+/// Runs `spool <args>` with SPOOL_SERVER=`server`, stdin from `stdin_path`:
+/// its exit code, its stdout (with stderr when `with_stderr`) and how long
+/// it took.
+cli_result run_cli(const std::string& server, const std::string& args,
+                   const std::string& stdin_path, bool with_stderr) {
+  auto cmd = "SPOOL_SERVER=" + server + " " + std::string{SPOOL_CLI_PATH} + " "
+             + args + " < " + stdin_path
+             + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  cli_result r;
+  auto start = std::chrono::steady_clock::now();
+  auto* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  auto st = ::pclose(p);
+  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+/// `srv`'s msgpack door as `--server` takes it.
+std::string mp_address(const spoold_server& srv) {
+  return "127.0.0.1:" + std::to_string(srv.mp_port());
+}
 
 /// Runs `spool <args>` against `srv` (stdin from `input`), its stdout and
 /// exit code.
@@ -33,18 +61,7 @@ cli_result spool(spoold_server& srv, const std::string& args,
     std::ofstream f{in};
     f << input;
   }
-  auto cmd = "SPOOL_SERVER=127.0.0.1:" + std::to_string(srv.mp_port()) + " "
-             + SPOOL_CLI_PATH + " " + args + " < " + in.string()
-             + " 2>/dev/null";
-  cli_result r;
-  auto* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  auto st = ::pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return run_cli(mp_address(srv), args, in.string(), false);
 }
 
 /// Offsets a group's pop answers (JSON), all of them acked.
@@ -181,28 +198,10 @@ TEST_CASE("spool push reads NDJSON from stdin in batches, exit codes say "
 
 namespace {
 
-/// Runs `spool <args>` with SPOOL_SERVER=`server`: its exit code, its
-/// stdout and stderr together, and how long it took.
-struct run_result {
-  int code = -1;
-  std::string out;
-  std::chrono::milliseconds took{0};
-};
-run_result spool_at(const std::string& server, const std::string& args) {
-  auto cmd = "SPOOL_SERVER=" + server + " " + std::string{SPOOL_CLI_PATH} + " "
-             + args + " 2>&1 < /dev/null";
-  run_result r;
-  auto start = std::chrono::steady_clock::now();
-  auto* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  auto st = ::pclose(p);
-  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+/// Runs `spool <args>` with SPOOL_SERVER=`server` and no input: its exit
+/// code, its stdout and stderr together, and how long it took.
+cli_result spool_at(const std::string& server, const std::string& args) {
+  return run_cli(server, args, "/dev/null", true);
 }
 
 } // namespace
@@ -213,7 +212,7 @@ TEST_CASE("spool gives up on a server nobody listens at at once, and says to "
   std::string server;
   {
     spoold_server srv;
-    server = "127.0.0.1:" + std::to_string(srv.mp_port());
+    server = mp_address(srv);
     srv.kill9();
   }
   // The default deadline is 30 s; a refused connection ends it at once.
@@ -250,7 +249,7 @@ TEST_CASE("spool refused by a busy server says so without the hint of a "
           "[system][cli]") {
   spoold_server srv{{"--msgpack-max-connections", "1"}};
   mp_conn holder{srv.mp_port()}; // the one connection, greeted
-  auto server = "127.0.0.1:" + std::to_string(srv.mp_port());
+  auto server = mp_address(srv);
   auto r = spool_at(server, "queues list");
   CHECK(r.code == 5);
   CHECK(r.took < 5s);
@@ -302,7 +301,7 @@ TEST_CASE("spool refuses a pop mode or a time it cannot read before sending, "
           "with the accepted forms, exit 2",
           "[system][cli][bad-input]") {
   spoold_server srv;
-  auto server = "127.0.0.1:" + std::to_string(srv.mp_port());
+  auto server = mp_address(srv);
   auto r = spool_at(server, "pop orders -g g --mode newest");
   CHECK(r.code == 2);
   CHECK_THAT(r.out, Catch::Contains("--mode takes all or new, got 'newest'"));
@@ -347,13 +346,9 @@ TEST_CASE("spool queues configure names every option in its help and in the "
 
 TEST_CASE("spool exits 5 when no server answers", "[system][cli]") {
   spoold_server srv;
-  auto port = srv.mp_port();
+  auto server = mp_address(srv);
   srv.kill9();
-  auto cmd = "SPOOL_SERVER=127.0.0.1:" + std::to_string(port) + " "
-             + std::string{SPOOL_CLI_PATH}
-             + " --timeout 500ms queues list 2>/dev/null";
-  auto st = std::system(cmd.c_str());
-  CHECK(WEXITSTATUS(st) == 5);
+  CHECK(spool_at(server, "--timeout 500ms queues list").code == 5);
 }
 
 } // namespace spool::test
