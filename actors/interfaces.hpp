@@ -122,8 +122,6 @@ using cursor_actor = caf::typed_actor<
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
-    /// Appends frames (one commit, one or more segments); replies when durable.
-    caf::replies_to<push_atom, std::vector<storage::frame>>::with<push_reply>,
     /// Seals frames (offsets, created_at, dedup) for a batch the caller
     /// submits; the seal is a part the writer holds (`hold_atom`), settled
     /// with the batch's outcome.
@@ -398,7 +396,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::queue_pop_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::write_result)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::frame>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::storage::stored_frame>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::push_target)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::pop_reply)

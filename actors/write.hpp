@@ -35,6 +35,15 @@ void write_then(Self* self, const writer_actor& writer,
             [k](caf::error& err) { (*k)(unreachable(err, "writer")); });
 }
 
+/// Tells `writer` that `self` holds part `key` (sent before the reply that
+/// hands the part to its submitter) and returns its reference.
+template <class Self>
+part_ref hold_part(Self* self, const writer_actor& writer, core::part_key key) {
+  part_ref part{self->address(), std::move(key)};
+  self->send(writer, hold_atom::value, part);
+  return part;
+}
+
 /// Sends each part's holder the outcome of its batch.
 template <class Self>
 void settle_parts(Self* self, const std::vector<part_ref>& parts,

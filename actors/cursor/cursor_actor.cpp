@@ -25,8 +25,6 @@ namespace spool::actors {
 
 namespace cursor_detail {
 
-void arm(cursor_ptr self);
-
 /// Takes the snapshot a change is undone to if its write fails.
 cursor_state::undo_point snapshot(cursor_ptr self) {
   return {*self->state.core, self->state.lost_pending};
@@ -200,8 +198,7 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
                    done.failure = std::move(failure);
                  else
                    done.expires = expires;
-                 arm(self);
-                 rp.deliver(std::move(done));
+                 rp.deliver(std::move(done)); // commit arms the timer
                });
         return rp.later();
       },
@@ -327,23 +324,10 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
 
 } // namespace cursor_detail
 
-expected<void> cursor_config::validate() const {
-  if (!store)
-    return make_error(errc::invalid_argument, "cursor: no store");
-  if (!writer)
-    return make_error(errc::invalid_argument, "cursor: no writer");
-  if (!wall)
-    return make_error(errc::invalid_argument, "cursor: no wall clock");
-  if (group.empty())
-    return make_error(errc::invalid_argument, "cursor: empty group name");
-  return {};
-}
-
 expected<cursor_actor>
 spawn_cursor(caf::local_actor* parent, cursor_config cfg,
              std::optional<storage::cursor_record> stored,
              std::optional<held_seek> held) {
-  SPOOL_TRY(cfg.validate());
   bool existed = stored.has_value();
   storage::cursor_record initial;
   initial.committed = cfg.initial_committed;

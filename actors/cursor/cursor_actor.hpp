@@ -44,8 +44,6 @@ struct cursor_config {
   /// Counts dropped dead letters, skipped and overdue frames (none: not
   /// counted).
   std::shared_ptr<node_metrics> metrics;
-
-  expected<void> validate() const;
 };
 
 /// A seek its partition staged for a group whose cursor was not live (no
@@ -57,7 +55,9 @@ struct held_seek {
   storage::micros wall = 0;
 };
 
-/// Validates `cfg` and spawns the cursor as a child of `parent`, from the
+/// Spawns the cursor as a child of `parent` (its partition, which checked
+/// what `cfg` holds: the node's store, writer and clock, a group named by
+/// a checked request), from the
 /// group's `stored` cursor record (a lease recorded there was lost to a
 /// restart and ends as an expiry), or at `cfg.initial_committed` when no
 /// record is stored; with `held`, that seek staged.

@@ -47,6 +47,32 @@ std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
   return std::move(**e);
 }
 
+expected<frame_list>
+with_dead_frames(const cursor_config& cfg,
+                 const std::vector<core::dead_letter>& dead, frame_list known) {
+  std::vector<storage::offset> missing;
+  for (auto& d : dead)
+    if (!d.dlq_id && !find_frame(known, d.off))
+      missing.push_back(d.off);
+  if (missing.empty())
+    return known;
+  std::sort(missing.begin(), missing.end());
+  auto more = load_frames(cfg, missing);
+  if (!more)
+    return std::move(more).err();
+  for (auto& f : *more)
+    known.push_back(std::move(f));
+  std::sort(known.begin(), known.end(),
+            [](auto& a, auto& b) { return a.off < b.off; });
+  return known;
+}
+
+void tell_dead(cursor_ptr self, const std::vector<storage::micros>& failed_at) {
+  if (auto watcher = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher))
+    for (auto t : failed_at)
+      self->send(watcher, dead_atom::value, t);
+}
+
 /// The cursor record plus the DLQ changes, as one batch; `written` gets the
 /// failure time of every entry written (for the retention sweep).
 storage::write_batch state_batch(const cursor_config& cfg,

@@ -30,12 +30,7 @@ stage_reply on_stage(cursor_ptr self, const std::vector<ack_request>& reqs,
   for (auto& out : acks.outcomes)
     if (out.requeue_done)
       changes.done.push_back(*out.requeue_done);
-  std::vector<storage::offset> dead;
-  for (auto& d : acks.dead)
-    if (!d.dlq_id) // new dead letters need their frames
-      dead.push_back(d.off);
-  std::sort(dead.begin(), dead.end());
-  auto frames = load_frames(st.cfg, dead);
+  auto frames = with_dead_frames(st.cfg, acks.dead, {});
   if (!frames) {
     reply.failure = frames.err();
     return reply;
@@ -92,22 +87,17 @@ void recover_lost(cursor_ptr self) {
 
 part_ref hold_part(cursor_ptr self, std::int64_t kind) {
   auto& cfg = self->state.cfg;
-  part_ref part{
-      self->address(),
-      core::part_key{cfg.queue.value, cfg.partition.value, cfg.group, kind}};
-  self->send(cfg.writer, hold_atom::value, part);
-  return part;
+  return hold_part(self, cfg.writer,
+                   {cfg.queue.value, cfg.partition.value, cfg.group, kind});
 }
 
 void on_settled(cursor_ptr self, core::part_outcome outcome) {
+  auto& st = self->state;
+  if (!st.staged)
+    return;
   // One of unknown outcome is undone here, as a failed one (its row, if
   // stored, is read by the next incarnation).
-  if (self->state.staged)
-    settle_staged(self, outcome == core::part_outcome::durable);
-}
-
-void settle_staged(cursor_ptr self, bool commit) {
-  auto& st = self->state;
+  bool commit = outcome == core::part_outcome::durable;
   if (st.staged->claim) { // a pop's lease, written with a push
     if (commit) {
       st.row_written = true;
@@ -130,10 +120,7 @@ void settle_staged(cursor_ptr self, bool commit) {
     recover_lost(self);
   } else if (commit) {
     *st.core = std::move(st.staged->acks->after);
-    // Dead letters written by the transaction arm the DLQ retention sweep.
-    if (auto watcher = caf::actor_cast<dlq_watcher>(st.cfg.watcher))
-      for (auto t : st.staged->written)
-        self->send(watcher, dead_atom::value, t);
+    tell_dead(self, st.staged->written);
   }
   st.staged.reset();
   arm(self);

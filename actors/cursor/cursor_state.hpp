@@ -92,8 +92,15 @@ expected<frame_list> load_frames(const cursor_config& cfg,
                                  const std::vector<storage::offset>& offs,
                                  std::size_t max_bytes = SIZE_MAX);
 
-std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
-                                             std::uint64_t id);
+/// `known` plus the frames of the new dead letters of `dead` it lacks,
+/// read in one transaction, sorted by offset (a DLQ entry copies its frame).
+expected<frame_list>
+with_dead_frames(const cursor_config& cfg,
+                 const std::vector<core::dead_letter>& dead, frame_list known);
+
+/// Tells the DLQ watcher of dead letters written at `failed_at` (they arm
+/// its retention sweep).
+void tell_dead(cursor_ptr self, const std::vector<storage::micros>& failed_at);
 
 storage::write_batch state_batch(const cursor_config& cfg,
                                  const core::cursor_core& core,
@@ -105,9 +112,6 @@ cursor_state::undo_point snapshot(cursor_ptr self);
 void restore(cursor_ptr self, cursor_state::undo_point& before);
 
 bool judge_overdue(cursor_ptr self, std::vector<core::dead_letter>& dead);
-
-void on_retention(cursor_ptr self, const partition_view& view,
-                  storage::offset overdue);
 
 void arm(cursor_ptr self);
 
@@ -157,66 +161,40 @@ part_ref hold_part(cursor_ptr self, std::int64_t kind);
 /// existed, the partition) settled what is staged.
 void on_settled(cursor_ptr self, core::part_outcome outcome);
 
-/// Commits or undoes what is staged.
-void settle_staged(cursor_ptr self, bool commit);
-
-/// Builds the batch for `changes` (reading the frames of new dead letters)
-/// and writes it; `then` gets the write's error, if any.
-template <class F>
-void persist(cursor_ptr self, dlq_changes changes, frame_list known, F then) {
-  auto& st = self->state;
-  std::vector<storage::offset> missing;
-  for (auto& d : changes.dead)
-    if (!d.dlq_id && !find_frame(known, d.off))
-      missing.push_back(d.off);
-  if (!missing.empty()) {
-    std::sort(missing.begin(), missing.end());
-    if (auto more = load_frames(st.cfg, missing)) {
-      for (auto& f : *more)
-        known.push_back(std::move(f));
-      std::sort(known.begin(), known.end(),
-                [](auto& a, auto& b) { return a.off < b.off; });
-    }
-  }
-  std::vector<storage::micros> written;
-  auto batch = state_batch(st.cfg, *st.core, changes, known, written);
-  write_then(self, st.cfg.writer, std::move(batch),
-             [self, then = std::move(then), written = std::move(written)](
-                 std::optional<api_error> failure) mutable {
-               auto watcher
-                   = caf::actor_cast<dlq_watcher>(self->state.cfg.watcher);
-               if (!failure && watcher)
-                 for (auto t : written)
-                   self->send(watcher, dead_atom::value, t);
-               then(std::move(failure));
-             });
-}
-
-/// Writes the change made to the core since `before` (with `changes`):
-/// kept when durable, undone (the core restored to `before`) when the write
-/// fails; `then` gets the write's error. Every other message waits.
+/// Writes the change made to the core since `before` (with `changes`, the
+/// frames of new dead letters read unless `known` has them): kept when
+/// durable, undone (the core restored to `before`) when the read or the
+/// write fails; `then` gets the error. Every other message waits.
 template <class F>
 void commit(cursor_ptr self, cursor_state::undo_point before,
             dlq_changes changes, frame_list known, F then) {
   auto& st = self->state;
   st.before.emplace(std::move(before));
-  persist(
-      self, std::move(changes), std::move(known),
-      [self, then = std::move(then)](std::optional<api_error> failure) mutable {
-        auto& st = self->state;
-        if (failure) {
-          restore(self, *st.before);
-          st.backoff_until = self->clock().now() + st.cfg.write_retry;
-          if (st.cfg.metrics)
-            st.cfg.metrics->failed_writes += 1;
-        } else {
-          st.backoff_until.reset();
-          st.row_written = true;
-        }
-        st.before.reset();
-        then(failure);
-        arm(self);
-      });
+  std::vector<storage::micros> written;
+  auto frames = with_dead_frames(st.cfg, changes.dead, std::move(known));
+  storage::write_batch batch;
+  if (frames)
+    batch = state_batch(st.cfg, *st.core, changes, *frames, written);
+  auto settle = [self, then = std::move(then), written = std::move(written)](
+                    std::optional<api_error> failure) mutable {
+    auto& st = self->state;
+    if (failure) {
+      restore(self, *st.before);
+      st.backoff_until = self->clock().now() + st.cfg.write_retry;
+      if (st.cfg.metrics)
+        st.cfg.metrics->failed_writes += 1;
+    } else {
+      st.backoff_until.reset();
+      st.row_written = true;
+      tell_dead(self, written);
+    }
+    st.before.reset();
+    then(failure);
+    arm(self);
+  };
+  if (!frames)
+    return settle(frames.err());
+  write_then(self, st.cfg.writer, std::move(batch), std::move(settle));
 }
 
 } // namespace spool::actors::cursor_detail

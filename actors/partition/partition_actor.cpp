@@ -131,8 +131,6 @@ void watermark_moved(partition_ptr self, storage::offset watermark) {
     self->send(c, retention_atom::value, view_of(*st.log), st.overdue);
 }
 
-void retention_after_push(partition_ptr self);
-
 partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
@@ -183,9 +181,6 @@ partition_actor::behavior_type partition(partition_ptr self,
     return false;
   });
   return {
-      [self](push_atom, std::vector<storage::frame>& frames) {
-        return on_push(self, frames);
-      },
       [self](seal_atom, const std::vector<storage::frame>& frames) {
         return on_seal(self, frames);
       },
@@ -276,9 +271,9 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto through = (below ? std::min(*below, end) : end) - 1;
         delete_steps(
             self,
-            [through](std::int64_t) {
-              return std::vector<storage::retention_rule>{
-                  through_rule(through)};
+            [through](std::int64_t)
+                -> expected<std::vector<storage::retention_rule>> {
+              return std::vector<storage::retention_rule>{{.through = through}};
             },
             [rp](std::int64_t freed, std::size_t,
                  std::optional<api_error> err) mutable {

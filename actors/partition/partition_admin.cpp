@@ -150,11 +150,10 @@ caf::result<vote_reply> on_delete_group(partition_ptr self,
           [self, rp, group](delete_vote& v) mutable {
             // The stopped cursor is a part: held before the answer.
             auto& rec = self->state.cfg.record;
-            part_ref part{self->address(),
-                          {rec.queue.value, rec.id.value, group,
-                           core::part_key::delete_part}};
-            self->send(self->state.cfg.node.writer, hold_atom::value, part);
-            rp.deliver(vote_reply{v, std::move(part)});
+            rp.deliver(
+                vote_reply{v, hold_part(self, self->state.cfg.node.writer,
+                                        {rec.queue.value, rec.id.value, group,
+                                         core::part_key::delete_part})});
           },
           [self, rp, group, c = *c, unsettled](caf::error&) mutable {
             // No part: nothing will settle the stop, so forget it here.
@@ -174,13 +173,15 @@ void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
                  std::int64_t freed, std::size_t writes, steps_done done) {
   auto& st = self->state;
   auto candidates = (*rules)(freed);
-  if (candidates.empty())
+  if (!candidates)
+    return done(freed, writes, candidates.err());
+  if (candidates->empty())
     return done(freed, writes, std::nullopt);
   auto t = st.cfg.node.store.read();
   if (!t)
     return done(freed, writes, t.err());
   std::optional<storage::mut::delete_segments> step;
-  for (auto& rule : candidates) {
+  for (auto& rule : *candidates) {
     rule.max_segments = st.cfg.node.delete_step;
     auto plan = storage::plan_retention(*t, st.cfg.record.queue,
                                         st.cfg.record.id, rule);
@@ -198,22 +199,15 @@ void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
   auto gained = watermark - st.log->record().watermark;
   storage::write_batch batch;
   batch.mutations.emplace_back(std::move(*step));
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(batch))
-      .then(
-          [self, rules, freed, writes, gained, watermark,
-           done](write_result& r) mutable {
-            if (!r.ok())
-              return done(freed, writes, std::move(r.failure));
-            watermark_moved(self, watermark);
-            delete_step(self, std::move(rules), freed + gained, writes + 1,
-                        std::move(done));
-          },
-          [freed, writes, done](caf::error& err) mutable {
-            done(freed, writes,
-                 make_error(errc::internal,
-                            "writer unreachable: ", caf::to_string(err)));
-          });
+  write_then(self, st.cfg.node.writer, std::move(batch),
+             [self, rules, freed, writes, gained, watermark,
+              done](std::optional<api_error> failure) mutable {
+               if (failure)
+                 return done(freed, writes, std::move(failure));
+               watermark_moved(self, watermark);
+               delete_step(self, std::move(rules), freed + gained, writes + 1,
+                           std::move(done));
+             });
 }
 
 /// Deletes whole segments, oldest first, in bounded steps of one write each
@@ -232,13 +226,6 @@ void delete_steps(partition_ptr self, step_rules rules, steps_done done) {
                   self->state.deleting.leave();
                 });
   });
-}
-
-/// A rule deleting segments through `through`, whatever their age.
-storage::retention_rule through_rule(storage::offset through) {
-  storage::retention_rule rule;
-  rule.through = through;
-  return rule;
 }
 
 /// The highest offset every interested group has committed (semantics.md
@@ -283,15 +270,19 @@ expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self) {
 void trim(partition_ptr self, std::int64_t need, promise<trim_reply> rp) {
   delete_steps(
       self,
-      [self, need](std::int64_t freed) {
+      [self, need](std::int64_t freed)
+          -> expected<std::vector<storage::retention_rule>> {
         std::vector<storage::retention_rule> rules;
         if (freed >= need)
           return rules;
         auto low = consumed_by_all(self);
-        if (low && *low)
+        if (!low) // a failed read is the refusal's reason, not "nothing"
+          return std::move(low).err();
+        if (*low)
           // Never past the readable end (seals in flight stay).
-          rules.push_back(through_rule(
-              std::min(**low, self->state.log->record().next_offset - 1)));
+          rules.push_back(
+              {.through
+               = std::min(**low, self->state.log->record().next_offset - 1)});
         return rules;
       },
       [rp](std::int64_t freed, std::size_t,

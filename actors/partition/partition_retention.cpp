@@ -67,16 +67,15 @@ void tell_overdue(partition_ptr self, storage::micros before) {
   if (through <= st.overdue)
     return;
   st.overdue = through;
-  auto names = groups_here(self, std::nullopt);
-  if (!names)
-    return;
-  for (auto& g : *names) {
-    if (auto it = st.cursors.find(g); it != st.cursors.end())
-      self->send(it->second, retention_atom::value, view_of(*st.log),
-                 st.overdue);
-    else
-      (void)cursor_for(self, g); // told at its spawn
-  }
+  // Every live cursor hears it whatever the read below does: a boundary
+  // once moved is not told again.
+  for (auto& [g, c] : st.cursors)
+    self->send(c, retention_atom::value, view_of(*st.log), st.overdue);
+  // A group stored here without a live cursor is told at its spawn.
+  if (auto names = groups_here(self, std::nullopt))
+    for (auto& g : *names)
+      if (!st.cursors.contains(g))
+        (void)cursor_for(self, g);
 }
 
 /// One retention run: maxWait, then deletion steps, then the next timer.
@@ -89,22 +88,17 @@ void run_retention(partition_ptr self) {
     tell_overdue(self, *before);
   delete_steps(
       self,
-      [self](std::int64_t) {
+      [self](std::int64_t) -> expected<std::vector<storage::retention_rule>> {
         auto& st = self->state;
         std::optional<storage::offset> low;
-        if (st.retention.completed > 0)
-          if (auto c = consumed_by_all(self))
-            low = *c;
-        std::vector<storage::retention_rule> rules;
-        for (auto& b :
-             core::deletion_bounds(st.retention, st.cfg.node.wall(),
-                                   st.log->record().next_offset - 1, low)) {
-          storage::retention_rule rule;
-          rule.created_before = b.created_before;
-          rule.through = b.through;
-          rules.push_back(rule);
+        if (st.retention.completed > 0) {
+          auto c = consumed_by_all(self);
+          if (!c) // the run stops with it (logged); the next one retries
+            return std::move(c).err();
+          low = *c;
         }
-        return rules;
+        return core::deletion_bounds(st.retention, st.cfg.node.wall(),
+                                     st.log->record().next_offset - 1, low);
       },
       [self](std::int64_t freed, std::size_t writes,
              std::optional<api_error> err) {
@@ -145,15 +139,12 @@ caf::result<storage::micros> on_oldest(partition_ptr self,
   auto names = groups_here(self, group);
   if (names && names->empty()) {
     // New here: it would start where its first contact seeds it.
-    auto& rec = st.log->record();
-    storage::micros at = 0;
+    std::optional<storage::offset> start;
     if (auto t = st.cfg.node.store.read())
-      if (auto start = first_contact(self, *t, group);
-          start && *start + 1 < rec.next_offset)
-        if (auto r = storage::read_frames(*t, rec.queue, rec.id, *start + 1, 1);
-            r && !r->frames.empty())
-          at = r->frames.front().created_at;
-    return at;
+      if (auto at = first_contact(self, *t, group))
+        start = *at;
+    return start ? created_at_of(self, *start + 1).value_or(0)
+                 : storage::micros{0};
   }
   auto c = cursor_for(self, group);
   if (!c)

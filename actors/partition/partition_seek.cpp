@@ -40,11 +40,10 @@ caf::result<seek_stage> hold_seek(partition_ptr self, const std::string& group,
   stage.record = storage::mut::put_cursor{st.cfg.record.queue, st.cfg.record.id,
                                           group, std::move(plan.record)};
   // The seek is this partition's part (no cursor to hold it).
-  part_ref part{self->address(), core::part_key{st.cfg.record.queue.value,
-                                                st.cfg.record.id.value, group,
-                                                core::part_key::seek_part}};
-  self->send(st.cfg.node.writer, hold_atom::value, part);
-  stage.parts.push_back(std::move(part));
+  stage.parts.push_back(
+      hold_part(self, st.cfg.node.writer,
+                {st.cfg.record.queue.value, st.cfg.record.id.value, group,
+                 core::part_key::seek_part}));
   st.holds.emplace(group,
                    partition_state::hold{held_seek{stage.after, wall},
                                          std::move(pos->row), pos->start});
@@ -76,7 +75,9 @@ caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
   }
   if (dry_run) {
     auto names = groups_here(self, group);
-    if (names && names->empty()) {
+    if (!names) // a dry run creates no cursor, even when it cannot tell
+      return failed<seek_stage>(names.err());
+    if (names->empty()) {
       auto t = self->state.cfg.node.store.read();
       if (!t)
         return failed<seek_stage>(t.err());

@@ -108,9 +108,10 @@ struct stored_position {
 };
 
 /// What the next deletion step may delete, given the frames freed so far:
-/// rules tried in order until one admits a segment (none: the run ends).
-using step_rules
-    = std::function<std::vector<storage::retention_rule>(std::int64_t freed)>;
+/// rules tried in order until one admits a segment (none: the run ends; an
+/// error, from the read the rules need: the run stops with it).
+using step_rules = std::function<expected<std::vector<storage::retention_rule>>(
+    std::int64_t freed)>;
 
 /// The end of a deletion run: frames freed (how far the watermark moved),
 /// writes made, and the error that stopped it, if any.
@@ -165,22 +166,7 @@ Reply cursor_restarting(const caf::error& err) {
                                   caf::to_string(err), "); retry"));
 }
 
-/// The writer settled this partition's part of a group's stage (its mark,
-/// or a seek it holds).
-void on_stage_settled(partition_ptr self, const core::part_key& key,
-                      core::part_outcome outcome);
-
 void watermark_moved(partition_ptr self, storage::offset watermark);
-
-/// A seal held across this actor's own continuations (its push); never
-/// sent to another actor (`seal_reply` carries a copy and its part key).
-using sealed_ptr = std::shared_ptr<storage::sealed_append>;
-
-expected<sealed_ptr> seal(partition_ptr self,
-                          const std::vector<storage::frame>& frames);
-
-caf::result<push_reply> on_push(partition_ptr self,
-                                std::vector<storage::frame>& frames);
 
 seal_reply on_seal(partition_ptr self,
                    const std::vector<storage::frame>& frames);
@@ -210,12 +196,7 @@ caf::result<vote_reply> on_delete_group(partition_ptr self,
                                         const std::string& group,
                                         storage::micros active_after);
 
-void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
-                 std::int64_t freed, std::size_t writes, steps_done done);
-
 void delete_steps(partition_ptr self, step_rules rules, steps_done done);
-
-storage::retention_rule through_rule(storage::offset through);
 
 expected<std::optional<storage::offset>> consumed_by_all(partition_ptr self);
 
@@ -225,21 +206,10 @@ void arm_retention(partition_ptr self, std::optional<storage::micros> due);
 
 void retention_after_push(partition_ptr self);
 
-std::optional<storage::micros> created_at_of(partition_ptr self,
-                                             storage::offset off);
-
-void tell_overdue(partition_ptr self, storage::micros before);
-
-void run_retention(partition_ptr self);
-
 void on_retention_timer(partition_ptr self, std::uint64_t id);
 
 caf::result<storage::micros> on_oldest(partition_ptr self,
                                        const std::string& group);
-
-caf::result<seek_stage> hold_seek(partition_ptr self, const std::string& group,
-                                  core::seek_rule rule, const cursor_seek& req,
-                                  const partition_view& view);
 
 caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
                                 const core::seek_target& target, bool dry_run,

@@ -1,66 +1,10 @@
-// The partition's writes: a push (seal, its own commit, answer once
-// durable), a seal for a batch another actor commits (its part, settled by
-// the writer), the marks of what its cursors stage (a transaction's acks, a
-// seek, a claim in the append) and their settles.
+// The partition's writes: a seal for a batch another actor commits (its
+// part, settled by the writer), the marks of what its cursors stage (a
+// transaction's acks, a seek, a claim in the append) and their settles.
 
-#include "actors/durable.hpp"
 #include "actors/partition/partition_state.hpp"
 
 namespace spool::actors::partition_detail {
-
-/// Seals `frames`; nothing changes on error.
-expected<sealed_ptr> seal(partition_ptr self,
-                          const std::vector<storage::frame>& frames) {
-  auto& st = self->state;
-  auto t = st.cfg.node.store.read();
-  if (!t)
-    return std::move(t).err();
-  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
-                             st.cfg.options.dedup_window_s);
-  if (!sealed)
-    return std::move(sealed).err();
-  return std::make_shared<storage::sealed_append>(std::move(*sealed));
-}
-
-caf::result<push_reply> on_push(partition_ptr self,
-                                std::vector<storage::frame>& frames) {
-  auto& st = self->state;
-  auto sealed = seal(self, frames);
-  if (!sealed)
-    return push_reply{{}, 0, sealed.err()};
-  auto rp = promise_for<push_reply>(self);
-  auto s = *sealed;
-  if (s->mutations.empty()) { // only duplicates of stored frames
-    st.log->durable(*s);
-    after_durable(
-        self, st.cfg.node, slot_of_id(st.cfg.record.queue.value),
-        [rp, s](std::optional<api_error> failure) mutable {
-          if (failure)
-            rp.deliver(push_reply{{}, 0, std::move(failure)});
-          else
-            rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
-        });
-    return rp.later();
-  }
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                storage::write_batch{std::move(s->mutations)})
-      .then(
-          [self, rp, s](write_result& r) mutable {
-            if (r.ok()) {
-              self->state.log->durable(*s);
-              retention_after_push(self);
-              rp.deliver(push_reply{s->results, s->created_at, std::nullopt});
-            } else {
-              self->state.log->failed(*s);
-              rp.deliver(push_reply{{}, 0, r.failure});
-            }
-          },
-          [self, rp, s](caf::error& err) mutable {
-            self->state.log->lost(*s); // it may be stored: keep the gap
-            rp.deliver(push_reply{{}, 0, unreachable(err, "writer")});
-          });
-  return rp.later();
-}
 
 void mark_staged(partition_ptr self, const std::string& group,
                  const caf::actor_addr& cursor, std::vector<part_ref>& parts) {
@@ -71,9 +15,7 @@ void mark_staged(partition_ptr self, const std::string& group,
   live.cursor = cursor;
   live.forward = false;
   ++live.open;
-  part_ref mark{self->address(), parts.front().key};
-  self->send(st.cfg.node.writer, hold_atom::value, mark);
-  parts.push_back(std::move(mark));
+  parts.push_back(hold_part(self, st.cfg.node.writer, parts.front().key));
 }
 
 /// A group's stage settled: if its cursor died, the respawn waited for it
@@ -111,11 +53,15 @@ void on_stage_settled(partition_ptr self, const core::part_key& key,
 /// Seals `frames` for a batch the caller submits: the part is kept here.
 seal_reply on_seal(partition_ptr self,
                    const std::vector<storage::frame>& frames) {
-  auto sealed = seal(self, frames);
-  if (!sealed)
-    return seal_reply{std::nullopt, {}, sealed.err()};
   auto& st = self->state;
-  auto& s = **sealed;
+  auto t = st.cfg.node.store.read();
+  if (!t)
+    return seal_reply{std::nullopt, {}, t.err()};
+  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
+                             st.cfg.options.dedup_window_s);
+  if (!sealed) // nothing changed
+    return seal_reply{std::nullopt, {}, sealed.err()};
+  auto& s = *sealed;
   // Only duplicates (perhaps with guards that their originals in
   // flight be stored, `expect_dedup`): no offsets taken, nothing to
   // settle; the guards still go in the caller's batch.
@@ -133,8 +79,7 @@ seal_reply on_seal(partition_ptr self,
   kept.next = s.next;
   kept.created_at = s.created_at;
   kept.pending_ids = s.pending_ids;
-  self->send(st.cfg.node.writer, hold_atom::value,
-             part_ref{self->address(), key});
+  hold_part(self, st.cfg.node.writer, key);
   return seal_reply{key, std::move(s), std::nullopt};
 }
 

@@ -79,6 +79,14 @@ caf::result<write_result> enqueue(writer_ptr self, storage::write_batch batch,
   return rp.later();
 }
 
+std::vector<core::part_id> ids_of(const std::vector<part_ref>& parts) {
+  std::vector<core::part_id> ids;
+  ids.reserve(parts.size());
+  for (auto& p : parts)
+    ids.push_back(p.id());
+  return ids;
+}
+
 writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
   self->state.cfg = std::move(cfg);
   self->set_exit_handler([self](caf::exit_msg& msg) {
@@ -94,10 +102,7 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         self->state.parts.hold(part.id(), part.holder);
       },
       [self](propose_atom, submission& s) -> caf::result<write_result> {
-        std::vector<core::part_id> ids;
-        ids.reserve(s.parts.size());
-        for (auto& p : s.parts)
-          ids.push_back(p.id());
+        auto ids = ids_of(s.parts);
         if (!self->state.parts.submit(ids)) {
           // Only the parts open and not submitted fail with it: one that
           // another batch carries is that batch's to settle.
@@ -110,10 +115,8 @@ writer_actor::behavior_type writer(writer_ptr self, writer_config cfg) {
         return enqueue(self, std::move(s.batch), std::move(ids));
       },
       [self](abort_atom, const std::vector<part_ref>& parts) {
-        std::vector<core::part_id> ids;
-        for (auto& p : parts)
-          ids.push_back(p.id());
-        self->state.parts.drop(ids); // settled by the one giving them up
+        self->state.parts.drop(
+            ids_of(parts)); // settled by the one giving them up
       },
       [self](durable_atom, std::uint16_t slot,
              std::uint64_t seq) -> caf::result<write_result> {

@@ -81,17 +81,17 @@ void release(writer_ptr self) {
   while (!st.committed.empty() && st.committed.front().durable) {
     auto g = std::move(st.committed.front());
     st.committed.pop_front();
-    st.committed_batches -= g.promises.size();
+    st.committed_batches -= g.batches.size();
     st.cfg.marks->raise(g.marks);
-    for (std::size_t i = 0; i < g.promises.size(); ++i) {
+    for (std::size_t i = 0; i < g.batches.size(); ++i) {
       write_result r;
       if (i >= g.results.size())
         r.failure = make_error(errc::internal, "writer: commit gave no result");
       else if (!g.results[i])
         r.failure = g.results[i].err();
-      settle(self, g.parts[i],
+      settle(self, g.batches[i].parts,
              r.ok() ? core::part_outcome::durable : core::part_outcome::failed);
-      g.promises[i].deliver(std::move(r));
+      g.batches[i].promise.deliver(std::move(r));
     }
   }
   std::erase_if(st.readers, [&](writer_state::reader& r) {
@@ -116,15 +116,11 @@ void hand_to_policy(writer_ptr self, std::uint64_t id,
                     std::vector<writer_state::pending_batch> group,
                     commit_report report) {
   auto& st = self->state;
+  for (auto& b : group)
+    b.batch = {}; // committed: only the answers and parts wait
+  st.committed_batches += group.size();
   writer_state::committed_group g{
-      id, {}, {}, std::move(report.results), report.marks(), false};
-  g.promises.reserve(group.size());
-  g.parts.reserve(group.size());
-  for (auto& b : group) {
-    g.promises.push_back(std::move(b.promise));
-    g.parts.push_back(std::move(b.parts));
-  }
-  st.committed_batches += g.promises.size();
+      id, std::move(group), std::move(report.results), report.marks(), false};
   auto marks = g.marks;
   st.committed.push_back(std::move(g));
   // 0: undecided, 1: the policy answered inline, 2: it will send.
@@ -147,9 +143,9 @@ void fail_waiting(writer_ptr self, const api_error& err) {
     refuse(self, p, err);
   st.pending.clear();
   for (auto& g : st.committed) // committed, perhaps stored
-    for (std::size_t i = 0; i < g.promises.size(); ++i) {
-      settle(self, g.parts[i], core::part_outcome::unknown);
-      g.promises[i].deliver(write_result{err});
+    for (auto& b : g.batches) {
+      settle(self, b.parts, core::part_outcome::unknown);
+      b.promise.deliver(write_result{err});
     }
   st.committed.clear();
   st.committed_batches = 0;
@@ -158,14 +154,17 @@ void fail_waiting(writer_ptr self, const api_error& err) {
   st.readers.clear();
 }
 
+api_error unusable() {
+  return make_error(errc::internal, "storage unusable: the LMDB map is gone "
+                                    "after a failed growth");
+}
+
 /// Fails every batch broken storage can no longer take, and stops.
 bool stop_if_broken(writer_ptr self) {
   auto& st = self->state;
   if (!st.cfg.env->broken())
     return false;
-  fail_waiting(self, make_error(errc::internal,
-                                "storage unusable: the LMDB map is gone after "
-                                "a failed growth"));
+  fail_waiting(self, unusable());
   self->quit(caf::make_error(caf::sec::runtime_error, "storage unusable"));
   return true;
 }
@@ -257,9 +256,7 @@ void on_stop(writer_ptr self) {
     hand_to_policy(self, ++st.group_id, std::move(rest), std::move(report));
   }
   if (st.cfg.env->broken())
-    fail_waiting(self, make_error(errc::internal,
-                                  "storage unusable: the LMDB map is gone "
-                                  "after a failed growth"));
+    fail_waiting(self, unusable());
   fail_waiting(self, busy("the node stopped before the write was durable: "
                           "its outcome is unknown"));
 }

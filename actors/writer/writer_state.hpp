@@ -40,8 +40,7 @@ struct writer_state {
   /// A committed group waiting for its durability policy.
   struct committed_group {
     std::uint64_t id = 0;
-    std::vector<actors::promise<write_result>> promises;
-    std::vector<std::vector<core::part_id>> parts; ///< per batch
+    std::vector<pending_batch> batches; ///< their mutations let go
     std::vector<storage::expected<void>> results;
     std::vector<storage::slot_seq> marks;
     bool durable = false;

@@ -28,13 +28,6 @@ struct write_result {
   }
 };
 
-/// The answer to a push: one result per frame, in input order.
-struct push_reply {
-  std::vector<storage::frame_result> results;
-  storage::micros created_at = 0;
-  std::optional<api_error> failure;
-};
-
 /// One item of a queue push.
 struct push_item {
   std::string partition; ///< name; "Default" when the client named none

@@ -24,16 +24,20 @@ bool retention_policy::active() const noexcept {
   return enabled && (retention > 0 || completed > 0 || max_wait > 0);
 }
 
-std::vector<deletion_bound>
+std::vector<storage::retention_rule>
 deletion_bounds(const retention_policy& policy, storage::micros now,
                 storage::offset last_readable,
                 std::optional<storage::offset> consumed_by_all) {
-  std::vector<deletion_bound> out;
+  std::vector<storage::retention_rule> out;
+  auto bound = [&](storage::micros before, storage::offset through) {
+    auto& r = out.emplace_back();
+    r.created_before = before;
+    r.through = through;
+  };
   if (policy.retention > 0)
-    out.push_back({now - policy.retention, last_readable});
+    bound(now - policy.retention, last_readable);
   if (policy.completed > 0 && consumed_by_all)
-    out.push_back(
-        {now - policy.completed, std::min(*consumed_by_all, last_readable)});
+    bound(now - policy.completed, std::min(*consumed_by_all, last_readable));
   return out;
 }
 

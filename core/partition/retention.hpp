@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "storage/log.hpp"
 #include "storage/records.hpp"
 
 namespace spool::core {
@@ -30,23 +31,14 @@ struct retention_policy {
   bool active() const noexcept;
 };
 
-/// One way a segment qualifies for deletion: created before
-/// `created_before` and ending at or below `through` (a
-/// `storage::retention_rule` without its step bound).
-struct deletion_bound {
-  storage::micros created_before;
-  storage::offset through;
-  friend bool operator==(const deletion_bound&, const deletion_bound&)
-      = default;
-};
-
-/// The bounds a retention run at `now` deletes by, each naming a prefix of
-/// the partition (created_at and offsets grow together), so a segment goes
-/// when the first bound that admits it does: `retentionSeconds` up to the
-/// readable end, consumed or not; `completedRetentionSeconds` only through
-/// `consumed_by_all` (none: some interested group blocks, or no group is
-/// interested, and nothing goes by this rule).
-std::vector<deletion_bound>
+/// The bounds a retention run at `now` deletes by (`created_before` and
+/// `through` of each rule; the step bounds left at their defaults), each naming
+/// a prefix of the partition (created_at and offsets grow together), so a
+/// segment goes when the first bound that admits it does: `retentionSeconds` up
+/// to the readable end, consumed or not; `completedRetentionSeconds` only
+/// through `consumed_by_all` (none: some interested group blocks, or no group
+/// is interested, and nothing goes by this rule).
+std::vector<storage::retention_rule>
 deletion_bounds(const retention_policy& policy, storage::micros now,
                 storage::offset last_readable,
                 std::optional<storage::offset> consumed_by_all);

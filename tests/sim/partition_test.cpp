@@ -70,12 +70,22 @@ struct partition_fixture : sim_fixture {
     part = *p;
   }
 
-  actors::push_reply push(std::vector<storage::frame> frames) {
-    auto r = request<actors::push_reply>(part, actors::push_atom::value,
+  /// A push as the queue makes it: the seal, then its batch with the seal
+  /// as its part; the sealed results once durable.
+  storage::sealed_append push(std::vector<storage::frame> frames) {
+    auto r = request<actors::seal_reply>(part, actors::seal_atom::value,
                                          std::move(frames));
     REQUIRE(r);
     REQUIRE(!r->failure);
-    return *r;
+    actors::submission s;
+    s.batch.mutations = std::move(r->sealed.mutations);
+    if (r->part)
+      s.parts.push_back(actors::part_ref{part.address(), *r->part});
+    auto w = request<actors::write_result>(gated, actors::propose_atom::value,
+                                           std::move(s));
+    REQUIRE(w);
+    REQUIRE(w->ok());
+    return std::move(r->sealed);
   }
 
   actors::pop_reply pop(std::size_t batch, std::string group = "g",
