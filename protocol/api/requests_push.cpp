@@ -30,28 +30,36 @@ expected<node::push_item> read_item_object(typename F::object_t& obj,
   SPOOL_TRY(F::fields(
       obj, where, [&](std::string_view key, auto& f) -> expected<void> {
         auto name = [&] { return where + "." + std::string{key}; };
+        // The field's path is built only for an error ("<path> must be a
+        // string"): a push reads thousands of items.
+        auto text = [&]() -> expected<std::string_view> {
+          auto s = F::as_string(f, {});
+          if (!s)
+            return make_error(s.err().code, name(), s.err().message);
+          return s;
+        };
         if (key == "queue") {
-          auto s = F::as_string(f, name());
+          auto s = text();
           if (!s)
             return s.err();
           item.queue = *s;
           has_queue = true;
         } else if (key == "partition") {
-          auto s = F::as_string(f, name());
+          auto s = text();
           if (!s)
             return s.err();
           item.partition = *s;
         } else if (key == "payload") {
           return F::payload(f, name(), item);
         } else if (key == "transactionId") {
-          auto s = F::as_string(f, name());
+          auto s = text();
           if (!s)
             return s.err();
           item.transaction_id = std::string{*s};
         } else if (key == "traceId") {
           if (F::is_null(f))
             return {};
-          auto s = F::as_string(f, name());
+          auto s = text();
           if (!s)
             return s.err();
           item.trace_id = *s;
