@@ -215,24 +215,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);
       },
-      [self](release_atom, const std::string& partition,
-             const std::string& group,
-             const std::string& lease_id) -> caf::result<bool> {
-        auto it = self->state.partitions.find(partition);
-        if (it == self->state.partitions.end())
-          return false;
-        auto rp = promise_for<bool>(self);
-        self->request(it->second.actor, caf::infinite, release_atom::value,
-                      group, lease_id)
-            .then(
-                [self, rp, partition, group](bool released) mutable {
-                  rp.deliver(released);
-                  if (released)
-                    wake_for(self, {partition}, group);
-                },
-                [rp](caf::error&) mutable { rp.deliver(false); });
-        return rp.later();
-      },
       [self](sub_update_atom, const std::string& group, storage::micros ts) {
         return on_sub_update(self, group, ts);
       },
