@@ -15,12 +15,13 @@
 // requeue: DLQ entries routed by partition to the group's cursor; answered
 //   when every cursor's write is durable; wakes parked pops.
 // seek: the group's cursor on each partition (or the one named) stages its
-//   new record, one partition after the other in name order (the order
-//   transactions stage cursors in, so the two never wait on each other);
-//   the records go out as ONE write (no subscription record: the group's
-//   first pop registers it); then every cursor is settled with the outcome,
-//   parked pops are woken, and the seek is answered. A failed stage settles the
-//   staged ones as aborted: nothing changes.
+//   new record, all at once, or one partition after the other in name order
+//   if a cursor is held (the order transactions stage cursors in, so the two
+//   never wait on each other); the records go out as ONE write (no
+//   subscription record: the group's first pop registers it); then every
+//   cursor is settled with the outcome, parked pops are woken, and the seek
+//   is answered. A failed stage settles the staged ones as aborted: nothing
+//   changes.
 // DLQ retention: cursors report each dead letter's failure time (`dead`);
 //   one sweep timer at the earliest expiry (never one per entry) scans the
 //   queue's DLQ and deletes expired entries in bounded steps.
@@ -69,10 +70,7 @@ void arm(queue_ptr self) {
         timeout_atom::value, *id);
 }
 
-void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
-              const std::string& group);
-void sweep_idle(queue_ptr self);
-void plan_sweep(queue_ptr self);
+namespace {
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
@@ -281,6 +279,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };
 }
+
+} // namespace
 
 } // namespace queue_detail
 

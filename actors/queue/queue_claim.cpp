@@ -52,23 +52,6 @@ std::vector<storage::stored_frame> sealed_frames(const push_run& run,
   return out;
 }
 
-/// The staged pop's answer, with what the queue's pop notes (as `step`).
-queue_pop_reply claimed(queue_ptr self, const claim_slot& slot,
-                        const std::string& name, pop_reply reply) {
-  auto& st = self->state;
-  auto& entry = st.partitions.at(name);
-  if (st.cfg.node.metrics)
-    st.cfg.node.metrics->partition_pops += 1;
-  if (!slot.req.partition)
-    st.rotation.claimed(slot.req.group, entry.index);
-  if (reply.lease)
-    lease_granted(self, reply.lease->id, slot.req.group, name,
-                  reply.lease->expires);
-  queue_pop_reply out;
-  out.claimed.push_back({name, entry.rec.uuid, std::move(reply)});
-  return out;
-}
-
 } // namespace
 
 void keep_for_claims(queue_ptr self, push_run& run) {
@@ -114,16 +97,11 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
       slots->size(),
       [self, run, slots](std::size_t i) {
         auto& slot = (*slots)[i];
-        pop_request pr;
-        pr.group = slot.req.group;
-        pr.batch = slot.req.batch;
-        pr.max_bytes = slot.req.max_bytes;
-        pr.lease_id = slot.req.lease_id;
-        pr.auto_ack = slot.req.auto_ack;
         auto& entry = self->state.partitions.at(run->names[slot.part]);
         return self->request(
             entry.actor, caf::infinite, claim_atom::value,
-            run->seals[slot.part].part->first, pr,
+            run->seals[slot.part].part->first,
+            share_of(slot.req, slot.req.batch, slot.req.max_bytes),
             sealed_frames(*run, slot.part, slot.req.batch, entry.rec.uuid));
       },
       [self, run, slots, shared,
@@ -149,12 +127,17 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                        // its partition) before this answer.
                        for (auto i : staged) {
                          auto& slot = (*slots)[i];
-                         auto& name = run->names[slot.part];
-                         if (failure)
+                         if (failure) {
                            slot.k(std::nullopt);
-                         else
-                           slot.k(claimed(self, slot, name,
-                                          std::move(slot.staged.reply)));
+                           continue;
+                         }
+                         if (auto& m = self->state.cfg.node.metrics)
+                           m->partition_pops += 1;
+                         queue_pop_reply out;
+                         out.claimed.push_back(
+                             note_claim(self, slot.req, run->names[slot.part],
+                                        std::move(slot.staged.reply)));
+                         slot.k(std::move(out));
                        }
                        done(std::move(failure));
                      });

@@ -37,46 +37,42 @@ on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
   // Every entry's partition is resolved before anything is sent.
-  std::map<std::uint64_t,
-           std::pair<partition_actor, std::vector<storage::dlq_entry>>>
-      parts;
-  std::vector<std::size_t> indices;
-  std::vector<std::string> names;
-  // Partitions by id, once: a requeue of many entries is one pass.
-  std::unordered_map<std::uint64_t, decltype(st.partitions.begin())> by_id;
-  for (auto it = st.partitions.begin(); it != st.partitions.end(); ++it)
-    by_id.emplace(it->second.rec.id.value, it);
-  for (auto& e : entries) {
-    auto found = by_id.find(e.partition.value);
-    auto it = found == by_id.end() ? st.partitions.end() : found->second;
-    if (it == st.partitions.end())
+  for (auto& e : entries)
+    if (!st.names_by_id.contains(e.partition.value))
       return failed<dlq_count_reply>(make_error(
           errc::not_found, "Partition not found: ", e.partition.value));
-    auto& slot = parts[e.partition.value];
-    if (slot.second.empty()) { // each partition once
-      indices.push_back(it->second.index);
-      names.push_back(it->first);
-    }
-    slot.first = it->second.actor;
-    slot.second.push_back(std::move(e));
-  }
-  if (parts.empty())
+  if (entries.empty())
     return dlq_count_reply{};
+  // The partitions asked in id order, each with its entries in order.
+  std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) {
+    return a.partition.value < b.partition.value;
+  });
+  auto groups = core::group_by_name(
+      entries.size(), [&](std::size_t i) -> const std::string& {
+        return st.names_by_id.at(entries[i].partition.value);
+      });
+  auto asks = core::distribute<storage::dlq_entry>(
+      groups, [&](std::size_t i) -> storage::dlq_entry&& {
+        return std::move(entries[i]);
+      });
+  std::vector<partition_actor> parts;
+  for (auto& name : groups.names)
+    parts.push_back(st.partitions.at(name).actor);
   auto rp = promise_for<dlq_count_reply>(self);
-  std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
-  for (auto& [_, slot] : parts)
-    asks.push_back(std::move(slot));
-  auto n = asks.size();
   gather<dlq_count_reply>(
-      n,
-      [self, group, asks = std::move(asks)](std::size_t i) mutable {
-        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
-                             group, std::move(asks[i].second));
+      parts.size(),
+      [self, group, parts, asks = std::move(asks)](std::size_t i) mutable {
+        return self->request(parts[i], caf::infinite, requeue_atom::value,
+                             group, std::move(asks[i]));
       },
-      [self, rp, group, indices,
-       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
+      [self, rp, group, names = std::move(groups.names)](
+          std::vector<fanned<dlq_count_reply>> slots) mutable {
         rp.deliver(total_of(slots));
-        made_candidates(self, group, indices, names); // requeued ones are due
+        // Requeued ones are due: candidates again, their pops woken.
+        for (auto& name : names)
+          self->state.candidates.add(group,
+                                     self->state.partitions.at(name).index);
+        wake_for(self, names, group);
       });
   return rp.later();
 }

@@ -11,6 +11,8 @@ namespace spool::actors::queue_detail {
 
 // -- push ---------------------------------------------------------------------
 
+namespace {
+
 /// Calls the run's `prepared` once and lets go of it (a prepared run waits
 /// in `prepared_pushes` for its settle and must not hold a promise).
 void done_preparing(const std::shared_ptr<push_run>& run) {
@@ -113,17 +115,10 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
                              std::move(run->frames[k]));
       },
       [run](std::vector<fanned<seal_reply>> slots) {
-        run->seals.resize(slots.size());
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-          auto& s = slots[k];
-          if (!s.reply) {
-            if (!run->failure)
-              run->failure = unreachable(s.error);
-            continue;
-          }
-          if (s.reply->failure && !run->failure)
-            run->failure = s.reply->failure;
-          run->seals[k] = std::move(*s.reply);
+        for (auto& s : slots) {
+          run->seals.push_back(or_failed(s));
+          if (run->seals.back().failure && !run->failure)
+            run->failure = run->seals.back().failure;
         }
         done_preparing(run);
       });
@@ -165,8 +160,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
              fail](std::vector<fanned<trim_reply>> trims) {
               std::vector<core::trim_share> shares;
               for (auto& t : trims)
-                shares.push_back(t.reply ? std::move(*t.reply)
-                                         : trim_reply{0, unreachable(t.error)});
+                shares.push_back(or_failed(t));
               if (auto err = core::after_trims(self->state.cfg.record.name, max,
                                                total, incoming, shares))
                 return fail(std::move(*err));
@@ -182,7 +176,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
 /// `run->failure` set and nothing sealed left unsettled by the caller).
 void prepare(queue_ptr self, std::vector<push_item>& items,
              std::function<void(std::shared_ptr<push_run>)> prepared,
-             bool may_claim) {
+             bool may_claim = false) {
   auto& st = self->state;
   auto run = std::make_shared<push_run>();
   run->may_claim = may_claim;
@@ -228,17 +222,23 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   });
 }
 
+/// A push that failed before its write: its seals are given up, and it
+/// ends with its failure.
+queue_push_reply give_up(queue_ptr self, push_run& run) {
+  abort_parts(self, self->state.cfg.node.writer, parts_of(self, run));
+  return finish(self, run, run.failure);
+}
+
+} // namespace
+
 caf::result<queue_push_reply> on_push(queue_ptr self,
                                       std::vector<push_item>& items) {
   auto rp = promise_for<queue_push_reply>(self);
   prepare(
       self, items,
       [self, rp](std::shared_ptr<push_run> run) mutable {
-        if (run->failure) {
-          abort_parts(self, self->state.cfg.node.writer, parts_of(self, *run));
-          rp.deliver(finish(self, *run, run->failure));
-          return;
-        }
+        if (run->failure)
+          return rp.deliver(give_up(self, *run));
         auto sub = submission_of(self, *run);
         if (sub.batch.mutations.empty()) { // only duplicates of stored frames
           auto& cfg = self->state.cfg;
@@ -264,13 +264,9 @@ caf::result<prepared_push> on_prepare(queue_ptr self,
   auto rp = promise_for<prepared_push>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
     auto& st = self->state;
-    if (run->failure) {
-      abort_parts(self, st.cfg.node.writer, parts_of(self, *run));
-      auto failure = run->failure;
-      (void)finish(self, *run, failure);
-      rp.deliver(prepared_push{{}, failure, {}, {}, 0});
-      return;
-    }
+    if (run->failure)
+      return rp.deliver(
+          prepared_push{{}, give_up(self, *run).failure, {}, {}, 0});
     auto outcome = results_of(self, *run);
     auto sub = submission_of(self, *run);
     if (sub.parts.empty()) {
