@@ -148,8 +148,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     self->quit(caf::make_error(caf::sec::runtime_error, to_string(t.err())));
   }
   // Entries stored before a restart: the first sweep finds their expiry.
-  st.sweep_due = st.cfg.node.wall();
-  self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+  arm_sweep(self, st.cfg.node.wall());
   plan_sweep(self);
   arm(self);
   return {

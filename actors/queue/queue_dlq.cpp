@@ -80,22 +80,33 @@ on_requeue(queue_ptr self, const std::string& group,
 /// Keeps the one sweep timer at the earliest due time (wall µs).
 void arm_sweep(queue_ptr self, storage::micros due) {
   auto& st = self->state;
-  if (st.sweep_due && *st.sweep_due <= due)
+  auto id = st.sweep_timer.arm(due);
+  if (!id)
     return;
-  st.sweep_due = due;
   auto delay = due - st.cfg.node.wall();
   if (delay <= 0) // due now: a message, not a timer
-    self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+    self->send(self, dlq_sweep_atom::value, *id);
   else
     self->delayed_send(self, std::chrono::microseconds{delay},
-                       dlq_sweep_atom::value, ++st.sweep_id);
+                       dlq_sweep_atom::value, *id);
 }
+
+namespace {
+
+/// A sweep's read or delete failed: it runs again after `write_retry`
+/// (a sweep that saw only expired entries has no next one to arm).
+void retry_sweep(queue_ptr self) {
+  auto& st = self->state;
+  arm_sweep(self, st.cfg.node.wall()
+                      + std::chrono::microseconds{st.cfg.write_retry}.count());
+}
+
+} // namespace
 
 void on_sweep(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.sweep_id)
+  if (!st.sweep_timer.fire(id))
     return;
-  st.sweep_due.reset();
   if (st.sweeping) {
     st.sweep_again = true;
     return;
@@ -103,18 +114,14 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
   core::dlq_sweeper sweep(st.cfg.node.wall(),
                           st.cfg.record.options.dlq_retention_s,
                           st.cfg.dlq_sweep_step, st.cfg.dlq_sweep_gap);
-  {
-    auto t = st.cfg.node.store.read();
-    if (!t)
-      return;
-    auto scanned = storage::tables::scan_queue_dlq(
-        *t, st.cfg.record.id, [&](std::string_view g, auto& e) {
-          sweep.see(g, e);
-          return true;
-        });
-    if (!scanned)
-      return;
-  }
+  if (auto t = st.cfg.node.store.read();
+      !t
+      || !storage::tables::scan_queue_dlq(*t, st.cfg.record.id,
+                                          [&](std::string_view g, auto& e) {
+                                            sweep.see(g, e);
+                                            return true;
+                                          }))
+    return retry_sweep(self);
   auto next = sweep.next();
   if (sweep.expired().empty()) {
     if (next)
@@ -128,23 +135,21 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
   auto n = sweep.expired().size();
   st.sweeping = true;
   // The next sweep is armed once this one's delete is durable.
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(b))
-      .then(
-          [self, n, next](write_result& r) {
-            auto& st = self->state;
-            st.sweeping = false;
-            if (r.ok() && st.cfg.node.metrics)
-              st.cfg.node.metrics->dead_letters_expired += n;
-            if (std::exchange(st.sweep_again, false))
-              arm_sweep(self, st.cfg.node.wall());
-            else if (next)
-              arm_sweep(self, *next);
-          },
-          [self](caf::error&) {
-            self->state.sweeping = false;
-            self->state.sweep_again = false;
-          });
+  write_then(self, st.cfg.node.writer, std::move(b),
+             [self, n, next](std::optional<api_error> failure) {
+               auto& st = self->state;
+               st.sweeping = false;
+               if (failure) {
+                 st.sweep_again = false;
+                 return retry_sweep(self);
+               }
+               if (st.cfg.node.metrics)
+                 st.cfg.node.metrics->dead_letters_expired += n;
+               if (std::exchange(st.sweep_again, false))
+                 arm_sweep(self, st.cfg.node.wall());
+               else if (next)
+                 arm_sweep(self, *next);
+             });
 }
 
 } // namespace spool::actors::queue_detail

@@ -81,9 +81,8 @@ struct queue_state {
   /// partitions any more), and registers nothing.
   bool deleted = false;
   one_timer<mono_time> timer;
-  /// The DLQ sweep's timer: when it is due (wall µs) and its id.
-  std::optional<storage::micros> sweep_due;
-  std::uint64_t sweep_id = 0;
+  /// The DLQ sweep's timer (wall µs).
+  one_timer<storage::micros> sweep_timer;
   bool sweeping = false;    ///< a sweep's delete is being written
   bool sweep_again = false; ///< the timer fired while sweeping
   /// Partition creations and option changes, one at a time.
