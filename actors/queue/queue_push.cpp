@@ -127,8 +127,9 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
 /// maxSize (semantics.md §2): calls `go` if the push fits the queue's
 /// retained frames, after deleting segments every interested group has
 /// committed past if needed; otherwise fails the push with "Queue <name> is
-/// full" and nothing of it stored, or with the error of a trim step that
-/// failed (the room might have been made: a retry may fit).
+/// full" and nothing of it stored, or with the error of a partition that
+/// did not answer its size, or of a trim step that failed (the room might
+/// have been made: a retry may fit).
 void fit(queue_ptr self, std::shared_ptr<push_run> run,
          std::function<void()> go) {
   auto& st = self->state;
@@ -146,8 +147,15 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
       [self, run, parts, max, incoming, go,
        fail](std::vector<fanned<std::int64_t>> sizes) {
         std::int64_t total = 0;
-        for (auto& s : sizes)
-          total += s.reply.value_or(0);
+        for (auto& s : sizes) {
+          if (!s.reply) { // not counted as empty: the push might not fit
+            auto err = unreachable(s.error, "partition");
+            return fail(make_error(err.code, "Queue ",
+                                   self->state.cfg.record.name,
+                                   ": size check failed: ", err.message));
+          }
+          total += *s.reply;
+        }
         using outcome = core::room_check::outcome;
         auto room = core::check_room(max, total, incoming);
         if (room.result == outcome::fits)
