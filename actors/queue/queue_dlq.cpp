@@ -36,6 +36,8 @@ caf::result<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
+  if (st.deleted) // as a DLQ delete: its rows go with the queue
+    return dlq_count_reply{};
   // Every entry's partition is resolved before anything is sent.
   for (auto& e : entries)
     if (!st.names_by_id.contains(e.partition.value))
