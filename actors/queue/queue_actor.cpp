@@ -260,7 +260,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             .then(
                 [self, rp, partition](stage_reply& r) mutable {
                   if (!r.parts.empty()) { // open until the writer settles
-                    stage_opened(self, partition); // this queue's mark
+                    self->state.stages.opened(partition); // this queue's mark
                     part_ref mark{self->address(), r.parts.front().key};
                     self->send(self->state.cfg.node.writer, hold_atom::value,
                                mark);

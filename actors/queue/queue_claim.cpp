@@ -10,16 +10,11 @@
 // and reruns at the push's wake as before.
 
 #include "actors/queue/queue_state.hpp"
-#include "vocab/message_id.hpp"
+#include "core/push/claim_frames.hpp"
 
 namespace spool::actors::queue_detail {
 
 namespace {
-
-/// The frames of a claim are copied before sealing, at most this many per
-/// partition: a pop delivers a prefix of them (the rest by its next pop),
-/// and a large push costs no more memory than that.
-constexpr std::size_t claim_frames = 1000;
 
 /// One parked pop staged on the push.
 struct claim_slot {
@@ -29,41 +24,7 @@ struct claim_slot {
   claim_reply staged;
 };
 
-/// The sealed frames of partition `k` as a read will return them once
-/// stored (duplicates are not appended; a generated transactionId is the
-/// message id, as the segment stores it), at most `batch`.
-std::vector<storage::stored_frame> sealed_frames(const push_run& run,
-                                                 std::size_t k,
-                                                 std::size_t batch,
-                                                 const std::string& uuid) {
-  std::vector<storage::stored_frame> out;
-  auto& sealed = run.seals[k].sealed;
-  auto& copies = run.copies[k];
-  for (std::size_t j = 0; j < copies.size() && out.size() < batch; ++j) {
-    auto& r = sealed.results[j];
-    if (r.status != storage::frame_result::queued)
-      continue;
-    out.push_back({r.off, sealed.created_at, copies[j]});
-    auto& f = out.back().data;
-    if (f.origin == storage::txid_origin::generated && f.transaction_id.empty()
-        && !uuid.empty())
-      f.transaction_id = message_uuid(uuid, r.off.value);
-  }
-  return out;
-}
-
 } // namespace
-
-void keep_for_claims(queue_ptr self, push_run& run) {
-  if (self->state.parked.empty())
-    return;
-  run.copies.resize(run.frames.size());
-  for (std::size_t k = 0; k < run.frames.size(); ++k) {
-    auto n = std::min(run.frames[k].size(), claim_frames);
-    run.copies[k].assign(run.frames[k].begin(),
-                         run.frames[k].begin() + static_cast<long>(n));
-  }
-}
 
 void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                 std::function<void(std::optional<api_error>)> done) {
@@ -102,7 +63,9 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
             entry.actor, caf::infinite, claim_atom::value,
             run->seals[slot.part].part->first,
             share_of(slot.req, slot.req.batch, slot.req.max_bytes),
-            sealed_frames(*run, slot.part, slot.req.batch, entry.rec.uuid));
+            core::sealed_frames(run->seals[slot.part].sealed,
+                                run->copies[slot.part], slot.req.batch,
+                                entry.rec.uuid));
       },
       [self, run, slots, shared,
        done = std::move(done)](std::vector<fanned<claim_reply>> replies) {

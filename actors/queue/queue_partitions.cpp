@@ -76,11 +76,6 @@ void respawn_partition(queue_ptr self, const std::string& name,
 
 } // namespace
 
-/// A stage was staged on partition `name`.
-void stage_opened(queue_ptr self, const std::string& name) {
-  self->state.stages.opened(name);
-}
-
 /// The writer settled this queue's mark of a transaction staged on one of
 /// its partitions: the batch is durable (or not written), so a respawn
 /// waiting for it may read the rows now; a durable one may have released

@@ -4,6 +4,7 @@
 
 #include "actors/durable.hpp"
 #include "actors/queue/queue_state.hpp"
+#include "core/push/claim_frames.hpp"
 
 #include <utility>
 
@@ -19,13 +20,6 @@ void done_preparing(const std::shared_ptr<push_run>& run) {
   auto prepared = std::move(run->prepared);
   run->prepared = nullptr;
   prepared(run);
-}
-
-void close_stages(queue_ptr self, push_run& run) {
-  // After the settles (the writer's, or the caller's abort): a respawn
-  // waiting for the push starts here.
-  for (auto& name : std::exchange(run.opened, {}))
-    stage_closed(self, name);
 }
 
 std::vector<part_ref> parts_of(queue_ptr self, const push_run& run) {
@@ -73,7 +67,10 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
 /// or given up by the caller) and builds the answer.
 queue_push_reply finish(queue_ptr self, push_run& run,
                         std::optional<api_error> failure) {
-  close_stages(self, run);
+  // After the settles (the writer's, or the caller's abort): a respawn
+  // waiting for the push starts here.
+  for (auto& name : std::exchange(run.opened, {}))
+    stage_closed(self, name);
   if (failure)
     return push_failed(std::move(failure));
   auto reply = results_of(self, run);
@@ -98,8 +95,8 @@ queue_push_reply finish(queue_ptr self, push_run& run,
 /// so a push to thousands of partitions stays linear), then calls
 /// `prepared`.
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
-  if (run->may_claim)
-    keep_for_claims(self, *run);
+  if (run->may_claim && !self->state.parked.empty()) // for `write_push`
+    run->copies = core::claim_copies(run->frames);
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {
@@ -108,7 +105,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
         auto& name = run->names[k];
         auto& entry = self->state.partitions.at(name);
         if (!entry.dead) {
-          stage_opened(self, name);
+          self->state.stages.opened(name);
           run->opened.push_back(name);
         }
         return self->request(entry.actor, caf::infinite, seal_atom::value,

@@ -15,7 +15,7 @@ struct seek_run {
   std::vector<std::string> names; ///< by name
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
-  std::vector<bool> opened;       ///< per stage: open (`stage_opened`)
+  std::vector<bool> opened;       ///< per stage: open (`stages`)
   promise<seek_reply> rp;
   bool gated = false; ///< holds the queue's group gate
 };
@@ -49,7 +49,7 @@ void opened(queue_ptr self, seek_run& run, seek_stage stage) {
   auto i = run.staged.size();
   run.opened.push_back(!stage.parts.empty());
   if (!stage.parts.empty())
-    stage_opened(self, run.names[i]);
+    self->state.stages.opened(run.names[i]);
   run.staged.push_back(std::move(stage));
 }
 

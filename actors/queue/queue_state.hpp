@@ -148,10 +148,6 @@ struct push_run {
   std::function<void(std::shared_ptr<push_run>)> prepared;
 };
 
-/// Keeps copies of the push's first frames when pops are parked (before
-/// sealing moves them away), for `write_push`.
-void keep_for_claims(queue_ptr self, push_run& run);
-
 /// Writes a sealed push's batch, with the leases of the parked pops it
 /// serves (claim in the append: each staged by its cursor on the sealed
 /// frames, answered once the batch is durable, put back if it fails);
@@ -189,8 +185,6 @@ expected<void> add_partition(queue_ptr self,
                              const storage::partition_record& rec);
 
 void end_queue(queue_ptr self, caf::error why);
-
-void stage_opened(queue_ptr self, const std::string& name);
 
 void stage_closed(queue_ptr self, const std::string& name);
 
