@@ -99,6 +99,13 @@ void fan_out(Self* self, const std::vector<Handle>& dests,
       std::move(done));
 }
 
+/// A slot's answer, or (unanswered) a reply failed with `who` unreachable.
+template <class Reply>
+Reply or_failed(fanned<Reply>& slot, const char* who = "actor") {
+  return slot.reply ? std::move(*slot.reply)
+                    : failed<Reply>(unreachable(slot.error, who));
+}
+
 /// Folds the answers of a fan-out into one reply of their type: `add(out,
 /// part)` for every answer; the first failure, an answer's own or an
 /// unanswered slot's (`who` unreachable), becomes the reply's.

@@ -232,9 +232,6 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<purge_atom, purge_request>::with<purge_reply>,
     /// The oldest frame waiting for the group on any partition; 0: none.
     caf::replies_to<oldest_atom, std::string>::with<storage::micros>,
-    /// Releases an unwritten lease on (partition, group); wakes parked pops.
-    caf::replies_to<release_atom, std::string, std::string,
-                    std::string>::with<bool>,
     /// The client of a parked pop (by its lease id) is gone: it is answered
     /// empty and dropped; nothing it did not take is released.
     caf::reacts_to<cancel_atom, std::string>,
@@ -368,10 +365,6 @@ using broker_actor = node_api::extend<
     /// Internal: the next bounded step of removing a deleted queue's rows
     /// (by queue id).
     caf::reacts_to<reap_atom, std::uint64_t>,
-    /// Internal: releases the lease of (queue, partition, group) at once,
-    /// counting no delivery (the per-partition form of the node API's).
-    caf::replies_to<release_atom, std::string, std::string, std::string,
-                    std::string>::with<bool>,
     /// From the queues (`queue_watcher`): a partition was created, a push
     /// was stored.
     caf::reacts_to<push_atom, push_target>,

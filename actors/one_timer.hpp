@@ -1,10 +1,11 @@
 #pragma once
 
 // One timer message in flight per actor, at the earliest deadline asked
-// for: the queue's, the broker's namespace parking, a partition's
-// retention, a cursor's expiries and the writer's stall timer. The timer
-// message carries the id `arm` gave; a later, earlier deadline supersedes
-// it, and a superseded message is ignored (`fire` is false). No CAF.
+// for: the queue's long poll and DLQ sweep, the broker's namespace parking,
+// a partition's retention, a cursor's expiries and the writer's stall
+// timer. The timer message carries the id `arm` gave; a later, earlier
+// deadline supersedes it, and a superseded message is ignored (`fire` is
+// false). No CAF.
 
 #include <cstdint>
 #include <optional>

@@ -175,18 +175,6 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         return on_namespace_pop(self, req);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
-      [self](release_atom, const std::string& queue,
-             const std::string& partition, const std::string& group,
-             const std::string& lease_id) -> caf::result<bool> {
-        auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end())
-          return false;
-        // Parked namespace pops wait: the released lease wakes them.
-        return via_queue<bool>(
-            self, queue, it->second, [](bool released) { return released; },
-            [](caf::error&) { return false; }, release_atom::value, partition,
-            group, lease_id);
-      },
       [self](cancel_atom, const std::string& token,
              const std::optional<std::string>& queue) {
         on_cancel(self, token, queue);

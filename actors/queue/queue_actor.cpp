@@ -15,12 +15,13 @@
 // requeue: DLQ entries routed by partition to the group's cursor; answered
 //   when every cursor's write is durable; wakes parked pops.
 // seek: the group's cursor on each partition (or the one named) stages its
-//   new record, one partition after the other in name order (the order
-//   transactions stage cursors in, so the two never wait on each other);
-//   the records go out as ONE write (no subscription record: the group's
-//   first pop registers it); then every cursor is settled with the outcome,
-//   parked pops are woken, and the seek is answered. A failed stage settles the
-//   staged ones as aborted: nothing changes.
+//   new record, all at once, or one partition after the other in name order
+//   if a cursor is held (the order transactions stage cursors in, so the two
+//   never wait on each other); the records go out as ONE write (no
+//   subscription record: the group's first pop registers it); then every
+//   cursor is settled with the outcome, parked pops are woken, and the seek
+//   is answered. A failed stage settles the staged ones as aborted: nothing
+//   changes.
 // DLQ retention: cursors report each dead letter's failure time (`dead`);
 //   one sweep timer at the earliest expiry (never one per entry) scans the
 //   queue's DLQ and deletes expired entries in bounded steps.
@@ -69,10 +70,7 @@ void arm(queue_ptr self) {
         timeout_atom::value, *id);
 }
 
-void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
-              const std::string& group);
-void sweep_idle(queue_ptr self);
-void plan_sweep(queue_ptr self);
+namespace {
 
 void on_timeout(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
@@ -150,8 +148,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
     self->quit(caf::make_error(caf::sec::runtime_error, to_string(t.err())));
   }
   // Entries stored before a restart: the first sweep finds their expiry.
-  st.sweep_due = st.cfg.node.wall();
-  self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+  arm_sweep(self, st.cfg.node.wall());
   plan_sweep(self);
   arm(self);
   return {
@@ -215,24 +212,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](purge_atom, const purge_request& req) {
         return on_purge(self, req);
       },
-      [self](release_atom, const std::string& partition,
-             const std::string& group,
-             const std::string& lease_id) -> caf::result<bool> {
-        auto it = self->state.partitions.find(partition);
-        if (it == self->state.partitions.end())
-          return false;
-        auto rp = promise_for<bool>(self);
-        self->request(it->second.actor, caf::infinite, release_atom::value,
-                      group, lease_id)
-            .then(
-                [self, rp, partition, group](bool released) mutable {
-                  rp.deliver(released);
-                  if (released)
-                    wake_for(self, {partition}, group);
-                },
-                [rp](caf::error&) mutable { rp.deliver(false); });
-        return rp.later();
-      },
       [self](sub_update_atom, const std::string& group, storage::micros ts) {
         return on_sub_update(self, group, ts);
       },
@@ -281,7 +260,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             .then(
                 [self, rp, partition](stage_reply& r) mutable {
                   if (!r.parts.empty()) { // open until the writer settles
-                    stage_opened(self, partition); // this queue's mark
+                    self->state.stages.opened(partition); // this queue's mark
                     part_ref mark{self->address(), r.parts.front().key};
                     self->send(self->state.cfg.node.writer, hold_atom::value,
                                mark);
@@ -299,6 +278,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self](seek_atom, seek_request& req) { return on_seek(self, req); },
   };
 }
+
+} // namespace
 
 } // namespace queue_detail
 

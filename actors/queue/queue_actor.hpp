@@ -33,9 +33,10 @@ struct queue_config {
   /// (µs) between sweeps that are not catching up.
   std::size_t dlq_sweep_step = 1'000;
   storage::micros dlq_sweep_gap = 60'000'000;
-  /// Told of every lease this queue grants and ends, every partition it
-  /// creates and every push it stores (a `queue_watcher`, the broker;
-  /// none: nobody).
+  /// A DLQ sweep whose read or delete failed runs again this much later.
+  std::chrono::milliseconds write_retry{1000};
+  /// Told of every partition this queue creates and every push it stores
+  /// in a namespace queue (a `queue_watcher`, the broker; none: nobody).
   caf::actor_addr watcher;
 
   expected<void> validate() const;

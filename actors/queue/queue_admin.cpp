@@ -47,26 +47,7 @@ caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req) {
   return rp.later();
 }
 
-void delete_group_now(queue_ptr self, const delete_group_request& req,
-                      std::function<void(delete_group_reply)> done);
-
-/// Deletes a group's cursors (and records) on this queue in one write, then
-/// answers its parked pops empty; `done` gets the outcome. One deletion,
-/// registration or seek of the group at a time, so two never stop and
-/// resume the same cursors.
-void delete_group(queue_ptr self, const delete_group_request& req,
-                  std::function<void(delete_group_reply)> done) {
-  group_gate(self, req.group)
-      .wait([self, req, done = std::move(done)]() mutable {
-        group_gate(self, req.group).enter();
-        delete_group_now(self, req,
-                         [self, group = req.group,
-                          done = std::move(done)](delete_group_reply r) {
-                           leave_group_gate(self, group);
-                           done(std::move(r));
-                         });
-      });
-}
+namespace {
 
 void delete_group_now(queue_ptr self, const delete_group_request& req,
                       std::function<void(delete_group_reply)> done) {
@@ -138,9 +119,10 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
           self->state.candidates.forget(req.group);
           if (req.delete_metadata)
             self->state.subs.erase(req.group); // the next pop registers
-          answer_parked(self, [&](const queue_pop_request& r) {
-            return r.group == req.group;
-          });
+          // Its pops are answered empty: parked ones now, running ones
+          // when their run ends (so none of them parks again).
+          self->state.parked.cancel_if(
+              [&](const queue_pop_request& r) { return r.group == req.group; });
           done(reply);
         };
         // Nothing to write and no cursor stopped: done. Stopped cursors
@@ -152,6 +134,26 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
       vote_atom::value, req.group, req.active_after);
 }
 
+/// Deletes a group's cursors (and records) on this queue in one write, then
+/// answers its parked pops empty; `done` gets the outcome. One deletion,
+/// registration or seek of the group at a time, so two never stop and
+/// resume the same cursors.
+void delete_group(queue_ptr self, const delete_group_request& req,
+                  std::function<void(delete_group_reply)> done) {
+  group_gate(self, req.group)
+      .wait([self, req, done = std::move(done)]() mutable {
+        group_gate(self, req.group).enter();
+        delete_group_now(self, req,
+                         [self, group = req.group,
+                          done = std::move(done)](delete_group_reply r) {
+                           leave_group_gate(self, group);
+                           done(std::move(r));
+                         });
+      });
+}
+
+} // namespace
+
 caf::result<delete_group_reply>
 on_delete_group(queue_ptr self, const delete_group_request& req) {
   auto rp = promise_for<delete_group_reply>(self);
@@ -161,8 +163,7 @@ on_delete_group(queue_ptr self, const delete_group_request& req) {
   return rp.later();
 }
 
-// -- groupIdleSeconds
-// ----------------------------------------------------------
+// -- groupIdleSeconds ---------------------------------------------------------
 
 /// Schedules the next idle sweep (or none when the option is 0).
 void plan_sweep(queue_ptr self) {
@@ -237,7 +238,8 @@ caf::result<delete_queue_reply> on_delete_queue(queue_ptr self) {
         return;
       }
       self->state.deleted = true;
-      answer_parked(self, [](const queue_pop_request&) { return true; });
+      self->state.parked.cancel_if(
+          [](const queue_pop_request&) { return true; }); // answered empty
       rp.deliver(delete_queue_reply{true, std::nullopt});
       // The broker sends nothing more here. Requests still in flight finish
       // (their writes now fail: the queue is gone) and are answered; after

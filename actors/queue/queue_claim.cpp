@@ -10,16 +10,11 @@
 // and reruns at the push's wake as before.
 
 #include "actors/queue/queue_state.hpp"
-#include "vocab/message_id.hpp"
+#include "core/push/claim_frames.hpp"
 
 namespace spool::actors::queue_detail {
 
 namespace {
-
-/// The frames of a claim are copied before sealing, at most this many per
-/// partition: a pop delivers a prefix of them (the rest by its next pop),
-/// and a large push costs no more memory than that.
-constexpr std::size_t claim_frames = 1000;
 
 /// One parked pop staged on the push.
 struct claim_slot {
@@ -29,58 +24,7 @@ struct claim_slot {
   claim_reply staged;
 };
 
-/// The sealed frames of partition `k` as a read will return them once
-/// stored (duplicates are not appended; a generated transactionId is the
-/// message id, as the segment stores it), at most `batch`.
-std::vector<storage::stored_frame> sealed_frames(const push_run& run,
-                                                 std::size_t k,
-                                                 std::size_t batch,
-                                                 const std::string& uuid) {
-  std::vector<storage::stored_frame> out;
-  auto& sealed = run.seals[k].sealed;
-  auto& copies = run.copies[k];
-  for (std::size_t j = 0; j < copies.size() && out.size() < batch; ++j) {
-    auto& r = sealed.results[j];
-    if (r.status != storage::frame_result::queued)
-      continue;
-    out.push_back({r.off, sealed.created_at, copies[j]});
-    auto& f = out.back().data;
-    if (f.origin == storage::txid_origin::generated && f.transaction_id.empty()
-        && !uuid.empty())
-      f.transaction_id = message_uuid(uuid, r.off.value);
-  }
-  return out;
-}
-
-/// The staged pop's answer, with what the queue's pop notes (as `step`).
-queue_pop_reply claimed(queue_ptr self, const claim_slot& slot,
-                        const std::string& name, pop_reply reply) {
-  auto& st = self->state;
-  auto& entry = st.partitions.at(name);
-  if (st.cfg.node.metrics)
-    st.cfg.node.metrics->partition_pops += 1;
-  if (!slot.req.partition)
-    st.rotation.claimed(slot.req.group, entry.index);
-  if (reply.lease)
-    lease_granted(self, reply.lease->id, slot.req.group, name,
-                  reply.lease->expires);
-  queue_pop_reply out;
-  out.claimed.push_back({name, entry.rec.uuid, std::move(reply)});
-  return out;
-}
-
 } // namespace
-
-void keep_for_claims(queue_ptr self, push_run& run) {
-  if (self->state.parked.empty())
-    return;
-  run.copies.resize(run.frames.size());
-  for (std::size_t k = 0; k < run.frames.size(); ++k) {
-    auto n = std::min(run.frames[k].size(), claim_frames);
-    run.copies[k].assign(run.frames[k].begin(),
-                         run.frames[k].begin() + static_cast<long>(n));
-  }
-}
 
 void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                 std::function<void(std::optional<api_error>)> done) {
@@ -114,17 +58,14 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
       slots->size(),
       [self, run, slots](std::size_t i) {
         auto& slot = (*slots)[i];
-        pop_request pr;
-        pr.group = slot.req.group;
-        pr.batch = slot.req.batch;
-        pr.max_bytes = slot.req.max_bytes;
-        pr.lease_id = slot.req.lease_id;
-        pr.auto_ack = slot.req.auto_ack;
         auto& entry = self->state.partitions.at(run->names[slot.part]);
         return self->request(
             entry.actor, caf::infinite, claim_atom::value,
-            run->seals[slot.part].part->first, pr,
-            sealed_frames(*run, slot.part, slot.req.batch, entry.rec.uuid));
+            run->seals[slot.part].part->first,
+            share_of(slot.req, slot.req.batch, slot.req.max_bytes),
+            core::sealed_frames(run->seals[slot.part].sealed,
+                                run->copies[slot.part], slot.req.batch,
+                                entry.rec.uuid));
       },
       [self, run, slots, shared,
        done = std::move(done)](std::vector<fanned<claim_reply>> replies) {
@@ -149,12 +90,17 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
                        // its partition) before this answer.
                        for (auto i : staged) {
                          auto& slot = (*slots)[i];
-                         auto& name = run->names[slot.part];
-                         if (failure)
+                         if (failure) {
                            slot.k(std::nullopt);
-                         else
-                           slot.k(claimed(self, slot, name,
-                                          std::move(slot.staged.reply)));
+                           continue;
+                         }
+                         if (auto& m = self->state.cfg.node.metrics)
+                           m->partition_pops += 1;
+                         queue_pop_reply out;
+                         out.claimed.push_back(
+                             note_claim(self, slot.req, run->names[slot.part],
+                                        std::move(slot.staged.reply)));
+                         slot.k(std::move(out));
                        }
                        done(std::move(failure));
                      });

@@ -36,47 +36,45 @@ caf::result<dlq_count_reply>
 on_requeue(queue_ptr self, const std::string& group,
            std::vector<storage::dlq_entry>& entries) {
   auto& st = self->state;
+  if (st.deleted) // as a DLQ delete: its rows go with the queue
+    return dlq_count_reply{};
   // Every entry's partition is resolved before anything is sent.
-  std::map<std::uint64_t,
-           std::pair<partition_actor, std::vector<storage::dlq_entry>>>
-      parts;
-  std::vector<std::size_t> indices;
-  std::vector<std::string> names;
-  // Partitions by id, once: a requeue of many entries is one pass.
-  std::unordered_map<std::uint64_t, decltype(st.partitions.begin())> by_id;
-  for (auto it = st.partitions.begin(); it != st.partitions.end(); ++it)
-    by_id.emplace(it->second.rec.id.value, it);
-  for (auto& e : entries) {
-    auto found = by_id.find(e.partition.value);
-    auto it = found == by_id.end() ? st.partitions.end() : found->second;
-    if (it == st.partitions.end())
+  for (auto& e : entries)
+    if (!st.names_by_id.contains(e.partition.value))
       return failed<dlq_count_reply>(make_error(
           errc::not_found, "Partition not found: ", e.partition.value));
-    auto& slot = parts[e.partition.value];
-    if (slot.second.empty()) { // each partition once
-      indices.push_back(it->second.index);
-      names.push_back(it->first);
-    }
-    slot.first = it->second.actor;
-    slot.second.push_back(std::move(e));
-  }
-  if (parts.empty())
+  if (entries.empty())
     return dlq_count_reply{};
+  // The partitions asked in id order, each with its entries in order.
+  std::stable_sort(entries.begin(), entries.end(), [](auto& a, auto& b) {
+    return a.partition.value < b.partition.value;
+  });
+  auto groups = core::group_by_name(
+      entries.size(), [&](std::size_t i) -> const std::string& {
+        return st.names_by_id.at(entries[i].partition.value);
+      });
+  auto asks = core::distribute<storage::dlq_entry>(
+      groups, [&](std::size_t i) -> storage::dlq_entry&& {
+        return std::move(entries[i]);
+      });
+  std::vector<partition_actor> parts;
+  for (auto& name : groups.names)
+    parts.push_back(st.partitions.at(name).actor);
   auto rp = promise_for<dlq_count_reply>(self);
-  std::vector<std::pair<partition_actor, std::vector<storage::dlq_entry>>> asks;
-  for (auto& [_, slot] : parts)
-    asks.push_back(std::move(slot));
-  auto n = asks.size();
   gather<dlq_count_reply>(
-      n,
-      [self, group, asks = std::move(asks)](std::size_t i) mutable {
-        return self->request(asks[i].first, caf::infinite, requeue_atom::value,
-                             group, std::move(asks[i].second));
+      parts.size(),
+      [self, group, parts, asks = std::move(asks)](std::size_t i) mutable {
+        return self->request(parts[i], caf::infinite, requeue_atom::value,
+                             group, std::move(asks[i]));
       },
-      [self, rp, group, indices,
-       names](std::vector<fanned<dlq_count_reply>> slots) mutable {
+      [self, rp, group, names = std::move(groups.names)](
+          std::vector<fanned<dlq_count_reply>> slots) mutable {
         rp.deliver(total_of(slots));
-        made_candidates(self, group, indices, names); // requeued ones are due
+        // Requeued ones are due: candidates again, their pops woken.
+        for (auto& name : names)
+          self->state.candidates.add(group,
+                                     self->state.partitions.at(name).index);
+        wake_for(self, names, group);
       });
   return rp.later();
 }
@@ -84,22 +82,33 @@ on_requeue(queue_ptr self, const std::string& group,
 /// Keeps the one sweep timer at the earliest due time (wall µs).
 void arm_sweep(queue_ptr self, storage::micros due) {
   auto& st = self->state;
-  if (st.sweep_due && *st.sweep_due <= due)
+  auto id = st.sweep_timer.arm(due);
+  if (!id)
     return;
-  st.sweep_due = due;
   auto delay = due - st.cfg.node.wall();
   if (delay <= 0) // due now: a message, not a timer
-    self->send(self, dlq_sweep_atom::value, ++st.sweep_id);
+    self->send(self, dlq_sweep_atom::value, *id);
   else
     self->delayed_send(self, std::chrono::microseconds{delay},
-                       dlq_sweep_atom::value, ++st.sweep_id);
+                       dlq_sweep_atom::value, *id);
 }
+
+namespace {
+
+/// A sweep's read or delete failed: it runs again after `write_retry`
+/// (a sweep that saw only expired entries has no next one to arm).
+void retry_sweep(queue_ptr self) {
+  auto& st = self->state;
+  arm_sweep(self, st.cfg.node.wall()
+                      + std::chrono::microseconds{st.cfg.write_retry}.count());
+}
+
+} // namespace
 
 void on_sweep(queue_ptr self, std::uint64_t id) {
   auto& st = self->state;
-  if (id != st.sweep_id)
+  if (!st.sweep_timer.fire(id))
     return;
-  st.sweep_due.reset();
   if (st.sweeping) {
     st.sweep_again = true;
     return;
@@ -107,18 +116,14 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
   core::dlq_sweeper sweep(st.cfg.node.wall(),
                           st.cfg.record.options.dlq_retention_s,
                           st.cfg.dlq_sweep_step, st.cfg.dlq_sweep_gap);
-  {
-    auto t = st.cfg.node.store.read();
-    if (!t)
-      return;
-    auto scanned = storage::tables::scan_queue_dlq(
-        *t, st.cfg.record.id, [&](std::string_view g, auto& e) {
-          sweep.see(g, e);
-          return true;
-        });
-    if (!scanned)
-      return;
-  }
+  if (auto t = st.cfg.node.store.read();
+      !t
+      || !storage::tables::scan_queue_dlq(*t, st.cfg.record.id,
+                                          [&](std::string_view g, auto& e) {
+                                            sweep.see(g, e);
+                                            return true;
+                                          }))
+    return retry_sweep(self);
   auto next = sweep.next();
   if (sweep.expired().empty()) {
     if (next)
@@ -132,23 +137,21 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
   auto n = sweep.expired().size();
   st.sweeping = true;
   // The next sweep is armed once this one's delete is durable.
-  self->request(st.cfg.node.writer, caf::infinite, write_atom::value,
-                std::move(b))
-      .then(
-          [self, n, next](write_result& r) {
-            auto& st = self->state;
-            st.sweeping = false;
-            if (r.ok() && st.cfg.node.metrics)
-              st.cfg.node.metrics->dead_letters_expired += n;
-            if (std::exchange(st.sweep_again, false))
-              arm_sweep(self, st.cfg.node.wall());
-            else if (next)
-              arm_sweep(self, *next);
-          },
-          [self](caf::error&) {
-            self->state.sweeping = false;
-            self->state.sweep_again = false;
-          });
+  write_then(self, st.cfg.node.writer, std::move(b),
+             [self, n, next](std::optional<api_error> failure) {
+               auto& st = self->state;
+               st.sweeping = false;
+               if (failure) {
+                 st.sweep_again = false;
+                 return retry_sweep(self);
+               }
+               if (st.cfg.node.metrics)
+                 st.cfg.node.metrics->dead_letters_expired += n;
+               if (std::exchange(st.sweep_again, false))
+                 arm_sweep(self, st.cfg.node.wall());
+               else if (next)
+                 arm_sweep(self, *next);
+             });
 }
 
 } // namespace spool::actors::queue_detail

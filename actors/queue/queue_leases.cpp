@@ -21,6 +21,19 @@ void sweep(queue_ptr self) {
   self->state.leases.sweep(self->clock().now(), lease_sweep_step);
 }
 
+/// The partitions a lease holds (those the queue has) and their names.
+std::pair<std::vector<partition_actor>, std::vector<std::string>>
+partitions_of(queue_ptr self, const core::lease_entry& lease) {
+  std::pair<std::vector<partition_actor>, std::vector<std::string>> out;
+  for (auto& p : lease.partitions)
+    if (auto it = self->state.partitions.find(p);
+        it != self->state.partitions.end()) {
+      out.first.push_back(it->second.actor);
+      out.second.push_back(p);
+    }
+  return out;
+}
+
 } // namespace
 
 void lease_granted(queue_ptr self, const std::string& id,
@@ -55,29 +68,23 @@ caf::result<lease_extend_reply> on_extend(queue_ptr self, const std::string& id,
     return none;
   }
   auto rp = promise_for<lease_extend_reply>(self);
-  std::vector<partition_actor> parts;
-  std::vector<std::pair<std::string, std::string>> names; // (name, uuid)
-  for (auto& p : entry->partitions)
-    if (auto it = st.partitions.find(p); it != st.partitions.end()) {
-      parts.push_back(it->second.actor);
-      names.emplace_back(p, it->second.rec.uuid);
-    }
+  auto [parts, names] = partitions_of(self, *entry);
   fan_out<extend_reply>(
       self, parts,
-      [self, rp, id, names](std::vector<fanned<extend_reply>> rs) mutable {
+      [self, rp, id,
+       names = std::move(names)](std::vector<fanned<extend_reply>> rs) mutable {
         lease_extend_reply out;
         std::optional<mono_time> latest;
         for (std::size_t i = 0; i < rs.size(); ++i) {
-          extend_reply r = rs[i].reply
-                               ? std::move(*rs[i].reply)
-                               : failed<extend_reply>(unreachable(rs[i].error));
+          auto r = or_failed(rs[i]);
           if (r.error == extend_error::not_found
               || r.error == extend_error::expired)
-            lease_ended(self, id, names[i].first); // over there
+            lease_ended(self, id, names[i]); // over there
           else if (r.expires && (!latest || *r.expires > *latest))
             latest = r.expires;
           out.partitions.push_back(
-              {names[i].first, names[i].second, std::move(r)});
+              {names[i], self->state.partitions.at(names[i]).rec.uuid,
+               std::move(r)});
         }
         if (latest)
           self->state.leases.extended(id, *latest);
@@ -96,18 +103,13 @@ caf::result<bool> on_release(queue_ptr self, const std::string& id) {
   if (entry == nullptr)
     return false;
   auto rp = promise_for<bool>(self);
-  std::vector<partition_actor> parts;
-  std::vector<std::string> names;
-  for (auto& p : entry->partitions)
-    if (auto it = st.partitions.find(p); it != st.partitions.end()) {
-      parts.push_back(it->second.actor);
-      names.push_back(p);
-    }
+  auto [parts, names] = partitions_of(self, *entry);
   auto group = entry->group;
   st.leases.erase(id);
   fan_out<bool>(
       self, parts,
-      [self, rp, names, group](std::vector<fanned<bool>> rs) mutable {
+      [self, rp, names = std::move(names),
+       group](std::vector<fanned<bool>> rs) mutable {
         bool any = false;
         for (auto& r : rs)
           any = any || (r.reply && *r.reply);

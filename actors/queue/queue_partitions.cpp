@@ -6,6 +6,8 @@
 
 namespace spool::actors::queue_detail {
 
+namespace {
+
 /// Spawns the partition of `rec`, linked to this queue.
 expected<partition_actor>
 start_partition(queue_ptr self, const storage::partition_record& rec) {
@@ -19,6 +21,8 @@ start_partition(queue_ptr self, const storage::partition_record& rec) {
     self->link_to(*p);
   return p;
 }
+
+} // namespace
 
 expected<void> add_partition(queue_ptr self,
                              const storage::partition_record& rec) {
@@ -41,10 +45,8 @@ void end_queue(queue_ptr self, caf::error why) {
   self->quit(std::move(why));
 }
 
-/// A partition died (a bug): spawned again from its stored record in its
-/// place (same ring position, same candidates), after a write barrier; its
-/// cursors come back from their stored rows at their next contact. Requests
-/// it had in flight were answered with errors by CAF.
+namespace {
+
 /// Spawns partition `name` again from its stored record, in the place of
 /// the dead actor `dead` (unless it was deleted or replaced meanwhile).
 void respawn_partition(queue_ptr self, const std::string& name,
@@ -72,10 +74,7 @@ void respawn_partition(queue_ptr self, const std::string& name,
   entry.dead = false;
 }
 
-/// A stage was staged on partition `name`.
-void stage_opened(queue_ptr self, const std::string& name) {
-  self->state.stages.opened(name);
-}
+} // namespace
 
 /// The writer settled this queue's mark of a transaction staged on one of
 /// its partitions: the batch is durable (or not written), so a respawn
@@ -159,6 +158,8 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 // -- configure ----------------------------------------------------------------
 
+namespace {
+
 void configure_now(queue_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;
@@ -211,6 +212,8 @@ void configure_now(queue_ptr self, configure_request& req,
   };
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
+
+} // namespace
 
 caf::result<configure_reply> on_configure(queue_ptr self,
                                           configure_request& req) {

@@ -7,6 +7,8 @@ namespace spool::actors::queue_detail {
 
 // -- pop ----------------------------------------------------------------------
 
+namespace {
+
 /// One pop in progress over its candidate partitions (`core::pop_claim`).
 struct pop_run {
   pop_run(queue_pop_request r, std::vector<std::string> names) :
@@ -33,44 +35,36 @@ void finish_pop(std::shared_ptr<pop_run>& run) {
 
 void step(queue_ptr self, std::shared_ptr<pop_run> run) {
   auto& st = self->state;
-  auto& req = run->req;
   while (auto ask = run->claim.next()) {
     auto name = run->candidates[ask->candidate];
     auto it = st.partitions.find(name);
     if (it == st.partitions.end())
-      continue;
-    pop_request pr;
-    pr.group = req.group;
-    pr.batch = ask->batch;
-    pr.max_bytes = ask->max_bytes;
-    pr.lease_id = req.lease_id;
-    pr.auto_ack = req.auto_ack;
-    auto uuid = it->second.rec.uuid;
+      continue; // a named partition the queue does not have
     auto asked_at = st.candidates.generation();
-    self->request(it->second.actor, caf::infinite, pop_atom::value, pr)
+    // A failed share ends the pop (answered with the failure unless
+    // something was claimed).
+    auto fail = [run](api_error err) {
+      if (run->claim.failure_answers())
+        run->reply.failure = std::move(err);
+      run->reply.retry_at = run->claim.retry_at();
+      run->done(std::move(run->reply));
+    };
+    self->request(it->second.actor, caf::infinite, pop_atom::value,
+                  share_of(run->req, ask->batch, ask->max_bytes))
         .then(
-            [self, run, name, uuid, asked_at](pop_reply& r) mutable {
+            [self, run, name, asked_at, fail](pop_reply& r) {
               auto& st = self->state;
               if (r.failure && r.restarting
                   && run->claim.restarting(self->clock().now()))
                 return step(self, run);
-              if (r.failure) {
-                if (run->claim.failure_answers())
-                  run->reply.failure = r.failure;
-                run->reply.retry_at = run->claim.retry_at();
-                run->done(std::move(run->reply));
-                return;
-              }
+              if (r.failure)
+                return fail(std::move(*r.failure));
               if (st.cfg.node.metrics)
                 st.cfg.node.metrics->partition_pops += 1;
-              // (Partitions are never removed from a live queue; a reply
-              // for one that were would still be answered.)
-              auto entry = st.partitions.find(name);
-              auto known = entry != st.partitions.end();
-              if (r.empty_at && known)
-                st.candidates.found_empty(run->req.group, entry->second.index,
-                                          *r.empty_at, entry->second.last,
-                                          asked_at);
+              auto& entry = st.partitions.at(name); // never removed
+              if (r.empty_at)
+                st.candidates.found_empty(run->req.group, entry.index,
+                                          *r.empty_at, entry.last, asked_at);
               if (r.messages.empty()) {
                 run->claim.empty(r.reason, r.retry_at);
               } else {
@@ -78,24 +72,27 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
                 for (auto& m : r.messages)
                   bytes += m.frame.data.payload.size();
                 run->claim.delivered(r.messages.size(), bytes);
-                if (!run->req.partition && known)
-                  st.rotation.claimed(run->req.group, entry->second.index);
-                if (r.lease)
-                  lease_granted(self, r.lease->id, run->req.group, name,
-                                r.lease->expires);
-                run->reply.claimed.push_back({name, uuid, std::move(r)});
+                run->reply.claimed.push_back(
+                    note_claim(self, run->req, name, std::move(r)));
               }
               step(self, run);
             },
-            [run](caf::error& err) {
-              if (run->claim.failure_answers()) // as a failed share, above
-                run->reply.failure = unreachable(err);
-              run->reply.retry_at = run->claim.retry_at();
-              run->done(std::move(run->reply));
-            });
+            [fail](caf::error& err) { fail(unreachable(err)); });
     return; // continue in the response handler
   }
   finish_pop(run);
+}
+
+} // namespace
+
+partition_delivery note_claim(queue_ptr self, const queue_pop_request& req,
+                              const std::string& name, pop_reply reply) {
+  auto& entry = self->state.partitions.at(name);
+  if (!req.partition)
+    self->state.rotation.claimed(req.group, entry.index);
+  if (reply.lease)
+    lease_granted(self, reply.lease->id, req.group, name, reply.lease->expires);
+  return {name, entry.rec.uuid, std::move(reply)};
 }
 
 /// Runs one pop over its candidates; `done` gets the reply.
@@ -130,7 +127,7 @@ void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
       partitions, [&](const queue_pop_request& r) { return r.group == group; });
 }
 
-std::vector<partition_actor> all_partitions(queue_ptr self);
+namespace {
 
 /// Registers `group` on this queue (semantics.md §5) unless it is: its
 /// subscription record and the seeds of every partition it has no cursor
@@ -183,6 +180,8 @@ void register_group(queue_ptr self, const std::string& group,
             seed_atom::value, group, rec);
       });
 }
+
+} // namespace
 
 caf::result<queue_pop_reply> on_pop(queue_ptr self, queue_pop_request& req) {
   // The token becomes the lease id, carrying this queue's id.

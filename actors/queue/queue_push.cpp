@@ -4,6 +4,7 @@
 
 #include "actors/durable.hpp"
 #include "actors/queue/queue_state.hpp"
+#include "core/push/claim_frames.hpp"
 
 #include <utility>
 
@@ -11,19 +12,14 @@ namespace spool::actors::queue_detail {
 
 // -- push ---------------------------------------------------------------------
 
+namespace {
+
 /// Calls the run's `prepared` once and lets go of it (a prepared run waits
 /// in `prepared_pushes` for its settle and must not hold a promise).
 void done_preparing(const std::shared_ptr<push_run>& run) {
   auto prepared = std::move(run->prepared);
   run->prepared = nullptr;
   prepared(run);
-}
-
-void close_stages(queue_ptr self, push_run& run) {
-  // After the settles (the writer's, or the caller's abort): a respawn
-  // waiting for the push starts here.
-  for (auto& name : std::exchange(run.opened, {}))
-    stage_closed(self, name);
 }
 
 std::vector<part_ref> parts_of(queue_ptr self, const push_run& run) {
@@ -71,7 +67,10 @@ queue_push_reply results_of(queue_ptr self, push_run& run) {
 /// or given up by the caller) and builds the answer.
 queue_push_reply finish(queue_ptr self, push_run& run,
                         std::optional<api_error> failure) {
-  close_stages(self, run);
+  // After the settles (the writer's, or the caller's abort): a respawn
+  // waiting for the push starts here.
+  for (auto& name : std::exchange(run.opened, {}))
+    stage_closed(self, name);
   if (failure)
     return push_failed(std::move(failure));
   auto reply = results_of(self, run);
@@ -96,8 +95,8 @@ queue_push_reply finish(queue_ptr self, push_run& run,
 /// so a push to thousands of partitions stays linear), then calls
 /// `prepared`.
 void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
-  if (run->may_claim)
-    keep_for_claims(self, *run);
+  if (run->may_claim && !self->state.parked.empty()) // for `write_push`
+    run->copies = core::claim_copies(run->frames);
   gather<seal_reply>(
       run->names.size(),
       [self, run](std::size_t k) {
@@ -106,24 +105,17 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
         auto& name = run->names[k];
         auto& entry = self->state.partitions.at(name);
         if (!entry.dead) {
-          stage_opened(self, name);
+          self->state.stages.opened(name);
           run->opened.push_back(name);
         }
         return self->request(entry.actor, caf::infinite, seal_atom::value,
                              std::move(run->frames[k]));
       },
       [run](std::vector<fanned<seal_reply>> slots) {
-        run->seals.resize(slots.size());
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-          auto& s = slots[k];
-          if (!s.reply) {
-            if (!run->failure)
-              run->failure = unreachable(s.error);
-            continue;
-          }
-          if (s.reply->failure && !run->failure)
-            run->failure = s.reply->failure;
-          run->seals[k] = std::move(*s.reply);
+        for (auto& s : slots) {
+          run->seals.push_back(or_failed(s));
+          if (run->seals.back().failure && !run->failure)
+            run->failure = run->seals.back().failure;
         }
         done_preparing(run);
       });
@@ -132,8 +124,9 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
 /// maxSize (semantics.md §2): calls `go` if the push fits the queue's
 /// retained frames, after deleting segments every interested group has
 /// committed past if needed; otherwise fails the push with "Queue <name> is
-/// full" and nothing of it stored, or with the error of a trim step that
-/// failed (the room might have been made: a retry may fit).
+/// full" and nothing of it stored, or with the error of a partition that
+/// did not answer its size, or of a trim step that failed (the room might
+/// have been made: a retry may fit).
 void fit(queue_ptr self, std::shared_ptr<push_run> run,
          std::function<void()> go) {
   auto& st = self->state;
@@ -151,8 +144,15 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
       [self, run, parts, max, incoming, go,
        fail](std::vector<fanned<std::int64_t>> sizes) {
         std::int64_t total = 0;
-        for (auto& s : sizes)
-          total += s.reply.value_or(0);
+        for (auto& s : sizes) {
+          if (!s.reply) { // not counted as empty: the push might not fit
+            auto err = unreachable(s.error, "partition");
+            return fail(make_error(err.code, "Queue ",
+                                   self->state.cfg.record.name,
+                                   ": size check failed: ", err.message));
+          }
+          total += *s.reply;
+        }
         using outcome = core::room_check::outcome;
         auto room = core::check_room(max, total, incoming);
         if (room.result == outcome::fits)
@@ -165,8 +165,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
              fail](std::vector<fanned<trim_reply>> trims) {
               std::vector<core::trim_share> shares;
               for (auto& t : trims)
-                shares.push_back(t.reply ? std::move(*t.reply)
-                                         : trim_reply{0, unreachable(t.error)});
+                shares.push_back(or_failed(t));
               if (auto err = core::after_trims(self->state.cfg.record.name, max,
                                                total, incoming, shares))
                 return fail(std::move(*err));
@@ -182,7 +181,7 @@ void fit(queue_ptr self, std::shared_ptr<push_run> run,
 /// `run->failure` set and nothing sealed left unsettled by the caller).
 void prepare(queue_ptr self, std::vector<push_item>& items,
              std::function<void(std::shared_ptr<push_run>)> prepared,
-             bool may_claim) {
+             bool may_claim = false) {
   auto& st = self->state;
   auto run = std::make_shared<push_run>();
   run->may_claim = may_claim;
@@ -228,17 +227,23 @@ void prepare(queue_ptr self, std::vector<push_item>& items,
   });
 }
 
+/// A push that failed before its write: its seals are given up, and it
+/// ends with its failure.
+queue_push_reply give_up(queue_ptr self, push_run& run) {
+  abort_parts(self, self->state.cfg.node.writer, parts_of(self, run));
+  return finish(self, run, run.failure);
+}
+
+} // namespace
+
 caf::result<queue_push_reply> on_push(queue_ptr self,
                                       std::vector<push_item>& items) {
   auto rp = promise_for<queue_push_reply>(self);
   prepare(
       self, items,
       [self, rp](std::shared_ptr<push_run> run) mutable {
-        if (run->failure) {
-          abort_parts(self, self->state.cfg.node.writer, parts_of(self, *run));
-          rp.deliver(finish(self, *run, run->failure));
-          return;
-        }
+        if (run->failure)
+          return rp.deliver(give_up(self, *run));
         auto sub = submission_of(self, *run);
         if (sub.batch.mutations.empty()) { // only duplicates of stored frames
           auto& cfg = self->state.cfg;
@@ -264,13 +269,9 @@ caf::result<prepared_push> on_prepare(queue_ptr self,
   auto rp = promise_for<prepared_push>(self);
   prepare(self, items, [self, rp](std::shared_ptr<push_run> run) mutable {
     auto& st = self->state;
-    if (run->failure) {
-      abort_parts(self, st.cfg.node.writer, parts_of(self, *run));
-      auto failure = run->failure;
-      (void)finish(self, *run, failure);
-      rp.deliver(prepared_push{{}, failure, {}, {}, 0});
-      return;
-    }
+    if (run->failure)
+      return rp.deliver(
+          prepared_push{{}, give_up(self, *run).failure, {}, {}, 0});
     auto outcome = results_of(self, *run);
     auto sub = submission_of(self, *run);
     if (sub.parts.empty()) {

@@ -7,26 +7,15 @@ namespace spool::actors::queue_detail {
 
 // -- seek ---------------------------------------------------------------------
 
-/// The partitions (`indices`, named `names`) became candidates for the
-/// group's next pops again; its parked pops there are woken at once unless
-/// `wake_now` is false (the caller wakes them later).
-void made_candidates(queue_ptr self, const std::string& group,
-                     const std::vector<std::size_t>& indices,
-                     const std::vector<std::string>& names, bool wake_now) {
-  for (auto i : indices)
-    self->state.candidates.add(group, i);
-  if (wake_now)
-    wake_for(self, names, group);
-}
+namespace {
 
 /// One seek in progress: its partitions staged one after the other.
 struct seek_run {
   seek_request req;
-  std::vector<std::string> names;   ///< by name
-  std::vector<std::size_t> indices; ///< the candidate-set index of each
+  std::vector<std::string> names; ///< by name
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
-  std::vector<bool> opened;       ///< per stage: open (`stage_opened`)
+  std::vector<bool> opened;       ///< per stage: open (`stages`)
   promise<seek_reply> rp;
   bool gated = false; ///< holds the queue's group gate
 };
@@ -60,7 +49,7 @@ void opened(queue_ptr self, seek_run& run, seek_stage stage) {
   auto i = run.staged.size();
   run.opened.push_back(!stage.parts.empty());
   if (!stage.parts.empty())
-    stage_opened(self, run.names[i]);
+    self->state.stages.opened(run.names[i]);
   run.staged.push_back(std::move(stage));
 }
 
@@ -98,8 +87,10 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     if (failure) {
       reply = seek_reply{};
       reply.failure = std::move(failure);
-    } else {
-      made_candidates(self, run->req.group, run->indices, run->names, false);
+    } else { // candidates again for the group's next pops
+      for (auto& name : run->names)
+        self->state.candidates.add(run->req.group,
+                                   self->state.partitions.at(name).index);
     }
     // The writer settled every cursor and partition before this answer:
     // any pop that follows reaches each cursor after its settle, and so do
@@ -149,16 +140,11 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
         run->opened.clear();
         run->staged.reserve(stages.size());
         for (auto& s : stages) {
-          if (!s.reply) {
-            if (!failure)
-              failure = unreachable(s.error);
-            opened(self, *run, {});
-            continue;
-          }
-          busy = busy || s.reply->busy;
-          if (s.reply->failure && !failure)
-            failure = s.reply->failure;
-          opened(self, *run, std::move(*s.reply));
+          auto stage = or_failed(s);
+          busy = busy || stage.busy;
+          if (stage.failure && !failure)
+            failure = stage.failure;
+          opened(self, *run, std::move(stage));
         }
         if (failure)
           return fail_seek(self, *run, std::move(*failure));
@@ -174,6 +160,8 @@ void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
       true);
 }
 
+} // namespace
+
 caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
   auto& st = self->state;
   if (auto rule = core::seek_rule_of(req.target); !rule)
@@ -182,7 +170,6 @@ caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
   for (auto& [name, p] : st.partitions)
     if (!req.partition || name == *req.partition) {
       run->names.push_back(name);
-      run->indices.push_back(p.index);
       run->parts.push_back(p.actor);
     }
   if (run->parts.empty())

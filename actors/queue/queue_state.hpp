@@ -1,11 +1,14 @@
 #pragma once
 
 // The queue coordinator's state and the pieces its files share (internal to
-// actors/queue/): queue_actor.cpp holds the behaviour, the partitions (and
-// their respawn), the long-poll timer and configure; queue_pop.cpp pops and
-// registration; queue_push.cpp pushes, maxSize and acks; queue_seek.cpp
-// seeks; queue_admin.cpp listings, group deletion, the idle sweep, queue
-// deletion, purge, DLQ requeue and retention.
+// actors/queue/): queue_actor.cpp holds the behaviour, the group gates and
+// the long-poll timer; queue_partitions.cpp the partitions (creation,
+// respawn, the stages open on them) and configure; queue_pop.cpp pops,
+// wake-ups and registration; queue_claim.cpp claim in the append;
+// queue_push.cpp pushes, maxSize and acks; queue_seek.cpp seeks;
+// queue_leases.cpp leases by id; queue_admin.cpp listings, group deletion,
+// the idle sweep, queue deletion, purge and the subscription update;
+// queue_dlq.cpp DLQ delete, requeue and retention.
 
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
@@ -78,9 +81,8 @@ struct queue_state {
   /// partitions any more), and registers nothing.
   bool deleted = false;
   one_timer<mono_time> timer;
-  /// The DLQ sweep's timer: when it is due (wall µs) and its id.
-  std::optional<storage::micros> sweep_due;
-  std::uint64_t sweep_id = 0;
+  /// The DLQ sweep's timer (wall µs).
+  one_timer<storage::micros> sweep_timer;
   bool sweeping = false;    ///< a sweep's delete is being written
   bool sweep_again = false; ///< the timer fired while sweeping
   /// Partition creations and option changes, one at a time.
@@ -146,10 +148,6 @@ struct push_run {
   std::function<void(std::shared_ptr<push_run>)> prepared;
 };
 
-/// Keeps copies of the push's first frames when pops are parked (before
-/// sealing moves them away), for `write_push`.
-void keep_for_claims(queue_ptr self, push_run& run);
-
 /// Writes a sealed push's batch, with the leases of the parked pops it
 /// serves (claim in the append: each staged by its cursor on the sealed
 /// frames, answered once the batch is durable, put back if it fails);
@@ -167,12 +165,17 @@ void tell_watcher(queue_ptr self, Ts&&... xs) {
     self->send(h, std::forward<Ts>(xs)...);
 }
 
-/// Answers the pops `which` selects empty: parked ones now, running ones
-/// when their run ends (so none of them parks again).
-template <class Pred>
-void answer_parked(queue_ptr self, Pred which) {
-  self->state.parked.cancel_if(which);
+/// A partition's share of the queue's pop `req`: `batch` frames and
+/// `max_bytes`.
+inline pop_request share_of(const queue_pop_request& req, std::size_t batch,
+                            std::size_t max_bytes) {
+  return {req.group, batch, max_bytes, req.lease_id, req.auto_ack};
 }
+
+/// The claim of pop `req` on partition `name`, as its answer lists it;
+/// noted here first (the group's rotation for a wildcard pop, the lease).
+partition_delivery note_claim(queue_ptr self, const queue_pop_request& req,
+                              const std::string& name, pop_reply reply);
 
 async_mutex& group_gate(queue_ptr self, const std::string& group);
 
@@ -182,11 +185,6 @@ expected<void> add_partition(queue_ptr self,
                              const storage::partition_record& rec);
 
 void end_queue(queue_ptr self, caf::error why);
-
-void respawn_partition(queue_ptr self, const std::string& name,
-                       const caf::actor_addr& dead);
-
-void stage_opened(queue_ptr self, const std::string& name);
 
 void stage_closed(queue_ptr self, const std::string& name);
 
@@ -198,8 +196,6 @@ void restart_partition(queue_ptr self, const std::string& name,
 
 void arm(queue_ptr self);
 
-void on_timeout(queue_ptr self, std::uint64_t id);
-
 void run_pop(queue_ptr self, const queue_pop_request& req,
              std::function<void(queue_pop_reply)> done);
 
@@ -208,17 +204,10 @@ void wake_for(queue_ptr self, const std::vector<std::string>& partitions);
 void wake_for(queue_ptr self, const std::vector<std::string>& partitions,
               const std::string& group);
 
-void register_group(queue_ptr self, const std::string& group,
-                    const core::subscription_params& params,
-                    std::function<void(std::optional<api_error>)> k);
-
 caf::result<queue_pop_reply> on_pop(queue_ptr self, queue_pop_request& req);
 
 void ensure_partitions(queue_ptr self, std::vector<std::string> names,
                        std::function<void(std::optional<api_error>)> k);
-
-void configure_now(queue_ptr self, configure_request& req,
-                   promise<configure_reply> rp);
 
 caf::result<configure_reply> on_configure(queue_ptr self,
                                           configure_request& req);
@@ -226,12 +215,6 @@ caf::result<configure_reply> on_configure(queue_ptr self,
 std::vector<partition_actor> all_partitions(queue_ptr self);
 
 caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req);
-
-void delete_group(queue_ptr self, const delete_group_request& req,
-                  std::function<void(delete_group_reply)> done);
-
-void delete_group_now(queue_ptr self, const delete_group_request& req,
-                      std::function<void(delete_group_reply)> done);
 
 caf::result<delete_group_reply>
 on_delete_group(queue_ptr self, const delete_group_request& req);
@@ -272,29 +255,6 @@ void settle_sub_update(queue_ptr self, const std::string& group, bool durable);
 
 void on_sweep(queue_ptr self, std::uint64_t id);
 
-void done_preparing(const std::shared_ptr<push_run>& run);
-
-void close_stages(queue_ptr self, push_run& run);
-
-/// The seals of `run` as parts (held by its partitions).
-std::vector<part_ref> parts_of(queue_ptr self, const push_run& run);
-
-submission submission_of(queue_ptr self, push_run& run);
-
-queue_push_reply results_of(queue_ptr self, push_run& run);
-
-queue_push_reply finish(queue_ptr self, push_run& run,
-                        std::optional<api_error> failure);
-
-void seal_all(queue_ptr self, std::shared_ptr<push_run> run);
-
-void fit(queue_ptr self, std::shared_ptr<push_run> run,
-         std::function<void()> go);
-
-void prepare(queue_ptr self, std::vector<push_item>& items,
-             std::function<void(std::shared_ptr<push_run>)> prepared,
-             bool may_claim = false);
-
 caf::result<queue_push_reply> on_push(queue_ptr self,
                                       std::vector<push_item>& items);
 
@@ -310,13 +270,6 @@ caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
                                            const std::string& group,
                                            std::vector<ack_request>& reqs);
 
-void made_candidates(queue_ptr self, const std::string& group,
-                     const std::vector<std::size_t>& indices,
-                     const std::vector<std::string>& names,
-                     bool wake_now = true);
-
 caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req);
-
-queue_actor::behavior_type queue(queue_ptr self, queue_config cfg);
 
 } // namespace spool::actors::queue_detail

@@ -409,6 +409,41 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
   CHECK(again.claimed[0].reply.messages[0].delivery_count == 1);
 }
 
+TEST_CASE("maxSize refuses a push when a partition does not answer its "
+          "size: it is not counted as empty",
+          "[sim][push][max-size][failure]") {
+  admin_fixture fx;
+  actors::configure_request c;
+  c.queue = "q";
+  c.options.max_size = 3;
+  REQUIRE(fx.request<actors::configure_reply>(
+      fx.broker, actors::configure_atom::value, c));
+  fx.push("q", "p", {"a", "b", "c"}); // the queue is full
+  // p dies; its respawn waits behind a held write barrier, so a push
+  // meanwhile asks the dead actor its size.
+  fx.gate_st->closed = true;
+  actors::browse_request b;
+  b.partition = "p";
+  auto browse = fx.request_later<actors::browse_reply>(
+      fx.broker, actors::browse_atom::value, std::string{"q"}, b);
+  REQUIRE(fx.kill_next("spool.partition"));
+  fx.run();
+  auto late = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value,
+      std::vector<actors::broker_push_item>{{"q", {"r", msg("d")}}});
+  fx.run();
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+  REQUIRE(*late);
+  REQUIRE((*late)->failure);
+  CHECK((*late)->failure->message.starts_with("Queue q: size check failed: "));
+  std::size_t stored = 0;
+  for (auto& part : fx.info("q").queues.at(0).partitions)
+    stored += static_cast<std::size_t>(part.next_offset.value);
+  CHECK(stored == 3);
+}
+
 TEST_CASE("maxSize first deletes segments every group has committed past, "
           "then refuses the push with nothing stored",
           "[sim][push][max-size]") {

@@ -423,6 +423,25 @@ TEST_CASE("DLQ entries expire after dlqRetentionSeconds",
   CHECK(fx.metrics->dead_letters_expired == 2);
 }
 
+TEST_CASE("a DLQ sweep whose delete fails is retried after a backoff: "
+          "expired entries do not stay stored",
+          "[sim][dlq][retention][failure]") {
+  dlq_fixture fx;
+  auto o = options();
+  o.dlq_retention_s = 600;
+  fx.make_queue("q", o);
+  fx.push("q", "p", {"a", "b"});
+  fx.bury_all("q", "p", "g");
+  REQUIRE(fx.stored().size() == 2);
+  fx.gate_st->inject(fail_batches_with<storage::mut::delete_dlq>(1));
+  fx.advance(600s); // both expired: the sweep's delete fails
+  CHECK(fx.gate_st->failed == 1);
+  CHECK(fx.stored().size() == 2);
+  fx.advance(2s); // retried after the backoff, with nothing new to arm it
+  CHECK(fx.stored().empty());
+  CHECK(fx.metrics->dead_letters_expired == 2);
+}
+
 TEST_CASE("an expired DLQ entry is not listed before the sweep removes it",
           "[sim][dlq][retention]") {
   dlq_fixture fx;

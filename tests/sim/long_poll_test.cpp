@@ -224,9 +224,7 @@ TEST_CASE("an unwritable pop response releases its lease at once and counts "
   REQUIRE(first.claimed.size() == 1);
   auto lease = first.claimed[0].reply.lease->id;
   auto release = [&](const std::string& id) {
-    auto r = fx.request<bool>(fx.broker, actors::release_atom::value,
-                              std::string{"q"}, std::string{"Default"},
-                              std::string{"g"}, id);
+    auto r = fx.request<bool>(fx.broker, actors::release_atom::value, id);
     REQUIRE(r);
     return *r;
   };

@@ -264,6 +264,47 @@ TEST_CASE("a pop reaching a deleted queue's coordinator is answered at once, "
   CHECK_FALSE(sub->has_value());
 }
 
+TEST_CASE("a requeue reaching a deleted queue's coordinator is answered at "
+          "once with nothing requeued, as a DLQ delete is",
+          "[sim][queue][dlq][admin]") {
+  queue_fixture fx;
+  fx.push({{"p", "a"}});
+  auto r = fx.pop(fx.req());
+  REQUIRE(r.claimed.size() == 1);
+  ack_request a;
+  a.lease_id = r.claimed[0].reply.lease->id;
+  a.off = offset{0};
+  a.status = ack_status::dlq;
+  a.error = "bad";
+  auto acked = fx.request<std::vector<actors::ack_reply>>(
+      fx.queue, actors::ack_atom::value, std::string{"p"}, std::string{"g"},
+      std::vector{a});
+  REQUIRE(acked);
+  REQUIRE(acked->at(0).error == ack_error::none);
+  std::vector<storage::dlq_entry> entries;
+  {
+    auto t = fx.store.store->db().read();
+    REQUIRE(t);
+    REQUIRE(storage::tables::scan_queue_dlq(
+        *t, fx.rec.id, [&](std::string_view, const storage::dlq_entry& e) {
+          entries.push_back(e);
+          return true;
+        }));
+  }
+  REQUIRE(entries.size() == 1);
+  auto del = fx.request<actors::delete_queue_reply>(fx.queue,
+                                                    actors::delete_atom::value);
+  REQUIRE(del);
+  REQUIRE_FALSE(del->failure);
+  // A requeue already on its way (the broker selected it before the
+  // deletion).
+  auto late = fx.request<actors::dlq_count_reply>(
+      fx.queue, actors::requeue_atom::value, std::string{"g"}, entries);
+  REQUIRE(late);
+  CHECK_FALSE(late->failure);
+  CHECK(late->count == 0);
+}
+
 TEST_CASE("a push of only duplicates of an id in flight does not disturb the "
           "next push to the partition",
           "[sim][queue][push][dedup]") {

@@ -727,9 +727,8 @@ TEST_CASE("the release of an unwritten lease waits for the group's staged "
   req.ops.push_back(ack_op("q", "g", lease, 0));
   auto tr = fx.txn_later(req);
   fx.run();
-  auto released = fx.request_later<bool>(
-      fx.broker, actors::release_atom::value, std::string{"q"},
-      std::string{"Default"}, std::string{"g"}, lease.id);
+  auto released = fx.request_later<bool>(fx.broker, actors::release_atom::value,
+                                         lease.id);
   fx.run();
   CHECK(!*released);
   fx.open_gate();
