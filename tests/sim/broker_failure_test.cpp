@@ -1,0 +1,80 @@
+// The broker's own failure paths: a queue that dies between its deletion's
+// write and its answer, a queue erased while a push's creation write is in
+// flight, and a queue that answers fewer ack replies than it was asked.
+
+#include "actors/broker/broker_state.hpp"
+#include "sim/fault_sim.hpp"
+#include "storage/tables.hpp"
+
+using namespace spool;
+using namespace spool::test;
+
+namespace {
+
+/// Rows stored under queue id `q` in every table.
+std::size_t rows_of(broker_sim& fx, storage::queue_id q) {
+  auto t = fx.store.store->db().read();
+  REQUIRE(t);
+  return rows_under(*t, q);
+}
+
+/// Pokes queue `q` through the broker, so that `kill_next` finds it
+/// scheduled (the pop's answer is not looked at).
+void poke(broker_sim& fx, const std::string& q) {
+  actors::queue_pop_request pop;
+  pop.group = "other";
+  pop.lease_id = "poke";
+  fx.request_later<actors::queue_pop_reply>(fx.broker, actors::pop_atom::value,
+                                            q, pop);
+}
+
+/// Deletes queue `q` and kills it after its deletion's write is sent,
+/// before the write's answer reaches it; the writes flow again after.
+std::shared_ptr<std::optional<actors::delete_queue_reply>>
+delete_and_kill(fault_fixture& fx, const std::string& q) {
+  fx.gate_st->closed = true; // the deletion's write waits at the writer
+  auto del = fx.request_later<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, q);
+  fx.run();
+  REQUIRE_FALSE(*del);
+  REQUIRE(fx.gate_st->held.size() == 1);
+  poke(fx, q);
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  return del;
+}
+
+void flush(fault_fixture& fx) {
+  fx.gate_st->closed = false;
+  caf::anon_send(fx.gated, actors::flush_atom::value);
+  fx.run();
+}
+
+} // namespace
+
+TEST_CASE("a queue dying between its deletion's write and its answer is not "
+          "respawned, and its rows are removed as a deletion's are",
+          "[failure][admin][supervision]") {
+  fault_fixture fx;
+  fx.push("doomed", "P", {"a", "b"});
+  fx.push("other", "P", {"x"});
+  auto q = fx.queue_id("doomed");
+  REQUIRE(rows_of(fx, q) > 0);
+  auto del = delete_and_kill(fx, "doomed");
+  flush(fx); // the deletion is durable; the queue never answers it
+  REQUIRE(*del);
+  CHECK((*del)->failure); // unknown outcome: the queue died
+  // The respawn finds the queue deleted: its rows go in bounded steps, as
+  // after a deletion, not at the next start.
+  CHECK(rows_of(fx, q) == 0);
+  {
+    auto t = fx.store.store->db().read();
+    REQUIRE(t);
+    CHECK(storage::tables::doomed_queues(*t)->empty());
+  }
+  auto list = fx.request<std::vector<std::string>>(fx.broker,
+                                                   actors::list_atom::value);
+  REQUIRE(list);
+  CHECK(*list == std::vector<std::string>{"other"});
+  CHECK(fx.popped("other", "P", "g") == std::vector<std::int64_t>{0});
+}
