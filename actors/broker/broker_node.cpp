@@ -18,9 +18,9 @@ void learn_partition(broker_ptr self, const std::string& uuid,
   st.by_uuid.add(uuid, queue, partition, rec->second.id.value);
 }
 
-void learn_partitions(broker_ptr self, const queue_push_reply& reply) {
+void learn_partitions(broker_ptr self, std::span<const push_target> targets) {
   auto& st = self->state;
-  for (auto& t : reply.targets) {
+  for (auto& t : targets) {
     auto rec = st.records.find(t.queue);
     // The queue that answered, not one created again under its name since.
     if (rec != st.records.end() && rec->second.id == t.queue_id

@@ -42,8 +42,8 @@ void answer(run_ptr run, txn_reply reply) {
     }
   }
   if (!reply.failure && reply.result.success)
-    for (auto& part : run->push_results)
-      learn_partitions(run->self, part);
+    for (auto& part : run->seals.results)
+      learn_partitions(run->self, part.targets);
   run->rp.deliver(std::move(reply));
 }
 
@@ -61,8 +61,7 @@ void settle_all(run_ptr run) {
     run->opened[k] = false; // closed once
     closed.push_back(run->plan.acks[k].queue);
   }
-  for (auto& p : run->prepared)
-    abort_parts(self, writer, std::exchange(p.parts, {}));
+  drop_seals(self, run->seals);
   // Closing a stage may respawn a dead queue: only now, so every settle
   // above went to the handles that staged and sealed.
   for (auto& q : closed)

@@ -78,3 +78,44 @@ TEST_CASE("a queue dying between its deletion's write and its answer is not "
   CHECK(*list == std::vector<std::string>{"other"});
   CHECK(fx.popped("other", "P", "g") == std::vector<std::int64_t>{0});
 }
+
+TEST_CASE("a push spanning queues whose known queue is erased while the new "
+          "one's creation is written fails, and the broker keeps serving",
+          "[failure][push][supervision]") {
+  fault_fixture fx;
+  fx.push("a", "P", {"a0"});
+  fx.push("other", "P", {"x"});
+  fx.gate_st->closed = true;
+  auto del = fx.request_later<actors::delete_queue_reply>(
+      fx.broker, actors::delete_atom::value, std::string{"a"});
+  fx.run();
+  REQUIRE(fx.gate_st->held.size() == 1); // a's deletion
+  // The push waits for the deletion (one at a time with creations); queue a
+  // dies before it answers; the push then writes b's creation while a's
+  // respawn finds it deleted.
+  std::vector<actors::broker_push_item> v{{"a", {"P", msg("a1")}},
+                                          {"b", {"P", msg("b0")}}};
+  auto pushed = fx.request_later<actors::queue_push_reply>(
+      fx.broker, actors::push_atom::value, v);
+  fx.run();
+  poke(fx, "a");
+  REQUIRE(fx.kill_next("spool.queue"));
+  fx.run();
+  // Held: a's deletion, the barrier of a's respawn and b's creation; the
+  // creation goes last, so the respawn erases a before the push seals.
+  auto& held = fx.gate_st->held;
+  REQUIRE(held.size() == 3);
+  std::stable_partition(held.begin(), held.end(), [](auto& w) {
+    return count_of<storage::mut::create_queue>(w.sub.batch) == 0;
+  });
+  REQUIRE(count_of<storage::mut::delete_queue>(held[0].sub.batch) == 1);
+  REQUIRE(held[1].sub.batch.mutations.empty());
+  flush(fx);
+  REQUIRE(*del);
+  REQUIRE(*pushed); // answered: the broker did not die
+  REQUIRE((*pushed)->failure);
+  CHECK((*pushed)->failure->code == errc::not_found);
+  CHECK((*pushed)->failure->message == "queue a vanished");
+  CHECK(fx.popped("b", "P", "g").empty()); // nothing of it stored
+  CHECK(fx.popped("other", "P", "g") == std::vector<std::int64_t>{0});
+}
