@@ -148,7 +148,12 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
           for (std::size_t j = 0; j < s.items.size(); ++j) {
             auto& slot = out[s.items[j]].reply;
             if (!rs[k].reply || j >= rs[k].reply->size()) {
-              slot.failure = unreachable(rs[k].error, "queue");
+              slot.failure
+                  = rs[k].reply
+                        ? make_error(errc::internal, "queue ", s.queue,
+                                     " answered ", rs[k].reply->size(),
+                                     " replies for ", s.items.size(), " acks")
+                        : unreachable(rs[k].error, "queue");
               continue;
             }
             slot = std::move((*rs[k].reply)[j]);

@@ -119,3 +119,44 @@ TEST_CASE("a push spanning queues whose known queue is erased while the new "
   CHECK(fx.popped("b", "P", "g").empty()); // nothing of it stored
   CHECK(fx.popped("other", "P", "g") == std::vector<std::int64_t>{0});
 }
+
+TEST_CASE("a queue answering fewer replies than acks gives the missing ones "
+          "an error naming the queue and the counts",
+          "[failure][ack]") {
+  fault_fixture fx;
+  auto pushed = fx.push("a", "P", {"a0", "a1"});
+  auto uuid = pushed.targets.at(0).partition_uuid;
+  // Queue a's handle is replaced by one answering no reply at all.
+  auto fake = fx.sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](actors::ack_atom, const std::string&, const std::string&,
+               const std::vector<ack_request>&) {
+      return std::vector<actors::ack_reply>{};
+    }};
+  });
+  auto* b
+      = dynamic_cast<caf::stateful_actor<actors::broker_detail::broker_state,
+                                         actors::broker_actor::base>*>(
+          caf::actor_cast<caf::abstract_actor*>(fx.broker));
+  REQUIRE(b != nullptr);
+  auto real = b->state.queues.at("a");
+  b->state.queues["a"] = caf::actor_cast<actors::queue_actor>(fake);
+  std::vector<actors::located_ack> acks;
+  for (std::int64_t off : {0, 1}) {
+    actors::located_ack a;
+    a.partition_uuid = uuid;
+    a.group = "g";
+    a.ack.lease_id = "L";
+    a.ack.off = storage::offset{off};
+    acks.push_back(a);
+  }
+  auto r = fx.request<std::vector<actors::located_ack_reply>>(
+      fx.broker, actors::ack_atom::value, acks);
+  b->state.queues["a"] = real;
+  caf::anon_send_exit(fake, caf::exit_reason::user_shutdown);
+  REQUIRE(r);
+  REQUIRE(r->size() == 2);
+  for (auto& x : *r) {
+    REQUIRE(x.reply.failure);
+    CHECK(x.reply.failure->message == "queue a answered 0 replies for 2 acks");
+  }
+}
