@@ -8,6 +8,7 @@
 
 #include "actors/broker/broker_txn.hpp"
 #include "actors/durable.hpp"
+#include "core/broker/txn_answer.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors::broker_detail {
@@ -27,35 +28,29 @@ std::vector<std::string> queues_of(const core::txn_plan& plan) {
 /// The answer of a committed transaction, from the staged acks and the
 /// sealed pushes.
 core::txn_result result_of(txn_run& run) {
-  auto r = core::txn_success(run.id, run.req.ops.size());
-  for (std::size_t k = 0; k < run.plan.acks.size(); ++k) {
-    auto& g = run.plan.acks[k];
-    auto& replies = run.staged[k].replies;
-    for (std::size_t j = 0; j < g.ops.size() && j < replies.size(); ++j) {
-      r.results[g.ops[j]].lease_released = replies[j].lease_released;
-      r.results[g.ops[j]].dead_lettered = replies[j].dead_lettered;
-    }
-  }
-  for (std::size_t i = 0; i < run.req.ops.size(); ++i)
-    if (auto* push = std::get_if<core::txn_push_op>(&run.req.ops[i]))
-      r.results[i].items.resize(push->items.size());
-  for (std::size_t k = 0; k < run.plan.pushes.size(); ++k) {
-    auto& from = run.plan.pushes[k].from;
-    auto& pushed = run.seals.results[k];
-    for (std::size_t j = 0; j < from.size() && j < pushed.results.size(); ++j) {
-      auto& src = pushed.results[j];
-      auto& to = pushed.target_of(j);
-      auto& dst = r.results[from[j].first].items[from[j].second];
-      dst.queue = to.queue;
-      dst.partition = to.partition;
-      dst.partition_uuid = to.partition_uuid;
-      dst.status = src.result.status == storage::frame_result::duplicate
-                       ? core::txn_push_status::duplicate
-                       : core::txn_push_status::queued;
-      dst.off = src.result.off;
-    }
-  }
-  return r;
+  return core::txn_answer(
+      run.id, run.req, run.plan,
+      [&](std::size_t k, std::size_t j) -> std::optional<core::txn_op_result> {
+        auto& replies = run.staged[k].replies;
+        if (j >= replies.size())
+          return std::nullopt;
+        return core::txn_op_result{
+            {}, replies[j].lease_released, replies[j].dead_lettered};
+      },
+      [&](std::size_t k,
+          std::size_t j) -> std::optional<core::txn_item_result> {
+        auto& pushed = run.seals.results[k];
+        if (j >= pushed.results.size())
+          return std::nullopt;
+        auto& to = pushed.target_of(j);
+        auto& src = pushed.results[j].result;
+        return core::txn_item_result{to.queue, to.partition, to.partition_uuid,
+                                     src.status
+                                             == storage::frame_result::duplicate
+                                         ? core::txn_push_status::duplicate
+                                         : core::txn_push_status::queued,
+                                     src.off};
+      });
 }
 
 void commit(run_ptr run) {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/broker/txn_answer.hpp"
 #include "core/broker/txn_core.hpp"
 #include "core/cursor/cursor_txn.hpp"
 
@@ -311,6 +312,43 @@ TEST_CASE("a transaction's requiredLeases reach only its acks that name no "
   CHECK(*plan.acks[0].reqs[0].lease_in == std::vector<std::string>{"L1", "L2"});
   CHECK(!plan.acks[0].reqs[1].lease_in);
   CHECK(plan.acks[0].reqs[1].lease_id == "own");
+}
+
+TEST_CASE("a committed transaction's answer puts each ack's effects and each "
+          "pushed item where its operation named it",
+          "[txn]") {
+  txn_request req;
+  req.ops.push_back(txn_push_op{{{"y", "Default", {}}, {"x", "Default", {}}}});
+  req.ops.push_back(ack_op("a", "p", "g"));
+  req.ops.push_back(ack_op("a", "p", "g"));
+  req.ops.push_back(txn_push_op{{{"y", "z", {}}}});
+  auto plan = plan_txn(req);
+  REQUIRE(plan.pushes.size() == 2); // y: (0, 0), (3, 0); x: (0, 1)
+  auto r = txn_answer(
+      "t", req, plan,
+      [](std::size_t k, std::size_t j) -> std::optional<txn_op_result> {
+        if (k != 0 || j != 1)
+          return std::nullopt; // only the second ack answered
+        return txn_op_result{{}, true, true};
+      },
+      [&](std::size_t k, std::size_t j) -> std::optional<txn_item_result> {
+        return txn_item_result{plan.pushes[k].queue, "P", "u",
+                               txn_push_status::queued,
+                               offset{static_cast<std::int64_t>(10 * k + j)}};
+      });
+  CHECK(r.success);
+  CHECK(r.transaction_id == "t");
+  REQUIRE(r.results.size() == 4);
+  REQUIRE(r.results[0].items.size() == 2);
+  CHECK(r.results[0].items[0].queue == "y");
+  CHECK(r.results[0].items[0].off == offset{0});
+  CHECK(r.results[0].items[1].queue == "x");
+  CHECK(r.results[0].items[1].off == offset{10});
+  REQUIRE(r.results[3].items.size() == 1);
+  CHECK(r.results[3].items[0].off == offset{1});
+  CHECK(!r.results[1].lease_released);
+  CHECK(r.results[2].lease_released);
+  CHECK(r.results[2].dead_lettered);
 }
 
 TEST_CASE("a transaction's answer survives its stored form", "[txn]") {
