@@ -72,6 +72,16 @@ void configure_now(broker_ptr self, configure_request& req,
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
 } // namespace
 
 caf::result<configure_reply> on_configure(broker_ptr self,
@@ -117,20 +127,6 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
     reply.failure = queue_not_found();
   return reply;
 }
-
-namespace {
-
-/// The queue actors a request names (one, or all when none is named).
-std::vector<queue_actor> queues_named(broker_ptr self,
-                                      const std::optional<std::string>& only) {
-  std::vector<queue_actor> out;
-  for (auto& [name, q] : self->state.queues)
-    if (!only || name == *only)
-      out.push_back(q);
-  return out;
-}
-
-} // namespace
 
 caf::result<groups_reply> on_groups(broker_ptr self,
                                     const groups_request& req) {

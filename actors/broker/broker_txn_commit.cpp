@@ -44,10 +44,9 @@ core::txn_result result_of(txn_run& run) {
           return std::nullopt;
         auto& to = pushed.target_of(j);
         auto& src = pushed.results[j].result;
+        auto dup = src.status == storage::frame_result::duplicate;
         return core::txn_item_result{to.queue, to.partition, to.partition_uuid,
-                                     src.status
-                                             == storage::frame_result::duplicate
-                                         ? core::txn_push_status::duplicate
+                                     dup ? core::txn_push_status::duplicate
                                          : core::txn_push_status::queued,
                                      src.off};
       });
