@@ -10,6 +10,8 @@ namespace spool::actors::broker_detail {
 
 // -- configure ----------------------------------------------------------------
 
+namespace {
+
 void configure_now(broker_ptr self, configure_request& req,
                    promise<configure_reply> rp) {
   auto& st = self->state;
@@ -70,6 +72,18 @@ void configure_now(broker_ptr self, configure_request& req,
   write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
 }
 
+/// The queue actors a request names (one, or all when none is named).
+std::vector<queue_actor> queues_named(broker_ptr self,
+                                      const std::optional<std::string>& only) {
+  std::vector<queue_actor> out;
+  for (auto& [name, q] : self->state.queues)
+    if (!only || name == *only)
+      out.push_back(q);
+  return out;
+}
+
+} // namespace
+
 caf::result<configure_reply> on_configure(broker_ptr self,
                                           configure_request& req) {
   if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok)
@@ -112,16 +126,6 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
   if (only && reply.queues.empty())
     reply.failure = queue_not_found();
   return reply;
-}
-
-/// The queue actors a request names (one, or all when none is named).
-std::vector<queue_actor> queues_named(broker_ptr self,
-                                      const std::optional<std::string>& only) {
-  std::vector<queue_actor> out;
-  for (auto& [name, q] : self->state.queues)
-    if (!only || name == *only)
-      out.push_back(q);
-  return out;
 }
 
 caf::result<groups_reply> on_groups(broker_ptr self,
@@ -299,9 +303,7 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
           if (p.reply->mutation) {
             // A part from a queue that died or was replaced since is stale:
             // the queue now live would not hold it.
-            auto live = self->state.queues.find(names[i]);
-            if (live == self->state.queues.end() || live->second != queues[i]
-                || self->state.restarting.contains(queues[i].address()))
+            if (!serving(self, names[i], queues[i]))
               failure = failure.value_or(
                   make_error(errc::unavailable, "Server busy: queue ", names[i],
                              " restarted; retry"));

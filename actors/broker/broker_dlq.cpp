@@ -8,17 +8,21 @@
 
 namespace spool::actors::broker_detail {
 
+namespace {
+
 /// The oldest `dlq_max_batch` entries `f` selects (and the count of all),
 /// from one short read transaction.
 expected<core::dlq_selection>
 select_dlq(broker_ptr self, const core::dlq_filter& f,
-           std::optional<std::size_t> per_cursor) {
+           std::optional<std::size_t> per_cursor = std::nullopt) {
   auto& node = self->state.cfg.node;
   auto t = node.store.read();
   if (!t)
     return std::move(t).err();
   return core::select_dlq(*t, f, node.wall(), core::dlq_max_batch, per_cursor);
 }
+
+} // namespace
 
 caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
                                         const core::dlq_query& q) {

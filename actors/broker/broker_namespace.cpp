@@ -23,9 +23,8 @@ void namespace_step(broker_ptr self, std::shared_ptr<namespace_run> run) {
     auto name = run->order[run->next++];
     auto it = st.queues.find(name);
     if (it == st.queues.end())
-      continue; // deleted meanwhile
-    auto pop = run->req.pop;
-    pop.partition.reset();
+      continue;              // deleted meanwhile
+    auto pop = run->req.pop; // a wildcard pop (on_namespace_pop)
     pop.wait = false;
     self->request(it->second, caf::infinite, pop_atom::value, pop)
         .then(

@@ -18,9 +18,9 @@ void learn_partition(broker_ptr self, const std::string& uuid,
   st.by_uuid.add(uuid, queue, partition, rec->second.id.value);
 }
 
-void learn_partitions(broker_ptr self, const queue_push_reply& reply) {
+void learn_partitions(broker_ptr self, std::span<const push_target> targets) {
   auto& st = self->state;
-  for (auto& t : reply.targets) {
+  for (auto& t : targets) {
     auto rec = st.records.find(t.queue);
     // The queue that answered, not one created again under its name since.
     if (rec != st.records.end() && rec->second.id == t.queue_id
@@ -148,7 +148,12 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
           for (std::size_t j = 0; j < s.items.size(); ++j) {
             auto& slot = out[s.items[j]].reply;
             if (!rs[k].reply || j >= rs[k].reply->size()) {
-              slot.failure = unreachable(rs[k].error, "queue");
+              slot.failure
+                  = rs[k].reply
+                        ? make_error(errc::internal, "queue ", s.queue,
+                                     " answered ", rs[k].reply->size(),
+                                     " replies for ", s.items.size(), " acks")
+                        : unreachable(rs[k].error, "queue");
               continue;
             }
             slot = std::move((*rs[k].reply)[j]);

@@ -5,58 +5,6 @@
 
 namespace spool::actors::broker_detail {
 
-/// A push spanning queues, gathered by the broker.
-struct multi_push {
-  std::vector<std::string> queues;
-  std::vector<std::vector<std::size_t>> items; ///< input indices per queue
-  std::vector<std::vector<push_item>> parts;
-  /// Per queue: its coordinator when it prepared, its batch and parts, and
-  /// what it answers once the batch is durable.
-  std::vector<queue_actor> actors;
-  std::vector<submission> prepared;
-  std::vector<queue_push_reply> replies;
-  std::optional<api_error> failure;
-  std::size_t item_count = 0;
-  promise<queue_push_reply> rp;
-  /// Called once the push is durable (wakes parked namespace pops).
-  std::function<void()> stored;
-  /// Called with the reply before it is sent (the partition directory).
-  std::function<void(const queue_push_reply&)> learn;
-};
-
-void answer(std::shared_ptr<multi_push> run) {
-  if (run->failure) {
-    run->rp.deliver(push_failed(run->failure));
-    return;
-  }
-  queue_push_reply reply;
-  reply.results.resize(run->item_count);
-  for (std::size_t k = 0; k < run->queues.size(); ++k) {
-    auto& part = run->replies[k];
-    reply.created_at = std::max(reply.created_at, part.created_at);
-    auto base = static_cast<std::uint32_t>(reply.targets.size());
-    for (auto& t : part.targets)
-      reply.targets.push_back(std::move(t));
-    for (std::size_t j = 0; j < run->items[k].size(); ++j) {
-      auto r = part.results[j];
-      r.target += base;
-      reply.results[run->items[k][j]] = r;
-    }
-  }
-  if (run->learn)
-    run->learn(reply);
-  run->rp.deliver(std::move(reply));
-  if (run->stored)
-    run->stored();
-}
-
-/// Gives every prepared part up and answers the failure.
-void fail(broker_ptr self, std::shared_ptr<multi_push> run) {
-  for (auto& p : run->prepared)
-    abort_parts(self, self->state.cfg.node.writer, std::move(p.parts));
-  answer(run);
-}
-
 bool serving(broker_ptr self, const std::string& name, const queue_actor& q) {
   auto& st = self->state;
   auto now = st.queues.find(name);
@@ -64,80 +12,147 @@ bool serving(broker_ptr self, const std::string& name, const queue_actor& q) {
          && !st.restarting.contains(q.address());
 }
 
-void commit(broker_ptr self, std::shared_ptr<multi_push> run) {
+void seal_queues(broker_ptr self, std::shared_ptr<queue_seals> s,
+                 std::function<std::vector<push_item>(std::size_t)> items_of,
+                 std::function<void()> done) {
+  auto n = s->queues.size();
+  s->by.resize(n);
+  s->parts.resize(n);
+  s->results.resize(n);
+  // Seals at most `gather_window` queues at a time (a push to thousands of
+  // queues stays linear). A queue gone since `ensure_queues` (a restart
+  // found it deleted) seals nothing.
+  auto live = std::make_shared<std::vector<std::size_t>>();
+  for (std::size_t k = 0; k < n; ++k)
+    if (auto q = find_queue(self, s->queues[k])) {
+      s->by[k] = *q;
+      live->push_back(k);
+    } else {
+      s->failure
+          = make_error(errc::not_found, "queue ", s->queues[k], " vanished");
+    }
+  gather<prepared_push>(
+      live->size(),
+      [self, s, live, items_of = std::move(items_of)](std::size_t i) {
+        auto k = (*live)[i];
+        return self->request(s->by[k], caf::infinite, seal_atom::value,
+                             items_of(k));
+      },
+      [s, live,
+       done = std::move(done)](std::vector<fanned<prepared_push>> slots) {
+        for (std::size_t i = 0; i < slots.size(); ++i) {
+          auto k = (*live)[i];
+          if (!slots[i].reply) {
+            if (!s->failure)
+              s->failure = unreachable(slots[i].error);
+            continue;
+          }
+          auto& p = *slots[i].reply;
+          if (p.failure && p.failure->code == errc::queue_full && !s->full)
+            s->full.emplace(k, p.failure->message);
+          if (p.failure && !s->failure)
+            s->failure = p.failure;
+          s->parts[k] = std::move(p.part);
+          s->results[k].results = std::move(p.results);
+          s->results[k].targets = std::move(p.targets);
+          s->results[k].created_at = p.created_at;
+        }
+        done();
+      });
+}
+
+std::optional<api_error> take_seals(broker_ptr self, queue_seals& s,
+                                    submission& into, const char* what) {
   // A queue that died after its seal may be respawned already from what is
   // stored: writing its old seal now would put a segment behind its new
   // partitions' backs. Nothing is stored yet, so "failed" is the truth.
-  for (std::size_t k = 0; k < run->queues.size(); ++k)
-    if (!run->prepared[k].parts.empty()
-        && !serving(self, run->queues[k], run->actors[k])) {
-      run->failure = make_error(
-          errc::unavailable, "queue ", run->queues[k],
-          " restarted or was deleted during the push; nothing was stored, "
-          "retry");
-      return fail(self, run);
-    }
-  // One batch, with every queue's parts: the writer settles them (each
-  // queue applies its part, also one deleted or restarted since) before
-  // it answers. Only duplicates: an empty batch, answered once what they
-  // read is durable.
-  submission all;
-  for (auto& p : run->prepared) {
+  for (std::size_t k = 0; k < s.queues.size(); ++k)
+    if (!s.parts[k].parts.empty() && !serving(self, s.queues[k], s.by[k]))
+      return make_error(errc::unavailable, "queue ", s.queues[k],
+                        " restarted or was deleted during the ", what,
+                        "; nothing was stored, retry");
+  // The writer settles the parts (each queue applies its seal, also one
+  // deleted or restarted since) before it answers.
+  for (auto& p : s.parts)
     for (auto& m : p.batch.mutations)
-      all.batch.mutations.push_back(std::move(m));
-    for (auto& r : p.parts)
-      all.parts.push_back(std::move(r));
-  }
-  propose_then(self, self->state.cfg.node.writer, std::move(all),
-               [run](std::optional<api_error> failure) {
-                 run->failure = std::move(failure);
-                 answer(run);
-               });
+      into.batch.mutations.push_back(std::move(m));
+  for (auto& p : s.parts)
+    for (auto& r : std::exchange(p.parts, {}))
+      into.parts.push_back(std::move(r));
+  return std::nullopt;
 }
 
-void prepare_all(broker_ptr self, std::shared_ptr<multi_push> run) {
-  auto n = run->queues.size();
-  if (n == 1) { // one queue commits its own batch and answers itself
-    // (it tells the broker of new partitions and of a stored push first)
-    run->rp.delegate(self->state.queues.at(run->queues[0]), push_atom::value,
+void drop_seals(broker_ptr self, queue_seals& s) {
+  for (auto& p : s.parts)
+    abort_parts(self, self->state.cfg.node.writer, std::exchange(p.parts, {}));
+}
+
+namespace {
+
+/// A push spanning queues, gathered by the broker.
+struct multi_push {
+  queue_seals seals;
+  std::vector<std::vector<std::size_t>> items; ///< input indices per queue
+  std::vector<std::vector<push_item>> parts;
+  std::size_t item_count = 0;
+  promise<queue_push_reply> rp;
+};
+
+void answer(broker_ptr self, multi_push& run,
+            std::optional<api_error> failure) {
+  if (failure) {
+    drop_seals(self, run.seals);
+    run.rp.deliver(push_failed(failure));
+    return;
+  }
+  queue_push_reply reply;
+  reply.results.resize(run.item_count);
+  for (std::size_t k = 0; k < run.items.size(); ++k) {
+    auto& part = run.seals.results[k];
+    reply.created_at = std::max(reply.created_at, part.created_at);
+    auto base = static_cast<std::uint32_t>(reply.targets.size());
+    for (auto& t : part.targets)
+      reply.targets.push_back(std::move(t));
+    for (std::size_t j = 0; j < run.items[k].size(); ++j) {
+      auto r = part.results[j];
+      r.target += base;
+      reply.results[run.items[k][j]] = r;
+    }
+  }
+  learn_partitions(self, reply.targets);
+  run.rp.deliver(std::move(reply));
+  wake(self, run.seals.queues); // parked namespace pops it may serve
+}
+
+/// Every queue seals its part, then ONE batch with every seal is written
+/// (only duplicates: an empty batch, answered once what they read is
+/// durable).
+void push_all(broker_ptr self, std::shared_ptr<multi_push> run) {
+  auto& queues = run->seals.queues;
+  if (queues.size() == 1) { // one queue commits its own batch and answers
+    // itself (it tells the broker of new partitions and of a stored push
+    // first); it exists now, after `ensure_queues`
+    run->rp.delegate(self->state.queues.at(queues[0]), push_atom::value,
                      std::move(run->parts[0]));
     return;
   }
-  // Seals at most `gather_window` queues at a time (a push to thousands of
-  // queues stays linear); the queues exist now, after `ensure_queues`.
-  std::vector<queue_actor> dests;
-  dests.reserve(n);
-  for (auto& name : run->queues)
-    dests.push_back(self->state.queues.at(name));
-  run->actors = dests;
-  gather<prepared_push>(
-      n,
-      [self, run, dests = std::move(dests)](std::size_t k) {
-        return self->request(dests[k], caf::infinite, seal_atom::value,
-                             std::move(run->parts[k]));
-      },
-      [self, run](std::vector<fanned<prepared_push>> slots) {
-        run->prepared.resize(slots.size());
-        run->replies.resize(slots.size());
-        for (std::size_t k = 0; k < slots.size(); ++k) {
-          if (!slots[k].reply) {
-            if (!run->failure)
-              run->failure = unreachable(slots[k].error);
-            continue;
-          }
-          auto& p = *slots[k].reply;
-          if (p.failure && !run->failure)
-            run->failure = p.failure;
-          run->prepared[k] = std::move(p.part);
-          run->replies[k].results = std::move(p.results);
-          run->replies[k].targets = std::move(p.targets);
-          run->replies[k].created_at = p.created_at;
-        }
-        if (run->failure)
-          return fail(self, run);
-        commit(self, run);
+  seal_queues(
+      self, {run, &run->seals},
+      [run](std::size_t k) { return std::move(run->parts[k]); },
+      [self, run] {
+        if (run->seals.failure)
+          return answer(self, *run, run->seals.failure);
+        submission all;
+        if (auto stale = take_seals(self, run->seals, all, "push"))
+          return answer(self, *run, stale);
+        propose_then(self, self->state.cfg.node.writer, std::move(all),
+                     [self, run](std::optional<api_error> failure) {
+                       answer(self, *run, std::move(failure));
+                     });
       });
 }
+
+} // namespace
 
 caf::result<queue_push_reply> on_push(broker_ptr self,
                                       std::vector<broker_push_item>& items) {
@@ -161,12 +176,6 @@ caf::result<queue_push_reply> on_push(broker_ptr self,
   auto run = std::make_shared<multi_push>();
   run->rp = promise_for<queue_push_reply>(self);
   run->item_count = items.size();
-  std::vector<std::string> names;
-  for (auto& i : items)
-    if (names.empty() || names.back() != i.queue)
-      names.push_back(i.queue); // repeats left: wake dedupes namespaces
-  run->stored = [self, names = std::move(names)] { wake(self, names); };
-  run->learn = [self](const queue_push_reply& r) { learn_partitions(self, r); };
   auto groups = core::group_by_name(
       items.size(),
       [&](std::size_t i) -> const std::string& { return items[i].queue; });
@@ -174,14 +183,14 @@ caf::result<queue_push_reply> on_push(broker_ptr self,
       = core::distribute<push_item>(groups, [&](std::size_t i) -> push_item&& {
           return std::move(items[i].item);
         });
-  run->queues = std::move(groups.names);
+  run->seals.queues = std::move(groups.names);
   run->items = std::move(groups.items);
-  ensure_queues(self, run->queues,
+  ensure_queues(self, run->seals.queues,
                 [self, run](std::optional<api_error> failure) {
                   if (failure)
                     run->rp.deliver(push_failed(failure));
                   else
-                    prepare_all(self, run);
+                    push_all(self, run);
                 });
   return run->rp.later();
 }

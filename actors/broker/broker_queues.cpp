@@ -69,9 +69,10 @@ void restart_queue(broker_ptr self, const std::string& name,
       return fail(rec.err());
     st.queues.erase(name);
     forget_queue(self, name);
-    if (!*rec) { // deleted meanwhile
-      st.records.erase(name);
-      return;
+    if (!*rec) { // deleted meanwhile (it died before it answered): its
+      st.records.erase(name); // rows go in bounded steps, as a deletion's
+      t->abort();
+      return reap(self, id);
     }
     auto parts = storage::tables::partitions_of(*t, id);
     if (!parts)

@@ -36,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <spdlog/spdlog.h>
 #include <unordered_map>
 #include <vector>
@@ -124,10 +125,6 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
 caf::result<queue_push_reply> on_push(broker_ptr self,
                                       std::vector<broker_push_item>& items);
 
-expected<core::dlq_selection>
-select_dlq(broker_ptr self, const core::dlq_filter& f,
-           std::optional<std::size_t> per_cursor = std::nullopt);
-
 caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
                                         const core::dlq_query& q);
 
@@ -137,16 +134,10 @@ caf::result<dlq_count_reply> on_dlq_delete(broker_ptr self,
 caf::result<dlq_count_reply> on_requeue(broker_ptr self,
                                         const core::dlq_filter& f);
 
-void configure_now(broker_ptr self, configure_request& req,
-                   promise<configure_reply> rp);
-
 caf::result<configure_reply> on_configure(broker_ptr self,
                                           configure_request& req);
 
 queues_reply describe(broker_ptr self, const std::optional<std::string>& only);
-
-std::vector<queue_actor> queues_named(broker_ptr self,
-                                      const std::optional<std::string>& only);
 
 /// A message by partition uuid and transactionId (via its queue): `k`
 /// gets the answer (also an unknown partition's `not_found`).
@@ -195,11 +186,41 @@ void on_timeout(broker_ptr self, std::uint64_t id);
 caf::result<namespace_pop_reply> on_namespace_pop(broker_ptr self,
                                                   namespace_pop_request& req);
 
-void learn_partitions(broker_ptr self, const queue_push_reply& reply);
+/// Files the partitions of `targets` (a push's answer) under their queues,
+/// if those are still the queues live under their names.
+void learn_partitions(broker_ptr self, std::span<const push_target> targets);
 
 /// Whether `q` is still the coordinator serving queue `name`: not deleted,
 /// replaced or restarting since (a part it sealed may still be written).
 bool serving(broker_ptr self, const std::string& name, const queue_actor& q);
+
+/// Pushes sealed by their queues for ONE batch the broker submits (a push
+/// spanning queues, a transaction's pushes; broker_push.cpp): per queue,
+/// who sealed, its seal (batch and parts) and what it answers once durable.
+struct queue_seals {
+  std::vector<std::string> queues;
+  std::vector<queue_actor> by;
+  std::vector<submission> parts;
+  std::vector<queue_push_reply> results;
+  /// The first failure; the first queue that answered queue_full, and why.
+  std::optional<api_error> failure;
+  std::optional<std::pair<std::size_t, std::string>> full;
+};
+
+/// Seals `items_of(k)` on each live queue `s->queues[k]`, then calls
+/// `done`; a queue not live fails ("queue <name> vanished").
+void seal_queues(broker_ptr self, std::shared_ptr<queue_seals> s,
+                 std::function<std::vector<push_item>(std::size_t)> items_of,
+                 std::function<void()> done);
+
+/// Moves every seal of `s` into `into` (mutations, then parts); none moved
+/// and the error when a queue that sealed is not `serving` any more (`what`
+/// names the request).
+std::optional<api_error> take_seals(broker_ptr self, queue_seals& s,
+                                    submission& into, const char* what);
+
+/// Gives up the seals of `s` not taken.
+void drop_seals(broker_ptr self, queue_seals& s);
 
 void learn_partition(broker_ptr self, const std::string& uuid,
                      const std::string& queue, const std::string& partition);

@@ -1,6 +1,7 @@
 // Message flow of one transaction (validate-then-commit).
 //
-// 0. check: `core::check_txn` (ids, push items, `retry`, the lease named);
+// 0. check: `core::check_txn` (ids, push items, `retry`, the lease named,
+//    push.maxItems and push.maxBytes);
 //    a client id already answered (and not expired) returns the stored
 //    answer; one in flight makes the repeat wait for its answer.
 // 1. stage: the acks, grouped by cursor, are staged one cursor after the
@@ -25,7 +26,6 @@
 
 #include "actors/broker/broker_txn.hpp"
 #include "actors/durable.hpp"
-#include "core/limits/names.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors::broker_detail {
@@ -42,8 +42,8 @@ void answer(run_ptr run, txn_reply reply) {
     }
   }
   if (!reply.failure && reply.result.success)
-    for (auto& part : run->push_results)
-      learn_partitions(run->self, part);
+    for (auto& part : run->seals.results)
+      learn_partitions(run->self, part.targets);
   run->rp.deliver(std::move(reply));
 }
 
@@ -61,8 +61,7 @@ void settle_all(run_ptr run) {
     run->opened[k] = false; // closed once
     closed.push_back(run->plan.acks[k].queue);
   }
-  for (auto& p : run->prepared)
-    abort_parts(self, writer, std::exchange(p.parts, {}));
+  drop_seals(self, run->seals);
   // Closing a stage may respawn a dead queue: only now, so every settle
   // above went to the handles that staged and sealed.
   for (auto& q : closed)
@@ -146,23 +145,9 @@ caf::result<txn_reply> run_transaction(broker_ptr self, core::txn_request req) {
   // Without a client id the answer's id is generated, refusals included
   // (Queen answers a UUID either way).
   auto id = req.id ? *req.id : node.store.make_uuid();
-  if (auto refused = core::check_txn(req, node.frames)) {
+  if (auto refused = core::check_txn(req, node.frames, st.cfg.push)) {
     refused->transaction_id = id;
     return txn_reply{std::move(*refused), std::nullopt};
-  }
-  std::vector<const storage::frame*> frames;
-  for (auto& op : req.ops)
-    if (auto* push = std::get_if<core::txn_push_op>(&op))
-      for (auto& item : push->items)
-        frames.push_back(&item.frame);
-  if (auto ok = core::check_push_size(
-          st.cfg.push, frames.size(),
-          [&](std::size_t i) { return frames[i]->payload.size(); });
-      !ok) {
-    core::txn_result refused;
-    refused.transaction_id = id;
-    refused.error = ok.err().message;
-    return txn_reply{std::move(refused), std::nullopt};
   }
   auto run = std::make_shared<txn_run>();
   run->self = self;

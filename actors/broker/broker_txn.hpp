@@ -28,13 +28,9 @@ struct txn_run {
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
   /// Per staged ack group: its stage is open here (`stage_opened`).
   std::vector<bool> opened;
-  // -- seal --
-  /// Per plan.pushes: who sealed it, and its batch and parts (moved into
-  /// the submission: the writer settles them from then on).
-  std::vector<queue_actor> sealed_by;
-  std::vector<submission> prepared;
-  /// Per sealed push: its items' results and their targets.
-  std::vector<queue_push_reply> push_results;
+  /// Per plan.pushes: its seal (taken into the submission: the writer
+  /// settles it from then on) and its items' results.
+  queue_seals seals;
   std::optional<api_error> failure;
   std::optional<core::txn_result> rollback;
 };
@@ -47,11 +43,6 @@ inline std::pair<std::string, std::string> flight_key(const txn_run& run,
                                                       const std::string& id) {
   return {run.home.value_or(""), id};
 }
-
-/// Queue `k` of the plan's pushes with its coordinator, for the queues
-/// that exist; a fan-out over them keeps at most `gather_window` requests
-/// in flight (a transaction may span thousands of queues).
-using queue_slots = std::vector<std::pair<std::size_t, queue_actor>>;
 
 /// Answers the transaction and every repeat that waited for it.
 void answer(run_ptr run, txn_reply reply);

@@ -8,6 +8,7 @@
 
 #include "actors/broker/broker_txn.hpp"
 #include "actors/durable.hpp"
+#include "core/broker/txn_answer.hpp"
 #include "storage/tables.hpp"
 
 namespace spool::actors::broker_detail {
@@ -27,58 +28,40 @@ std::vector<std::string> queues_of(const core::txn_plan& plan) {
 /// The answer of a committed transaction, from the staged acks and the
 /// sealed pushes.
 core::txn_result result_of(txn_run& run) {
-  auto r = core::txn_success(run.id, run.req.ops.size());
-  for (std::size_t k = 0; k < run.plan.acks.size(); ++k) {
-    auto& g = run.plan.acks[k];
-    auto& replies = run.staged[k].replies;
-    for (std::size_t j = 0; j < g.ops.size() && j < replies.size(); ++j) {
-      r.results[g.ops[j]].lease_released = replies[j].lease_released;
-      r.results[g.ops[j]].dead_lettered = replies[j].dead_lettered;
-    }
-  }
-  for (std::size_t i = 0; i < run.req.ops.size(); ++i)
-    if (auto* push = std::get_if<core::txn_push_op>(&run.req.ops[i]))
-      r.results[i].items.resize(push->items.size());
-  for (std::size_t k = 0; k < run.plan.pushes.size(); ++k) {
-    auto& from = run.plan.pushes[k].from;
-    auto& pushed = run.push_results[k];
-    for (std::size_t j = 0; j < from.size() && j < pushed.results.size(); ++j) {
-      auto& src = pushed.results[j];
-      auto& to = pushed.target_of(j);
-      auto& dst = r.results[from[j].first].items[from[j].second];
-      dst.queue = to.queue;
-      dst.partition = to.partition;
-      dst.partition_uuid = to.partition_uuid;
-      dst.status = src.result.status == storage::frame_result::duplicate
-                       ? core::txn_push_status::duplicate
-                       : core::txn_push_status::queued;
-      dst.off = src.result.off;
-    }
-  }
-  return r;
+  return core::txn_answer(
+      run.id, run.req, run.plan,
+      [&](std::size_t k, std::size_t j) -> std::optional<core::txn_op_result> {
+        auto& replies = run.staged[k].replies;
+        if (j >= replies.size())
+          return std::nullopt;
+        return core::txn_op_result{
+            {}, replies[j].lease_released, replies[j].dead_lettered};
+      },
+      [&](std::size_t k,
+          std::size_t j) -> std::optional<core::txn_item_result> {
+        auto& pushed = run.seals.results[k];
+        if (j >= pushed.results.size())
+          return std::nullopt;
+        auto& to = pushed.target_of(j);
+        auto& src = pushed.results[j].result;
+        auto dup = src.status == storage::frame_result::duplicate;
+        return core::txn_item_result{to.queue, to.partition, to.partition_uuid,
+                                     dup ? core::txn_push_status::duplicate
+                                         : core::txn_push_status::queued,
+                                     src.off};
+      });
 }
 
 void commit(run_ptr run) {
   auto self = run->self;
   auto& st = self->state;
   auto& node = st.cfg.node;
-  // A queue that died after its seal may be respawned already from what is
-  // stored: writing its old seal now would put a segment behind its new
-  // partitions' backs. Nothing is stored yet, so "failed" is the truth.
-  for (std::size_t k = 0; k < run->prepared.size(); ++k)
-    if (!run->prepared[k].parts.empty()
-        && !serving(self, run->plan.pushes[k].queue, run->sealed_by[k])) {
-      run->failure = make_error(
-          errc::unavailable, "queue ", run->plan.pushes[k].queue,
-          " restarted or was deleted during the transaction; nothing was "
-          "stored, retry");
-      return abort(run);
-    }
   submission sub;
   auto& batch = sub.batch;
-  for (auto& p : run->prepared)
-    for (auto& m : p.batch.mutations)
-      batch.mutations.push_back(std::move(m));
+  if (auto stale = take_seals(self, run->seals, sub, "transaction")) {
+    run->failure = std::move(stale);
+    return abort(run);
+  }
   for (auto& s : run->staged)
     for (auto& m : s.batch.mutations)
       batch.mutations.push_back(std::move(m));
@@ -88,6 +71,7 @@ void commit(run_ptr run) {
   // fails rather than commit without its answer.
   auto home = run->home ? queue_id_of(self, *run->home) : std::nullopt;
   if (run->client_id && run->home && !home) {
+    abort_parts(self, node.writer, std::move(sub.parts));
     run->failure
         = make_error(errc::not_found, "queue ", *run->home, " vanished");
     return abort(run);
@@ -112,6 +96,7 @@ void commit(run_ptr run) {
     }
   }
   if (batch.mutations.empty()) { // duplicates and idempotent acks only
+    abort_parts(self, node.writer, std::move(sub.parts));
     settle_all(run);
     std::vector<storage::slot_t> slots;
     for (auto& q : queues_of(run->plan))
@@ -125,11 +110,8 @@ void commit(run_ptr run) {
                               : txn_reply{std::move(result), std::nullopt});
         });
   }
-  // The pushes' parts go with the batch: the writer settles them (every
-  // queue applies its push) before it answers.
-  for (auto& p : run->prepared)
-    for (auto& r : std::exchange(p.parts, {}))
-      sub.parts.push_back(std::move(r));
+  // The stages' parts go with the batch too: the writer settles them before
+  // it answers.
   for (auto& s : run->staged)
     for (auto& r : std::exchange(s.parts, {}))
       sub.parts.push_back(std::move(r));
@@ -147,56 +129,31 @@ void commit(run_ptr run) {
                });
 }
 
-/// Seals every queue's pushes, then commits, or aborts when one failed.
+/// Seals every queue's pushes, then commits, or aborts when one failed (a
+/// full queue rolls back, naming its first push op).
 void seal_all(run_ptr run) {
-  auto n = run->plan.pushes.size();
-  run->sealed_by.resize(n);
-  run->prepared.resize(n);
-  run->push_results.resize(n);
-  auto queues = std::make_shared<queue_slots>();
-  for (std::size_t k = 0; k < n; ++k) {
-    auto& name = run->plan.pushes[k].queue;
-    if (auto q = find_queue(run->self, name))
-      queues->emplace_back(k, *q);
-    else
-      run->failure = make_error(errc::not_found, "queue ", name, " vanished");
-  }
-  gather<prepared_push>(
-      queues->size(),
-      [run, queues](std::size_t i) {
-        auto& [k, q] = (*queues)[i];
-        auto& part = run->plan.pushes[k];
+  for (auto& part : run->plan.pushes)
+    run->seals.queues.push_back(part.queue);
+  seal_queues(
+      run->self, {run, &run->seals},
+      [run](std::size_t k) {
         std::vector<push_item> items;
+        auto& part = run->plan.pushes[k];
         items.reserve(part.from.size());
         for (auto [op, j] : part.from) {
           auto& item = std::get<core::txn_push_op>(run->req.ops[op]).items[j];
           items.push_back(push_item{item.partition, std::move(item.frame)});
         }
-        return run->self->request(q, caf::infinite, seal_atom::value,
-                                  std::move(items));
+        return items;
       },
-      [run, queues](std::vector<fanned<prepared_push>> slots) {
-        for (std::size_t i = 0; i < slots.size(); ++i) {
-          auto k = (*queues)[i].first;
-          if (!slots[i].reply) {
-            if (!run->failure)
-              run->failure = unreachable(slots[i].error);
-            continue;
-          }
-          auto& p = *slots[i].reply;
-          // maxSize: a full queue rolls back, naming its first push op.
-          if (p.failure && p.failure->code == errc::queue_full
-              && !run->rollback)
-            run->rollback = core::txn_rollback(
-                run->id, run->plan.pushes[k].from.front().first,
-                p.failure->message);
-          else if (p.failure && !run->failure)
-            run->failure = p.failure;
-          run->sealed_by[k] = (*queues)[i].second;
-          run->prepared[k] = std::move(p.part);
-          run->push_results[k].results = std::move(p.results);
-          run->push_results[k].targets = std::move(p.targets);
-        }
+      [run] {
+        auto& s = run->seals;
+        if (s.full)
+          run->rollback = core::txn_rollback(
+              run->id, run->plan.pushes[s.full->first].from.front().first,
+              s.full->second);
+        else if (s.failure)
+          run->failure = s.failure;
         if (run->failure || run->rollback)
           return abort(run);
         commit(run);

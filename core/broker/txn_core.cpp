@@ -35,7 +35,8 @@ txn_result txn_rollback(std::string id, std::size_t op, std::string_view why) {
 }
 
 std::optional<txn_result> check_txn(const txn_request& req,
-                                    const storage::frame_limits& limits) {
+                                    const storage::frame_limits& limits,
+                                    const config::push_limits& push) {
   auto id = req.id.value_or("");
   if (req.id && (req.id->empty() || req.id->size() > max_name_bytes)) {
     txn_result r;
@@ -82,6 +83,20 @@ std::optional<txn_result> check_txn(const txn_request& req,
       return txn_rollback(id, i, ok.err().message);
     if (auto ok = check_name(name_kind::queue, ack.queue); !ok)
       return txn_rollback(id, i, ok.err().message);
+  }
+  std::vector<const storage::frame*> frames;
+  for (auto& op : req.ops)
+    if (auto* p = std::get_if<txn_push_op>(&op))
+      for (auto& item : p->items)
+        frames.push_back(&item.frame);
+  if (auto ok = check_push_size(
+          push, frames.size(),
+          [&](std::size_t i) { return frames[i]->payload.size(); });
+      !ok) {
+    txn_result r;
+    r.transaction_id = id;
+    r.error = ok.err().message;
+    return r;
   }
   return std::nullopt;
 }

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "config/options.hpp"
 #include "storage/error.hpp"
 #include "storage/types.hpp"
 #include "vocab/delivery.hpp"
@@ -123,10 +124,12 @@ txn_result txn_rollback(std::string id, std::size_t op, std::string_view why);
 
 /// Everything checkable before anything runs: an id of 1..255 bytes of
 /// UTF-8, at least one operation, push items (names, frame limits), acks
-/// (`retry` refused, the lease named, valid names). The first failure, as a
-/// rollback answer; none when the request may run.
+/// (`retry` refused, the lease named, valid names), then every push item
+/// together within `push` (push.maxItems, push.maxBytes). The first
+/// failure, as a rollback answer; none when the request may run.
 std::optional<txn_result> check_txn(const txn_request& req,
-                                    const storage::frame_limits& limits);
+                                    const storage::frame_limits& limits,
+                                    const config::push_limits& push);
 
 /// The acks of one cursor, in operation order.
 struct txn_ack_group {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/broker/txn_answer.hpp"
 #include "core/broker/txn_core.hpp"
 #include "core/cursor/cursor_txn.hpp"
 
@@ -191,7 +192,7 @@ TEST_CASE("an idempotent ack in a transaction stages no change",
 TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   spool::storage::frame_limits limits;
   txn_request empty;
-  auto r = check_txn(empty, limits);
+  auto r = check_txn(empty, limits, {});
   REQUIRE(r);
   CHECK(r->error == "operations must not be empty");
   CHECK(!r->success);
@@ -202,7 +203,7 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   auto a = ack_op("q", "p", "g");
   a.ack.status = ack_status::retry;
   retry.ops.push_back(a);
-  r = check_txn(retry, limits);
+  r = check_txn(retry, limits, {});
   REQUIRE(r);
   CHECK(r->transaction_id == "t1");
   CHECK(r->failed_op == 1u);
@@ -210,17 +211,17 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
 
   txn_request leaseless;
   leaseless.ops.push_back(ack_op("q", "p", "g", std::nullopt));
-  r = check_txn(leaseless, limits);
+  r = check_txn(leaseless, limits, {});
   REQUIRE(r);
   CHECK(r->error
         == "operations[0]: an ack in a transaction must name its lease");
 
   leaseless.required_leases = {"L"}; // Queen's JS client names it here
-  CHECK(!check_txn(leaseless, limits));
+  CHECK(!check_txn(leaseless, limits, {}));
 
   txn_request bad_item;
   bad_item.ops.push_back(txn_push_op{{{"q", "Default", {}}, {"a/b", "p", {}}}});
-  r = check_txn(bad_item, limits);
+  r = check_txn(bad_item, limits, {});
   REQUIRE(r);
   CHECK(r->error
         == "operations[0]: items[1].queue must not contain '/' or control "
@@ -231,14 +232,45 @@ TEST_CASE("a transaction is checked before anything runs", "[txn]") {
   std::get<txn_push_op>(big.ops[0])
       .items[0]
       .frame.payload.assign(limits.max_payload_bytes + 1, 'x');
-  r = check_txn(big, limits);
+  r = check_txn(big, limits, {});
   REQUIRE(r);
   CHECK(r->error.find("operations[0]: items[0]: ") == 0);
 
   txn_request fine;
   fine.ops.push_back(txn_push_op{{{"q", "Default", {}}}});
   fine.ops.push_back(ack_op("q", "p", "g"));
-  CHECK(!check_txn(fine, limits));
+  CHECK(!check_txn(fine, limits, {}));
+}
+
+TEST_CASE("a transaction's pushes together are held to push.maxItems and "
+          "push.maxBytes, counted over every push op",
+          "[txn][limits]") {
+  spool::storage::frame_limits limits;
+  spool::config::push_limits push;
+  push.max_items = 2;
+  push.max_bytes = 10;
+  txn_request req;
+  req.id = "t";
+  req.ops.push_back(txn_push_op{{{"q", "Default", {}}}});
+  req.ops.push_back(ack_op("q", "p", "g"));
+  req.ops.push_back(txn_push_op{{{"r", "Default", {}}}});
+  std::get<txn_push_op>(req.ops[0]).items[0].frame.payload.assign(5, 'x');
+  std::get<txn_push_op>(req.ops[2]).items[0].frame.payload.assign(5, 'x');
+  CHECK(!check_txn(req, limits, push)); // two items, ten bytes: at the caps
+  auto bytes = req;
+  std::get<txn_push_op>(bytes.ops[2]).items[0].frame.payload.push_back('x');
+  auto r = check_txn(bytes, limits, push);
+  REQUIRE(r);
+  CHECK(r->transaction_id == "t");
+  CHECK(!r->success);
+  CHECK(!r->failed_op); // the whole request, no one operation
+  CHECK(r->error == "a push holds at most 10 payload bytes, got 11");
+  auto items = req;
+  std::get<txn_push_op>(items.ops[2]).items.push_back({"r", "Default", {}});
+  r = check_txn(items, limits, push);
+  REQUIRE(r);
+  CHECK(!r->failed_op);
+  CHECK(r->error == "a push holds at most 2 items, got 3");
 }
 
 TEST_CASE("a transaction stages cursors in one global order and keeps each "
@@ -280,6 +312,43 @@ TEST_CASE("a transaction's requiredLeases reach only its acks that name no "
   CHECK(*plan.acks[0].reqs[0].lease_in == std::vector<std::string>{"L1", "L2"});
   CHECK(!plan.acks[0].reqs[1].lease_in);
   CHECK(plan.acks[0].reqs[1].lease_id == "own");
+}
+
+TEST_CASE("a committed transaction's answer puts each ack's effects and each "
+          "pushed item where its operation named it",
+          "[txn]") {
+  txn_request req;
+  req.ops.push_back(txn_push_op{{{"y", "Default", {}}, {"x", "Default", {}}}});
+  req.ops.push_back(ack_op("a", "p", "g"));
+  req.ops.push_back(ack_op("a", "p", "g"));
+  req.ops.push_back(txn_push_op{{{"y", "z", {}}}});
+  auto plan = plan_txn(req);
+  REQUIRE(plan.pushes.size() == 2); // y: (0, 0), (3, 0); x: (0, 1)
+  auto r = txn_answer(
+      "t", req, plan,
+      [](std::size_t k, std::size_t j) -> std::optional<txn_op_result> {
+        if (k != 0 || j != 1)
+          return std::nullopt; // only the second ack answered
+        return txn_op_result{{}, true, true};
+      },
+      [&](std::size_t k, std::size_t j) -> std::optional<txn_item_result> {
+        return txn_item_result{plan.pushes[k].queue, "P", "u",
+                               txn_push_status::queued,
+                               offset{static_cast<std::int64_t>(10 * k + j)}};
+      });
+  CHECK(r.success);
+  CHECK(r.transaction_id == "t");
+  REQUIRE(r.results.size() == 4);
+  REQUIRE(r.results[0].items.size() == 2);
+  CHECK(r.results[0].items[0].queue == "y");
+  CHECK(r.results[0].items[0].off == offset{0});
+  CHECK(r.results[0].items[1].queue == "x");
+  CHECK(r.results[0].items[1].off == offset{10});
+  REQUIRE(r.results[3].items.size() == 1);
+  CHECK(r.results[3].items[0].off == offset{1});
+  CHECK(!r.results[1].lease_released);
+  CHECK(r.results[2].lease_released);
+  CHECK(r.results[2].dead_lettered);
 }
 
 TEST_CASE("a transaction's answer survives its stored form", "[txn]") {
