@@ -11,7 +11,6 @@
 #include "actors/broker/broker_actor.hpp"
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
@@ -23,6 +22,7 @@
 #include "core/limits/names.hpp"
 #include "core/push/push_items.hpp"
 #include "core/queue/async_mutex.hpp"
+#include "core/queue/one_timer.hpp"
 #include "core/queue/open_stages.hpp"
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
@@ -67,7 +67,7 @@ struct broker_state {
   core::parking_lot<namespace_pop_request, namespace_pop_reply,
                     promise<namespace_pop_reply>>
       parked;
-  one_timer<mono_time> timer;
+  core::one_timer<mono_time> timer;
   /// Transactions with a client id in flight (broker_txn.cpp), by (home
   /// queue, id) as their stored answers are, with the promises of repeats
   /// that arrived meanwhile (they get the first one's answer).

@@ -26,7 +26,8 @@ struct txn_run {
   promise<txn_reply> rp;
   // -- stage --
   std::vector<stage_reply> staged; ///< per plan.acks, as far as staged
-  /// Per staged ack group: its stage is open here (`stage_opened`).
+  /// Per staged ack group: its stage is counted open by this broker
+  /// (closed once, in `settle_all`).
   std::vector<bool> opened;
   /// Per plan.pushes: its seal (taken into the submission: the writer
   /// settles it from then on) and its items' results.

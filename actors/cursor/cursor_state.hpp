@@ -5,14 +5,14 @@
 // writes (frames, DLQ entries, the record's batch), the timer and
 // retention; cursor_pop.cpp pops; cursor_settle.cpp acks, expiry, requeues
 // and introspection; cursor_stage.cpp transaction and seek stages.
-// `persist` and `commit` are here: every file writes through them.
+// `commit` is here: every file writes through it.
 
 #include "actors/cursor/cursor_actor.hpp"
-#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/write.hpp"
 #include "core/cursor/delivery.hpp"
 #include "core/dlq/dead_letters.hpp"
+#include "core/queue/one_timer.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>
 #include <atomic>
@@ -31,7 +31,7 @@ struct cursor_state {
   cursor_config cfg;
   std::optional<core::cursor_core> core;
   /// The deadline the pending timer fires at, and its id.
-  one_timer<mono_time> timer;
+  core::one_timer<mono_time> timer;
   /// The group is being deleted: serve nothing until it settles.
   bool deleting = false;
   /// A transaction's staged acks, a seek's new position or a claim, until

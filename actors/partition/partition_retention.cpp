@@ -92,10 +92,14 @@ void run_retention(partition_ptr self) {
         auto& st = self->state;
         std::optional<storage::offset> low;
         if (st.retention.completed > 0) {
-          auto c = consumed_by_all(self);
-          if (!c) // the run stops with it (logged); the next one retries
-            return std::move(c).err();
-          low = *c;
+          // A failed read blocks completedRetentionSeconds only: age alone
+          // is what retentionSeconds deletes by.
+          if (auto c = consumed_by_all(self))
+            low = *c;
+          else
+            spdlog::warn("partition {}: completedRetentionSeconds skipped "
+                         "this run: {}",
+                         st.cfg.record.name, to_string(c.err()));
         }
         return core::deletion_bounds(st.retention, st.cfg.node.wall(),
                                      st.log->record().next_offset - 1, low);

@@ -8,13 +8,13 @@
 
 #include "actors/cursor/cursor_actor.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/one_timer.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
 #include "core/partition/retention.hpp"
 #include "core/queue/async_mutex.hpp"
+#include "core/queue/one_timer.hpp"
 #include "storage/tables.hpp"
 #include <algorithm>
 #include <caf/actor_system.hpp>
@@ -50,7 +50,7 @@ struct partition_state {
   /// and its id), whether a run is going on, and the maxWait boundary told
   /// to the cursors (frames at or below it are overdue).
   core::retention_policy retention;
-  one_timer<storage::micros> timer;
+  core::one_timer<storage::micros> timer;
   bool retaining = false;
   storage::offset overdue{-1};
   /// Seeks staged here for groups without a live cursor (this partition's

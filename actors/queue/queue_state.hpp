@@ -12,7 +12,6 @@
 
 #include "actors/create_missing.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/one_timer.hpp"
 #include "actors/partition/partition_actor.hpp"
 #include "actors/promise.hpp"
 #include "actors/queue/queue_actor.hpp"
@@ -27,6 +26,7 @@
 #include "core/queue/group_deletion.hpp"
 #include "core/queue/leases.hpp"
 #include "core/queue/max_size.hpp"
+#include "core/queue/one_timer.hpp"
 #include "core/queue/open_stages.hpp"
 #include "core/queue/parking_lot.hpp"
 #include "storage/segment.hpp"
@@ -80,9 +80,9 @@ struct queue_state {
   /// still reaches it is answered at once, empty (the queue has no
   /// partitions any more), and registers nothing.
   bool deleted = false;
-  one_timer<mono_time> timer;
+  core::one_timer<mono_time> timer;
   /// The DLQ sweep's timer (wall µs).
-  one_timer<storage::micros> sweep_timer;
+  core::one_timer<storage::micros> sweep_timer;
   bool sweeping = false;    ///< a sweep's delete is being written
   bool sweep_again = false; ///< the timer fired while sweeping
   /// Partition creations and option changes, one at a time.

@@ -4,9 +4,9 @@
 // behaviour, batches queued and parts; writer_commit.cpp: the group commit,
 // durability, the stall timer, the stop). Internal to the writer.
 
-#include "actors/one_timer.hpp"
 #include "actors/promise.hpp"
 #include "actors/writer/writer_actor.hpp"
+#include "core/queue/one_timer.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -63,7 +63,7 @@ struct writer_state {
   std::vector<reader> readers;
   /// Parts held open until settled.
   core::open_parts<caf::actor_addr> parts;
-  one_timer<caf::actor_clock::time_point> timer;
+  core::one_timer<caf::actor_clock::time_point> timer;
   /// The stop began: no new group starts (what waits is committed by the
   /// exit handler itself).
   bool stopping = false;

@@ -1,4 +1,5 @@
 #include "core/broker/txn_core.hpp"
+#include "config/options.hpp"
 #include "core/cursor/cursor_core.hpp"
 
 #include "core/limits/names.hpp"

@@ -16,10 +16,13 @@
 #include <variant>
 #include <vector>
 
-#include "config/options.hpp"
 #include "storage/error.hpp"
 #include "storage/types.hpp"
 #include "vocab/delivery.hpp"
+
+namespace spool::config {
+struct push_limits;
+} // namespace spool::config
 
 namespace spool::core {
 

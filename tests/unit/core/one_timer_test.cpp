@@ -1,11 +1,11 @@
-// actors/one_timer.hpp: one timer message in flight, at the earliest
+// core/queue/one_timer.hpp: one timer message in flight, at the earliest
 // deadline asked for; superseded and cancelled messages are ignored.
 
 #include <catch2/catch.hpp>
 
-#include "actors/one_timer.hpp"
+#include "core/queue/one_timer.hpp"
 
-using spool::actors::one_timer;
+using spool::core::one_timer;
 
 TEST_CASE("one timer is armed at the earliest deadline asked for, and only "
           "its own message fires it",

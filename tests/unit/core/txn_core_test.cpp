@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/options.hpp"
 #include "core/broker/txn_answer.hpp"
 #include "core/broker/txn_core.hpp"
 #include "core/cursor/cursor_txn.hpp"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace spool::actors {
+namespace spool::core {
 
 template <class Time>
 class one_timer {
@@ -45,4 +45,4 @@ private:
   std::uint64_t id_ = 0;
 };
 
-} // namespace spool::actors
+} // namespace spool::core
