@@ -126,13 +126,17 @@ TEST_CASE("a queue answering fewer replies than acks gives the missing ones "
   fault_fixture fx;
   auto pushed = fx.push("a", "P", {"a0", "a1"});
   auto uuid = pushed.targets.at(0).partition_uuid;
-  // Queue a's handle is replaced by one answering no reply at all.
-  auto fake = fx.sys.spawn([](caf::event_based_actor*) -> caf::behavior {
-    return {[](actors::ack_atom, const std::string&, const std::string&,
-               const std::vector<ack_request>&) {
-      return std::vector<actors::ack_reply>{};
-    }};
-  });
+  // Queue a's handle is replaced by one answering no reply at all. (One
+  // argument: CAF 0.17 spawns a function without any through a null
+  // pointer to its empty argument tuple, which UBSan reports.)
+  auto fake = fx.sys.spawn(
+      [](caf::event_based_actor*, int) -> caf::behavior {
+        return {[](actors::ack_atom, const std::string&, const std::string&,
+                   const std::vector<ack_request>&) {
+          return std::vector<actors::ack_reply>{};
+        }};
+      },
+      0);
   auto* b
       = dynamic_cast<caf::stateful_actor<actors::broker_detail::broker_state,
                                          actors::broker_actor::base>*>(
