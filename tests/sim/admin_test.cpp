@@ -100,11 +100,9 @@ TEST_CASE("listing shows queues with options, partitions, lastOffset and "
   admin_fixture fx;
   fx.push("orders", "p1", {"a", "b", "c"});
   fx.push("orders", "p2", {"d"});
-  actors::configure_request c;
-  c.queue = "billing";
-  c.options.lease_time_s = 45;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
+  core::options_patch o;
+  o.lease_time_s = 45;
+  fx.configure("billing", o);
   auto all = fx.info();
   REQUIRE_FALSE(all.failure);
   REQUIRE(all.queues.size() == 2);
@@ -280,11 +278,9 @@ TEST_CASE("deleting a queue removes everything of it and answers its parked "
           "pops empty, a later push creates a new queue with default options",
           "[sim][admin][queues]") {
   admin_fixture fx;
-  actors::configure_request c;
-  c.queue = "q";
-  c.options.lease_time_s = 60;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
+  core::options_patch o;
+  o.lease_time_s = 60;
+  fx.configure("q", o);
   fx.push("q", "p", {"a", "b"});
   auto popped = fx.pop("q", fx.pop_request("g", "p"));
   REQUIRE(popped.claimed.size() == 1);
@@ -377,11 +373,9 @@ TEST_CASE("a group idle for groupIdleSeconds is deleted with its records, "
           "one holding a lease is kept",
           "[sim][admin][groups][idle]") {
   admin_fixture fx;
-  actors::configure_request c;
-  c.queue = "q";
-  c.options.group_idle_s = 10;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
+  core::options_patch o;
+  o.group_idle_s = 10;
+  fx.configure("q", o);
   fx.push("q", "p", {"a", "b"});
   auto g = fx.pop("q", fx.pop_request("g", "p", 1));
   REQUIRE(
@@ -413,11 +407,9 @@ TEST_CASE("maxSize refuses a push when a partition does not answer its "
           "size: it is not counted as empty",
           "[sim][push][max-size][failure]") {
   admin_fixture fx;
-  actors::configure_request c;
-  c.queue = "q";
-  c.options.max_size = 3;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
+  core::options_patch o;
+  o.max_size = 3;
+  fx.configure("q", o);
   fx.push("q", "p", {"a", "b", "c"}); // the queue is full
   // p dies; its respawn waits behind a held write barrier, so a push
   // meanwhile asks the dead actor its size.
@@ -449,11 +441,9 @@ TEST_CASE("maxSize first deletes segments every group has committed past, "
           "then refuses the push with nothing stored",
           "[sim][push][max-size]") {
   admin_fixture fx;
-  actors::configure_request c;
-  c.queue = "q";
-  c.options.max_size = 4;
-  REQUIRE(fx.request<actors::configure_reply>(
-      fx.broker, actors::configure_atom::value, c));
+  core::options_patch o;
+  o.max_size = 4;
+  fx.configure("q", o);
   fx.push("q", "p", {"a", "b"}); // segment 0..1
   fx.push("q", "p", {"c", "d"}); // segment 2..3: the queue is full
   auto push_one = [&](std::vector<std::string> payloads) {
