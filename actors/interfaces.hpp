@@ -205,6 +205,9 @@ using queue_actor = caf::typed_actor<
     /// Acks frames of a named partition for a group, one reply each.
     caf::replies_to<ack_atom, std::string, std::string,
                     std::vector<ack_request>>::with<std::vector<ack_reply>>,
+    /// Acks frames of partitions named by uuid, one reply each.
+    caf::replies_to<ack_atom, std::vector<located_ack>>::with<
+        std::vector<located_ack_reply>>,
     /// Internal: the one timer for the earliest parked pop's deadline.
     caf::reacts_to<timeout_atom, std::uint64_t>,
     /// Changes the named options (and namespace/task) durably, creates the
@@ -254,7 +257,7 @@ using queue_actor = caf::typed_actor<
     /// Stages a transaction's acks of (partition, group); its parts (and
     /// the queue's mark among them: a durable one wakes parked pops) are
     /// settled by the writer.
-    caf::replies_to<stage_atom, std::string, std::string,
+    caf::replies_to<stage_atom, partition_ref, std::string,
                     std::vector<ack_request>>::with<stage_reply>,
     /// Seeks a group on every partition (or one) in one durable write;
     /// answers after it is durable and parked pops were woken.
@@ -266,13 +269,10 @@ using queue_actor = caf::typed_actor<
     caf::replies_to<sub_update_atom, std::string,
                     storage::micros>::with<sub_update_part>>;
 
-/// Who hears what a queue's directories need (the broker): the partitions
-/// it creates (its uuid directory) and its durable pushes (they wake parked
+/// Who hears of a queue's durable pushes (the broker: they wake parked
 /// namespace pops). A queue answers a single-queue push itself, so it tells
-/// these before it answers.
+/// this before it answers.
 using queue_watcher = caf::typed_actor<
-    /// The queue created this partition (durable).
-    caf::reacts_to<push_atom, push_target>,
     /// A push to queue `queue` stored frames (durable).
     caf::reacts_to<push_atom, std::string>>;
 
@@ -365,9 +365,7 @@ using broker_actor = node_api::extend<
     /// Internal: the next bounded step of removing a deleted queue's rows
     /// (by queue id).
     caf::reacts_to<reap_atom, std::uint64_t>,
-    /// From the queues (`queue_watcher`): a partition was created, a push
-    /// was stored.
-    caf::reacts_to<push_atom, push_target>,
+    /// From the queues (`queue_watcher`): a push was stored.
     caf::reacts_to<push_atom, std::string>>;
 
 } // namespace spool::actors
@@ -444,6 +442,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::seek_stage)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::sub_update_part)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::partition_ref)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<spool::actors::located_ack_reply>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::lease_extend_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(spool::actors::usage_reply)

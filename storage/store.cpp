@@ -93,6 +93,14 @@ expected<void> store::check_format(std::uint32_t wanted_slots) {
       slot_count_ = f->slot_count;
       return {};
     }
+    if (f->format == 2)
+      return make_error(
+          ec::invalid_argument, "the store in ", dir,
+          " was written by a spoold from before partition ids carried their "
+          "queue (store format 2); this spoold reads format ",
+          store_format_version,
+          " and does not migrate it: drain it with the spoold that wrote "
+          "it, or move the folder away to start with an empty store");
     if (f->format != 0)
       return make_error(ec::invalid_argument, "the store in ", dir,
                         " has format ", f->format,
@@ -200,7 +208,7 @@ std::string format_uuid(std::uint64_t hi, std::uint64_t lo) {
 
 } // namespace
 
-std::string store::make_uuid(slot_t s) {
+std::string store::make_partition_uuid(queue_id q) {
   std::uint64_t hi = 0;
   std::uint64_t lo = 0;
   {
@@ -208,7 +216,9 @@ std::string store::make_uuid(slot_t s) {
     hi = rng_();
     lo = rng_();
   }
-  hi = (hi & 0x0000ffffffffffffULL) | (std::uint64_t{s} << 48);
+  // The queue's 48 bits above 16 random ones (whose top nibble becomes the
+  // version): `%08x-%04x-` of the queue id, as a lease id starts.
+  hi = (q.value << 16) | (hi & 0xffffULL);
   return format_uuid(hi, lo);
 }
 

@@ -27,10 +27,12 @@ struct store_options {
 };
 
 /// The store format this code reads and writes: 2 since slots (queue and
-/// partition ids carry their slot, id counters are per slot). A store of
-/// an earlier format is refused on open (`ec::invalid_argument`), not
-/// migrated.
-inline constexpr std::uint32_t store_format_version = 2;
+/// partition ids carry their slot, id counters are per slot), 3 since a
+/// partition uuid carries its queue's id. A store of an earlier format is
+/// refused on open (`ec::invalid_argument`), not migrated: a partition's
+/// uuid is on the wire (`partitionId`, and every message id is derived
+/// from it), so it cannot be rewritten under clients that hold it.
+inline constexpr std::uint32_t store_format_version = 3;
 
 /// What the store holds after recovery.
 struct catalog {
@@ -84,9 +86,10 @@ public:
 
   /// A random RFC 4122 version 4 UUID in text form.
   std::string make_uuid();
-  /// A random version 4 UUID whose first four hex digits are slot `s`
-  /// (`slot_of_uuid`): a partition's uuid.
-  std::string make_uuid(slot_t s);
+  /// A partition's uuid: queue `q`'s id in its first twelve hex digits
+  /// (`queue_of_id`, so its slot in the first four), then random bits, as
+  /// a version 4 UUID.
+  std::string make_partition_uuid(queue_id q);
 
   /// Stops the writer after committing what is queued, syncs (relaxed
   /// mode), then closes. Reports a failed final sync.
@@ -154,8 +157,8 @@ public:
   std::string make_uuid() const {
     return s_->make_uuid();
   }
-  std::string make_uuid(slot_t slot) const {
-    return s_->make_uuid(slot);
+  std::string make_partition_uuid(queue_id q) const {
+    return s_->make_partition_uuid(q);
   }
   expected<env_usage> usage() const {
     return s_->db().usage();

@@ -54,7 +54,7 @@ std::string lease_id_of(std::uint64_t queue_id, std::string_view token) {
   return out;
 }
 
-std::optional<std::uint64_t> queue_of_lease_id(std::string_view id) noexcept {
+std::optional<std::uint64_t> queue_of_id(std::string_view id) noexcept {
   if (id.size() < 14 || id[8] != '-' || id[13] != '-')
     return std::nullopt;
   return lower_hex_of(id.substr(0, 13), 8);

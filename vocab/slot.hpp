@@ -6,8 +6,10 @@
 /// Cluster's hash tags), so queues named `orders{eu}` and `refunds{eu}`
 /// share one. A slot's ids carry it: queue and partition ids hold the slot
 /// in bits 32–47 (so every key that starts with a queue id sorts a slot's
-/// rows together), a partition uuid and a lease id in their first four hex
-/// digits (a lease id also carries its queue's id: `lease_id_of`).
+/// rows together); a partition uuid and a lease id carry their queue's
+/// whole id in their first twelve hex digits (`queue_of_id`), so the slot
+/// in the first four, and an ack, extend or release is routed by its id
+/// alone.
 
 #include <cstdint>
 #include <optional>
@@ -57,9 +59,9 @@ std::optional<slot_t> slot_of_uuid(std::string_view uuid) noexcept;
 /// UUID-shaped). An extend or a release is routed by the id alone.
 std::string lease_id_of(std::uint64_t queue_id, std::string_view token);
 
-/// The queue id lease id `id` carries; none when it does not start as
-/// `lease_id_of` writes it.
-std::optional<std::uint64_t> queue_of_lease_id(std::string_view id) noexcept;
+/// The queue id that a lease id or a partition uuid carries (both start
+/// `%08x-%04x-` of it); none when `id` does not start so.
+std::optional<std::uint64_t> queue_of_id(std::string_view id) noexcept;
 
 /// The value of a lowercase hex digit, -1 for any other character (the ids
 /// Spool makes are written in lowercase only).

@@ -188,9 +188,6 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](release_atom, const std::string& id) {
         return on_release_lease(self, id);
       },
-      [self](push_atom, const push_target& t) { // filed if its queue is live
-        learn_partitions(self, {&t, 1});
-      },
       [self](push_atom, const std::string& queue) {
         wake(self, std::vector<std::string>{queue});
       },

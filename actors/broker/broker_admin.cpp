@@ -25,12 +25,8 @@ void configure_now(broker_ptr self, configure_request& req,
             [self, rp](configure_reply& r) mutable {
               auto name = r.queue.name;
               bool ok = !r.failure;
-              if (ok) {
+              if (ok)
                 self->state.records[name] = r.queue;
-                if (!r.default_partition_uuid.empty())
-                  learn_partition(self, r.default_partition_uuid, name,
-                                  default_partition);
-              }
               rp.deliver(std::move(r));
               if (ok) // it may now be in the namespace of a parked pop
                 wake(self, {name});

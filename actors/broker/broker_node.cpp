@@ -1,51 +1,27 @@
 // The broker's node-API requests that name things as the wire does: acks by
 // partition uuid (and transactionId), extend and release by lease id, and
-// cancel by request token routed to its queue; with the directory of
-// partitions by uuid (a lease id carries its queue's id).
+// cancel by request token routed to its queue. A partition uuid and a lease
+// id carry their queue's id (vocab/slot.hpp): each is routed by the id
+// alone, and the queue resolves it.
 
 #include "actors/broker/broker_state.hpp"
 
 namespace spool::actors::broker_detail {
 
-void learn_partition(broker_ptr self, const std::string& uuid,
-                     const std::string& queue, const std::string& partition) {
-  // Only for a live queue (an answer may arrive after its deletion), under
-  // the id of the queue live now.
-  auto& st = self->state;
-  auto rec = st.records.find(queue);
-  if (rec == st.records.end() || !st.queues.contains(queue))
-    return;
-  st.by_uuid.add(uuid, queue, partition, rec->second.id.value);
-}
-
-void learn_partitions(broker_ptr self, std::span<const push_target> targets) {
-  auto& st = self->state;
-  for (auto& t : targets) {
-    auto rec = st.records.find(t.queue);
-    // The queue that answered, not one created again under its name since.
-    if (rec != st.records.end() && rec->second.id == t.queue_id
-        && st.queues.contains(t.queue))
-      st.by_uuid.add(t.partition_uuid, t.queue, t.partition, t.queue_id.value);
-  }
-}
-
 void forget_queue(broker_ptr self, const std::string& name) {
   auto& st = self->state;
-  st.by_uuid.drop_queue(name);
   if (auto rec = st.records.find(name); rec != st.records.end())
     st.name_of_id.erase(rec->second.id.value);
 }
 
 namespace {
 
-/// The acks of one (queue, partition, group), with their item indices.
+/// The acks of one queue, with their item indices.
 struct ack_share {
   std::string queue;
-  std::string partition;
-  std::string group;
   queue_actor actor;
   std::vector<std::size_t> items;
-  std::vector<ack_request> reqs;
+  std::vector<located_ack> acks;
 };
 
 /// Why item `a` is malformed (nothing of the list is applied then).
@@ -55,26 +31,13 @@ std::optional<api_error> malformed(const located_ack& a) {
   return std::nullopt;
 }
 
-/// Where partition `uuid` lives, if its queue is the one live under that
-/// name (nullptr otherwise).
-const core::partition_place* live_place(broker_ptr self,
-                                        const std::string& uuid) {
+/// The queue that granted lease `id` or owns partition uuid `id`, by the
+/// queue id the id carries (`queues.end()`: none live; a queue deleted and
+/// created again under its name has another id).
+std::map<std::string, queue_actor>::iterator queue_of(broker_ptr self,
+                                                      const std::string& id) {
   auto& st = self->state;
-  auto* place = st.by_uuid.find(uuid);
-  if (place == nullptr)
-    return nullptr;
-  auto rec = st.records.find(place->queue);
-  if (rec == st.records.end() || rec->second.id.value != place->queue_id)
-    return nullptr;
-  return place;
-}
-
-/// The queue that granted lease `id`, by the queue id the id carries
-/// (`queues.end()`: none live).
-std::map<std::string, queue_actor>::iterator
-queue_of_lease(broker_ptr self, const std::string& id) {
-  auto& st = self->state;
-  auto qid = queue_of_lease_id(id);
+  auto qid = queue_of_id(id);
   auto name = qid ? st.name_of_id.find(*qid) : st.name_of_id.end();
   return name == st.name_of_id.end() ? st.queues.end()
                                      : st.queues.find(name->second);
@@ -96,35 +59,26 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
       return out;
     }
   std::vector<ack_share> shares;
-  // A place names its (queue, partition): the directory keeps it while
-  // this handler runs. The group views point into `acks`.
-  std::map<std::pair<const core::partition_place*, std::string_view>,
-           std::size_t>
-      index;
+  std::map<std::string_view, std::size_t> index; // views into `shares`
   // Consecutive items mostly name the same partition (one batch's acks):
-  // its lookups are made once for the run.
+  // its lookup is made once for the run.
   const std::string* last_uuid = nullptr;
-  const core::partition_place* place = nullptr;
   auto q = st.queues.end();
   for (std::size_t i = 0; i < acks.size(); ++i) {
     auto& a = acks[i];
     if (last_uuid == nullptr || *last_uuid != a.partition_uuid) {
       last_uuid = &a.partition_uuid;
-      place = live_place(self, a.partition_uuid);
-      q = place ? st.queues.find(place->queue) : st.queues.end();
+      q = queue_of(self, a.partition_uuid);
     }
     if (q == st.queues.end()) {
       out[i].reply.error = ack_error::not_found;
       continue;
     }
-    out[i].queue = place->queue;
-    out[i].partition = place->partition;
-    auto [it, fresh] = index.try_emplace({place, a.group}, shares.size());
+    auto [it, fresh] = index.try_emplace(q->first, shares.size());
     if (fresh)
-      shares.push_back(
-          {place->queue, place->partition, a.group, q->second, {}, {}});
+      shares.push_back({q->first, q->second, {}, {}});
     shares[it->second].items.push_back(i);
-    shares[it->second].reqs.push_back(std::move(a.ack));
+    shares[it->second].acks.push_back(std::move(a));
   }
   if (shares.empty())
     return out;
@@ -132,23 +86,24 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
   auto run = std::make_shared<
       std::pair<std::vector<ack_share>, std::vector<located_ack_reply>>>(
       std::move(shares), std::move(out));
-  gather<std::vector<ack_reply>>(
+  gather<std::vector<located_ack_reply>>(
       run->first.size(),
       [self, run](std::size_t k) {
         auto& s = run->first[k];
         // Asked once per share: its acks are not needed after.
         return self->request(s.actor, caf::infinite, ack_atom::value,
-                             s.partition, s.group, std::move(s.reqs));
+                             std::move(s.acks));
       },
-      [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
+      [self, rp,
+       run](std::vector<fanned<std::vector<located_ack_reply>>> rs) mutable {
         auto& [shares, out] = *run;
         std::vector<std::string> woke;
         for (std::size_t k = 0; k < shares.size(); ++k) {
           auto& s = shares[k];
           for (std::size_t j = 0; j < s.items.size(); ++j) {
-            auto& slot = out[s.items[j]].reply;
+            auto& slot = out[s.items[j]];
             if (!rs[k].reply || j >= rs[k].reply->size()) {
-              slot.failure
+              slot.reply.failure
                   = rs[k].reply
                         ? make_error(errc::internal, "queue ", s.queue,
                                      " answered ", rs[k].reply->size(),
@@ -157,7 +112,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
               continue;
             }
             slot = std::move((*rs[k].reply)[j]);
-            if (slot.lease_released)
+            if (slot.reply.lease_released)
               woke.push_back(s.queue);
           }
         }
@@ -171,7 +126,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
 caf::result<lease_extend_reply> on_extend_lease(broker_ptr self,
                                                 const std::string& id,
                                                 std::chrono::milliseconds by) {
-  auto q = queue_of_lease(self, id);
+  auto q = queue_of(self, id);
   if (q == self->state.queues.end()) {
     lease_extend_reply none;
     none.error = extend_error::not_found;
@@ -181,7 +136,7 @@ caf::result<lease_extend_reply> on_extend_lease(broker_ptr self,
 }
 
 caf::result<bool> on_release_lease(broker_ptr self, const std::string& id) {
-  auto q = queue_of_lease(self, id);
+  auto q = queue_of(self, id);
   if (q == self->state.queues.end())
     return false;
   // Parked namespace pops wait: the released lease wakes them.
@@ -196,12 +151,11 @@ std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
     auto* ack = std::get_if<core::txn_ack_op>(&req.ops[i]);
     if (ack == nullptr || ack->partition_uuid.empty())
       continue;
-    auto* place = live_place(self, ack->partition_uuid);
-    if (place == nullptr)
+    auto q = queue_of(self, ack->partition_uuid);
+    if (q == self->state.queues.end()) // the queue resolves the rest
       return core::txn_rollback(req.id.value_or(""), i,
                                 to_string(ack_error::not_found));
-    ack->queue = place->queue;
-    ack->partition = place->partition;
+    ack->queue = q->first;
   }
   return std::nullopt;
 }
@@ -220,24 +174,22 @@ void on_cancel(broker_ptr self, const std::string& token,
 
 void find_then(broker_ptr self, const find_request& req,
                std::function<void(find_reply)> k) {
-  auto& st = self->state;
-  auto* place = live_place(self, req.partition_uuid);
-  auto q = place ? st.queues.find(place->queue) : st.queues.end();
-  if (q == st.queues.end()) {
+  auto q = queue_of(self, req.partition_uuid);
+  if (q == self->state.queues.end()) {
     find_reply r;
     r.failure = make_error(errc::not_found, "Partition not found");
     return k(std::move(r));
   }
   browse_request b;
-  b.partition = place->partition;
+  b.partition_uuid = req.partition_uuid;
   b.transaction_id = req.transaction_id;
   self->request(q->second, caf::infinite, browse_atom::value, std::move(b))
       .then(
-          [k, queue = place->queue, partition = place->partition,
-           queue_id = place->queue_id](browse_reply& r) mutable {
+          [k, queue = q->first, queue_id = *queue_of_id(req.partition_uuid)](
+              browse_reply& r) mutable {
             find_reply out;
             out.queue = std::move(queue);
-            out.partition = std::move(partition);
+            out.partition = std::move(r.partition);
             out.partition_uuid = std::move(r.partition_uuid);
             out.queue_id = storage::queue_id{queue_id};
             out.partition_id = r.partition_id;

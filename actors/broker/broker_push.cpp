@@ -119,7 +119,6 @@ void answer(broker_ptr self, multi_push& run,
       reply.results[run.items[k][j]] = r;
     }
   }
-  learn_partitions(self, reply.targets);
   run.rp.deliver(std::move(reply));
   wake(self, run.seals.queues); // parked namespace pops it may serve
 }

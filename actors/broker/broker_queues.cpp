@@ -16,8 +16,6 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   qc.max_parked = st.cfg.pop.max_parked;
   qc.parked_total = st.parked_total;
   qc.watcher = self->address();
-  for (auto& p : qc.partitions)
-    st.by_uuid.add(p.uuid, rec.name, p.name, rec.id.value);
   auto q = spawn_queue(self->system(), std::move(qc));
   if (!q)
     return std::move(q).err();

@@ -15,7 +15,6 @@
 #include "actors/queue/queue_actor.hpp"
 #include "actors/supervise.hpp"
 #include "actors/write.hpp"
-#include "core/broker/directory.hpp"
 #include "core/broker/pop_checks.hpp"
 #include "core/broker/priority.hpp"
 #include "core/dlq/dlq_reader.hpp"
@@ -80,9 +79,8 @@ struct broker_state {
   /// Transaction stages open on each queue (staged, not settled), and the
   /// respawns of dead queues that wait for them.
   core::open_stages<std::function<void()>> stages;
-  /// The node API's directories (broker_node.cpp): partitions by uuid, and
-  /// the live queues' names by id (a lease id carries its queue's id).
-  core::partition_directory by_uuid;
+  /// The live queues' names by id (broker_node.cpp: a lease id and a
+  /// partition uuid carry their queue's id).
   std::unordered_map<std::uint64_t, std::string> name_of_id;
   /// Trace reads by name running beside the broker (broker_traces.cpp).
   std::size_t trace_readers = 0;
@@ -186,10 +184,6 @@ void on_timeout(broker_ptr self, std::uint64_t id);
 caf::result<namespace_pop_reply> on_namespace_pop(broker_ptr self,
                                                   namespace_pop_request& req);
 
-/// Files the partitions of `targets` (a push's answer) under their queues,
-/// if those are still the queues live under their names.
-void learn_partitions(broker_ptr self, std::span<const push_target> targets);
-
 /// Whether `q` is still the coordinator serving queue `name`: not deleted,
 /// replaced or restarting since (a part it sealed may still be written).
 bool serving(broker_ptr self, const std::string& name, const queue_actor& q);
@@ -221,9 +215,6 @@ std::optional<api_error> take_seals(broker_ptr self, queue_seals& s,
 
 /// Gives up the seals of `s` not taken.
 void drop_seals(broker_ptr self, queue_seals& s);
-
-void learn_partition(broker_ptr self, const std::string& uuid,
-                     const std::string& queue, const std::string& partition);
 
 void forget_queue(broker_ptr self, const std::string& name);
 

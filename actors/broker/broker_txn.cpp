@@ -41,9 +41,6 @@ void answer(run_ptr run, txn_reply reply) {
       in_flight.erase(it);
     }
   }
-  if (!reply.failure && reply.result.success)
-    for (auto& part : run->seals.results)
-      learn_partitions(run->self, part.targets);
   run->rp.deliver(std::move(reply));
 }
 
@@ -94,8 +91,8 @@ void stage_next(run_ptr run) {
     return abort(run);
   }
   run->self
-      ->request(*q, caf::infinite, stage_atom::value, g.partition, g.group,
-                g.reqs)
+      ->request(*q, caf::infinite, stage_atom::value,
+                partition_ref{g.partition, g.partition_uuid}, g.group, g.reqs)
       .then(
           [run, k](stage_reply& r) {
             auto& g = run->plan.acks[k];

@@ -17,6 +17,7 @@ namespace {
 browse_reply find(partition_ptr self, const std::string& txid) {
   auto& st = self->state;
   browse_reply reply;
+  reply.partition = st.cfg.record.name;
   reply.partition_uuid = st.cfg.record.uuid;
   reply.partition_id = st.cfg.record.id;
   auto t = st.cfg.node.store.read();
@@ -40,6 +41,7 @@ browse_reply browse(partition_ptr self, const browse_request& req) {
   if (req.transaction_id)
     return find(self, *req.transaction_id);
   browse_reply reply;
+  reply.partition = st.cfg.record.name;
   reply.partition_uuid = st.cfg.record.uuid;
   reply.partition_id = st.cfg.record.id;
   auto end = st.log->record().next_offset; // the readable end

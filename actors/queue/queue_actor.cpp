@@ -173,6 +173,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
              std::vector<ack_request>& reqs) {
         return on_ack(self, partition, group, reqs);
       },
+      [self](ack_atom, std::vector<located_ack>& acks) {
+        return on_located_ack(self, acks);
+      },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
       [self](requeue_atom, const std::string& group,
              std::vector<storage::dlq_entry>& entries) {
@@ -192,12 +195,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_configure(self, req);
       },
       [self](browse_atom, browse_request& req) -> caf::result<browse_reply> {
-        auto it = self->state.partitions.find(req.partition);
-        if (it == self->state.partitions.end())
+        auto* part
+            = find_partition(self->state, {req.partition, req.partition_uuid});
+        if (part == nullptr)
           return failed<browse_reply>(
               make_error(errc::not_found, "Partition not found"));
-        return self->delegate(it->second.actor, browse_atom::value,
-                              std::move(req));
+        return self->delegate(part->actor, browse_atom::value, std::move(req));
       },
       [self](groups_atom, const groups_request& req) {
         return on_groups(self, req);
@@ -243,10 +246,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
             oldest_atom::value, group);
         return rp.later();
       },
-      [self](stage_atom, const std::string& partition, const std::string& group,
+      [self](stage_atom, const partition_ref& ref, const std::string& group,
              std::vector<ack_request>& reqs) -> caf::result<stage_reply> {
-        auto it = self->state.partitions.find(partition);
-        if (it == self->state.partitions.end()) {
+        auto* part = find_partition(self->state, ref);
+        if (part == nullptr) {
           stage_reply refused;
           refused.refused
               = core::stage_refusal{0, to_string(ack_error::not_found)};
@@ -255,10 +258,10 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         // Through here, not delegated: the stage is recorded until its
         // settle (`open_stages`).
         auto rp = promise_for<stage_reply>(self);
-        self->request(it->second.actor, caf::infinite, stage_atom::value, group,
+        self->request(part->actor, caf::infinite, stage_atom::value, group,
                       std::move(reqs))
             .then(
-                [self, rp, partition](stage_reply& r) mutable {
+                [self, rp, partition = part->rec.name](stage_reply& r) mutable {
                   if (!r.parts.empty()) { // open until the writer settles
                     self->state.stages.opened(partition); // this queue's mark
                     part_ref mark{self->address(), r.parts.front().key};
@@ -290,7 +293,7 @@ storage::partition_record new_partition_record(const node_context& node,
   rec.queue = queue;
   rec.id = node.store.next_partition_id(queue);
   rec.name = std::move(name);
-  rec.uuid = node.store.make_uuid(slot_of_id(queue.value));
+  rec.uuid = node.store.make_partition_uuid(queue);
   rec.created_at = node.wall();
   return rec;
 }

@@ -1,8 +1,10 @@
-// A queue's leases by id (core::lease_directory): what its pops granted,
-// extended and released by lease id across the partitions one lease holds.
-// An index of what its cursors granted (each cursor owns its lease); the
-// broker routes a lease id here by the queue id the id carries.
+// A queue's acks and its leases by id (core::lease_directory): what its
+// pops granted, acked by partition name or uuid, extended and released by
+// lease id across the partitions one lease holds. An index of what its
+// cursors granted (each cursor owns its lease); the broker routes a lease
+// id or a partition uuid here by the queue id the id carries.
 
+#include "actors/fan_out.hpp"
 #include "actors/queue/queue_state.hpp"
 
 namespace spool::actors::queue_detail {
@@ -118,6 +120,121 @@ caf::result<bool> on_release(queue_ptr self, const std::string& id) {
         rp.deliver(any);
       },
       release_atom::value, group, id);
+  return rp.later();
+}
+
+// -- ack ----------------------------------------------------------------------
+
+namespace {
+
+/// After partition `partition`'s cursor of `group` answered acks: the
+/// leases they ended leave the directory, and a released one may serve a
+/// parked pop.
+void acked(queue_ptr self, const std::string& partition,
+           const std::string& group, const std::vector<ack_reply>& rs) {
+  bool released = false;
+  for (auto& r : rs)
+    if (r.lease_released) {
+      released = true;
+      lease_ended(self, r.released_lease, partition);
+    }
+  if (released)
+    wake_for(self, {partition}, group);
+}
+
+std::vector<ack_reply> ack_failed(std::size_t n, const caf::error& err) {
+  return std::vector<ack_reply>(
+      n, ack_reply{ack_error::none, false, false, unreachable(err), {}});
+}
+
+/// The acks of one (partition, group) of a located list, with their item
+/// indices.
+struct ack_share {
+  const partition_entry* part;
+  std::string group;
+  std::vector<std::size_t> items;
+  std::vector<ack_request> reqs;
+};
+
+} // namespace
+
+caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
+                                           const std::string& partition,
+                                           const std::string& group,
+                                           std::vector<ack_request>& reqs) {
+  auto it = self->state.partitions.find(partition);
+  if (it == self->state.partitions.end())
+    return std::vector<ack_reply>(
+        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}});
+  auto rp = promise_for<std::vector<ack_reply>>(self);
+  auto n = reqs.size();
+  self->request(it->second.actor, caf::infinite, ack_atom::value, group,
+                std::move(reqs))
+      .then(
+          [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
+            acked(self, partition, group, rs);
+            rp.deliver(std::move(rs));
+          },
+          [rp, n](caf::error& err) mutable { rp.deliver(ack_failed(n, err)); });
+  return rp.later();
+}
+
+caf::result<std::vector<located_ack_reply>>
+on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
+  auto& st = self->state;
+  std::vector<located_ack_reply> out(acks.size());
+  std::vector<ack_share> shares;
+  std::map<std::pair<const partition_entry*, std::string_view>, std::size_t>
+      index; // the group views point into `acks`
+  for (std::size_t i = 0; i < acks.size(); ++i) {
+    auto* part = find_partition(st, {{}, acks[i].partition_uuid});
+    if (part == nullptr) { // not (or no longer) a partition of this queue
+      out[i].reply.error = ack_error::not_found;
+      continue;
+    }
+    out[i].queue = st.cfg.record.name;
+    out[i].partition = part->rec.name;
+    auto [it, fresh] = index.try_emplace({part, acks[i].group}, shares.size());
+    if (fresh)
+      shares.push_back({part, acks[i].group, {}, {}});
+    shares[it->second].items.push_back(i);
+    shares[it->second].reqs.push_back(std::move(acks[i].ack));
+  }
+  if (shares.empty())
+    return out;
+  auto rp = promise_for<std::vector<located_ack_reply>>(self);
+  auto run = std::make_shared<
+      std::pair<std::vector<ack_share>, std::vector<located_ack_reply>>>(
+      std::move(shares), std::move(out));
+  gather<std::vector<ack_reply>>(
+      run->first.size(),
+      [self, run](std::size_t k) {
+        auto& s = run->first[k]; // asked once: its acks are not needed after
+        return self->request(s.part->actor, caf::infinite, ack_atom::value,
+                             s.group, std::move(s.reqs));
+      },
+      [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
+        auto& [shares, out] = *run;
+        for (std::size_t k = 0; k < shares.size(); ++k) {
+          auto& s = shares[k];
+          auto replies = rs[k].reply ? std::move(*rs[k].reply)
+                                     : ack_failed(s.items.size(), rs[k].error);
+          acked(self, s.part->rec.name, s.group, replies);
+          for (std::size_t j = 0; j < s.items.size(); ++j)
+            out[s.items[j]].reply
+                = j < replies.size()
+                      ? std::move(replies[j])
+                      : ack_reply{ack_error::none,
+                                  false,
+                                  false,
+                                  make_error(errc::internal, "partition ",
+                                             s.part->rec.name, " answered ",
+                                             replies.size(), " replies for ",
+                                             s.items.size(), " acks"),
+                                  {}};
+        }
+        rp.deliver(std::move(out));
+      });
   return rp.later();
 }
 

@@ -34,8 +34,22 @@ expected<void> add_partition(queue_ptr self,
       rec.name, partition_entry{rec, *p, st.ring.size(), rec.next_offset - 1});
   st.ring.push_back(rec.name);
   st.names_by_id.emplace(rec.id.value, rec.name);
+  st.names_by_uuid.emplace(rec.uuid, rec.name);
   st.candidates.resize(st.ring.size());
   return {};
+}
+
+const partition_entry* find_partition(const queue_state& st,
+                                      const partition_ref& ref) {
+  const std::string* name = &ref.name;
+  if (!ref.uuid.empty()) {
+    auto by = st.names_by_uuid.find(ref.uuid);
+    if (by == st.names_by_uuid.end())
+      return nullptr;
+    name = &by->second;
+  }
+  auto it = st.partitions.find(*name);
+  return it == st.partitions.end() ? nullptr : &it->second;
 }
 
 /// Ends the queue: its parked pops are answered empty first (CAF 0.17
@@ -145,13 +159,8 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
         auto& st = self->state;
         return new_partition_record(st.cfg.node, st.cfg.record.id, n);
       },
-      [self](const storage::partition_record& rec) -> expected<void> {
-        SPOOL_TRY(add_partition(self, rec));
-        // The broker's uuid directory learns it before any answer naming it.
-        auto& q = self->state.cfg.record;
-        tell_watcher(self, push_atom::value,
-                     push_target{q.name, rec.name, rec.uuid, q.id});
-        return {};
+      [self](const storage::partition_record& rec) {
+        return add_partition(self, rec);
       },
       std::move(k));
 }

@@ -306,38 +306,4 @@ void on_prepared_settled(queue_ptr self, const core::part_key& key,
   (void)finish(self, *run, std::move(failure));
 }
 
-// -- ack ----------------------------------------------------------------------
-
-caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
-                                           const std::string& partition,
-                                           const std::string& group,
-                                           std::vector<ack_request>& reqs) {
-  auto it = self->state.partitions.find(partition);
-  if (it == self->state.partitions.end())
-    return std::vector<ack_reply>(
-        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}});
-  auto rp = promise_for<std::vector<ack_reply>>(self);
-  auto n = reqs.size();
-  self->request(it->second.actor, caf::infinite, ack_atom::value, group,
-                std::move(reqs))
-      .then(
-          [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
-            bool released = false;
-            for (auto& r : rs)
-              if (r.lease_released) {
-                released = true;
-                lease_ended(self, r.released_lease, partition);
-              }
-            rp.deliver(std::move(rs));
-            if (released)
-              wake_for(self, {partition}, group);
-          },
-          [rp, n](caf::error& err) mutable {
-            rp.deliver(std::vector<ack_reply>(
-                n, ack_reply{
-                       ack_error::none, false, false, unreachable(err), {}}));
-          });
-  return rp.later();
-}
-
 } // namespace spool::actors::queue_detail

@@ -68,6 +68,10 @@ struct queue_state {
   /// Partition names by partition id (a part's key names its partition by
   /// id; partitions never leave a live queue).
   std::unordered_map<std::uint64_t, std::string> names_by_id;
+  /// Partition names by uuid (an ack, a transaction's ack and a find name
+  /// a partition by the wire's `partitionId`; the broker routed it here by
+  /// the queue id the uuid carries).
+  std::unordered_map<std::string, std::string> names_by_uuid;
   /// Partition names in creation order (the rotation ring).
   std::vector<std::string> ring;
   /// Per group: where its next wildcard pop starts in `ring`.
@@ -269,6 +273,16 @@ caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
                                            const std::string& partition,
                                            const std::string& group,
                                            std::vector<ack_request>& reqs);
+
+/// Acks that name their partition by uuid (the wire's), one reply each in
+/// input order; an unknown uuid answers not_found.
+caf::result<std::vector<located_ack_reply>>
+on_located_ack(queue_ptr self, std::vector<located_ack>& acks);
+
+/// The partition `ref` names (by uuid when it has one), if it is one of
+/// this queue's (nullptr otherwise).
+const partition_entry* find_partition(const queue_state& st,
+                                      const partition_ref& ref);
 
 caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req);
 

@@ -45,8 +45,9 @@ struct txn_ack_op {
   std::string partition;
   std::string group;
   ack_request ack;
-  /// The wire's `partitionId`: when set, the broker resolves it to `queue`
-  /// and `partition` before anything else (unknown: `Message not found`).
+  /// The wire's `partitionId`: when set, the broker resolves the queue by
+  /// the id it carries before anything else, and the queue the partition
+  /// as it stages (unknown: `Message not found`); `partition` is unused.
   std::string partition_uuid = {};
 };
 
@@ -138,6 +139,7 @@ std::optional<txn_result> check_txn(const txn_request& req,
 struct txn_ack_group {
   std::string queue;
   std::string partition;
+  std::string partition_uuid; ///< set: names the partition instead
   std::string group;
   std::vector<std::size_t> ops; ///< operation index of each request
   std::vector<ack_request> reqs;
@@ -150,9 +152,10 @@ struct txn_push_part {
 };
 
 struct txn_plan {
-  /// Sorted by (queue, partition, group): the staging order. Every
-  /// transaction stages cursors in this one global order, so two
-  /// transactions waiting for each other's cursors cannot deadlock.
+  /// Sorted by (queue, partition, partition uuid, group): the staging
+  /// order. Every transaction stages cursors in this one global order, so
+  /// two transactions waiting for each other's cursors cannot deadlock (the
+  /// wire names every ack's partition by uuid; a name is for tests).
   std::vector<txn_ack_group> acks;
   /// By queue, in order of first appearance; items in request order.
   std::vector<txn_push_part> pushes;

@@ -73,6 +73,8 @@ struct queues_reply {
 /// Read-only browsing by offset: no lease, no commit (semantics.md §8).
 struct browse_request {
   std::string partition;
+  /// Set: the partition with this uuid (`partition` unused).
+  std::string partition_uuid = {};
   storage::offset from{0};
   std::size_t max_frames = 100;
   std::size_t max_bytes = SIZE_MAX;
@@ -105,7 +107,8 @@ struct find_reply {
 
 struct browse_reply {
   std::vector<storage::stored_frame> frames;
-  std::string partition_uuid; ///< the partition read
+  std::string partition; ///< the partition read, by name
+  std::string partition_uuid;
   storage::partition_id partition_id = {};
   /// Where the next browse continues.
   storage::offset next{0};

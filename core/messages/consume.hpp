@@ -37,6 +37,14 @@ struct ack_reply {
   std::string released_lease;
 };
 
+/// A partition of a queue as a request names it: by name, or, when `uuid`
+/// is set, by the wire's `partitionId` (the queue that owns it resolves it;
+/// the broker routed the request there by the queue id the uuid carries).
+struct partition_ref {
+  std::string name;
+  std::string uuid = {};
+};
+
 /// An ack as the wire names its frame: the partition by uuid (api.md's
 /// `partitionId`), the frame by transactionId (or offset), per item group.
 struct located_ack {

@@ -131,9 +131,8 @@ TEST_CASE("a queue answering fewer replies than acks gives the missing ones "
   // pointer to its empty argument tuple, which UBSan reports.)
   auto fake = fx.sys.spawn(
       [](caf::event_based_actor*, int) -> caf::behavior {
-        return {[](actors::ack_atom, const std::string&, const std::string&,
-                   const std::vector<ack_request>&) {
-          return std::vector<actors::ack_reply>{};
+        return {[](actors::ack_atom, const std::vector<actors::located_ack>&) {
+          return std::vector<actors::located_ack_reply>{};
         }};
       },
       0);

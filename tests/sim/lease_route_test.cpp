@@ -1,5 +1,6 @@
-// A lease id names the queue that granted it (and so its slot): an extend
-// and a release are routed by the id alone, with no directory of leases.
+// A lease id names the queue that granted it, a partition uuid the queue
+// that owns it (and so each its slot): an extend, a release, an ack and a
+// find are routed by the id alone, with no node-wide directory.
 
 #include <catch2/catch.hpp>
 
@@ -33,7 +34,7 @@ TEST_CASE("a lease id carries its queue's id and slot: extends and releases "
   std::vector<std::string> leases;
   for (auto& q : names) {
     auto id = leased(fx, q);
-    CHECK(queue_of_lease_id(id) == fx.queue_id(q).value);
+    CHECK(queue_of_id(id) == fx.queue_id(q).value);
     CHECK(slot_of_uuid(id) == slot_of(q, slots));
     CHECK(id.size() == 36); // UUID-shaped, as Queen's clients expect
     leases.push_back(id);
@@ -64,10 +65,100 @@ TEST_CASE("a lease of a queue deleted and created again under its name is "
   REQUIRE(deleted);
   REQUIRE(*deleted);
   auto fresh = leased(fx, "q"); // created again by its first push
-  CHECK(queue_of_lease_id(fresh) != queue_of_lease_id(old));
+  CHECK(queue_of_id(fresh) != queue_of_id(old));
   fx.extend_refused(old, 60s, "Lease not found");
   auto gone = fx.call<bool>([&](auto k) { fx.gw->release(old, std::move(k)); });
   REQUIRE(gone);
   CHECK_FALSE(*gone);
   CHECK(fx.extend(fresh, 60s)->success);
+}
+
+namespace {
+
+/// A find by (partition uuid, transactionId).
+expected<node::message> find(gateway_sim& fx, const std::string& partition_id,
+                             const std::string& txid) {
+  return fx.call<node::message>([&](auto k) {
+    fx.gw->find(node::find_request{partition_id, txid}, std::move(k));
+  });
+}
+
+} // namespace
+
+TEST_CASE("a partition uuid carries its queue's id and slot: one ack list "
+          "across slots and a shared {tag} slot reaches each queue by the "
+          "uuid alone, and so does a find",
+          "[gateway][ack][slot]") {
+  gateway_sim fx;
+  std::vector<std::string> names{"orders{eu}", "refunds{eu}", "audit"};
+  auto slots = fx.store.store->slot_count();
+  REQUIRE(slot_of(names[0], slots) == slot_of(names[1], slots));
+  REQUIRE(slot_of(names[0], slots) != slot_of(names[2], slots));
+  node::pop_reply all;
+  for (auto& q : names) {
+    fx.push_to(q, "p", {"m1", "m2"});
+    auto r = fx.pop(fx.pop_of(q));
+    REQUIRE(r);
+    REQUIRE(r->messages.size() == 2);
+    for (auto& m : r->messages) {
+      CHECK(queue_of_id(m.partition_id) == fx.queue_id(q).value);
+      CHECK(slot_of_uuid(m.partition_id) == slot_of(q, slots));
+      all.messages.push_back(m);
+    }
+  }
+  auto& some = all.messages[3]; // refunds{eu}
+  auto found = find(fx, some.partition_id, some.transaction_id);
+  REQUIRE(found);
+  CHECK(found->queue == "refunds{eu}");
+  CHECK(found->partition == some.partition);
+  CHECK(found->payload == some.payload);
+  auto acked = fx.ack_all(all); // one list over the three queues
+  REQUIRE(acked);
+  REQUIRE(acked->items.size() == all.messages.size());
+  for (std::size_t i = 0; i < all.messages.size(); ++i) {
+    CHECK(acked->items[i].success);
+    CHECK(acked->items[i].queue == all.messages[i].queue);
+    CHECK(acked->items[i].partition == all.messages[i].partition);
+  }
+  // Acked means acked: nothing is left for the group.
+  for (auto& q : names)
+    CHECK(fx.pop(fx.pop_of(q))->messages.empty());
+}
+
+TEST_CASE("a partition uuid of a queue deleted and created again under its "
+          "name is not found: the new queue has another id",
+          "[gateway][ack][slot]") {
+  gateway_sim fx;
+  fx.push_to("q", "p", {"old"});
+  auto popped = fx.pop(fx.pop_of("q"));
+  REQUIRE(popped);
+  REQUIRE(popped->messages.size() == 1);
+  auto old = popped->messages[0];
+  auto deleted
+      = fx.call<bool>([&](auto k) { fx.gw->delete_queue("q", std::move(k)); });
+  REQUIRE(deleted);
+  REQUIRE(*deleted);
+  fx.push_to("q", "p", {"new"}); // created again, with another id
+  auto fresh = fx.pop(fx.pop_of("q"));
+  REQUIRE(fresh);
+  REQUIRE(fresh->messages.size() == 1);
+  CHECK(queue_of_id(fresh->messages[0].partition_id)
+        != queue_of_id(old.partition_id));
+  auto stale = fx.ack_all(*popped);
+  REQUIRE(stale);
+  REQUIRE(stale->items.size() == 1);
+  CHECK_FALSE(stale->items[0].success);
+  CHECK(stale->items[0].error == "Message not found");
+  CHECK(stale->items[0].queue.empty());
+  CHECK_FALSE(find(fx, old.partition_id, old.transaction_id));
+  // A uuid of a live queue that is none of its partitions: not found.
+  auto forged = old;
+  forged.partition_id = fresh->messages[0].partition_id.substr(0, 14)
+                        + old.partition_id.substr(14);
+  node::pop_reply one;
+  one.messages.push_back(forged);
+  auto refused = fx.ack_all(one);
+  REQUIRE(refused);
+  CHECK(refused->items[0].error == "Message not found");
+  CHECK(fx.ack_all(*fresh)->items[0].success);
 }

@@ -32,8 +32,12 @@ TEST_CASE("ids are minted per slot: a queue's id carries its name's slot, a "
   CHECK(slot_of_id(c.id.value) == fx.store->slot_of("orders"));
   auto p = fx.store->next_partition_id(c.id);
   CHECK(slot_of_id(p.value) == slot_of_id(c.id.value));
-  CHECK(slot_of_uuid(fx.store->make_uuid(slot_of_id(c.id.value)))
-        == slot_of_id(c.id.value));
+  auto uuid = fx.store->make_partition_uuid(c.id);
+  CHECK(slot_of_uuid(uuid) == slot_of_id(c.id.value));
+  CHECK(queue_of_id(uuid) == c.id.value); // an ack is routed by it alone
+  CHECK(uuid.size() == 36);
+  CHECK(uuid[14] == '4'); // still a version 4 UUID
+  CHECK(fx.store->make_partition_uuid(c.id) != uuid);
 }
 
 TEST_CASE("a queue or partition id of another slot than its name's is "
@@ -109,6 +113,27 @@ TEST_CASE("a store written before slots is refused on open with what to do",
                  && Catch::Contains("move the folder away"));
 }
 
+TEST_CASE("a store of format 2 (partition ids without their queue) is "
+          "refused on open with what to do",
+          "[storage][slot]") {
+  store_fixture fx;
+  fx.store.reset();
+  {
+    auto e = env::open(fx.opts.env);
+    REQUIRE(e);
+    auto w = (*e)->write();
+    REQUIRE(w);
+    REQUIRE(tables::put_format(*w, {2, 256}));
+    REQUIRE(w->commit());
+  }
+  auto refused = store::open(fx.opts);
+  REQUIRE(!refused);
+  CHECK(refused.err().code == ec::invalid_argument);
+  CHECK_THAT(refused.err().message,
+             Catch::Contains("store format 2")
+                 && Catch::Contains("move the folder away"));
+}
+
 TEST_CASE("a store of a later format is refused on open", "[storage][slot]") {
   store_fixture fx;
   fx.store.reset();
@@ -123,5 +148,5 @@ TEST_CASE("a store of a later format is refused on open", "[storage][slot]") {
   auto refused = store::open(fx.opts);
   REQUIRE(!refused);
   CHECK(refused.err().code == ec::invalid_argument);
-  CHECK_THAT(refused.err().message, Catch::Contains("has format 3"));
+  CHECK_THAT(refused.err().message, Catch::Contains("has format 4"));
 }

@@ -56,13 +56,13 @@ TEST_CASE("a lease id carries its queue's id and slot before the token",
   auto q = slot_id(300, 0xabcdef12);
   auto id = lease_id_of(q, "1234-5678-00000000002a");
   CHECK(id == "012cabcd-ef12-1234-5678-00000000002a"); // UUID-shaped
-  CHECK(queue_of_lease_id(id) == q);
+  CHECK(queue_of_id(id) == q);
   CHECK(slot_of_uuid(id) == 300);
-  CHECK(queue_of_lease_id(lease_id_of(0, "L1")) == 0u);
-  CHECK(!queue_of_lease_id("L1"));
-  CHECK(!queue_of_lease_id("012cabcd-ef12"));   // too short
-  CHECK(!queue_of_lease_id("012cabcd_ef12-x")); // not its shape
-  CHECK(!queue_of_lease_id("012CABCD-ef12-x")); // upper case: not ours
+  CHECK(queue_of_id(lease_id_of(0, "L1")) == 0u);
+  CHECK(!queue_of_id("L1"));
+  CHECK(!queue_of_id("012cabcd-ef12"));   // too short
+  CHECK(!queue_of_id("012cabcd_ef12-x")); // not its shape
+  CHECK(!queue_of_id("012CABCD-ef12-x")); // upper case: not ours
 }
 
 TEST_CASE("lowercase hex read once for every id Spool parses",
