@@ -257,7 +257,7 @@ store_result run_store(const options& o, std::string name, std::size_t batch,
     p.queue = q.id;
     p.id = s.next_partition_id(q.id);
     p.name = std::to_string(i); // (not "p" + ...: GCC 12 -Wrestrict bug)
-    p.uuid = s.make_partition_uuid(q.id);
+    p.uuid = s.make_partition_uuid(q.id, p.id);
     p.created_at = q.created_at;
     setup.mutations.emplace_back(st::mut::create_partition{p});
     producers.push_back(std::make_unique<producer>(p, c, batch, 1000 + i));

@@ -208,7 +208,7 @@ std::string format_uuid(std::uint64_t hi, std::uint64_t lo) {
 
 } // namespace
 
-std::string store::make_partition_uuid(queue_id q) {
+std::string store::make_partition_uuid(queue_id q, partition_id p) {
   std::uint64_t hi = 0;
   std::uint64_t lo = 0;
   {
@@ -216,9 +216,12 @@ std::string store::make_partition_uuid(queue_id q) {
     hi = rng_();
     lo = rng_();
   }
-  // The queue's 48 bits above 16 random ones (whose top nibble becomes the
-  // version): `%08x-%04x-` of the queue id, as a lease id starts.
-  hi = (q.value << 16) | (hi & 0xffffULL);
+  // `%08x-%04x-` of the queue's 48 bits (as a lease id starts), the version
+  // nibble, the partition's 32-bit number (12 bits, then 20 after the two
+  // variant bits), then 42 random bits.
+  auto n = std::uint64_t{slot_local_id(p.value)};
+  hi = (q.value << 16) | (n >> 20);
+  lo = ((n & 0xfffffULL) << 42) | (lo & ((1ULL << 42) - 1));
   return format_uuid(hi, lo);
 }
 

@@ -86,10 +86,12 @@ public:
 
   /// A random RFC 4122 version 4 UUID in text form.
   std::string make_uuid();
-  /// A partition's uuid: queue `q`'s id in its first twelve hex digits
-  /// (`queue_of_id`, so its slot in the first four), then random bits, as
-  /// a version 4 UUID.
-  std::string make_partition_uuid(queue_id q);
+  /// Partition `p`'s uuid, of queue `q`: the queue's id in its first twelve
+  /// hex digits (`queue_of_id`, so its slot in the first four), then the
+  /// partition's per-slot number, then random bits, in a version 4 UUID's
+  /// shape. So a queue's uuids sort in the order its partitions were made
+  /// (the order a transaction and a seek stage its cursors in).
+  std::string make_partition_uuid(queue_id q, partition_id p);
 
   /// Stops the writer after committing what is queued, syncs (relaxed
   /// mode), then closes. Reports a failed final sync.
@@ -157,8 +159,8 @@ public:
   std::string make_uuid() const {
     return s_->make_uuid();
   }
-  std::string make_partition_uuid(queue_id q) const {
-    return s_->make_partition_uuid(q);
+  std::string make_partition_uuid(queue_id q, partition_id p) const {
+    return s_->make_partition_uuid(q, p);
   }
   expected<env_usage> usage() const {
     return s_->db().usage();

@@ -61,13 +61,13 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
   std::vector<ack_share> shares;
   std::map<std::string_view, std::size_t> index; // views into `shares`
   // Consecutive items mostly name the same partition (one batch's acks):
-  // its lookup is made once for the run.
-  const std::string* last_uuid = nullptr;
+  // its lookup is made once for the run (a copy: the items move on).
+  std::optional<std::string> last_uuid;
   auto q = st.queues.end();
   for (std::size_t i = 0; i < acks.size(); ++i) {
     auto& a = acks[i];
-    if (last_uuid == nullptr || *last_uuid != a.partition_uuid) {
-      last_uuid = &a.partition_uuid;
+    if (last_uuid != a.partition_uuid) {
+      last_uuid = a.partition_uuid;
       q = queue_of(self, a.partition_uuid);
     }
     if (q == st.queues.end()) {
@@ -149,7 +149,7 @@ std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
                                                 core::txn_request& req) {
   for (std::size_t i = 0; i < req.ops.size(); ++i) {
     auto* ack = std::get_if<core::txn_ack_op>(&req.ops[i]);
-    if (ack == nullptr || ack->partition_uuid.empty())
+    if (ack == nullptr)
       continue;
     auto q = queue_of(self, ack->partition_uuid);
     if (q == self->state.queues.end()) // the queue resolves the rest

@@ -92,7 +92,7 @@ void stage_next(run_ptr run) {
   }
   run->self
       ->request(*q, caf::infinite, stage_atom::value,
-                partition_ref{g.partition, g.partition_uuid}, g.group, g.reqs)
+                partition_ref{{}, g.partition_uuid}, g.group, g.reqs)
       .then(
           [run, k](stage_reply& r) {
             auto& g = run->plan.acks[k];

@@ -293,7 +293,7 @@ storage::partition_record new_partition_record(const node_context& node,
   rec.queue = queue;
   rec.id = node.store.next_partition_id(queue);
   rec.name = std::move(name);
-  rec.uuid = node.store.make_partition_uuid(queue);
+  rec.uuid = node.store.make_partition_uuid(queue, rec.id);
   rec.created_at = node.wall();
   return rec;
 }

@@ -127,19 +127,18 @@ caf::result<bool> on_release(queue_ptr self, const std::string& id) {
 
 namespace {
 
-/// After partition `partition`'s cursor of `group` answered acks: the
-/// leases they ended leave the directory, and a released one may serve a
-/// parked pop.
-void acked(queue_ptr self, const std::string& partition,
-           const std::string& group, const std::vector<ack_reply>& rs) {
+/// After partition `partition`'s cursor answered acks: the leases they
+/// ended leave the directory. Whether any did (a released lease may serve a
+/// parked pop: woken after the answer).
+bool end_leases(queue_ptr self, const std::string& partition,
+                const std::vector<ack_reply>& rs) {
   bool released = false;
   for (auto& r : rs)
     if (r.lease_released) {
       released = true;
       lease_ended(self, r.released_lease, partition);
     }
-  if (released)
-    wake_for(self, {partition}, group);
+  return released;
 }
 
 std::vector<ack_reply> ack_failed(std::size_t n, const caf::error& err) {
@@ -172,8 +171,10 @@ caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
                 std::move(reqs))
       .then(
           [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
-            acked(self, partition, group, rs);
+            bool released = end_leases(self, partition, rs);
             rp.deliver(std::move(rs));
+            if (released)
+              wake_for(self, {partition}, group);
           },
           [rp, n](caf::error& err) mutable { rp.deliver(ack_failed(n, err)); });
   return rp.later();
@@ -215,11 +216,13 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
       },
       [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
         auto& [shares, out] = *run;
+        std::vector<const ack_share*> woke;
         for (std::size_t k = 0; k < shares.size(); ++k) {
           auto& s = shares[k];
           auto replies = rs[k].reply ? std::move(*rs[k].reply)
                                      : ack_failed(s.items.size(), rs[k].error);
-          acked(self, s.part->rec.name, s.group, replies);
+          if (end_leases(self, s.part->rec.name, replies))
+            woke.push_back(&s);
           for (std::size_t j = 0; j < s.items.size(); ++j)
             out[s.items[j]].reply
                 = j < replies.size()
@@ -234,6 +237,8 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
                                   {}};
         }
         rp.deliver(std::move(out));
+        for (auto* s : woke) // after the answer, as a plain ack
+          wake_for(self, {s->part->rec.name}, s->group);
       });
   return rp.later();
 }

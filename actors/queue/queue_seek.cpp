@@ -3,6 +3,8 @@
 
 #include "actors/queue/queue_state.hpp"
 
+#include <algorithm>
+
 namespace spool::actors::queue_detail {
 
 // -- seek ---------------------------------------------------------------------
@@ -12,7 +14,7 @@ namespace {
 /// One seek in progress: its partitions staged one after the other.
 struct seek_run {
   seek_request req;
-  std::vector<std::string> names; ///< by name
+  std::vector<std::string> names; ///< by partition uuid (`on_seek`)
   std::vector<partition_actor> parts;
   std::vector<seek_stage> staged; ///< per partition, as far as staged
   std::vector<bool> opened;       ///< per stage: open (`stages`)
@@ -77,6 +79,8 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
     for (auto& p : std::exchange(stage.parts, {}))
       sub.parts.push_back(std::move(p));
   }
+  std::sort(reply.positions.begin(), reply.positions.end(),
+            [](auto& a, auto& b) { return a.partition < b.partition; });
   if (run->req.dry_run)
     return answer_seek(self, *run, std::move(reply));
   // No subscription record (semantics.md §6): registration belongs to the
@@ -128,7 +132,7 @@ void seek_step(queue_ptr self, std::shared_ptr<seek_run> run) {
 /// holds. A partition not asked yet keeps serving pops from the old
 /// position meanwhile; the seek then ends those leases like any other. If a
 /// cursor is held, everything staged is released and the seek stages one
-/// partition after the other in name order instead (`seek_step`), the
+/// partition after the other in uuid order instead (`seek_step`), the
 /// order transactions use, so the two never wait for each other in a cycle.
 void seek_all(queue_ptr self, std::shared_ptr<seek_run> run) {
   fan_out<seek_stage>(
@@ -167,11 +171,18 @@ caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
   if (auto rule = core::seek_rule_of(req.target); !rule)
     return failed<seek_reply>(rule.err());
   auto run = std::make_shared<seek_run>();
+  std::vector<const partition_entry*> chosen;
   for (auto& [name, p] : st.partitions)
-    if (!req.partition || name == *req.partition) {
-      run->names.push_back(name);
-      run->parts.push_back(p.actor);
-    }
+    if (!req.partition || name == *req.partition)
+      chosen.push_back(&p);
+  // In uuid order: the order a transaction stages a queue's cursors in
+  // (core::plan_txn; the wire names its partitions by uuid).
+  std::sort(chosen.begin(), chosen.end(),
+            [](auto* a, auto* b) { return a->rec.uuid < b->rec.uuid; });
+  for (auto* p : chosen) {
+    run->names.push_back(p->rec.name);
+    run->parts.push_back(p->actor);
+  }
   if (run->parts.empty())
     return failed<seek_reply>(
         req.partition ? make_error(errc::not_found, "Partition not found")

@@ -104,7 +104,7 @@ std::optional<txn_result> check_txn(const txn_request& req,
 
 txn_plan plan_txn(const txn_request& req) {
   txn_plan plan;
-  using key = std::tuple<std::string, std::string, std::string, std::string>;
+  using key = std::tuple<std::string, std::string, std::string>;
   std::map<key, std::size_t> cursors;
   std::map<std::string, std::size_t> queues;
   std::vector<txn_ack_group> groups;
@@ -128,17 +128,16 @@ txn_plan plan_txn(const txn_request& req) {
     }
     auto& ack = std::get<txn_ack_op>(req.ops[i]);
     auto [it, fresh] = cursors.try_emplace(
-        key{ack.queue, ack.partition, ack.partition_uuid, ack.group},
-        groups.size());
+        key{ack.queue, ack.partition_uuid, ack.group}, groups.size());
     if (fresh)
-      groups.push_back(txn_ack_group{
-          ack.queue, ack.partition, ack.partition_uuid, ack.group, {}, {}});
+      groups.push_back(
+          txn_ack_group{ack.queue, ack.partition_uuid, ack.group, {}, {}});
     groups[it->second].ops.push_back(i);
     auto& r = groups[it->second].reqs.emplace_back(ack.ack);
     if (!r.lease_id && !r.lease_epoch)
       r.lease_in = named;
   }
-  // The map is ordered by (queue, partition, uuid, group): stage so.
+  // The map is ordered by (queue, partition uuid, group): stage so.
   for (auto& [_, idx] : cursors)
     plan.acks.push_back(std::move(groups[idx]));
   return plan;

@@ -39,16 +39,15 @@ struct txn_push_op {
   std::vector<txn_push_item> items;
 };
 
-/// `{type: "ack", ...}`: one frame of (queue, partition) for a group.
+/// `{type: "ack", ...}`: one frame of a partition, named by its uuid (the
+/// wire's `partitionId`), for a group. The broker sets `queue` from the id
+/// the uuid carries before anything else, and the queue resolves the
+/// partition as it stages (either unknown: `Message not found`).
 struct txn_ack_op {
   std::string queue;
-  std::string partition;
+  std::string partition_uuid;
   std::string group;
   ack_request ack;
-  /// The wire's `partitionId`: when set, the broker resolves the queue by
-  /// the id it carries before anything else, and the queue the partition
-  /// as it stages (unknown: `Message not found`); `partition` is unused.
-  std::string partition_uuid = {};
 };
 
 using txn_op = std::variant<txn_push_op, txn_ack_op>;
@@ -138,8 +137,7 @@ std::optional<txn_result> check_txn(const txn_request& req,
 /// The acks of one cursor, in operation order.
 struct txn_ack_group {
   std::string queue;
-  std::string partition;
-  std::string partition_uuid; ///< set: names the partition instead
+  std::string partition_uuid;
   std::string group;
   std::vector<std::size_t> ops; ///< operation index of each request
   std::vector<ack_request> reqs;
@@ -152,10 +150,10 @@ struct txn_push_part {
 };
 
 struct txn_plan {
-  /// Sorted by (queue, partition, partition uuid, group): the staging
-  /// order. Every transaction stages cursors in this one global order, so
-  /// two transactions waiting for each other's cursors cannot deadlock (the
-  /// wire names every ack's partition by uuid; a name is for tests).
+  /// Sorted by (queue, partition uuid, group): the staging order. Every
+  /// transaction stages cursors in this one global order, and a seek that
+  /// waits stages a queue's partitions in uuid order too, so no two of them
+  /// waiting for each other's cursors can deadlock.
   std::vector<txn_ack_group> acks;
   /// By queue, in order of first appearance; items in request order.
   std::vector<txn_push_part> pushes;

@@ -824,10 +824,10 @@ dead_stage kill_cursor_with_txn_staged(fault_sim& fx, const std::string& q1,
       std::string{"g"}, std::vector{y0});
   fx.run();
   core::txn_request t;
-  core::txn_ack_op a1{q1, "P1", "g", {}};
+  core::txn_ack_op a1{{}, fx.partition(q1, "P1").uuid, "g", {}};
   a1.ack.lease_id = l1;
   a1.ack.off = offset{0};
-  core::txn_ack_op a2{q2, "P2", "g", {}};
+  core::txn_ack_op a2{{}, fx.partition(q2, "P2").uuid, "g", {}};
   a2.ack.lease_id = l2;
   a2.ack.off = offset{1};
   t.ops = {a1, a2};

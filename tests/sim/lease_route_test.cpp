@@ -119,10 +119,43 @@ TEST_CASE("a partition uuid carries its queue's id and slot: one ack list "
     CHECK(acked->items[i].success);
     CHECK(acked->items[i].queue == all.messages[i].queue);
     CHECK(acked->items[i].partition == all.messages[i].partition);
+    // Each queue's second ack ends its lease, which leaves that queue's
+    // lease directory: an extend of it finds nothing.
+    CHECK(acked->items[i].lease_released == (i % 2 == 1));
   }
+  for (std::size_t i = 0; i < all.messages.size(); i += 2)
+    fx.extend_refused(all.messages[i].lease_id, 60s, "Lease not found");
   // Acked means acked: nothing is left for the group.
   for (auto& q : names)
     CHECK(fx.pop(fx.pop_of(q))->messages.empty());
+}
+
+TEST_CASE("an ack by partition uuid that ends a lease wakes the group's "
+          "parked pop",
+          "[gateway][ack][long-poll]") {
+  gateway_sim fx;
+  auto [req, parked] = fx.waiting_pop(); // "q" configured, nothing there
+  fx.run();
+  CHECK_FALSE(*parked);
+  fx.push_to("q", "Default", {"a", "b"}); // the parked pop takes both
+  REQUIRE(*parked);
+  REQUIRE(**parked);
+  auto first = ***parked;
+  REQUIRE(first.messages.size() == 2);
+  // A second waiting pop parks: the only partition is leased.
+  auto again = fx.pop_of("q");
+  again.wait = true;
+  auto second = fx.call_later<node::pop_reply>(
+      [&](auto k) { fx.gw->pop(again, std::move(k)); });
+  fx.run();
+  CHECK_FALSE(*second);
+  fx.push_to("q", "Default", {"c"}); // behind the lease: still parked
+  CHECK_FALSE(*second);
+  fx.ack_all_succeed(first); // by uuid; the lease ends and wakes it
+  REQUIRE(*second);
+  REQUIRE(**second);
+  REQUIRE((**second)->messages.size() == 1);
+  CHECK((**second)->messages[0].payload == "\"c\"");
 }
 
 TEST_CASE("a partition uuid of a queue deleted and created again under its "

@@ -354,7 +354,7 @@ struct model_fixture : broker_sim {
       auto& [q, p, g] = k;
       for (auto o : l.offsets)
         if (rng() % 3 != 0) {
-          core::txn_ack_op a{q, p, g, {}};
+          core::txn_ack_op a{{}, partition(q, p).uuid, g, {}};
           a.ack.lease_id = l.id;
           a.ack.off = offset{o};
           ack_ops[k].push_back(req.ops.size());
@@ -371,7 +371,14 @@ struct model_fixture : broker_sim {
     if (!push.items.empty())
       req.ops.push_back(push);
     if (poison) {
-      core::txn_ack_op bad{pick(queues), pick(parts), pick(groups), {}};
+      auto& q = pick(queues);
+      auto& p = pick(parts);
+      // A partition pushed to has a uuid; any other is named by one that
+      // carries the id of no queue (either rolls the transaction back).
+      auto uuid = pushed.contains({q, p})
+                      ? partition(q, p).uuid
+                      : std::string{"00000000-ffff-4000-8000-000000000000"};
+      core::txn_ack_op bad{{}, uuid, pick(groups), {}};
       bad.ack.lease_id = "no-such-lease";
       bad.ack.off = offset{0};
       req.ops.push_back(bad);

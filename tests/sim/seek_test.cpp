@@ -684,7 +684,8 @@ TEST_CASE("A seek waits for a transaction staged on the cursor, and for a "
   ack_request a;
   a.lease_id = lease->id;
   a.off = offset{0};
-  txn.ops.push_back(core::txn_ack_op{"q", "Default", "g", a});
+  txn.ops.push_back(
+      core::txn_ack_op{{}, fx.partition("q", "Default").uuid, "g", a});
   auto committed = fx.request_later<actors::txn_reply>(
       fx.broker, actors::txn_atom::value, txn);
   fx.run();
@@ -1024,4 +1025,37 @@ TEST_CASE("A subscription update crossing the group's deletion does not bring "
   auto s1 = fx.subscription("q1", "g");
   REQUIRE(s1);
   CHECK(s1->timestamp == ts2);
+}
+
+TEST_CASE("A per-queue seek stages a queue's cursors in partition uuid order, "
+          "the order a transaction stages them in (so the two never wait "
+          "for each other in a cycle)",
+          "[sim][seek][txn]") {
+  seek_fixture fx;
+  std::vector<std::string> names{"p0", "p1", "p2", "p3", "p4", "p5"};
+  std::map<std::uint64_t, std::string> uuid_of; // partition id → uuid
+  for (auto& n : names) {
+    fx.push("q", n, 1);
+    REQUIRE(fx.pop("q", n, "g").messages.size() == 1); // a live cursor
+    auto rec = fx.partition("q", n);
+    uuid_of[rec.id.value] = rec.uuid;
+  }
+  auto before = fx.writes();
+  auto r = fx.request<actors::seek_reply>(
+      fx.broker, actors::seek_atom::value, std::string{"q"},
+      actors::seek_request{"g", std::nullopt, fx.to_end(), false});
+  REQUIRE(r);
+  REQUIRE_FALSE(r->failure);
+  REQUIRE(fx.writes() == before + 1);
+  // The batch holds the cursor records in staging order.
+  std::vector<std::string> staged;
+  for (auto& m : fx.gate_st->seen.back().mutations)
+    if (auto* c = std::get_if<storage::mut::put_cursor>(&m))
+      staged.push_back(uuid_of.at(c->partition.value));
+  REQUIRE(staged.size() == names.size());
+  CHECK(std::is_sorted(staged.begin(), staged.end()));
+  // The answer still lists the partitions by name.
+  REQUIRE(r->positions.size() == names.size());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    CHECK(r->positions[i].partition == names[i]);
 }

@@ -162,6 +162,11 @@ struct txn_fixture : sim_fixture {
     return {p, payloads};
   }
 
+  /// The uuid of (q, "Default"): what a transaction's ack names.
+  std::string uuid(const std::string& q) {
+    return stored(q).first.uuid;
+  }
+
   std::optional<storage::cursor_record> cursor(const std::string& q,
                                                const std::string& group) {
     auto [p, _] = stored(q);
@@ -180,10 +185,10 @@ struct txn_fixture : sim_fixture {
   }
 };
 
-core::txn_ack_op ack_op(const std::string& q, const std::string& group,
+core::txn_ack_op ack_op(const std::string& uuid, const std::string& group,
                         const lease_info& lease, std::int64_t off,
                         ack_status s = ack_status::completed) {
-  core::txn_ack_op op{q, "Default", group, {}};
+  core::txn_ack_op op{{}, uuid, group, {}};
   op.ack.lease_id = lease.id;
   op.ack.off = offset{off};
   op.ack.status = s;
@@ -220,8 +225,8 @@ TEST_CASE("a transaction with an invalid ack stores nothing and leaves leases "
   core::txn_request req;
   req.id = "tx-invalid";
   req.ops.push_back(push_op("fresh", {{"x", ""}}));
-  req.ops.push_back(ack_op("q", "g", lease, 0));
-  auto stale = ack_op("q", "g", lease, 1);
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
+  auto stale = ack_op(fx.uuid("q"), "g", lease, 1);
   stale.ack.lease_id = "not-the-lease";
   req.ops.push_back(stale);
   auto r = fx.txn(req);
@@ -258,7 +263,7 @@ TEST_CASE("an aborted transaction leaves no offset gap", "[sim][txn]") {
   auto lease = fx.lease_of(fx.pop("q", "g", 1));
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"t1", ""}, {"t2", ""}}));
-  req.ops.push_back(ack_op("q", "g", lease, 5)); // beyond lastOffset
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 5)); // beyond lastOffset
   auto r = fx.txn(req);
   CHECK(!r.result.success);
   CHECK(r.result.error == "operations[1]: Message not found");
@@ -278,7 +283,7 @@ TEST_CASE("a plain push concurrent with a transaction keeps its order",
   fx.close_gate();
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"txn", ""}}));
-  req.ops.push_back(ack_op("q", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
   auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1); // the transaction's one write
@@ -320,8 +325,8 @@ TEST_CASE("a transaction's pushes and acks become durable in one write",
   auto writes = fx.gate_st->seen.size();
   core::txn_request req;
   req.id = "tx-one-write";
-  req.ops.push_back(ack_op("q", "g", lease, 0));
-  req.ops.push_back(ack_op("q", "g", lease, 1, ack_status::dlq));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 1, ack_status::dlq));
   req.ops.push_back(push_op("out", {{"o1", ""}, {"o2", ""}}));
   auto r = fx.txn(req);
   REQUIRE(!r.failure);
@@ -480,7 +485,7 @@ TEST_CASE("retry in a transaction is refused", "[sim][txn]") {
   auto writes = fx.gate_st->seen.size();
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"x", ""}}));
-  req.ops.push_back(ack_op("q", "g", lease, 0, ack_status::retry));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0, ack_status::retry));
   auto r = fx.txn(req);
   CHECK(!r.result.success);
   CHECK(r.result.error
@@ -496,7 +501,7 @@ TEST_CASE("a committed transaction survives a restart", "[sim][txn][restart]") {
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   core::txn_request req;
   req.id = "tx-restart";
-  req.ops.push_back(ack_op("q", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
   req.ops.push_back(push_op("q", {{"m3", ""}}));
   auto r = fx.txn(req);
   REQUIRE(r.result.success);
@@ -519,7 +524,7 @@ TEST_CASE("a lease that expires while its transaction is staged ends only "
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   fx.close_gate();
   core::txn_request req;
-  req.ops.push_back(ack_op("q", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
   auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1);
@@ -556,11 +561,11 @@ TEST_CASE("transactions acking the same cursors in opposite orders both "
   auto l2 = fx.lease_of(fx.pop("q", "g2", 1));
   fx.close_gate();
   core::txn_request a;
-  a.ops.push_back(ack_op("q", "g2", l2, 0));
-  a.ops.push_back(ack_op("q", "g1", l1, 0));
+  a.ops.push_back(ack_op(fx.uuid("q"), "g2", l2, 0));
+  a.ops.push_back(ack_op(fx.uuid("q"), "g1", l1, 0));
   core::txn_request b;
-  b.ops.push_back(ack_op("q", "g1", l1, 0));
-  b.ops.push_back(ack_op("q", "g2", l2, 0));
+  b.ops.push_back(ack_op(fx.uuid("q"), "g1", l1, 0));
+  b.ops.push_back(ack_op(fx.uuid("q"), "g2", l2, 0));
   auto ra = fx.txn_later(a);
   auto rb = fx.txn_later(b);
   fx.run();
@@ -612,8 +617,8 @@ TEST_CASE("failed in a transaction charges the frame and ends the lease",
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   // A later ack of the lease that `failed` ended makes it all roll back.
   core::txn_request both;
-  both.ops.push_back(ack_op("q", "g", lease, 0, ack_status::failed));
-  both.ops.push_back(ack_op("q", "g", lease, 1));
+  both.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0, ack_status::failed));
+  both.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 1));
   auto refused = fx.txn(both);
   CHECK(!refused.result.success);
   CHECK(refused.result.error == "operations[1]: Invalid or expired lease");
@@ -636,11 +641,14 @@ TEST_CASE("an ack of an unknown queue or partition rolls a transaction back",
   auto lease = fx.lease_of(fx.pop("q", "g", 1));
   core::txn_request req;
   req.ops.push_back(push_op("q", {{"x", ""}}));
-  req.ops.push_back(ack_op("nope", "g", lease, 0));
+  // A uuid carrying the id of no queue.
+  req.ops.push_back(
+      ack_op("00000000-ffff-4000-8000-000000000000", "g", lease, 0));
   auto r = fx.txn(req);
   CHECK(r.result.error == "operations[1]: Message not found");
-  auto other = ack_op("q", "g", lease, 0);
-  other.partition = "elsewhere";
+  // One carrying q's id that is none of q's partitions.
+  auto other = ack_op(fx.uuid("q").substr(0, 14) + "4000-8000-000000000000",
+                      "g", lease, 0);
   req.ops[1] = other;
   r = fx.txn(req);
   CHECK(r.result.error == "operations[1]: Message not found");
@@ -655,7 +663,7 @@ TEST_CASE("a group deletion waits for the group's staged transaction",
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   fx.close_gate();
   core::txn_request req;
-  req.ops.push_back(ack_op("q", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
   auto tr = fx.txn_later(req);
   fx.run();
   REQUIRE(fx.gate_st->held.size() == 1);
@@ -682,7 +690,7 @@ TEST_CASE("a transaction pushing to a full queue rolls back naming the push",
   fx.push("src", "s0");
   auto lease = fx.lease_of(fx.pop("src", "g", 1));
   core::txn_request req;
-  req.ops.push_back(ack_op("src", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("src"), "g", lease, 0));
   req.ops.push_back(push_op("q", {{"b", ""}}));
   auto r = fx.txn(req);
   CHECK(!r.failure);
@@ -724,7 +732,7 @@ TEST_CASE("the release of an unwritten lease waits for the group's staged "
   auto lease = fx.lease_of(fx.pop("q", "g", 2));
   fx.close_gate();
   core::txn_request req;
-  req.ops.push_back(ack_op("q", "g", lease, 0));
+  req.ops.push_back(ack_op(fx.uuid("q"), "g", lease, 0));
   auto tr = fx.txn_later(req);
   fx.run();
   auto released = fx.request_later<bool>(fx.broker, actors::release_atom::value,

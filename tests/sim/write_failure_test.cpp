@@ -364,7 +364,7 @@ TEST_CASE("a transaction whose write fails stores nothing, keeps its leases, "
   fx.push("q", "p", {"a", "b"});
   auto r = fx.pop_one("q", "p", "g");
   core::txn_request req;
-  core::txn_ack_op a{"q", "p", "g", {}};
+  core::txn_ack_op a{{}, fx.partition("q", "p").uuid, "g", {}};
   a.ack.lease_id = r.lease->id;
   a.ack.off = offset{0};
   req.ops.push_back(a);

@@ -29,7 +29,7 @@ TEST_CASE("spoold recovers the store, logs it, and exits 0 on SIGTERM",
     p.queue = q.id;
     p.id = (*s)->next_partition_id(q.id);
     p.name = "eu";
-    p.uuid = (*s)->make_partition_uuid(q.id);
+    p.uuid = (*s)->make_partition_uuid(q.id, p.id);
     REQUIRE((*s)->writer()
                 .submit(st::write_batch{
                     {st::mut::create_queue{q}, st::mut::create_partition{p}}})

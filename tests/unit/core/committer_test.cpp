@@ -28,7 +28,7 @@ TEST_CASE("wait_idle waits for a commit started from the previous commit's "
   partition_record p2 = part;
   p2.id = fx.store->next_partition_id(part.queue);
   p2.name = "second";
-  p2.uuid = fx.store->make_partition_uuid(part.queue);
+  p2.uuid = fx.store->make_partition_uuid(part.queue, p2.id);
   write_batch second;
   second.mutations.emplace_back(mut::create_partition{p2});
   // (No Catch macros on the committer's thread.)

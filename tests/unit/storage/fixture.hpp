@@ -144,7 +144,7 @@ struct store_fixture {
     p.queue = *queue_;
     p.id = store->next_partition_id(*queue_);
     p.name = name;
-    p.uuid = store->make_partition_uuid(*queue_);
+    p.uuid = store->make_partition_uuid(*queue_, p.id);
     p.created_at = now;
     b.mutations.emplace_back(st::mut::create_partition{p});
     auto ok = commit(std::move(b));

@@ -23,7 +23,7 @@ partition_record make_queue(store_fixture& fx, const std::string& name) {
   p.queue = q.id;
   p.id = fx.store->next_partition_id(q.id);
   p.name = "Default";
-  p.uuid = fx.store->make_partition_uuid(q.id);
+  p.uuid = fx.store->make_partition_uuid(q.id, p.id);
   REQUIRE(
       fx.commit(write_batch{{mut::create_queue{q}, mut::create_partition{p}}}));
   return p;

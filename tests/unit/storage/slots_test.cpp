@@ -32,12 +32,20 @@ TEST_CASE("ids are minted per slot: a queue's id carries its name's slot, a "
   CHECK(slot_of_id(c.id.value) == fx.store->slot_of("orders"));
   auto p = fx.store->next_partition_id(c.id);
   CHECK(slot_of_id(p.value) == slot_of_id(c.id.value));
-  auto uuid = fx.store->make_partition_uuid(c.id);
+  auto uuid = fx.store->make_partition_uuid(c.id, p);
   CHECK(slot_of_uuid(uuid) == slot_of_id(c.id.value));
   CHECK(queue_of_id(uuid) == c.id.value); // an ack is routed by it alone
   CHECK(uuid.size() == 36);
-  CHECK(uuid[14] == '4'); // still a version 4 UUID
-  CHECK(fx.store->make_partition_uuid(c.id) != uuid);
+  CHECK(uuid[14] == '4'); // a version 4 UUID's shape
+  CHECK(std::string{"89ab"}.find(uuid[19]) != std::string::npos);
+  // Random in its tail; in a queue, in the order its partitions were made.
+  CHECK(fx.store->make_partition_uuid(c.id, p) != uuid);
+  auto later = fx.store->next_partition_id(c.id);
+  CHECK(fx.store->make_partition_uuid(c.id, later) > uuid);
+  CHECK(fx.store->make_partition_uuid(
+            c.id, partition_id{slot_id(slot_of_id(c.id.value), 0x00100000)})
+        > fx.store->make_partition_uuid(
+            c.id, partition_id{slot_id(slot_of_id(c.id.value), 0x000fffff)}));
 }
 
 TEST_CASE("a queue or partition id of another slot than its name's is "
