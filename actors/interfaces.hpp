@@ -190,7 +190,7 @@ using partition_actor = caf::typed_actor<
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
-/// acks routed by partition name.
+/// acks of its partitions by uuid.
 using queue_actor = caf::typed_actor<
     /// Pushes items to partitions of this queue in one durable batch.
     caf::replies_to<push_atom, std::vector<push_item>>::with<queue_push_reply>,
@@ -202,9 +202,6 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<settled_atom, core::part_key, core::part_outcome>,
     /// Pops; with `wait`, parks until something is deliverable or timeout.
     caf::replies_to<pop_atom, queue_pop_request>::with<queue_pop_reply>,
-    /// Acks frames of a named partition for a group, one reply each.
-    caf::replies_to<ack_atom, std::string, std::string,
-                    std::vector<ack_request>>::with<std::vector<ack_reply>>,
     /// Acks frames of partitions named by uuid, one reply each.
     caf::replies_to<ack_atom, std::vector<located_ack>>::with<
         std::vector<located_ack_reply>>,
@@ -287,9 +284,6 @@ using node_api = caf::typed_actor<
     /// Pops from a queue (unknown queue: empty, `no_partition`).
     caf::replies_to<pop_atom, std::string,
                     queue_pop_request>::with<queue_pop_reply>,
-    /// Acks frames of (queue, partition) for a group.
-    caf::replies_to<ack_atom, std::string, std::string, std::string,
-                    std::vector<ack_request>>::with<std::vector<ack_reply>>,
     /// Acks frames named as the wire names them (partition uuid, and
     /// transactionId or offset), across partitions and queues; one reply
     /// per item in order. Unknown uuid: `not_found`.

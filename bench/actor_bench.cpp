@@ -295,26 +295,25 @@ int main(int argc, char** argv) {
                     auto pending
                         = std::make_shared<std::size_t>(r.claimed.size());
                     for (auto& cl : r.claimed) {
-                      std::vector<spool::ack_request> acks;
+                      std::vector<ac::located_ack> acks;
                       acks.reserve(cl.reply.messages.size());
                       for (auto& m : cl.reply.messages) {
                         spool::ack_request a;
                         a.lease_id = cl.reply.lease->id;
                         a.off = m.frame.off;
-                        acks.push_back(a);
+                        acks.push_back({cl.partition_uuid, "bench", a});
                       }
                       auto n = acks.size();
                       auto acking = steady::now();
                       self->request(*queue, caf::infinite, ac::ack_atom::value,
-                                    cl.partition, std::string{"bench"},
                                     std::move(acks))
                           .then([loop, pending, n, counters, unacked, acking,
-                                 &o](std::vector<ac::ack_reply>& rs) {
+                                 &o](std::vector<ac::located_ack_reply>& rs) {
                             counters->ack_us += micros_since(acking);
                             ++counters->acks;
                             for (auto& x : rs)
-                              if (x.failure
-                                  || x.error != spool::ack_error::none)
+                              if (x.reply.failure
+                                  || x.reply.error != spool::ack_error::none)
                                 die("ack failed");
                             auto total = counters->acked.fetch_add(n) + n;
                             if (total >= o.messages

@@ -172,26 +172,26 @@ void pop_cap(const options& o, caf::scoped_actor& self,
     req.batch = o.frames;
     req.max_bytes = o.cap_mib << 20;
     req.lease_id = "L" + std::to_string(++pops);
-    std::vector<spool::ack_request> acks;
+    std::vector<ac::located_ack> acks;
     self->request(queue, caf::infinite, ac::pop_atom::value, req)
         .receive(
             [&](ac::queue_pop_reply& r) {
               if (r.failure || r.claimed.empty()
                   || !r.claimed.front().reply.lease)
                 die("pop delivered nothing");
-              for (auto& m : r.claimed.front().reply.messages) {
+              auto& c = r.claimed.front();
+              for (auto& m : c.reply.messages) {
                 spool::ack_request a;
-                a.lease_id = r.claimed.front().reply.lease->id;
+                a.lease_id = c.reply.lease->id;
                 a.off = m.frame.off;
-                acks.push_back(a);
+                acks.push_back({c.partition_uuid, "g", a});
               }
             },
             [](caf::error& e) { die(caf::to_string(e)); });
     popped += acks.size();
     anon_peak = std::max(anon_peak, status_kib("RssAnon"));
-    self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
-                  std::string{"g"}, acks)
-        .receive([](std::vector<ac::ack_reply>&) {},
+    self->request(queue, caf::infinite, ac::ack_atom::value, acks)
+        .receive([](std::vector<ac::located_ack_reply>&) {},
                  [](caf::error& e) { die(caf::to_string(e)); });
   }
   auto peak = status_kib("VmHWM");
@@ -337,6 +337,7 @@ void requeue(const options& o, caf::scoped_actor& self,
       req.lease_id = "R" + std::to_string(++leases);
       st::offset off;
       std::string lease;
+      std::string partition_uuid;
       self->request(queue, caf::infinite, ac::pop_atom::value, req)
           .receive(
               [&](ac::queue_pop_reply& r) {
@@ -347,14 +348,15 @@ void requeue(const options& o, caf::scoped_actor& self,
                   die("the pop did not deliver a requeued entry");
                 off = r.claimed[0].reply.messages[0].frame.off;
                 lease = r.claimed[0].reply.lease->id;
+                partition_uuid = r.claimed[0].partition_uuid;
               },
               [](caf::error& e) { die(caf::to_string(e)); });
       spool::ack_request a;
       a.lease_id = lease;
       a.off = off;
-      self->request(queue, caf::infinite, ac::ack_atom::value, std::string{"P"},
-                    std::string{"g"}, std::vector<spool::ack_request>{a})
-          .receive([](std::vector<ac::ack_reply>&) {},
+      self->request(queue, caf::infinite, ac::ack_atom::value,
+                    std::vector<ac::located_ack>{{partition_uuid, "g", a}})
+          .receive([](std::vector<ac::located_ack_reply>&) {},
                    [](caf::error& e) { die(caf::to_string(e)); });
       if (++done % 10'000 == 0) {
         auto c = spool::bench::cpu_seconds();

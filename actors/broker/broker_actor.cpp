@@ -5,7 +5,8 @@
 //   created, frames sealed); the broker writes all parts as ONE batch and
 //   settles each queue with the outcome, answering in input order. A push
 //   for a single queue goes to it directly (it commits its own batch).
-// pop / ack: routed to the queue by name.
+// pop: routed to the queue by name; ack: by the queue id its partition
+//   uuid carries (broker_node.cpp).
 // DLQ: listing and delete read the store directly (one short read
 //   transaction; deletes go through the writer, answered when durable);
 //   requeue resolves the entries, then each queue routes them to the
@@ -129,44 +130,6 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
               rp.delegate(it->second, pop_atom::value, std::move(req));
             });
         return rp.later();
-      },
-      [self](ack_atom, const std::string& queue, const std::string& partition,
-             const std::string& group, std::vector<ack_request>& reqs)
-          -> caf::result<std::vector<ack_reply>> {
-        // Malformed: every item answers the error, nothing is applied.
-        auto malformed = [&]() -> std::optional<api_error> {
-          SPOOL_TRY(core::check_name(core::name_kind::queue, queue));
-          SPOOL_TRY(core::check_name(core::name_kind::partition, partition));
-          SPOOL_TRY(core::check_name(core::name_kind::group, group));
-          for (std::size_t i = 0; i < reqs.size(); ++i)
-            if (auto ok = core::check_ack(reqs[i]); !ok)
-              return make_error(ok.err().code, "acks[", i, "].",
-                                ok.err().message);
-          return std::nullopt;
-        }();
-        if (malformed)
-          return std::vector<ack_reply>(
-              reqs.size(),
-              ack_reply{ack_error::none, false, false, malformed, {}});
-        auto it = self->state.queues.find(queue);
-        if (it == self->state.queues.end())
-          return std::vector<ack_reply>(
-              reqs.size(),
-              ack_reply{ack_error::not_found, false, false, {}, {}});
-        // Parked namespace pops wait: a released lease wakes them.
-        auto n = reqs.size();
-        return via_queue<std::vector<ack_reply>>(
-            self, queue, it->second,
-            [](const std::vector<ack_reply>& rs) {
-              return std::any_of(rs.begin(), rs.end(),
-                                 [](auto& r) { return r.lease_released; });
-            },
-            [n](caf::error& err) {
-              return std::vector<ack_reply>(
-                  n, ack_reply{
-                         ack_error::none, false, false, unreachable(err), {}});
-            },
-            ack_atom::value, partition, group, std::move(reqs));
       },
       [self](configure_atom, configure_request& req) {
         return on_configure(self, req);

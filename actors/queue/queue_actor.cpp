@@ -169,10 +169,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
           on_stage_settled(self, key, outcome);
       },
       [self](pop_atom, queue_pop_request& req) { return on_pop(self, req); },
-      [self](ack_atom, const std::string& partition, const std::string& group,
-             std::vector<ack_request>& reqs) {
-        return on_ack(self, partition, group, reqs);
-      },
       [self](ack_atom, std::vector<located_ack>& acks) {
         return on_located_ack(self, acks);
       },

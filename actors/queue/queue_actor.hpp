@@ -4,7 +4,7 @@
 /// (created on first push), makes a push spanning partitions one durable
 /// batch, serves pops on a named partition or any (wildcard, rotating so no
 /// partition starves), parks long-poll pops and wakes them when a push
-/// lands or their timeout passes, and routes acks by partition name.
+/// lands or their timeout passes, and routes acks by partition uuid.
 
 #include <caf/fwd.hpp>
 

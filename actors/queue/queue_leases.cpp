@@ -1,8 +1,8 @@
 // A queue's acks and its leases by id (core::lease_directory): what its
-// pops granted, acked by partition name or uuid, extended and released by
-// lease id across the partitions one lease holds. An index of what its
-// cursors granted (each cursor owns its lease); the broker routes a lease
-// id or a partition uuid here by the queue id the id carries.
+// pops granted, acked by partition uuid, extended and released by lease id
+// across the partitions one lease holds. An index of what its cursors
+// granted (each cursor owns its lease); the broker routes a lease id or a
+// partition uuid here by the queue id the id carries.
 
 #include "actors/fan_out.hpp"
 #include "actors/queue/queue_state.hpp"
@@ -141,11 +141,6 @@ bool end_leases(queue_ptr self, const std::string& partition,
   return released;
 }
 
-std::vector<ack_reply> ack_failed(std::size_t n, const caf::error& err) {
-  return std::vector<ack_reply>(
-      n, ack_reply{ack_error::none, false, false, unreachable(err), {}});
-}
-
 /// The acks of one (partition, group) of a located list, with their item
 /// indices.
 struct ack_share {
@@ -156,29 +151,6 @@ struct ack_share {
 };
 
 } // namespace
-
-caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
-                                           const std::string& partition,
-                                           const std::string& group,
-                                           std::vector<ack_request>& reqs) {
-  auto it = self->state.partitions.find(partition);
-  if (it == self->state.partitions.end())
-    return std::vector<ack_reply>(
-        reqs.size(), ack_reply{ack_error::not_found, false, false, {}, {}});
-  auto rp = promise_for<std::vector<ack_reply>>(self);
-  auto n = reqs.size();
-  self->request(it->second.actor, caf::infinite, ack_atom::value, group,
-                std::move(reqs))
-      .then(
-          [self, rp, partition, group](std::vector<ack_reply>& rs) mutable {
-            bool released = end_leases(self, partition, rs);
-            rp.deliver(std::move(rs));
-            if (released)
-              wake_for(self, {partition}, group);
-          },
-          [rp, n](caf::error& err) mutable { rp.deliver(ack_failed(n, err)); });
-  return rp.later();
-}
 
 caf::result<std::vector<located_ack_reply>>
 on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
@@ -219,8 +191,12 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
         std::vector<const ack_share*> woke;
         for (std::size_t k = 0; k < shares.size(); ++k) {
           auto& s = shares[k];
-          auto replies = rs[k].reply ? std::move(*rs[k].reply)
-                                     : ack_failed(s.items.size(), rs[k].error);
+          if (!rs[k].reply) { // the partition did not answer
+            for (auto i : s.items)
+              out[i].reply.failure = unreachable(rs[k].error);
+            continue;
+          }
+          auto& replies = *rs[k].reply;
           if (end_leases(self, s.part->rec.name, replies))
             woke.push_back(&s);
           for (std::size_t j = 0; j < s.items.size(); ++j)

@@ -269,11 +269,6 @@ caf::result<prepared_push> on_prepare(queue_ptr self,
 void on_prepared_settled(queue_ptr self, const core::part_key& key,
                          core::part_outcome outcome);
 
-caf::result<std::vector<ack_reply>> on_ack(queue_ptr self,
-                                           const std::string& partition,
-                                           const std::string& group,
-                                           std::vector<ack_request>& reqs);
-
 /// Acks that name their partition by uuid (the wire's), one reply each in
 /// input order; an unknown uuid answers not_found.
 caf::result<std::vector<located_ack_reply>>

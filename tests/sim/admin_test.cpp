@@ -26,9 +26,7 @@ struct admin_fixture : broker_sim {
     ack_request a;
     a.lease_id = lease;
     a.off = off;
-    auto out = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, queue, partition, group,
-        std::vector{a});
+    auto out = ack_located(queue, partition, group, std::vector{a});
     REQUIRE(out);
     return *out;
   }

@@ -13,6 +13,50 @@
 
 namespace spool::test {
 
+/// `reqs` as the gateway sends acks (`located_ack`): each names its frame's
+/// partition by uuid, with `group`.
+inline std::vector<actors::located_ack>
+located_acks(const std::string& partition_uuid, const std::string& group,
+             std::vector<ack_request> reqs) {
+  std::vector<actors::located_ack> out;
+  for (auto& a : reqs)
+    out.push_back({partition_uuid, group, std::move(a)});
+  return out;
+}
+
+/// Each ack's outcome in a located list's answer, in order.
+inline std::vector<actors::ack_reply>
+ack_replies(std::vector<actors::located_ack_reply> rs) {
+  std::vector<actors::ack_reply> out;
+  for (auto& r : rs)
+    out.push_back(std::move(r.reply));
+  return out;
+}
+
+/// Sends `reqs` of `group` to `broker` as located acks of partition
+/// `partition_uuid`, as the gateway does; the answer (each ack's outcome,
+/// in order; nullopt: none) arrives during later runs.
+inline std::shared_ptr<std::optional<std::vector<actors::ack_reply>>>
+ack_located_later(caf::actor_system& sys, const actors::broker_actor& broker,
+                  const std::string& partition_uuid, const std::string& group,
+                  std::vector<ack_request> reqs) {
+  auto result
+      = std::make_shared<std::optional<std::vector<actors::ack_reply>>>();
+  auto acks = located_acks(partition_uuid, group, std::move(reqs));
+  // The unused int: as sim_fixture::request (CAF 0.17's init_fun_factory).
+  sys.spawn(
+      [=](caf::event_based_actor* self, int) {
+        self->request(broker, caf::infinite, actors::ack_atom::value, acks)
+            .then(
+                [=](std::vector<actors::located_ack_reply>& rs) {
+                  *result = ack_replies(std::move(rs));
+                },
+                [=](caf::error&) { /* left empty */ });
+      },
+      0);
+  return result;
+}
+
 struct broker_sim : sim_fixture {
   store_fixture store;
   actors::writer_actor writer;
@@ -137,6 +181,42 @@ struct broker_sim : sim_fixture {
                                               actors::configure_atom::value, c);
     REQUIRE(r);
     REQUIRE_FALSE(r->failure);
+  }
+
+  // -- acks, as the gateway sends them ------------------------------------
+
+  /// Acks `reqs` of `group` on the partition with uuid `partition_uuid`
+  /// (a located list); each ack's outcome, in order (nullopt: no answer).
+  /// `_later`: not run, the answer arrives during later runs.
+  std::shared_ptr<std::optional<std::vector<actors::ack_reply>>>
+  ack_located_later(const std::string& partition_uuid, const std::string& group,
+                    std::vector<ack_request> reqs) {
+    return test::ack_located_later(sys, broker, partition_uuid, group,
+                                   std::move(reqs));
+  }
+
+  std::optional<std::vector<actors::ack_reply>>
+  ack_located(const std::string& partition_uuid, const std::string& group,
+              std::vector<ack_request> reqs) {
+    auto r = ack_located_later(partition_uuid, group, std::move(reqs));
+    run();
+    return *r;
+  }
+
+  /// As above, of partition `partition` of `queue` by name: its uuid is the
+  /// stored record's (the partition must be stored).
+  std::shared_ptr<std::optional<std::vector<actors::ack_reply>>>
+  ack_located_later(const std::string& queue, const std::string& partition,
+                    const std::string& group, std::vector<ack_request> reqs) {
+    return ack_located_later(this->partition(queue, partition).uuid, group,
+                             std::move(reqs));
+  }
+
+  std::optional<std::vector<actors::ack_reply>>
+  ack_located(const std::string& queue, const std::string& partition,
+              const std::string& group, std::vector<ack_request> reqs) {
+    return ack_located(this->partition(queue, partition).uuid, group,
+                       std::move(reqs));
   }
 
   // -- what the store holds (read directly, not through the actors) --------

@@ -268,9 +268,8 @@ TEST_CASE("a parked pop whose cursor is busy is not claimed: the push's "
   ack_request a;
   a.lease_id = lease;
   a.off = offset{0};
-  auto acked = fx.request_later<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"p"},
-      std::string{"g"}, std::vector{a});
+  auto acked = fx.ack_located_later(first.claimed[0].partition_uuid, "g",
+                                    std::vector{a});
   auto pushed = fx.push_later("p", {"a"});
   fx.run();
   CHECK_FALSE(*parked);

@@ -63,9 +63,7 @@ struct dlq_fixture : broker_sim {
     a.off = offset{off};
     a.status = s;
     a.error = std::move(error);
-    auto res = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, p, group,
-        std::vector<ack_request>{a});
+    auto res = ack_located(q, p, group, std::vector<ack_request>{a});
     REQUIRE(res);
     REQUIRE(res->size() == 1);
     REQUIRE(!res->front().failure);

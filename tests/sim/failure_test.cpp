@@ -56,9 +56,7 @@ struct fault_sim : broker_sim {
     a.off = offset{off};
     a.status = s;
     a.error = "boom";
-    auto r = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, p, group,
-        std::vector<ack_request>{a});
+    auto r = ack_located(q, p, group, std::vector<ack_request>{a});
     REQUIRE(r);
     return *r;
   }
@@ -411,13 +409,12 @@ TEST_CASE("an ack with delayMs out of range is refused and changes nothing",
   a.off = offset{0};
   a.status = ack_status::failed;
   a.delay = std::chrono::milliseconds{86'400'001};
-  auto res = fx.request<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
-      std::string{"g"}, std::vector<ack_request>{a});
+  auto res = fx.ack_located("q", "P", "g", std::vector<ack_request>{a});
   REQUIRE(res);
   REQUIRE(res->front().failure);
   CHECK(res->front().failure->message
-        == "acks[0].delayMs must be between 0 and 86400000, got 86400001");
+        == "acknowledgments[0].delayMs must be between 0 and 86400000, got "
+           "86400001");
   // The lease is untouched: a completed ack of it still works.
   auto done = fx.ack("q", "P", "g", r.lease->id, 0);
   CHECK(done.front().error == ack_error::none);
@@ -679,9 +676,7 @@ TEST_CASE("a failed idle-expiry deletion leaves the group registered, its "
   ack_request a;
   a.lease_id = p.lease->id;
   a.off = storage::offset{0};
-  auto acked = fx.request<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"}, std::string{"P"},
-      std::string{"g"}, std::vector<ack_request>{a});
+  auto acked = fx.ack_located("q", "P", "g", std::vector<ack_request>{a});
   REQUIRE(acked);
   fault_plan f;
   f.when = [](const storage::write_batch& b) {
@@ -819,9 +814,7 @@ dead_stage kill_cursor_with_txn_staged(fault_sim& fx, const std::string& q1,
   y0.lease_id = l2;
   y0.off = offset{0};
   dead_stage out;
-  out.plain = fx.request_later<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, q2, std::string{"P2"},
-      std::string{"g"}, std::vector{y0});
+  out.plain = fx.ack_located_later(q2, "P2", "g", std::vector{y0});
   fx.run();
   core::txn_request t;
   core::txn_ack_op a1{{}, fx.partition(q1, "P1").uuid, "g", {}};

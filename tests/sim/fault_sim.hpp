@@ -38,8 +38,7 @@ struct fault_fixture : broker_sim {
     a.off = storage::offset{off};
     a.status = s;
     a.error = "boom";
-    auto r = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, p, group, std::vector{a});
+    auto r = ack_located(q, p, group, std::vector{a});
     REQUIRE(r);
     REQUIRE(r->size() == 1);
     return r->front();

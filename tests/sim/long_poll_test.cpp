@@ -87,9 +87,8 @@ TEST_CASE("a parked pop wakes when a retryDelay ends", "[sim][long-poll]") {
   fail.lease_id = first.claimed[0].reply.lease->id;
   fail.off = offset{0};
   fail.status = ack_status::failed;
-  auto acked = fx.request<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"},
-      std::string{"Default"}, std::string{"g"}, std::vector{fail});
+  auto acked
+      = fx.ack_located(first.claimed[0].partition_uuid, "g", std::vector{fail});
   REQUIRE(acked);
   REQUIRE(acked->at(0).lease_released);
   // The released lease woke the pop, but the retry delay holds the frame.
@@ -238,9 +237,8 @@ TEST_CASE("an unwritable pop response releases its lease at once and counts "
   ack_request a;
   a.lease_id = lease;
   a.off = offset{0};
-  auto acked = fx.request<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"},
-      std::string{"Default"}, std::string{"g"}, std::vector{a});
+  auto acked
+      = fx.ack_located(first.claimed[0].partition_uuid, "g", std::vector{a});
   REQUIRE(acked);
   CHECK(acked->at(0).error == ack_error::invalid_lease);
 }
@@ -270,9 +268,8 @@ TEST_CASE("a cancelled parked pop is answered, frees its slot and releases "
   ack_request a;
   a.lease_id = held.claimed[0].reply.lease->id;
   a.off = offset{0};
-  auto acked = fx.request<std::vector<actors::ack_reply>>(
-      fx.broker, actors::ack_atom::value, std::string{"q"},
-      std::string{"Default"}, std::string{"g"}, std::vector{a});
+  auto acked
+      = fx.ack_located(held.claimed[0].partition_uuid, "g", std::vector{a});
   REQUIRE(acked);
   CHECK(acked->at(0).error == ack_error::none);
   // The slot is free again.
@@ -304,9 +301,7 @@ TEST_CASE("a push that lands while a pop is still running wakes it: no "
     ack_request a;
     a.lease_id = c.reply.lease->id;
     a.off = offset{0};
-    REQUIRE(fx.request<std::vector<actors::ack_reply>>(
-        fx.broker, actors::ack_atom::value, std::string{"q"}, c.partition,
-        std::string{"g"}, std::vector{a}));
+    REQUIRE(fx.ack_located(c.partition_uuid, "g", std::vector{a}));
   }
   // The pop starts its run over Default, A, B; the push to A is durable
   // while it is still asking.

@@ -312,19 +312,21 @@ struct model_fixture : broker_sim {
         return;
     }
     auto before = gate_st->failed;
-    auto r = call<std::vector<actors::ack_reply>>(actors::ack_atom::value, q, p,
-                                                  g, acks);
-    REQUIRE(r);
-    if (faulted(before, r->front().failure)) {
-      for (auto& each : *r) // one write for the list: none of it applied
+    // As the gateway sends them: the partition by its (stored) uuid.
+    auto located = call<std::vector<actors::located_ack_reply>>(
+        actors::ack_atom::value, located_acks(partition(q, p).uuid, g, acks));
+    REQUIRE(located);
+    auto r = ack_replies(std::move(*located));
+    if (faulted(before, r.front().failure)) {
+      for (auto& each : r) // one write for the list: none of it applied
         REQUIRE(each.failure);
       return;
     }
     bool released = false;
     for (std::size_t i = 0; i < acks.size(); ++i) {
-      REQUIRE(!(*r)[i].failure);
-      REQUIRE((*r)[i].error == ack_error::none);
-      released = released || (*r)[i].lease_released;
+      REQUIRE(!r[i].failure);
+      REQUIRE(r[i].error == ack_error::none);
+      released = released || r[i].lease_released;
       if (!fail)
         completed[k].insert(acks[i].off.value);
     }
@@ -478,8 +480,7 @@ struct model_fixture : broker_sim {
               acks.push_back(a);
               completed[{q, c.partition, g}].insert(m.frame.off.value);
             }
-            auto res = request<std::vector<actors::ack_reply>>(
-                broker, actors::ack_atom::value, q, c.partition, g, acks);
+            auto res = ack_located(c.partition_uuid, g, acks);
             REQUIRE(res);
           }
         }

@@ -53,9 +53,7 @@ struct ns_fixture : broker_sim {
     ack_request a;
     a.lease_id = c.reply.lease->id;
     a.off = c.reply.messages.at(0).frame.off;
-    auto acked = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, out->queue, c.partition,
-        std::string{"g"}, std::vector{a});
+    auto acked = ack_located(c.partition_uuid, "g", std::vector{a});
     REQUIRE(acked);
     return out->queue;
   }

@@ -87,18 +87,19 @@ struct queue_fixture : sim_fixture {
 
   void ack_all(const actors::queue_pop_reply& r) {
     for (auto& c : r.claimed) {
-      std::vector<ack_request> acks;
+      // As the broker routes them: located by the partition's uuid.
+      std::vector<actors::located_ack> acks;
       for (auto& m : c.reply.messages) {
         ack_request a;
         a.lease_id = c.reply.lease->id;
         a.off = m.frame.off;
-        acks.push_back(a);
+        acks.push_back({c.partition_uuid, "g", a});
       }
-      auto res = request<std::vector<actors::ack_reply>>(
-          queue, actors::ack_atom::value, c.partition, std::string{"g"}, acks);
+      auto res = request<std::vector<actors::located_ack_reply>>(
+          queue, actors::ack_atom::value, acks);
       REQUIRE(res);
       for (auto& x : *res)
-        REQUIRE(x.error == ack_error::none);
+        REQUIRE(x.reply.error == ack_error::none);
     }
   }
 };
@@ -276,11 +277,11 @@ TEST_CASE("a requeue reaching a deleted queue's coordinator is answered at "
   a.off = offset{0};
   a.status = ack_status::dlq;
   a.error = "bad";
-  auto acked = fx.request<std::vector<actors::ack_reply>>(
-      fx.queue, actors::ack_atom::value, std::string{"p"}, std::string{"g"},
-      std::vector{a});
+  auto acked = fx.request<std::vector<actors::located_ack_reply>>(
+      fx.queue, actors::ack_atom::value,
+      std::vector<actors::located_ack>{{r.claimed[0].partition_uuid, "g", a}});
   REQUIRE(acked);
-  REQUIRE(acked->at(0).error == ack_error::none);
+  REQUIRE(acked->at(0).reply.error == ack_error::none);
   std::vector<storage::dlq_entry> entries;
   {
     auto t = fx.store.store->db().read();

@@ -59,9 +59,7 @@ struct retention_fixture : broker_sim {
     a.off = offset{off};
     a.status = s;
     a.error = "boom";
-    auto res = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, std::string{"q"}, std::string{"p"},
-        group, std::vector<ack_request>{a});
+    auto res = ack_located("q", "p", group, std::vector<ack_request>{a});
     REQUIRE(res);
     REQUIRE(res->size() == 1);
     REQUIRE_FALSE(res->front().failure);

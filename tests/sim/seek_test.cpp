@@ -88,9 +88,7 @@ struct seek_fixture : broker_sim {
     a.lease_id = lease;
     a.off = off;
     a.status = status;
-    auto out = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, queue, partition, group,
-        std::vector{a});
+    auto out = ack_located(queue, partition, group, std::vector{a});
     REQUIRE(out);
     REQUIRE(out->size() == 1);
     return out->front();

@@ -67,8 +67,7 @@ struct sub_fixture : broker_sim {
         a.off = m.frame.off;
         acks.push_back(a);
       }
-      auto acked = request<std::vector<actors::ack_reply>>(
-          broker, actors::ack_atom::value, queue, c.partition, group, acks);
+      auto acked = ack_located(c.partition_uuid, group, acks);
       REQUIRE(acked);
     }
     return got;

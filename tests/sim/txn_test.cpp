@@ -3,7 +3,7 @@
 // writer sits behind a gate the test can close, reorder and open, so writes
 // can be counted and interleavings chosen.
 
-#include "sim/sim_fixture.hpp"
+#include "sim/broker_sim.hpp"
 
 #include "actors/broker/broker_actor.hpp"
 #include "actors/fan_out.hpp"
@@ -131,11 +131,11 @@ struct txn_fixture : sim_fixture {
 
   std::vector<actors::ack_reply>
   plain_ack(const std::string& q, const std::string& group, ack_request a) {
-    auto r = request<std::vector<actors::ack_reply>>(
-        broker, actors::ack_atom::value, q, std::string{"Default"}, group,
-        std::vector{a});
-    REQUIRE(r);
-    return *r;
+    // As the gateway sends it: (q, "Default") by its stored uuid.
+    auto r = ack_located_later(sys, broker, stored(q).first.uuid, group, {a});
+    run();
+    REQUIRE(*r);
+    return **r;
   }
 
   /// The stored partition record and payloads of (q, "Default").

@@ -176,8 +176,14 @@ std::string describe(const push_plan& items) {
           begun += " " + std::to_string(a.off.value);
         }
         write_all(fd, begun + "\n");
-        auto replies = ask(std::vector<ac::ack_reply>{}, ac::ack_atom::value, q,
-                           d.partition, g, acks);
+        // As the gateway sends them: the partition by its uuid.
+        std::vector<ac::located_ack> located;
+        for (auto& a : acks)
+          located.push_back({d.partition_uuid, g, a});
+        std::vector<ac::ack_reply> replies;
+        for (auto& r : ask(std::vector<ac::located_ack_reply>{},
+                           ac::ack_atom::value, located))
+          replies.push_back(r.reply);
         if (replies.size() != acks.size())
           fail("ack answered " + std::to_string(replies.size()) + " of "
                + std::to_string(acks.size()));
