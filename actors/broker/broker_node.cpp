@@ -59,7 +59,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
       return out;
     }
   std::vector<ack_share> shares;
-  std::map<std::string_view, std::size_t> index; // views into `shares`
+  std::map<std::string_view, std::size_t> index; // views of `queues` keys
   // Consecutive items mostly name the same partition (one batch's acks):
   // its lookup is made once for the run (a copy: the items move on).
   std::optional<std::string> last_uuid;

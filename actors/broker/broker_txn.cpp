@@ -5,7 +5,8 @@
 //    a client id already answered (and not expired) returns the stored
 //    answer; one in flight makes the repeat wait for its answer.
 // 1. stage: the acks, grouped by cursor, are staged one cursor after the
-//    other in (queue, partition, group) order: broker -> queue -> partition
+//    other in (queue, partition uuid, group) order: broker -> queue ->
+//    partition
 //    -> cursor (`stage_atom`). A cursor validates on a copy of its core and
 //    then defers everything else until settled; the stage is a part held by
 //    the cursor, its partition and its queue (each tells the writer). A

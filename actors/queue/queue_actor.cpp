@@ -11,11 +11,12 @@
 //   is left of `batch`, until `partitions` claimed. Nothing delivered and
 //   `wait`: the pop parks (ordered by arrival) until a push wakes it or the
 //   queue's one timer reaches its deadline.
-// ack: routed to the named partition; a released lease wakes parked pops.
+// ack: routed to the partition its uuid names; a released lease wakes
+//   parked pops.
 // requeue: DLQ entries routed by partition to the group's cursor; answered
 //   when every cursor's write is durable; wakes parked pops.
 // seek: the group's cursor on each partition (or the one named) stages its
-//   new record, all at once, or one partition after the other in name order
+//   new record, all at once, or one partition after the other in uuid order
 //   if a cursor is held (the order transactions stage cursors in, so the two
 //   never wait on each other); the records go out as ONE write (no
 //   subscription record: the group's first pop registers it); then every

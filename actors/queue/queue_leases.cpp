@@ -213,7 +213,7 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
                                   {}};
         }
         rp.deliver(std::move(out));
-        for (auto* s : woke) // after the answer, as a plain ack
+        for (auto* s : woke) // after the answer
           wake_for(self, {s->part->rec.name}, s->group);
       });
   return rp.later();

@@ -55,6 +55,9 @@ struct ns_fixture : broker_sim {
     a.off = c.reply.messages.at(0).frame.off;
     auto acked = ack_located(c.partition_uuid, "g", std::vector{a});
     REQUIRE(acked);
+    REQUIRE(acked->size() == 1);
+    REQUIRE(acked->front().error == ack_error::none); // routed and applied
+    REQUIRE_FALSE(acked->front().failure);
     return out->queue;
   }
 

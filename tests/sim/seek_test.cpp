@@ -1025,35 +1025,66 @@ TEST_CASE("A subscription update crossing the group's deletion does not bring "
   CHECK(s1->timestamp == ts2);
 }
 
-TEST_CASE("A per-queue seek stages a queue's cursors in partition uuid order, "
-          "the order a transaction stages them in (so the two never wait "
-          "for each other in a cycle)",
+TEST_CASE("A per-queue seek stages a queue's cursors in partition uuid order "
+          "(the order they were made), the order a transaction stages them "
+          "in, whether all at once or one after the other behind a staged "
+          "transaction",
           "[sim][seek][txn]") {
-  seek_fixture fx;
-  std::vector<std::string> names{"p0", "p1", "p2", "p3", "p4", "p5"};
-  std::map<std::uint64_t, std::string> uuid_of; // partition id → uuid
-  for (auto& n : names) {
-    fx.push("q", n, 1);
-    REQUIRE(fx.pop("q", n, "g").messages.size() == 1); // a live cursor
-    auto rec = fx.partition("q", n);
-    uuid_of[rec.id.value] = rec.uuid;
+  for (bool behind_txn : {false, true}) {
+    INFO("behind a staged transaction: " << behind_txn);
+    seek_fixture fx;
+    // Made in an order that is not their names' order.
+    std::vector<std::string> made{"b", "a", "d", "c", "f", "e"};
+    std::map<std::uint64_t, std::string> name_of; // partition id → name
+    std::optional<lease_info> lease_c;
+    for (auto& n : made) {
+      fx.push("q", n, 2);
+      auto got = fx.pop("q", n, "g", 1); // a live cursor
+      REQUIRE(got.messages.size() == 1);
+      if (n == "c")
+        lease_c = got.lease;
+      name_of[fx.partition("q", n).id.value] = n;
+    }
+    std::shared_ptr<std::optional<actors::txn_reply>> txn;
+    if (behind_txn) { // c's cursor staged, its write held: the seek waits
+      fx.close_gate();
+      core::txn_request t;
+      core::txn_ack_op op;
+      op.partition_uuid = fx.partition("q", "c").uuid;
+      op.group = "g";
+      op.ack.lease_id = lease_c->id;
+      op.ack.off = offset{0};
+      t.ops.emplace_back(std::move(op));
+      txn = fx.request_later<actors::txn_reply>(fx.broker,
+                                                actors::txn_atom::value, t);
+      fx.run();
+    }
+    auto sought = fx.request_later<actors::seek_reply>(
+        fx.broker, actors::seek_atom::value, std::string{"q"},
+        actors::seek_request{"g", std::nullopt, fx.to_end(), false});
+    fx.run();
+    if (behind_txn) {
+      CHECK_FALSE(*sought); // waits for c
+      fx.open_gate();
+      REQUIRE(*txn);
+      CHECK((*txn)->result.success);
+    }
+    REQUIRE(*sought);
+    REQUIRE_FALSE((*sought)->failure);
+    // The seek's batch holds its cursor records in staging order.
+    std::vector<std::string> staged;
+    for (auto& b : fx.gate_st->seen)
+      if (count_of<storage::mut::put_cursor>(b) == made.size()) {
+        staged.clear();
+        for (auto& m : b.mutations)
+          if (auto* c = std::get_if<storage::mut::put_cursor>(&m))
+            staged.push_back(name_of.at(c->partition.value));
+      }
+    CHECK(staged == made);
+    // The answer lists the partitions by name.
+    std::vector<std::string> answered;
+    for (auto& p : (*sought)->positions)
+      answered.push_back(p.partition);
+    CHECK(answered == std::vector<std::string>{"a", "b", "c", "d", "e", "f"});
   }
-  auto before = fx.writes();
-  auto r = fx.request<actors::seek_reply>(
-      fx.broker, actors::seek_atom::value, std::string{"q"},
-      actors::seek_request{"g", std::nullopt, fx.to_end(), false});
-  REQUIRE(r);
-  REQUIRE_FALSE(r->failure);
-  REQUIRE(fx.writes() == before + 1);
-  // The batch holds the cursor records in staging order.
-  std::vector<std::string> staged;
-  for (auto& m : fx.gate_st->seen.back().mutations)
-    if (auto* c = std::get_if<storage::mut::put_cursor>(&m))
-      staged.push_back(uuid_of.at(c->partition.value));
-  REQUIRE(staged.size() == names.size());
-  CHECK(std::is_sorted(staged.begin(), staged.end()));
-  // The answer still lists the partitions by name.
-  REQUIRE(r->positions.size() == names.size());
-  for (std::size_t i = 0; i < names.size(); ++i)
-    CHECK(r->positions[i].partition == names[i]);
 }

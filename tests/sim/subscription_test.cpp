@@ -69,6 +69,10 @@ struct sub_fixture : broker_sim {
       }
       auto acked = ack_located(c.partition_uuid, group, acks);
       REQUIRE(acked);
+      for (auto& r : *acked) { // routed and applied
+        REQUIRE(r.error == ack_error::none);
+        REQUIRE_FALSE(r.failure);
+      }
     }
     return got;
   }
