@@ -93,6 +93,9 @@ http::header_list router::common_headers() {
   return {{"Access-Control-Allow-Origin", "*"},
           {"Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"},
           {"Access-Control-Allow-Headers", "Content-Type, Authorization"},
+          // A browser's script reads only the headers named here: Spool's
+          // own (an empty pop's reason, a warning) would be hidden.
+          {"Access-Control-Expose-Headers", "X-Spool-Empty, X-Spool-Warning"},
           {"Access-Control-Max-Age", "86400"}};
 }
 

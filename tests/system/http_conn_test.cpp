@@ -257,6 +257,10 @@ TEST_CASE("an unknown query key on a pop, push or seek is answered as before, "
   CHECK(pop.body_json()["consumerGroup"] == "__QUEUE_MODE__");
   CHECK(pop.header("x-spool-warning")
         == "unknown query key consumer_group (did you mean consumerGroup?)");
+  // A browser's script may read it (CORS), and the reason of an empty pop.
+  CHECK(pop.header("access-control-allow-origin") == "*");
+  CHECK(pop.header("access-control-expose-headers")
+        == "X-Spool-Empty, X-Spool-Warning");
   CHECK(s.wait_for_log("path=/api/v1/pop/queue/orders status=200 us=", 5s));
   CHECK(s.wait_for_log("note=\"unknown query key consumer_group (did you "
                        "mean consumerGroup?)\"",
