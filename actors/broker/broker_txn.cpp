@@ -6,12 +6,11 @@
 //    answer; one in flight makes the repeat wait for its answer.
 // 1. stage: the acks, grouped by cursor, are staged one cursor after the
 //    other in (queue, partition uuid, group) order: broker -> queue ->
-//    partition
-//    -> cursor (`stage_atom`). A cursor validates on a copy of its core and
-//    then defers everything else until settled; the stage is a part held by
-//    the cursor, its partition and its queue (each tells the writer). A
-//    refusal aborts: every part is given up (settled failed) and nothing was
-//    sealed, written or created.
+//    partition -> cursor (`stage_atom`). A cursor validates on a copy of its
+//    core and then defers everything else until settled; the stage is a
+//    part held by the cursor, its partition and its queue (each tells the
+//    writer). A refusal aborts: every part is given up (settled failed) and
+//    nothing was sealed, written or created.
 // 2. seal: only now are missing queues created and the pushes sealed
 //    (queue `seal_atom`: partitions created, offsets assigned), so an
 //    invalid ack never consumes an offset. Sealing in the partitions'

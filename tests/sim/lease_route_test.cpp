@@ -12,13 +12,26 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// Pops one message of `queue` for group "g" and answers its lease id.
-std::string leased(gateway_sim& fx, const std::string& queue) {
+/// Pushes one message to (`queue`, "p") and pops it for group "g".
+node::pop_reply one_popped(gateway_sim& fx, const std::string& queue) {
   fx.push_to(queue, "p", {"m"});
   auto r = fx.pop(fx.pop_of(queue));
   REQUIRE(r);
   REQUIRE(r->messages.size() == 1);
-  return r->messages[0].lease_id;
+  return *r;
+}
+
+/// The lease id of one message of `queue` popped for group "g".
+std::string leased(gateway_sim& fx, const std::string& queue) {
+  return one_popped(fx, queue).messages[0].lease_id;
+}
+
+/// Deletes queue `queue` (it must have existed).
+void delete_queue(gateway_sim& fx, const std::string& queue) {
+  auto deleted = fx.call<bool>(
+      [&](auto k) { fx.gw->delete_queue(queue, std::move(k)); });
+  REQUIRE(deleted);
+  REQUIRE(*deleted);
 }
 
 } // namespace
@@ -60,10 +73,7 @@ TEST_CASE("a lease of a queue deleted and created again under its name is "
           "[gateway][extend][slot]") {
   gateway_sim fx;
   auto old = leased(fx, "q");
-  auto deleted
-      = fx.call<bool>([&](auto k) { fx.gw->delete_queue("q", std::move(k)); });
-  REQUIRE(deleted);
-  REQUIRE(*deleted);
+  delete_queue(fx, "q");
   auto fresh = leased(fx, "q"); // created again by its first push
   CHECK(queue_of_id(fresh) != queue_of_id(old));
   fx.extend_refused(old, 60s, "Lease not found");
@@ -162,22 +172,13 @@ TEST_CASE("a partition uuid of a queue deleted and created again under its "
           "name is not found: the new queue has another id",
           "[gateway][ack][slot]") {
   gateway_sim fx;
-  fx.push_to("q", "p", {"old"});
-  auto popped = fx.pop(fx.pop_of("q"));
-  REQUIRE(popped);
-  REQUIRE(popped->messages.size() == 1);
-  auto old = popped->messages[0];
-  auto deleted
-      = fx.call<bool>([&](auto k) { fx.gw->delete_queue("q", std::move(k)); });
-  REQUIRE(deleted);
-  REQUIRE(*deleted);
-  fx.push_to("q", "p", {"new"}); // created again, with another id
-  auto fresh = fx.pop(fx.pop_of("q"));
-  REQUIRE(fresh);
-  REQUIRE(fresh->messages.size() == 1);
-  CHECK(queue_of_id(fresh->messages[0].partition_id)
+  auto popped = one_popped(fx, "q");
+  auto old = popped.messages[0];
+  delete_queue(fx, "q");
+  auto fresh = one_popped(fx, "q"); // created again, with another id
+  CHECK(queue_of_id(fresh.messages[0].partition_id)
         != queue_of_id(old.partition_id));
-  auto stale = fx.ack_all(*popped);
+  auto stale = fx.ack_all(popped);
   REQUIRE(stale);
   REQUIRE(stale->items.size() == 1);
   CHECK_FALSE(stale->items[0].success);
@@ -186,12 +187,12 @@ TEST_CASE("a partition uuid of a queue deleted and created again under its "
   CHECK_FALSE(find(fx, old.partition_id, old.transaction_id));
   // A uuid of a live queue that is none of its partitions: not found.
   auto forged = old;
-  forged.partition_id = fresh->messages[0].partition_id.substr(0, 14)
+  forged.partition_id = fresh.messages[0].partition_id.substr(0, 14)
                         + old.partition_id.substr(14);
   node::pop_reply one;
   one.messages.push_back(forged);
   auto refused = fx.ack_all(one);
   REQUIRE(refused);
   CHECK(refused->items[0].error == "Message not found");
-  CHECK(fx.ack_all(*fresh)->items[0].success);
+  CHECK(fx.ack_all(fresh)->items[0].success);
 }
