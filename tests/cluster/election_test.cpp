@@ -1,0 +1,90 @@
+// One election's choices (docs/cluster.md, "Elections").
+
+#include <catch2/catch.hpp>
+
+#include "cluster/election.hpp"
+
+using namespace spool::cluster;
+
+namespace {
+
+const node_id n1{0}, n2{1}, n3{2};
+
+fence_rep granted(epoch_t e, log_pos end, bool damaged = false) {
+  return {e, true, e, std::nullopt, end, damaged};
+}
+
+election_config config(std::optional<node_id> to = std::nullopt) {
+  return {n1, {n1, n2, n3}, 5, std::nullopt, to, std::nullopt};
+}
+
+} // namespace
+
+TEST_CASE("an election fences every replica and makes the longest log of a "
+          "majority lead",
+          "[cluster][election]") {
+  election e(config());
+  CHECK(e.start().size() == 3);
+  CHECK(e.on_reply(n1, granted(5, {2, 7})).empty());
+  auto out = e.on_reply(n2, granted(5, {3, 4}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n2);
+  CHECK(std::get<lead_req>(out[0].msg).epoch == 5);
+  CHECK(e.state() == election_state::elected);
+  CHECK(e.on_reply(n3, granted(5, {3, 9})).empty()); // decided already
+}
+
+TEST_CASE("an election never chooses a damaged replica nor counts it",
+          "[cluster][election]") {
+  election e(config());
+  e.on_reply(n2, granted(5, {9, 9}, true));
+  CHECK(e.on_reply(n1, granted(5, {1, 1})).empty());
+  auto out = e.on_reply(n3, granted(5, {1, 2}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n3);
+}
+
+TEST_CASE("promote --to is honoured only when that node holds the longest "
+          "log; otherwise it is refused naming the node that does",
+          "[cluster][election]") {
+  election yes(config(n3));
+  yes.on_reply(n1, granted(5, {2, 3}));
+  CHECK(yes.on_reply(n2, granted(5, {2, 3})).empty()); // waits for n3
+  auto out = yes.on_reply(n3, granted(5, {2, 3}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n3);
+
+  election no(config(n3));
+  no.on_reply(n1, granted(5, {2, 9}));
+  CHECK(no.on_reply(n3, granted(5, {2, 3})).empty());
+  CHECK(no.state() == election_state::failed);
+  CHECK(no.reason()
+        == "n3 does not hold the longest log (it ends at seq 3); n1 "
+           "does, at epoch 2 seq 9");
+}
+
+TEST_CASE("an election refused by a majority fails and says where the newer "
+          "epoch is",
+          "[cluster][election]") {
+  election e(config());
+  e.on_reply(n2, {5, false, 7, n3, {}, false});
+  e.on_reply(n3, {5, false, 7, n3, {}, false});
+  CHECK(e.state() == election_state::failed);
+  CHECK(e.highest_seen() == 7);
+  CHECK(e.leader_seen() == n3);
+  CHECK(e.reason()
+        == "the fence for epoch 5 was refused by a majority (the highest epoch "
+           "seen is 7, led by n3)");
+}
+
+TEST_CASE("an election gives up at its deadline and ignores answers to "
+          "another epoch or duplicates",
+          "[cluster][election]") {
+  election e(config());
+  CHECK(e.on_reply(n2, granted(4, {1, 1})).empty());
+  CHECK(e.on_reply(n2, granted(5, {1, 1})).empty());
+  CHECK(e.on_reply(n2, granted(5, {1, 1})).empty());
+  e.give_up();
+  CHECK(e.state() == election_state::failed);
+  CHECK(e.reason() == "no majority answered the fence for epoch 5 in time");
+}

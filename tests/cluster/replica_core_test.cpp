@@ -1,0 +1,309 @@
+// One replica's rules, step by step (docs/cluster.md, "Protocol"), over the
+// simulation's disk: what each input writes, sends and commits.
+
+#include <catch2/catch.hpp>
+
+#include "cluster/replica_core.hpp"
+#include "sim_disk.hpp"
+
+using namespace spool::cluster;
+using spool::cluster::sim::sim_disk;
+
+namespace {
+
+const node_id n1{0}, n2{1}, n3{2};
+
+struct replica {
+  explicit replica(node_id self, std::size_t keep = 1000) :
+      disk(keep), config_self(self), core(config(self), disk) {
+    run(core.start(0));
+  }
+  static replica_config config(node_id self) {
+    replica_config c;
+    c.self = self;
+    c.replicas = {n1, n2, n3};
+    c.max_batch_entries = 16;
+    return c;
+  }
+  /// Carries out `r` as the shell does; keeps what it sends.
+  ready run(ready r) {
+    if (!r.write.empty()) {
+      auto res = disk.write(r.write);
+      REQUIRE(res == write_result::ok);
+    }
+    disk.sync();
+    last = r;
+    return r;
+  }
+  ready in(node_id from, message m, millis now = 1) {
+    return run(core.on_message({from, core_id(), std::move(m)}, now));
+  }
+  node_id core_id() const {
+    return config_self;
+  }
+  void make_leader(epoch_t e) {
+    in(n3, fence_req{e, std::nullopt});
+    in(n3, lead_req{e});
+  }
+  /// Appends entries at `epoch` as a writer does.
+  void write(epoch_t epoch, std::initializer_list<const char*> payloads) {
+    writes w;
+    auto seq = disk.last().seq;
+    for (auto p : payloads)
+      w.append.push_back(make_entry(epoch, ++seq, entry_kind::data, p));
+    REQUIRE(disk.write(w) == write_result::ok);
+    disk.sync();
+  }
+  sim_disk disk;
+  node_id config_self{};
+  replica_core core;
+  ready last;
+};
+
+template <class T>
+const T* sent(const std::vector<envelope>& v, node_id to) {
+  for (auto& e : v)
+    if (e.to == to)
+      if (auto* m = std::get_if<T>(&e.msg))
+        return m;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("a fence is answered only once its epoch is written and synced, "
+          "with the replica's log end",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.write(1, {"a", "b"});
+  auto out = r.core.on_message({n1, n2, fence_req{4, std::nullopt}}, 1);
+  REQUIRE(out.write.hard);
+  CHECK(out.write.hard->epoch == 4);
+  CHECK_FALSE(out.write.hard->leader);
+  CHECK(out.send.empty()); // nothing leaves before the sync
+  auto* rep = sent<fence_rep>(out.after_sync, n1);
+  REQUIRE(rep);
+  CHECK(rep->granted);
+  CHECK(rep->log_end == log_pos{1, 2});
+}
+
+TEST_CASE("a replica grants an epoch once: a second fence for it is refused",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.in(n1, fence_req{3, std::nullopt});
+  auto out = r.in(n3, fence_req{3, std::nullopt});
+  auto* rep = sent<fence_rep>(out.send, n3);
+  REQUIRE(rep);
+  CHECK_FALSE(rep->granted);
+  CHECK(rep->epoch == 3);
+  CHECK(r.disk.hard().epoch == 3);
+}
+
+TEST_CASE("a fenced replica takes no entry from the deposed leader's epoch",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.in(n1, append_req{1, {0, 0}, {make_entry(1, 1, entry_kind::data, "a")}, 0});
+  r.in(n3, fence_req{2, std::nullopt});
+  auto out = r.in(
+      n1, append_req{1, {1, 1}, {make_entry(1, 2, entry_kind::data, "b")}, 1});
+  auto* rep = sent<append_rep>(out.send, n1);
+  REQUIRE(rep);
+  CHECK(rep->refused == refusal::stale_epoch);
+  CHECK(rep->epoch == 2);
+  CHECK(r.disk.last().seq == 1);
+}
+
+TEST_CASE("a follower refuses entries whose previous one does not match, and "
+          "hints where its epoch began",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.write(1, {"a", "b", "c"});
+  r.in(n1, fence_req{2, std::nullopt});
+  auto out = r.in(
+      n1, append_req{2, {2, 3}, {make_entry(2, 4, entry_kind::data, "x")}, 0});
+  auto* rep = sent<append_rep>(out.after_sync, n1);
+  REQUIRE(rep);
+  CHECK(rep->refused == refusal::mismatch);
+  CHECK(rep->hint == log_pos{1, 1});
+  CHECK(rep->asked == 3);
+  CHECK(r.disk.last().seq == 3);
+}
+
+TEST_CASE("a follower truncates a divergent tail before it takes the leader's "
+          "entries, and answers only after the sync",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.write(1, {"a", "b"});
+  r.write(2, {"stale"}); // seq 3, from a leader of epoch 2 that lost
+  auto out = r.core.on_message(
+      {n3, n2,
+       append_req{3,
+                  {1, 2},
+                  {make_entry(3, 3, entry_kind::epoch_start, ""),
+                   make_entry(3, 4, entry_kind::data, "d")},
+                  0}},
+      1);
+  REQUIRE(out.write.truncate_after);
+  CHECK(*out.write.truncate_after == 2);
+  CHECK(out.write.append.size() == 2);
+  CHECK(sent<append_rep>(out.send, n3) == nullptr);
+  r.run(out);
+  auto* rep = sent<append_rep>(out.after_sync, n3);
+  REQUIRE(rep);
+  CHECK(rep->refused == refusal::none);
+  CHECK(rep->match == 4);
+  CHECK(r.disk.at(3)->epoch == 3);
+  CHECK(r.core.leader() == n3);
+}
+
+TEST_CASE("a follower never truncates below its commit point",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.in(n1, append_req{1,
+                      {0, 0},
+                      {make_entry(1, 1, entry_kind::data, "a"),
+                       make_entry(1, 2, entry_kind::data, "b")},
+                      2});
+  CHECK(r.core.commit() == 2);
+  auto out = r.in(
+      n3, append_req{2, {1, 1}, {make_entry(2, 2, entry_kind::data, "x")}, 0});
+  CHECK_FALSE(out.write.truncate_after);
+  CHECK(r.disk.hard().damaged);
+  CHECK(r.disk.at(2)->payload == "b");
+}
+
+TEST_CASE("a bad checksum marks the follower damaged; it refuses entries until "
+          "a snapshot, and votes as damaged",
+          "[cluster][replica]") {
+  replica r(n2);
+  auto e = make_entry(1, 1, entry_kind::data, "a");
+  e.payload = "rotted";
+  auto out = r.in(n1, append_req{1, {0, 0}, {e}, 0});
+  CHECK(r.disk.hard().damaged);
+  CHECK(r.disk.last().seq == 0);
+  auto* rep = sent<append_rep>(out.after_sync, n1);
+  REQUIRE(rep);
+  CHECK(rep->refused == refusal::damaged);
+  out = r.in(
+      n1, append_req{1, {0, 0}, {make_entry(1, 1, entry_kind::data, "a")}, 0});
+  CHECK(sent<append_rep>(out.after_sync, n1)->refused == refusal::damaged);
+  out = r.in(n3, fence_req{2, std::nullopt});
+  CHECK(sent<fence_rep>(out.after_sync, n3)->damaged);
+  sim_disk leader(1000);
+  writes w;
+  w.append = {make_entry(1, 1, entry_kind::data, "a"),
+              make_entry(1, 2, entry_kind::data, "b")};
+  leader.write(w);
+  out = r.in(n3, snapshot_req{2, leader.take_snapshot(), 2});
+  CHECK_FALSE(r.disk.hard().damaged);
+  CHECK(r.disk.last() == log_pos{1, 2});
+  CHECK(sent<append_rep>(out.after_sync, n3)->match == 2);
+}
+
+TEST_CASE("a follower whose disk is full refuses entries and says so",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.disk.full = true;
+  auto out = r.core.on_message(
+      {n1, n2,
+       append_req{1, {0, 0}, {make_entry(1, 1, entry_kind::data, "a")}, 0}},
+      1);
+  REQUIRE(r.disk.write(out.write) == write_result::disk_full);
+  out = r.core.write_failed(write_result::disk_full, 1);
+  auto* rep = sent<append_rep>(out.send, n1);
+  REQUIRE(rep);
+  CHECK(rep->refused == refusal::disk_full);
+  CHECK(r.disk.last().seq == 0);
+}
+
+TEST_CASE("a new leader writes its epoch and an epoch_start entry, and serves "
+          "once a majority synced that entry",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.write(1, {"a"});
+  r.make_leader(2);
+  CHECK(r.core.current_role() == role::leader);
+  CHECK(r.disk.hard() == hard_state{2, n1, false});
+  CHECK(r.disk.at(2)->kind == entry_kind::epoch_start);
+  CHECK(r.core.write_epoch() == 2u);
+  r.run(r.core.synced(2, 1));
+  CHECK_FALSE(r.core.serving());
+  CHECK(r.core.commit() == 0);
+  auto out = r.in(n2, append_rep{2, refusal::none, 2, {}});
+  CHECK(out.committed == 2u);
+  CHECK(r.core.serving());
+}
+
+TEST_CASE("a leader commits an older epoch's entry only under one of its own "
+          "epoch",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.write(1, {"a", "b"});
+  r.make_leader(3);
+  r.run(r.core.synced(3, 1));
+  // n2 has seq 2 (epoch 1) but not yet the epoch_start at seq 3: a majority
+  // holds seq 2, which commits nothing while it is epoch 1's.
+  auto out = r.in(n2, append_rep{3, refusal::none, 2, {}});
+  CHECK_FALSE(out.committed);
+  CHECK(r.core.commit() == 0);
+  out = r.in(n2, append_rep{3, refusal::none, 3, {}});
+  CHECK(out.committed == 3u);
+}
+
+TEST_CASE("a leader counts no acknowledgement sent in an older epoch",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.make_leader(2);
+  r.run(r.core.synced(1, 1));
+  auto out = r.in(n2, append_rep{1, refusal::none, 1, {}});
+  CHECK_FALSE(out.committed);
+  CHECK(r.core.peers().at(n2).match == 0);
+}
+
+TEST_CASE("a leader that hears of a newer epoch steps down and keeps its "
+          "promise",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.make_leader(2);
+  auto out = r.in(n2, append_rep{5, refusal::stale_epoch, 0, {}});
+  CHECK(r.core.current_role() != role::leader);
+  CHECK_FALSE(r.core.write_epoch());
+  CHECK(r.disk.hard().epoch == 5);
+  bool deposed = false;
+  for (auto& n : out.notices)
+    deposed |= n.kind == notice_kind::deposed;
+  CHECK(deposed);
+}
+
+TEST_CASE("a leader back from a restart never leads its old epoch again: it "
+          "asks for an election that expects that epoch",
+          "[cluster][replica][restart]") {
+  sim_disk disk(1000);
+  writes w;
+  w.hard = hard_state{4, n1, false};
+  disk.write(w);
+  replica_core core(replica::config(n1), disk);
+  auto out = core.start(0);
+  CHECK(core.current_role() == role::fenced);
+  CHECK_FALSE(core.write_epoch());
+  REQUIRE(out.notices.size() == 1);
+  CHECK(out.notices[0].kind == notice_kind::restart_election);
+  CHECK(out.notices[0].epoch == 4);
+}
+
+TEST_CASE("a restarted leader's fence moves no replica that follows another "
+          "leader or a newer epoch",
+          "[cluster][replica][restart]") {
+  replica follows_n1(n2);
+  follows_n1.in(n1, append_req{4, {0, 0}, {}, 0});
+  auto out = follows_n1.in(n1, fence_req{5, 4});
+  CHECK(sent<fence_rep>(out.after_sync, n1)->granted);
+
+  replica follows_n3(n2);
+  follows_n3.in(n3, append_req{4, {0, 0}, {}, 0});
+  out = follows_n3.in(n1, fence_req{5, 4});
+  auto* no = sent<fence_rep>(out.send, n1);
+  REQUIRE(no);
+  CHECK_FALSE(no->granted);
+  CHECK(no->leader == n3);
+}
