@@ -20,6 +20,8 @@ std::vector<envelope> election::start() const {
   std::vector<envelope> out;
   out.reserve(cfg_.replicas.size());
   for (auto n : cfg_.replicas) {
+    if (cfg_.self_last && n == cfg_.coordinator)
+      continue;
     // Built in place: g++ 12 warns (wrongly) that a braced temporary's
     // variant may be used uninitialized.
     auto& e = out.emplace_back();
@@ -28,6 +30,12 @@ std::vector<envelope> election::start() const {
     e.msg.emplace<fence_req>(fence_req{cfg_.epoch, cfg_.expect});
   }
   return out;
+}
+
+std::vector<envelope> election::lead_again() const {
+  if (state_ != election_state::elected)
+    return {};
+  return {{cfg_.coordinator, *chosen_, lead_req{cfg_.epoch}}};
 }
 
 void election::give_up() {
@@ -77,6 +85,11 @@ std::vector<envelope> election::decide() {
          + std::to_string(highest_)
          + (leader_seen_ ? ", led by " + name_of(*leader_seen_) : "") + ")");
     return {};
+  }
+  if (cfg_.self_last && !self_asked_ && good + 1 >= quorum) {
+    self_asked_ = true;
+    return {{cfg_.coordinator, cfg_.coordinator,
+             fence_req{cfg_.epoch, cfg_.expect}}};
   }
   if (good < quorum)
     return {};

@@ -27,6 +27,10 @@ struct election_config {
   std::optional<node_id> to;
   /// Among replicas with the longest log, this one wins.
   std::optional<node_id> prefer;
+  /// Fence the coordinator's own replica only once the others' grants make
+  /// a majority with it (a restarted leader: a refused election must not
+  /// raise its own epoch, which would depose a healthy leader on contact).
+  bool self_last = false;
 };
 
 enum class election_state : std::uint8_t { running, elected, failed };
@@ -41,6 +45,9 @@ public:
   std::vector<envelope> on_reply(node_id from, const fence_rep& r);
   /// The coordinator gives up (its deadline passed): nothing more is sent.
   void give_up();
+  /// Once elected, the `lead_req` again (a lost one would leave the slot
+  /// without a leader; taking office twice is refused by the replica).
+  std::vector<envelope> lead_again() const;
 
   election_state state() const noexcept {
     return state_;
@@ -75,6 +82,7 @@ private:
   std::string reason_;
   epoch_t highest_ = 0;
   std::optional<node_id> leader_seen_;
+  bool self_asked_ = false;
 };
 
 } // namespace spool::cluster

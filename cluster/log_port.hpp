@@ -55,8 +55,10 @@ public:
   virtual snapshot take_snapshot() const = 0;
   /// Carries out `w` (not yet synced).
   virtual write_result write(const writes& w) = 0;
-  /// Makes every write carried out so far durable.
-  virtual void sync() = 0;
+  /// Makes every write carried out so far durable; false when it failed
+  /// (then nothing that waits for it may leave: the shell drops the
+  /// `after_sync` messages and calls `write_failed`).
+  virtual bool sync() = 0;
 };
 
 } // namespace spool::cluster

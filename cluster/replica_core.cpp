@@ -45,9 +45,10 @@ std::optional<epoch_t> replica_core::write_epoch() const {
   return log_.hard().epoch;
 }
 
-ready replica_core::start(millis) {
+ready replica_core::start(millis now) {
   begin_step();
   ready out;
+  last_restart_try_ = now;
   auto h = log_.hard();
   if (h.leader == cfg_.self) {
     // It led before this restart. It never leads that epoch again: its
@@ -61,7 +62,7 @@ ready replica_core::start(millis) {
   } else {
     role_ = h.leader ? role::follower : role::fenced;
   }
-  return out;
+  return finish(std::move(out));
 }
 
 ready replica_core::on_message(const envelope& m, millis now) {
@@ -78,27 +79,38 @@ ready replica_core::on_message(const envelope& m, millis now) {
   else if (auto* r = std::get_if<append_rep>(&m.msg))
     on_append_rep(m.from, *r, out, now);
   // A fence_rep is the coordinator's (election.hpp), not a replica's.
+  return finish(std::move(out));
+}
+
+ready replica_core::finish(ready out) {
+  step_applies_ = !out.write.append.empty() || out.write.install.has_value();
   return out;
 }
 
 ready replica_core::write_failed(write_result r, millis) {
   ready out;
-  // Memory follows disk: what the step chose is void. Stepping down is
-  // always safe; a follower answers the leader that its disk refused, or
-  // turns damaged when applying failed.
-  if (role_ == role::leader)
-    step_down(out);
+  // Memory follows disk: what the step chose is void, and the shell
+  // dropped its messages and notices. Stepping down is always safe: a
+  // leader before the step is told it no longer leads (a leader made by
+  // the step was never announced).
+  bool applied = step_applies_;
+  if (before_.r == role::leader)
+    out.notices.push_back({notice_kind::deposed, log_.hard().epoch, {}, {}});
+  peers_.clear();
+  serving_ = false;
   commit_ = before_.commit;
   restart_pending_ = before_.restart_pending;
   auto h = log_.hard();
   role_ = h.leader && h.leader != cfg_.self ? role::follower : role::fenced;
   begin_step();
+  // A follower answers the leader that its disk refused; it turns damaged
+  // only when applying entries failed (not a hard state's write).
   if (r == write_result::disk_full && last_from_) {
     reply(*last_from_, {h.epoch, refusal::disk_full, 0, {}}, out, false);
-  } else if (r == write_result::failed && last_from_) {
+  } else if (r == write_result::failed && applied && last_from_) {
     mark_damaged(*last_from_, out);
   }
-  return out;
+  return finish(std::move(out));
 }
 
 // --- fencing --------------------------------------------------------------
@@ -308,13 +320,20 @@ void replica_core::on_snapshot(node_id from, const snapshot_req& r,
   last_from_ = from;
   follow(r.epoch, from, out);
   const auto& at = r.snap.through;
+  if (!checksum_ok(r.snap)) {
+    mark_damaged(from, out);
+    return;
+  }
   if (!h.damaged && log_.epoch_at(at.seq) == at.epoch) {
     // Already holds it (a duplicate, or the leader was not sure).
     reply(from, {r.epoch, refusal::none, at.seq, {}}, out, true);
     return;
   }
-  if (!h.damaged && (at.seq < log_.base().seq || at.seq < commit_))
-    return; // an older copy than what it holds, late: never go back
+  // Never go back, damaged or not: everything its log holds may have been
+  // acknowledged (and counted) already. A late, older copy is dropped; the
+  // leader sends a newer one.
+  if (at < log_.last() || at.seq < commit_)
+    return;
   auto nh = hard_after(out, log_);
   nh.damaged = false;
   out.write.hard = nh;

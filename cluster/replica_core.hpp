@@ -183,7 +183,11 @@ private:
   void begin_step() {
     before_ = {role_, commit_, restart_pending_};
   }
+  /// Every input returns through here: notes whether the step applies
+  /// entries (for `write_failed`).
+  ready finish(ready out);
   memo before_;
+  bool step_applies_ = false;
   /// It led before a restart and has not found its place yet.
   bool restart_pending_ = false;
   millis last_restart_try_ = 0;
@@ -191,6 +195,10 @@ private:
   std::map<node_id, peer_progress> peers_;
   seq_t self_match_ = 0;
   seq_t epoch_start_ = 0;
+  /// Its `(epoch, self)` and `epoch_start` are synced: until then nothing
+  /// of the epoch leaves this node, so a crash before it leaves no trace
+  /// and a repeated `lead` cannot make a second reign of the epoch.
+  bool office_synced_ = false;
   bool serving_ = false;
 };
 

@@ -16,6 +16,7 @@ void replica_core::become_leader(epoch_t epoch, ready& out, millis now) {
   role_ = role::leader;
   restart_pending_ = false;
   serving_ = false;
+  office_synced_ = false;
   epoch_start_ = last.seq + 1;
   // Everything it holds was synced before it granted the fence.
   self_match_ = last.seq;
@@ -30,8 +31,8 @@ void replica_core::become_leader(epoch_t epoch, ready& out, millis now) {
     auto& p = peers_[n];
     p.next = epoch_start_;
     p.last_ack = now;
-    ship(n, p, out, now, true);
   }
+  // Nothing ships before the office is synced (`synced`).
 }
 
 void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
@@ -44,10 +45,12 @@ void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
   auto epoch = log_.hard().epoch;
   if (out.write.hard)
     epoch = out.write.hard->epoch;
+  if (!office_synced_)
+    return;
   if (p.refused == refusal::damaged || p.refused == refusal::needs_snapshot
       || p.next <= base.seq) {
-    if (now - p.last_send < cfg_.retry && p.last_send != 0 && !heartbeat)
-      return;
+    if (p.last_send != 0 && now - p.last_send < cfg_.retry)
+      return; // one copy per retry interval: it is the slot's whole state
     // What it needs is no longer in the log, or it lost faith in its own
     // copy: the whole state, then entries from there.
     snapshot_req s{epoch, log_.take_snapshot(), commit_};
@@ -72,7 +75,8 @@ void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
         epoch, {log_.epoch_at(prev).value_or(0), prev}, {}, commit_};
   };
   if (p.probing) {
-    if (p.paused && !heartbeat)
+    // One probe out at a time, sent again after the retry interval.
+    if (p.paused && (!heartbeat || now - p.last_send < cfg_.retry))
       return;
     auto a = append_at(p.next - 1);
     a.entries = batch_from(p.next);
@@ -98,7 +102,8 @@ void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
     // At what it surely holds, so that a heartbeat overtaking appends in
     // flight is no mismatch.
     p.last_send = now;
-    out.send.push_back({cfg_.self, to, append_at(p.match)});
+    out.send.push_back(
+        {cfg_.self, to, append_at(std::max(p.match, log_.base().seq))});
   }
 }
 
@@ -106,20 +111,25 @@ ready replica_core::local_appended(millis now) {
   begin_step();
   ready out;
   if (role_ != role::leader)
-    return out;
+    return finish(std::move(out));
   for (auto& [n, p] : peers_)
     ship(n, p, out, now, false);
-  return out;
+  return finish(std::move(out));
 }
 
-ready replica_core::synced(seq_t through, millis) {
+ready replica_core::synced(seq_t through, millis now) {
   begin_step();
   ready out;
   if (role_ != role::leader)
-    return out;
+    return finish(std::move(out));
   self_match_ = std::max(self_match_, std::min(through, log_.last().seq));
+  if (!office_synced_ && through >= epoch_start_) {
+    office_synced_ = true;
+    for (auto& [n, p] : peers_)
+      ship(n, p, out, now, true);
+  }
   advance_commit(out);
-  return out;
+  return finish(std::move(out));
 }
 
 ready replica_core::tick(millis now) {
@@ -134,7 +144,7 @@ ready replica_core::tick(millis now) {
         {notice_kind::restart_election, log_.hard().epoch, {}, {}});
   }
   if (role_ != role::leader)
-    return out;
+    return finish(std::move(out));
   for (auto& [n, p] : peers_) {
     if (!p.probing && p.next > p.match + 1 && now - p.last_ack >= cfg_.retry) {
       // Sent, and no progress for a while: lost on the way. Go back to what
@@ -149,7 +159,7 @@ ready replica_core::tick(millis now) {
       continue;
     ship(n, p, out, now, beat);
   }
-  return out;
+  return finish(std::move(out));
 }
 
 void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
@@ -179,7 +189,9 @@ void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
     if (r.match > p.match)
       p.last_ack = now;
     p.match = std::max(p.match, r.match);
-    if (p.probing) {
+    // The probe is taken (an answer to an older append or a heartbeat
+    // below it ends nothing).
+    if (p.probing && r.match >= p.probe_prev) {
       p.probing = p.paused = false;
       p.next = p.match + 1;
     }

@@ -24,4 +24,17 @@ entry make_entry(epoch_t epoch, seq_t seq, entry_kind kind,
   return e;
 }
 
+snapshot make_snapshot(log_pos through, std::string data) {
+  snapshot s{through, std::move(data), 0};
+  s.checksum
+      = checksum_of(through.epoch, through.seq, entry_kind::data, s.data);
+  return s;
+}
+
+bool checksum_ok(const snapshot& s) noexcept {
+  return s.checksum
+         == checksum_of(s.through.epoch, s.through.seq, entry_kind::data,
+                        s.data);
+}
+
 } // namespace spool::cluster

@@ -88,6 +88,12 @@ struct hard_state {
 struct snapshot {
   log_pos through;
   std::string data;
+  /// Over `through` and `data` (`make_snapshot`), checked on receipt.
+  std::uint64_t checksum = 0;
 };
+
+/// A snapshot with its checksum filled in.
+snapshot make_snapshot(log_pos through, std::string data);
+bool checksum_ok(const snapshot& s) noexcept;
 
 } // namespace spool::cluster

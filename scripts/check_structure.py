@@ -70,7 +70,7 @@ ALLOWED = {
     "config": {"vocab", "config"},
     # Replication's pure state machines: nothing but their own types.
     "cluster": {"cluster"},
-    "core": {"vocab", "storage", "config", "core"},
+    "core": {"vocab", "storage", "config", "cluster", "core"},
     "node": {"vocab", "node"},
     "actors": {"vocab", "storage", "config", "core", "node", "actors"},
     "gateway": {"vocab", "storage", "config", "core", "node", "actors",

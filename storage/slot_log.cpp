@@ -5,6 +5,7 @@
 
 #include "storage/keys.hpp"
 #include "storage/record_codec.hpp"
+#include "storage/slot_replica.hpp"
 
 namespace spool::storage {
 
@@ -57,10 +58,6 @@ mutation as_logged(const mutation& m) {
   return m;
 }
 
-expected<void> put_meta(txn& t, slot_t s, const slot_log_meta& m) {
-  return put_record(t, t.db().slot_log, meta_key(s), m);
-}
-
 expected<std::optional<log_entry>> get_raw(txn& t, slot_t s,
                                            std::uint64_t seq) {
   auto v = t.get(t.db().slot_log, entry_key(s, seq));
@@ -99,6 +96,7 @@ expected<std::uint64_t> number(txn& t, slot_t s, log_entry& e,
   m->bytes += value.size();
   // A few old entries per batch: the log keeps up with any write rate. The
   // newest entry always stays.
+  std::optional<std::uint64_t> trimmed_epoch;
   for (int i = 0; i < 4 && m->first_seq < m->last_seq; ++i) {
     auto kept = m->last_seq - m->first_seq + 1;
     if (kept <= keep.entries && m->bytes <= keep.bytes)
@@ -106,15 +104,27 @@ expected<std::uint64_t> number(txn& t, slot_t s, log_entry& e,
     auto size = entry_bytes(t, s, m->first_seq);
     if (!size)
       return std::move(size).err();
+    auto epoch = epoch_of(t, s, m->first_seq);
+    if (!epoch)
+      return std::move(epoch).err();
+    trimmed_epoch = epoch->value_or(0);
     SPOOL_TRY(t.del(t.db().slot_log, entry_key(s, m->first_seq)));
     m->bytes -= std::min(*size, m->bytes);
     ++m->first_seq;
   }
+  // A replica's log position starts after the last entry trimmed: its
+  // epoch is kept (`base_epoch`).
+  if (trimmed_epoch)
+    SPOOL_TRY(put_base_epoch(t, s, *trimmed_epoch));
   SPOOL_TRY(put_meta(t, s, *m));
   return seq;
 }
 
 } // namespace
+
+expected<void> put_meta(txn& t, slot_t s, const slot_log_meta& m) {
+  return put_record(t, t.db().slot_log, meta_key(s), m);
+}
 
 expected<slot_log_meta> meta(txn& t, slot_t s) {
   auto v = t.get(t.db().slot_log, meta_key(s));

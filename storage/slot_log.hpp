@@ -67,6 +67,7 @@ namespace slot_log {
 
 /// Where slot `s`'s log stands (a slot never written: seq 0, epoch 1).
 expected<slot_log_meta> meta(txn& t, slot_t s);
+expected<void> put_meta(txn& t, slot_t s, const slot_log_meta& m);
 
 /// Numbers batch `b`, just applied in `t` with its writes recorded in
 /// `undo` (`txn::record_undo`): one entry per slot it names, each with the

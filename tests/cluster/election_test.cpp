@@ -45,7 +45,7 @@ TEST_CASE("an election never chooses a damaged replica nor counts it",
 }
 
 TEST_CASE("promote --to is honoured only when that node holds the longest "
-          "log; otherwise it is refused naming the node that does",
+          "log, and otherwise it is refused naming the node that does",
           "[cluster][election]") {
   election yes(config(n3));
   yes.on_reply(n1, granted(5, {2, 3}));
@@ -87,4 +87,32 @@ TEST_CASE("an election gives up at its deadline and ignores answers to "
   e.give_up();
   CHECK(e.state() == election_state::failed);
   CHECK(e.reason() == "no majority answered the fence for epoch 5 in time");
+}
+
+TEST_CASE("a restarted leader's election fences its own replica only once the "
+          "others' grants make a majority with it",
+          "[cluster][election]") {
+  election_config c{n1, {n1, n2, n3}, 5, 4, std::nullopt, n1, true};
+  election e(c);
+  auto fences = e.start();
+  REQUIRE(fences.size() == 2);
+  for (auto& f : fences)
+    CHECK(f.to != n1);
+  auto out = e.on_reply(n2, granted(5, {4, 9}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n1);
+  CHECK(std::holds_alternative<fence_req>(out[0].msg));
+  out = e.on_reply(n1, granted(5, {4, 9}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n1); // preferred among equal logs
+  CHECK(std::holds_alternative<lead_req>(out[0].msg));
+  CHECK(e.lead_again().size() == 1);
+
+  election refused(c);
+  refused.start();
+  CHECK(refused.on_reply(n2, {5, false, 6, n3, {}, false}).empty());
+  CHECK(refused.on_reply(n3, {5, false, 6, n3, {}, false}).empty());
+  CHECK(refused.state() == election_state::failed);
+  CHECK(refused.leader_seen() == n3);
+  CHECK(refused.lead_again().empty());
 }

@@ -172,7 +172,7 @@ TEST_CASE("a follower never truncates below its commit point",
   CHECK(r.disk.at(2)->payload == "b");
 }
 
-TEST_CASE("a bad checksum marks the follower damaged; it refuses entries until "
+TEST_CASE("a bad checksum marks the follower damaged: it refuses entries until "
           "a snapshot, and votes as damaged",
           "[cluster][replica]") {
   replica r(n2);
@@ -306,4 +306,97 @@ TEST_CASE("a restarted leader's fence moves no replica that follows another "
   REQUIRE(no);
   CHECK_FALSE(no->granted);
   CHECK(no->leader == n3);
+}
+
+TEST_CASE("a new leader sends nothing of its epoch before its office is "
+          "synced, so a crash before that leaves no trace of the reign",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.in(n3, fence_req{2, std::nullopt});
+  auto out = r.core.on_message({n3, n1, lead_req{2}}, 1);
+  CHECK(out.send.empty());
+  CHECK(out.after_sync.empty());
+  REQUIRE(r.disk.write(out.write) == write_result::ok);
+  out = r.core.local_appended(2);
+  CHECK(out.send.empty());
+  out = r.core.synced(r.disk.last().seq, 3);
+  CHECK(sent<append_req>(out.send, n2));
+  CHECK(sent<append_req>(out.send, n3));
+}
+
+TEST_CASE("a follower never installs a snapshot older than its log, damaged "
+          "or not",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.in(n1, append_req{1,
+                      {0, 0},
+                      {make_entry(1, 1, entry_kind::data, "a"),
+                       make_entry(1, 2, entry_kind::data, "b"),
+                       make_entry(1, 3, entry_kind::data, "c")},
+                      0});
+  sim_disk older(1000);
+  writes w;
+  w.append = {make_entry(1, 1, entry_kind::data, "a")};
+  older.write(w);
+  auto snap = older.take_snapshot();
+  r.disk.fail_next = true;
+  auto out = r.core.on_message(
+      {n1, n2,
+       append_req{1, {1, 3}, {make_entry(1, 4, entry_kind::data, "d")}, 0}},
+      1);
+  REQUIRE(r.disk.write(out.write) == write_result::failed);
+  r.run(r.core.write_failed(write_result::failed, 1));
+  REQUIRE(r.disk.hard().damaged);
+  out = r.in(n1, snapshot_req{1, snap, 0});
+  CHECK(out.write.empty());
+  CHECK(r.disk.last() == log_pos{1, 3});
+  CHECK(r.disk.hard().damaged);
+}
+
+TEST_CASE("a snapshot whose checksum does not match is refused and the "
+          "follower turns damaged",
+          "[cluster][replica]") {
+  replica r(n2);
+  sim_disk leader(1000);
+  writes w;
+  w.append = {make_entry(1, 1, entry_kind::data, "a")};
+  leader.write(w);
+  auto snap = leader.take_snapshot();
+  snap.data += "!";
+  auto out = r.in(n1, snapshot_req{1, snap, 1});
+  CHECK(r.disk.last().seq == 0);
+  CHECK(r.disk.hard().damaged);
+  CHECK(sent<append_rep>(out.after_sync, n1)->refused == refusal::damaged);
+}
+
+TEST_CASE("a leader whose step-down write fails is still told it no longer "
+          "leads, and memory follows the disk",
+          "[cluster][replica][leader]") {
+  replica r(n1);
+  r.make_leader(2);
+  r.disk.full = true;
+  auto out = r.core.on_message(
+      {n2, n1, append_rep{5, refusal::stale_epoch, 0, {}}}, 1);
+  REQUIRE(r.disk.write(out.write) == write_result::disk_full);
+  out = r.core.write_failed(write_result::disk_full, 1);
+  CHECK(r.core.current_role() != role::leader);
+  bool deposed = false;
+  for (auto& n : out.notices)
+    deposed |= n.kind == notice_kind::deposed;
+  CHECK(deposed);
+  CHECK(r.disk.hard().epoch == 2);
+}
+
+TEST_CASE("a fence whose write fails leaves the replica undamaged and "
+          "unanswered",
+          "[cluster][replica]") {
+  replica r(n2);
+  r.disk.fail_next = true;
+  auto out = r.core.on_message({n3, n2, fence_req{4, std::nullopt}}, 1);
+  REQUIRE(r.disk.write(out.write) == write_result::failed);
+  out = r.run(r.core.write_failed(write_result::failed, 1));
+  CHECK_FALSE(r.disk.hard().damaged);
+  CHECK(r.disk.hard().epoch == 0);
+  CHECK(out.send.empty());
+  CHECK(out.after_sync.empty());
 }

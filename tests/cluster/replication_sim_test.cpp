@@ -2,7 +2,8 @@
 // real core, and once per planted bug (SPOOL_PLANT_*: tests/CMakeLists.txt),
 // where the test instead requires that some seed finds the bug.
 //
-// SPOOL_SIM_SEEDS=N runs N seeds (default: sim_seeds below);
+// SPOOL_SIM_SEEDS=N runs N seeds (default: sim_seeds below) from
+// SPOOL_SIM_FIRST (default 1);
 // SPOOL_SIM_SEED=S replays seed S alone and prints its trace.
 
 #include <catch2/catch.hpp>
@@ -54,8 +55,9 @@ TEST_CASE("replication keeps every invariant over thousands of seeded runs "
     return;
   }
   auto seeds = env_or("SPOOL_SIM_SEEDS", sim_seeds);
+  auto first = env_or("SPOOL_SIM_FIRST", 1);
   sim_result total;
-  for (std::uint64_t seed = 1; seed <= seeds; ++seed) {
+  for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
     auto r = run({seed});
     if (!r.ok) {
       std::cout << r.trace << r.failure << "\nreplay: SPOOL_SIM_SEED=" << seed

@@ -33,6 +33,7 @@ struct node_state {
   std::vector<envelope> held;
   seq_t commit_seen = 0;
   epoch_t highest_seen = 0;
+  millis lead_sent = 0;
 };
 
 struct proposal {
@@ -178,8 +179,10 @@ private:
         check_holds_committed(s, "after a snapshot", true);
       }
     }
-    for (auto& e : r.send)
+    for (auto& e : r.send) {
+      check_sent(e);
       post(std::move(e));
+    }
     for (auto& e : r.after_sync)
       s.held.push_back(std::move(e));
     for (auto& n : r.notices)
@@ -205,9 +208,12 @@ private:
       check_holds_committed(s, "serving", false, n.epoch);
       return;
     case notice_kind::restart_election:
+      // Above every epoch it knows of, expecting nobody moved past it; its
+      // own replica is fenced last, so a refused try leaves it as it was.
       if (!s.elect) {
-        auto e = s.disk->hard().epoch;
-        start_election(s, {s.id, cfg_.replicas, e + 1, e, std::nullopt, s.id});
+        auto e = std::max(s.disk->hard().epoch, s.highest_seen);
+        start_election(
+            s, {s.id, cfg_.replicas, e + 1, e, std::nullopt, s.id, true});
       }
       return;
     default:
@@ -236,6 +242,36 @@ private:
     }
   }
 
+  /// What leaves a node was synced there first (an append's entries), so
+  /// one (epoch, seq) carries one payload in every message ever sent: two
+  /// would be two reigns of one epoch.
+  void check_sent(const envelope& e) {
+    auto* a = std::get_if<append_req>(&e.msg);
+    if (!a)
+      return;
+    for (auto& x : a->entries) {
+      auto [it, fresh] = sent_.emplace(std::pair{x.epoch, x.seq}, x.payload);
+      if (!fresh && it->second != x.payload)
+        fail("two payloads sent at epoch " + std::to_string(x.epoch) + " seq "
+             + std::to_string(x.seq));
+    }
+  }
+
+  /// The newest committed entry is synced on a majority.
+  void check_quorum_holds() {
+    if (committed_.empty())
+      return;
+    auto& [seq, e] = *committed_.rbegin();
+    std::size_t holders = 0;
+    for (auto& s : nodes_)
+      if (auto* mine = s.disk->synced_at(seq);
+          mine && mine->epoch == e.epoch && mine->payload == e.payload)
+        ++holders;
+    if (holders < nodes_.size() / 2 + 1)
+      fail("committed seq " + std::to_string(seq) + " is synced on "
+           + std::to_string(holders) + " replicas only");
+  }
+
   void observe_commit(node_state& s) {
     auto c = s.core->commit();
     if (c < s.commit_seen)
@@ -257,6 +293,7 @@ private:
              + ", before: epoch " + std::to_string(it->second.epoch) + ")");
     }
     s.commit_seen = c;
+    check_quorum_holds();
   }
 
   void acknowledge(node_state& s, seq_t c) {
@@ -317,6 +354,11 @@ private:
       a->entries[pick(a->entries.size())].payload += "!"; // bit rot on the way
       note("corrupted an append to " + name(e.to));
     }
+    if (auto* s = std::get_if<snapshot_req>(&e.msg);
+        s && faults_ && chance(0.05) && !any_damaged()) {
+      s->snap.data += "!";
+      note("corrupted a snapshot to " + name(e.to));
+    }
     note(name(e.from) + "->" + name(e.to) + " " + describe(e.msg));
     if (auto* r = std::get_if<fence_rep>(&e.msg)) {
       if (!t.elect)
@@ -330,7 +372,13 @@ private:
   }
 
   void flush(node_state& s) {
-    s.disk->sync();
+    if (!s.disk->sync()) {
+      // A failed fsync stops the node (as databases do since fsyncgate):
+      // it restarts from what is durable.
+      note(name(s.id) + "'s sync failed");
+      crash(s);
+      return;
+    }
     auto held = std::move(s.held);
     s.held.clear();
     for (auto& e : held)
@@ -342,6 +390,12 @@ private:
     if (s.elect && now_ >= s.elect_deadline) {
       s.elect->give_up();
       end_election(s);
+      s.elect.reset();
+    }
+    if (s.elect && now_ - s.lead_sent >= cfg_.retry) {
+      s.lead_sent = now_;
+      for (auto& e : s.elect->lead_again())
+        post(std::move(e));
     }
     carry_out(s, s.core->tick(now_));
   }
@@ -364,7 +418,9 @@ private:
     else
       note(name(s.id) + " election chose " + name(*s.elect->chosen()));
     s.highest_seen = std::max(s.highest_seen, s.elect->highest_seen());
-    s.elect.reset();
+    // An elected one stays until its deadline, sending `lead` again.
+    if (s.elect->state() == election_state::failed)
+      s.elect.reset();
   }
 
   void promote(node_state& s, std::optional<node_id> to) {
@@ -397,6 +453,10 @@ private:
     s.elect.reset();
     s.held.clear();
     s.commit_seen = 0;
+    // Its writer's unanswered writes die with it: their clients got no
+    // answer (they retry with their transactionId).
+    std::erase_if(proposals_,
+                  [&](const proposal& p) { return p.at == s.id && !p.acked; });
   }
 
   // --- the schedule ------------------------------------------------------
@@ -515,7 +575,10 @@ private:
       return;
     }
     case fail_write:
-      if (s && !any_damaged()) {
+      if (s && chance(0.3)) {
+        s->disk->fail_sync = true;
+        note(name(s->id) + "'s next sync fails");
+      } else if (s && !any_damaged()) {
         s->disk->fail_next = true;
         note(name(s->id) + "'s next write fails");
       }
@@ -552,6 +615,7 @@ private:
     for (auto& s : nodes_) {
       s.disk->full = false;
       s.disk->fail_next = false;
+      s.disk->fail_sync = false;
       if (!s.alive)
         boot(s);
     }
@@ -628,6 +692,7 @@ private:
   double duplicate_ = 0;
   millis now_ = 1;
   std::map<seq_t, entry> committed_;
+  std::map<std::pair<epoch_t, seq_t>, std::string> sent_;
   /// The oldest epoch in which a replica knew each seq committed.
   std::map<seq_t, epoch_t> commit_epoch_;
   std::map<epoch_t, node_id> leaders_;

@@ -42,7 +42,7 @@ std::vector<entry> sim_disk::read(seq_t from, std::size_t max_count,
 }
 
 snapshot sim_disk::take_snapshot() const {
-  return {last(), encode_history(now_.history)};
+  return make_snapshot(last(), encode_history(now_.history));
 }
 
 write_result sim_disk::write(const writes& w) {
@@ -50,7 +50,7 @@ write_result sim_disk::write(const writes& w) {
     fail_next = false;
     return write_result::failed;
   }
-  if (full && (!w.append.empty() || w.install))
+  if (full)
     return write_result::disk_full;
   image next = now_;
   if (w.hard)

@@ -31,18 +31,31 @@ public:
                           std::size_t max_bytes) const override;
   snapshot take_snapshot() const override;
   write_result write(const writes& w) override;
-  void sync() override {
+  bool sync() override {
+    if (fail_sync) {
+      fail_sync = false;
+      return false; // what was written stays, not durable
+    }
     synced_ = now_;
+    return true;
   }
 
   /// The node crashed: what was not synced is gone.
   void crash() {
     now_ = synced_;
   }
-  /// Appends fail with `disk_full` while set.
+  /// Writes fail with `disk_full` while set.
   bool full = false;
   /// The next write fails as an apply that went wrong.
   bool fail_next = false;
+  /// The next sync fails.
+  bool fail_sync = false;
+  /// The entry at `seq` as synced (what a crash would leave).
+  const entry* synced_at(seq_t seq) const {
+    if (seq == 0 || seq > synced_.history.size())
+      return nullptr;
+    return &synced_.history[seq - 1];
+  }
 
   /// Damaged now, or after a crash (the synced hard state).
   bool damaged_or_may_be() const noexcept {

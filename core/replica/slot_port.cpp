@@ -1,0 +1,203 @@
+#include "core/replica/slot_port.hpp"
+
+#include <utility>
+
+#include "storage/serial.hpp"
+#include "storage/slot_log.hpp"
+#include "storage/slot_replica.hpp"
+
+namespace spool::core {
+
+namespace sl = storage::slot_log;
+using namespace spool::cluster;
+
+namespace {
+
+/// An entry's payload: its mutations as the slot log serializes them.
+std::string payload_of(const storage::log_entry& e) {
+  std::string out;
+  storage::append_bytes(out, e.mutations);
+  return out;
+}
+
+hard_state hard_of(const storage::slot_replica& r) {
+  hard_state h;
+  h.epoch = r.epoch;
+  if (r.leader != 0)
+    h.leader = node_id{r.leader - 1};
+  h.damaged = r.damaged;
+  return h;
+}
+
+storage::slot_replica row_of(const hard_state& h) {
+  return {h.epoch, h.leader ? index_of(*h.leader) + 1 : 0, h.damaged};
+}
+
+} // namespace
+
+hard_state slot_port::hard() const {
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return {};
+  }
+  auto r = sl::replica(*t, slot_);
+  if (!r) {
+    error_ = std::move(r).err();
+    return {};
+  }
+  return hard_of(*r);
+}
+
+log_pos slot_port::base() const {
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return {};
+  }
+  auto m = sl::meta(*t, slot_);
+  auto b = sl::base_epoch(*t, slot_);
+  if (!m || !b) {
+    error_ = !m ? std::move(m).err() : std::move(b).err();
+    return {};
+  }
+  if (m->first_seq <= 1)
+    return {};
+  return {*b, m->first_seq - 1};
+}
+
+log_pos slot_port::last() const {
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return {};
+  }
+  auto m = sl::meta(*t, slot_);
+  if (!m) {
+    error_ = std::move(m).err();
+    return {};
+  }
+  if (m->last_seq < m->first_seq)
+    return base();
+  auto e = sl::epoch_of(*t, slot_, m->last_seq);
+  if (!e) {
+    error_ = std::move(e).err();
+    return {};
+  }
+  return {e->value_or(0), m->last_seq};
+}
+
+std::optional<epoch_t> slot_port::epoch_at(seq_t seq) const {
+  auto b = base();
+  if (seq == b.seq)
+    return b.epoch;
+  if (seq < b.seq)
+    return std::nullopt;
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return std::nullopt;
+  }
+  auto e = sl::epoch_of(*t, slot_, seq);
+  if (!e) {
+    error_ = std::move(e).err();
+    return std::nullopt;
+  }
+  return *e;
+}
+
+std::vector<entry> slot_port::read(seq_t from, std::size_t max_count,
+                                   std::size_t max_bytes) const {
+  std::vector<entry> out;
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return out;
+  }
+  std::size_t bytes = 0;
+  for (auto seq = from; out.size() < max_count; ++seq) {
+    auto e = sl::read_entry(*t, slot_, seq);
+    if (!e) {
+      error_ = std::move(e).err();
+      break;
+    }
+    if (!*e)
+      break;
+    // An epoch_start entry (no mutation) travels with an empty payload.
+    auto payload = (*e)->mutations.empty() ? std::string{} : payload_of(**e);
+    if (!out.empty() && bytes + payload.size() > max_bytes)
+      break;
+    bytes += payload.size();
+    auto kind
+        = (*e)->mutations.empty() ? entry_kind::epoch_start : entry_kind::data;
+    out.push_back(make_entry((*e)->epoch, seq, kind, std::move(payload)));
+  }
+  return out;
+}
+
+snapshot slot_port::take_snapshot() const {
+  auto t = env_.read();
+  if (!t) {
+    error_ = std::move(t).err();
+    return {};
+  }
+  auto c = sl::copy(*t, slot_);
+  if (!c) {
+    error_ = std::move(c).err();
+    return {};
+  }
+  std::string data;
+  storage::append_bytes(data, *c);
+  return make_snapshot({c->epoch, c->seq}, std::move(data));
+}
+
+write_result slot_port::write(const writes& w) {
+  auto attempt = [&]() -> storage::expected<void> {
+    auto t = env_.write();
+    if (!t)
+      return std::move(t).err();
+    if (w.hard)
+      SPOOL_TRY(sl::put_replica(*t, slot_, row_of(*w.hard)));
+    if (w.truncate_after)
+      SPOOL_TRY(sl::truncate(*t, slot_, *w.truncate_after));
+    if (w.install) {
+      storage::slot_copy c;
+      if (!storage::from_bytes(w.install->data, c))
+        return storage::make_error(storage::ec::invalid_argument, "slot ",
+                                   slot_, ": a snapshot does not decode");
+      SPOOL_TRY(sl::install(*t, slot_, c));
+    }
+    for (const auto& e : w.append) {
+      storage::log_entry le;
+      le.epoch = e.epoch;
+      if (e.kind != entry_kind::epoch_start
+          && !storage::from_bytes(e.payload, le.mutations))
+        return storage::make_error(storage::ec::invalid_argument, "slot ",
+                                   slot_, " seq ", e.seq,
+                                   ": an entry does not decode");
+      SPOOL_TRY(sl::apply_entry(*t, slot_, e.seq, le, env_.options().slot_log));
+    }
+    return t->commit();
+  };
+  auto r = attempt();
+  if (!r && r.err().code == storage::ec::storage_full) {
+    // The map may grow (no transaction is open now); then once more.
+    if (auto grown = env_.grow(); grown)
+      r = attempt();
+  }
+  if (r)
+    return write_result::ok;
+  error_ = r.err();
+  return r.err().code == storage::ec::storage_full ? write_result::disk_full
+                                                   : write_result::failed;
+}
+
+bool slot_port::sync() {
+  if (auto r = env_.sync(); !r) {
+    error_ = std::move(r).err();
+    return false;
+  }
+  return true;
+}
+
+} // namespace spool::core

@@ -1,0 +1,51 @@
+#pragma once
+
+/// One slot's log in the node's LMDB store, as the replication core reads
+/// and writes it (`cluster::log_port`, docs/cluster.md). An entry on the
+/// wire is the slot log's entry: its mutations (segment bytes put back) as
+/// the payload, its epoch and seq; an `epoch_start` entry has no mutation.
+/// A follower applies an entry with `slot_log::apply_entry`, so it ends with
+/// the leader's rows byte for byte; a truncation is `slot_log::truncate`; a
+/// snapshot is the slot's whole key range (`slot_log::copy`).
+///
+/// Writes run in one write transaction each: call `write` where the node's
+/// single writer runs. Reads open a short read transaction each. A failed
+/// read answers as if nothing were stored there and keeps the error
+/// (`last_error`): the shell checks it after each step.
+
+#include <optional>
+
+#include "cluster/log_port.hpp"
+#include "storage/error.hpp"
+#include "storage/lmdb.hpp"
+#include "vocab/slot.hpp"
+
+namespace spool::core {
+
+class slot_port final : public cluster::log_port {
+public:
+  slot_port(storage::env& env, slot_t slot) : env_(env), slot_(slot) {
+  }
+
+  cluster::hard_state hard() const override;
+  cluster::log_pos base() const override;
+  cluster::log_pos last() const override;
+  std::optional<cluster::epoch_t> epoch_at(cluster::seq_t seq) const override;
+  std::vector<cluster::entry> read(cluster::seq_t from, std::size_t max_count,
+                                   std::size_t max_bytes) const override;
+  cluster::snapshot take_snapshot() const override;
+  cluster::write_result write(const cluster::writes& w) override;
+  bool sync() override;
+
+  /// The last read or write that failed, with its reason.
+  const std::optional<storage::error>& last_error() const noexcept {
+    return error_;
+  }
+
+private:
+  storage::env& env_;
+  slot_t slot_;
+  mutable std::optional<storage::error> error_;
+};
+
+} // namespace spool::core

@@ -1,0 +1,196 @@
+// One slot's log in LMDB as replication reads and writes it
+// (core/replica/slot_port.hpp): a follower applying the leader's entries
+// through the port ends with the leader's rows byte for byte; truncation,
+// snapshots, the hard state and an epoch_start entry go through it too.
+
+#include "core/replica/slot_port.hpp"
+#include "storage/slot_log.hpp"
+#include "unit/storage/fixture.hpp"
+#include "unit/storage/replay.hpp"
+
+using namespace spool;
+using namespace spool::storage;
+using namespace spool::test;
+namespace cl = spool::cluster;
+
+namespace {
+
+cursor_record at(std::int64_t committed) {
+  cursor_record c;
+  c.committed = offset{committed};
+  return c;
+}
+
+/// A leader store with a partition, its messages and cursor moves, each a
+/// batch of its own; and a follower store beside it.
+struct pair_of_stores {
+  store_fixture leader;
+  temp_dir follower_dir;
+  std::unique_ptr<store> follower;
+  partition_record p;
+  slot_t s = 0;
+
+  explicit pair_of_stores(log_window window = {}) {
+    leader.store.reset();
+    leader.opts.env.slot_log = window;
+    leader.open();
+    p = leader.make_partition();
+    s = slot_of_id(p.queue.value);
+    partition_log log{p};
+    for (int i = 0; i < 4; ++i) {
+      REQUIRE(
+          leader.append(log, {msg("m" + std::to_string(i))}, 1'000'000 + i));
+      REQUIRE(leader.commit(
+          write_batch{{mut::put_cursor{p.queue, p.id, "g", at(i)}}}));
+    }
+    follower = fresh_like(*leader.store, follower_dir);
+  }
+  core::slot_port leader_port() {
+    return core::slot_port{leader.store->db(), s};
+  }
+  core::slot_port follower_port() {
+    return core::slot_port{follower->db(), s};
+  }
+};
+
+} // namespace
+
+TEST_CASE("a follower applying the leader's entries through the slot port ends "
+          "with the leader's rows byte for byte",
+          "[replica][slot_port]") {
+  pair_of_stores ps;
+  auto from = ps.leader_port();
+  auto to = ps.follower_port();
+  auto last = from.last();
+  CHECK(last.seq == 9); // the queue and partition, then 4 × (push, cursor)
+  CHECK(last.epoch == 1);
+  auto entries = from.read(1, 100, 1 << 20);
+  REQUIRE(entries.size() == 9);
+  for (auto& e : entries) {
+    CHECK(cl::checksum_ok(e));
+    CHECK(e.kind == cl::entry_kind::data);
+  }
+  cl::writes w;
+  w.append = entries;
+  REQUIRE(to.write(w) == cl::write_result::ok);
+  CHECK(to.last() == last);
+  CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
+                  slot_rows(*ps.follower, ps.s))
+        == "");
+  CHECK_FALSE(from.last_error());
+  CHECK_FALSE(to.last_error());
+}
+
+TEST_CASE("a read through the slot port stops at its count and byte bounds, "
+          "and always returns one entry when there is one",
+          "[replica][slot_port]") {
+  pair_of_stores ps;
+  auto from = ps.leader_port();
+  CHECK(from.read(3, 2, 1 << 20).size() == 2);
+  CHECK(from.read(3, 100, 1).size() == 1);
+  CHECK(from.read(10, 100, 1 << 20).empty());
+}
+
+TEST_CASE("a truncation through the slot port leaves the follower as if it "
+          "never applied the tail",
+          "[replica][slot_port]") {
+  pair_of_stores ps;
+  auto from = ps.leader_port();
+  auto to = ps.follower_port();
+  cl::writes all;
+  all.append = from.read(1, 100, 1 << 20);
+  REQUIRE(to.write(all) == cl::write_result::ok);
+  cl::writes cut;
+  cut.truncate_after = 5;
+  REQUIRE(to.write(cut) == cl::write_result::ok);
+  CHECK(to.last().seq == 5);
+
+  temp_dir other_dir;
+  auto other = fresh_like(*ps.leader.store, other_dir);
+  core::slot_port other_port{other->db(), ps.s};
+  cl::writes five;
+  five.append = from.read(1, 5, 1 << 20);
+  REQUIRE(other_port.write(five) == cl::write_result::ok);
+  CHECK(rows_diff(slot_rows(*other, ps.s), slot_rows(*ps.follower, ps.s))
+        == "");
+}
+
+TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
+          "slot's key range through the port, then entries after it",
+          "[replica][slot_port]") {
+  pair_of_stores ps(log_window{3, std::uint64_t{1} << 30});
+  auto from = ps.leader_port();
+  auto base = from.base();
+  CHECK(base.seq >= 1);
+  CHECK(base.epoch == 1);
+  CHECK(from.epoch_at(base.seq) == 1u);
+  CHECK_FALSE(from.epoch_at(base.seq - 1));
+  auto snap = from.take_snapshot();
+  CHECK(snap.through == from.last());
+  auto to = ps.follower_port();
+  cl::writes w;
+  w.install = snap;
+  REQUIRE(to.write(w) == cl::write_result::ok);
+  CHECK(to.last() == from.last());
+  CHECK(to.base() == from.last());
+  CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
+                  slot_rows(*ps.follower, ps.s))
+        == "");
+
+  REQUIRE(ps.leader.commit(
+      write_batch{{mut::put_cursor{ps.p.queue, ps.p.id, "g", at(9)}}}));
+  cl::writes next;
+  next.append = from.read(to.last().seq + 1, 100, 1 << 20);
+  REQUIRE(next.append.size() == 1);
+  REQUIRE(to.write(next) == cl::write_result::ok);
+  CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
+                  slot_rows(*ps.follower, ps.s))
+        == "");
+}
+
+TEST_CASE("a truncation below what the slot log keeps fails through the port "
+          "and changes nothing",
+          "[replica][slot_port]") {
+  pair_of_stores ps(log_window{3, std::uint64_t{1} << 30});
+  auto port = ps.leader_port();
+  auto before = slot_rows(*ps.leader.store, ps.s);
+  cl::writes w;
+  w.hard = cl::hard_state{7, std::nullopt, false};
+  w.truncate_after = 1;
+  CHECK(port.write(w) == cl::write_result::failed);
+  REQUIRE(port.last_error());
+  CHECK(port.hard().epoch == 0); // all or nothing: the hard state too
+  CHECK(rows_diff(before, slot_rows(*ps.leader.store, ps.s)) == "");
+}
+
+TEST_CASE("the hard state written through the slot port survives a restart",
+          "[replica][slot_port]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto s = slot_of_id(p.queue.value);
+  {
+    core::slot_port port{fx.store->db(), s};
+    CHECK(port.hard() == cl::hard_state{});
+    cl::writes w;
+    w.hard = cl::hard_state{5, cl::node_id{2}, true};
+    REQUIRE(port.write(w) == cl::write_result::ok);
+  }
+  fx.reopen();
+  core::slot_port port{fx.store->db(), s};
+  CHECK(port.hard() == cl::hard_state{5, cl::node_id{2}, true});
+}
+
+TEST_CASE("an epoch_start entry goes through the slot port with no mutation "
+          "and an empty payload",
+          "[replica][slot_port]") {
+  pair_of_stores ps;
+  auto port = ps.leader_port();
+  auto next = port.last().seq + 1;
+  cl::writes w;
+  w.append.push_back(cl::make_entry(3, next, cl::entry_kind::epoch_start, {}));
+  REQUIRE(port.write(w) == cl::write_result::ok);
+  CHECK(port.last() == cl::log_pos{3, next});
+  auto got = port.read(next, 1, 1 << 20);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0] == w.append[0]);
+}
