@@ -14,13 +14,15 @@ std::string name_of(node_id n) {
 } // namespace
 
 election::election(election_config cfg) : cfg_(std::move(cfg)) {
+  // Alone (one replica), its own grant is the majority: asked at once.
+  self_asked_ = cfg_.replicas.size() / 2 + 1 == 1;
 }
 
 std::vector<envelope> election::start() const {
   std::vector<envelope> out;
   out.reserve(cfg_.replicas.size());
   for (auto n : cfg_.replicas) {
-    if (cfg_.self_last && n == cfg_.coordinator)
+    if (cfg_.self_last && n == cfg_.coordinator && !self_asked_)
       continue;
     // Built in place: g++ 12 warns (wrongly) that a braced temporary's
     // variant may be used uninitialized.

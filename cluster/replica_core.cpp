@@ -102,13 +102,16 @@ ready replica_core::write_failed(write_result r, millis) {
   restart_pending_ = before_.restart_pending;
   auto h = log_.hard();
   role_ = h.leader && h.leader != cfg_.self ? role::follower : role::fenced;
+  // A follower answers the leader whose entries its disk refused, in that
+  // leader's epoch; it turns damaged only when applying them failed (not a
+  // hard state's write, not a leader's own epoch_start).
+  auto from = step_from_;
+  auto epoch = step_epoch_;
   begin_step();
-  // A follower answers the leader that its disk refused; it turns damaged
-  // only when applying entries failed (not a hard state's write).
-  if (r == write_result::disk_full && last_from_) {
-    reply(*last_from_, {h.epoch, refusal::disk_full, 0, {}}, out, false);
-  } else if (r == write_result::failed && applied && last_from_) {
-    mark_damaged(*last_from_, out);
+  if (from && r == write_result::disk_full) {
+    reply(*from, {epoch, refusal::disk_full, 0, {}}, out, false);
+  } else if (from && r == write_result::failed && applied) {
+    mark_damaged(*from, out);
   }
   return finish(std::move(out));
 }
@@ -225,7 +228,8 @@ void replica_core::on_append(node_id from, const append_req& r, ready& out) {
   }
   if (role_ == role::leader && r.epoch == h.epoch)
     return; // two leaders of one epoch cannot be; ignore rather than obey
-  last_from_ = from;
+  step_from_ = from;
+  step_epoch_ = r.epoch;
   follow(r.epoch, from, out);
   if (h.damaged) {
     reply(from, {r.epoch, refusal::damaged, 0, {}}, out, true);
@@ -317,7 +321,8 @@ void replica_core::on_snapshot(node_id from, const snapshot_req& r,
   }
   if (role_ == role::leader && r.epoch == h.epoch)
     return;
-  last_from_ = from;
+  step_from_ = from;
+  step_epoch_ = r.epoch;
   follow(r.epoch, from, out);
   const auto& at = r.snap.through;
   if (!checksum_ok(r.snap)) {
@@ -332,8 +337,13 @@ void replica_core::on_snapshot(node_id from, const snapshot_req& r,
   // Never go back, damaged or not: everything its log holds may have been
   // acknowledged (and counted) already. A late, older copy is dropped; the
   // leader sends a newer one.
-  if (at < log_.last() || at.seq < commit_)
+  if (at < log_.last() || at.seq < commit_) {
+    // A damaged one says so (its own log may be what is wrong): the leader
+    // reports it rather than copying the slot for nothing.
+    if (h.damaged)
+      reply(from, {r.epoch, refusal::damaged, 0, {}}, out, true);
     return;
+  }
   auto nh = hard_after(out, log_);
   nh.damaged = false;
   out.write.hard = nh;

@@ -171,8 +171,6 @@ private:
   const log_port& log_;
   role role_ = role::follower;
   seq_t commit_ = 0;
-  /// Where the last append came from (for a refusal after a failed write).
-  std::optional<node_id> last_from_;
   /// What a step may change in memory before its writes are carried out,
   /// as it was when the step began: `write_failed` puts it back.
   struct memo {
@@ -182,7 +180,13 @@ private:
   };
   void begin_step() {
     before_ = {role_, commit_, restart_pending_};
+    step_from_.reset();
+    step_epoch_ = 0;
   }
+  /// The leader whose entries or snapshot this step takes, and its epoch
+  /// (for `write_failed`'s answer).
+  std::optional<node_id> step_from_;
+  epoch_t step_epoch_ = 0;
   /// Every input returns through here: notes whether the step applies
   /// entries (for `write_failed`).
   ready finish(ready out);

@@ -59,8 +59,8 @@ import os
 import re
 import sys
 
-CHECKED = ["vocab", "wire", "storage", "config", "cluster", "core", "node",
-           "gateway", "actors", "protocol", "client", "cli", "server"]
+CHECKED = ["vocab", "wire", "storage", "config", "cluster", "peer", "core",
+           "node", "gateway", "actors", "protocol", "client", "cli", "server"]
 
 # Which project folders each layer may include (by top folder).
 ALLOWED = {
@@ -70,6 +70,8 @@ ALLOWED = {
     "config": {"vocab", "config"},
     # Replication's pure state machines: nothing but their own types.
     "cluster": {"cluster"},
+    # The peer link's frames and handshake, over the replication cores.
+    "peer": {"vocab", "wire", "cluster", "peer"},
     "core": {"vocab", "storage", "config", "cluster", "core"},
     "node": {"vocab", "node"},
     "actors": {"vocab", "storage", "config", "core", "node", "actors"},
@@ -88,6 +90,7 @@ FORBIDDEN_LIBS = {
     "storage": ["caf/", "asio"],
     "config": ["caf/", "lmdb.h", "asio"],
     "cluster": ["caf/", "lmdb.h", "asio"],
+    "peer": ["caf/", "lmdb.h"],
     "core": ["caf/", "asio"],
     "node": ["caf/", "lmdb.h", "asio"],
     "actors": ["asio"],

@@ -43,7 +43,8 @@ expected<std::uint64_t> base_epoch(txn& t, slot_t s) {
   if (!v)
     return std::move(v).err();
   if (!*v)
-    return std::uint64_t{0};
+    return std::uint64_t{1}; // trimmed before the row was kept: one node's
+                             // epoch, the only one it ever stamped
   std::string_view in = **v;
   std::uint64_t e = 0;
   if (!get_varint(in, e))

@@ -67,7 +67,9 @@ expected<slot_replica> replica(txn& t, slot_t s);
 expected<void> put_replica(txn& t, slot_t s, const slot_replica& r);
 
 /// The epoch of the entry just before slot `s`'s first kept one: the last
-/// one trimmed, or a copy's (0 when none was ever dropped).
+/// one trimmed, or a copy's (1 when no row says: a log trimmed by a spoold
+/// that did not keep it, which stamped epoch 1 only). Meaningful only when
+/// the slot's `first_seq` is above 1.
 expected<std::uint64_t> base_epoch(txn& t, slot_t s);
 /// Records it (`append` trimming, `install`).
 expected<void> put_base_epoch(txn& t, slot_t s, std::uint64_t epoch);

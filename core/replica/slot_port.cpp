@@ -35,6 +35,39 @@ storage::slot_replica row_of(const hard_state& h) {
 
 } // namespace
 
+namespace {
+
+/// Where the log starts and ends, read in `t` (one read transaction per
+/// call: a second one opened while the first is held could wait on a map
+/// growth that waits on the first).
+struct ends {
+  log_pos base;
+  log_pos last;
+};
+
+storage::expected<ends> ends_in(storage::txn& t, slot_t s) {
+  auto m = sl::meta(t, s);
+  if (!m)
+    return std::move(m).err();
+  ends out;
+  if (m->first_seq > 1) {
+    auto b = sl::base_epoch(t, s);
+    if (!b)
+      return std::move(b).err();
+    out.base = {*b, m->first_seq - 1};
+  }
+  out.last = out.base;
+  if (m->last_seq >= m->first_seq) {
+    auto e = sl::epoch_of(t, s, m->last_seq);
+    if (!e)
+      return std::move(e).err();
+    out.last = {e->value_or(0), m->last_seq};
+  }
+  return out;
+}
+
+} // namespace
+
 hard_state slot_port::hard() const {
   auto t = env_.read();
   if (!t) {
@@ -55,15 +88,12 @@ log_pos slot_port::base() const {
     error_ = std::move(t).err();
     return {};
   }
-  auto m = sl::meta(*t, slot_);
-  auto b = sl::base_epoch(*t, slot_);
-  if (!m || !b) {
-    error_ = !m ? std::move(m).err() : std::move(b).err();
+  auto e = ends_in(*t, slot_);
+  if (!e) {
+    error_ = std::move(e).err();
     return {};
   }
-  if (m->first_seq <= 1)
-    return {};
-  return {*b, m->first_seq - 1};
+  return e->base;
 }
 
 log_pos slot_port::last() const {
@@ -72,32 +102,29 @@ log_pos slot_port::last() const {
     error_ = std::move(t).err();
     return {};
   }
-  auto m = sl::meta(*t, slot_);
-  if (!m) {
-    error_ = std::move(m).err();
-    return {};
-  }
-  if (m->last_seq < m->first_seq)
-    return base();
-  auto e = sl::epoch_of(*t, slot_, m->last_seq);
+  auto e = ends_in(*t, slot_);
   if (!e) {
     error_ = std::move(e).err();
     return {};
   }
-  return {e->value_or(0), m->last_seq};
+  return e->last;
 }
 
 std::optional<epoch_t> slot_port::epoch_at(seq_t seq) const {
-  auto b = base();
-  if (seq == b.seq)
-    return b.epoch;
-  if (seq < b.seq)
-    return std::nullopt;
   auto t = env_.read();
   if (!t) {
     error_ = std::move(t).err();
     return std::nullopt;
   }
+  auto ends = ends_in(*t, slot_);
+  if (!ends) {
+    error_ = std::move(ends).err();
+    return std::nullopt;
+  }
+  if (seq == ends->base.seq)
+    return ends->base.epoch;
+  if (seq < ends->base.seq)
+    return std::nullopt;
   auto e = sl::epoch_of(*t, slot_, seq);
   if (!e) {
     error_ = std::move(e).err();

@@ -9,11 +9,14 @@
 /// snapshot is the slot's whole key range (`slot_log::copy`).
 ///
 /// Writes run in one write transaction each: call `write` where the node's
-/// single writer runs. Reads open a short read transaction each. A failed
-/// read answers as if nothing were stored there and keeps the error
-/// (`last_error`): the shell checks it after each step.
+/// single writer runs. Each read opens one short read transaction. A failed
+/// read answers as if nothing were stored there, which the core must not
+/// act on (a hard state read as empty would grant any fence): the shell
+/// takes the error (`take_error`) after each step, before carrying out its
+/// `ready`, and stops the node on one, as on a failed sync.
 
 #include <optional>
+#include <utility>
 
 #include "cluster/log_port.hpp"
 #include "storage/error.hpp"
@@ -37,9 +40,10 @@ public:
   cluster::write_result write(const cluster::writes& w) override;
   bool sync() override;
 
-  /// The last read or write that failed, with its reason.
-  const std::optional<storage::error>& last_error() const noexcept {
-    return error_;
+  /// The first read or write that failed since the last call, with its
+  /// reason; clears it.
+  std::optional<storage::error> take_error() {
+    return std::exchange(error_, std::nullopt);
   }
 
 private:

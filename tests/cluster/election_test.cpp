@@ -116,3 +116,15 @@ TEST_CASE("a restarted leader's election fences its own replica only once the "
   CHECK(refused.leader_seen() == n3);
   CHECK(refused.lead_again().empty());
 }
+
+TEST_CASE("a restarted leader alone in its replica set fences itself at once "
+          "and leads",
+          "[cluster][election]") {
+  election e({n1, {n1}, 3, 2, std::nullopt, n1, true});
+  auto fences = e.start();
+  REQUIRE(fences.size() == 1);
+  CHECK(fences[0].to == n1);
+  auto out = e.on_reply(n1, granted(3, {2, 4}));
+  REQUIRE(out.size() == 1);
+  CHECK(std::holds_alternative<lead_req>(out[0].msg));
+}

@@ -400,3 +400,34 @@ TEST_CASE("a fence whose write fails leaves the replica undamaged and "
   CHECK(out.send.empty());
   CHECK(out.after_sync.empty());
 }
+
+TEST_CASE("a follower whose disk refuses a newer leader's entries answers that "
+          "leader in its epoch, and a leader whose epoch_start fails to be "
+          "written is not damaged",
+          "[cluster][replica]") {
+  replica f(n2);
+  f.in(n1, append_req{1, {0, 0}, {}, 0});
+  f.disk.full = true;
+  auto out = f.core.on_message(
+      {n3, n2,
+       append_req{4, {0, 0}, {make_entry(4, 1, entry_kind::data, "a")}, 0}},
+      1);
+  REQUIRE(f.disk.write(out.write) == write_result::disk_full);
+  out = f.core.write_failed(write_result::disk_full, 1);
+  auto* rep = sent<append_rep>(out.send, n3);
+  REQUIRE(rep);
+  CHECK(rep->epoch == 4);
+  CHECK(rep->refused == refusal::disk_full);
+  CHECK(sent<append_rep>(out.send, n1) == nullptr);
+
+  replica l(n1);
+  l.in(n2, append_req{1, {0, 0}, {}, 0}); // it followed n2 once
+  l.in(n3, fence_req{2, std::nullopt});
+  l.disk.fail_next = true;
+  out = l.core.on_message({n3, n1, lead_req{2}}, 1);
+  REQUIRE(l.disk.write(out.write) == write_result::failed);
+  out = l.run(l.core.write_failed(write_result::failed, 1));
+  CHECK_FALSE(l.disk.hard().damaged);
+  CHECK(out.send.empty());
+  CHECK(l.core.current_role() != role::leader);
+}

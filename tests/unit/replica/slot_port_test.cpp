@@ -77,8 +77,8 @@ TEST_CASE("a follower applying the leader's entries through the slot port ends "
   CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
                   slot_rows(*ps.follower, ps.s))
         == "");
-  CHECK_FALSE(from.last_error());
-  CHECK_FALSE(to.last_error());
+  CHECK_FALSE(from.take_error());
+  CHECK_FALSE(to.take_error());
 }
 
 TEST_CASE("a read through the slot port stops at its count and byte bounds, "
@@ -158,7 +158,8 @@ TEST_CASE("a truncation below what the slot log keeps fails through the port "
   w.hard = cl::hard_state{7, std::nullopt, false};
   w.truncate_after = 1;
   CHECK(port.write(w) == cl::write_result::failed);
-  REQUIRE(port.last_error());
+  REQUIRE(port.take_error());
+  CHECK_FALSE(port.take_error());
   CHECK(port.hard().epoch == 0); // all or nothing: the hard state too
   CHECK(rows_diff(before, slot_rows(*ps.leader.store, ps.s)) == "");
 }
