@@ -35,21 +35,14 @@ storage::slot_replica row_of(const hard_state& h) {
 
 } // namespace
 
-namespace {
-
-/// Where the log starts and ends, read in `t` (one read transaction per
-/// call: a second one opened while the first is held could wait on a map
-/// growth that waits on the first).
-struct ends {
-  log_pos base;
-  log_pos last;
-};
-
-storage::expected<ends> ends_in(storage::txn& t, slot_t s) {
+// One read transaction per call: a second one opened while the first is
+// held could wait on a map growth that waits on the first.
+storage::expected<slot_port::log_ends> slot_port::ends_in(storage::txn& t,
+                                                          slot_t s) {
   auto m = sl::meta(t, s);
   if (!m)
     return std::move(m).err();
-  ends out;
+  log_ends out;
   if (m->first_seq > 1) {
     auto b = sl::base_epoch(t, s);
     if (!b)
@@ -66,8 +59,6 @@ storage::expected<ends> ends_in(storage::txn& t, slot_t s) {
   return out;
 }
 
-} // namespace
-
 hard_state slot_port::hard() const {
   auto t = env_.read();
   if (!t) {
@@ -82,32 +73,28 @@ hard_state slot_port::hard() const {
   return hard_of(*r);
 }
 
-log_pos slot_port::base() const {
+std::optional<slot_port::log_ends> slot_port::read_ends() const {
   auto t = env_.read();
   if (!t) {
     error_ = std::move(t).err();
-    return {};
+    return std::nullopt;
   }
   auto e = ends_in(*t, slot_);
   if (!e) {
     error_ = std::move(e).err();
-    return {};
+    return std::nullopt;
   }
-  return e->base;
+  return *e;
+}
+
+log_pos slot_port::base() const {
+  auto e = read_ends();
+  return e ? e->base : log_pos{};
 }
 
 log_pos slot_port::last() const {
-  auto t = env_.read();
-  if (!t) {
-    error_ = std::move(t).err();
-    return {};
-  }
-  auto e = ends_in(*t, slot_);
-  if (!e) {
-    error_ = std::move(e).err();
-    return {};
-  }
-  return e->last;
+  auto e = read_ends();
+  return e ? e->last : log_pos{};
 }
 
 std::optional<epoch_t> slot_port::epoch_at(seq_t seq) const {

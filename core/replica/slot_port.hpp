@@ -47,6 +47,15 @@ public:
   }
 
 private:
+  struct log_ends {
+    cluster::log_pos base;
+    cluster::log_pos last;
+  };
+  /// Where the log starts and ends, in one read transaction (none: the
+  /// read failed, and `error_` says why).
+  std::optional<log_ends> read_ends() const;
+  static storage::expected<log_ends> ends_in(storage::txn& t, slot_t s);
+
   storage::env& env_;
   slot_t slot_;
   mutable std::optional<storage::error> error_;
