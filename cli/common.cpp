@@ -19,10 +19,12 @@ exit_code code_of(const api_error& e) {
   case errc::unknown_op:
     return exit_code::refused;
   case errc::unavailable:
+  case errc::not_leader:
     return exit_code::unavailable;
   case errc::queue_full:
   case errc::storage_full:
   case errc::tx_aborted:
+  case errc::cross_slot:
     return exit_code::rejected;
   case errc::internal:
     return exit_code::failed;

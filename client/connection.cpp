@@ -64,10 +64,10 @@ api_error error_of(const msgpack::object& root) {
   };
   auto code = str("code");
   e.message = str("message");
-  for (auto c :
-       {errc::bad_request, errc::invalid_argument, errc::too_large,
-        errc::not_found, errc::unknown_op, errc::tx_aborted, errc::queue_full,
-        errc::unavailable, errc::storage_full, errc::internal})
+  for (auto c : {errc::bad_request, errc::invalid_argument, errc::too_large,
+                 errc::not_found, errc::unknown_op, errc::tx_aborted,
+                 errc::queue_full, errc::unavailable, errc::storage_full,
+                 errc::internal, errc::not_leader, errc::cross_slot})
     if (to_string(c) == code)
       e.code = c;
   return e;

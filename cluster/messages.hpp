@@ -96,4 +96,10 @@ struct envelope {
   message msg;
 };
 
+/// One slot's message between two nodes: what a peer link carries.
+struct slot_message {
+  std::uint16_t slot = 0;
+  envelope env;
+};
+
 } // namespace spool::cluster

@@ -42,10 +42,7 @@ struct proof {
 };
 
 /// One replication message of one slot.
-struct slot_message {
-  slot_t slot = 0;
-  cluster::envelope env;
-};
+using cluster::slot_message;
 
 using frame = std::variant<hello, proof, slot_message>;
 

@@ -23,6 +23,11 @@ enum class errc : std::uint8_t {
   unavailable = 8,  ///< a server-wide cap, a restart, shutting down (503)
   storage_full = 9, ///< the map cannot grow (507)
   internal = 10,    ///< anything else (500; details in the log)
+  /// Cluster: this node does not lead the request's slot (421, with the
+  /// leader named in the message).
+  not_leader = 11,
+  /// Cluster: one request needs several slots atomically (409).
+  cross_slot = 12,
 };
 
 /// How an error travels: the HTTP status and the msgpack `code`.

@@ -67,6 +67,10 @@ wire_code wire_of(errc code) noexcept {
     return {503, "unavailable", true};
   case errc::storage_full:
     return {507, "storage_full", false};
+  case errc::not_leader:
+    return {421, "not_leader", false};
+  case errc::cross_slot:
+    return {409, "cross_slot", false};
   case errc::internal:
     break;
   }

@@ -73,24 +73,45 @@ void kick(writer_ptr self) {
   arm(self);
 }
 
-/// Answers the committed groups the policy holds durable, oldest first, up
-/// to the first that is not; raises the marks and answers the readers they
-/// now cover.
+/// The error of batch `i` of `g`, if any: its own, or the loss of a slot
+/// it wrote.
+std::optional<api_error> failure_of(const writer_state::committed_group& g,
+                                    std::size_t i) {
+  if (i >= g.failures.size())
+    return make_error(errc::internal, "writer: commit gave no result");
+  if (g.failures[i])
+    return g.failures[i];
+  if (i < g.numbers.size())
+    for (auto& n : g.numbers[i])
+      for (auto& l : g.lost)
+        if (l.slot == n.slot)
+          return l.why;
+  return std::nullopt;
+}
+
+/// Answers the committed groups the policy decided, oldest first, up to
+/// the first it has not; raises the marks of the slots not lost and
+/// answers the readers they now cover.
 void release(writer_ptr self) {
   auto& st = self->state;
   while (!st.committed.empty() && st.committed.front().durable) {
     auto g = std::move(st.committed.front());
     st.committed.pop_front();
     st.committed_batches -= g.batches.size();
+    std::erase_if(g.marks, [&](const storage::slot_seq& m) {
+      return std::any_of(g.lost.begin(), g.lost.end(),
+                         [&](const lost_slot& l) { return l.slot == m.slot; });
+    });
     st.cfg.marks->raise(g.marks);
     for (std::size_t i = 0; i < g.batches.size(); ++i) {
       write_result r;
-      if (i >= g.results.size())
-        r.failure = make_error(errc::internal, "writer: commit gave no result");
-      else if (!g.results[i])
-        r.failure = g.results[i].err();
+      if (auto err = failure_of(g, i))
+        r.failure = std::move(*err);
       settle(self, g.batches[i].parts,
-             r.ok() ? core::part_outcome::durable : core::part_outcome::failed);
+             r.ok() ? core::part_outcome::durable
+                    : (g.failures.size() > i && g.failures[i]
+                           ? core::part_outcome::failed
+                           : core::part_outcome::unknown));
       g.batches[i].promise.deliver(std::move(r));
     }
   }
@@ -102,16 +123,22 @@ void release(writer_ptr self) {
   });
 }
 
-/// Group `id` is durable.
+/// The policy decided group `id`.
 void on_durable(writer_ptr self, std::uint64_t id) {
   for (auto& g : self->state.committed)
-    if (g.id == id)
+    if (g.id == id && !g.durable) {
+      std::lock_guard<std::mutex> guard{g.decided->mtx};
+      if (!g.decided->lost)
+        return; // a stale wake-up
       g.durable = true;
+      g.lost = std::move(*g.decided->lost);
+    }
   release(self);
 }
 
 /// Hands the ended commit `id` of `group` to the durability policy, which
-/// may declare it durable inline (the local one) or later, by message.
+/// may decide it inline (the local one) or later, from any thread, which
+/// then wakes the writer (`durable_atom(id)`).
 void hand_to_policy(writer_ptr self, std::uint64_t id,
                     std::vector<writer_state::pending_batch> group,
                     commit_report report) {
@@ -119,21 +146,28 @@ void hand_to_policy(writer_ptr self, std::uint64_t id,
   for (auto& b : group)
     b.batch = {}; // committed: only the answers and parts wait
   st.committed_batches += group.size();
-  writer_state::committed_group g{
-      id, std::move(group), std::move(report.results), report.marks(), false};
-  auto marks = g.marks;
+  auto marks = marks_of(report);
+  writer_state::committed_group g;
+  g.id = id;
+  g.batches = std::move(group);
+  g.marks = report.marks();
+  g.failures = std::move(report.failures);
+  g.numbers = std::move(report.numbers);
+  auto decided = g.decided;
   st.committed.push_back(std::move(g));
-  // 0: undecided, 1: the policy answered inline, 2: it will send.
-  auto phase = std::make_shared<std::atomic<int>>(0);
   auto handle = caf::actor_cast<writer_actor>(self);
-  st.cfg.durability->committed(std::move(marks), [phase, handle, id] {
-    int expected = 0;
-    if (!phase->compare_exchange_strong(expected, 1))
-      caf::anon_send(handle, durable_atom::value, id);
-  });
-  int expected = 0;
-  if (!phase->compare_exchange_strong(expected, 2))
-    on_durable(self, id);
+  st.cfg.durability->committed(
+      std::move(marks), [decided, handle, id](std::vector<lost_slot> lost) {
+        std::lock_guard<std::mutex> guard{decided->mtx};
+        decided->lost = std::move(lost);
+        if (!decided->inline_phase)
+          caf::anon_send(handle, durable_atom::value, id);
+      });
+  {
+    std::lock_guard<std::mutex> guard{decided->mtx};
+    decided->inline_phase = false;
+  }
+  on_durable(self, id); // decided inline: answered now
 }
 
 /// Answers every batch and reader still waiting with `err`.
@@ -246,9 +280,7 @@ void on_stop(writer_ptr self) {
     std::vector<const storage::write_batch*> batches;
     for (auto& p : st.pending)
       batches.push_back(&p.batch);
-    commit_report report;
-    report.results
-        = storage::commit_group(*st.cfg.env, batches, &report.numbers);
+    auto report = commit_now(*st.cfg.env, batches, st.cfg.commits->hook());
     std::vector<writer_state::pending_batch> rest(
         std::make_move_iterator(st.pending.begin()),
         std::make_move_iterator(st.pending.end()));

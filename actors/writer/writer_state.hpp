@@ -37,13 +37,26 @@ struct writer_state {
     caf::actor_clock::time_point queued_at;
     std::vector<core::part_id> parts;
   };
+  /// The policy's decision on a group, from any thread: the slots it
+  /// lost, once decided.
+  struct decision {
+    std::mutex mtx;
+    /// Still in the policy's `committed` call: decided inline.
+    bool inline_phase = true;
+    std::optional<std::vector<lost_slot>> lost;
+  };
   /// A committed group waiting for its durability policy.
   struct committed_group {
     std::uint64_t id = 0;
     std::vector<pending_batch> batches; ///< their mutations let go
-    std::vector<storage::expected<void>> results;
+    /// Per batch: the error of one not stored, and its numbers.
+    std::vector<std::optional<api_error>> failures;
+    std::vector<std::vector<storage::slot_seq>> numbers;
     std::vector<storage::slot_seq> marks;
+    /// Decided by the policy: durable, but for the slots it lost.
     bool durable = false;
+    std::vector<lost_slot> lost;
+    std::shared_ptr<decision> decided = std::make_shared<decision>();
   };
   /// A reader waiting for seq `mark.seq` of a slot.
   struct reader {
@@ -102,7 +115,7 @@ void arm(writer_ptr self);
 /// The commit of group `id` ended (the committer's wake-up).
 void committed(writer_ptr self, std::uint64_t id);
 
-/// The durability policy holds group `id` durable.
+/// The durability policy decided group `id`.
 void on_durable(writer_ptr self, std::uint64_t id);
 
 void on_stall_timer(writer_ptr self, std::uint64_t id);

@@ -2,20 +2,52 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
-#include <optional>
 #include <thread>
 
 namespace spool::actors {
 
-namespace {
-
-commit_report commit(storage::env& env,
-                     const std::vector<const storage::write_batch*>& batches) {
+commit_report
+commit_now(storage::env& env,
+           const std::vector<const storage::write_batch*>& batches,
+           commit_hook* hook) {
   commit_report r;
-  r.results = storage::commit_group(env, batches, &r.numbers);
+  r.failures.assign(batches.size(), std::nullopt);
+  r.numbers.assign(batches.size(), {});
+  std::vector<const storage::write_batch*> admitted;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < batches.size(); ++i) {
+    if (hook != nullptr)
+      if (auto refused = hook->admit(*batches[i])) {
+        r.failures[i] = std::move(*refused);
+        continue;
+      }
+    admitted.push_back(batches[i]);
+    index.push_back(i);
+  }
+  if (admitted.empty())
+    return r;
+  std::vector<std::vector<storage::slot_seq>> numbers;
+  auto results = storage::commit_group(env, admitted, &numbers);
+  for (std::size_t k = 0; k < admitted.size(); ++k) {
+    if (k >= results.size() || !results[k]) {
+      r.failures[index[k]]
+          = k < results.size()
+                ? api_error(results[k].err())
+                : make_error(errc::internal, "writer: commit gave no result");
+      continue;
+    }
+    if (k < numbers.size())
+      r.numbers[index[k]] = std::move(numbers[k]);
+  }
+  if (hook != nullptr)
+    if (auto marks = r.marks(); !marks.empty())
+      r.epochs = hook->committed(marks);
   return r;
 }
+
+namespace {
 
 class inline_commits final : public committer {
 public:
@@ -23,19 +55,29 @@ public:
   }
   void start(std::vector<const storage::write_batch*> batches,
              std::function<void(commit_report)> done) override {
-    done(commit(env_, batches));
+    done(commit_now(env_, batches, hook_.get()));
+  }
+  void run(std::function<void()> job) override {
+    job();
   }
   void wait_idle() override {
+  }
+  void set_hook(std::shared_ptr<commit_hook> hook) override {
+    hook_ = std::move(hook);
+  }
+  commit_hook* hook() const noexcept override {
+    return hook_.get();
   }
 
 private:
   storage::env& env_;
+  std::shared_ptr<commit_hook> hook_;
 };
 
 class thread_commits final : public committer {
 public:
   explicit thread_commits(storage::env& env) :
-      env_(env), thread_([this] { run(); }) {
+      env_(env), thread_([this] { loop(); }) {
   }
   ~thread_commits() override {
     {
@@ -47,37 +89,43 @@ public:
   }
   void start(std::vector<const storage::write_batch*> batches,
              std::function<void(commit_report)> done) override {
+    run([this, batches = std::move(batches), done = std::move(done)] {
+      done(commit_now(env_, batches, hook_.get()));
+    });
+  }
+  void run(std::function<void()> job) override {
     {
       std::lock_guard<std::mutex> guard{mtx_};
-      job_.emplace(job{std::move(batches), std::move(done)});
+      jobs_.push_back(std::move(job));
     }
     cv_.notify_all();
   }
   void wait_idle() override {
     std::unique_lock<std::mutex> lock{mtx_};
-    cv_.wait(lock, [this] { return !running_ && !job_; });
+    cv_.wait(lock, [this] { return !running_ && jobs_.empty(); });
+  }
+  void set_hook(std::shared_ptr<commit_hook> hook) override {
+    hook_ = std::move(hook);
+  }
+  commit_hook* hook() const noexcept override {
+    return hook_.get();
   }
 
 private:
-  struct job {
-    std::vector<const storage::write_batch*> batches;
-    std::function<void(commit_report)> done;
-  };
-
-  void run() {
+  void loop() {
     std::unique_lock<std::mutex> lock{mtx_};
     for (;;) {
-      cv_.wait(lock, [this] { return stopping_ || job_.has_value(); });
-      if (!job_)
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty())
         return; // stopping with nothing to do
-      auto j = std::move(*job_);
-      job_.reset();
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
       running_ = true;
       lock.unlock();
-      // `done` may start the next job (the writer answers a group and
-      // starts the next before this thread resumes): it is then waiting in
-      // `job_`, and idle means neither a job waits nor one runs.
-      j.done(commit(env_, j.batches));
+      // A job may queue the next (the writer answers a group and starts the
+      // next before this thread resumes): idle means neither a job waits
+      // nor one runs.
+      job();
       lock.lock();
       running_ = false;
       cv_.notify_all();
@@ -85,9 +133,10 @@ private:
   }
 
   storage::env& env_;
+  std::shared_ptr<commit_hook> hook_;
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::optional<job> job_;
+  std::deque<std::function<void()>> jobs_;
   bool running_ = false;
   bool stopping_ = false;
   std::thread thread_;

@@ -121,7 +121,8 @@ struct request_parser::callbacks {
     }
     if ((p->flags & F_CONTENTLENGTH) != 0)
       req.body.reserve(p->content_length + body_padding);
-    bool http11 = p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1);
+    bool http11
+        = p->http_major > 1 || (p->http_major == 1 && p->http_minor >= 1);
     auto framing = chunked(r, p, http11);
     // RFC 9110 §10.1.1: never to an HTTP/1.0 client, nor to a request
     // refused (its body would be sent for nothing).
@@ -269,8 +270,8 @@ std::size_t request_parser::feed(std::string_view data) {
     if (error_) // refused by one of our callbacks
       return 0;
     if (err == HPE_HEADER_OVERFLOW) { // http_parser's own 80 KiB bound
-      fail(431, "Request headers exceed "
-                    + std::to_string(HTTP_MAX_HEADER_SIZE) + " bytes");
+      fail(431, "Request headers exceed " + std::to_string(HTTP_MAX_HEADER_SIZE)
+                    + " bytes");
       return 0;
     }
     if (err != HPE_OK && err != HPE_PAUSED) {
@@ -325,6 +326,8 @@ std::string_view reason_phrase(int status) noexcept {
     return "Conflict";
   case 413:
     return "Payload Too Large";
+  case 421:
+    return "Misdirected Request";
   case 429:
     return "Too Many Requests";
   case 431:

@@ -129,6 +129,33 @@ TEST_CASE("a group committed while the previous one was being committed is "
   CHECK((*second)->ok());
 }
 
+TEST_CASE("a group whose slot the policy lost answers its batches of that "
+          "slot with the policy's error, raises no mark there, and goes on",
+          "[sim][writer][durability]") {
+  held_writer fx;
+  auto first = fx.write(1);
+  fx.run();
+  REQUIRE(fx.policy->held.size() == 1);
+  auto lost_at = fx.last();
+  fx.policy->release(
+      0, {{fx.slot, make_error(errc::unavailable, "slot lost its leader")}});
+  fx.run();
+  REQUIRE(*first);
+  REQUIRE((*first)->failure);
+  CHECK((*first)->failure->code == errc::unavailable);
+  CHECK((*first)->failure->message == "slot lost its leader");
+  CHECK_FALSE(fx.marks->covers(lost_at));
+  // The next group of the slot is durable, and covers the seq before it.
+  auto second = fx.write(1);
+  fx.run();
+  REQUIRE(fx.policy->held.size() == 2);
+  fx.policy->release(1);
+  fx.run();
+  REQUIRE(*second);
+  CHECK((*second)->ok());
+  CHECK(fx.marks->covers(lost_at));
+}
+
 TEST_CASE("a reader waiting for a seq is answered once that seq is durable, "
           "and at once when it already is",
           "[sim][writer][durability]") {
@@ -200,7 +227,9 @@ TEST_CASE("the writer's default durability policy is the local commit",
           "[sim][writer][durability]") {
   CHECK(std::string{actors::local_durability()->name()} == "local");
   bool durable = false;
-  actors::local_durability()->committed({{0, 1}}, [&] { durable = true; });
+  actors::local_durability()->committed(
+      {{{0, 1}, 0}},
+      [&](std::vector<actors::lost_slot> lost) { durable = lost.empty(); });
   CHECK(durable); // at once, within the call
 }
 

@@ -17,23 +17,27 @@ namespace spool::test {
 struct held_policy final : actors::durability_policy {
   struct group {
     std::vector<storage::slot_seq> marks;
-    std::function<void()> durable;
+    actors::durable_fn durable;
   };
   std::vector<group> held;
-  void committed(std::vector<storage::slot_seq> marks,
-                 std::function<void()> k) override {
-    held.push_back({std::move(marks), std::move(k)});
+  void committed(std::vector<actors::durable_mark> marks,
+                 actors::durable_fn k) override {
+    std::vector<storage::slot_seq> at;
+    for (auto& m : marks)
+      at.push_back(m.at);
+    held.push_back({std::move(at), std::move(k)});
   }
   const char* name() const noexcept override {
     return "held";
   }
-  /// Declares the `i`th group held so far durable.
-  void release(std::size_t i) {
+  /// Declares the `i`th group held so far durable, but for the slots
+  /// `lost`.
+  void release(std::size_t i, std::vector<actors::lost_slot> lost = {}) {
     REQUIRE(i < held.size());
     REQUIRE(held[i].durable);
     auto k = std::move(held[i].durable);
     held[i].durable = nullptr;
-    k();
+    k(std::move(lost));
   }
   /// Whether a group waits to be declared durable.
   bool pending() const {

@@ -1,0 +1,288 @@
+#include "core/replica/replica_host.hpp"
+
+#include <algorithm>
+
+namespace spool::core {
+
+using namespace spool::cluster;
+
+std::vector<node_id> replicas_of(slot_t s, const std::vector<node_id>& nodes,
+                                 std::uint32_t rf) {
+  std::vector<node_id> out;
+  if (nodes.empty())
+    return out;
+  auto n = static_cast<std::uint32_t>(nodes.size());
+  for (std::uint32_t i = 0; i < std::min(rf, n); ++i)
+    out.push_back(nodes[(s + i) % n]);
+  return out;
+}
+
+expected<std::shared_ptr<replica_host>>
+replica_host::make(storage::env& env, host_config cfg, sender send, clock now,
+                   host_events events) {
+  if (std::find(cfg.nodes.begin(), cfg.nodes.end(), cfg.self)
+      == cfg.nodes.end())
+    return make_error(errc::invalid_argument, "cluster: node ",
+                      index_of(cfg.self), " is not among the ",
+                      cfg.nodes.size(), " nodes of --peers");
+  if (cfg.replication_factor == 0 || cfg.replication_factor > cfg.nodes.size())
+    return make_error(errc::invalid_argument,
+                      "cluster: --replication-factor must be 1..",
+                      cfg.nodes.size(), " (the nodes of --peers), got ",
+                      cfg.replication_factor);
+  if (cfg.slots == 0 || cfg.slots > max_slot_count)
+    return make_error(errc::invalid_argument, "cluster: the store has ",
+                      cfg.slots, " slots");
+  if (env.mode() != storage::durability::strict)
+    return make_error(errc::invalid_argument,
+                      "cluster: replication needs --durability strict (a "
+                      "replica's promise must be on disk before it answers)");
+  if (!send || !now)
+    return make_error(errc::invalid_argument,
+                      "cluster: the host needs a sender and a clock");
+  return std::make_shared<replica_host>(env, std::move(cfg), std::move(send),
+                                        std::move(now), std::move(events));
+}
+
+replica_host::replica_host(storage::env& env, host_config cfg, sender send,
+                           clock now, host_events events) :
+    env_(env),
+    cfg_(std::move(cfg)),
+    send_(std::move(send)),
+    now_(std::move(now)),
+    events_(std::move(events)) {
+  slots_.resize(cfg_.slots);
+  for (std::uint32_t s = 0; s < cfg_.slots; ++s) {
+    auto slot = static_cast<slot_t>(s);
+    auto reps = replicas_of(slot, cfg_.nodes, cfg_.replication_factor);
+    if (std::find(reps.begin(), reps.end(), cfg_.self) == reps.end())
+      continue;
+    auto ss = std::make_unique<slot_state>();
+    ss->slot = slot;
+    ss->replicas = std::move(reps);
+    ss->port = std::make_unique<slot_port>(env_, slot);
+    auto c = cfg_.core;
+    c.self = cfg_.self;
+    c.replicas = ss->replicas;
+    ss->core = std::make_unique<replica_core>(std::move(c), *ss->port);
+    slots_[s] = std::move(ss);
+  }
+}
+
+replica_host::slot_state* replica_host::find(slot_t s) {
+  return s < slots_.size() ? slots_[s].get() : nullptr;
+}
+
+const replica_host::slot_state* replica_host::find(slot_t s) const {
+  return s < slots_.size() ? slots_[s].get() : nullptr;
+}
+
+bool replica_host::holds(slot_t s) const noexcept {
+  return find(s) != nullptr;
+}
+
+std::string replica_host::name(node_id n) const {
+  return "n" + std::to_string(index_of(n) + 1);
+}
+
+void replica_host::start() {
+  auto now = now_();
+  for (auto& ss : slots_)
+    if (ss) {
+      carry_out(*ss, ss->core->start(now));
+      maybe_bootstrap(*ss);
+    }
+  drain_local();
+}
+
+void replica_host::on_message(slot_message m) {
+  auto* ss = find(m.slot);
+  // Only a replica of the slot, to this node: anything else is dropped
+  // (the peer link checked who sent it).
+  if (ss == nullptr || ss->failed || m.env.to != cfg_.self
+      || std::find(ss->replicas.begin(), ss->replicas.end(), m.env.from)
+             == ss->replicas.end())
+    return;
+  deliver(*ss, m.env);
+  drain_local();
+}
+
+void replica_host::deliver(slot_state& ss, const envelope& e) {
+  if (auto* r = std::get_if<fence_rep>(&e.msg)) {
+    // An answer to this node's election, not to its replica.
+    if (ss.elect) {
+      for (auto& out : ss.elect->on_reply(e.from, *r))
+        post(ss.slot, std::move(out));
+      end_election(ss);
+    }
+    return;
+  }
+  carry_out(ss, ss.core->on_message(e, now_()));
+}
+
+void replica_host::tick() {
+  auto now = now_();
+  for (auto& p : slots_) {
+    if (!p || p->failed)
+      continue;
+    auto& ss = *p;
+    if (ss.elect && now >= ss.elect_deadline) {
+      ss.elect->give_up();
+      end_election(ss);
+      ss.elect.reset();
+    }
+    if (ss.elect && ss.elect->state() == election_state::elected
+        && now - ss.lead_sent >= cfg_.core.retry) {
+      ss.lead_sent = now;
+      for (auto& e : ss.elect->lead_again())
+        post(ss.slot, std::move(e));
+    }
+    carry_out(ss, ss.core->tick(now));
+    maybe_bootstrap(ss);
+    while (!ss.waiting.empty() && ss.waiting.front().deadline <= now) {
+      lose(ss.waiting.front(), ss.slot,
+           make_error(errc::unavailable, "Server busy: slot ", ss.slot,
+                      " has no quorum (the write may still commit: a retry "
+                      "with the same transactionId is safe)"));
+      ss.waiting.pop_front();
+    }
+  }
+  drain_local();
+}
+
+bool replica_host::promote(slot_t s, std::optional<node_id> to) {
+  auto* ss = find(s);
+  if (ss == nullptr || ss->failed || ss->elect)
+    return false;
+  auto e = std::max(ss->port->hard().epoch, ss->highest_seen) + 1;
+  start_election(
+      *ss, {cfg_.self, ss->replicas, e, std::nullopt, to, std::nullopt, false});
+  drain_local();
+  return true;
+}
+
+void replica_host::maybe_bootstrap(slot_state& ss) {
+  if (ss.failed || ss.elect || ss.replicas.front() != cfg_.self
+      || ss.core->leader() || ss.core->current_role() == role::leader
+      || now_() < ss.retry_at)
+    return;
+  auto h = ss.port->hard();
+  if (h.leader || h.damaged)
+    return; // it knew a leader: a restart's rules, or the operator's
+  // Above every epoch it knows of and every epoch its log holds (a store
+  // written on one node has epoch 1 entries), expecting nobody moved on:
+  // a replica that follows someone refuses.
+  auto e = std::max({h.epoch, ss.highest_seen, ss.port->last().epoch});
+  start_election(
+      ss, {cfg_.self, ss.replicas, e + 1, e, std::nullopt, cfg_.self, true});
+}
+
+void replica_host::start_election(slot_state& ss, election_config c) {
+  ss.elect.emplace(std::move(c));
+  ss.elect_deadline = now_() + cfg_.election_deadline;
+  ss.lead_sent = now_();
+  for (auto& e : ss.elect->start())
+    post(ss.slot, std::move(e));
+}
+
+void replica_host::end_election(slot_state& ss) {
+  if (!ss.elect || ss.elect->state() == election_state::running)
+    return;
+  ss.highest_seen = std::max(ss.highest_seen, ss.elect->highest_seen());
+  if (ss.elect->state() == election_state::failed) {
+    ss.retry_at = now_() + cfg_.election_deadline;
+    if (events_.election_failed)
+      events_.election_failed(ss.slot, ss.elect->reason());
+    ss.elect.reset();
+  }
+  // An elected one stays until its deadline, sending `lead` again.
+}
+
+void replica_host::post(slot_t s, envelope e) {
+  if (e.to == cfg_.self)
+    local_.push_back({s, std::move(e)});
+  else
+    send_({s, std::move(e)});
+}
+
+void replica_host::drain_local() {
+  if (draining_)
+    return;
+  draining_ = true;
+  while (!local_.empty()) {
+    auto m = std::move(local_.front());
+    local_.pop_front();
+    if (auto* ss = find(m.slot); ss != nullptr && !ss->failed)
+      deliver(*ss, m.env);
+  }
+  draining_ = false;
+}
+
+void replica_host::carry_out(slot_state& ss, ready r) {
+  // A read that failed while the core made this step: it must not act on
+  // what it read as empty. The node stops.
+  if (auto err = ss.port->take_error()) {
+    ss.failed = true;
+    lose_all(ss, make_error(errc::unavailable, "slot ", ss.slot,
+                            ": its store failed (", err->message,
+                            "); the write's outcome is unknown"));
+    if (events_.fatal)
+      events_.fatal(ss.slot, *err);
+    return;
+  }
+  auto now = now_();
+  bool wrote = !r.write.empty();
+  if (wrote) {
+    auto res = ss.port->write(r.write);
+    if (res != write_result::ok) {
+      ss.port->take_error(); // the core hears why through `res`
+      carry_out(ss, ss.core->write_failed(res, now));
+      return;
+    }
+  }
+  for (auto& e : r.send)
+    post(ss.slot, std::move(e));
+  // Strict durability: what the port committed is synced.
+  for (auto& e : r.after_sync)
+    post(ss.slot, std::move(e));
+  for (auto& n : r.notices)
+    on_notice(ss, n);
+  if (r.committed)
+    settle(ss);
+  if (wrote)
+    carry_out(ss, ss.core->synced(ss.port->last().seq, now));
+}
+
+void replica_host::on_notice(slot_state& ss, const notice& n) {
+  if (n.kind == notice_kind::deposed)
+    lose_all(ss, make_error(errc::unavailable, "Server busy: slot ", ss.slot,
+                            " changed leader before the write reached a "
+                            "quorum (it may still commit: a retry with the "
+                            "same transactionId is safe)"));
+  if (n.kind == notice_kind::restart_election && !ss.elect) {
+    // Above every epoch it knows of, expecting nobody moved past it; its
+    // own replica is fenced last, so a refused try leaves it as it was.
+    auto e = std::max(ss.port->hard().epoch, ss.highest_seen);
+    start_election(
+        ss, {cfg_.self, ss.replicas, e + 1, e, std::nullopt, cfg_.self, true});
+  }
+  if (events_.notice)
+    events_.notice(ss.slot, n);
+}
+
+std::optional<slot_view> replica_host::view(slot_t s) const {
+  auto* ss = find(s);
+  if (ss == nullptr)
+    return std::nullopt;
+  slot_view v;
+  v.role = ss->core->current_role();
+  v.epoch = ss->core->epoch();
+  v.leader = ss->core->leader();
+  v.commit = ss->core->commit();
+  v.last = ss->port->last();
+  v.serving = ss->core->serving();
+  v.damaged = ss->port->hard().damaged;
+  return v;
+}
+
+} // namespace spool::core

@@ -1,0 +1,198 @@
+#pragma once
+
+/// The node's replicas of the slots it holds (docs/cluster.md, "Shell"):
+/// one `cluster::replica_core` per slot over the LMDB slot log
+/// (`slot_port`), the elections this node coordinates, and the writes that
+/// wait for their quorum.
+///
+/// Everything here runs on the node's one LMDB writer thread, the
+/// committer's (`committer::run`): the host is not thread-safe, and its
+/// writes (a follower's applies, a leader's epoch start, a fence's promise)
+/// need that thread. So does the writer's hook (`admit`, `committed`): a
+/// batch is admitted only for a slot this node serves as leader, and is
+/// stamped with that slot's epoch, checked in the same thread that commits
+/// it. Messages leave through `send`; the peer links bring them in
+/// (`on_message`). The clock is injected. No CAF, no sockets.
+///
+/// The LMDB environment must be in strict durability: a write committed
+/// through the port is then synced, so the host tells a core `synced` right
+/// after its writes.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/election.hpp"
+#include "cluster/replica_core.hpp"
+#include "core/replica/slot_port.hpp"
+#include "core/writer/durability.hpp"
+#include "storage/lmdb.hpp"
+#include "vocab/slot.hpp"
+
+namespace spool::core {
+
+struct host_config {
+  cluster::node_id self{};
+  /// Every node of the cluster, in `--peers` order.
+  std::vector<cluster::node_id> nodes;
+  /// How many nodes hold each slot (at most `nodes.size()`).
+  std::uint32_t replication_factor = 3;
+  /// The store's slot count.
+  std::uint32_t slots = default_slot_count;
+  /// The cores' batching, window and timers (`self` and `replicas` are
+  /// set per slot).
+  cluster::replica_config core{};
+  /// An election gives up after this long.
+  cluster::millis election_deadline = 3000;
+  /// A write not committed by a quorum this long after its local commit
+  /// is answered `unavailable` ("no quorum"), its outcome unknown.
+  cluster::millis quorum_deadline = 5000;
+};
+
+/// The replicas of slot `s`: `rf` nodes, from node `s % n` on. The first
+/// is the slot's first leader.
+std::vector<cluster::node_id>
+replicas_of(slot_t s, const std::vector<cluster::node_id>& nodes,
+            std::uint32_t rf);
+
+/// One slot's replication message between two nodes.
+using cluster::slot_message;
+
+/// What one slot's replica looks like from outside (tests, metrics,
+/// `not_leader` answers).
+struct slot_view {
+  cluster::role role = cluster::role::follower;
+  cluster::epoch_t epoch = 0;
+  std::optional<cluster::node_id> leader;
+  cluster::seq_t commit = 0;
+  cluster::log_pos last;
+  bool serving = false;
+  bool damaged = false;
+};
+
+/// What the host tells its shell (logs, the broker's per-slot start and
+/// stop); called on the writer thread.
+struct host_events {
+  std::function<void(slot_t, const cluster::notice&)> notice;
+  /// An election this node ran failed, and why.
+  std::function<void(slot_t, const std::string&)> election_failed;
+  /// A failed read of the store: the node must stop (as on a failed sync).
+  std::function<void(slot_t, const storage::error&)> fatal;
+};
+
+class replica_host final : public actors::commit_hook {
+public:
+  using sender = std::function<void(slot_message)>;
+  using clock = std::function<cluster::millis()>;
+
+  /// Refuses a configuration it cannot run (no such node, a factor above
+  /// the node count, an environment not in strict durability).
+  static expected<std::shared_ptr<replica_host>> make(storage::env& env,
+                                                      host_config cfg,
+                                                      sender send, clock now,
+                                                      host_events events = {});
+
+  /// Starts every slot's core from what its replica row says; a fresh
+  /// slot's first leader runs its first election.
+  void start();
+  /// A message from a peer (or this node's own, looped back).
+  void on_message(slot_message m);
+  /// Timers: heartbeats, retries, elections, quorum deadlines.
+  void tick();
+  /// Runs an election for slot `s` (the operator's promote): fence a
+  /// majority to a new epoch and make the longest log lead (`to`: only if
+  /// that one holds it). False when one already runs there.
+  bool promote(slot_t s, std::optional<cluster::node_id> to);
+
+  /// Waits until every mark is committed by a quorum in its epoch, or
+  /// lost; calls `done` once with the slots lost.
+  void await(std::vector<actors::durable_mark> marks, actors::durable_fn done);
+  /// Fails every write still waiting (the node stops).
+  void stop();
+
+  // The writer's hook.
+  std::optional<api_error> admit(const storage::write_batch& b) override;
+  std::vector<std::uint64_t>
+  committed(const std::vector<storage::slot_seq>& marks) override;
+
+  /// Whether this node holds a replica of slot `s`.
+  bool holds(slot_t s) const noexcept;
+  /// Slot `s`'s replica here (none: it holds none).
+  std::optional<slot_view> view(slot_t s) const;
+  const host_config& config() const noexcept {
+    return cfg_;
+  }
+
+  /// Use `make`.
+  replica_host(storage::env& env, host_config cfg, sender send, clock now,
+               host_events events);
+
+private:
+  struct group;
+  struct waiter {
+    cluster::seq_t seq = 0;
+    cluster::epoch_t epoch = 0;
+    cluster::millis deadline = 0;
+    std::shared_ptr<group> of;
+  };
+  struct slot_state {
+    slot_t slot = 0;
+    std::vector<cluster::node_id> replicas;
+    std::unique_ptr<slot_port> port;
+    std::unique_ptr<cluster::replica_core> core;
+    std::optional<cluster::election> elect;
+    cluster::millis elect_deadline = 0;
+    cluster::millis lead_sent = 0;
+    /// The highest epoch an election's refusal named.
+    cluster::epoch_t highest_seen = 0;
+    /// A failed first election is tried again from here.
+    cluster::millis retry_at = 0;
+    /// Writes waiting for the commit point, in seq order.
+    std::deque<waiter> waiting;
+    /// A read failed: the slot does nothing more (the node stops).
+    bool failed = false;
+  };
+
+  slot_state* find(slot_t s);
+  const slot_state* find(slot_t s) const;
+  /// One message to slot `ss`'s core, or to its election.
+  void deliver(slot_state& ss, const cluster::envelope& e);
+  void carry_out(slot_state& ss, cluster::ready r);
+  void on_notice(slot_state& ss, const cluster::notice& n);
+  void post(slot_t s, cluster::envelope e);
+  /// Delivers the messages this node sent itself, one step at a time.
+  void drain_local();
+  void start_election(slot_state& ss, cluster::election_config c);
+  void end_election(slot_state& ss);
+  /// The first leader of a fresh slot, or a replica that never knew one:
+  /// an election that moves no replica that follows someone.
+  void maybe_bootstrap(slot_state& ss);
+  /// Resolves the waiters the commit point now covers.
+  void settle(slot_state& ss);
+  void lose(waiter& w, slot_t s, const api_error& why);
+  void lose_all(slot_state& ss, const api_error& why);
+  std::string name(cluster::node_id n) const;
+
+  storage::env& env_;
+  host_config cfg_;
+  sender send_;
+  clock now_;
+  host_events events_;
+  /// By slot: null where this node holds no replica.
+  std::vector<std::unique_ptr<slot_state>> slots_;
+  std::deque<slot_message> local_;
+  bool draining_ = false;
+};
+
+/// The durability of a cluster node: a group is durable once the host has
+/// every mark committed by a quorum. Runs the wait on the committer's
+/// thread, where the host lives.
+std::shared_ptr<actors::durability_policy>
+quorum_durability(std::shared_ptr<actors::committer> commits,
+                  std::shared_ptr<replica_host> host);
+
+} // namespace spool::core

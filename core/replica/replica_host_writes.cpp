@@ -1,0 +1,186 @@
+// The replica host's side of the writer (replica_host.hpp): which batches
+// it admits, the epoch it stamps, the writes that wait for their quorum,
+// and the durability policy over it.
+
+#include "core/replica/replica_host.hpp"
+
+#include <algorithm>
+
+namespace spool::core {
+
+using namespace spool::cluster;
+
+struct replica_host::group {
+  std::size_t remaining = 0;
+  std::vector<actors::lost_slot> lost;
+  actors::durable_fn done;
+
+  /// One of its marks is decided.
+  void resolve() {
+    if (remaining > 0 && --remaining == 0 && done) {
+      auto d = std::move(done);
+      done = nullptr;
+      d(std::move(lost));
+    }
+  }
+};
+
+std::optional<api_error> replica_host::admit(const storage::write_batch& b) {
+  if (b.mutations.empty())
+    return std::nullopt; // a barrier
+  auto s = storage::slot_of(b.mutations.front());
+  for (auto& m : b.mutations)
+    if (auto other = storage::slot_of(m); other != s)
+      return make_error(errc::cross_slot, "A write touches slots ", s, " and ",
+                        other,
+                        ": a cluster commits one slot at a time; put its "
+                        "queues in one slot with a {tag} in their names");
+  auto* ss = find(s);
+  if (ss == nullptr) {
+    auto reps = replicas_of(s, cfg_.nodes, cfg_.replication_factor);
+    std::string names;
+    for (auto n : reps)
+      names += (names.empty() ? "" : ", ") + name(n);
+    return make_error(
+        errc::not_leader, "Not the leader of slot ", s,
+        "; this node holds no replica of it (its replicas: ", names, ")");
+  }
+  if (ss->failed)
+    return make_error(errc::unavailable, "Server busy: slot ", s,
+                      " stopped after a storage failure on this node");
+  if (ss->core->serving())
+    return std::nullopt;
+  if (ss->core->current_role() == role::leader)
+    return make_error(errc::unavailable, "Server busy: slot ", s,
+                      " is taking office (epoch ", ss->core->epoch(), ")");
+  if (auto l = ss->core->leader(); l && *l != cfg_.self)
+    return make_error(errc::not_leader, "Not the leader of slot ", s,
+                      "; leader is ", name(*l));
+  return make_error(errc::unavailable, "Server busy: slot ", s,
+                    " has no leader yet");
+}
+
+std::vector<std::uint64_t>
+replica_host::committed(const std::vector<storage::slot_seq>& marks) {
+  std::vector<std::uint64_t> epochs;
+  epochs.reserve(marks.size());
+  auto now = now_();
+  for (auto& m : marks) {
+    auto* ss = find(m.slot);
+    auto e = ss != nullptr ? ss->core->write_epoch() : std::nullopt;
+    // Admitted only while serving: the entries carry its epoch (the slot
+    // log stamps the highest epoch it holds, the leader's epoch_start).
+    epochs.push_back(e.value_or(0));
+    if (!e)
+      continue;
+    carry_out(*ss, ss->core->local_appended(now));
+    carry_out(*ss, ss->core->synced(m.seq, now));
+  }
+  drain_local();
+  return epochs;
+}
+
+void replica_host::await(std::vector<actors::durable_mark> marks,
+                         actors::durable_fn done) {
+  auto g = std::make_shared<group>();
+  g->remaining = marks.size() + 1; // one more, resolved below
+  g->done = std::move(done);
+  auto deadline = now_() + cfg_.quorum_deadline;
+  for (auto& m : marks) {
+    auto* ss = find(m.at.slot);
+    if (ss == nullptr || ss->failed || m.epoch == 0
+        || ss->core->write_epoch() != m.epoch) {
+      g->lost.push_back(
+          {m.at.slot,
+           make_error(errc::unavailable, "Server busy: slot ", m.at.slot,
+                      " changed leader before the write reached a "
+                      "quorum (it may still commit: a retry with "
+                      "the same transactionId is safe)")});
+      g->resolve();
+      continue;
+    }
+    if (m.at.seq <= ss->core->commit()) {
+      g->resolve();
+      continue;
+    }
+    waiter w{m.at.seq, m.epoch, deadline, g};
+    auto at = std::upper_bound(
+        ss->waiting.begin(), ss->waiting.end(), w.seq,
+        [](seq_t seq, const waiter& x) { return seq < x.seq; });
+    ss->waiting.insert(at, std::move(w));
+  }
+  g->resolve();
+}
+
+void replica_host::settle(slot_state& ss) {
+  auto commit = ss.core->commit();
+  auto epoch = ss.core->write_epoch();
+  while (!ss.waiting.empty() && ss.waiting.front().seq <= commit) {
+    auto& w = ss.waiting.front();
+    if (epoch == w.epoch)
+      w.of->resolve();
+    else
+      lose(w, ss.slot,
+           make_error(errc::unavailable, "Server busy: slot ", ss.slot,
+                      " changed leader before the write reached a quorum"));
+    ss.waiting.pop_front();
+  }
+}
+
+void replica_host::lose(waiter& w, slot_t s, const api_error& why) {
+  w.of->lost.push_back({s, why});
+  w.of->resolve();
+}
+
+void replica_host::lose_all(slot_state& ss, const api_error& why) {
+  auto waiting = std::move(ss.waiting);
+  ss.waiting.clear();
+  for (auto& w : waiting)
+    lose(w, ss.slot, why);
+}
+
+void replica_host::stop() {
+  for (auto& ss : slots_)
+    if (ss)
+      lose_all(*ss, make_error(errc::unavailable,
+                               "the node stopped before the write reached a "
+                               "quorum: its outcome is unknown"));
+}
+
+namespace {
+
+class quorum_policy final : public actors::durability_policy {
+public:
+  quorum_policy(std::shared_ptr<actors::committer> commits,
+                std::shared_ptr<replica_host> host) :
+      commits_(std::move(commits)), host_(std::move(host)) {
+  }
+  void committed(std::vector<actors::durable_mark> marks,
+                 actors::durable_fn done) override {
+    if (marks.empty()) {
+      done({});
+      return;
+    }
+    commits_->run([host = host_, marks = std::move(marks),
+                   done = std::move(done)]() mutable {
+      host->await(std::move(marks), std::move(done));
+    });
+  }
+  const char* name() const noexcept override {
+    return "quorum";
+  }
+
+private:
+  std::shared_ptr<actors::committer> commits_;
+  std::shared_ptr<replica_host> host_;
+};
+
+} // namespace
+
+std::shared_ptr<actors::durability_policy>
+quorum_durability(std::shared_ptr<actors::committer> commits,
+                  std::shared_ptr<replica_host> host) {
+  return std::make_shared<quorum_policy>(std::move(commits), std::move(host));
+}
+
+} // namespace spool::core

@@ -1,0 +1,472 @@
+#include "peer/links.hpp"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <deque>
+#include <optional>
+
+#include "peer/codec.hpp"
+#include "peer/handshake.hpp"
+
+namespace spool::peer {
+
+using asio::ip::tcp;
+using namespace std::chrono_literals;
+
+std::string random_nonce(std::size_t bytes) {
+  std::string out(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()),
+                 static_cast<int>(bytes))
+      != 1)
+    throw std::runtime_error("peer: no random bytes for a nonce");
+  return out;
+}
+
+namespace {
+
+std::string node_name(cluster::node_id n) {
+  return "n" + std::to_string(cluster::index_of(n) + 1);
+}
+
+handshake_config handshake_of(const links_config& c) {
+  handshake_config h;
+  h.self = c.self;
+  h.cluster_id = c.cluster_id;
+  h.secret = c.secret;
+  for (auto& [n, a] : c.nodes)
+    h.members.insert(n);
+  return h;
+}
+
+std::uint32_t length_of(const std::array<char, 4>& h) {
+  return (std::uint32_t(std::uint8_t(h[0])) << 24)
+         | (std::uint32_t(std::uint8_t(h[1])) << 16)
+         | (std::uint32_t(std::uint8_t(h[2])) << 8) | std::uint8_t(h[3]);
+}
+
+/// Reads one frame's body from `sock` into `body`, refusing one over
+/// `max`; then `k(error, why)` ("" when read).
+template <class K>
+void read_frame(tcp::socket& sock, std::array<char, 4>& head, std::string& body,
+                std::size_t max, K k) {
+  asio::async_read(
+      sock, asio::buffer(head),
+      [&sock, &head, &body, max, k](std::error_code ec, std::size_t) mutable {
+        if (ec)
+          return k(std::string{"closed: "} + ec.message());
+        auto len = length_of(head);
+        if (len == 0 || len > max)
+          return k("a frame of " + std::to_string(len) + " bytes (at most "
+                   + std::to_string(max) + ")");
+        body.resize(len);
+        asio::async_read(sock, asio::buffer(body),
+                         [k](std::error_code ec2, std::size_t) mutable {
+                           k(ec2 ? std::string{"closed: "} + ec2.message()
+                                 : std::string{});
+                         });
+      });
+}
+
+} // namespace
+
+struct links::outgoing {
+  cluster::node_id peer{};
+  peer_address addr;
+  tcp::socket sock;
+  tcp::resolver resolver;
+  asio::steady_timer timer;
+  std::deque<std::string> queue;
+  std::size_t queued = 0;
+  std::string writing_buf;
+  bool ready = false;
+  bool writing = false;
+  std::uint64_t generation = 0;
+  std::chrono::milliseconds backoff;
+  std::optional<handshake> hs;
+  std::array<char, 4> head{};
+  std::string body;
+  char probe = 0;
+
+  outgoing(asio::io_context& io, cluster::node_id p, peer_address a,
+           std::chrono::milliseconds b) :
+      peer(p),
+      addr(std::move(a)),
+      sock(io),
+      resolver(io),
+      timer(io),
+      backoff(b) {
+  }
+};
+
+struct links::incoming : std::enable_shared_from_this<links::incoming> {
+  std::shared_ptr<links> owner;
+  tcp::socket sock;
+  asio::steady_timer timer;
+  handshake hs;
+  std::optional<cluster::node_id> peer;
+  std::array<char, 4> head{};
+  std::string body;
+  bool paused = false;
+  std::string where;
+
+  incoming(std::shared_ptr<links> o, tcp::socket s) :
+      owner(std::move(o)),
+      sock(std::move(s)),
+      timer(sock.get_executor()),
+      hs(handshake_of(owner->cfg_), random_nonce()) {
+    std::error_code ec;
+    auto ep = sock.remote_endpoint(ec);
+    where = ec ? std::string{"?"}
+               : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  void close(const std::string& why) {
+    if (!sock.is_open())
+      return;
+    if (!why.empty())
+      owner->log_("peer link from " + where
+                  + (peer ? " (" + node_name(*peer) + ")" : std::string{})
+                  + " closed: " + why);
+    std::error_code ec;
+    sock.close(ec);
+    timer.cancel();
+  }
+
+  void refuse(const std::string& why) {
+    ++owner->n_.refused;
+    close("refused: " + why);
+  }
+
+  void start() {
+    timer.expires_after(owner->cfg_.handshake_timeout);
+    timer.async_wait([self = shared_from_this()](std::error_code ec) {
+      if (!ec && !self->peer)
+        self->refuse("no handshake within the timeout");
+    });
+    next();
+  }
+
+  void next() {
+    auto self = shared_from_this();
+    read_frame(sock, head, body, owner->cfg_.max_frame,
+               [self](const std::string& err) { self->on_frame(err); });
+  }
+
+  void on_frame(const std::string& err) {
+    if (!err.empty())
+      return close(peer ? err : std::string{});
+    auto f = decode(body);
+    if (!f)
+      return refuse("an undecodable frame: " + f.err().message);
+    if (!peer) {
+      if (auto* h = std::get_if<hello>(&*f)) {
+        auto p = hs.on_hello(*h);
+        if (!p)
+          return refuse(p.err().message);
+        auto out = std::make_shared<std::string>(encode_frame(hs.start()));
+        *out += encode_frame(*p);
+        asio::async_write(
+            sock, asio::buffer(*out),
+            [self = shared_from_this(), out](std::error_code ec, std::size_t) {
+              if (ec)
+                self->close("");
+            });
+        return next();
+      }
+      if (auto* p = std::get_if<proof>(&*f)) {
+        auto who = hs.on_proof(*p);
+        if (!who)
+          return refuse(who.err().message);
+        peer = *who;
+        timer.cancel();
+        owner->log_("peer link from " + node_name(*peer) + " (" + where
+                    + ") admitted");
+        return next();
+      }
+      return refuse("a replication message before the handshake");
+    }
+    auto* m = std::get_if<slot_message>(&*f);
+    if (m == nullptr || m->env.from != *peer || m->env.to != owner->cfg_.self) {
+      ++owner->n_.dropped;
+      return next();
+    }
+    auto size = body.size();
+    ++owner->n_.received;
+    owner->pending_in_ += size;
+    owner->on_receive_(std::move(*m), size);
+    if (owner->pending_in_.load() > owner->cfg_.max_pending_in) {
+      paused = true; // resumed by `consumed`
+      return;
+    }
+    next();
+  }
+};
+
+links::links(asio::io_context& io, links_config cfg, receive_fn on_receive,
+             log_fn log) :
+    io_(io),
+    cfg_(std::move(cfg)),
+    on_receive_(std::move(on_receive)),
+    log_(std::move(log)),
+    acceptor_(io) {
+  for (auto& [n, a] : cfg_.nodes)
+    if (n != cfg_.self)
+      out_.emplace(n,
+                   std::make_shared<outgoing>(io_, n, a, cfg_.reconnect_min));
+}
+
+links::~links() = default;
+
+std::string links::listen() {
+  auto it = cfg_.nodes.find(cfg_.self);
+  if (it == cfg_.nodes.end())
+    return "this node is not among --peers";
+  std::error_code ec;
+  auto addr = asio::ip::make_address(it->second.host, ec);
+  if (ec)
+    return "peer address '" + it->second.host + "' is not an IP address";
+  tcp::endpoint ep{addr, it->second.port};
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec)
+    acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec)
+    acceptor_.bind(ep, ec);
+  if (!ec)
+    acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return "cannot listen on " + it->second.host + ":"
+           + std::to_string(it->second.port) + ": " + ec.message();
+  return "";
+}
+
+std::uint16_t links::port() const {
+  std::error_code ec;
+  auto ep = acceptor_.local_endpoint(ec);
+  return ec ? 0 : ep.port();
+}
+
+void links::set_address(cluster::node_id n, peer_address a) {
+  if (auto it = out_.find(n); it != out_.end())
+    it->second->addr = a;
+  cfg_.nodes[n] = std::move(a);
+}
+
+void links::start() {
+  asio::post(io_, [self = shared_from_this()] {
+    self->accept();
+    for (auto& [n, o] : self->out_)
+      self->dial(o);
+  });
+}
+
+void links::accept() {
+  acceptor_.async_accept(
+      [self = shared_from_this()](std::error_code ec, tcp::socket s) {
+        if (self->stopped_)
+          return;
+        if (!ec) {
+          s.set_option(tcp::no_delay(true), ec);
+          std::erase_if(self->in_, [](auto& w) { return w.expired(); });
+          auto in = std::make_shared<incoming>(self, std::move(s));
+          self->in_.push_back(in);
+          in->start();
+        }
+        self->accept();
+      });
+}
+
+void links::dial(const std::shared_ptr<outgoing>& o) {
+  if (stopped_)
+    return;
+  auto gen = ++o->generation;
+  o->ready = false;
+  o->writing = false;
+  auto self = shared_from_this();
+  auto fail = [self, o, gen](const std::string& why) {
+    if (o->generation != gen || self->stopped_)
+      return;
+    if (!why.empty())
+      self->log_("peer link to " + node_name(o->peer) + " (" + o->addr.host
+                 + ":" + std::to_string(o->addr.port) + "): " + why);
+    self->redial(o);
+  };
+  o->resolver.async_resolve(
+      o->addr.host, std::to_string(o->addr.port),
+      [self, o, gen, fail](std::error_code ec, tcp::resolver::results_type r) {
+        if (ec)
+          return fail("cannot resolve: " + ec.message());
+        asio::async_connect(
+            o->sock, r, [self, o, gen, fail](std::error_code ec2, auto) {
+              if (o->generation != gen)
+                return;
+              if (ec2)
+                return fail(""); // not up yet: quietly again
+              std::error_code ignore;
+              o->sock.set_option(tcp::no_delay(true), ignore);
+              o->hs.emplace(handshake_of(self->cfg_), random_nonce());
+              auto hello_frame
+                  = std::make_shared<std::string>(encode_frame(o->hs->start()));
+              asio::async_write(o->sock, asio::buffer(*hello_frame),
+                                [hello_frame](std::error_code, std::size_t) {});
+              read_frame(
+                  o->sock, o->head, o->body, self->cfg_.max_frame,
+                  [self, o, gen, fail](const std::string& err) {
+                    if (o->generation != gen)
+                      return;
+                    if (!err.empty())
+                      return fail(err);
+                    auto f = decode(o->body);
+                    auto* h = f ? std::get_if<hello>(&*f) : nullptr;
+                    if (h == nullptr)
+                      return fail("refused: no hello");
+                    auto p = o->hs->on_hello(*h);
+                    if (!p) {
+                      ++self->n_.refused;
+                      return fail("refused: " + p.err().message);
+                    }
+                    auto proof_frame
+                        = std::make_shared<std::string>(encode_frame(*p));
+                    asio::async_write(
+                        o->sock, asio::buffer(*proof_frame),
+                        [proof_frame](std::error_code, std::size_t) {});
+                    read_frame(
+                        o->sock, o->head, o->body, self->cfg_.max_frame,
+                        [self, o, gen, fail](const std::string& err2) {
+                          if (o->generation != gen)
+                            return;
+                          if (!err2.empty())
+                            return fail(err2);
+                          auto f2 = decode(o->body);
+                          auto* pr = f2 ? std::get_if<proof>(&*f2) : nullptr;
+                          auto who
+                              = pr != nullptr
+                                    ? o->hs->on_proof(*pr)
+                                    : expected<cluster::node_id>{make_error(
+                                        errc::bad_request, "no proof")};
+                          if (!who || *who != o->peer) {
+                            ++self->n_.refused;
+                            return fail("refused: "
+                                        + (who ? std::string{"another node"}
+                                               : who.err().message));
+                          }
+                          o->ready = true;
+                          o->backoff = self->cfg_.reconnect_min;
+                          ++self->n_.connects;
+                          self->log_("peer link to " + node_name(o->peer)
+                                     + " admitted");
+                          // The other side sends nothing more: a read ends only
+                          // when the link does.
+                          asio::async_read(
+                              o->sock, asio::buffer(&o->probe, 1),
+                              [fail, o, gen](std::error_code, std::size_t) {
+                                fail("closed by the peer");
+                              });
+                          self->write_next(o);
+                        });
+                  });
+            });
+      });
+}
+
+void links::redial(const std::shared_ptr<outgoing>& o) {
+  std::error_code ec;
+  o->sock.close(ec);
+  o->ready = false;
+  o->writing = false;
+  ++o->generation;
+  auto wait = o->backoff;
+  o->backoff = std::min(o->backoff * 2, cfg_.reconnect_max);
+  o->timer.expires_after(wait);
+  o->timer.async_wait([self = shared_from_this(), o](std::error_code ec2) {
+    if (!ec2)
+      self->dial(o);
+  });
+}
+
+void links::write_next(const std::shared_ptr<outgoing>& o) {
+  if (!o->ready || o->writing || o->queue.empty())
+    return;
+  // Frames together up to about 1 MB: one write, one wake-up of the peer.
+  o->writing_buf.clear();
+  while (
+      !o->queue.empty()
+      && (o->writing_buf.empty()
+          || o->writing_buf.size() + o->queue.front().size() <= (1u << 20))) {
+    o->writing_buf += o->queue.front();
+    o->queued -= o->queue.front().size();
+    o->queue.pop_front();
+  }
+  o->writing = true;
+  auto gen = o->generation;
+  asio::async_write(
+      o->sock, asio::buffer(o->writing_buf),
+      [self = shared_from_this(), o, gen](std::error_code ec, std::size_t) {
+        if (o->generation != gen)
+          return;
+        o->writing = false;
+        if (ec) {
+          self->log_("peer link to " + node_name(o->peer)
+                     + " broke: " + ec.message());
+          return self->redial(o);
+        }
+        self->write_next(o);
+      });
+}
+
+void links::send(cluster::slot_message m) {
+  auto frame = std::make_shared<std::string>(encode_frame(m));
+  asio::post(io_, [self = shared_from_this(), to = m.env.to, frame] {
+    auto it = self->out_.find(to);
+    if (it == self->out_.end() || self->stopped_) {
+      ++self->n_.dropped;
+      return;
+    }
+    auto& o = it->second;
+    if (o->queued + frame->size() > self->cfg_.max_queued_bytes) {
+      ++self->n_.dropped;
+      return;
+    }
+    o->queued += frame->size();
+    o->queue.push_back(std::move(*frame));
+    ++self->n_.sent;
+    self->write_next(o);
+  });
+}
+
+void links::consumed(std::size_t bytes) {
+  auto before = pending_in_.fetch_sub(bytes);
+  if (before > cfg_.max_pending_in && before - bytes <= cfg_.max_pending_in)
+    asio::post(io_, [self = shared_from_this()] { self->resume_reading(); });
+}
+
+void links::resume_reading() {
+  for (auto& w : in_)
+    if (auto in = w.lock(); in && in->paused) {
+      in->paused = false;
+      in->next();
+    }
+}
+
+void links::stop() {
+  asio::post(io_, [self = shared_from_this()] {
+    self->stopped_ = true;
+    std::error_code ec;
+    self->acceptor_.close(ec);
+    for (auto& [n, o] : self->out_) {
+      ++o->generation;
+      o->timer.cancel();
+      o->sock.close(ec);
+    }
+    for (auto& w : self->in_)
+      if (auto in = w.lock())
+        in->close("");
+  });
+}
+
+links_stats links::stats() const {
+  return {n_.sent.load(), n_.received.load(), n_.dropped.load(),
+          n_.refused.load(), n_.connects.load()};
+}
+
+} // namespace spool::peer

@@ -1,0 +1,179 @@
+#include "server/replication.hpp"
+
+#include <future>
+
+namespace spool::server {
+
+namespace {
+
+cluster::millis steady_millis() {
+  return static_cast<cluster::millis>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+std::string node_name(cluster::node_id n) {
+  return "n" + std::to_string(cluster::index_of(n) + 1);
+}
+
+std::string describe(slot_t s, const cluster::notice& n) {
+  using cluster::notice_kind;
+  auto head = "slot " + std::to_string(s) + ": ";
+  switch (n.kind) {
+  case notice_kind::leading:
+    return head + "leads epoch " + std::to_string(n.epoch);
+  case notice_kind::serving:
+    return head + "serves epoch " + std::to_string(n.epoch);
+  case notice_kind::deposed:
+    return head + "deposed (epoch " + std::to_string(n.epoch) + ")";
+  case notice_kind::damaged:
+    return head + "damaged: waits for a snapshot from its leader";
+  case notice_kind::peer_refusing:
+    return head + "follower "
+           + (n.peer ? node_name(*n.peer) : std::string{"?"})
+           + " refuses entries ("
+           + (n.why == cluster::refusal::disk_full ? "disk full" : "damaged")
+           + ")";
+  case notice_kind::restart_election:
+    return head + "led epoch " + std::to_string(n.epoch)
+           + " before a restart: asks a majority before it serves";
+  }
+  return head + "notice";
+}
+
+} // namespace
+
+replication::replication(std::shared_ptr<actors::committer> commits,
+                         std::shared_ptr<core::replica_host> host) :
+    commits_(std::move(commits)),
+    host_(std::move(host)),
+    work_(io_.get_executor()),
+    tick_timer_(io_) {
+}
+
+expected<std::unique_ptr<replication>>
+replication::start(storage::env& env, std::uint32_t slots,
+                   std::shared_ptr<actors::committer> commits,
+                   replication_options opts) {
+  auto log = opts.log ? opts.log : [](const std::string&) {};
+  auto cfg = opts.host;
+  cfg.self = opts.self;
+  cfg.nodes.clear();
+  for (auto& [n, a] : opts.nodes)
+    cfg.nodes.push_back(n);
+  cfg.replication_factor = opts.replication_factor;
+  cfg.slots = slots;
+  // The links exist only once the host does: the host's sender finds them
+  // here.
+  auto wire = std::make_shared<std::shared_ptr<peer::links>>();
+  core::host_events ev;
+  ev.notice = [log](slot_t s, const cluster::notice& n) {
+    log(describe(s, n));
+  };
+  ev.election_failed = [log](slot_t s, const std::string& why) {
+    log("slot " + std::to_string(s) + ": election failed: " + why);
+  };
+  ev.fatal = [log](slot_t s, const storage::error& e) {
+    log("slot " + std::to_string(s) + ": the store failed (" + e.message
+        + "): the slot stops");
+  };
+  auto host = core::replica_host::make(
+      env, cfg,
+      [wire](cluster::slot_message m) {
+        if (*wire)
+          (*wire)->send(std::move(m));
+      },
+      steady_millis, ev);
+  if (!host)
+    return std::move(host).err();
+  auto r = std::make_unique<replication>(commits, *host);
+  r->tick_ = opts.tick;
+  peer::links_config lc;
+  lc.self = opts.self;
+  lc.nodes = opts.nodes;
+  lc.cluster_id = opts.cluster_id;
+  lc.secret = opts.secret;
+  auto h = *host;
+  r->links_ = std::make_shared<peer::links>(
+      r->io_, lc,
+      [commits, h, wire](cluster::slot_message m, std::size_t bytes) {
+        commits->run([h, wire, m = std::move(m), bytes]() mutable {
+          h->on_message(std::move(m));
+          if (*wire)
+            (*wire)->consumed(bytes);
+        });
+      },
+      log);
+  *wire = r->links_;
+  if (auto err = r->links_->listen(); !err.empty())
+    return make_error(errc::invalid_argument, "cluster: ", err);
+  commits->set_hook(h);
+  commits->run([h] { h->start(); });
+  r->io_thread_ = std::thread{[io = &r->io_] { io->run(); }};
+  r->schedule_tick();
+  return r;
+}
+
+replication::~replication() {
+  stop();
+}
+
+std::shared_ptr<actors::durability_policy> replication::durability() const {
+  return core::quorum_durability(commits_, host_);
+}
+
+std::uint16_t replication::peer_port() const {
+  return links_->port();
+}
+
+void replication::set_address(cluster::node_id n, peer::peer_address a) {
+  links_->set_address(n, std::move(a));
+}
+
+void replication::connect() {
+  links_->start();
+}
+
+void replication::with_host(
+    const std::function<void(core::replica_host&)>& f) {
+  std::promise<void> done;
+  commits_->run([&] {
+    f(*host_);
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+void replication::schedule_tick() {
+  tick_timer_.expires_after(tick_);
+  tick_timer_.async_wait([this](std::error_code ec) {
+    if (ec || stopped_)
+      return;
+    // One tick waits on the committer at most: a busy writer skips some.
+    if (!tick_queued_->exchange(true))
+      commits_->run([host = host_, queued = tick_queued_] {
+        queued->store(false);
+        host->tick();
+      });
+    schedule_tick();
+  });
+}
+
+void replication::stop() {
+  if (stopped_.exchange(true))
+    return;
+  links_->stop();
+  asio::post(io_, [this] { tick_timer_.cancel(); });
+  work_.reset();
+  if (io_thread_.joinable())
+    io_thread_.join();
+  commits_->run([host = host_] { host->stop(); });
+  commits_->wait_idle();
+}
+
+peer::links_stats replication::link_stats() const {
+  return links_->stats();
+}
+
+} // namespace spool::server

@@ -1,0 +1,88 @@
+#pragma once
+
+/// A node's replication, assembled (docs/cluster.md, "Shell"): the replica
+/// host on the committer's thread (the node's one LMDB writer), the peer
+/// links on an io thread of their own, and a tick that drives the host's
+/// timers. Messages received are handed to the committer's thread as jobs;
+/// ticks too, one at a time (a busy writer does not pile them up). The
+/// durability policy it gives answers a write once a majority of its
+/// slot's replicas synced it.
+
+#include <asio.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/replica/replica_host.hpp"
+#include "core/writer/committer.hpp"
+#include "peer/links.hpp"
+
+namespace spool::server {
+
+struct replication_options {
+  cluster::node_id self{};
+  /// Every node of `--peers` (this one included) and where it listens for
+  /// its peers.
+  std::map<cluster::node_id, peer::peer_address> nodes;
+  std::uint32_t replication_factor = 3;
+  std::string cluster_id;
+  std::string secret;
+  /// The host's timers and bounds (`self`, `nodes`, `replication_factor`,
+  /// `slots` are filled in from the rest).
+  core::host_config host{};
+  /// How often the host's timers are looked at.
+  std::chrono::milliseconds tick{50};
+  /// Where the links log (admissions, refusals, broken links) and the host
+  /// its notices.
+  std::function<void(const std::string&)> log;
+};
+
+class replication {
+public:
+  /// Installs the host as `commits`' hook, starts it on the committer's
+  /// thread, listens for peers and dials them. `commits` must not have
+  /// committed anything yet.
+  static expected<std::unique_ptr<replication>>
+  start(storage::env& env, std::uint32_t slots,
+        std::shared_ptr<actors::committer> commits, replication_options opts);
+  ~replication();
+
+  /// The writer's durability policy: a majority of the slot's replicas.
+  std::shared_ptr<actors::durability_policy> durability() const;
+  /// The port the links listen on.
+  std::uint16_t peer_port() const;
+  /// Before `start` only: where node `n` listens (tests on port 0).
+  void set_address(cluster::node_id n, peer::peer_address a);
+  /// Starts dialing (after every `set_address`).
+  void connect();
+  /// Runs `f` with the host on the committer's thread and waits for it
+  /// (tests, metrics).
+  void with_host(const std::function<void(core::replica_host&)>& f);
+  /// Stops the links and the ticks, and fails every write still waiting.
+  void stop();
+  peer::links_stats link_stats() const;
+
+  replication(std::shared_ptr<actors::committer> commits,
+              std::shared_ptr<core::replica_host> host);
+
+private:
+  void schedule_tick();
+
+  std::shared_ptr<actors::committer> commits_;
+  std::shared_ptr<core::replica_host> host_;
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
+      work_;
+  std::shared_ptr<peer::links> links_;
+  asio::steady_timer tick_timer_;
+  std::chrono::milliseconds tick_{50};
+  std::shared_ptr<std::atomic<bool>> tick_queued_
+      = std::make_shared<std::atomic<bool>>(false);
+  std::thread io_thread_;
+  std::atomic<bool> stopped_{false};
+};
+
+} // namespace spool::server

@@ -1,0 +1,148 @@
+// A node's replication assembled (server/replication.hpp) on three real
+// stores in one process: real committer threads, the peer links on
+// loopback, the host's ticks. A write on its slot's leader is answered
+// durable once a majority has it, and every replica ends with the leader's
+// rows; with both followers gone a write is answered "no quorum". Waits
+// have deadlines.
+
+#include "server/replication.hpp"
+#include "unit/storage/fixture.hpp"
+#include "unit/storage/replay.hpp"
+
+#include <future>
+#include <thread>
+
+using namespace spool;
+using namespace spool::storage;
+using namespace spool::test;
+namespace cl = spool::cluster;
+using namespace std::chrono_literals;
+
+namespace {
+
+cl::node_id node(std::uint32_t i) {
+  return cl::node_id{i};
+}
+
+struct three_processes {
+  std::vector<std::unique_ptr<store_fixture>> stores;
+  std::vector<std::shared_ptr<actors::committer>> commits;
+  std::vector<std::unique_ptr<server::replication>> nodes;
+
+  three_processes() {
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      stores.push_back(std::make_unique<store_fixture>());
+      commits.push_back(actors::thread_committer(stores[i]->store->db()));
+      server::replication_options o;
+      o.self = node(i);
+      for (std::uint32_t j = 0; j < 3; ++j)
+        o.nodes[node(j)] = {"127.0.0.1", 0};
+      o.replication_factor = 3;
+      o.cluster_id = "t";
+      o.secret = "s3cret";
+      o.host.quorum_deadline = 2000;
+      o.host.election_deadline = 1000;
+      auto r = server::replication::start(stores[i]->store->db(),
+                                          stores[i]->store->slot_count(),
+                                          commits[i], o);
+      REQUIRE(r);
+      nodes.push_back(std::move(*r));
+    }
+    for (auto& n : nodes)
+      for (std::uint32_t j = 0; j < 3; ++j)
+        n->set_address(node(j), {"127.0.0.1", nodes[j]->peer_port()});
+    for (auto& n : nodes)
+      n->connect();
+  }
+  ~three_processes() {
+    for (auto& n : nodes)
+      if (n)
+        n->stop();
+  }
+
+  std::optional<core::slot_view> view(std::uint32_t n, slot_t s) {
+    std::optional<core::slot_view> v;
+    nodes[n]->with_host([&](core::replica_host& h) { v = h.view(s); });
+    return v;
+  }
+  /// Waits up to 10 s for `ok`.
+  template <class F>
+  bool eventually(F ok) {
+    for (auto until = std::chrono::steady_clock::now() + 10s;
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(10ms))
+      if (ok())
+        return true;
+    return false;
+  }
+  /// Commits `b` on node `n` as its writer does, then waits for the
+  /// durability policy's decision: the slots lost.
+  std::vector<actors::lost_slot> write(std::uint32_t n, const write_batch& b) {
+    std::promise<actors::commit_report> committed;
+    commits[n]->start({&b}, [&](actors::commit_report r) {
+      committed.set_value(std::move(r));
+    });
+    auto report = committed.get_future().get();
+    REQUIRE_FALSE(report.failures[0]);
+    auto decided = std::make_shared<std::promise<std::vector<actors::lost_slot>>>();
+    nodes[n]->durability()->committed(
+        actors::marks_of(report),
+        [decided](std::vector<actors::lost_slot> lost) {
+          decided->set_value(std::move(lost));
+        });
+    auto f = decided->get_future();
+    REQUIRE(f.wait_for(10s) == std::future_status::ready);
+    return f.get();
+  }
+};
+
+} // namespace
+
+TEST_CASE("three nodes on loopback replicate a slot: a write is durable once "
+          "a majority has it, every replica ends with the leader's rows, and "
+          "without its followers a write is answered 'no quorum'",
+          "[replica][replication]") {
+  three_processes c;
+  auto s = slot_of("orders", c.stores[0]->store->slot_count());
+  auto l = static_cast<std::uint32_t>(s % 3);
+  REQUIRE(c.eventually([&] {
+    auto v = c.view(l, s);
+    return v && v->serving;
+  }));
+  // A queue and its partition, with the leader's ids.
+  auto& leader = *c.stores[l]->store;
+  write_batch b;
+  queue_record q;
+  q.name = "orders";
+  q.id = leader.next_queue_id(q.name);
+  b.mutations.emplace_back(mut::create_queue{q});
+  partition_record p;
+  p.queue = q.id;
+  p.id = leader.next_partition_id(q.id);
+  p.name = "Default";
+  p.uuid = leader.make_partition_uuid(q.id, p.id);
+  b.mutations.emplace_back(mut::create_partition{p});
+  CHECK(c.write(l, b).empty());
+  partition_log log{p};
+  for (int i = 0; i < 20; ++i)
+    CHECK(c.write(l, c.stores[l]->seal_next(log, 5)).empty());
+  for (std::uint32_t f = 0; f < 3; ++f) {
+    INFO("node " << f);
+    CHECK(c.eventually([&] {
+      return rows_diff(slot_rows(*c.stores[f]->store, s),
+                       slot_rows(leader, s))
+             == "";
+    }));
+  }
+  // One follower gone: a majority is still there.
+  auto f1 = (l + 1) % 3;
+  auto f2 = (l + 2) % 3;
+  c.nodes[f1]->stop();
+  CHECK(c.write(l, c.stores[l]->seal_next(log, 1)).empty());
+  // Both gone: no quorum within the deadline.
+  c.nodes[f2]->stop();
+  auto lost = c.write(l, c.stores[l]->seal_next(log, 1));
+  REQUIRE(lost.size() == 1);
+  CHECK(lost[0].slot == s);
+  CHECK_THAT(lost[0].why.message, Catch::Contains("has no quorum"));
+}
