@@ -30,8 +30,7 @@ std::string describe(slot_t s, const cluster::notice& n) {
   case notice_kind::damaged:
     return head + "damaged: waits for a snapshot from its leader";
   case notice_kind::peer_refusing:
-    return head + "follower "
-           + (n.peer ? node_name(*n.peer) : std::string{"?"})
+    return head + "follower " + (n.peer ? node_name(*n.peer) : std::string{"?"})
            + " refuses entries ("
            + (n.why == cluster::refusal::disk_full ? "disk full" : "damaged")
            + ")";
@@ -68,9 +67,8 @@ replication::start(storage::env& env, std::uint32_t slots,
   // here.
   auto wire = std::make_shared<std::shared_ptr<peer::links>>();
   core::host_events ev;
-  ev.notice = [log](slot_t s, const cluster::notice& n) {
-    log(describe(s, n));
-  };
+  ev.notice
+      = [log](slot_t s, const cluster::notice& n) { log(describe(s, n)); };
   ev.election_failed = [log](slot_t s, const std::string& why) {
     log("slot " + std::to_string(s) + ": election failed: " + why);
   };
@@ -135,8 +133,7 @@ void replication::connect() {
   links_->start();
 }
 
-void replication::with_host(
-    const std::function<void(core::replica_host&)>& f) {
+void replication::with_host(const std::function<void(core::replica_host&)>& f) {
   std::promise<void> done;
   commits_->run([&] {
     f(*host_);

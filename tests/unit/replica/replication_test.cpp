@@ -84,7 +84,8 @@ struct three_processes {
     });
     auto report = committed.get_future().get();
     REQUIRE_FALSE(report.failures[0]);
-    auto decided = std::make_shared<std::promise<std::vector<actors::lost_slot>>>();
+    auto decided
+        = std::make_shared<std::promise<std::vector<actors::lost_slot>>>();
     nodes[n]->durability()->committed(
         actors::marks_of(report),
         [decided](std::vector<actors::lost_slot> lost) {
@@ -129,8 +130,7 @@ TEST_CASE("three nodes on loopback replicate a slot: a write is durable once "
   for (std::uint32_t f = 0; f < 3; ++f) {
     INFO("node " << f);
     CHECK(c.eventually([&] {
-      return rows_diff(slot_rows(*c.stores[f]->store, s),
-                       slot_rows(leader, s))
+      return rows_diff(slot_rows(*c.stores[f]->store, s), slot_rows(leader, s))
              == "";
     }));
   }
