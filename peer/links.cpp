@@ -14,16 +14,19 @@ namespace spool::peer {
 using asio::ip::tcp;
 using namespace std::chrono_literals;
 
-std::string random_nonce(std::size_t bytes) {
+std::string random_nonce(std::size_t bytes) noexcept {
   std::string out(bytes, '\0');
   if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()),
                  static_cast<int>(bytes))
       != 1)
-    throw std::runtime_error("peer: no random bytes for a nonce");
+    return {}; // a short nonce: the other side refuses the hello
   return out;
 }
 
 namespace {
+
+/// A frame before the peer is admitted: a hello or a proof.
+constexpr std::size_t max_handshake_frame = 4096;
 
 std::string node_name(cluster::node_id n) {
   return "n" + std::to_string(cluster::index_of(n) + 1);
@@ -149,7 +152,8 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
 
   void next() {
     auto self = shared_from_this();
-    read_frame(sock, head, body, owner->cfg_.max_frame,
+    read_frame(sock, head, body,
+               peer ? owner->cfg_.max_frame : max_handshake_frame,
                [self](const std::string& err) { self->on_frame(err); });
   }
 
@@ -182,6 +186,12 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
         timer.cancel();
         owner->log_("peer link from " + node_name(*peer) + " (" + where
                     + ") admitted");
+        // A peer dials again after its link broke: an older connection
+        // from it (perhaps half-open) goes.
+        for (auto& w : owner->in_)
+          if (auto other = w.lock();
+              other && other.get() != this && other->peer == peer)
+            other->close("replaced by a new link from the same peer");
         return next();
       }
       return refuse("a replication message before the handshake");
@@ -209,7 +219,8 @@ links::links(asio::io_context& io, links_config cfg, receive_fn on_receive,
     cfg_(std::move(cfg)),
     on_receive_(std::move(on_receive)),
     log_(std::move(log)),
-    acceptor_(io) {
+    acceptor_(io),
+    accept_retry_(io) {
   for (auto& [n, a] : cfg_.nodes)
     if (n != cfg_.self)
       out_.emplace(n,
@@ -294,6 +305,8 @@ void links::dial(const std::shared_ptr<outgoing>& o) {
   o->resolver.async_resolve(
       o->addr.host, std::to_string(o->addr.port),
       [self, o, gen, fail](std::error_code ec, tcp::resolver::results_type r) {
+        if (o->generation != gen || self->stopped_)
+          return;
         if (ec)
           return fail("cannot resolve: " + ec.message());
         asio::async_connect(
@@ -416,6 +429,18 @@ void links::write_next(const std::shared_ptr<outgoing>& o) {
 
 void links::send(cluster::slot_message m) {
   auto frame = std::make_shared<std::string>(encode_frame(m));
+  if (frame->size() > cfg_.max_frame || frame->size() > cfg_.max_queued_bytes) {
+    // It would never pass (or would close the link for every slot): the
+    // core's retry would send it again and again.
+    ++n_.dropped;
+    asio::post(
+        io_, [self = shared_from_this(), size = frame->size(), slot = m.slot] {
+          self->log_("slot " + std::to_string(slot) + ": a message of "
+                     + std::to_string(size) + " bytes is over the peer link's "
+                     + "bound: not sent");
+        });
+    return;
+  }
   asio::post(io_, [self = shared_from_this(), to = m.env.to, frame] {
     auto it = self->out_.find(to);
     if (it == self->out_.end() || self->stopped_) {
@@ -453,9 +478,11 @@ void links::stop() {
     self->stopped_ = true;
     std::error_code ec;
     self->acceptor_.close(ec);
+    self->accept_retry_.cancel();
     for (auto& [n, o] : self->out_) {
       ++o->generation;
       o->timer.cancel();
+      o->resolver.cancel();
       o->sock.close(ec);
     }
     for (auto& w : self->in_)

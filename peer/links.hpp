@@ -107,6 +107,7 @@ private:
   receive_fn on_receive_;
   log_fn log_;
   asio::ip::tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_;
   std::map<cluster::node_id, std::shared_ptr<outgoing>> out_;
   std::vector<std::weak_ptr<incoming>> in_;
   std::atomic<std::size_t> pending_in_{0};
@@ -117,7 +118,8 @@ private:
   } n_;
 };
 
-/// Fresh random bytes for a nonce (OpenSSL's generator).
-std::string random_nonce(std::size_t bytes = 16);
+/// Fresh random bytes for a nonce (OpenSSL's generator); empty when it
+/// has none (the other side then refuses the hello as too short).
+std::string random_nonce(std::size_t bytes = 16) noexcept;
 
 } // namespace spool::peer

@@ -106,8 +106,11 @@ replication::start(storage::env& env, std::uint32_t slots,
   *wire = r->links_;
   if (auto err = r->links_->listen(); !err.empty())
     return make_error(errc::invalid_argument, "cluster: ", err);
-  commits->set_hook(h);
-  commits->run([h] { h->start(); });
+  // On the committer's thread, where every commit reads it.
+  commits->run([commits, h] {
+    commits->set_hook(h);
+    h->start();
+  });
   r->io_thread_ = std::thread{[io = &r->io_] { io->run(); }};
   r->schedule_tick();
   return r;

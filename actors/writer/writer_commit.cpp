@@ -103,6 +103,15 @@ void release(writer_ptr self) {
                          [&](const lost_slot& l) { return l.slot == m.slot; });
     });
     st.cfg.marks->raise(g.marks);
+    // A reader of a lost slot waits for a seq whose outcome is unknown:
+    // it is answered with the loss.
+    for (auto& l : g.lost)
+      std::erase_if(st.readers, [&](writer_state::reader& r) {
+        if (r.mark.slot != l.slot)
+          return false;
+        r.promise.deliver(write_result{l.why});
+        return true;
+      });
     for (std::size_t i = 0; i < g.batches.size(); ++i) {
       write_result r;
       if (auto err = failure_of(g, i))
@@ -177,7 +186,13 @@ void fail_waiting(writer_ptr self, const api_error& err) {
     refuse(self, p, err);
   st.pending.clear();
   for (auto& g : st.committed) // committed, perhaps stored
-    for (auto& b : g.batches) {
+    for (std::size_t i = 0; i < g.batches.size(); ++i) {
+      auto& b = g.batches[i];
+      if (i < g.failures.size() && g.failures[i]) { // refused or failed
+        settle(self, b.parts, core::part_outcome::failed);
+        b.promise.deliver(write_result{*g.failures[i]});
+        continue;
+      }
       settle(self, b.parts, core::part_outcome::unknown);
       b.promise.deliver(write_result{err});
     }
@@ -280,12 +295,23 @@ void on_stop(writer_ptr self) {
     std::vector<const storage::write_batch*> batches;
     for (auto& p : st.pending)
       batches.push_back(&p.batch);
-    auto report = commit_now(*st.cfg.env, batches, st.cfg.commits->hook());
+    // On the committer like any group: its hook (replication) lives there.
+    std::optional<commit_report> report;
+    st.cfg.commits->start(std::move(batches), [&report](commit_report r) {
+      report = std::move(r);
+    });
+    st.cfg.commits->wait_idle();
     std::vector<writer_state::pending_batch> rest(
         std::make_move_iterator(st.pending.begin()),
         std::make_move_iterator(st.pending.end()));
     st.pending.clear();
-    hand_to_policy(self, ++st.group_id, std::move(rest), std::move(report));
+    if (report)
+      hand_to_policy(self, ++st.group_id, std::move(rest), std::move(*report));
+    else
+      for (auto& b : rest)
+        refuse(self, b,
+               busy("the node stopped before the write was committed "
+                    "(nothing of it is stored)"));
   }
   if (st.cfg.env->broken())
     fail_waiting(self, unusable());

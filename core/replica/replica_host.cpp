@@ -154,7 +154,10 @@ bool replica_host::promote(slot_t s, std::optional<node_id> to) {
   auto* ss = find(s);
   if (ss == nullptr || ss->failed || ss->elect)
     return false;
-  auto e = std::max(ss->port->hard().epoch, ss->highest_seen) + 1;
+  auto known = ss->port->hard().epoch;
+  if (read_failed(*ss))
+    return false;
+  auto e = std::max(known, ss->highest_seen) + 1;
   start_election(
       *ss, {cfg_.self, ss->replicas, e, std::nullopt, to, std::nullopt, false});
   drain_local();
@@ -167,12 +170,18 @@ void replica_host::maybe_bootstrap(slot_state& ss) {
       || now_() < ss.retry_at)
     return;
   auto h = ss.port->hard();
-  if (h.leader || h.damaged)
-    return; // it knew a leader: a restart's rules, or the operator's
+  auto last = ss.port->last();
+  if (read_failed(ss))
+    return;
+  // Only a replica never fenced: one that promised an epoch (to another
+  // node's election) waits for that election's leader, and a restart has
+  // its own rules.
+  if (h.epoch != 0 || h.leader || h.damaged)
+    return;
   // Above every epoch it knows of and every epoch its log holds (a store
   // written on one node has epoch 1 entries), expecting nobody moved on:
   // a replica that follows someone refuses.
-  auto e = std::max({h.epoch, ss.highest_seen, ss.port->last().epoch});
+  auto e = std::max({h.epoch, ss.highest_seen, last.epoch});
   start_election(
       ss, {cfg_.self, ss.replicas, e + 1, e, std::nullopt, cfg_.self, true});
 }
@@ -218,18 +227,25 @@ void replica_host::drain_local() {
   draining_ = false;
 }
 
+bool replica_host::read_failed(slot_state& ss) {
+  auto err = ss.port->take_error();
+  if (!err)
+    return ss.failed;
+  ss.failed = true;
+  ss.elect.reset();
+  lose_all(ss, make_error(errc::unavailable, "slot ", ss.slot,
+                          ": its store failed (", err->message,
+                          "); the write's outcome is unknown"));
+  if (events_.fatal)
+    events_.fatal(ss.slot, *err);
+  return true;
+}
+
 void replica_host::carry_out(slot_state& ss, ready r) {
   // A read that failed while the core made this step: it must not act on
   // what it read as empty. The node stops.
-  if (auto err = ss.port->take_error()) {
-    ss.failed = true;
-    lose_all(ss, make_error(errc::unavailable, "slot ", ss.slot,
-                            ": its store failed (", err->message,
-                            "); the write's outcome is unknown"));
-    if (events_.fatal)
-      events_.fatal(ss.slot, *err);
+  if (read_failed(ss))
     return;
-  }
   auto now = now_();
   bool wrote = !r.write.empty();
   if (wrote) {
@@ -262,7 +278,10 @@ void replica_host::on_notice(slot_state& ss, const notice& n) {
   if (n.kind == notice_kind::restart_election && !ss.elect) {
     // Above every epoch it knows of, expecting nobody moved past it; its
     // own replica is fenced last, so a refused try leaves it as it was.
-    auto e = std::max(ss.port->hard().epoch, ss.highest_seen);
+    auto known = ss.port->hard().epoch;
+    if (read_failed(ss))
+      return;
+    auto e = std::max(known, ss.highest_seen);
     start_election(
         ss, {cfg_.self, ss.replicas, e + 1, e, std::nullopt, cfg_.self, true});
   }
@@ -282,6 +301,9 @@ std::optional<slot_view> replica_host::view(slot_t s) const {
   v.last = ss->port->last();
   v.serving = ss->core->serving();
   v.damaged = ss->port->hard().damaged;
+  // A look from outside: a failed read here is not the slot's to act on
+  // (the next step reads again).
+  ss->port->take_error();
   return v;
 }
 

@@ -162,6 +162,9 @@ private:
   /// One message to slot `ss`'s core, or to its election.
   void deliver(slot_state& ss, const cluster::envelope& e);
   void carry_out(slot_state& ss, cluster::ready r);
+  /// Takes the port's error: a failed read stops the slot (its waiting
+  /// writes are lost) and is reported fatal. True when the slot is failed.
+  bool read_failed(slot_state& ss);
   void on_notice(slot_state& ss, const cluster::notice& n);
   void post(slot_t s, cluster::envelope e);
   /// Delivers the messages this node sent itself, one step at a time.
@@ -186,6 +189,8 @@ private:
   std::vector<std::unique_ptr<slot_state>> slots_;
   std::deque<slot_message> local_;
   bool draining_ = false;
+  /// `stop` ran: nothing is admitted or waited for any more.
+  bool stopped_ = false;
 };
 
 /// The durability of a cluster node: a group is durable once the host has

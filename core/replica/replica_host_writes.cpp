@@ -28,6 +28,9 @@ struct replica_host::group {
 std::optional<api_error> replica_host::admit(const storage::write_batch& b) {
   if (b.mutations.empty())
     return std::nullopt; // a barrier
+  if (stopped_)
+    return make_error(errc::unavailable,
+                      "the node is stopping (nothing of the write is stored)");
   auto s = storage::slot_of(b.mutations.front());
   for (auto& m : b.mutations)
     if (auto other = storage::slot_of(m); other != s)
@@ -74,7 +77,8 @@ replica_host::committed(const std::vector<storage::slot_seq>& marks) {
     if (!e)
       continue;
     carry_out(*ss, ss->core->local_appended(now));
-    carry_out(*ss, ss->core->synced(m.seq, now));
+    if (!ss->failed)
+      carry_out(*ss, ss->core->synced(m.seq, now));
   }
   drain_local();
   return epochs;
@@ -88,7 +92,7 @@ void replica_host::await(std::vector<actors::durable_mark> marks,
   auto deadline = now_() + cfg_.quorum_deadline;
   for (auto& m : marks) {
     auto* ss = find(m.at.slot);
-    if (ss == nullptr || ss->failed || m.epoch == 0
+    if (stopped_ || ss == nullptr || ss->failed || m.epoch == 0
         || ss->core->write_epoch() != m.epoch) {
       g->lost.push_back(
           {m.at.slot,
@@ -115,16 +119,19 @@ void replica_host::await(std::vector<actors::durable_mark> marks,
 void replica_host::settle(slot_state& ss) {
   auto commit = ss.core->commit();
   auto epoch = ss.core->write_epoch();
+  // Taken out first: a group's `done` runs only once the queue is settled.
+  std::vector<waiter> due;
   while (!ss.waiting.empty() && ss.waiting.front().seq <= commit) {
-    auto& w = ss.waiting.front();
+    due.push_back(std::move(ss.waiting.front()));
+    ss.waiting.pop_front();
+  }
+  for (auto& w : due)
     if (epoch == w.epoch)
       w.of->resolve();
     else
       lose(w, ss.slot,
            make_error(errc::unavailable, "Server busy: slot ", ss.slot,
                       " changed leader before the write reached a quorum"));
-    ss.waiting.pop_front();
-  }
 }
 
 void replica_host::lose(waiter& w, slot_t s, const api_error& why) {
@@ -140,6 +147,7 @@ void replica_host::lose_all(slot_state& ss, const api_error& why) {
 }
 
 void replica_host::stop() {
+  stopped_ = true;
   for (auto& ss : slots_)
     if (ss)
       lose_all(*ss, make_error(errc::unavailable,

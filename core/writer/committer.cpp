@@ -89,20 +89,20 @@ public:
   }
   void start(std::vector<const storage::write_batch*> batches,
              std::function<void(commit_report)> done) override {
-    run([this, batches = std::move(batches), done = std::move(done)] {
-      done(commit_now(env_, batches, hook_.get()));
-    });
+    queue(
+        [this, batches = std::move(batches), done = std::move(done)] {
+          done(commit_now(env_, batches, hook_.get()));
+        },
+        true);
   }
   void run(std::function<void()> job) override {
-    {
-      std::lock_guard<std::mutex> guard{mtx_};
-      jobs_.push_back(std::move(job));
-    }
-    cv_.notify_all();
+    queue(std::move(job), false);
   }
+  // Only commits count: replication's jobs (a steady stream under load)
+  // must not keep the writer's stop waiting.
   void wait_idle() override {
     std::unique_lock<std::mutex> lock{mtx_};
-    cv_.wait(lock, [this] { return !running_ && jobs_.empty(); });
+    cv_.wait(lock, [this] { return commits_ == 0; });
   }
   void set_hook(std::shared_ptr<commit_hook> hook) override {
     hook_ = std::move(hook);
@@ -112,22 +112,35 @@ public:
   }
 
 private:
+  struct job {
+    std::function<void()> fn;
+    bool commit = false;
+  };
+  void queue(std::function<void()> fn, bool commit) {
+    {
+      std::lock_guard<std::mutex> guard{mtx_};
+      jobs_.push_back({std::move(fn), commit});
+      if (commit)
+        ++commits_;
+    }
+    cv_.notify_all();
+  }
   void loop() {
     std::unique_lock<std::mutex> lock{mtx_};
     for (;;) {
       cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty())
         return; // stopping with nothing to do
-      auto job = std::move(jobs_.front());
+      auto j = std::move(jobs_.front());
       jobs_.pop_front();
-      running_ = true;
       lock.unlock();
-      // A job may queue the next (the writer answers a group and starts the
-      // next before this thread resumes): idle means neither a job waits
-      // nor one runs.
-      job();
+      // A commit's `done` may queue the next (the writer answers a group
+      // and starts the next before this thread resumes): idle means no
+      // commit waits or runs.
+      j.fn();
       lock.lock();
-      running_ = false;
+      if (j.commit)
+        --commits_;
       cv_.notify_all();
     }
   }
@@ -136,8 +149,9 @@ private:
   std::shared_ptr<commit_hook> hook_;
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool running_ = false;
+  std::deque<job> jobs_;
+  /// Commits queued or running.
+  std::size_t commits_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -66,10 +66,11 @@ public:
   /// Runs `job` where the commits run, after every commit and job started
   /// before it (inline: at once).
   virtual void run(std::function<void()> job) = 0;
-  /// Blocks until no commit or job runs or waits (the writer's stop).
+  /// Blocks until no commit runs or waits (the writer's stop); jobs of
+  /// `run` do not count.
   virtual void wait_idle() = 0;
   /// The hook every later commit goes through (none: one node). Set it
-  /// before the first commit.
+  /// on the committer's thread (`run`), or before its first commit.
   virtual void set_hook(std::shared_ptr<commit_hook> hook) = 0;
   /// The hook (none: one node).
   virtual commit_hook* hook() const noexcept = 0;

@@ -7,6 +7,7 @@
 #include "unit/storage/fixture.hpp"
 
 #include <atomic>
+#include <future>
 #include <thread>
 
 #include "core/writer/committer.hpp"
@@ -72,11 +73,15 @@ TEST_CASE("a committer runs jobs and commits on its one thread in the order "
     same_thread = same_thread && std::this_thread::get_id() == runner;
     order.push_back(2);
   });
+  std::promise<void> last;
   commits->run([&] {
     same_thread = same_thread && std::this_thread::get_id() == runner;
     order.push_back(3);
+    last.set_value();
   });
+  // wait_idle counts commits only: the last job is waited for itself.
   commits->wait_idle();
+  last.get_future().wait();
   CHECK(order == std::vector<int>{1, 2, 3});
   CHECK(same_thread);
   CHECK(runner != std::this_thread::get_id());

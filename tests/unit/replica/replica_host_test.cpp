@@ -12,6 +12,7 @@
 #include "unit/storage/replay.hpp"
 
 #include <deque>
+#include <map>
 #include <set>
 
 using namespace spool;
@@ -37,6 +38,10 @@ struct three_nodes {
   std::deque<core::slot_message> wire;
   /// (from, to) links that drop what they carry.
   std::set<std::pair<std::uint32_t, std::uint32_t>> cut;
+  /// Drops what it says (none: nothing).
+  std::function<bool(const core::slot_message&)> drop;
+  /// Fences sent, by sender.
+  std::map<std::uint32_t, int> fences;
   cl::millis now = 1000;
   std::vector<std::pair<slot_t, cl::notice_kind>> notices;
 
@@ -77,7 +82,9 @@ struct three_nodes {
       wire.pop_front();
       auto from = cl::index_of(m.env.from);
       auto to = cl::index_of(m.env.to);
-      if (cut.count({from, to}) != 0)
+      if (std::holds_alternative<cl::fence_req>(m.env.msg))
+        ++fences[from];
+      if (cut.count({from, to}) != 0 || (drop && drop(m)))
         continue;
       hosts[to]->on_message(std::move(m));
     }
@@ -329,4 +336,59 @@ TEST_CASE("a leader deposed while a write waits loses it, undoes its "
   CHECK_FALSE(c.write(l, again, &refused));
   REQUIRE(refused.failures[0]);
   CHECK(refused.failures[0]->code == errc::not_leader);
+}
+
+TEST_CASE("a slot's first replica that granted another node's election "
+          "waits for its leader and runs no first election of its own",
+          "[replica][host]") {
+  three_nodes c;
+  c.start();
+  auto [s, l] = slot_and_leader(*c.stores[0]->store, "orders");
+  auto f1 = (l + 1) % 3;
+  // The new leader's appends to the old one are lost for a while: it has
+  // promised epoch 2 and knows no leader of it.
+  c.drop = [&, s = s, l = l](const core::slot_message& m) {
+    return m.slot == s && cl::index_of(m.env.from) == f1
+           && cl::index_of(m.env.to) == l
+           && std::holds_alternative<cl::append_req>(m.env.msg);
+  };
+  REQUIRE(c.hosts[f1]->promote(s, node(f1)));
+  c.pump();
+  auto before = c.fences[l];
+  c.advance(5000);
+  CHECK(c.fences[l] == before);
+  auto v = c.hosts[f1]->view(s);
+  REQUIRE(v);
+  CHECK(v->serving);
+  CHECK(v->epoch == 2);
+  auto old = c.hosts[l]->view(s);
+  REQUIRE(old);
+  CHECK(old->epoch == 2);
+  CHECK_FALSE(old->leader);
+  c.drop = nullptr;
+  c.advance(1000);
+  old = c.hosts[l]->view(s);
+  REQUIRE(old->leader);
+  CHECK(*old->leader == node(f1));
+}
+
+TEST_CASE("a stopped host admits no write and loses what waits",
+          "[replica][host]") {
+  three_nodes c;
+  c.start();
+  auto [s, l] = slot_and_leader(*c.stores[0]->store, "orders");
+  auto q = make_queue(*c.stores[l]->store, "orders");
+  c.isolate(l);
+  auto w = c.write(l, q.batch);
+  REQUIRE(w);
+  CHECK_FALSE(w->done);
+  c.hosts[l]->stop();
+  REQUIRE(w->done);
+  REQUIRE(w->lost.size() == 1);
+  CHECK_THAT(w->lost[0].why.message, Catch::Contains("node stopped"));
+  auto again = make_queue(*c.stores[l]->store, "orders");
+  actors::commit_report r;
+  CHECK_FALSE(c.write(l, again.batch, &r));
+  REQUIRE(r.failures[0]);
+  CHECK(r.failures[0]->code == errc::unavailable);
 }
