@@ -127,6 +127,39 @@ const std::vector<option>& table() {
           "newest always stays)",
           1, std::uint64_t{1} << 20,
           [](server_options& o) -> std::uint64_t& { return o.slot_log_mib; }),
+      {"node-id", "this node's name among peers (cluster mode)",
+       [](server_options& o, const std::string& v) -> std::string {
+         o.cluster.node_id = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.node_id; }},
+      {"peers",
+       "every node of the cluster with its peer address, "
+       "n1=host:port,n2=host:port,... (none: one node)",
+       [](server_options& o, const std::string& v) {
+         return parse_peers(v, o.cluster.peers);
+       },
+       [](const server_options& o) { return show_peers(o.cluster.peers); }},
+      num("replication-factor", "nodes that hold each slot (cluster mode)", 1,
+          64,
+          [](server_options& o) -> std::uint64_t& {
+            return o.cluster.replication_factor;
+          }),
+      {"cluster-id", "peers of another cluster id are refused",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v.empty() || v.size() > 64)
+           return "cluster-id must be 1..64 characters";
+         o.cluster.cluster_id = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.cluster_id; }},
+      {"cluster-secret-file",
+       "file of the secret the peers prove they share (cluster mode)",
+       [](server_options& o, const std::string& v) -> std::string {
+         o.cluster.secret_file = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.secret_file; }},
       {"http-address", "listen address of the HTTP door",
        [](server_options& o, const std::string& v) -> std::string {
          if (v.empty())
@@ -401,6 +434,12 @@ parse_result parse(const std::vector<std::string>& args,
       result.error = err;
       return result;
     }
+  }
+  if (auto err = check_cluster(opts.cluster,
+                               opts.durability == durability_mode::relaxed);
+      !err.empty()) {
+    result.error = err;
+    return result;
   }
   result.options = std::move(opts);
   return result;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/cluster.hpp"
+
 namespace spool::config {
 
 enum class durability_mode : std::uint8_t { strict, relaxed };
@@ -142,6 +144,8 @@ struct server_options {
   /// On SIGTERM, in-flight requests get this long to be answered before
   /// their connections are closed (--shutdown-grace-ms).
   std::uint64_t shutdown_grace_ms = 10'000;
+  /// Cluster mode (--peers and the rest; none: one node).
+  cluster_settings cluster;
   /// The TOML file read (--config, SPOOL_CONFIG), "" for none.
   std::string config_file;
 };

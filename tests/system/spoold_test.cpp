@@ -80,6 +80,33 @@ TEST_CASE("spoold refuses a bad option with a message and exit code 2",
              Catch::Contains("durability must be strict or relaxed"));
 }
 
+TEST_CASE("spoold refuses cluster mode, not served yet, with a message and "
+          "exit code 2, and a relaxed cluster before that",
+          "[system][spoold][bad-input][cluster]") {
+  std::vector<std::string> cluster
+      = {"--node-id",
+         "n1",
+         "--peers",
+         "n1=127.0.0.1:17001,n2=127.0.0.1:17002,n3=127.0.0.1:17003",
+         "--cluster-secret-file",
+         "/nonexistent/secret"};
+  child_process spoold{SPOOLD_PATH, cluster};
+  REQUIRE(spoold.started());
+  auto code = spoold.wait_exit(10s);
+  REQUIRE(code);
+  CHECK(*code == 2);
+  CHECK_THAT(spoold.output(),
+             Catch::Contains("cluster mode (--peers) is not served yet"));
+  cluster.insert(cluster.end(), {"--durability", "relaxed"});
+  child_process relaxed{SPOOLD_PATH, cluster};
+  REQUIRE(relaxed.started());
+  code = relaxed.wait_exit(10s);
+  REQUIRE(code);
+  CHECK(*code == 2);
+  CHECK_THAT(relaxed.output(),
+             Catch::Contains("durability relaxed is refused with peers"));
+}
+
 TEST_CASE("spoold --version prints its version, and an option error is the "
           "error and one line pointing to --help",
           "[system][spoold][bad-input]") {

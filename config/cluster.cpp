@@ -1,0 +1,118 @@
+#include "config/cluster.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace spool::config {
+
+namespace {
+
+bool name_ok(const std::string& n) {
+  return !n.empty() && n.size() <= 32
+         && std::all_of(n.begin(), n.end(), [](char c) {
+              return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+                     || (c >= '0' && c <= '9') || c == '-' || c == '_';
+            });
+}
+
+/// "name=host:port" (an IPv6 host in brackets): "" or what is wrong.
+std::string parse_one(const std::string& item, peer_entry& out) {
+  auto eq = item.find('=');
+  if (eq == std::string::npos)
+    return "peers: '" + item + "' is not name=host:port";
+  out.name = item.substr(0, eq);
+  if (!name_ok(out.name))
+    return "peers: node name '" + out.name
+           + "' must be 1..32 letters, digits, '-' or '_'";
+  auto addr = item.substr(eq + 1);
+  auto colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    return "peers: " + out.name + "'s address '" + addr + "' is not host:port";
+  out.host = addr.substr(0, colon);
+  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
+    out.host = out.host.substr(1, out.host.size() - 2);
+  auto port = addr.substr(colon + 1);
+  unsigned n = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+  if (ec != std::errc{} || end != port.data() + port.size() || n == 0
+      || n > 65535)
+    return "peers: " + out.name + "'s port must be 1..65535, got '" + port
+           + "'";
+  out.port = static_cast<std::uint16_t>(n);
+  return {};
+}
+
+} // namespace
+
+std::string parse_peers(const std::string& value,
+                        std::vector<peer_entry>& out) {
+  std::vector<peer_entry> peers;
+  std::set<std::string> names;
+  std::set<std::pair<std::string, std::uint16_t>> addresses;
+  std::size_t from = 0;
+  while (from <= value.size()) {
+    auto comma = value.find(',', from);
+    auto item = value.substr(
+        from, comma == std::string::npos ? std::string::npos : comma - from);
+    if (!item.empty()) {
+      peer_entry e;
+      if (auto err = parse_one(item, e); !err.empty())
+        return err;
+      if (!names.insert(e.name).second)
+        return "peers: node " + e.name + " is named twice";
+      if (!addresses.insert({e.host, e.port}).second)
+        return "peers: " + e.host + ":" + std::to_string(e.port)
+               + " is given twice";
+      peers.push_back(std::move(e));
+    }
+    if (comma == std::string::npos)
+      break;
+    from = comma + 1;
+  }
+  if (peers.size() > 64)
+    return "peers: at most 64 nodes, got " + std::to_string(peers.size());
+  out = std::move(peers);
+  return {};
+}
+
+std::string show_peers(const std::vector<peer_entry>& peers) {
+  std::string s;
+  for (auto& p : peers) {
+    if (!s.empty())
+      s += ',';
+    auto host
+        = p.host.find(':') != std::string::npos ? "[" + p.host + "]" : p.host;
+    s += p.name + "=" + host + ":" + std::to_string(p.port);
+  }
+  return s;
+}
+
+std::string check_cluster(const cluster_settings& c, bool relaxed) {
+  if (!c.enabled()) {
+    if (!c.node_id.empty() || !c.secret_file.empty())
+      return "node-id and cluster-secret-file need peers (the cluster's "
+             "nodes); without peers the node runs alone";
+    return {};
+  }
+  if (c.node_id.empty())
+    return "peers needs node-id: this node's name among them";
+  if (std::none_of(c.peers.begin(), c.peers.end(),
+                   [&](const peer_entry& p) { return p.name == c.node_id; }))
+    return "node-id " + c.node_id + " is not among peers ("
+           + show_peers(c.peers) + ")";
+  if (c.replication_factor < 1 || c.replication_factor > c.peers.size())
+    return "replication-factor must be 1.." + std::to_string(c.peers.size())
+           + " (the nodes of peers), got "
+           + std::to_string(c.replication_factor);
+  if (c.secret_file.empty())
+    return "peers needs cluster-secret-file: the file of the secret the "
+           "nodes prove they share";
+  if (relaxed)
+    return "durability relaxed is refused with peers: a write is "
+           "acknowledged only once a majority of its slot's replicas synced "
+           "it (docs/cluster.md)";
+  return {};
+}
+
+} // namespace spool::config

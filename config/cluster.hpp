@@ -1,0 +1,50 @@
+#pragma once
+
+/// Cluster mode's options (docs/configuration.md, "Cluster"): this node's
+/// name, every node of the cluster with its peer address, the replication
+/// factor, the cluster's id and the file of its secret. Without `--peers`
+/// the node runs alone, as it always has.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spool::config {
+
+/// One node of `--peers`: its name and where it listens for its peers.
+struct peer_entry {
+  std::string name;
+  std::string host;
+  std::uint16_t port = 0;
+  friend bool operator==(const peer_entry&, const peer_entry&) = default;
+};
+
+struct cluster_settings {
+  /// This node's name among `peers` (--node-id).
+  std::string node_id;
+  /// Every node, in order (--peers n1=host:port,n2=host:port,...); empty:
+  /// one node.
+  std::vector<peer_entry> peers;
+  /// How many nodes hold each slot (--replication-factor).
+  std::uint64_t replication_factor = 3;
+  /// Nodes of another cluster are refused on the peer links (--cluster-id).
+  std::string cluster_id = "spool";
+  /// The file of the secret the peers prove they share
+  /// (--cluster-secret-file; never on the command line or in the
+  /// environment, which leak).
+  std::string secret_file;
+
+  bool enabled() const noexcept {
+    return !peers.empty();
+  }
+};
+
+/// Parses `--peers`' value into `out`: "" or what is wrong with it.
+std::string parse_peers(const std::string& value, std::vector<peer_entry>& out);
+/// `--peers`' value as given.
+std::string show_peers(const std::vector<peer_entry>& peers);
+/// The checks across options, once every source is read: "" or what is
+/// wrong. `relaxed`: the durability mode is relaxed.
+std::string check_cluster(const cluster_settings& c, bool relaxed);
+
+} // namespace spool::config
