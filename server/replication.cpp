@@ -87,6 +87,7 @@ replication::start(storage::env& env, std::uint32_t slots,
     return std::move(host).err();
   auto r = std::make_unique<replication>(commits, *host);
   r->tick_ = opts.tick;
+  r->wire_ = wire;
   peer::links_config lc;
   lc.self = opts.self;
   lc.nodes = opts.nodes;
@@ -168,8 +169,16 @@ void replication::stop() {
   work_.reset();
   if (io_thread_.joinable())
     io_thread_.join();
-  commits_->run([host = host_] { host->stop(); });
-  commits_->wait_idle();
+  // After every job queued before it: the host fails what waits and its
+  // messages go nowhere from now on. Waited for itself (`wait_idle` counts
+  // commits only).
+  std::promise<void> cut;
+  commits_->run([host = host_, wire = wire_, &cut] {
+    host->stop();
+    *wire = nullptr;
+    cut.set_value();
+  });
+  cut.get_future().wait();
 }
 
 peer::links_stats replication::link_stats() const {

@@ -73,6 +73,10 @@ private:
 
   std::shared_ptr<actors::committer> commits_;
   std::shared_ptr<core::replica_host> host_;
+  /// The links as the host's sender and the receive jobs find them: cut
+  /// (on the committer's thread) at the stop, so that a job still queued
+  /// sends nothing to an io_context that is gone.
+  std::shared_ptr<std::shared_ptr<peer::links>> wire_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
       work_;
