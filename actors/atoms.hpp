@@ -61,5 +61,6 @@ using sub_update_atom = caf::atom_constant<caf::atom("sub_update")>;
 using reap_atom = caf::atom_constant<caf::atom("reap")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
 using trace_atom = caf::atom_constant<caf::atom("trace")>;
+using slot_atom = caf::atom_constant<caf::atom("slot")>;
 
 } // namespace spool::actors

@@ -32,18 +32,28 @@ inline storage::mutation creation_of(const storage::partition_record& rec) {
 /// Creates the entries of `names` that `exists` does not find: records from
 /// `make`, written in one batch, then registered with `add`; then calls `k`
 /// (with the first error, if any). `gate` lives in the owner's state.
+/// `refuse`, if given, is asked once the gate is passed, for each entry to
+/// create: an error there ends it all before anything is made.
 template <class Self, class Record>
-void create_missing(Self* self, async_mutex* gate, writer_actor writer,
-                    std::vector<std::string> names,
-                    std::function<bool(const std::string&)> exists,
-                    std::function<Record(const std::string&)> make,
-                    std::function<expected<void>(const Record&)> add,
-                    std::function<void(std::optional<api_error>)> k) {
+void create_missing(
+    Self* self, async_mutex* gate, writer_actor writer,
+    std::vector<std::string> names,
+    std::function<bool(const std::string&)> exists,
+    std::function<Record(const std::string&)> make,
+    std::function<expected<void>(const Record&)> add,
+    std::function<void(std::optional<api_error>)> k,
+    std::function<std::optional<api_error>(const std::string&)> refuse = {}) {
   if (std::all_of(names.begin(), names.end(), exists))
     return k(std::nullopt); // the usual case: nothing to create
   gate->wait([self, gate, writer, names = std::move(names),
               exists = std::move(exists), make = std::move(make),
-              add = std::move(add), k = std::move(k)]() mutable {
+              add = std::move(add), k = std::move(k),
+              refuse = std::move(refuse)]() mutable {
+    if (refuse)
+      for (auto& name : names)
+        if (!exists(name))
+          if (auto why = refuse(name))
+            return k(std::move(why));
     storage::write_batch create;
     std::vector<Record> fresh;
     for (auto& name : names)

@@ -360,7 +360,10 @@ using broker_actor = node_api::extend<
     /// (by queue id).
     caf::reacts_to<reap_atom, std::uint64_t>,
     /// From the queues (`queue_watcher`): a push was stored.
-    caf::reacts_to<push_atom, std::string>>;
+    caf::reacts_to<push_atom, std::string>,
+    /// From the replica host (cluster mode): this node now serves slot N
+    /// (true: load its queues) or no longer does (false: stop them).
+    caf::reacts_to<slot_atom, std::uint16_t, bool>>;
 
 } // namespace spool::actors
 

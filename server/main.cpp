@@ -46,6 +46,7 @@
 #include "protocol/http/server.hpp"
 #include "protocol/io/pool.hpp"
 #include "protocol/tcp/server.hpp"
+#include "server/cluster_node.hpp"
 #include "storage/store.hpp"
 
 namespace {
@@ -94,16 +95,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto& opts = *parsed.options;
-  if (opts.cluster.enabled()) {
-    // Replication runs in tests (docs/cluster.md); a node that serves only
-    // the slots it leads does not exist yet, and without it a follower
-    // would serve rows that are not committed.
-    std::fputs("spoold: cluster mode (--peers) is not served yet: replication "
-               "is built and tested, but a node cannot yet run only the slots "
-               "it leads (docs/cluster.md). Start spoold without --peers.\n",
-               stderr);
-    return 2;
-  }
+  if (opts.cluster.enabled())
+    if (auto secret = spool::server::read_secret(opts.cluster.secret_file);
+        !secret) {
+      std::fprintf(stderr, "spoold: %s\n", secret.err().message.c_str());
+      return 2;
+    }
   spdlog::set_level(spdlog::level::from_str(opts.log_level));
   // Every connection is a descriptor: take the hard limit.
   if (rlimit lim{};
@@ -136,6 +133,22 @@ int main(int argc, char** argv) {
     spdlog::info("  queue {} partition '{}' ({}): lastOffset {}, watermark {}",
                  p.queue.value, p.name, p.uuid, p.last_offset().value,
                  p.watermark.value);
+  // Cluster mode (docs/cluster.md): replication over the store, before
+  // the writer, which commits through its committer.
+  std::unique_ptr<spool::server::cluster_node> cluster;
+  if (opts.cluster.enabled()) {
+    auto node = spool::server::cluster_node::start(
+        **st, opts.cluster,
+        [](const std::string& line) { spdlog::info("cluster: {}", line); });
+    if (!node) {
+      spdlog::critical("cannot start cluster mode: {}", to_string(node.err()));
+      return 1;
+    }
+    cluster = std::move(*node);
+    spdlog::info("cluster mode: node {} of {}, replication factor {}",
+                 opts.cluster.node_id, opts.cluster.peers.size(),
+                 opts.cluster.replication_factor);
+  }
   int exit_code = 0;
   {
     // The broker core runs as actors: the store writer on a thread of its
@@ -143,15 +156,34 @@ int main(int argc, char** argv) {
     caf::actor_system_config cfg;
     spool::actors::use_scheduler(cfg, "spool", 2);
     caf::actor_system sys{cfg};
+    // Cluster mode: replication stops before the actor system ends, on
+    // every way out of this block (waiting writes answered, the links
+    // closed, the broker's handle dropped).
+    struct stop_cluster {
+      std::unique_ptr<spool::server::cluster_node>& node;
+      ~stop_cluster() {
+        if (node)
+          node->stop();
+      }
+    } cluster_guard{cluster};
     // How far each slot is durable: raised by the writer, read by answers
     // that write nothing.
-    auto marks = spool::actors::durable_marks::of((*st)->db());
+    // A cluster node's start at each slot's commit point, when it serves.
+    auto marks
+        = cluster ? spool::storage::expected<
+              std::shared_ptr<spool::actors::durable_marks>>{cluster->marks()}
+                  : spool::actors::durable_marks::of((*st)->db());
     if (!marks) {
       spdlog::critical("cannot read the slot log: {}", marks.err().message);
       return 1;
     }
     auto writer = spool::actors::spawn_writer(
-        sys, {.env = &(*st)->db(), .marks = *marks}, true);
+        sys,
+        {.env = &(*st)->db(),
+         .commits = cluster ? cluster->committer() : nullptr,
+         .durability = cluster ? cluster->durability() : nullptr,
+         .marks = *marks},
+        true);
     if (!writer) {
       spdlog::critical("cannot start the writer: {}", to_string(writer.err()));
       return 1;
@@ -172,14 +204,22 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.retention.interval_s)};
     bc.node.wall = spool::system_wall_now;
     bc.node.metrics = std::make_shared<spool::actors::node_metrics>();
+    if (cluster)
+      bc.slots = cluster->directory();
     auto broker = spool::actors::spawn_broker(sys, bc);
     if (!broker) {
       spdlog::critical("cannot start the broker: {}", to_string(broker.err()));
       caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
       return 1;
     }
-    spdlog::info("broker running: {} queue(s) recovered as actors",
-                 cat.queues.size());
+    if (cluster) { // its queues load slot by slot, as it serves them
+      cluster->attach(*broker);
+      cluster->connect();
+      spdlog::info("broker running: queues load as their slots are served "
+                   "here");
+    } else
+      spdlog::info("broker running: {} queue(s) recovered as actors",
+                   cat.queues.size());
     auto gw = spool::make_gateway(sys, *broker, bc.node.wall, bc.node.metrics);
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
@@ -314,6 +354,10 @@ int main(int argc, char** argv) {
     http->shutdown(std::chrono::milliseconds{0}); // (done already on a signal)
     mp->shutdown(std::chrono::milliseconds{0});
     pool->stop();
+    // Writes waiting for a quorum are answered (unavailable: outcome
+    // unknown) and the peer links close before the writer stops.
+    if (cluster)
+      cluster->stop();
     // The writer ends after the broker: batches sent before it stopped are
     // committed (synced) and answered first (writer_actor's exit handler).
     if (!writer_down) {
@@ -328,7 +372,8 @@ int main(int argc, char** argv) {
     mp.reset();
     http.reset();
     gw.reset();
-  } // the actor system ends here
+  }                // the actor system ends here
+  cluster.reset(); // before the store it replicates closes
   spdlog::info("actors stopped: closing the store");
   if (auto closed = (*st)->close(); !closed) {
     spdlog::critical("closing the store failed: {}", to_string(closed.err()));

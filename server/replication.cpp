@@ -13,11 +13,9 @@ cluster::millis steady_millis() {
           .count());
 }
 
-std::string node_name(cluster::node_id n) {
-  return "n" + std::to_string(cluster::index_of(n) + 1);
-}
-
-std::string describe(slot_t s, const cluster::notice& n) {
+std::string describe(slot_t s, const cluster::notice& n,
+                     const core::cluster_names& names) {
+  auto node_name = [&](cluster::node_id p) { return names.name(p); };
   using cluster::notice_kind;
   auto head = "slot " + std::to_string(s) + ": ";
   switch (n.kind) {
@@ -63,18 +61,37 @@ replication::start(storage::env& env, std::uint32_t slots,
     cfg.nodes.push_back(n);
   cfg.replication_factor = opts.replication_factor;
   cfg.slots = slots;
+  cfg.names = opts.names;
+  core::cluster_names names{cfg.self, cfg.nodes, cfg.names,
+                            cfg.replication_factor};
   // The links exist only once the host does: the host's sender finds them
   // here.
   auto wire = std::make_shared<std::shared_ptr<peer::links>>();
   core::host_events ev;
-  ev.notice
-      = [log](slot_t s, const cluster::notice& n) { log(describe(s, n)); };
+  // The host, for its notices: set once it exists (they run inside it).
+  auto self_host = std::make_shared<core::replica_host*>(nullptr);
+  ev.notice = [log, names, self_host, marks = opts.marks,
+               serving = opts.serving](slot_t s, const cluster::notice& n) {
+    log(describe(s, n, names));
+    using cluster::notice_kind;
+    if (n.kind == notice_kind::serving) {
+      if (marks && *self_host) {
+        storage::slot_seq m{s, (*self_host)->commit_of(s)};
+        marks->raise(std::span{&m, 1});
+      }
+      if (serving)
+        serving(s, true);
+    } else if (n.kind == notice_kind::deposed && serving)
+      serving(s, false);
+  };
   ev.election_failed = [log](slot_t s, const std::string& why) {
     log("slot " + std::to_string(s) + ": election failed: " + why);
   };
-  ev.fatal = [log](slot_t s, const storage::error& e) {
+  ev.fatal = [log, serving = opts.serving](slot_t s, const storage::error& e) {
     log("slot " + std::to_string(s) + ": the store failed (" + e.message
         + "): the slot stops");
+    if (serving) // whatever it served of the slot stops with it
+      serving(s, false);
   };
   auto host = core::replica_host::make(
       env, cfg,
@@ -85,6 +102,7 @@ replication::start(storage::env& env, std::uint32_t slots,
       steady_millis, ev);
   if (!host)
     return std::move(host).err();
+  *self_host = host->get();
   auto r = std::make_unique<replication>(commits, *host);
   r->tick_ = opts.tick;
   r->wire_ = wire;
@@ -123,6 +141,10 @@ replication::~replication() {
 
 std::shared_ptr<actors::durability_policy> replication::durability() const {
   return core::quorum_durability(commits_, host_);
+}
+
+std::shared_ptr<const core::slot_directory> replication::directory() const {
+  return host_->directory();
 }
 
 std::uint16_t replication::peer_port() const {

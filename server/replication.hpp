@@ -18,6 +18,7 @@
 
 #include "core/replica/replica_host.hpp"
 #include "core/writer/committer.hpp"
+#include "core/writer/durable_marks.hpp"
 #include "peer/links.hpp"
 
 namespace spool::server {
@@ -38,6 +39,16 @@ struct replication_options {
   /// Where the links log (admissions, refusals, broken links) and the host
   /// its notices.
   std::function<void(const std::string&)> log;
+  /// The nodes' names in messages, by index (none: `n<index + 1>`).
+  std::vector<std::string> names;
+  /// The writer's durable marks: a slot's is raised to its commit point
+  /// when this node starts serving it (every entry it holds is committed
+  /// then, and answers that read them may go).
+  std::shared_ptr<actors::durable_marks> marks;
+  /// On the committer's thread: this node starts (true) or stops (false)
+  /// serving slot `s` as its leader. The broker loads or stops the slot's
+  /// queues.
+  std::function<void(slot_t, bool)> serving;
 };
 
 class replication {
@@ -52,6 +63,8 @@ public:
 
   /// The writer's durability policy: a majority of the slot's replicas.
   std::shared_ptr<actors::durability_policy> durability() const;
+  /// Who serves each slot, kept current by the host.
+  std::shared_ptr<const core::slot_directory> directory() const;
   /// The port the links listen on.
   std::uint16_t peer_port() const;
   /// Before `start` only: where node `n` listens (tests on port 0).

@@ -77,6 +77,45 @@ expected<catalog> store::load_catalog() {
   return cat;
 }
 
+expected<catalog> store::load_catalog(slot_t s) {
+  auto cat = load_catalog();
+  if (!cat)
+    return cat;
+  auto other = [s](std::uint64_t id) { return slot_of_id(id) != s; };
+  std::erase_if(cat->queues, [&](auto& q) { return other(q.id.value); });
+  std::erase_if(cat->partitions, [&](auto& p) { return other(p.queue.value); });
+  std::erase_if(cat->doomed, [&](auto& q) { return other(q.value); });
+  return cat;
+}
+
+expected<void> store::reload_slot(slot_t s) {
+  if (s >= slot_count_)
+    return make_error(ec::invalid_argument, "slot ", s, " of ", slot_count_);
+  {
+    auto t = env_->read();
+    if (!t)
+      return std::move(t).err();
+    auto c = tables::get_counters(*t, s);
+    if (!c)
+      return std::move(c).err();
+    // Never below what this node minted itself (a creation in flight).
+    auto raise = [](std::atomic<std::uint32_t>& a, std::uint32_t v) {
+      auto cur = a.load();
+      while (cur < v && !a.compare_exchange_weak(cur, v)) {
+      }
+    };
+    raise(next_queue_[s], c->next_queue);
+    raise(next_partition_[s], c->next_partition);
+  }
+  auto floor = first_free_dlq_id();
+  if (!floor)
+    return std::move(floor).err();
+  auto cur = next_dlq_.load();
+  while (cur < *floor && !next_dlq_.compare_exchange_weak(cur, *floor)) {
+  }
+  return {};
+}
+
 expected<void> store::check_format(std::uint32_t wanted_slots) {
   auto dir = env_->dir().string();
   {

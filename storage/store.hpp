@@ -62,6 +62,13 @@ public:
   }
   /// Re-reads the catalog from storage.
   expected<catalog> load_catalog();
+  /// The catalog's part in slot `s` (its queues, their partitions, its
+  /// deletions not finished).
+  expected<catalog> load_catalog(slot_t s);
+  /// Before a node starts serving slot `s` that another node led (cluster
+  /// mode): its id counters as stored (a follower applied the leader's
+  /// creations, not its own), and DLQ ids above every stored one.
+  expected<void> reload_slot(slot_t s);
 
   /// The number of slots, fixed when the store was created.
   std::uint32_t slot_count() const noexcept {
@@ -140,6 +147,12 @@ public:
   }
   expected<catalog> load_catalog() const {
     return s_->load_catalog();
+  }
+  expected<catalog> load_catalog(slot_t s) const {
+    return s_->load_catalog(s);
+  }
+  expected<void> reload_slot(slot_t s) const {
+    return s_->reload_slot(s);
   }
   std::uint32_t slot_count() const noexcept {
     return s_->slot_count();

@@ -33,6 +33,9 @@ struct dlq_filter {
   std::optional<micros> to;             ///< failed_at <= to
   /// Non-empty: exactly these entries (each must exist and match).
   std::vector<std::uint64_t> ids;
+  /// Set by a cluster node, never by a client: only the queues of these
+  /// slots (the ones it serves).
+  std::optional<std::vector<std::uint16_t>> slots;
 };
 
 /// A listing: the filter, then `after` (entries older than that id), then

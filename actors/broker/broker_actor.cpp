@@ -77,6 +77,10 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
            },
        .now = [self] { return self->clock().now(); },
        .rearm = [self] { arm(self); }});
+  if (auto& dir = self->state.cfg.slots) { // cluster mode: slot by slot
+    self->state.slot_runs.assign(dir->slots(), slot_run::stopped);
+    self->state.slot_turns.assign(dir->slots(), 0);
+  }
   for (auto& q : cat.queues) {
     std::vector<storage::partition_record> parts;
     for (auto& p : cat.partitions)
@@ -99,6 +103,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
         auto it = self->state.queues.find(queue);
         if (it != self->state.queues.end())
           return self->delegate(it->second, pop_atom::value, std::move(req));
+        if (auto why = name_refusal(self, queue))
+          return failed<queue_pop_reply>(*why);
         // A pop on a queue that does not exist yet registers the group
         // there (semantics.md §5), so the queue is created as a push would.
         if (auto ok = core::check_name(core::name_kind::queue, queue); !ok)
@@ -161,7 +167,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
              browse_request& req) -> caf::result<browse_reply> {
         auto it = self->state.queues.find(queue);
         if (it == self->state.queues.end())
-          return failed<browse_reply>(queue_not_found());
+          return failed<browse_reply>(
+              name_refusal(self, queue).value_or(queue_not_found()));
         // Bounded like a pop: at most pop.maxBytes of payload decoded.
         req.max_bytes = std::min<std::size_t>(req.max_bytes,
                                               self->state.cfg.pop.max_bytes);
@@ -207,7 +214,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
           return failed<purge_reply>(
               make_error(errc::invalid_argument, "purge: offset must be >= 0"));
         if (it == self->state.queues.end())
-          return failed<purge_reply>(queue_not_found());
+          return failed<purge_reply>(
+              name_refusal(self, queue).value_or(queue_not_found()));
         return self->delegate(it->second, purge_atom::value, std::move(req));
       },
       [self](list_atom) {
@@ -228,6 +236,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](txn_atom, core::txn_request& req) -> caf::result<txn_reply> {
         if (auto unknown = locate_txn_acks(self, req))
           return txn_reply{std::move(*unknown), std::nullopt};
+        if (auto why = txn_slot(self, req))
+          return failed<txn_reply>(*why);
         return run_transaction(self, std::move(req));
       },
       [self](seek_atom, const std::string& queue, seek_request& req) {
@@ -235,6 +245,9 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       },
       [self](sub_update_atom, const std::string& group, storage::micros ts) {
         return on_sub_update(self, group, ts);
+      },
+      [self](slot_atom, std::uint16_t s, bool serving) {
+        on_slot(self, s, serving);
       },
   };
 }
@@ -263,6 +276,12 @@ expected<void> broker_config::validate() const {
 
 expected<broker_actor> spawn_broker(caf::actor_system& sys, broker_config cfg) {
   SPOOL_TRY(cfg.validate());
+  if (cfg.slots && cfg.slots->slots() != cfg.node.store.slot_count())
+    return make_error(errc::invalid_argument, "broker: the store has ",
+                      cfg.node.store.slot_count(), " slots, the cluster ",
+                      cfg.slots->slots());
+  if (cfg.slots) // loaded slot by slot as this node starts serving them
+    return sys.spawn(broker_detail::broker, std::move(cfg), storage::catalog{});
   auto cat = cfg.node.store.load_catalog();
   if (!cat)
     return std::move(cat).err();

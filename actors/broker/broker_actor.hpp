@@ -12,6 +12,7 @@
 #include "actors/interfaces.hpp"
 #include "actors/node_context.hpp"
 #include "config/options.hpp"
+#include "core/replica/slot_directory.hpp"
 #include "storage/store.hpp"
 
 namespace spool::actors {
@@ -24,6 +25,11 @@ struct broker_config {
   config::push_limits push;
   /// How long the answers of client-given transaction ids are kept.
   core::txn_retention txn_retention;
+  /// Cluster mode: who serves each slot. The broker then starts with no
+  /// queue and runs a slot's queues only while this node serves it
+  /// (`slot_atom`); everything else of the slot is refused with the
+  /// directory's answer. None: one node, every slot served.
+  std::shared_ptr<const core::slot_directory> slots;
 
   expected<void> validate() const;
 };

@@ -18,6 +18,9 @@ void configure_now(broker_ptr self, configure_request& req,
   auto fail = [&rp](api_error err) mutable {
     rp.deliver(failed<configure_reply>(std::move(err)));
   };
+  // Again after the gate: the slot may have stopped (or be loading) since.
+  if (auto why = name_refusal(self, req.queue))
+    return fail(*why);
   if (auto it = st.queues.find(req.queue); it != st.queues.end()) {
     self->request(it->second, caf::infinite, configure_atom::value,
                   std::move(req))
@@ -84,6 +87,8 @@ caf::result<configure_reply> on_configure(broker_ptr self,
                                           configure_request& req) {
   if (auto ok = core::check_name(core::name_kind::queue, req.queue); !ok)
     return failed<configure_reply>(ok.err());
+  if (auto why = name_refusal(self, req.queue))
+    return failed<configure_reply>(*why);
   auto rp = promise_for<configure_reply>(self);
   self->state.gate.wait([self, req = std::move(req), rp]() mutable {
     configure_now(self, req, rp);
@@ -95,6 +100,12 @@ caf::result<configure_reply> on_configure(broker_ptr self,
 
 queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
   queues_reply reply;
+  if (only)
+    if (auto why = name_refusal(self, *only)) {
+      reply.failure = std::move(why);
+      return reply;
+    }
+  auto served = served_slots(self); // a cluster node lists what it leads
   auto t = self->state.cfg.node.store.read();
   if (!t) {
     reply.failure = t.err();
@@ -107,7 +118,9 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
     return reply;
   }
   for (auto& q : *qs) {
-    if (only && q.name != *only)
+    if ((only && q.name != *only)
+        || !std::binary_search(served.begin(), served.end(),
+                               slot_of_id(q.id.value)))
       continue;
     queue_info info{q, {}};
     for (auto& p : *ps)
@@ -126,6 +139,9 @@ queues_reply describe(broker_ptr self, const std::optional<std::string>& only) {
 
 caf::result<groups_reply> on_groups(broker_ptr self,
                                     const groups_request& req) {
+  if (req.queue && !self->state.queues.contains(*req.queue))
+    if (auto why = name_refusal(self, *req.queue))
+      return failed<groups_reply>(*why);
   auto rp = promise_for<groups_reply>(self);
   fan_out<groups_reply>(
       self, queues_named(self, req.queue),
@@ -144,6 +160,9 @@ caf::result<delete_group_reply>
 on_delete_group(broker_ptr self, const delete_group_request& req) {
   if (auto ok = core::check_name(core::name_kind::group, req.group); !ok)
     return failed<delete_group_reply>(ok.err());
+  if (req.queue && !self->state.queues.contains(*req.queue))
+    if (auto why = name_refusal(self, *req.queue))
+      return failed<delete_group_reply>(*why);
   auto rp = promise_for<delete_group_reply>(self);
   fan_out<delete_group_reply>(
       self, queues_named(self, req.queue),
@@ -165,6 +184,10 @@ on_delete_group(broker_ptr self, const delete_group_request& req) {
 constexpr auto reap_retry = std::chrono::seconds{1};
 
 void reap(broker_ptr self, storage::queue_id q) {
+  // A slot no longer served here: its next leader resumes from the doomed
+  // mark.
+  if (slot_refusal(self, slot_of_id(q.value)))
+    return;
   auto& node = self->state.cfg.node;
   storage::write_batch batch;
   batch.mutations.emplace_back(storage::mut::sweep_queue{q, node.sweep_step});
@@ -202,7 +225,7 @@ caf::result<delete_queue_reply> on_delete_queue(broker_ptr self,
     auto& st = self->state;
     auto it = st.queues.find(name);
     if (it == st.queues.end()) {
-      rp.deliver(delete_queue_reply{false, std::nullopt});
+      rp.deliver(delete_queue_reply{false, name_refusal(self, name)});
       return;
     }
     auto q = it->second;
@@ -214,7 +237,10 @@ caf::result<delete_queue_reply> on_delete_queue(broker_ptr self,
         .then(
             [self, rp, name, q](delete_queue_reply& r) mutable {
               auto& st = self->state;
-              if (!r.failure) {
+              auto now = st.queues.find(name);
+              // Still the queue it deleted (its slot was not stopped and
+              // loaded again meanwhile: then the stop retired it).
+              if (!r.failure && now != st.queues.end() && now->second == q) {
                 st.retiring.push_back(q.address());
                 st.queues.erase(name);
                 forget_queue(self, name);
@@ -249,7 +275,9 @@ caf::result<seek_reply> on_seek(broker_ptr self, const std::string& queue,
   auto it = self->state.queues.find(queue);
   if (it == self->state.queues.end())
     return failed<seek_reply>(
-        make_error(errc::not_found, "Queue not found or has no partitions"));
+        name_refusal(self, queue)
+            .value_or(make_error(errc::not_found,
+                                 "Queue not found or has no partitions")));
   return via_queue<seek_reply>(
       self, queue, it->second,
       [](const seek_reply& r) { return r.partitions_updated > 0; },
@@ -287,7 +315,10 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
       [self, rp, queues,
        names](std::vector<fanned<sub_update_part>> parts) mutable {
         std::optional<api_error> failure;
-        submission sub;
+        // One batch on one node; one per slot in a cluster (semantics.md
+        // §12: each slot's part is atomic, the whole is not).
+        auto& st = self->state;
+        std::map<slot_t, submission> subs;
         for (std::size_t i = 0; i < parts.size(); ++i) {
           auto& p = parts[i];
           if (!p.reply) {
@@ -303,23 +334,45 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
               failure = failure.value_or(
                   make_error(errc::unavailable, "Server busy: queue ", names[i],
                              " restarted; retry"));
+            slot_t key = st.cfg.slots ? st.cfg.node.store.slot_of(names[i])
+                                      : slot_t{0};
+            auto& sub = subs[key];
             sub.batch.mutations.emplace_back(std::move(*p.reply->mutation));
             if (p.reply->part)
               sub.parts.push_back(std::move(*p.reply->part));
           }
         }
-        auto& writer = self->state.cfg.node.writer;
-        if (failure || sub.batch.mutations.empty()) {
-          abort_parts(self, writer, std::move(sub.parts));
+        auto& writer = st.cfg.node.writer;
+        if (failure || subs.empty()) {
+          for (auto& [_, sub] : subs)
+            abort_parts(self, writer, std::move(sub.parts));
           rp.deliver(sub_update_reply{0, std::move(failure)});
           return;
         }
-        auto rows = sub.batch.mutations.size();
-        propose_then(self, writer, std::move(sub),
-                     [rp, rows](std::optional<api_error> failure) mutable {
-                       rp.deliver(sub_update_reply{failure ? 0 : rows,
-                                                   std::move(failure)});
-                     });
+        struct tally {
+          promise<sub_update_reply> rp;
+          std::size_t left = 0;
+          sub_update_reply out;
+        };
+        auto t = std::make_shared<tally>(tally{rp, subs.size(), {}});
+        bool sliced = subs.size() > 1;
+        for (auto& [slot, sub] : subs) {
+          auto rows = sub.batch.mutations.size();
+          propose_then(
+              self, writer, std::move(sub),
+              [t, rows, slot, sliced](std::optional<api_error> failure) {
+                if (!failure)
+                  t->out.rows_updated += rows;
+                else if (!t->out.failure) {
+                  t->out.failure = std::move(failure);
+                  if (sliced) // which part to retry
+                    t->out.failure->message = "slot " + std::to_string(slot)
+                                              + ": " + t->out.failure->message;
+                }
+                if (--t->left == 0)
+                  t->rp.deliver(std::move(t->out));
+              });
+        }
       },
       sub_update_atom::value, group, ts);
   return rp.later();

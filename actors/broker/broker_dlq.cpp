@@ -25,8 +25,11 @@ select_dlq(broker_ptr self, const core::dlq_filter& f,
 } // namespace
 
 caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
-                                        const core::dlq_query& q) {
+                                        const core::dlq_query& asked) {
   auto& node = self->state.cfg.node;
+  auto q = asked;
+  if (auto why = scope_dlq(self, q.filter))
+    return failed<dlq_list_reply>(*why);
   auto t = node.store.read();
   if (!t)
     return failed<dlq_list_reply>(t.err());
@@ -40,8 +43,7 @@ caf::result<dlq_list_reply> on_dlq_list(broker_ptr self,
   if (q.filter.queue)
     slots.push_back(node.store.slot_of(*q.filter.queue));
   else
-    for (std::uint32_t s = 0; s < node.store.slot_count(); ++s)
-      slots.push_back(static_cast<storage::slot_t>(s));
+    slots = served_slots(self);
   after_durable(
       self, node, std::move(slots),
       [rp, page = std::move(*page)](std::optional<api_error> failure) mutable {
@@ -79,7 +81,10 @@ void ask_queues(broker_ptr self, std::vector<std::pair<queue_actor, Part>> asks,
 }
 
 caf::result<dlq_count_reply> on_dlq_delete(broker_ptr self,
-                                           const core::dlq_filter& f) {
+                                           const core::dlq_filter& asked) {
+  auto f = asked;
+  if (auto why = scope_dlq(self, f))
+    return failed<dlq_count_reply>(*why);
   auto selected = select_dlq(self, f);
   if (!selected)
     return failed<dlq_count_reply>(selected.err());
@@ -108,7 +113,10 @@ caf::result<dlq_count_reply> on_dlq_delete(broker_ptr self,
 }
 
 caf::result<dlq_count_reply> on_requeue(broker_ptr self,
-                                        const core::dlq_filter& f) {
+                                        const core::dlq_filter& asked) {
+  auto f = asked;
+  if (auto why = scope_dlq(self, f))
+    return failed<dlq_count_reply>(*why);
   // Entries pending already are left out, and each cursor gets at most its
   // free places: one full cursor does not hold the others back.
   auto selected = select_dlq(self, f, core::cursor_core::max_requeued);

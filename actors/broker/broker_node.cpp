@@ -72,6 +72,7 @@ on_located_ack(broker_ptr self, std::vector<located_ack>& acks) {
     }
     if (q == st.queues.end()) {
       out[i].reply.error = ack_error::not_found;
+      out[i].reply.failure = id_refusal(self, a.partition_uuid);
       continue;
     }
     auto [it, fresh] = index.try_emplace(q->first, shares.size());
@@ -130,6 +131,7 @@ caf::result<lease_extend_reply> on_extend_lease(broker_ptr self,
   if (q == self->state.queues.end()) {
     lease_extend_reply none;
     none.error = extend_error::not_found;
+    none.failure = id_refusal(self, id);
     return none;
   }
   return self->delegate(q->second, extend_atom::value, id, by);
@@ -152,12 +154,33 @@ std::optional<core::txn_result> locate_txn_acks(broker_ptr self,
     if (ack == nullptr)
       continue;
     auto q = queue_of(self, ack->partition_uuid);
-    if (q == self->state.queues.end()) // the queue resolves the rest
+    if (q == self->state.queues.end()) { // the queue resolves the rest
+      // Of a slot not served here: the slot's answer (txn_slot).
+      if (id_refusal(self, ack->partition_uuid))
+        continue;
       return core::txn_rollback(req.id.value_or(""), i,
                                 to_string(ack_error::not_found));
+    }
     ack->queue = q->first;
   }
   return std::nullopt;
+}
+
+std::optional<api_error> txn_slot(broker_ptr self,
+                                  const core::txn_request& req) {
+  if (!self->state.cfg.slots)
+    return std::nullopt;
+  std::vector<std::string> names;
+  for (auto& op : req.ops) {
+    if (auto* ack = std::get_if<core::txn_ack_op>(&op)) {
+      if (ack->queue.empty()) // not located: its slot is not served here
+        return id_refusal(self, ack->partition_uuid);
+      names.push_back(ack->queue);
+    } else
+      for (auto& item : std::get<core::txn_push_op>(op).items)
+        names.push_back(item.queue);
+  }
+  return one_slot(self, names);
 }
 
 void on_cancel(broker_ptr self, const std::string& token,
@@ -177,7 +200,9 @@ void find_then(broker_ptr self, const find_request& req,
   auto q = queue_of(self, req.partition_uuid);
   if (q == self->state.queues.end()) {
     find_reply r;
-    r.failure = make_error(errc::not_found, "Partition not found");
+    r.failure
+        = id_refusal(self, req.partition_uuid)
+              .value_or(make_error(errc::not_found, "Partition not found"));
     return k(std::move(r));
   }
   browse_request b;

@@ -172,6 +172,14 @@ caf::result<queue_push_reply> on_push(broker_ptr self,
         !ok)
       return push_failed(ok.err());
   }
+  if (st.cfg.slots) { // a cluster commits one slot at a time
+    std::vector<std::string> names;
+    for (auto& item : items)
+      if (names.empty() || names.back() != item.queue)
+        names.push_back(item.queue);
+    if (auto why = one_slot(self, names))
+      return push_failed(*why);
+  }
   auto run = std::make_shared<multi_push>();
   run->rp = promise_for<queue_push_reply>(self);
   run->item_count = items.size();

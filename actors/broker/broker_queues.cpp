@@ -9,6 +9,14 @@ namespace spool::actors::broker_detail {
 expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
                          std::vector<storage::partition_record> partitions) {
   auto& st = self->state;
+  if (st.cfg.slots) { // a cluster node runs the queues of its served slots
+    auto s = slot_of_id(rec.id.value);
+    if (s >= st.slot_runs.size() || st.slot_runs[s] == slot_run::stopped)
+      return slot_refusal(self, s).value_or(make_error(
+          errc::unavailable, "Server busy: slot ", s, " is not served here"));
+    if (st.queues.contains(rec.name))
+      return {}; // created while its slot's queues loaded
+  }
   queue_config qc;
   qc.node = st.cfg.node;
   qc.record = rec;
@@ -117,7 +125,10 @@ void ensure_queues(broker_ptr self, std::vector<std::string> names,
       [self](const storage::queue_record& rec) {
         return add_queue(self, rec, {});
       },
-      std::move(k));
+      std::move(k),
+      // A cluster node mints a slot's ids only while it runs the slot (not
+      // while its queues load: the name may be among them).
+      [self](const std::string& n) { return name_refusal(self, n); });
 }
 
 std::optional<queue_actor> find_queue(broker_ptr self,

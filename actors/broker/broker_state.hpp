@@ -44,6 +44,9 @@ namespace spool::actors::broker_detail {
 
 using core::async_mutex;
 
+/// A slot's queues on this node (cluster mode).
+enum class slot_run : std::uint8_t { stopped, loading, running };
+
 struct broker_state {
   static inline const char* name = "spool.broker";
   broker_config cfg;
@@ -84,11 +87,43 @@ struct broker_state {
   std::unordered_map<std::uint64_t, std::string> name_of_id;
   /// Trace reads by name running beside the broker (broker_traces.cpp).
   std::size_t trace_readers = 0;
+  /// Cluster mode (broker_slots.cpp): per slot, whether its queues run
+  /// here, and a count of its starts and stops (a start that finds the
+  /// count moved was overtaken).
+  std::vector<slot_run> slot_runs;
+  std::vector<std::uint64_t> slot_turns;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
 
 // -- shared between the broker's files --------------------------------------
+
+// Slots (broker_slots.cpp; cluster mode only, one node serves every slot).
+
+/// Why this node does not serve slot `s` now (`not_leader` naming the
+/// leader, `unavailable` while none is known or its queues load); none
+/// when it does.
+std::optional<api_error> slot_refusal(broker_ptr self, slot_t s);
+/// The same for the slot of queue `name`.
+std::optional<api_error> name_refusal(broker_ptr self, const std::string& name);
+/// The same for the slot a partition uuid or a lease id carries.
+std::optional<api_error> id_refusal(broker_ptr self, const std::string& id);
+/// The one slot of `names`, refused with `cross_slot` when they span
+/// several in cluster mode, or with the slot's refusal.
+std::optional<api_error> one_slot(broker_ptr self,
+                                  const std::vector<std::string>& names);
+/// The slots whose queues run here (every slot on one node).
+std::vector<slot_t> served_slots(broker_ptr self);
+/// Narrows a DLQ filter to what this node serves: the named queue's slot
+/// must be served (else its refusal), and without a queue only the served
+/// slots' queues are read.
+std::optional<api_error> scope_dlq(broker_ptr self, core::dlq_filter& f);
+/// A transaction's one slot (after `locate_txn_acks`): `cross_slot` over
+/// several, or its slot's refusal.
+std::optional<api_error> txn_slot(broker_ptr self,
+                                  const core::txn_request& req);
+/// Loads (true) or stops (false) slot `s`'s queues.
+void on_slot(broker_ptr self, slot_t s, bool serving);
 
 api_error queue_not_found();
 

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "storage/tables.hpp"
+#include "vocab/slot.hpp"
 
 namespace spool::core {
 
@@ -104,6 +105,11 @@ scan_selected(storage::txn& t, const dlq_filter& f, storage::micros now,
     if (queues->empty())
       return make_error(ec::unknown_queue, "Queue not found: ", *f.queue);
   }
+  if (f.slots)
+    std::erase_if(*queues, [&](auto& q) {
+      auto s = slot_of_id(q.id.value);
+      return std::find(f.slots->begin(), f.slots->end(), s) == f.slots->end();
+    });
   // Ids are looked up in a set, and names and times matched without them:
   // a request naming many ids costs one pass, not one pass per id.
   std::unordered_set<std::uint64_t> wanted(f.ids.begin(), f.ids.end());

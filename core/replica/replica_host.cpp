@@ -6,17 +6,6 @@ namespace spool::core {
 
 using namespace spool::cluster;
 
-std::vector<node_id> replicas_of(slot_t s, const std::vector<node_id>& nodes,
-                                 std::uint32_t rf) {
-  std::vector<node_id> out;
-  if (nodes.empty())
-    return out;
-  auto n = static_cast<std::uint32_t>(nodes.size());
-  for (std::uint32_t i = 0; i < std::min(rf, n); ++i)
-    out.push_back(nodes[(s + i) % n]);
-  return out;
-}
-
 expected<std::shared_ptr<replica_host>>
 replica_host::make(storage::env& env, host_config cfg, sender send, clock now,
                    host_events events) {
@@ -50,7 +39,10 @@ replica_host::replica_host(storage::env& env, host_config cfg, sender send,
     cfg_(std::move(cfg)),
     send_(std::move(send)),
     now_(std::move(now)),
-    events_(std::move(events)) {
+    events_(std::move(events)),
+    dir_(std::make_shared<slot_directory>(
+        cfg_.slots, cluster_names{cfg_.self, cfg_.nodes, cfg_.names,
+                                  cfg_.replication_factor})) {
   slots_.resize(cfg_.slots);
   for (std::uint32_t s = 0; s < cfg_.slots; ++s) {
     auto slot = static_cast<slot_t>(s);
@@ -82,7 +74,23 @@ bool replica_host::holds(slot_t s) const noexcept {
 }
 
 std::string replica_host::name(node_id n) const {
-  return "n" + std::to_string(index_of(n) + 1);
+  return dir_->names().name(n);
+}
+
+slot_status replica_host::status_of(const slot_state& ss) const {
+  slot_status st;
+  st.held = true;
+  st.failed = ss.failed;
+  st.serving = !ss.failed && ss.core->serving();
+  st.taking_office
+      = !ss.failed && !st.serving && ss.core->current_role() == role::leader;
+  st.leader = ss.core->leader();
+  st.epoch = ss.core->epoch();
+  return st;
+}
+
+void replica_host::publish(const slot_state& ss) {
+  dir_->set(ss.slot, status_of(ss));
 }
 
 void replica_host::start() {
@@ -236,6 +244,7 @@ bool replica_host::read_failed(slot_state& ss) {
   lose_all(ss, make_error(errc::unavailable, "slot ", ss.slot,
                           ": its store failed (", err->message,
                           "); the write's outcome is unknown"));
+  publish(ss);
   if (events_.fatal)
     events_.fatal(ss.slot, *err);
   return true;
@@ -261,12 +270,15 @@ void replica_host::carry_out(slot_state& ss, ready r) {
   // Strict durability: what the port committed is synced.
   for (auto& e : r.after_sync)
     post(ss.slot, std::move(e));
+  if (!r.notices.empty())
+    publish(ss); // what a notice's listener reads is current
   for (auto& n : r.notices)
     on_notice(ss, n);
   if (r.committed)
     settle(ss);
   if (wrote)
     carry_out(ss, ss.core->synced(ss.port->last().seq, now));
+  publish(ss);
 }
 
 void replica_host::on_notice(slot_state& ss, const notice& n) {
@@ -287,6 +299,11 @@ void replica_host::on_notice(slot_state& ss, const notice& n) {
   }
   if (events_.notice)
     events_.notice(ss.slot, n);
+}
+
+cluster::seq_t replica_host::commit_of(slot_t s) const {
+  auto* ss = find(s);
+  return ss != nullptr ? ss->core->commit() : 0;
 }
 
 std::optional<slot_view> replica_host::view(slot_t s) const {

@@ -28,6 +28,7 @@
 
 #include "cluster/election.hpp"
 #include "cluster/replica_core.hpp"
+#include "core/replica/slot_directory.hpp"
 #include "core/replica/slot_port.hpp"
 #include "core/writer/durability.hpp"
 #include "storage/lmdb.hpp"
@@ -39,6 +40,8 @@ struct host_config {
   cluster::node_id self{};
   /// Every node of the cluster, in `--peers` order.
   std::vector<cluster::node_id> nodes;
+  /// Their names in messages, by index (none: `n<index + 1>`).
+  std::vector<std::string> names;
   /// How many nodes hold each slot (at most `nodes.size()`).
   std::uint32_t replication_factor = 3;
   /// The store's slot count.
@@ -52,12 +55,6 @@ struct host_config {
   /// is answered `unavailable` ("no quorum"), its outcome unknown.
   cluster::millis quorum_deadline = 5000;
 };
-
-/// The replicas of slot `s`: `rf` nodes, from node `s % n` on. The first
-/// is the slot's first leader.
-std::vector<cluster::node_id>
-replicas_of(slot_t s, const std::vector<cluster::node_id>& nodes,
-            std::uint32_t rf);
 
 /// One slot's replication message between two nodes.
 using cluster::slot_message;
@@ -121,10 +118,17 @@ public:
 
   /// Whether this node holds a replica of slot `s`.
   bool holds(slot_t s) const noexcept;
+  /// Slot `s`'s commit point here (0: it holds none).
+  cluster::seq_t commit_of(slot_t s) const;
   /// Slot `s`'s replica here (none: it holds none).
   std::optional<slot_view> view(slot_t s) const;
   const host_config& config() const noexcept {
     return cfg_;
+  }
+  /// Who serves each slot, kept current after every step (any thread
+  /// reads it).
+  std::shared_ptr<const slot_directory> directory() const noexcept {
+    return dir_;
   }
 
   /// Use `make`.
@@ -166,6 +170,9 @@ private:
   /// writes are lost) and is reported fatal. True when the slot is failed.
   bool read_failed(slot_state& ss);
   void on_notice(slot_state& ss, const cluster::notice& n);
+  slot_status status_of(const slot_state& ss) const;
+  /// Writes slot `ss`'s status into the directory.
+  void publish(const slot_state& ss);
   void post(slot_t s, cluster::envelope e);
   /// Delivers the messages this node sent itself, one step at a time.
   void drain_local();
@@ -185,6 +192,7 @@ private:
   sender send_;
   clock now_;
   host_events events_;
+  std::shared_ptr<slot_directory> dir_;
   /// By slot: null where this node holds no replica.
   std::vector<std::unique_ptr<slot_state>> slots_;
   std::deque<slot_message> local_;

@@ -39,28 +39,9 @@ std::optional<api_error> replica_host::admit(const storage::write_batch& b) {
                         ": a cluster commits one slot at a time; put its "
                         "queues in one slot with a {tag} in their names");
   auto* ss = find(s);
-  if (ss == nullptr) {
-    auto reps = replicas_of(s, cfg_.nodes, cfg_.replication_factor);
-    std::string names;
-    for (auto n : reps)
-      names += (names.empty() ? "" : ", ") + name(n);
-    return make_error(
-        errc::not_leader, "Not the leader of slot ", s,
-        "; this node holds no replica of it (its replicas: ", names, ")");
-  }
-  if (ss->failed)
-    return make_error(errc::unavailable, "Server busy: slot ", s,
-                      " stopped after a storage failure on this node");
-  if (ss->core->serving())
-    return std::nullopt;
-  if (ss->core->current_role() == role::leader)
-    return make_error(errc::unavailable, "Server busy: slot ", s,
-                      " is taking office (epoch ", ss->core->epoch(), ")");
-  if (auto l = ss->core->leader(); l && *l != cfg_.self)
-    return make_error(errc::not_leader, "Not the leader of slot ", s,
-                      "; leader is ", name(*l));
-  return make_error(errc::unavailable, "Server busy: slot ", s,
-                    " has no leader yet");
+  if (ss == nullptr)
+    return refusal_of(s, {}, dir_->names());
+  return refusal_of(s, status_of(*ss), dir_->names());
 }
 
 std::vector<std::uint64_t>

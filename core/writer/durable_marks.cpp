@@ -48,9 +48,14 @@ void durable_marks::raise(std::span<const storage::slot_seq> marks) noexcept {
   for (auto& m : marks) {
     if (m.slot >= slots_)
       continue;
+    // Never lowered, whoever raises it (the writer; a cluster node's
+    // replication when a slot starts serving).
     auto& seq = seqs_[m.slot];
-    if (seq.load(std::memory_order_relaxed) < m.seq)
-      seq.store(m.seq, std::memory_order_release);
+    auto cur = seq.load(std::memory_order_relaxed);
+    while (cur < m.seq
+           && !seq.compare_exchange_weak(cur, m.seq, std::memory_order_release,
+                                         std::memory_order_relaxed)) {
+    }
   }
 }
 

@@ -34,7 +34,8 @@ public:
   /// store's count never is).
   bool covers(storage::slot_seq m) const noexcept;
   bool covers(std::span<const storage::slot_seq> marks) const noexcept;
-  /// Raises each named slot to at least its seq (the writer only).
+  /// Raises each named slot to at least its seq (never lowers it; any
+  /// thread).
   void raise(std::span<const storage::slot_seq> marks) noexcept;
 
 private:

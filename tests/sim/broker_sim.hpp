@@ -82,6 +82,9 @@ struct broker_sim : sim_fixture {
   std::shared_ptr<actors::durable_marks> marks;
   /// How the next `start()`'s broker cuts segments.
   storage::segment_limits segments;
+  /// Cluster mode for the next `start()`: who serves each slot (none: one
+  /// node).
+  std::shared_ptr<const core::slot_directory> slots;
 
   /// `durability`: the writer's policy (none: the local commit).
   explicit broker_sim(std::shared_ptr<actors::durability_policy> durability
@@ -279,6 +282,7 @@ struct broker_sim : sim_fixture {
     cfg.node.delete_step = delete_step;
     cfg.node.sweep_step = sweep_step;
     cfg.node.segments = segments;
+    cfg.slots = slots;
     auto b = actors::spawn_broker(sys, cfg);
     REQUIRE(b);
     broker = *b;

@@ -51,6 +51,21 @@ struct http_response {
   }
 };
 
+/// A loopback port free now (the kernel's pick, released again): for a
+/// server that must come back on it, or ports named before their servers
+/// start (a cluster's peers).
+inline std::uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
 /// One client connection to 127.0.0.1:port: bytes out, bytes in.
 class tcp_conn {
 public:

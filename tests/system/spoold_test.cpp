@@ -80,8 +80,8 @@ TEST_CASE("spoold refuses a bad option with a message and exit code 2",
              Catch::Contains("durability must be strict or relaxed"));
 }
 
-TEST_CASE("spoold refuses cluster mode, not served yet, with a message and "
-          "exit code 2, and a relaxed cluster before that",
+TEST_CASE("spoold in cluster mode refuses a secret file it cannot read, "
+          "and a relaxed cluster with exit code 2",
           "[system][spoold][bad-input][cluster]") {
   std::vector<std::string> cluster
       = {"--node-id",
@@ -96,7 +96,8 @@ TEST_CASE("spoold refuses cluster mode, not served yet, with a message and "
   REQUIRE(code);
   CHECK(*code == 2);
   CHECK_THAT(spoold.output(),
-             Catch::Contains("cluster mode (--peers) is not served yet"));
+             Catch::Contains("cluster-secret-file /nonexistent/secret: cannot "
+                             "be read"));
   cluster.insert(cluster.end(), {"--durability", "relaxed"});
   child_process relaxed{SPOOLD_PATH, cluster};
   REQUIRE(relaxed.started());

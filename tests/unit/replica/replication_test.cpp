@@ -10,6 +10,8 @@
 #include "unit/storage/replay.hpp"
 
 #include <future>
+#include <mutex>
+#include <set>
 #include <thread>
 
 using namespace spool;
@@ -28,6 +30,14 @@ struct three_processes {
   std::vector<std::unique_ptr<store_fixture>> stores;
   std::vector<std::shared_ptr<actors::committer>> commits;
   std::vector<std::unique_ptr<server::replication>> nodes;
+  /// Per node: the slots its `serving` hook says it serves now, and its
+  /// durable marks.
+  struct served_slots {
+    std::mutex mtx;
+    std::set<slot_t> now;
+  };
+  std::vector<std::shared_ptr<served_slots>> served;
+  std::vector<std::shared_ptr<actors::durable_marks>> marks;
 
   three_processes() {
     for (std::uint32_t i = 0; i < 3; ++i) {
@@ -42,6 +52,18 @@ struct three_processes {
       o.secret = "s3cret";
       o.host.quorum_deadline = 2000;
       o.host.election_deadline = 1000;
+      o.names = {"a", "b", "c"};
+      served.push_back(std::make_shared<served_slots>());
+      marks.push_back(std::make_shared<actors::durable_marks>(
+          stores[i]->store->slot_count()));
+      o.marks = marks[i];
+      o.serving = [mine = served[i]](slot_t s, bool on) {
+        std::lock_guard lock{mine->mtx};
+        if (on)
+          mine->now.insert(s);
+        else
+          mine->now.erase(s);
+      };
       auto r = server::replication::start(stores[i]->store->db(),
                                           stores[i]->store->slot_count(),
                                           commits[i], o);
@@ -60,6 +82,10 @@ struct three_processes {
         n->stop();
   }
 
+  bool serves(std::uint32_t n, slot_t s) {
+    std::lock_guard lock{served[n]->mtx};
+    return served[n]->now.contains(s);
+  }
   std::optional<core::slot_view> view(std::uint32_t n, slot_t s) {
     std::optional<core::slot_view> v;
     nodes[n]->with_host([&](core::replica_host& h) { v = h.view(s); });
@@ -110,6 +136,22 @@ TEST_CASE("three nodes on loopback replicate a slot: a write is durable once "
     auto v = c.view(l, s);
     return v && v->serving;
   }));
+  // The broker's side hears it, after the slot's durable mark reached its
+  // commit point; the others name the leader.
+  REQUIRE(c.eventually([&] { return c.serves(l, s); }));
+  CHECK(c.marks[l]->covers(slot_seq{s, c.view(l, s)->commit}));
+  CHECK_FALSE(c.nodes[l]->directory()->refusal(s));
+  for (std::uint32_t f = 1; f < 3; ++f) {
+    auto other = (l + f) % 3;
+    CHECK_FALSE(c.serves(other, s));
+    REQUIRE(c.eventually(
+        [&] { return c.nodes[other]->directory()->get(s).leader == node(l); }));
+    auto why = c.nodes[other]->directory()->refusal(s);
+    REQUIRE(why);
+    CHECK(why->message
+          == "Not the leader of slot " + std::to_string(s) + "; leader is "
+                 + std::string(1, static_cast<char>('a' + l)));
+  }
   // A queue and its partition, with the leader's ids.
   auto& leader = *c.stores[l]->store;
   write_batch b;

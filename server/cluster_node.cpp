@@ -1,0 +1,135 @@
+#include "server/cluster_node.hpp"
+
+#include <caf/send.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "actors/atoms.hpp"
+
+namespace spool::server {
+
+/// The host's serving notices on their way to the broker (the committer's
+/// thread writes, `attach` reads): each slot's latest until the broker
+/// exists, then sent as they come, in order.
+struct cluster_node::relay {
+  std::mutex mtx;
+  std::optional<actors::broker_actor> broker;
+  std::vector<bool> served;
+
+  void note(slot_t s, bool on) {
+    std::lock_guard lock{mtx};
+    if (broker) {
+      caf::anon_send(*broker, actors::slot_atom::value, std::uint16_t{s}, on);
+      return;
+    }
+    if (s < served.size())
+      served[s] = on;
+  }
+  void detach() {
+    std::lock_guard lock{mtx};
+    broker.reset();
+    served.clear(); // nothing more is kept either
+  }
+  void attach(actors::broker_actor b) {
+    std::lock_guard lock{mtx};
+    broker = b;
+    for (std::size_t s = 0; s < served.size(); ++s)
+      if (served[s])
+        caf::anon_send(b, actors::slot_atom::value,
+                       static_cast<std::uint16_t>(s), true);
+  }
+};
+
+expected<std::string> read_secret(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return make_error(errc::invalid_argument, "cluster-secret-file ", path,
+                      ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto secret = text.str();
+  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r'))
+    secret.pop_back();
+  if (secret.empty())
+    return make_error(errc::invalid_argument, "cluster-secret-file ", path,
+                      " is empty: write the cluster's secret in it");
+  return secret;
+}
+
+cluster_node::cluster_node(std::shared_ptr<actors::committer> commits,
+                           std::shared_ptr<actors::durable_marks> marks,
+                           std::shared_ptr<relay> to_broker) :
+    commits_(std::move(commits)),
+    marks_(std::move(marks)),
+    relay_(std::move(to_broker)) {
+}
+
+expected<std::unique_ptr<cluster_node>>
+cluster_node::start(storage::store& st, const config::cluster_settings& c,
+                    std::function<void(const std::string&)> log) {
+  auto secret = read_secret(c.secret_file);
+  if (!secret)
+    return std::move(secret).err();
+  replication_options o;
+  std::optional<cluster::node_id> self;
+  for (std::uint32_t i = 0; i < c.peers.size(); ++i) {
+    auto& p = c.peers[i];
+    o.nodes[cluster::node_id{i}] = {p.host, p.port};
+    o.names.push_back(p.name);
+    if (p.name == c.node_id)
+      self = cluster::node_id{i};
+  }
+  if (!self)
+    return make_error(errc::invalid_argument, "cluster: node-id ", c.node_id,
+                      " is not among the nodes of peers");
+  o.self = *self;
+  o.replication_factor = static_cast<std::uint32_t>(c.replication_factor);
+  o.cluster_id = c.cluster_id;
+  o.secret = std::move(*secret);
+  o.log = std::move(log);
+  // Nothing is durable before a slot serves: its mark starts at its commit
+  // point then, not at the local log's end (a follower's tail may not be
+  // committed).
+  auto marks = std::make_shared<actors::durable_marks>(st.slot_count());
+  o.marks = marks;
+  auto to_broker = std::make_shared<relay>();
+  to_broker->served.assign(st.slot_count(), false);
+  o.serving = [to_broker](slot_t s, bool on) { to_broker->note(s, on); };
+  auto commits = actors::thread_committer(st.db());
+  auto node = std::make_unique<cluster_node>(commits, marks, to_broker);
+  auto repl
+      = replication::start(st.db(), st.slot_count(), commits, std::move(o));
+  if (!repl)
+    return std::move(repl).err();
+  node->repl_ = std::move(*repl);
+  return node;
+}
+
+cluster_node::~cluster_node() {
+  stop();
+}
+
+std::shared_ptr<actors::durability_policy> cluster_node::durability() const {
+  return repl_->durability();
+}
+
+std::shared_ptr<const core::slot_directory> cluster_node::directory() const {
+  return repl_->directory();
+}
+
+void cluster_node::attach(actors::broker_actor broker) {
+  relay_->attach(std::move(broker));
+}
+
+void cluster_node::connect() {
+  repl_->connect();
+}
+
+void cluster_node::stop() {
+  if (repl_)
+    repl_->stop();
+  relay_->detach();
+}
+
+} // namespace spool::server

@@ -1,0 +1,68 @@
+#pragma once
+
+/// Cluster mode in spoold (docs/cluster.md, "Serving"): the node's
+/// replication started over its store with the writer's committer, the
+/// writer's durability (a majority of a slot's replicas) and durable marks,
+/// and the broker told of every slot this node starts or stops serving.
+/// Notices that come before the broker exists are kept and given to it
+/// when it attaches.
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/interfaces.hpp"
+#include "config/cluster.hpp"
+#include "server/replication.hpp"
+#include "storage/store.hpp"
+
+namespace spool::server {
+
+class cluster_node {
+public:
+  /// Reads the secret file, starts the replica host on a committer thread
+  /// of its own and listens for peers (it dials them at `connect`).
+  static expected<std::unique_ptr<cluster_node>>
+  start(storage::store& st, const config::cluster_settings& c,
+        std::function<void(const std::string&)> log);
+  ~cluster_node();
+
+  /// The writer's committer, durability and marks.
+  std::shared_ptr<actors::committer> committer() const {
+    return commits_;
+  }
+  std::shared_ptr<actors::durability_policy> durability() const;
+  std::shared_ptr<actors::durable_marks> marks() const {
+    return marks_;
+  }
+  /// Who serves each slot (the broker's refusals).
+  std::shared_ptr<const core::slot_directory> directory() const;
+  /// From now on the broker hears when a slot starts or stops being served
+  /// here; the slots served already, at once.
+  void attach(actors::broker_actor broker);
+  /// Dials the other nodes.
+  void connect();
+  /// Stops the links, fails the writes still waiting for a quorum and
+  /// drops the broker's handle (before the actor system ends).
+  void stop();
+
+  /// Use `start`.
+  struct relay;
+  cluster_node(std::shared_ptr<actors::committer> commits,
+               std::shared_ptr<actors::durable_marks> marks,
+               std::shared_ptr<relay> to_broker);
+
+private:
+  std::shared_ptr<actors::committer> commits_;
+  std::shared_ptr<actors::durable_marks> marks_;
+  std::shared_ptr<relay> relay_;
+  std::unique_ptr<replication> repl_;
+};
+
+/// The secret in file `path`: its content without a final line end; an
+/// empty or unreadable file is an error that names it.
+expected<std::string> read_secret(const std::string& path);
+
+} // namespace spool::server

@@ -1,0 +1,105 @@
+// Three real spoold processes on loopback in cluster mode (docs/cluster.md):
+// each slot's first replica leads it, takes its pushes and pops, and
+// answers them once a majority has them; the other nodes refuse the slot
+// with 421 naming the leader; a push over two slots is refused with 409
+// cross_slot; SIGTERM stops every node cleanly. Every wait has a deadline.
+
+#include <catch2/catch.hpp>
+
+#include "system/http_fixture.hpp"
+#include "vocab/slot.hpp"
+
+using namespace spool;
+using namespace spool::test;
+
+namespace {
+
+struct three_nodes {
+  temp_dir dir;
+  std::vector<std::unique_ptr<spoold_server>> nodes;
+
+  three_nodes() {
+    auto secret = dir.path / "secret";
+    std::ofstream{secret} << "a shared secret\n";
+    std::string peers;
+    for (int i = 1; i <= 3; ++i)
+      peers += (i > 1 ? "," : "") + ("n" + std::to_string(i))
+               + "=127.0.0.1:" + std::to_string(free_port());
+    for (int i = 1; i <= 3; ++i)
+      nodes.push_back(std::make_unique<spoold_server>(std::vector<std::string>{
+          "--node-id", "n" + std::to_string(i), "--peers", peers,
+          "--cluster-secret-file", secret.string()}));
+  }
+
+  /// Node (0-based) that first leads the slot of `queue`: its first replica.
+  static std::size_t leader_of(const std::string& queue) {
+    return slot_of(queue, default_slot_count) % 3;
+  }
+
+  /// Sends a request to node `n` until it answers other than 503 (its
+  /// slot's first election may still run, or the node has not heard from
+  /// the leader yet), up to 20 s.
+  http_response until_known(std::size_t n, const std::string& method,
+                            const std::string& target,
+                            const std::string& body = "") {
+    http_response r;
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      r = nodes[n]->request(method, target, body);
+      if (r.status != 503)
+        return r;
+      std::this_thread::sleep_for(50ms);
+    }
+    return r;
+  }
+};
+
+/// A queue name of a slot other than `queue`'s, first led by the same node.
+std::string same_leader_other_slot(const std::string& queue) {
+  for (int i = 0;; ++i) {
+    auto name = "other-" + std::to_string(i);
+    if (slot_of(name, default_slot_count) != slot_of(queue, default_slot_count)
+        && three_nodes::leader_of(name) == three_nodes::leader_of(queue))
+      return name;
+  }
+}
+
+} // namespace
+
+TEST_CASE("three spoold in cluster mode: a slot's leader serves it and the "
+          "others answer 421 naming the leader",
+          "[system][cluster]") {
+  three_nodes c;
+  auto l = three_nodes::leader_of("orders");
+  auto r = c.until_known(l, "POST", "/api/v1/push", push_body("orders", 2));
+  REQUIRE(r.status == 201);
+  auto pop = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
+  REQUIRE(pop.status == 200);
+  CHECK(pop.body_json()["messages"].size() == 2);
+  auto name = "n" + std::to_string(l + 1);
+  for (std::size_t f = 0; f < 3; ++f) {
+    if (f == l)
+      continue;
+    INFO("node n" << f + 1);
+    auto refused
+        = c.until_known(f, "POST", "/api/v1/push", push_body("orders", 1));
+    CHECK(refused.status == 421);
+    CHECK_THAT(refused.body, Catch::Contains("leader is " + name));
+    auto no_pop = c.until_known(f, "GET", "/api/v1/pop/queue/orders");
+    CHECK(no_pop.status == 421);
+    // A follower lists none of the slot's queues.
+    auto listed = c.nodes[f]->get("/api/v1/resources/queues");
+    CHECK(listed.body.find("\"orders\"") == std::string::npos);
+  }
+  // A push over two slots is refused even where one node leads both.
+  auto other = same_leader_other_slot("orders");
+  auto both = c.nodes[l]->post(
+      "/api/v1/push", R"({"items":[{"queue":"orders","payload":1},{"queue":")"
+                          + other + R"(","payload":2}]})");
+  CHECK(both.status == 409);
+  CHECK_THAT(both.body, Catch::Contains("{tag}"));
+  for (auto& n : c.nodes) {
+    n->signal(SIGTERM);
+    CHECK(n->wait_exit(20s) == 0);
+  }
+}
