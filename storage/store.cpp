@@ -106,12 +106,20 @@ expected<void> store::reload_slot(slot_t s) {
     };
     raise(next_queue_[s], c->next_queue);
     raise(next_partition_[s], c->next_partition);
-  }
-  auto floor = first_free_dlq_id();
-  if (!floor)
-    return std::move(floor).err();
-  auto cur = next_dlq_.load();
-  while (cur < *floor && !next_dlq_.compare_exchange_weak(cur, *floor)) {
+    // DLQ ids above the slot's stored ones (another leader's clock may be
+    // ahead of this node's): one key range, not the whole table.
+    auto highest = tables::highest_dlq_id(*t, s);
+    if (!highest)
+      return std::move(highest).err();
+    if (*highest && **highest == UINT64_MAX)
+      return make_error(ec::corrupt_record, "dlq: id ", **highest,
+                        " leaves no id after it");
+    if (*highest) {
+      auto floor = **highest + 1;
+      auto cur = next_dlq_.load();
+      while (cur < floor && !next_dlq_.compare_exchange_weak(cur, floor)) {
+      }
+    }
   }
   return {};
 }

@@ -253,10 +253,13 @@ expected<void> scan_dlq_rows(txn& t, const std::string& prefix, F&& f) {
 
 } // namespace
 
-expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t) {
+namespace {
+
+expected<std::optional<std::uint64_t>>
+highest_dlq_id_under(txn& t, std::string_view prefix) {
   std::optional<std::uint64_t> highest;
   bool malformed = false;
-  auto scanned = t.scan_prefix(t.db().dlq, "", [&](auto key, auto) {
+  auto scanned = t.scan_prefix(t.db().dlq, prefix, [&](auto key, auto) {
     if (key.size() < 8 + 1 + 8) { // queue · group length · group · id
       malformed = true;
       return false;
@@ -270,6 +273,21 @@ expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t) {
   if (malformed)
     return make_error(ec::corrupt_record, "dlq: malformed key");
   return highest;
+}
+
+} // namespace
+
+expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t) {
+  return highest_dlq_id_under(t, "");
+}
+
+expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t, slot_t s) {
+  // A queue id is the slot in bits 32-47 (bits 48-63 are 0): its first
+  // four key bytes.
+  std::string prefix;
+  keys::put_u64(prefix, slot_id(s, 0));
+  prefix.resize(4);
+  return highest_dlq_id_under(t, prefix);
 }
 
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,

@@ -64,6 +64,8 @@ expected<bool> delete_dlq(txn& t, queue_id q, std::string_view group,
 /// The highest DLQ id stored in any queue (a deleted queue's rows not yet
 /// swept included), or none: one pass over the keys, at open.
 expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t);
+/// The same among the DLQ rows of slot `s`'s queues only (one key range).
+expected<std::optional<std::uint64_t>> highest_dlq_id(txn& t, slot_t s);
 /// Entries of one (queue, group) in id order; `f` returns false to stop.
 expected<void> scan_dlq(txn& t, queue_id q, std::string_view group,
                         const std::function<bool(const dlq_entry&)>& f);

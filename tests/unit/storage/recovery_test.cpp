@@ -106,6 +106,41 @@ TEST_CASE("DLQ ids follow the clock, never repeat, and continue above every "
   CHECK(fx.store->next_dlq_id(1'000'000) == e.id + 1);
 }
 
+TEST_CASE("a slot reloaded for serving continues its ids above what another "
+          "leader stored there, reading only that slot's rows",
+          "[storage][recovery][dlq][cluster]") {
+  store_fixture fx;
+  auto p = fx.make_partition();
+  auto s = spool::slot_of_id(p.queue.value);
+  // Rows applied as a follower: a DLQ id far ahead of this node's clock,
+  // in this slot, and one further ahead in another slot.
+  dlq_entry e;
+  e.id = 7'000'000'000;
+  e.partition = p.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{p.queue, "g", e}}}));
+  queue_record q2;
+  for (int i = 0; q2.name.empty() || fx.store->slot_of(q2.name) == s; ++i)
+    q2.name = "elsewhere-" + std::to_string(i);
+  q2.id = fx.store->next_queue_id(q2.name);
+  partition_record other;
+  other.queue = q2.id;
+  other.id = fx.store->next_partition_id(q2.id);
+  other.name = "Default";
+  other.uuid = fx.store->make_partition_uuid(q2.id, other.id);
+  REQUIRE(fx.commit(
+      write_batch{{mut::create_queue{q2}, mut::create_partition{other}}}));
+  dlq_entry far;
+  far.id = 9'000'000'000;
+  far.partition = other.id;
+  REQUIRE(fx.commit(write_batch{{mut::put_dlq{other.queue, "g", far}}}));
+  REQUIRE(fx.store->reload_slot(s));
+  CHECK(fx.store->next_dlq_id(1'000'000) == e.id + 1);
+  REQUIRE(fx.store->reload_slot(spool::slot_of_id(other.queue.value)));
+  CHECK(fx.store->next_dlq_id(1'000'000) == far.id + 1);
+  CHECK_FALSE(fx.store->reload_slot(
+      static_cast<spool::slot_t>(fx.store->slot_count())));
+}
+
 TEST_CASE("a dead letter's write touches only its queue's keys: no node "
           "counter",
           "[storage][dlq]") {
