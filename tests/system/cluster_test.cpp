@@ -14,6 +14,38 @@ using namespace spool::test;
 
 namespace {
 
+/// A push of messages `first`..`first + n - 1` to `queue`, each with its
+/// own transactionId: a push sent again after a 503 (it may have been
+/// stored and committed later) is answered `duplicate`, never stored twice.
+std::string keyed_push(const std::string& queue, int first, int n) {
+  json items = json::array();
+  for (int i = first; i < first + n; ++i)
+    items.push_back({{"queue", queue},
+                     {"transactionId", "m" + std::to_string(i)},
+                     {"payload", {{"n", i}}}});
+  return json{{"items", items}}.dump();
+}
+
+/// A loopback port free now below the ephemeral range (32768 and up on
+/// Linux), so that no listener on port 0 and no outgoing connection takes
+/// it before its node binds it.
+std::uint16_t peer_port() {
+  static std::uint32_t next
+      = 20000 + static_cast<std::uint32_t>(::getpid()) % 10000;
+  for (;;) {
+    auto port = static_cast<std::uint16_t>(20000 + (next++ % 12000));
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free)
+      return port;
+  }
+}
+
 struct three_nodes {
   temp_dir dir;
   std::vector<std::unique_ptr<spoold_server>> nodes;
@@ -24,7 +56,7 @@ struct three_nodes {
     std::string peers;
     for (int i = 1; i <= 3; ++i)
       peers += (i > 1 ? "," : "") + ("n" + std::to_string(i))
-               + "=127.0.0.1:" + std::to_string(free_port());
+               + "=127.0.0.1:" + std::to_string(peer_port());
     for (int i = 1; i <= 3; ++i)
       nodes.push_back(std::make_unique<spoold_server>(std::vector<std::string>{
           "--node-id", "n" + std::to_string(i), "--peers", peers,
@@ -71,24 +103,28 @@ TEST_CASE("three spoold in cluster mode: a slot's leader serves it and the "
           "[system][cluster]") {
   three_nodes c;
   auto l = three_nodes::leader_of("orders");
-  auto r = c.until_known(l, "POST", "/api/v1/push", push_body("orders", 2));
+  auto r = c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2));
   REQUIRE(r.status == 201);
   auto pop = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
   REQUIRE(pop.status == 200);
   CHECK(pop.body_json()["messages"].size() == 2);
   auto name = "n" + std::to_string(l + 1);
+  auto led = c.nodes[l]->get("/api/v1/resources/queues");
+  CHECK(led.status == 200);
+  CHECK(led.body.find("\"orders\"") != std::string::npos);
   for (std::size_t f = 0; f < 3; ++f) {
     if (f == l)
       continue;
     INFO("node n" << f + 1);
     auto refused
-        = c.until_known(f, "POST", "/api/v1/push", push_body("orders", 1));
+        = c.until_known(f, "POST", "/api/v1/push", keyed_push("orders", 9, 1));
     CHECK(refused.status == 421);
     CHECK_THAT(refused.body, Catch::Contains("leader is " + name));
     auto no_pop = c.until_known(f, "GET", "/api/v1/pop/queue/orders");
     CHECK(no_pop.status == 421);
-    // A follower lists none of the slot's queues.
+    // A follower lists none of the slot's queues (its leader does).
     auto listed = c.nodes[f]->get("/api/v1/resources/queues");
+    CHECK(listed.status == 200);
     CHECK(listed.body.find("\"orders\"") == std::string::npos);
   }
   // A push over two slots is refused even where one node leads both.
@@ -109,9 +145,9 @@ TEST_CASE("a whole cluster restarted together comes back with the same "
           "[system][cluster]") {
   three_nodes c;
   auto l = three_nodes::leader_of("orders");
-  REQUIRE(
-      c.until_known(l, "POST", "/api/v1/push", push_body("orders", 2)).status
-      == 201);
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2))
+              .status
+          == 201);
   for (auto& n : c.nodes) {
     n->signal(SIGTERM);
     REQUIRE(n->wait_exit(20s) == 0);
@@ -119,8 +155,7 @@ TEST_CASE("a whole cluster restarted together comes back with the same "
   for (auto& n : c.nodes)
     n->start();
   // The restarted leader asks a majority before it serves again.
-  REQUIRE(c.until_known(l, "POST", "/api/v1/push",
-                        push_body("orders", 1, "Default", 2))
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 2, 1))
               .status
           == 201);
   auto pop = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
@@ -141,21 +176,18 @@ TEST_CASE("a follower killed with -9 is not missed while the other holds the "
   auto l = three_nodes::leader_of("orders");
   auto f1 = (l + 1) % 3;
   auto f2 = (l + 2) % 3;
-  REQUIRE(
-      c.until_known(l, "POST", "/api/v1/push", push_body("orders", 2)).status
-      == 201);
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2))
+              .status
+          == 201);
   c.nodes[f1]->kill9();
   // The leader and the other follower are a majority.
-  REQUIRE(c.nodes[l]
-              ->post("/api/v1/push", push_body("orders", 3, "Default", 2))
-              .status
+  REQUIRE(c.nodes[l]->post("/api/v1/push", keyed_push("orders", 2, 3)).status
           == 201);
   c.nodes[f1]->start();
   c.nodes[f2]->kill9();
   // Now a write needs the restarted follower: it must have caught up on
   // what it missed (the leader ships it, then counts it again).
-  auto r = c.until_known(l, "POST", "/api/v1/push",
-                         push_body("orders", 1, "Default", 5));
+  auto r = c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 5, 1));
   CHECK(r.status == 201);
   auto pop = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
   REQUIRE(pop.status == 200);
