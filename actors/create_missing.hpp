@@ -33,10 +33,13 @@ inline storage::mutation creation_of(const storage::partition_record& rec) {
 /// `make`, written in one batch, then registered with `add`; then calls `k`
 /// (with the first error, if any). `gate` lives in the owner's state.
 /// `refuse`, if given, is asked once the gate is passed, for each entry to
-/// create: an error there ends it all before anything is made.
+/// create: an error there ends it all before anything is made. `term_of`
+/// gives the batch its term from the first record made
+/// (`write_batch::term`).
 template <class Self, class Record>
 void create_missing(
     Self* self, async_mutex* gate, writer_actor writer,
+    std::function<std::uint64_t(const Record&)> term_of,
     std::vector<std::string> names,
     std::function<bool(const std::string&)> exists,
     std::function<Record(const std::string&)> make,
@@ -45,9 +48,9 @@ void create_missing(
     std::function<std::optional<api_error>(const std::string&)> refuse = {}) {
   if (std::all_of(names.begin(), names.end(), exists))
     return k(std::nullopt); // the usual case: nothing to create
-  gate->wait([self, gate, writer, names = std::move(names),
-              exists = std::move(exists), make = std::move(make),
-              add = std::move(add), k = std::move(k),
+  gate->wait([self, gate, writer, term_of = std::move(term_of),
+              names = std::move(names), exists = std::move(exists),
+              make = std::move(make), add = std::move(add), k = std::move(k),
               refuse = std::move(refuse)]() mutable {
     if (refuse)
       for (auto& name : names)
@@ -66,7 +69,8 @@ void create_missing(
     if (fresh.empty())
       return k(std::nullopt);
     gate->enter();
-    write_then(self, writer, std::move(create),
+    auto term = term_of(fresh.front());
+    write_then(self, writer, term, std::move(create),
                [gate, fresh = std::move(fresh), add = std::move(add),
                 k = std::move(k)](std::optional<api_error> failure) {
                  if (!failure)

@@ -362,8 +362,9 @@ using broker_actor = node_api::extend<
     /// From the queues (`queue_watcher`): a push was stored.
     caf::reacts_to<push_atom, std::string>,
     /// From the replica host (cluster mode): this node now serves slot N
-    /// (true: load its queues) or no longer does (false: stop them).
-    caf::reacts_to<slot_atom, std::uint16_t, bool>>;
+    /// in epoch E (load its queues, their term E) or no longer does (0:
+    /// stop them).
+    caf::reacts_to<slot_atom, std::uint16_t, std::uint64_t>>;
 
 } // namespace spool::actors
 

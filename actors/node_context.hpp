@@ -20,6 +20,12 @@ struct node_context {
   /// Reads and fresh ids only: writes go through `writer`.
   storage::store_view store;
   writer_actor writer;
+  /// In a cluster, the epoch of the slot's leadership a queue (and its
+  /// partitions and cursors) was loaded in: every batch it writes carries
+  /// it, and the replica host refuses it under a later epoch
+  /// (docs/cluster.md, "Serving"). `no_term` on one node and in the
+  /// broker's own context (its writes name their slot's term).
+  std::uint64_t term = 0;
   /// How far each slot is durable (the writer's `marks`): an answer that
   /// writes nothing checks what it read against it (`durable.hpp`). None:
   /// such answers ask the writer.

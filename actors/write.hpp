@@ -7,6 +7,7 @@
 
 #include <caf/actor_cast.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -22,12 +23,19 @@ inline api_error unreachable(const caf::error& err, const char* who = "actor") {
   return make_error(errc::internal, who, " unreachable: ", caf::to_string(err));
 }
 
+/// The term of a write no slot's leadership fences: a barrier, or any
+/// write on one node (docs/cluster.md, "Serving").
+constexpr std::uint64_t no_term = 0;
+
 /// Writes `batch` through `writer` and calls `done` once with the outcome:
 /// none when it is durable, else the write's error, or `unreachable` when
-/// the writer did not answer.
+/// the writer did not answer. `term`: the epoch of the slot's leadership
+/// the batch was made in (`node_context::term`); a cluster refuses it
+/// under any other.
 template <class Self, class Done>
-void write_then(Self* self, const writer_actor& writer,
+void write_then(Self* self, const writer_actor& writer, std::uint64_t term,
                 storage::write_batch batch, Done done) {
+  batch.term = term;
   // Shared by both handlers, never copied: `done` may hold a whole reply.
   auto k = std::make_shared<Done>(std::move(done));
   self->request(writer, caf::infinite, write_atom::value, std::move(batch))
@@ -71,8 +79,9 @@ void abort_parts(Self* self, const writer_actor& writer,
 /// The writer settles the parts before it answers; if it does not answer
 /// at all, they are settled here as of unknown outcome.
 template <class Self, class Done>
-void propose_then(Self* self, const writer_actor& writer, submission s,
-                  Done done) {
+void propose_then(Self* self, const writer_actor& writer, std::uint64_t term,
+                  submission s, Done done) {
+  s.batch.term = term;
   auto k = std::make_shared<Done>(std::move(done));
   auto parts = s.parts;
   self->request(writer, caf::infinite, propose_atom::value, std::move(s))

@@ -15,5 +15,7 @@ namespace spool::cli {
 void add_message_commands(CLI::App& app, context& ctx, int& rc);
 /// seek, subscription, groups, queues, dlq (admin.cpp).
 void add_admin_commands(CLI::App& app, context& ctx, int& rc);
+/// cluster promote (cluster.cpp).
+void add_cluster_commands(CLI::App& app, context& ctx, int& rc);
 
 } // namespace spool::cli

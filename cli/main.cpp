@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   int rc = spool::cli::exit_code::ok;
   spool::cli::add_message_commands(app, ctx, rc);
   spool::cli::add_admin_commands(app, ctx, rc);
+  spool::cli::add_cluster_commands(app, ctx, rc);
   app.parse_complete_callback([&] {
     auto t = spool::cli::parse_duration(timeout);
     if (!t || t->count() == 0)

@@ -99,6 +99,12 @@ expected<std::size_t> client::purge(const node::purge_request& req) {
       "purge", [&](mp::writer& w) { write_purge(w, req); }, &read_purge);
 }
 
+expected<node::promote_reply>
+client::promote(const node::promote_request& req) {
+  return call(
+      "promote", [&](mp::writer& w) { write_promote(w, req); }, &read_promote);
+}
+
 expected<std::vector<node::cursor_view>>
 client::groups(const node::groups_request& req) {
   return call(

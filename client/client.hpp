@@ -70,6 +70,9 @@ public:
   expected<node::dlq_count> dlq_requeue(const dlq_filter& f);
   expected<node::dlq_count> dlq_delete(const dlq_filter& f);
   expected<node::browse_reply> browse(const node::browse_request& req);
+  /// The operator's promote (cluster mode): each slot's new leader and
+  /// epoch, or its error; one slot's failure is the error.
+  expected<node::promote_reply> promote(const node::promote_request& req);
   /// A rolled-back transaction is the error `tx_aborted`.
   expected<node::txn_reply> transaction(const node::txn_request& req);
 

@@ -3,6 +3,7 @@
 // (docs/protocol.md), and a newer server may add fields.
 
 #include "client/codec.hpp"
+#include "client/connection.hpp"
 #include "wire/find.hpp"
 #include "wire/rfc3339.hpp"
 
@@ -344,6 +345,20 @@ bool read_delete_queue(const object& root) {
 
 std::size_t read_purge(const object& root) {
   return view{&root}.u64("partitionsPurged");
+}
+
+node::promote_reply read_promote(const object& root) {
+  node::promote_reply out;
+  for (auto& s : view{&root}.list("slots")) {
+    node::promoted_slot p;
+    p.slot = static_cast<std::uint32_t>(s.u64("slot"));
+    p.leader = s.str("leader");
+    p.epoch = s.u64("epoch");
+    if (s.has("error"))
+      p.failure = error_of(*s.raw());
+    out.slots.push_back(std::move(p));
+  }
+  return out;
 }
 
 std::vector<node::cursor_view> read_groups(const object& root) {

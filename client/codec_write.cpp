@@ -230,6 +230,13 @@ void write_purge(mp::writer& w, const node::purge_request& r) {
   opt(w, "below", r.below);
 }
 
+void write_promote(mp::writer& w, const node::promote_request& r) {
+  opt(w, "slot", r.slot);
+  if (r.all)
+    w.kv("all", true);
+  opt(w, "to", r.to);
+}
+
 void write_groups(mp::writer& w, const node::groups_request& r) {
   opt(w, "consumerGroup", r.group);
   opt(w, "queue", r.queue);

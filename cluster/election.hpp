@@ -52,6 +52,10 @@ public:
   election_state state() const noexcept {
     return state_;
   }
+  /// The epoch it fences to.
+  epoch_t epoch() const noexcept {
+    return cfg_.epoch;
+  }
   std::optional<node_id> chosen() const noexcept {
     return chosen_;
   }

@@ -45,6 +45,7 @@ void read_every_op(const spool::mp::object& req) {
   check(mp::read_queue_name(req, true));
   check(mp::read_purge(req));
   check(mp::read_browse(req));
+  check(mp::read_promote(req));
   check(mp::read_groups(req));
   check(mp::read_delete_group(req));
   check(mp::read_dlq_query(req));

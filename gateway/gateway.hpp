@@ -100,6 +100,16 @@ public:
   /// The trace names in use with their counts, most recently used first.
   void trace_names(node::trace_names_query q, done<node::trace_names_page> k);
 
+  /// Who runs an operator's promote: cluster mode gives one before the
+  /// doors open (none: one node).
+  using promoter
+      = std::function<void(node::promote_request, done<node::promote_reply>)>;
+  void set_promoter(promoter p);
+  /// The operator's promote (docs/cluster.md, "Failover"): one slot's
+  /// election, or every slot's held here, each answered once it ended;
+  /// `invalid_argument` on a node without `--peers`.
+  void promote(node::promote_request req, done<node::promote_reply> k);
+
 private:
   std::unique_ptr<impl> impl_;
 };

@@ -242,4 +242,23 @@ void gateway::transaction(node::txn_request req, done<node::txn_reply> k) {
       actors::txn_atom::value, std::move(*t));
 }
 
+void gateway::set_promoter(promoter p) {
+  impl_->promote = std::move(p);
+}
+
+void gateway::promote(node::promote_request req, done<node::promote_reply> k) {
+  if (!impl_->promote)
+    return k(make_error(errc::invalid_argument,
+                        "promote: this node runs alone (spoold without "
+                        "--peers): it has no replicas to elect from"));
+  if (req.slot.has_value() == req.all)
+    return k(make_error(errc::invalid_argument,
+                        "promote: name one slot (slot) or every slot (all), "
+                        "not both and not neither"));
+  if (req.slot && (*req.slot < 0 || *req.slot > 0xffff))
+    return k(make_error(errc::invalid_argument, "promote: slot ", *req.slot,
+                        " is not a slot number (0 to 65535)"));
+  impl_->promote(std::move(req), std::move(k));
+}
+
 } // namespace spool

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vocab/delivery.hpp"
+#include "vocab/errors.hpp"
 #include "vocab/ids.hpp"
 #include "vocab/options.hpp"
 #include "vocab/queries.hpp"
@@ -282,6 +283,32 @@ struct storage_usage {
   std::uint64_t map_bytes = 0;     ///< the map's size now (it grows)
   std::uint64_t used_bytes = 0;    ///< pages in use, up to the last one
   std::uint64_t max_map_bytes = 0; ///< the size it may grow to
+};
+
+// -- cluster
+// -------------------------------------------------------------------
+
+/// The operator's promote (`spool cluster promote`, docs/cluster.md,
+/// "Failover"): an election for one slot, or for every slot this node
+/// holds a replica of.
+struct promote_request {
+  std::optional<std::int64_t> slot; ///< exactly one of `slot` and `all`
+  bool all = false;                 ///< every slot held here
+  /// The node to lead (its `--peers` name): only if it holds the longest
+  /// log of the majority fenced; none: whoever does.
+  std::optional<std::string> to;
+};
+
+/// How one slot's election ended.
+struct promoted_slot {
+  std::uint32_t slot = 0;
+  std::string leader; ///< the node chosen (empty: the election failed)
+  std::uint64_t epoch = 0;
+  std::optional<api_error> failure;
+};
+
+struct promote_reply {
+  std::vector<promoted_slot> slots; ///< by slot
 };
 
 /// One message by its partition's uuid and transactionId (a client-given

@@ -2,6 +2,7 @@
 
 #include <caf/send.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -10,21 +11,23 @@
 namespace spool::server {
 
 /// The host's serving notices on their way to the broker (the committer's
-/// thread writes, `attach` reads): each slot's latest until the broker
-/// exists, then sent as they come, in order.
+/// thread writes, `attach` reads): each slot's latest (the epoch it serves
+/// in, 0: not served) until the broker exists, then sent as they come, in
+/// order.
 struct cluster_node::relay {
   std::mutex mtx;
   std::optional<actors::broker_actor> broker;
-  std::vector<bool> served;
+  std::vector<cluster::epoch_t> served;
 
-  void note(slot_t s, bool on) {
+  void note(slot_t s, cluster::epoch_t epoch) {
     std::lock_guard lock{mtx};
     if (broker) {
-      caf::anon_send(*broker, actors::slot_atom::value, std::uint16_t{s}, on);
+      caf::anon_send(*broker, actors::slot_atom::value, std::uint16_t{s},
+                     std::uint64_t{epoch});
       return;
     }
     if (s < served.size())
-      served[s] = on;
+      served[s] = epoch;
   }
   void detach() {
     std::lock_guard lock{mtx};
@@ -35,9 +38,9 @@ struct cluster_node::relay {
     std::lock_guard lock{mtx};
     broker = b;
     for (std::size_t s = 0; s < served.size(); ++s)
-      if (served[s])
+      if (served[s] != 0)
         caf::anon_send(b, actors::slot_atom::value,
-                       static_cast<std::uint16_t>(s), true);
+                       static_cast<std::uint16_t>(s), std::uint64_t{served[s]});
   }
 };
 
@@ -94,8 +97,9 @@ cluster_node::start(storage::store& st, const config::cluster_settings& c,
   auto marks = std::make_shared<actors::durable_marks>(st.slot_count());
   o.marks = marks;
   auto to_broker = std::make_shared<relay>();
-  to_broker->served.assign(st.slot_count(), false);
-  o.serving = [to_broker](slot_t s, bool on) { to_broker->note(s, on); };
+  to_broker->served.assign(st.slot_count(), 0);
+  o.serving
+      = [to_broker](slot_t s, cluster::epoch_t e) { to_broker->note(s, e); };
   auto commits = actors::thread_committer(st.db());
   auto node = std::make_unique<cluster_node>(commits, marks, to_broker);
   auto repl
@@ -103,6 +107,9 @@ cluster_node::start(storage::store& st, const config::cluster_settings& c,
   if (!repl)
     return std::move(repl).err();
   node->repl_ = std::move(*repl);
+  for (auto& p : c.peers)
+    node->names_.push_back(p.name);
+  node->slots_ = st.slot_count();
   return node;
 }
 
@@ -124,6 +131,53 @@ void cluster_node::attach(actors::broker_actor broker) {
 
 void cluster_node::connect() {
   repl_->connect();
+}
+
+void cluster_node::promote(
+    node::promote_request req,
+    std::function<void(expected<node::promote_reply>)> k) {
+  std::optional<slot_t> slot;
+  if (req.slot) {
+    if (*req.slot < 0 || *req.slot >= std::int64_t{slots_})
+      return k(make_error(errc::invalid_argument, "promote: slot ", *req.slot,
+                          " does not exist (this cluster has ", slots_,
+                          " slots: 0 to ", slots_ - 1, ")"));
+    slot = static_cast<slot_t>(*req.slot);
+  }
+  std::optional<cluster::node_id> to;
+  if (req.to) {
+    auto it = std::find(names_.begin(), names_.end(), *req.to);
+    if (it == names_.end()) {
+      std::string known;
+      for (auto& n : names_)
+        known += (known.empty() ? "" : ", ") + n;
+      return k(make_error(errc::invalid_argument, "promote: no node is named ",
+                          *req.to, " (the nodes are ", known, ")"));
+    }
+    to = cluster::node_id{static_cast<std::uint32_t>(it - names_.begin())};
+  }
+  repl_->promote(slot, to,
+                 [names = names_, one = slot.has_value(),
+                  k = std::move(k)](std::vector<core::promote_outcome> outs) {
+                   node::promote_reply r;
+                   for (auto& o : outs) {
+                     node::promoted_slot p;
+                     p.slot = o.slot;
+                     p.epoch = o.epoch;
+                     if (o.leader
+                         && cluster::index_of(*o.leader) < names.size())
+                       p.leader = names[cluster::index_of(*o.leader)];
+                     if (o.failure) {
+                       p.failure = o.failure;
+                       p.failure->message = "slot " + std::to_string(o.slot)
+                                            + ": " + o.failure->message;
+                     }
+                     r.slots.push_back(std::move(p));
+                   }
+                   if (one && r.slots.size() == 1 && r.slots[0].failure)
+                     return k(*r.slots[0].failure);
+                   k(std::move(r));
+                 });
 }
 
 void cluster_node::stop() {

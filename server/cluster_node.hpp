@@ -15,6 +15,7 @@
 
 #include "actors/interfaces.hpp"
 #include "config/cluster.hpp"
+#include "node/api.hpp"
 #include "server/replication.hpp"
 #include "storage/store.hpp"
 
@@ -44,6 +45,11 @@ public:
   void attach(actors::broker_actor broker);
   /// Dials the other nodes.
   void connect();
+  /// The operator's promote (the gateway's promoter, docs/cluster.md,
+  /// "Failover"): `k` runs once, on the committer's thread, when every
+  /// slot's election ended. A single slot's failure is the answer's error.
+  void promote(node::promote_request req,
+               std::function<void(expected<node::promote_reply>)> k);
   /// Stops the links, fails the writes still waiting for a quorum and
   /// drops the broker's handle (before the actor system ends).
   void stop();
@@ -55,6 +61,8 @@ public:
                std::shared_ptr<relay> to_broker);
 
 private:
+  std::vector<std::string> names_; ///< `--peers` names, by node index
+  std::uint32_t slots_ = 0;
   std::shared_ptr<actors::committer> commits_;
   std::shared_ptr<actors::durable_marks> marks_;
   std::shared_ptr<relay> relay_;

@@ -80,9 +80,9 @@ replication::start(storage::env& env, std::uint32_t slots,
         marks->raise(std::span{&m, 1});
       }
       if (serving)
-        serving(s, true);
+        serving(s, n.epoch);
     } else if (n.kind == notice_kind::deposed && serving)
-      serving(s, false);
+      serving(s, 0);
   };
   ev.election_failed = [log](slot_t s, const std::string& why) {
     log("slot " + std::to_string(s) + ": election failed: " + why);
@@ -91,7 +91,7 @@ replication::start(storage::env& env, std::uint32_t slots,
     log("slot " + std::to_string(s) + ": the store failed (" + e.message
         + "): the slot stops");
     if (serving) // whatever it served of the slot stops with it
-      serving(s, false);
+      serving(s, 0);
   };
   auto host = core::replica_host::make(
       env, cfg,
@@ -166,6 +166,37 @@ void replication::with_host(const std::function<void(core::replica_host&)>& f) {
     done.set_value();
   });
   done.get_future().wait();
+}
+
+void replication::promote(
+    std::optional<slot_t> slot, std::optional<cluster::node_id> to,
+    std::function<void(std::vector<core::promote_outcome>)> done) {
+  commits_->run([host = host_, slot, to, done = std::move(done)]() mutable {
+    std::vector<slot_t> slots;
+    if (slot)
+      slots.push_back(*slot);
+    else
+      for (std::uint32_t s = 0; s < host->config().slots; ++s)
+        if (host->holds(static_cast<slot_t>(s)))
+          slots.push_back(static_cast<slot_t>(s));
+    if (slots.empty())
+      return done({});
+    struct tally {
+      std::vector<core::promote_outcome> out;
+      std::size_t left = 0;
+      std::function<void(std::vector<core::promote_outcome>)> done;
+    };
+    auto t = std::make_shared<tally>();
+    t->out.resize(slots.size());
+    t->left = slots.size();
+    t->done = std::move(done);
+    for (std::size_t i = 0; i < slots.size(); ++i)
+      host->promote(slots[i], to, [t, i](const core::promote_outcome& o) {
+        t->out[i] = o;
+        if (--t->left == 0)
+          t->done(std::move(t->out));
+      });
+  });
 }
 
 void replication::schedule_tick() {

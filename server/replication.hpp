@@ -45,10 +45,10 @@ struct replication_options {
   /// when this node starts serving it (every entry it holds is committed
   /// then, and answers that read them may go).
   std::shared_ptr<actors::durable_marks> marks;
-  /// On the committer's thread: this node starts (true) or stops (false)
-  /// serving slot `s` as its leader. The broker loads or stops the slot's
-  /// queues.
-  std::function<void(slot_t, bool)> serving;
+  /// On the committer's thread: this node starts serving slot `s` as its
+  /// leader in epoch `e`, or stops (0). The broker loads the slot's queues
+  /// with that term, or stops them.
+  std::function<void(slot_t, cluster::epoch_t)> serving;
 };
 
 class replication {
@@ -74,6 +74,11 @@ public:
   /// Runs `f` with the host on the committer's thread and waits for it
   /// (tests, metrics).
   void with_host(const std::function<void(core::replica_host&)>& f);
+  /// Runs the operator's promote on the committer's thread: an election
+  /// for `slot`, or for every slot held here (none); `done` gets each
+  /// slot's outcome, by slot, once every one ended (on that thread).
+  void promote(std::optional<slot_t> slot, std::optional<cluster::node_id> to,
+               std::function<void(std::vector<core::promote_outcome>)> done);
   /// Stops the links and the ticks, and fails every write still waiting.
   void stop();
   peer::links_stats link_stats() const;

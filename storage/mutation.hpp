@@ -263,13 +263,19 @@ using mutation
 /// Mutations applied together, all or nothing.
 struct write_batch {
   std::vector<mutation> mutations;
+  /// In a cluster, the epoch of its slot's leadership the batch was made
+  /// in (the term its author's slot was loaded in, docs/cluster.md,
+  /// "Serving"): the replica host admits it under that epoch only, so a
+  /// write of a deposed term is never committed under a later one. 0: not
+  /// fenced (one node, a barrier); a cluster refuses it.
+  std::uint64_t term = 0;
 
   /// Approximate bytes this batch writes (for sizing commit groups).
   std::size_t byte_size() const noexcept;
 
   template <class F>
   friend auto fields(F& f, write_batch& x) {
-    return f(x.mutations);
+    return f(x.mutations, x.term);
   }
 };
 

@@ -80,6 +80,7 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
   if (auto& dir = self->state.cfg.slots) { // cluster mode: slot by slot
     self->state.slot_runs.assign(dir->slots(), slot_run::stopped);
     self->state.slot_turns.assign(dir->slots(), 0);
+    self->state.slot_terms.assign(dir->slots(), no_term);
   }
   for (auto& q : cat.queues) {
     std::vector<storage::partition_record> parts;
@@ -246,8 +247,8 @@ broker_actor::behavior_type broker(broker_ptr self, broker_config cfg,
       [self](sub_update_atom, const std::string& group, storage::micros ts) {
         return on_sub_update(self, group, ts);
       },
-      [self](slot_atom, std::uint16_t s, bool serving) {
-        on_slot(self, s, serving);
+      [self](slot_atom, std::uint16_t s, std::uint64_t epoch) {
+        on_slot(self, s, epoch);
       },
   };
 }

@@ -53,6 +53,7 @@ void configure_now(broker_ptr self, configure_request& req,
   batch.mutations.emplace_back(storage::mut::create_queue{rec});
   batch.mutations.emplace_back(storage::mut::create_partition{part});
   st.gate.enter();
+  auto term = slot_term(self, slot_of_id(rec.id.value));
   auto done = [self, rp, rec, part](std::optional<api_error> failure) mutable {
     if (!failure)
       if (auto ok = add_queue(self, rec, {part}); !ok)
@@ -68,7 +69,7 @@ void configure_now(broker_ptr self, configure_request& req,
     rp.deliver(std::move(reply));
     self->state.gate.leave();
   };
-  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  write_then(self, st.cfg.node.writer, term, std::move(batch), std::move(done));
 }
 
 /// The queue actors a request names (one, or all when none is named).
@@ -192,7 +193,7 @@ void reap(broker_ptr self, storage::queue_id q) {
   storage::write_batch batch;
   batch.mutations.emplace_back(storage::mut::sweep_queue{q, node.sweep_step});
   write_then(
-      self, node.writer, std::move(batch),
+      self, node.writer, slot_term(self, slot_of_id(q.value)), std::move(batch),
       [self, q](std::optional<api_error> failure) {
         auto again = [self, q] {
           self->delayed_send(self, reap_retry, reap_atom::value, q.value);
@@ -358,8 +359,9 @@ on_sub_update(broker_ptr self, const std::string& group, storage::micros ts) {
         bool sliced = subs.size() > 1;
         for (auto& [slot, sub] : subs) {
           auto rows = sub.batch.mutations.size();
+          // Its queues' parts were checked current above: their term.
           propose_then(
-              self, writer, std::move(sub),
+              self, writer, slot_term(self, slot), std::move(sub),
               [t, rows, slot, sliced](std::optional<api_error> failure) {
                 if (!failure)
                   t->out.rows_updated += rows;

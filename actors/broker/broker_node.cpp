@@ -183,6 +183,19 @@ std::optional<api_error> txn_slot(broker_ptr self,
   return one_slot(self, names);
 }
 
+std::uint64_t txn_term(broker_ptr self, const core::txn_request& req) {
+  auto& store = self->state.cfg.node.store;
+  for (auto& op : req.ops) {
+    if (auto* ack = std::get_if<core::txn_ack_op>(&op)) {
+      if (!ack->queue.empty())
+        return slot_term(self, store.slot_of(ack->queue));
+    } else
+      for (auto& item : std::get<core::txn_push_op>(op).items)
+        return slot_term(self, store.slot_of(item.queue));
+  }
+  return no_term;
+}
+
 void on_cancel(broker_ptr self, const std::string& token,
                const std::optional<std::string>& queue) {
   auto& st = self->state;

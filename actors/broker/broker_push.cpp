@@ -144,7 +144,11 @@ void push_all(broker_ptr self, std::shared_ptr<multi_push> run) {
         submission all;
         if (auto stale = take_seals(self, run->seals, all, "push"))
           return answer(self, *run, stale);
-        propose_then(self, self->state.cfg.node.writer, std::move(all),
+        // The queues' seals were checked current (`take_seals`): the term
+        // of their slot now is theirs.
+        auto term = slot_term(
+            self, self->state.cfg.node.store.slot_of(run->seals.queues[0]));
+        propose_then(self, self->state.cfg.node.writer, term, std::move(all),
                      [self, run](std::optional<api_error> failure) {
                        answer(self, *run, std::move(failure));
                      });

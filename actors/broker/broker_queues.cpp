@@ -19,6 +19,7 @@ expected<void> add_queue(broker_ptr self, const storage::queue_record& rec,
   }
   queue_config qc;
   qc.node = st.cfg.node;
+  qc.node.term = slot_term(self, slot_of_id(rec.id.value));
   qc.record = rec;
   qc.partitions = std::move(partitions);
   qc.max_parked = st.cfg.pop.max_parked;
@@ -87,7 +88,7 @@ void restart_queue(broker_ptr self, const std::string& name,
     if (auto ok = add_queue(self, **rec, std::move(*parts)); !ok)
       return fail(ok.err());
   };
-  write_then(self, st.cfg.node.writer, barrier(),
+  write_then(self, st.cfg.node.writer, no_term, barrier(),
              [self, name, fail, respawn](std::optional<api_error> failure) {
                auto& st = self->state;
                // A barrier is never refused: an error means the writer or
@@ -119,7 +120,12 @@ storage::queue_record new_queue_record(broker_ptr self,
 void ensure_queues(broker_ptr self, std::vector<std::string> names,
                    std::function<void(std::optional<api_error>)> k) {
   create_missing<std::remove_pointer_t<broker_ptr>, storage::queue_record>(
-      self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
+      self, &self->state.gate, self->state.cfg.node.writer,
+      [self](const storage::queue_record& rec) {
+        // Read as its id is minted: the slot runs (`refuse` passed).
+        return slot_term(self, slot_of_id(rec.id.value));
+      },
+      std::move(names),
       [self](const std::string& n) { return self->state.queues.contains(n); },
       [self](const std::string& n) { return new_queue_record(self, n); },
       [self](const storage::queue_record& rec) {

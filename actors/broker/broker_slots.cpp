@@ -148,12 +148,17 @@ std::optional<api_error> scope_dlq(broker_ptr self, core::dlq_filter& f) {
   return std::nullopt;
 }
 
-void on_slot(broker_ptr self, slot_t s, bool serving) {
+std::uint64_t slot_term(broker_ptr self, slot_t s) {
+  auto& terms = self->state.slot_terms;
+  return s < terms.size() ? terms[s] : no_term;
+}
+
+void on_slot(broker_ptr self, slot_t s, std::uint64_t epoch) {
   auto& st = self->state;
   if (!st.cfg.slots || s >= st.slot_runs.size())
     return;
   auto& run = st.slot_runs[s];
-  if (!serving) {
+  if (epoch == no_term) {
     if (run == slot_run::stopped)
       return;
     ++st.slot_turns[s]; // a load in flight is void
@@ -162,9 +167,14 @@ void on_slot(broker_ptr self, slot_t s, bool serving) {
     run = slot_run::stopped;
     return;
   }
-  if (run != slot_run::stopped)
-    return; // a repeat
+  if (run != slot_run::stopped) {
+    if (st.slot_terms[s] == epoch)
+      return; // a repeat
+    // A new epoch with no stop between: the old term's queues end first.
+    on_slot(self, s, no_term);
+  }
   run = slot_run::loading;
+  st.slot_terms[s] = epoch;
   auto turn = ++st.slot_turns[s];
   // The counters first: an id minted from now on (a creation that waited
   // for the broker's gate across the stop) is above every stored one.
@@ -172,7 +182,7 @@ void on_slot(broker_ptr self, slot_t s, bool serving) {
     return fail(self, s, ok.err());
   // The barrier: every write sent before it (by this slot's queues of an
   // earlier term) is committed or refused before the store is read.
-  write_then(self, st.cfg.node.writer, barrier(),
+  write_then(self, st.cfg.node.writer, no_term, barrier(),
              [self, s, turn](std::optional<api_error> failure) {
                auto& st = self->state;
                if (st.slot_turns[s] != turn

@@ -92,6 +92,9 @@ struct broker_state {
   /// count moved was overtaken).
   std::vector<slot_run> slot_runs;
   std::vector<std::uint64_t> slot_turns;
+  /// Per slot, the epoch it was last loaded in: its queues' term, and the
+  /// term of the broker's own writes of it (0 on one node).
+  std::vector<std::uint64_t> slot_terms;
 };
 
 using broker_ptr = broker_actor::stateful_pointer<broker_state>;
@@ -122,8 +125,15 @@ std::optional<api_error> scope_dlq(broker_ptr self, core::dlq_filter& f);
 /// several, or its slot's refusal.
 std::optional<api_error> txn_slot(broker_ptr self,
                                   const core::txn_request& req);
-/// Loads (true) or stops (false) slot `s`'s queues.
-void on_slot(broker_ptr self, slot_t s, bool serving);
+/// The term of a transaction's one slot as it starts (after `txn_slot`):
+/// its commit carries it, so one that ran across a stop of its slot is
+/// refused.
+std::uint64_t txn_term(broker_ptr self, const core::txn_request& req);
+/// Loads slot `s`'s queues for serving in `epoch`, or stops them (0).
+void on_slot(broker_ptr self, slot_t s, std::uint64_t epoch);
+/// The term a write of slot `s` made now carries (`write_batch::term`):
+/// the epoch its queues were loaded in, `no_term` on one node.
+std::uint64_t slot_term(broker_ptr self, slot_t s);
 
 api_error queue_not_found();
 

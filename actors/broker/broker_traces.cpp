@@ -86,8 +86,12 @@ caf::result<trace_put_reply> on_trace_put(broker_ptr self,
   req.rec.id = node.store.make_uuid();
   req.rec.created_at = node.wall();
   req.rec.transaction_id = req.transaction_id;
+  // The term it was asked in: a trace found in one term is not written in
+  // another.
+  auto s = slot_of_uuid(req.partition_uuid);
+  auto term = s ? slot_term(self, *s) : no_term;
   find_then(self, {req.partition_uuid, req.transaction_id},
-            [self, rp, rec = std::move(req.rec)](find_reply r) mutable {
+            [self, rp, term, rec = std::move(req.rec)](find_reply r) mutable {
               if (r.failure)
                 return rp.deliver(trace_put_reply{{}, std::move(r.failure)});
               if (!r.frame)
@@ -98,7 +102,7 @@ caf::result<trace_put_reply> on_trace_put(broker_ptr self,
               b.mutations.emplace_back(storage::mut::put_trace{
                   r.queue_id, r.partition_id, r.frame->off, std::move(rec)});
               write_then(
-                  self, self->state.cfg.node.writer, std::move(b),
+                  self, self->state.cfg.node.writer, term, std::move(b),
                   [rp, id](std::optional<api_error> failure) mutable {
                     // Deleted since it was found (retention, a purge,
                     // its queue's deletion): as if never found.

@@ -151,6 +151,7 @@ caf::result<txn_reply> run_transaction(broker_ptr self, core::txn_request req) {
   run->client_id = req.id.has_value();
   run->id = std::move(id);
   run->home = core::txn_home_queue(req);
+  run->term = txn_term(self, req);
   if (run->client_id) {
     if (auto it = st.txn_in_flight.find(flight_key(*run, run->id));
         it != st.txn_in_flight.end()) {

@@ -22,6 +22,8 @@ struct txn_run {
   bool client_id = false;
   /// The queue that keeps the stored answer (`core::txn_home_queue`).
   std::optional<std::string> home;
+  /// The term of its slot as it started (`txn_term`).
+  std::uint64_t term = 0;
   core::txn_plan plan;
   promise<txn_reply> rp;
   // -- stage --

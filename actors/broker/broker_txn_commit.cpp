@@ -115,7 +115,7 @@ void commit(run_ptr run) {
   for (auto& s : run->staged)
     for (auto& r : std::exchange(s.parts, {}))
       sub.parts.push_back(std::move(r));
-  propose_then(self, node.writer, std::move(sub),
+  propose_then(self, node.writer, run->term, std::move(sub),
                [run, result](std::optional<api_error> failure) mutable {
                  if (failure) {
                    run->failure = std::move(failure);

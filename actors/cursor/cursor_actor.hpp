@@ -22,6 +22,8 @@ namespace spool::actors {
 struct cursor_config {
   storage::store_view store; ///< reads and fresh ids only
   writer_actor writer;
+  /// The epoch its partition's queue was loaded in (`node_context::term`).
+  std::uint64_t term = 0;
   storage::queue_id queue;
   storage::partition_id partition;
   std::string group;

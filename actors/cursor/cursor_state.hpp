@@ -194,7 +194,8 @@ void commit(cursor_ptr self, cursor_state::undo_point before,
   };
   if (!frames)
     return settle(frames.err());
-  write_then(self, st.cfg.writer, std::move(batch), std::move(settle));
+  write_then(self, st.cfg.writer, st.cfg.term, std::move(batch),
+             std::move(settle));
 }
 
 } // namespace spool::actors::cursor_detail

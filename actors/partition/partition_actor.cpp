@@ -99,6 +99,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
   cursor_config cc;
   cc.store = st.cfg.node.store;
   cc.writer = st.cfg.node.writer;
+  cc.term = st.cfg.node.term;
   cc.queue = st.cfg.record.queue;
   cc.partition = st.cfg.record.id;
   cc.group = group;
@@ -164,7 +165,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           }
           st.respawning.insert(group);
           st.barrier_pending.insert(group);
-          write_then(self, st.cfg.node.writer, barrier(),
+          write_then(self, st.cfg.node.writer, no_term, barrier(),
                      [self, group](std::optional<api_error> failure) {
                        // A barrier is never refused: an error means the
                        // writer or the store is gone.

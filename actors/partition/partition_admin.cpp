@@ -201,7 +201,7 @@ void delete_step(partition_ptr self, std::shared_ptr<step_rules> rules,
   auto gained = watermark - st.log->record().watermark;
   storage::write_batch batch;
   batch.mutations.emplace_back(std::move(*step));
-  write_then(self, st.cfg.node.writer, std::move(batch),
+  write_then(self, st.cfg.node.writer, st.cfg.node.term, std::move(batch),
              [self, rules, freed, writes, gained, watermark,
               done](std::optional<api_error> failure) mutable {
                if (failure)

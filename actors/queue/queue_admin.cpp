@@ -129,7 +129,8 @@ void delete_group_now(queue_ptr self, const delete_group_request& req,
         // with no row still end once the (empty) batch is settled.
         if (batch.mutations.empty() && sub.parts.empty())
           return settle(std::nullopt);
-        propose_then(self, writer, std::move(sub), std::move(settle));
+        propose_then(self, writer, self->state.cfg.node.term, std::move(sub),
+                     std::move(settle));
       },
       vote_atom::value, req.group, req.active_after);
 }
@@ -248,7 +249,8 @@ caf::result<delete_queue_reply> on_delete_queue(queue_ptr self) {
       self->delayed_send(self, deleted_queue_grace, grace_atom::value,
                          std::uint64_t{0});
     };
-    write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+    write_then(self, st.cfg.node.writer, st.cfg.node.term, std::move(batch),
+               std::move(done));
   });
   return rp.later();
 }

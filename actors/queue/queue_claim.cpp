@@ -52,7 +52,8 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
         });
   auto& writer = st.cfg.node.writer;
   if (slots->empty())
-    return propose_then(self, writer, std::move(sub), std::move(done));
+    return propose_then(self, writer, st.cfg.node.term, std::move(sub),
+                        std::move(done));
   auto shared = std::make_shared<submission>(std::move(sub));
   gather<claim_reply>(
       slots->size(),
@@ -83,7 +84,8 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
             shared->parts.push_back(p);
           staged.push_back(i);
         }
-        propose_then(self, self->state.cfg.node.writer, std::move(*shared),
+        propose_then(self, self->state.cfg.node.writer,
+                     self->state.cfg.node.term, std::move(*shared),
                      [self, run, slots, staged = std::move(staged),
                       done](std::optional<api_error> failure) {
                        // The writer settled every claim (its cursor and

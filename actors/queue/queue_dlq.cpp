@@ -20,7 +20,7 @@ caf::result<dlq_count_reply> on_dlq_delete(queue_ptr self,
     b.mutations.emplace_back(
         storage::mut::delete_dlq{st.cfg.record.id, group, id});
   write_then(
-      self, st.cfg.node.writer, std::move(b),
+      self, st.cfg.node.writer, st.cfg.node.term, std::move(b),
       [rp, n = req.entries.size()](std::optional<api_error> failure) mutable {
         if (failure)
           rp.deliver(dlq_count_reply{0, std::move(failure), 0});
@@ -137,7 +137,7 @@ void on_sweep(queue_ptr self, std::uint64_t id) {
   auto n = sweep.expired().size();
   st.sweeping = true;
   // The next sweep is armed once this one's delete is durable.
-  write_then(self, st.cfg.node.writer, std::move(b),
+  write_then(self, st.cfg.node.writer, st.cfg.node.term, std::move(b),
              [self, n, next](std::optional<api_error> failure) {
                auto& st = self->state;
                st.sweeping = false;

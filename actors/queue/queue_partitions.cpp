@@ -132,7 +132,7 @@ void restart_partition(queue_ptr self, const std::string& name,
   // settled (a barrier is never refused; an error means the writer or the
   // store is gone).
   auto dead = entry.actor.address();
-  write_then(self, st.cfg.node.writer, barrier(),
+  write_then(self, st.cfg.node.writer, no_term, barrier(),
              [self, name, dead](std::optional<api_error> failure) {
                if (failure)
                  return end_queue(self, caf::make_error(caf::sec::runtime_error,
@@ -151,7 +151,11 @@ void restart_partition(queue_ptr self, const std::string& name,
 void ensure_partitions(queue_ptr self, std::vector<std::string> names,
                        std::function<void(std::optional<api_error>)> k) {
   create_missing<std::remove_pointer_t<queue_ptr>, storage::partition_record>(
-      self, &self->state.gate, self->state.cfg.node.writer, std::move(names),
+      self, &self->state.gate, self->state.cfg.node.writer,
+      [self](const storage::partition_record&) {
+        return self->state.cfg.node.term;
+      },
+      std::move(names),
       [self](const std::string& n) {
         return self->state.partitions.contains(n);
       },
@@ -219,7 +223,8 @@ void configure_now(queue_ptr self, configure_request& req,
     rp.deliver(std::move(reply));
     st.gate.leave();
   };
-  write_then(self, st.cfg.node.writer, std::move(batch), std::move(done));
+  write_then(self, st.cfg.node.writer, st.cfg.node.term, std::move(batch),
+             std::move(done));
 }
 
 } // namespace

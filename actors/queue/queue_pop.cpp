@@ -174,8 +174,8 @@ void register_group(queue_ptr self, const std::string& group,
                 leave_group_gate(self, group);
                 k(std::move(failure));
               };
-              write_then(self, st.cfg.node.writer, std::move(batch),
-                         std::move(done));
+              write_then(self, st.cfg.node.writer, st.cfg.node.term,
+                         std::move(batch), std::move(done));
             },
             seed_atom::value, group, rec);
       });

@@ -104,7 +104,8 @@ void commit_seek(queue_ptr self, std::shared_ptr<seek_run> run) {
       wake_for(self, run->names, run->req.group);
     answer_seek(self, *run, std::move(reply));
   };
-  propose_then(self, st.cfg.node.writer, std::move(sub), std::move(done));
+  propose_then(self, st.cfg.node.writer, st.cfg.node.term, std::move(sub),
+               std::move(done));
 }
 
 /// Stages the next partition of the run, or commits when all are staged.

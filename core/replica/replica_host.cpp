@@ -158,18 +158,57 @@ void replica_host::tick() {
   drain_local();
 }
 
-bool replica_host::promote(slot_t s, std::optional<node_id> to) {
-  auto* ss = find(s);
-  if (ss == nullptr || ss->failed || ss->elect)
+bool replica_host::promote(slot_t s, std::optional<node_id> to,
+                           promote_done done) {
+  auto refuse = [&](errc code, auto&&... why) {
+    if (done)
+      done({s, std::nullopt, 0, make_error(code, why...)});
     return false;
+  };
+  auto* ss = find(s);
+  if (ss == nullptr)
+    return refuse(errc::invalid_argument, "this node holds no replica of slot ",
+                  s, ": ask one of its replicas");
+  if (to
+      && std::find(ss->replicas.begin(), ss->replicas.end(), *to)
+             == ss->replicas.end())
+    return refuse(errc::invalid_argument, dir_->names().name(*to),
+                  " holds no replica of slot ", s, " (nothing was changed)");
+  if (ss->failed)
+    return refuse(errc::unavailable, "this node's store failed for slot ", s);
+  if (ss->elect && ss->elect->state() == election_state::running)
+    return refuse(errc::unavailable, "an election for slot ", s,
+                  " runs already (it ends within ", cfg_.election_deadline,
+                  " ms): try again then");
+  if (stopped_)
+    return refuse(errc::unavailable, "the node is stopping");
   auto known = ss->port->hard().epoch;
   if (read_failed(*ss))
-    return false;
+    return refuse(errc::unavailable, "this node's store failed for slot ", s);
   auto e = std::max(known, ss->highest_seen) + 1;
+  // A decided one stops sending `lead` again: the new epoch supersedes it.
+  ss->elect.reset();
   start_election(
       *ss, {cfg_.self, ss->replicas, e, std::nullopt, to, std::nullopt, false});
+  ss->promoted = std::move(done);
   drain_local();
+  // Decided at once (a one-replica slot; or its own fence refused).
+  end_election(*ss);
   return true;
+}
+
+void replica_host::tell_promoted(slot_state& ss,
+                                 std::optional<api_error> failure) {
+  if (!ss.promoted)
+    return;
+  auto done = std::move(ss.promoted);
+  ss.promoted = nullptr;
+  promote_outcome o{ss.slot, std::nullopt, 0, std::move(failure)};
+  if (!o.failure && ss.elect) {
+    o.leader = ss.elect->chosen();
+    o.epoch = ss.elect->epoch();
+  }
+  done(o);
 }
 
 void replica_host::maybe_bootstrap(slot_state& ss) {
@@ -206,6 +245,12 @@ void replica_host::end_election(slot_state& ss) {
   if (!ss.elect || ss.elect->state() == election_state::running)
     return;
   ss.highest_seen = std::max(ss.highest_seen, ss.elect->highest_seen());
+  if (ss.elect->state() == election_state::failed)
+    tell_promoted(ss, make_error(errc::unavailable, ss.elect->reason(),
+                                 " (a majority was fenced: the slot has no "
+                                 "leader until a promote succeeds)"));
+  else
+    tell_promoted(ss, std::nullopt);
   if (ss.elect->state() == election_state::failed) {
     ss.retry_at = now_() + cfg_.election_deadline;
     if (events_.election_failed)
@@ -240,6 +285,8 @@ bool replica_host::read_failed(slot_state& ss) {
   if (!err)
     return ss.failed;
   ss.failed = true;
+  tell_promoted(ss, make_error(errc::unavailable,
+                               "this node's store failed: ", err->message));
   ss.elect.reset();
   lose_all(ss, make_error(errc::unavailable, "slot ", ss.slot,
                           ": its store failed (", err->message,

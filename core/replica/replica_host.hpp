@@ -71,6 +71,19 @@ struct slot_view {
   bool damaged = false;
 };
 
+/// How an operator's promote ended: the node chosen to lead and its epoch,
+/// or why none was: `invalid_argument` when it could not start (nothing
+/// changed), `unavailable` when it ran and failed (the majority it fenced
+/// left the old leader: the slot has none until a promote succeeds) or
+/// must wait.
+struct promote_outcome {
+  slot_t slot = 0;
+  std::optional<cluster::node_id> leader;
+  cluster::epoch_t epoch = 0;
+  std::optional<api_error> failure; ///< none: elected
+};
+using promote_done = std::function<void(const promote_outcome&)>;
+
 /// What the host tells its shell (logs, the broker's per-slot start and
 /// stop); called on the writer thread.
 struct host_events {
@@ -102,8 +115,12 @@ public:
   void tick();
   /// Runs an election for slot `s` (the operator's promote): fence a
   /// majority to a new epoch and make the longest log lead (`to`: only if
-  /// that one holds it). False when one already runs there.
-  bool promote(slot_t s, std::optional<cluster::node_id> to);
+  /// that one holds it). False when it cannot start (one already runs
+  /// there, the slot is not held here or failed). `done`, if given, is
+  /// called once on this thread with how it ended, also when it could not
+  /// start.
+  bool promote(slot_t s, std::optional<cluster::node_id> to,
+               promote_done done = {});
 
   /// Waits until every mark is committed by a quorum in its epoch, or
   /// lost; calls `done` once with the slots lost.
@@ -151,6 +168,8 @@ private:
     std::optional<cluster::election> elect;
     cluster::millis elect_deadline = 0;
     cluster::millis lead_sent = 0;
+    /// The operator waiting for the election that runs (`promote`).
+    promote_done promoted;
     /// The highest epoch an election's refusal named.
     cluster::epoch_t highest_seen = 0;
     /// A failed first election is tried again from here.
@@ -178,6 +197,9 @@ private:
   void drain_local();
   void start_election(slot_state& ss, cluster::election_config c);
   void end_election(slot_state& ss);
+  /// Tells the operator waiting on `ss`'s election how it ended (empty
+  /// `failure`: elected).
+  void tell_promoted(slot_state& ss, std::optional<api_error> failure);
   /// The first leader of a fresh slot, or a replica that never knew one:
   /// an election that moves no replica that follows someone.
   void maybe_bootstrap(slot_state& ss);

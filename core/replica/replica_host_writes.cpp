@@ -41,7 +41,20 @@ std::optional<api_error> replica_host::admit(const storage::write_batch& b) {
   auto* ss = find(s);
   if (ss == nullptr)
     return refusal_of(s, {}, dir_->names());
-  return refusal_of(s, status_of(*ss), dir_->names());
+  if (auto why = refusal_of(s, status_of(*ss), dir_->names()))
+    return why;
+  // The fence of a term: a batch made while this node served an earlier
+  // epoch of the slot (a queue of that term stopped since, its write still
+  // queued) was made from state another leader may have changed since.
+  if (b.term == 0)
+    return make_error(errc::internal, "a write of slot ", s,
+                      " carries no epoch (nothing of it is stored)");
+  if (auto e = ss->core->write_epoch(); !e || *e != b.term)
+    return make_error(errc::unavailable, "Server busy: slot ", s,
+                      " changed leader while the write was on its way (it "
+                      "was made in epoch ",
+                      b.term, "; nothing of it is stored): retry");
+  return std::nullopt;
 }
 
 std::vector<std::uint64_t>
@@ -129,6 +142,11 @@ void replica_host::lose_all(slot_state& ss, const api_error& why) {
 
 void replica_host::stop() {
   stopped_ = true;
+  for (auto& ss : slots_)
+    if (ss)
+      tell_promoted(*ss, make_error(errc::unavailable, "the node stopped "
+                                                       "before the election "
+                                                       "ended"));
   for (auto& ss : slots_)
     if (ss)
       lose_all(*ss, make_error(errc::unavailable,

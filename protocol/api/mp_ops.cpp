@@ -327,6 +327,14 @@ void dlq_delete(const ctx& c) {
         api::write_dlq_count_fields(w, "deleted", n);
       }));
 }
+void promote(const ctx& c) {
+  SPOOL_READ(req, read_promote(c.req));
+  c.svc.gw.promote(std::move(*req),
+                   c.answer<node::promote_reply>(
+                       [](writer& w, const node::promote_reply& r) {
+                         api::write_promote_fields(w, r);
+                       }));
+}
 
 #undef SPOOL_READ
 
@@ -357,6 +365,7 @@ constexpr op_entry ops[] = {
     {"dlq_requeue", &dlq_requeue},
     {"dlq_delete", &dlq_delete},
     {"browse", &browse},
+    {"promote", &promote},
 };
 
 } // namespace

@@ -188,6 +188,14 @@ expected<node::purge_request> read_purge(const object& req) {
   return p;
 }
 
+expected<node::promote_request> read_promote(const object& req) {
+  node::promote_request p;
+  SPOOL_TRY(take(integer(req, "slot"), p.slot));
+  SPOOL_TRY(take(boolean(req, "all"), p.all));
+  SPOOL_TRY(take(str(req, "to"), p.to));
+  return p;
+}
+
 expected<node::browse_request> read_browse(const object& req) {
   node::browse_request b;
   SPOOL_TRY(take(str(req, "queue", true), b.queue));

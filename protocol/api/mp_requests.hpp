@@ -44,6 +44,9 @@ expected<std::optional<std::string>> read_queue_name(const object& req,
 /// `purge`: `queue`, `partition`?, `below`?.
 expected<node::purge_request> read_purge(const object& req);
 
+/// `promote`: `slot` or `all`, `to`? (the gateway checks the choice).
+expected<node::promote_request> read_promote(const object& req);
+
 /// `browse`: `queue`, `partition` (Default), `fromOffset`, `limit`
 /// (1..10000, 100), `maxBytes`.
 expected<node::browse_request> read_browse(const object& req);

@@ -81,6 +81,7 @@ router::router(service& svc) : svc_(svc) {
   add_group_routes(table);
   add_dlq_routes(table);
   add_status_routes(table); // before ops: its 501s for the rest of /status
+  add_cluster_routes(table);
   add_ops_routes(table);
   add_trace_routes(table);
   add_metrics_routes(table);

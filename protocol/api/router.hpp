@@ -39,6 +39,7 @@ void add_group_routes(std::vector<route>& table);
 void add_dlq_routes(std::vector<route>& table);
 void add_status_routes(std::vector<route>& table);
 void add_ops_routes(std::vector<route>& table);
+void add_cluster_routes(std::vector<route>& table);
 void add_trace_routes(std::vector<route>& table);
 void add_metrics_routes(std::vector<route>& table);
 

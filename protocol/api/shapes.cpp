@@ -412,6 +412,26 @@ void write_delete_group_fields(W& w, const node::delete_group_request& req,
 }
 
 template <class W>
+void write_promote_fields(W& w, const node::promote_reply& r) {
+  w.key("slots").begin_array();
+  for (auto& s : r.slots) {
+    w.begin_object();
+    w.kv("slot", std::uint64_t{s.slot});
+    if (s.failure) { // as a msgpack error frame's `error`
+      w.key("error").begin_object();
+      w.kv("code", to_string(s.failure->code));
+      w.kv("message", s.failure->message);
+      w.end_object();
+    } else {
+      w.kv("leader", s.leader);
+      w.kv("epoch", s.epoch);
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
+template <class W>
 void write_dlq_page_fields(W& w, const node::dlq_page& p, const dlq_query& q) {
   w.key("messages").begin_array();
   for (auto& m : p.messages) {
@@ -467,6 +487,7 @@ void write_dlq_count_fields(W& w, const char* what, const node::dlq_count& n) {
   template void write_cursor_fields(W&, const node::cursor_view&, micros);     \
   template void write_delete_group_fields(                                     \
       W&, const node::delete_group_request&, const node::delete_group_reply&); \
+  template void write_promote_fields(W&, const node::promote_reply&);          \
   template void write_dlq_page_fields(W&, const node::dlq_page&,               \
                                       const dlq_query&);                       \
   template void write_dlq_count_fields(W&, const char*, const node::dlq_count&);

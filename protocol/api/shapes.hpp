@@ -76,6 +76,9 @@ void write_queue_detail_fields(W& w, const node::queue_info& q);
 
 template <class W>
 void write_delete_queue_fields(W& w, const std::string& name, bool existed);
+/// An operator's promote: per slot its new leader and epoch, or its error.
+template <class W>
+void write_promote_fields(W& w, const node::promote_reply& r);
 template <class W>
 void write_purge_fields(W& w, const std::string& name, std::size_t purged);
 

@@ -85,6 +85,8 @@ struct broker_sim : sim_fixture {
   /// Cluster mode for the next `start()`: who serves each slot (none: one
   /// node).
   std::shared_ptr<const core::slot_directory> slots;
+  /// The writer's commits (inline); a cluster test hooks them.
+  std::shared_ptr<actors::committer> commits;
 
   /// `durability`: the writer's policy (none: the local commit).
   explicit broker_sim(std::shared_ptr<actors::durability_policy> durability
@@ -92,8 +94,10 @@ struct broker_sim : sim_fixture {
     auto m = actors::durable_marks::of(store.store->db());
     REQUIRE(m);
     marks = *m;
+    commits = actors::inline_committer(store.store->db());
     auto w = actors::spawn_writer(sys,
                                   {.env = &store.store->db(),
+                                   .commits = commits,
                                    .durability = std::move(durability),
                                    .marks = marks},
                                   false);

@@ -18,14 +18,57 @@ namespace {
 
 constexpr node_id n1{0}, n2{1}, n3{2};
 
+/// The replica host's fence as the writer meets it: a batch is admitted
+/// only in the epoch the directory gives its slot now. A batch with no term
+/// is refused and counted: every write of a cluster node carries one.
+struct fence_hook : actors::commit_hook {
+  std::shared_ptr<core::slot_directory> dir;
+  std::vector<std::string> unfenced;
+  std::size_t fenced = 0;
+
+  std::optional<api_error> admit(const storage::write_batch& b) override {
+    if (b.mutations.empty())
+      return std::nullopt;
+    auto st = dir->get(storage::slot_of(b.mutations.front()));
+    if (b.term == 0) {
+      unfenced.push_back("mutation #"
+                         + std::to_string(b.mutations.front().index()));
+      return make_error(errc::internal, "a write with no term");
+    }
+    if (!st.serving || st.epoch != b.term) {
+      ++fenced;
+      return make_error(errc::unavailable, "Server busy: epoch ", b.term,
+                        " is over");
+    }
+    return std::nullopt;
+  }
+  std::vector<std::uint64_t>
+  committed(const std::vector<storage::slot_seq>& marks) override {
+    std::vector<std::uint64_t> out;
+    for (auto& m : marks)
+      out.push_back(dir->get(m.slot).epoch);
+    return out;
+  }
+};
+
 struct cluster_sim : broker_sim {
   std::shared_ptr<core::slot_directory> dir;
+  std::shared_ptr<fence_hook> fence = std::make_shared<fence_hook>();
+  /// The epoch the next `lead` or `depose` gives.
+  cluster::epoch_t epoch = 1;
+
+  ~cluster_sim() {
+    if (std::uncaught_exceptions() == 0)
+      CHECK(fence->unfenced.empty());
+  }
 
   cluster_sim() {
     dir = std::make_shared<core::slot_directory>(
         store.store->slot_count(),
         core::cluster_names{n1, {n1, n2, n3}, {"alpha", "beta", "gamma"}, 3});
     slots = dir;
+    fence->dir = dir;
+    commits->set_hook(fence);
     start(); // again, in cluster mode
   }
 
@@ -36,14 +79,22 @@ struct cluster_sim : broker_sim {
   /// The host's notice: this node serves (or stops serving) slot `s`;
   /// `leader` is who leads it then.
   void lead(slot_t s) {
-    dir->set(s, {.held = true, .serving = true, .leader = n1, .epoch = 2});
-    caf::anon_send(broker, actors::slot_atom::value, s, true);
+    tell_lead(s);
     run();
   }
   void depose(slot_t s, node_id leader) {
-    dir->set(s, {.held = true, .leader = leader, .epoch = 3});
-    caf::anon_send(broker, actors::slot_atom::value, s, false);
+    tell_depose(s, leader);
     run();
+  }
+  /// The notices alone, nothing run.
+  void tell_lead(slot_t s) {
+    auto e = ++epoch;
+    dir->set(s, {.held = true, .serving = true, .leader = n1, .epoch = e});
+    caf::anon_send(broker, actors::slot_atom::value, s, std::uint64_t{e});
+  }
+  void tell_depose(slot_t s, node_id leader) {
+    dir->set(s, {.held = true, .leader = leader, .epoch = ++epoch});
+    caf::anon_send(broker, actors::slot_atom::value, s, std::uint64_t{0});
   }
 
   actors::queue_push_reply try_push(std::vector<std::string> queues) {
@@ -210,8 +261,10 @@ TEST_CASE("a slot a node starts serving continues the ids another leader "
     rec.name = "made-elsewhere-" + std::to_string(i);
   storage::write_batch b;
   b.mutations.emplace_back(storage::mut::create_queue{rec});
+  c.commits->set_hook(nullptr); // an apply, not a write of this node's
   auto w
       = c.request<actors::write_result>(c.writer, actors::write_atom::value, b);
+  c.commits->set_hook(c.fence);
   REQUIRE(w);
   REQUIRE_FALSE(w->failure);
   c.lead(s);
@@ -229,10 +282,8 @@ TEST_CASE("a slot stopped while its queues load runs none of them",
   REQUIRE_FALSE(c.try_push({"orders"}).failure);
   c.depose(s, n2);
   // Served again and deposed again before the load's barrier returns.
-  c.dir->set(s, {.held = true, .serving = true, .leader = n1, .epoch = 4});
-  caf::anon_send(c.broker, actors::slot_atom::value, s, true);
-  c.dir->set(s, {.held = true, .leader = n2, .epoch = 5});
-  caf::anon_send(c.broker, actors::slot_atom::value, s, false);
+  c.tell_lead(s);
+  c.tell_depose(s, n2);
   c.run();
   CHECK(c.listed().empty());
   auto p = c.try_pop("orders", "g");
@@ -261,4 +312,51 @@ TEST_CASE("an ack of a slot this node no longer leads names the leader",
   CHECK(acked->front().failure->code == errc::not_leader);
   CHECK(acked->front().failure->message.find("leader is beta")
         != std::string::npos);
+}
+
+TEST_CASE("a write made while this node led a slot in an earlier epoch is not "
+          "stored when it leads the slot again",
+          "[sim][cluster][slots][fence]") {
+  cluster_sim c;
+  auto s = c.slot("{o}.a");
+  REQUIRE(c.slot("{o}.b") == s);
+  c.lead(s);
+  REQUIRE_FALSE(c.try_push({"{o}.a", "{o}.b"}).failure);
+  // Two pushes reach the writer and wait there: one a queue writes, one
+  // over two queues the broker writes.
+  c.gate_st->closed = true;
+  std::vector<actors::broker_push_item> one{
+      {"{o}.a", {"Default", msg("late-1")}}};
+  std::vector<actors::broker_push_item> two{
+      {"{o}.a", {"Default", msg("late-2")}},
+      {"{o}.b", {"Default", msg("late-3")}}};
+  auto p1 = c.request_later<actors::queue_push_reply>(
+      c.broker, actors::push_atom::value, one);
+  auto p2 = c.request_later<actors::queue_push_reply>(
+      c.broker, actors::push_atom::value, two);
+  c.run();
+  REQUIRE(c.gate_st->held.size() == 2);
+  // Deposed and elected again before the writer takes them: the node
+  // leads the slot, in a later epoch (another leader may have written in
+  // between: their offsets are stale).
+  c.tell_depose(s, n2);
+  c.tell_lead(s);
+  c.run();
+  c.gate_st->closed = false;
+  caf::anon_send(c.gated, actors::flush_atom::value);
+  c.run();
+  CHECK(c.fence->fenced == 2);
+  // The queue that made the first one is gone (no answer); the broker
+  // answers the second with the refusal.
+  REQUIRE(*p2);
+  REQUIRE((*p2)->failure);
+  CHECK((*p2)->failure->code == errc::unavailable);
+  // Served again: only what the first term stored is there.
+  for (auto q : {"{o}.a", "{o}.b"}) {
+    auto got = c.try_pop(q, "fresh");
+    REQUIRE_FALSE(got.failure);
+    REQUIRE(got.claimed.size() == 1);
+    CHECK(got.claimed[0].reply.messages.size() == 1);
+  }
+  REQUIRE_FALSE(c.try_push({"{o}.a"}).failure);
 }

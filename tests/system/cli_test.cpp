@@ -5,51 +5,13 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <sys/wait.h>
-
+#include "system/cli_fixture.hpp"
 #include "system/mp_fixture.hpp"
 #include "vocab/options.hpp"
 
 namespace spool::test {
 
 namespace {
-
-struct cli_result {
-  int code = -1;
-  std::string out; ///< stdout (and stderr, when asked for)
-  std::chrono::milliseconds took{0};
-  json j() const {
-    return json::parse(out);
-  }
-};
-
-/// Runs `spool <args>` with SPOOL_SERVER=`server`, stdin from `stdin_path`:
-/// its exit code, its stdout (with stderr when `with_stderr`) and how long
-/// it took.
-cli_result run_cli(const std::string& server, const std::string& args,
-                   const std::string& stdin_path, bool with_stderr) {
-  auto cmd = "SPOOL_SERVER=" + server + " " + std::string{SPOOL_CLI_PATH} + " "
-             + args + " < " + stdin_path
-             + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  cli_result r;
-  auto start = std::chrono::steady_clock::now();
-  auto* p = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  auto st = ::pclose(p);
-  r.took = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-/// `srv`'s msgpack door as `--server` takes it.
-std::string mp_address(const spoold_server& srv) {
-  return "127.0.0.1:" + std::to_string(srv.mp_port());
-}
 
 /// Runs `spool <args>` against `srv` (stdin from `input`), its stdout and
 /// exit code.

@@ -2,10 +2,13 @@
 // each slot's first replica leads it, takes its pushes and pops, and
 // answers them once a majority has them; the other nodes refuse the slot
 // with 421 naming the leader; a push over two slots is refused with 409
-// cross_slot; SIGTERM stops every node cleanly. Every wait has a deadline.
+// cross_slot; SIGTERM stops every node cleanly; a dead leader's slot is
+// served again after the operator's `spool cluster promote`. Every wait has
+// a deadline.
 
 #include <catch2/catch.hpp>
 
+#include "system/cli_fixture.hpp"
 #include "system/http_fixture.hpp"
 #include "vocab/slot.hpp"
 
@@ -192,4 +195,54 @@ TEST_CASE("a follower killed with -9 is not missed while the other holds the "
   auto pop = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
   REQUIRE(pop.status == 200);
   CHECK(pop.body_json()["messages"].size() == 6);
+}
+
+TEST_CASE("the leader killed with -9: spool cluster promote on a survivor "
+          "elects the longest log, which serves every acknowledged message, "
+          "and the old leader comes back as its follower",
+          "[system][cluster][failover]") {
+  three_nodes c;
+  std::string q = "orders";
+  auto l = three_nodes::leader_of(q);
+  auto slot = std::to_string(slot_of(q, default_slot_count));
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push(q, 0, 3)).status
+          == 201);
+  auto f = (l + 1) % 3;
+  REQUIRE(c.until_known(f, "POST", "/api/v1/push", keyed_push(q, 3, 1)).status
+          == 421);
+  c.nodes[l]->kill9();
+  // Until the operator acts, the survivors still name the dead leader.
+  auto waiting = c.nodes[f]->post("/api/v1/push", keyed_push(q, 3, 1));
+  CHECK(waiting.status == 421);
+  CHECK_THAT(waiting.body,
+             Catch::Contains("leader is n" + std::to_string(l + 1)));
+  // A promote the node cannot run says why, and elects nobody.
+  auto both = c.nodes[f]->post("/api/v1/cluster/promote?slot=1&all=true", "");
+  CHECK(both.status == 400);
+  auto nobody
+      = c.nodes[f]->post("/api/v1/cluster/promote?slot=" + slot + "&to=n9", "");
+  CHECK(nobody.status == 400);
+  CHECK_THAT(nobody.body, Catch::Contains("n9"));
+  auto r = run_cli(mp_address(*c.nodes[f]),
+                   "--json cluster promote --slot " + slot, "/dev/null", false);
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  auto j = r.j();
+  REQUIRE(j["slots"].size() == 1);
+  auto leader = j["slots"][0]["leader"].get<std::string>();
+  CHECK(j["slots"][0]["epoch"].get<std::uint64_t>() >= 2);
+  REQUIRE(leader != "n" + std::to_string(l + 1));
+  auto nl = std::stoul(leader.substr(1)) - 1;
+  // It serves once its epoch start has a quorum: what the dead leader
+  // acknowledged, and what comes next.
+  REQUIRE(c.until_known(nl, "POST", "/api/v1/push", keyed_push(q, 3, 2)).status
+          == 201);
+  auto pop = c.nodes[nl]->get("/api/v1/pop/queue/orders?batch=10");
+  REQUIRE(pop.status == 200);
+  CHECK(pop.body_json()["messages"].size() == 5);
+  // The old leader restarts, finds a newer epoch and follows it.
+  c.nodes[l]->start();
+  auto refused = c.until_known(l, "GET", "/api/v1/pop/queue/orders");
+  CHECK(refused.status == 421);
+  CHECK_THAT(refused.body, Catch::Contains("leader is " + leader));
 }

@@ -110,10 +110,19 @@ struct three_nodes {
     cut.clear();
   }
 
+  /// `b` as node `n`'s actors send it: stamped with the epoch its slot is
+  /// served in there (a test of the fence sets `term` itself).
+  write_batch stamped(std::uint32_t n, write_batch b) {
+    if (b.term == 0 && !b.mutations.empty())
+      if (auto v = hosts[n]->view(storage::slot_of(b.mutations.front())))
+        b.term = v->epoch;
+    return b;
+  }
   /// Commits `b` on node `n` through its hook, as the writer does, and
   /// waits for its durability.
-  std::shared_ptr<outcome> write(std::uint32_t n, const write_batch& b,
+  std::shared_ptr<outcome> write(std::uint32_t n, const write_batch& batch,
                                  actors::commit_report* report = nullptr) {
+    auto b = stamped(n, batch);
     auto r = actors::commit_now(stores[n]->store->db(), {&b}, hosts[n].get());
     auto out = std::make_shared<outcome>();
     if (report != nullptr)
@@ -391,4 +400,46 @@ TEST_CASE("a stopped host admits no write and loses what waits",
   CHECK_FALSE(c.write(l, again.batch, &r));
   REQUIRE(r.failures[0]);
   CHECK(r.failures[0]->code == errc::unavailable);
+}
+
+TEST_CASE("a leader promoted again admits a write only in the epoch it was "
+          "made in",
+          "[replica][host][fence]") {
+  three_nodes c;
+  c.start();
+  auto [s, leader] = slot_and_leader(*c.stores[0]->store, "orders");
+  auto l = leader;
+  auto first = c.hosts[l]->view(s)->epoch;
+  // The operator elects it again: a new epoch, the same leader. A second
+  // promote while that election runs is refused at once.
+  std::optional<core::promote_outcome> got, again;
+  REQUIRE(c.hosts[l]->promote(
+      s, node(l), [&](const core::promote_outcome& o) { got = o; }));
+  CHECK_FALSE(c.hosts[l]->promote(
+      s, {}, [&](const core::promote_outcome& o) { again = o; }));
+  REQUIRE(again);
+  REQUIRE(again->failure);
+  CHECK_THAT(again->failure->message, Catch::Contains("runs already"));
+  c.pump();
+  REQUIRE(got);
+  REQUIRE_FALSE(got->failure);
+  CHECK(got->leader == node(l));
+  CHECK(got->epoch > first);
+  REQUIRE(c.hosts[l]->view(s)->serving);
+  auto now = c.hosts[l]->view(s)->epoch;
+  CHECK(now == got->epoch);
+  auto refused = [&c, l](std::uint64_t term) {
+    auto q = make_queue(*c.stores[l]->store, "orders");
+    q.batch.term = term;
+    return c.hosts[l]->admit(q.batch);
+  };
+  // Made while it led in the first epoch: never committed in this one.
+  auto old = refused(first);
+  REQUIRE(old);
+  CHECK(old->code == errc::unavailable);
+  CHECK_THAT(old->message, Catch::Contains("changed leader"));
+  auto none = refused(0);
+  REQUIRE(none);
+  CHECK(none->code == errc::internal);
+  CHECK_FALSE(refused(now));
 }

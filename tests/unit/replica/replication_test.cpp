@@ -57,9 +57,9 @@ struct three_processes {
       marks.push_back(std::make_shared<actors::durable_marks>(
           stores[i]->store->slot_count()));
       o.marks = marks[i];
-      o.serving = [mine = served[i]](slot_t s, bool on) {
+      o.serving = [mine = served[i]](slot_t s, cluster::epoch_t e) {
         std::lock_guard lock{mine->mtx};
-        if (on)
+        if (e != 0)
           mine->now.insert(s);
         else
           mine->now.erase(s);
@@ -103,7 +103,15 @@ struct three_processes {
   }
   /// Commits `b` on node `n` as its writer does, then waits for the
   /// durability policy's decision: the slots lost.
-  std::vector<actors::lost_slot> write(std::uint32_t n, const write_batch& b) {
+  std::vector<actors::lost_slot> write(std::uint32_t n,
+                                       const write_batch& batch) {
+    // Stamped with the epoch its slot is served in there, as the actors do.
+    auto b = batch;
+    if (!b.mutations.empty())
+      nodes[n]->with_host([&](core::replica_host& h) {
+        if (auto v = h.view(storage::slot_of(b.mutations.front())))
+          b.term = v->epoch;
+      });
     std::promise<actors::commit_report> committed;
     commits[n]->start({&b}, [&](actors::commit_report r) {
       committed.set_value(std::move(r));
