@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include "system/cli_fixture.hpp"
 #include "system/http_fixture.hpp"
 #include "vocab/slot.hpp"
@@ -31,10 +33,11 @@ std::string keyed_push(const std::string& queue, int first, int n) {
 
 /// A loopback port free now below the ephemeral range (32768 and up on
 /// Linux), so that no listener on port 0 and no outgoing connection takes
-/// it before its node binds it.
+/// it before its node binds it. Each test process starts at a random
+/// place: two started together (ctest -j2) have adjacent pids, and ports
+/// drawn from their pids would be the same ones, both free until bound.
 std::uint16_t peer_port() {
-  static std::uint32_t next
-      = 20000 + static_cast<std::uint32_t>(::getpid()) % 10000;
+  static std::uint32_t next = std::random_device{}() % 12000;
   for (;;) {
     auto port = static_cast<std::uint16_t>(20000 + (next++ % 12000));
     int fd = ::socket(AF_INET, SOCK_STREAM, 0);
