@@ -5,13 +5,9 @@
 
 namespace spool::cluster {
 
-namespace {
-
-std::string name_of(node_id n) {
-  return "n" + std::to_string(index_of(n) + 1);
+std::string election::name_of_(node_id n) const {
+  return cfg_.name ? cfg_.name(n) : "n" + std::to_string(index_of(n) + 1);
 }
-
-} // namespace
 
 election::election(election_config cfg) : cfg_(std::move(cfg)) {
   // Alone (one replica), its own grant is the majority: asked at once.
@@ -85,7 +81,7 @@ std::vector<envelope> election::decide() {
     fail("the fence for epoch " + std::to_string(cfg_.epoch)
          + " was refused by a majority (the highest epoch seen is "
          + std::to_string(highest_)
-         + (leader_seen_ ? ", led by " + name_of(*leader_seen_) : "") + ")");
+         + (leader_seen_ ? ", led by " + name_of_(*leader_seen_) : "") + ")");
     return {};
   }
   if (cfg_.self_last && !self_asked_ && good + 1 >= quorum) {
@@ -106,11 +102,11 @@ std::vector<envelope> election::decide() {
       return {}; // wait for its answer, or the deadline
     if (!holds_best(*it)) {
       auto longest = std::find_if(answers_.begin(), answers_.end(), holds_best);
-      fail(name_of(*cfg_.to) + " does not hold the longest log ("
+      fail(name_of_(*cfg_.to) + " does not hold the longest log ("
            + (it->rep.damaged
                   ? std::string("it is damaged")
                   : "it ends at seq " + std::to_string(it->rep.log_end.seq))
-           + "); " + name_of(longest->from) + " does, at epoch "
+           + "); " + name_of_(longest->from) + " does, at epoch "
            + std::to_string(best->epoch) + " seq " + std::to_string(best->seq));
       return {};
     }

@@ -8,6 +8,7 @@
 /// once, so at most one election gathers a majority for it: one leader per
 /// epoch. Pure, like replica_core.
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct election_config {
   /// a majority with it (a restarted leader: a refused election must not
   /// raise its own epoch, which would depose a healthy leader on contact).
   bool self_last = false;
+  /// How its reasons name a node (none: `n<index + 1>`).
+  std::function<std::string(node_id)> name{};
 };
 
 enum class election_state : std::uint8_t { running, elected, failed };
@@ -79,6 +82,7 @@ private:
   std::vector<envelope> decide();
   void fail(std::string why);
 
+  std::string name_of_(node_id n) const;
   election_config cfg_;
   std::vector<answer> answers_;
   election_state state_ = election_state::running;

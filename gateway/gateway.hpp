@@ -105,6 +105,14 @@ public:
   using promoter
       = std::function<void(node::promote_request, done<node::promote_reply>)>;
   void set_promoter(promoter p);
+  /// Who reports the slots' replicas: cluster mode gives one before the
+  /// doors open (none: one node, no slot is reported).
+  using slot_reporter
+      = std::function<void(done<std::vector<node::slot_replica>>)>;
+  void set_slot_reporter(slot_reporter r);
+  /// Every slot's replica on this node, by slot (the metrics); empty on
+  /// one node.
+  void slot_replicas(done<std::vector<node::slot_replica>> k);
   /// The operator's promote (docs/cluster.md, "Failover"): one slot's
   /// election, or every slot's held here, each answered once it ended;
   /// `invalid_argument` on a node without `--peers`.

@@ -246,6 +246,16 @@ void gateway::set_promoter(promoter p) {
   impl_->promote = std::move(p);
 }
 
+void gateway::set_slot_reporter(slot_reporter r) {
+  impl_->slot_report = std::move(r);
+}
+
+void gateway::slot_replicas(done<std::vector<node::slot_replica>> k) {
+  if (!impl_->slot_report)
+    return k(std::vector<node::slot_replica>{});
+  impl_->slot_report(std::move(k));
+}
+
 void gateway::promote(node::promote_request req, done<node::promote_reply> k) {
   if (!impl_->promote)
     return k(make_error(errc::invalid_argument,
@@ -255,9 +265,6 @@ void gateway::promote(node::promote_request req, done<node::promote_reply> k) {
     return k(make_error(errc::invalid_argument,
                         "promote: name one slot (slot) or every slot (all), "
                         "not both and not neither"));
-  if (req.slot && (*req.slot < 0 || *req.slot > 0xffff))
-    return k(make_error(errc::invalid_argument, "promote: slot ", *req.slot,
-                        " is not a slot number (0 to 65535)"));
   impl_->promote(std::move(req), std::move(k));
 }
 

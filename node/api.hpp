@@ -311,6 +311,23 @@ struct promote_reply {
   std::vector<promoted_slot> slots; ///< by slot
 };
 
+/// One slot's replica on this node (cluster mode; the metrics).
+struct slot_replica {
+  std::uint32_t slot = 0;
+  bool leader = false;  ///< it leads the slot (serving or taking office)
+  bool serving = false; ///< and its epoch start is committed
+  bool damaged = false;
+  std::uint64_t epoch = 0;
+  std::uint64_t commit = 0; ///< the commit point it knows
+  std::uint64_t last = 0;   ///< its log's last seq
+  struct lag {
+    std::string node; ///< the follower's `--peers` name
+    std::uint64_t entries = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<lag> followers; ///< as leader
+};
+
 /// One message by its partition's uuid and transactionId (a client-given
 /// one, or the id the node generated, which is its message id).
 struct find_request {

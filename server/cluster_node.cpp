@@ -107,9 +107,6 @@ cluster_node::start(storage::store& st, const config::cluster_settings& c,
   if (!repl)
     return std::move(repl).err();
   node->repl_ = std::move(*repl);
-  for (auto& p : c.peers)
-    node->names_.push_back(p.name);
-  node->slots_ = st.slot_count();
   return node;
 }
 
@@ -136,37 +133,39 @@ void cluster_node::connect() {
 void cluster_node::promote(
     node::promote_request req,
     std::function<void(expected<node::promote_reply>)> k) {
+  auto dir = directory();
+  auto slots = dir->slots();
+  auto& names = dir->names().names;
   std::optional<slot_t> slot;
   if (req.slot) {
-    if (*req.slot < 0 || *req.slot >= std::int64_t{slots_})
+    if (*req.slot < 0 || *req.slot >= std::int64_t{slots})
       return k(make_error(errc::invalid_argument, "promote: slot ", *req.slot,
-                          " does not exist (this cluster has ", slots_,
-                          " slots: 0 to ", slots_ - 1, ")"));
+                          " does not exist (this cluster has ", slots,
+                          " slots: 0 to ", slots - 1, ")"));
     slot = static_cast<slot_t>(*req.slot);
   }
   std::optional<cluster::node_id> to;
   if (req.to) {
-    auto it = std::find(names_.begin(), names_.end(), *req.to);
-    if (it == names_.end()) {
+    auto it = std::find(names.begin(), names.end(), *req.to);
+    if (it == names.end()) {
       std::string known;
-      for (auto& n : names_)
+      for (auto& n : names)
         known += (known.empty() ? "" : ", ") + n;
       return k(make_error(errc::invalid_argument, "promote: no node is named ",
                           *req.to, " (the nodes are ", known, ")"));
     }
-    to = cluster::node_id{static_cast<std::uint32_t>(it - names_.begin())};
+    to = cluster::node_id{static_cast<std::uint32_t>(it - names.begin())};
   }
   repl_->promote(slot, to,
-                 [names = names_, one = slot.has_value(),
+                 [dir, one = slot.has_value(),
                   k = std::move(k)](std::vector<core::promote_outcome> outs) {
                    node::promote_reply r;
                    for (auto& o : outs) {
                      node::promoted_slot p;
                      p.slot = o.slot;
                      p.epoch = o.epoch;
-                     if (o.leader
-                         && cluster::index_of(*o.leader) < names.size())
-                       p.leader = names[cluster::index_of(*o.leader)];
+                     if (o.leader)
+                       p.leader = dir->names().name(*o.leader);
                      if (o.failure) {
                        p.failure = o.failure;
                        p.failure->message = "slot " + std::to_string(o.slot)
@@ -178,6 +177,29 @@ void cluster_node::promote(
                      return k(*r.slots[0].failure);
                    k(std::move(r));
                  });
+}
+
+void cluster_node::slot_replicas(
+    std::function<void(expected<std::vector<node::slot_replica>>)> k) {
+  repl_->report([dir = directory(),
+                 k = std::move(k)](std::vector<core::slot_report> reports) {
+    std::vector<node::slot_replica> out;
+    out.reserve(reports.size());
+    for (auto& r : reports) {
+      node::slot_replica s;
+      s.slot = r.slot;
+      s.leader = r.view.role == cluster::role::leader;
+      s.serving = r.view.serving;
+      s.damaged = r.view.damaged;
+      s.epoch = r.view.epoch;
+      s.commit = r.view.commit;
+      s.last = r.view.last.seq;
+      for (auto& f : r.followers)
+        s.followers.push_back({dir->names().name(f.node), f.entries, f.bytes});
+      out.push_back(std::move(s));
+    }
+    k(std::move(out));
+  });
 }
 
 void cluster_node::stop() {

@@ -50,6 +50,10 @@ public:
   /// slot's election ended. A single slot's failure is the answer's error.
   void promote(node::promote_request req,
                std::function<void(expected<node::promote_reply>)> k);
+  /// Every slot's replica here (the gateway's slot reporter, for the
+  /// metrics); `k` runs on the committer's thread.
+  void slot_replicas(
+      std::function<void(expected<std::vector<node::slot_replica>>)> k);
   /// Stops the links, fails the writes still waiting for a quorum and
   /// drops the broker's handle (before the actor system ends).
   void stop();
@@ -61,8 +65,6 @@ public:
                std::shared_ptr<relay> to_broker);
 
 private:
-  std::vector<std::string> names_; ///< `--peers` names, by node index
-  std::uint32_t slots_ = 0;
   std::shared_ptr<actors::committer> commits_;
   std::shared_ptr<actors::durable_marks> marks_;
   std::shared_ptr<relay> relay_;

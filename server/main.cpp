@@ -221,10 +221,13 @@ int main(int argc, char** argv) {
       spdlog::info("broker running: {} queue(s) recovered as actors",
                    cat.queues.size());
     auto gw = spool::make_gateway(sys, *broker, bc.node.wall, bc.node.metrics);
-    if (cluster) // the doors close before the cluster node goes
+    if (cluster) { // the doors close before the cluster node goes
       gw->set_promoter([c = cluster.get()](auto req, auto k) {
         c->promote(std::move(req), std::move(k));
       });
+      gw->set_slot_reporter(
+          [c = cluster.get()](auto k) { c->slot_replicas(std::move(k)); });
+    }
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
     spool::api::router routes{svc};

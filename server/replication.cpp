@@ -199,6 +199,12 @@ void replication::promote(
   });
 }
 
+void replication::report(
+    std::function<void(std::vector<core::slot_report>)> done) {
+  commits_->run(
+      [host = host_, done = std::move(done)] { done(host->report()); });
+}
+
 void replication::schedule_tick() {
   tick_timer_.expires_after(tick_);
   tick_timer_.async_wait([this](std::error_code ec) {

@@ -79,6 +79,9 @@ public:
   /// slot's outcome, by slot, once every one ended (on that thread).
   void promote(std::optional<slot_t> slot, std::optional<cluster::node_id> to,
                std::function<void(std::vector<core::promote_outcome>)> done);
+  /// Every slot's replica here (the metrics), given to `done` on the
+  /// committer's thread.
+  void report(std::function<void(std::vector<core::slot_report>)> done);
   /// Stops the links and the ticks, and fails every write still waiting.
   void stop();
   peer::links_stats link_stats() const;

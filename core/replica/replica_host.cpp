@@ -174,8 +174,11 @@ bool replica_host::promote(slot_t s, std::optional<node_id> to,
              == ss->replicas.end())
     return refuse(errc::invalid_argument, dir_->names().name(*to),
                   " holds no replica of slot ", s, " (nothing was changed)");
-  if (ss->failed)
+  auto store_failed = [&] {
     return refuse(errc::unavailable, "this node's store failed for slot ", s);
+  };
+  if (ss->failed)
+    return store_failed();
   if (ss->elect && ss->elect->state() == election_state::running)
     return refuse(errc::unavailable, "an election for slot ", s,
                   " runs already (it ends within ", cfg_.election_deadline,
@@ -184,7 +187,7 @@ bool replica_host::promote(slot_t s, std::optional<node_id> to,
     return refuse(errc::unavailable, "the node is stopping");
   auto known = ss->port->hard().epoch;
   if (read_failed(*ss))
-    return refuse(errc::unavailable, "this node's store failed for slot ", s);
+    return store_failed();
   auto e = std::max(known, ss->highest_seen) + 1;
   // A decided one stops sending `lead` again: the new epoch supersedes it.
   ss->elect.reset();
@@ -234,6 +237,7 @@ void replica_host::maybe_bootstrap(slot_state& ss) {
 }
 
 void replica_host::start_election(slot_state& ss, election_config c) {
+  c.name = [dir = dir_](node_id n) { return dir->names().name(n); };
   ss.elect.emplace(std::move(c));
   ss.elect_deadline = now_() + cfg_.election_deadline;
   ss.lead_sent = now_();
@@ -245,19 +249,16 @@ void replica_host::end_election(slot_state& ss) {
   if (!ss.elect || ss.elect->state() == election_state::running)
     return;
   ss.highest_seen = std::max(ss.highest_seen, ss.elect->highest_seen());
-  if (ss.elect->state() == election_state::failed)
-    tell_promoted(ss, make_error(errc::unavailable, ss.elect->reason(),
-                                 " (a majority was fenced: the slot has no "
-                                 "leader until a promote succeeds)"));
-  else
-    tell_promoted(ss, std::nullopt);
-  if (ss.elect->state() == election_state::failed) {
-    ss.retry_at = now_() + cfg_.election_deadline;
-    if (events_.election_failed)
-      events_.election_failed(ss.slot, ss.elect->reason());
-    ss.elect.reset();
-  }
   // An elected one stays until its deadline, sending `lead` again.
+  if (ss.elect->state() != election_state::failed)
+    return tell_promoted(ss, std::nullopt);
+  tell_promoted(ss, make_error(errc::unavailable, ss.elect->reason(),
+                               " (a majority was fenced: the slot has no "
+                               "leader until a promote succeeds)"));
+  ss.retry_at = now_() + cfg_.election_deadline;
+  if (events_.election_failed)
+    events_.election_failed(ss.slot, ss.elect->reason());
+  ss.elect.reset();
 }
 
 void replica_host::post(slot_t s, envelope e) {
@@ -369,6 +370,48 @@ std::optional<slot_view> replica_host::view(slot_t s) const {
   // (the next step reads again).
   ss->port->take_error();
   return v;
+}
+
+std::vector<slot_report> replica_host::report(std::size_t max_read) const {
+  std::vector<slot_report> out;
+  // Payload bytes read so far over every slot, and the entries they were:
+  // once the budget is spent, a lag in bytes is estimated from their mean.
+  std::uint64_t read_bytes = 0, read_entries = 0;
+  for (auto& p : slots_) {
+    if (!p)
+      continue;
+    auto v = view(p->slot);
+    if (!v)
+      continue;
+    slot_report r{p->slot, *v, {}};
+    if (v->role == role::leader)
+      for (auto& [n, progress] : p->core->peers()) {
+        follower_lag lag{n, 0, 0};
+        auto last = v->last.seq;
+        if (last > progress.match) {
+          lag.entries = last - progress.match;
+          // From what the log keeps (a follower behind a trimmed log is
+          // sent a snapshot instead).
+          auto from = std::max(progress.match, p->port->base().seq) + 1;
+          std::uint64_t bytes = 0, entries = 0;
+          if (from <= last && read_bytes < max_read) {
+            auto read = p->port->read(from, lag.entries, max_read - read_bytes);
+            for (auto& e : read)
+              bytes += e.payload.size();
+            entries = read.size();
+            p->port->take_error(); // as `view`: not the slot's to act on
+            read_bytes += bytes;
+            read_entries += entries;
+          }
+          lag.bytes = bytes;
+          if (entries < lag.entries && read_entries > 0)
+            lag.bytes += (lag.entries - entries) * (read_bytes / read_entries);
+        }
+        r.followers.push_back(lag);
+      }
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 } // namespace spool::core

@@ -71,6 +71,24 @@ struct slot_view {
   bool damaged = false;
 };
 
+/// How far behind the leader one follower of a slot is (the metrics).
+struct follower_lag {
+  cluster::node_id node{};
+  /// Entries the leader holds past what the follower synced and matched.
+  std::uint64_t entries = 0;
+  /// Their payload bytes (read from the log up to a bound per report, then
+  /// estimated from the mean size of those read).
+  std::uint64_t bytes = 0;
+};
+
+/// One slot's replica here, for the metrics.
+struct slot_report {
+  slot_t slot = 0;
+  slot_view view;
+  /// As its leader: each follower's lag.
+  std::vector<follower_lag> followers;
+};
+
 /// How an operator's promote ended: the node chosen to lead and its epoch,
 /// or why none was: `invalid_argument` when it could not start (nothing
 /// changed), `unavailable` when it ran and failed (the majority it fenced
@@ -139,6 +157,10 @@ public:
   cluster::seq_t commit_of(slot_t s) const;
   /// Slot `s`'s replica here (none: it holds none).
   std::optional<slot_view> view(slot_t s) const;
+  /// Every slot held here, by slot (the metrics). Lags in bytes read at
+  /// most `max_read` payload bytes of the logs in all, then are estimated
+  /// from the mean entry read.
+  std::vector<slot_report> report(std::size_t max_read = 1 << 20) const;
   const host_config& config() const noexcept {
     return cfg_;
   }

@@ -1,7 +1,8 @@
 // GET /metrics/prometheus: the door's counters and latency histograms, the
 // process (connections, parked pops, RSS, storage files, the LMDB map's
-// use), and per queue, partition and group the node's exact positions, read
-// at each scrape: last offset, watermark, committed, lag in messages and in
+// use), in cluster mode each slot's replica (role, epoch, followers' lag),
+// and per queue, partition and group the node's exact positions, read at
+// each scrape: last offset, watermark, committed, lag in messages and in
 // seconds, the lease, and DLQ sizes.
 
 #include <chrono>
@@ -138,6 +139,69 @@ void render_queues(std::string& out, const std::vector<node::queue_info>& qs) {
             labels({{"queue", q.name}, {"partition", p.name}}), p.watermark);
 }
 
+/// Cluster mode: each slot's replica here, and as leader its followers'
+/// lag (nothing on one node).
+void render_slots(std::string& out, const std::vector<node::slot_replica>& ss) {
+  if (ss.empty())
+    return;
+  struct series {
+    const char* name;
+    const char* text;
+    std::int64_t (*value)(const node::slot_replica&);
+  };
+  static const series all[] = {
+      {"spool_slot_leader",
+       "1 while this node leads the slot (serving or taking office).",
+       [](const node::slot_replica& s) -> std::int64_t {
+         return s.leader ? 1 : 0;
+       }},
+      {"spool_slot_serving",
+       "1 while this node serves the slot (its epoch start committed).",
+       [](const node::slot_replica& s) -> std::int64_t {
+         return s.serving ? 1 : 0;
+       }},
+      {"spool_slot_epoch", "The slot's epoch as this node knows it.",
+       [](const node::slot_replica& s) {
+         return static_cast<std::int64_t>(s.epoch);
+       }},
+      {"spool_slot_commit_seq",
+       "The slot's commit point as this node knows it.",
+       [](const node::slot_replica& s) {
+         return static_cast<std::int64_t>(s.commit);
+       }},
+      {"spool_slot_last_seq", "The last seq of the slot's log here.",
+       [](const node::slot_replica& s) {
+         return static_cast<std::int64_t>(s.last);
+       }},
+      {"spool_slot_damaged",
+       "1 while this replica is damaged (it re-syncs from the leader).",
+       [](const node::slot_replica& s) -> std::int64_t {
+         return s.damaged ? 1 : 0;
+       }},
+  };
+  for (auto& s : all) {
+    prom::help(out, s.name, "gauge", s.text);
+    for (auto& r : ss)
+      gauge(out, s.name, labels({{"slot", std::to_string(r.slot)}}),
+            s.value(r));
+  }
+  prom::help(out, "spool_slot_follower_lag_entries", "gauge",
+             "Entries a follower lacks of the slot's log (on its leader).");
+  for (auto& r : ss)
+    for (auto& f : r.followers)
+      gauge(out, "spool_slot_follower_lag_entries",
+            labels({{"slot", std::to_string(r.slot)}, {"follower", f.node}}),
+            static_cast<std::int64_t>(f.entries));
+  prom::help(out, "spool_slot_follower_lag_bytes", "gauge",
+             "Payload bytes of those entries (past 1 MiB read per scrape, "
+             "estimated from the mean entry).");
+  for (auto& r : ss)
+    for (auto& f : r.followers)
+      gauge(out, "spool_slot_follower_lag_bytes",
+            labels({{"slot", std::to_string(r.slot)}, {"follower", f.node}}),
+            static_cast<std::int64_t>(f.bytes));
+}
+
 void render_counters(std::string& out, const node::node_counters& c) {
   struct row {
     const char* name;
@@ -216,8 +280,20 @@ void prometheus(service& svc, call& c) {
   });
 }
 
-/// The node's listings, one after the other, then the DLQ sizes.
+void scrape_groups(std::shared_ptr<scrape> s, gateway& gw);
+
+/// The slots' replicas (cluster mode), the node's listings, one after the
+/// other, then the DLQ sizes.
 void scrape_node(std::shared_ptr<scrape> s, gateway& gw) {
+  gw.slot_replicas([s, &gw](expected<std::vector<node::slot_replica>> ss) {
+    if (!ss)
+      return reply_error(*s->ex, ss.err());
+    render_slots(s->out, *ss);
+    scrape_groups(s, gw);
+  });
+}
+
+void scrape_groups(std::shared_ptr<scrape> s, gateway& gw) {
   gw.groups({}, [s, &gw](expected<std::vector<node::cursor_view>> cs) {
     if (!cs)
       return reply_error(*s->ex, cs.err());

@@ -185,11 +185,27 @@ TEST_CASE("a follower killed with -9 is not missed while the other holds the "
   REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2))
               .status
           == 201);
+  // The leader's metrics: its role and epoch, and each follower's lag.
+  auto slot = "{slot=\"" + std::to_string(slot_of("orders", default_slot_count))
+              + "\"";
+  auto lag = [&](const char* what, std::size_t f) {
+    return std::string{"spool_slot_follower_lag_"} + what + slot
+           + ",follower=\"n" + std::to_string(f + 1) + "\"}";
+  };
+  CHECK(c.nodes[l]->metric("spool_slot_leader" + slot + "}") == 1);
+  CHECK(c.nodes[l]->metric("spool_slot_serving" + slot + "}") == 1);
+  CHECK(c.nodes[l]->metric("spool_slot_epoch" + slot + "}") >= 1);
+  CHECK(c.nodes[f1]->metric("spool_slot_leader" + slot + "}") == 0);
+  CHECK(c.nodes[l]->metric_becomes(lag("entries", f1), 0));
   c.nodes[f1]->kill9();
   // The leader and the other follower are a majority.
   REQUIRE(c.nodes[l]->post("/api/v1/push", keyed_push("orders", 2, 3)).status
           == 201);
+  CHECK(c.nodes[l]->metric(lag("entries", f1)) >= 1);
+  CHECK(c.nodes[l]->metric(lag("bytes", f1)) > 0);
   c.nodes[f1]->start();
+  // Caught up: nothing lacking any more.
+  CHECK(c.nodes[l]->metric_becomes(lag("entries", f1), 0, 20s));
   c.nodes[f2]->kill9();
   // Now a write needs the restarted follower: it must have caught up on
   // what it missed (the leader ships it, then counts it again).

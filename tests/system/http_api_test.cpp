@@ -480,6 +480,20 @@ TEST_CASE("the Prometheus page shows a partition's offsets, a group's exact "
   CHECK(value("spool_storage_map_max_bytes") >= map);
   CHECK(value("spool_storage_bytes") > 0);
   CHECK(value("spool_process_resident_bytes") > 0);
+  // One node has no slot series (cluster mode only).
+  CHECK(s.get("/metrics/prometheus").body.find("spool_slot_")
+        == std::string::npos);
+}
+
+TEST_CASE("promote on a node without --peers says it runs alone and changes "
+          "nothing",
+          "[system][http][cluster]") {
+  spoold_server s;
+  auto r = s.post("/api/v1/cluster/promote?slot=3", "");
+  CHECK(r.status == 400);
+  CHECK_THAT(r.body, Catch::Contains("runs alone"));
+  CHECK(s.post("/api/v1/cluster/promote?slot=x", "").status == 400);
+  REQUIRE(s.post("/api/v1/push", push_body("q", 1)).status == 201);
 }
 
 TEST_CASE("the status snapshots count each queue's retained messages as its "

@@ -443,3 +443,69 @@ TEST_CASE("a leader promoted again admits a write only in the epoch it was "
   CHECK(none->code == errc::internal);
   CHECK_FALSE(refused(now));
 }
+
+TEST_CASE("the report gives each slot's role and epoch, and on its leader "
+          "each follower's lag in entries and payload bytes, estimated past "
+          "its read budget",
+          "[replica][host]") {
+  three_nodes c;
+  c.start();
+  auto [s, l] = slot_and_leader(*c.stores[0]->store, "orders");
+  auto q = make_queue(*c.stores[l]->store, "orders");
+  REQUIRE(c.write(l, q.batch)->done);
+  auto f1 = (l + 1) % 3;
+  auto f2 = (l + 2) % 3;
+  // f2 cut off: three pushes it lacks, durable on the leader and f1.
+  c.cut.insert({l, f2});
+  c.cut.insert({f2, l});
+  partition_log log{q.p};
+  std::uint64_t lacked = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto push = c.stores[l]->seal_next(log, 2);
+    auto before = c.hosts[l]->view(s)->last.seq;
+    REQUIRE(c.write(l, push)->done);
+    lacked += c.hosts[l]->view(s)->last.seq - before;
+  }
+  auto find = [&](const std::vector<core::slot_report>& rs)
+      -> const core::slot_report* {
+    for (auto& r : rs)
+      if (r.slot == s)
+        return &r;
+    return nullptr;
+  };
+  auto lag_of = [&](const core::slot_report& r, std::uint32_t n) {
+    for (auto& f : r.followers)
+      if (f.node == node(n))
+        return f;
+    FAIL("no lag for n" << n + 1);
+    return core::follower_lag{};
+  };
+  auto all = c.hosts[l]->report();
+  auto* r = find(all);
+  REQUIRE(r);
+  CHECK(r->view.role == cl::role::leader);
+  CHECK(r->view.serving);
+  CHECK(r->view.epoch == 1);
+  REQUIRE(r->followers.size() == 2);
+  CHECK(lag_of(*r, f1).entries == 0);
+  CHECK(lag_of(*r, f1).bytes == 0);
+  auto full = lag_of(*r, f2);
+  CHECK(full.entries == lacked);
+  CHECK(full.bytes > 0);
+  // A budget of one byte reads one entry, and estimates the rest from it.
+  auto small = lag_of(*find(c.hosts[l]->report(1)), f2);
+  CHECK(small.entries == lacked);
+  CHECK(small.bytes > 0);
+  CHECK(small.bytes >= full.bytes / lacked);
+  // A follower reports no lags; it follows in the same epoch.
+  auto* fr = find(c.hosts[f1]->report());
+  REQUIRE(fr);
+  CHECK(fr->view.role == cl::role::follower);
+  CHECK(fr->followers.empty());
+  // Healed, f2 catches up: no lag left.
+  c.heal();
+  c.advance(1000);
+  auto healed = lag_of(*find(c.hosts[l]->report()), f2);
+  CHECK(healed.entries == 0);
+  CHECK(healed.bytes == 0);
+}
