@@ -7,6 +7,16 @@
 /// a timeout). Thread-safe: threads may call at once; their requests share
 /// the one connection, pipelined.
 ///
+/// In a cluster (docs/cluster.md, "Clients"), a request refused with
+/// `not_leader` that names the slot's leader is sent again to it, on a
+/// connection to that node the client opens and keeps (at most
+/// `max_redirects` hops in a row). The client remembers where each queue,
+/// and each partition and lease a pop answered, was led last, so the next
+/// request about them goes there first; a lost connection to such a node
+/// forgets them (the next request starts at the first node again). A
+/// leader that does not answer within the connect timeout is not followed
+/// (for `backoff_max`): the `not_leader` refusal naming it is the answer.
+///
 ///     spool::client::client c{{.host = "127.0.0.1", .port = 6690}};
 ///     spool::node::push_item it;
 ///     it.queue = "orders";
@@ -21,8 +31,12 @@
 ///       c.ack_all(*got);                          // one ack per batch
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "client/codec.hpp"
@@ -76,15 +90,40 @@ public:
   /// A rolled-back transaction is the error `tx_aborted`.
   expected<node::txn_reply> transaction(const node::txn_request& req);
 
+  /// The nodes this client has connections to besides the first one (led
+  /// there by `not_leader`), as host:port.
+  std::vector<std::string> followed() const;
+
 private:
-  /// Sends `op`, waits, and reads the answer with `read`.
+  /// Sends `op` to where `route` (a queue, partition id or lease; "": none)
+  /// was led last, follows `not_leader`, waits, and reads the answer with
+  /// `read`. `via`: where it was answered ("": the first node).
   template <class Read>
   auto call(std::string_view op, const fields_fn& fields, Read read,
-            std::optional<std::chrono::milliseconds> timeout = {})
+            std::optional<std::chrono::milliseconds> timeout = {},
+            std::string_view route = {}, std::string* via = nullptr)
       -> expected<decltype(read(std::declval<const object&>()))>;
+  /// The connection to `address` ("": the first node), opened if new.
+  connection& to(const std::string& address);
+  /// Where `route` was led last ("": the first node, or not known).
+  std::string led(std::string_view route) const;
+  void learn(std::string_view route, const std::string& address);
+  /// Whether node `address` answers (a `health` within the connect
+  /// timeout, unless it is up); one that did not is not tried again for
+  /// `backoff_max`.
+  bool reachable(const std::string& address);
+  void forget(const std::string& address);
 
   options opt_;
   connection conn_;
+  mutable std::mutex mx_;
+  /// Other nodes' connections, by address (never removed while the client
+  /// lives: a caller may be waiting on one).
+  std::map<std::string, std::unique_ptr<connection>> others_;
+  /// Queue, partition id or lease → the address that led it last.
+  std::unordered_map<std::string, std::string> routes_;
+  /// Nodes that did not answer, until when they are not tried.
+  std::map<std::string, std::chrono::steady_clock::time_point> unreachable_;
 };
 
 } // namespace spool::client

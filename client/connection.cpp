@@ -70,6 +70,17 @@ api_error error_of(const msgpack::object& root) {
                  errc::internal, errc::not_leader, errc::cross_slot})
     if (to_string(c) == code)
       e.code = c;
+  if (e.code == errc::not_leader && mp::find(*err, "leaderNode")) {
+    auto num = [&](std::string_view k) -> std::uint64_t {
+      auto v = mp::find(*err, k);
+      return v && v->type == msgpack::type::POSITIVE_INTEGER ? v->via.u64 : 0;
+    };
+    e.leader = leader_ref{static_cast<std::uint32_t>(num("slot")),
+                          num("epoch"),
+                          str("leaderNode"),
+                          {},
+                          str("leader")};
+  }
   return e;
 }
 

@@ -60,6 +60,10 @@ struct options {
   /// until their deadlines: a one-shot command (the CLI) is told at once
   /// that nobody listens. Once connected, losses reconnect as usual.
   bool fail_unconnected = false;
+  /// Cluster mode: a request refused with `not_leader` naming the slot's
+  /// leader is sent again to that leader (the blocking API, client.hpp),
+  /// at most this many times in a row (0: never; the error is the answer).
+  int max_redirects = 3;
 };
 
 /// An answer frame, decoded; its objects refer to `frame` and `zone`.

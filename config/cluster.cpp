@@ -1,8 +1,9 @@
 #include "config/cluster.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <set>
+
+#include "vocab/host_port.hpp"
 
 namespace spool::config {
 
@@ -25,22 +26,12 @@ std::string parse_one(const std::string& item, peer_entry& out) {
   if (!name_ok(out.name))
     return "peers: node name '" + out.name
            + "' must be 1..32 letters, digits, '-' or '_'";
-  auto addr = item.substr(eq + 1);
-  auto colon = addr.rfind(':');
-  if (colon == std::string::npos || colon == 0)
-    return "peers: " + out.name + "'s address '" + addr + "' is not host:port";
-  out.host = addr.substr(0, colon);
-  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']')
-    out.host = out.host.substr(1, out.host.size() - 2);
-  auto port = addr.substr(colon + 1);
-  unsigned n = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
-  if (ec != std::errc{} || end != port.data() + port.size() || n == 0
-      || n > 65535)
-    return "peers: " + out.name + "'s port must be 1..65535, got '" + port
-           + "'";
-  out.port = static_cast<std::uint16_t>(n);
-  return {};
+  host_port hp;
+  auto err
+      = read_host_port("peers: " + out.name + "'s", item.substr(eq + 1), hp);
+  out.host = std::move(hp.host);
+  out.port = hp.port;
+  return err;
 }
 
 } // namespace
@@ -81,22 +72,42 @@ std::string show_peers(const std::vector<peer_entry>& peers) {
   for (auto& p : peers) {
     if (!s.empty())
       s += ',';
-    auto host
-        = p.host.find(':') != std::string::npos ? "[" + p.host + "]" : p.host;
-    s += p.name + "=" + host + ":" + std::to_string(p.port);
+    s += p.name + "=" + show_host_port(p.host, p.port);
   }
   return s;
 }
 
+std::string check_advertised(const std::string& what,
+                             const std::string& value) {
+  if (value.empty())
+    return {};
+  host_port hp;
+  return read_host_port(what + "'s", value, hp);
+}
+
+std::string advertised(const std::string& given, const std::string& listen_host,
+                       std::uint16_t bound_port, const std::string& peer_host) {
+  if (!given.empty())
+    return given;
+  bool every = listen_host.empty() || listen_host == "0.0.0.0"
+               || listen_host == "::" || listen_host == "[::]";
+  return show_host_port(every ? peer_host : listen_host, bound_port);
+}
+
 std::string check_cluster(const cluster_settings& c, bool relaxed) {
   if (!c.enabled()) {
-    if (!c.node_id.empty() || !c.secret_file.empty())
-      return "node-id and cluster-secret-file need peers (the cluster's "
-             "nodes); without peers the node runs alone";
+    if (!c.node_id.empty() || !c.secret_file.empty()
+        || !c.advertise_http.empty() || !c.advertise_msgpack.empty())
+      return "node-id, cluster-secret-file and advertise-* need peers (the "
+             "cluster's nodes); without peers the node runs alone";
     return {};
   }
   if (c.node_id.empty())
     return "peers needs node-id: this node's name among them";
+  for (auto [what, v] : {std::pair{"advertise-http", &c.advertise_http},
+                         std::pair{"advertise-msgpack", &c.advertise_msgpack}})
+    if (auto err = check_advertised(what, *v); !err.empty())
+      return err;
   if (std::none_of(c.peers.begin(), c.peers.end(),
                    [&](const peer_entry& p) { return p.name == c.node_id; }))
     return "node-id " + c.node_id + " is not among peers ("

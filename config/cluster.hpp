@@ -33,6 +33,11 @@ struct cluster_settings {
   /// (--cluster-secret-file; never on the command line or in the
   /// environment, which leak).
   std::string secret_file;
+  /// Where clients reach this node's doors, host:port, as a refusal of a
+  /// slot it leads names it (--advertise-http, --advertise-msgpack); empty:
+  /// derived at start (`advertised`).
+  std::string advertise_http;
+  std::string advertise_msgpack;
 
   bool enabled() const noexcept {
     return !peers.empty();
@@ -43,6 +48,14 @@ struct cluster_settings {
 std::string parse_peers(const std::string& value, std::vector<peer_entry>& out);
 /// `--peers`' value as given.
 std::string show_peers(const std::vector<peer_entry>& peers);
+/// An `--advertise-*` value (`what` names the option): "" or what is wrong
+/// with it (host:port, an IPv6 host in brackets, a port 1..65535).
+std::string check_advertised(const std::string& what, const std::string& value);
+/// Where clients reach a door: `given` when set; else the door's listen
+/// host, or this node's `--peers` host when the door listens on every
+/// interface (0.0.0.0, ::), with the port it bound.
+std::string advertised(const std::string& given, const std::string& listen_host,
+                       std::uint16_t bound_port, const std::string& peer_host);
 /// The checks across options, once every source is read: "" or what is
 /// wrong. `relaxed`: the durability mode is relaxed.
 std::string check_cluster(const cluster_settings& c, bool relaxed);

@@ -160,6 +160,23 @@ const std::vector<option>& table() {
          return {};
        },
        [](const server_options& o) { return o.cluster.secret_file; }},
+      {"advertise-http",
+       "host:port where clients reach this node's HTTP door, as refusals "
+       "of its slots name it (cluster mode; default: the listen address, "
+       "or this node's peers host when it listens on 0.0.0.0)",
+       [](server_options& o, const std::string& v) {
+         o.cluster.advertise_http = v;
+         return check_advertised("advertise-http", v);
+       },
+       [](const server_options& o) { return o.cluster.advertise_http; }},
+      {"advertise-msgpack",
+       "host:port where clients reach this node's msgpack door (cluster "
+       "mode; default as advertise-http)",
+       [](server_options& o, const std::string& v) {
+         o.cluster.advertise_msgpack = v;
+         return check_advertised("advertise-msgpack", v);
+       },
+       [](const server_options& o) { return o.cluster.advertise_msgpack; }},
       {"http-address", "listen address of the HTTP door",
        [](server_options& o, const std::string& v) -> std::string {
          if (v.empty())

@@ -331,12 +331,14 @@ std::string encode(const frame& f) {
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, hello>) {
-          pk.pack_array(5);
+          pk.pack_array(7);
           pk.pack_uint8(static_cast<std::uint8_t>(frame_kind::hello));
           pk.pack_uint32(x.version);
           pk.pack_uint32(index_of(x.node));
           str(pk, x.cluster_id);
           bin(pk, x.nonce);
+          str(pk, x.http);
+          str(pk, x.msgpack);
         } else if constexpr (std::is_same_v<T, proof>) {
           pk.pack_array(2);
           pk.pack_uint8(static_cast<std::uint8_t>(frame_kind::proof));
@@ -392,8 +394,13 @@ expected<frame> decode(std::string_view body) {
     h.node = node_id{static_cast<std::uint32_t>(f.u64("node", max_node))};
     h.cluster_id = f.bytes("cluster", true);
     h.nonce = f.bytes("nonce");
-    if (f.ok() && f.size() != 5)
-      f.fail("hello", "has " + std::to_string(f.size()) + " elements, not 5");
+    // Another version: what the handshake needs to refuse it by version.
+    if (f.ok() && h.version != protocol_version)
+      return frame{std::move(h)};
+    h.http = f.bytes("http", true);
+    h.msgpack = f.bytes("msgpack", true);
+    if (f.ok() && f.size() != 7)
+      f.fail("hello", "has " + std::to_string(f.size()) + " elements, not 7");
     if (!f.ok())
       return make_error(errc::bad_request, "peer frame: ", f.error());
     return frame{std::move(h)};

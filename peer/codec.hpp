@@ -20,22 +20,27 @@
 namespace spool::peer {
 
 /// The peer protocol this build speaks; a hello with another is refused.
-inline constexpr std::uint32_t protocol_version = 1;
+/// Version 2: the hello carries the node's client addresses.
+inline constexpr std::uint32_t protocol_version = 2;
 
 /// The first frame each side sends: its protocol version, its node, the
-/// cluster it belongs to, and a fresh random nonce for the other side's
-/// proof.
+/// cluster it belongs to, a fresh random nonce for the other side's proof,
+/// and where its clients reach it (host:port of its HTTP and msgpack
+/// doors, what a `not_leader` refusal names). A hello of another version
+/// decodes as far as its first four elements, so it is refused by version.
 struct hello {
   std::uint32_t version = protocol_version;
   cluster::node_id node{};
   std::string cluster_id;
   std::string nonce;
+  std::string http;
+  std::string msgpack;
   friend bool operator==(const hello&, const hello&) = default;
 };
 
 /// The answer to a hello: HMAC-SHA256 of the cluster secret over both
-/// nonces and the prover's node (handshake.hpp). The secret never crosses
-/// the wire.
+/// nonces, the prover's node and its client addresses (handshake.hpp). The
+/// secret never crosses the wire.
 struct proof {
   std::string mac;
   friend bool operator==(const proof&, const proof&) = default;

@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "vocab/host_port.hpp"
+
 namespace spool::peer {
 
 using cluster::index_of;
@@ -27,12 +29,16 @@ void put_part(std::string& out, std::string_view part) {
 
 std::string proof_mac(const std::string& secret, const std::string& cluster_id,
                       const std::string& answered_nonce, node_id prover,
-                      const std::string& prover_nonce) {
-  std::string msg = "spool-peer-proof-v1";
+                      const std::string& prover_nonce,
+                      const std::string& prover_http,
+                      const std::string& prover_msgpack) {
+  std::string msg = "spool-peer-proof-v2";
   put_part(msg, cluster_id);
   put_part(msg, answered_nonce);
   put_part(msg, std::to_string(index_of(prover)));
   put_part(msg, prover_nonce);
+  put_part(msg, prover_http);
+  put_part(msg, prover_msgpack);
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
@@ -46,7 +52,8 @@ handshake::handshake(handshake_config cfg, std::string nonce) :
 }
 
 hello handshake::start() const {
-  return {protocol_version, cfg_.self, cfg_.cluster_id, nonce_};
+  return {protocol_version, cfg_.self, cfg_.cluster_id,
+          nonce_,           cfg_.http, cfg_.msgpack};
 }
 
 expected<proof> handshake::on_hello(const hello& theirs) {
@@ -69,9 +76,16 @@ expected<proof> handshake::on_hello(const hello& theirs) {
     return make_error(errc::bad_request, "peer ", name_of(theirs.node),
                       " sent a nonce of ", theirs.nonce.size(),
                       " bytes (16 at least): refused");
+  for (auto* a : {&theirs.http, &theirs.msgpack}) {
+    host_port hp;
+    if (auto err = read_host_port("its client", *a, hp);
+        !a->empty() && !err.empty())
+      return make_error(errc::bad_request, "peer ", name_of(theirs.node),
+                        " sent a bad client address (", err, "): refused");
+  }
   theirs_ = theirs;
-  return proof{
-      proof_mac(cfg_.secret, cfg_.cluster_id, theirs.nonce, cfg_.self, nonce_)};
+  return proof{proof_mac(cfg_.secret, cfg_.cluster_id, theirs.nonce, cfg_.self,
+                         nonce_, cfg_.http, cfg_.msgpack)};
 }
 
 expected<node_id> handshake::on_proof(const proof& p) const {
@@ -79,7 +93,7 @@ expected<node_id> handshake::on_proof(const proof& p) const {
     return make_error(errc::bad_request,
                       "a peer sent a proof before its hello: refused");
   auto want = proof_mac(cfg_.secret, cfg_.cluster_id, nonce_, theirs_->node,
-                        theirs_->nonce);
+                        theirs_->nonce, theirs_->http, theirs_->msgpack);
   if (p.mac.size() != want.size()
       || CRYPTO_memcmp(p.mac.data(), want.data(), want.size()) != 0)
     return make_error(errc::bad_request, "peer ", name_of(theirs_->node),

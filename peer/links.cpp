@@ -39,6 +39,8 @@ handshake_config handshake_of(const links_config& c) {
   h.secret = c.secret;
   for (auto& [n, a] : c.nodes)
     h.members.insert(n);
+  h.http = c.http;
+  h.msgpack = c.msgpack;
   return h;
 }
 
@@ -184,6 +186,9 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
           return refuse(who.err().message);
         peer = *who;
         timer.cancel();
+        if (owner->cfg_.on_admitted)
+          owner->cfg_.on_admitted(*peer, hs.theirs()->http,
+                                  hs.theirs()->msgpack);
         owner->log_("peer link from " + node_name(*peer) + " (" + where
                     + ") admitted");
         // A peer dials again after its link broke: an older connection
@@ -261,6 +266,11 @@ void links::set_address(cluster::node_id n, peer_address a) {
   if (auto it = out_.find(n); it != out_.end())
     it->second->addr = a;
   cfg_.nodes[n] = std::move(a);
+}
+
+void links::set_client_addresses(std::string http, std::string msgpack) {
+  cfg_.http = std::move(http);
+  cfg_.msgpack = std::move(msgpack);
 }
 
 void links::start() {
@@ -365,6 +375,10 @@ void links::dial(const std::shared_ptr<outgoing>& o) {
                           }
                           o->ready = true;
                           o->backoff = self->cfg_.reconnect_min;
+                          if (self->cfg_.on_admitted)
+                            self->cfg_.on_admitted(o->peer,
+                                                   o->hs->theirs()->http,
+                                                   o->hs->theirs()->msgpack);
                           ++self->n_.connects;
                           self->log_("peer link to " + node_name(o->peer)
                                      + " admitted");

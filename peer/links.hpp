@@ -51,6 +51,15 @@ struct links_config {
   std::chrono::milliseconds reconnect_min{100};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds handshake_timeout{5000};
+  /// Where this node's clients reach it (host:port of its doors), told in
+  /// its hello.
+  std::string http;
+  std::string msgpack;
+  /// A peer admitted (on the io thread), with the client addresses its
+  /// hello told (proven with the secret).
+  std::function<void(cluster::node_id, const std::string& http,
+                     const std::string& msgpack)>
+      on_admitted;
 };
 
 struct links_stats {
@@ -80,6 +89,8 @@ public:
   /// Where node `n` listens (before `start`: a port learned after the
   /// configuration was made, as in tests that listen on port 0).
   void set_address(cluster::node_id n, peer_address a);
+  /// Before `start`: where this node's clients reach it (its hello).
+  void set_client_addresses(std::string http, std::string msgpack);
   /// Accepts, and dials every other node.
   void start();
   /// Queues `m` for its addressee (any thread).

@@ -126,8 +126,8 @@ void cluster_node::attach(actors::broker_actor broker) {
   relay_->attach(std::move(broker));
 }
 
-void cluster_node::connect() {
-  repl_->connect();
+void cluster_node::connect(core::client_addresses self) {
+  repl_->connect(std::move(self));
 }
 
 void cluster_node::promote(

@@ -43,8 +43,9 @@ public:
   /// From now on the broker hears when a slot starts or stops being served
   /// here; the slots served already, at once.
   void attach(actors::broker_actor broker);
-  /// Dials the other nodes.
-  void connect();
+  /// Dials the other nodes, telling them where this node's clients reach
+  /// it (`self`: its doors' advertised addresses).
+  void connect(core::client_addresses self);
   /// The operator's promote (the gateway's promoter, docs/cluster.md,
   /// "Failover"): `k` runs once, on the committer's thread, when every
   /// slot's election ended. A single slot's failure is the answer's error.

@@ -214,7 +214,6 @@ int main(int argc, char** argv) {
     }
     if (cluster) { // its queues load slot by slot, as it serves them
       cluster->attach(*broker);
-      cluster->connect();
       spdlog::info("broker running: queues load as their slots are served "
                    "here");
     } else
@@ -290,6 +289,31 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
       caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
       return 1;
+    }
+    if (cluster) { // dialed once the doors' addresses are known
+      std::string peer_host;
+      for (auto& p : opts.cluster.peers)
+        if (p.name == opts.cluster.node_id)
+          peer_host = p.host;
+      spool::core::client_addresses self{
+          spool::config::advertised(opts.cluster.advertise_http,
+                                    opts.http.address, http->port(), peer_host),
+          spool::config::advertised(opts.cluster.advertise_msgpack,
+                                    opts.msgpack.address, mp->port(),
+                                    peer_host)};
+      for (auto* a : {&self.http, &self.msgpack})
+        if (auto bad = spool::config::check_advertised("a derived client", *a);
+            !bad.empty()) {
+          spdlog::critical("{} (give --advertise-http and "
+                           "--advertise-msgpack)",
+                           bad);
+          caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);
+          caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
+          return 2;
+        }
+      spdlog::info("cluster: clients reach this node at HTTP {}, msgpack {}",
+                   self.http, self.msgpack);
+      cluster->connect(std::move(self));
     }
     http->start(static_cast<unsigned>(opts.http.io_threads));
     mp->name_http_port(http->port());

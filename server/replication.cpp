@@ -111,6 +111,11 @@ replication::start(storage::env& env, std::uint32_t slots,
   lc.nodes = opts.nodes;
   lc.cluster_id = opts.cluster_id;
   lc.secret = opts.secret;
+  lc.on_admitted = [dir = (*host)->directory()](cluster::node_id n,
+                                                const std::string& http,
+                                                const std::string& msgpack) {
+    dir->set_addresses(n, {http, msgpack});
+  };
   auto h = *host;
   r->links_ = std::make_shared<peer::links>(
       r->io_, lc,
@@ -155,7 +160,9 @@ void replication::set_address(cluster::node_id n, peer::peer_address a) {
   links_->set_address(n, std::move(a));
 }
 
-void replication::connect() {
+void replication::connect(core::client_addresses self) {
+  host_->directory()->set_addresses(host_->config().self, self);
+  links_->set_client_addresses(self.http, self.msgpack);
   links_->start();
 }
 

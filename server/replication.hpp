@@ -69,8 +69,10 @@ public:
   std::uint16_t peer_port() const;
   /// Before `start` only: where node `n` listens (tests on port 0).
   void set_address(cluster::node_id n, peer::peer_address a);
-  /// Starts dialing (after every `set_address`).
-  void connect();
+  /// Starts dialing (after every `set_address`); `self`: where this
+  /// node's clients reach it (its hello tells the peers; refusals of the
+  /// slots it leads name it).
+  void connect(core::client_addresses self);
   /// Runs `f` with the host on the committer's thread and waits for it
   /// (tests, metrics).
   void with_host(const std::function<void(core::replica_host&)>& f);

@@ -5,6 +5,7 @@
 /// their own error enums (`storage::ec`); the node API answers with these.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -43,11 +44,25 @@ wire_code wire_of(errc code) noexcept;
 /// The msgpack code's text ("invalid_argument", …); the enum's name.
 std::string_view to_string(errc code) noexcept;
 
+/// Where a request refused with `not_leader` belongs (api.md): its slot,
+/// the epoch this node knows, and that slot's leader with the addresses
+/// its clients reach it on ("" while this node has not heard them).
+struct leader_ref {
+  std::uint32_t slot = 0;
+  std::uint64_t epoch = 0;
+  std::string node;    ///< the leader's `--peers` name
+  std::string http;    ///< host:port of its HTTP door (`X-Spool-Leader`)
+  std::string msgpack; ///< host:port of its msgpack door
+  friend bool operator==(const leader_ref&, const leader_ref&) = default;
+};
+
 /// An API error: a code and the message the client reads (api.md's
 /// `error`, e.g. "batch must be 1..10000").
 struct api_error {
   errc code = errc::internal;
   std::string message;
+  /// `not_leader`: where to go instead (none: no leader is known).
+  std::optional<leader_ref> leader{};
 
   friend bool operator==(const api_error&, const api_error&) = default;
 };

@@ -29,8 +29,11 @@ std::optional<api_error> after_trims(const std::string& queue,
     return std::nullopt;
   if (!failure)
     return queue_full(queue);
-  return make_error(failure->code, "Queue ", queue,
-                    ": making room failed: ", failure->message);
+  // The same error (a `not_leader` keeps where its leader is), said of
+  // the queue.
+  auto e = *failure;
+  e.message = "Queue " + queue + ": making room failed: " + e.message;
+  return e;
 }
 
 api_error queue_full(const std::string& queue) {

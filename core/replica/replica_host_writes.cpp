@@ -40,8 +40,8 @@ std::optional<api_error> replica_host::admit(const storage::write_batch& b) {
                         "queues in one slot with a {tag} in their names");
   auto* ss = find(s);
   if (ss == nullptr)
-    return refusal_of(s, {}, dir_->names());
-  if (auto why = refusal_of(s, status_of(*ss), dir_->names()))
+    return dir_->refusal(s, slot_status{});
+  if (auto why = dir_->refusal(s, status_of(*ss)))
     return why;
   // The fence of a term: a batch made while this node served an earlier
   // epoch of the slot (a queue of that term stopped since, its write still

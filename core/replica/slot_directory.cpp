@@ -43,9 +43,12 @@ std::optional<api_error> refusal_of(slot_t s, const slot_status& st,
   if (st.taking_office)
     return make_error(errc::unavailable, "Server busy: slot ", s,
                       " is taking office (epoch ", st.epoch, ")");
-  if (st.leader && *st.leader != names.self)
-    return make_error(errc::not_leader, "Not the leader of slot ", s,
-                      "; leader is ", names.name(*st.leader));
+  if (st.leader && *st.leader != names.self) {
+    auto e = make_error(errc::not_leader, "Not the leader of slot ", s,
+                        "; leader is ", names.name(*st.leader));
+    e.leader = leader_ref{s, st.epoch, names.name(*st.leader), {}, {}};
+    return e;
+  }
   return make_error(errc::unavailable, "Server busy: slot ", s,
                     " has no leader yet");
 }
@@ -112,7 +115,34 @@ slot_status slot_directory::get(slot_t s) const noexcept {
 }
 
 std::optional<api_error> slot_directory::refusal(slot_t s) const {
-  return refusal_of(s, get(s), names_);
+  return refusal(s, get(s));
+}
+
+std::optional<api_error> slot_directory::refusal(slot_t s,
+                                                 const slot_status& st) const {
+  auto e = refusal_of(s, st, names_);
+  if (e && e->leader && st.leader) {
+    auto a = addresses(*st.leader);
+    e->leader->http = std::move(a.http);
+    e->leader->msgpack = std::move(a.msgpack);
+  }
+  return e;
+}
+
+void slot_directory::set_addresses(node_id n, client_addresses a) const {
+  std::lock_guard lock{addresses_mu_};
+  auto i = index_of(n);
+  if (i >= names_.nodes.size())
+    return;
+  if (addresses_.size() <= i)
+    addresses_.resize(names_.nodes.size());
+  addresses_[i] = std::move(a);
+}
+
+client_addresses slot_directory::addresses(node_id n) const {
+  std::lock_guard lock{addresses_mu_};
+  auto i = index_of(n);
+  return i < addresses_.size() ? addresses_[i] : client_addresses{};
 }
 
 } // namespace spool::core

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,9 +54,20 @@ struct cluster_names {
   std::string name(cluster::node_id n) const;
 };
 
+/// Where a node's clients reach it: host:port of its HTTP and msgpack doors
+/// (its `--advertise-*`, carried in its peer hello; "" while unknown).
+struct client_addresses {
+  std::string http;
+  std::string msgpack;
+  friend bool operator==(const client_addresses&, const client_addresses&)
+      = default;
+};
+
 /// Why this node may not serve a write of slot `s` in state `st`
 /// (`not_leader` naming the leader or the replicas, `unavailable` while no
-/// leader is known or this one takes office); none when it serves.
+/// leader is known or this one takes office); none when it serves. A
+/// `not_leader` with a known leader carries its `leader_ref` (without
+/// addresses: the directory adds them).
 std::optional<api_error> refusal_of(slot_t s, const slot_status& st,
                                     const cluster_names& names);
 
@@ -67,7 +79,16 @@ public:
   void set(slot_t s, const slot_status& st) noexcept;
   /// Any thread.
   slot_status get(slot_t s) const noexcept;
+  /// The refusal of `refusal_of` for the slot's state here, or for `st`,
+  /// its leader's addresses filled in.
   std::optional<api_error> refusal(slot_t s) const;
+  std::optional<api_error> refusal(slot_t s, const slot_status& st) const;
+  /// Any thread: node `n`'s clients reach it at `a` (this node's own at
+  /// its start, the others' from their hellos). A cache of what the nodes
+  /// said, not the slots' state: so it is `const`, as every reader's
+  /// handle is.
+  void set_addresses(cluster::node_id n, client_addresses a) const;
+  client_addresses addresses(cluster::node_id n) const;
   std::uint32_t slots() const noexcept {
     return slots_;
   }
@@ -79,6 +100,8 @@ private:
   std::uint32_t slots_;
   cluster_names names_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> words_;
+  mutable std::mutex addresses_mu_;
+  mutable std::vector<client_addresses> addresses_; ///< by node index
 };
 
 } // namespace spool::core

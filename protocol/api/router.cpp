@@ -95,8 +95,10 @@ http::header_list router::common_headers() {
           {"Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS"},
           {"Access-Control-Allow-Headers", "Content-Type, Authorization"},
           // A browser's script reads only the headers named here: Spool's
-          // own (an empty pop's reason, a warning) would be hidden.
-          {"Access-Control-Expose-Headers", "X-Spool-Empty, X-Spool-Warning"},
+          // own (an empty pop's reason, a warning, a cluster's leader)
+          // would be hidden.
+          {"Access-Control-Expose-Headers",
+           "X-Spool-Empty, X-Spool-Warning, X-Spool-Leader"},
           {"Access-Control-Max-Age", "86400"}};
 }
 

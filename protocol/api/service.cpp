@@ -21,7 +21,13 @@ void reply_error(http::exchange& ex, const api_error& e) {
   http::header_list extra;
   if (wire.retry_after)
     extra.emplace_back("Retry-After", "1");
-  reply_json(ex, wire.http_status, json::error_body(e.message),
+  if (!e.leader)
+    return reply_json(ex, wire.http_status, json::error_body(e.message),
+                      std::move(extra));
+  // api.md: 421 names the slot's leader, for a client that follows it.
+  if (!e.leader->http.empty())
+    extra.emplace_back("X-Spool-Leader", e.leader->http);
+  reply_json(ex, wire.http_status, json::error_body(e.message, *e.leader),
              std::move(extra));
 }
 

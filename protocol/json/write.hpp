@@ -14,6 +14,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "vocab/errors.hpp"
 #include "wire/kv_calls.hpp"
 
 namespace spool::json {
@@ -157,6 +158,21 @@ private:
 inline std::string error_body(std::string_view message) {
   writer w;
   w.begin_object().kv("error", message).end_object();
+  return w.take();
+}
+
+/// The same for a `not_leader` refusal: where the request belongs (api.md:
+/// `leader`, the leader's HTTP address when known, its node, the slot and
+/// the epoch).
+inline std::string error_body(std::string_view message, const leader_ref& to) {
+  writer w;
+  w.begin_object().kv("error", message).kv("code", "not_leader");
+  if (!to.http.empty())
+    w.kv("leader", to.http);
+  w.kv("leaderNode", to.node)
+      .kv("slot", std::uint64_t{to.slot})
+      .kv("epoch", to.epoch)
+      .end_object();
   return w.take();
 }
 

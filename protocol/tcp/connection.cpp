@@ -26,6 +26,13 @@ std::string error_frame(std::uint64_t id, const api_error& e) {
   w.key("error").begin_object();
   w.kv("code", to_string(e.code));
   w.kv("message", message);
+  if (e.leader) { // api.md: where the request belongs
+    if (!e.leader->msgpack.empty())
+      w.kv("leader", e.leader->msgpack);
+    w.kv("leaderNode", e.leader->node);
+    w.kv("slot", std::uint64_t{e.leader->slot});
+    w.kv("epoch", e.leader->epoch);
+  }
   w.end_object();
   if (wire_of(e.code).retry_after) // api.md: 429 and 503 say when to retry
     w.kv("retryAfterMs", 1000);

@@ -1,7 +1,8 @@
 // Three real spoold processes on loopback in cluster mode (docs/cluster.md):
 // each slot's first replica leads it, takes its pushes and pops, and
 // answers them once a majority has them; the other nodes refuse the slot
-// with 421 naming the leader; a push over two slots is refused with 409
+// with 421 naming the leader and where its clients reach it, which the
+// client library and the CLI follow; a push over two slots is refused with 409
 // cross_slot; SIGTERM stops every node cleanly; a dead leader's slot is
 // served again after the operator's `spool cluster promote`. Every wait has
 // a deadline.
@@ -10,6 +11,7 @@
 
 #include <random>
 
+#include "client/client.hpp"
 #include "system/cli_fixture.hpp"
 #include "system/http_fixture.hpp"
 #include "vocab/slot.hpp"
@@ -264,4 +266,78 @@ TEST_CASE("the leader killed with -9: spool cluster promote on a survivor "
   auto refused = c.until_known(l, "GET", "/api/v1/pop/queue/orders");
   CHECK(refused.status == 421);
   CHECK_THAT(refused.body, Catch::Contains("leader is " + leader));
+}
+
+TEST_CASE("a follower's refusal names where the leader's clients reach it "
+          "(X-Spool-Leader, the msgpack error's leader), and the client "
+          "library and the CLI, pointed at a follower, follow it",
+          "[system][cluster]") {
+  three_nodes c;
+  std::string q = "orders";
+  auto l = three_nodes::leader_of(q);
+  auto f = (l + 1) % 3;
+  auto slot = slot_of(q, default_slot_count);
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push(q, 0, 1)).status
+          == 201);
+  // HTTP: 421 with the leader's HTTP door in the header and the body.
+  auto refused = c.until_known(f, "POST", "/api/v1/push", keyed_push(q, 1, 1));
+  REQUIRE(refused.status == 421);
+  auto http_leader = "127.0.0.1:" + std::to_string(c.nodes[l]->port());
+  CHECK(refused.header("x-spool-leader") == http_leader);
+  auto j = refused.body_json();
+  CHECK(j["code"] == "not_leader");
+  CHECK(j["leader"] == http_leader);
+  CHECK(j["leaderNode"] == "n" + std::to_string(l + 1));
+  CHECK(j["slot"] == slot);
+  CHECK(j["epoch"].get<std::uint64_t>() >= 1);
+
+  // msgpack, a client that does not follow: the error names the leader's
+  // msgpack door.
+  auto at_follower = [&](int redirects) {
+    client::options o;
+    o.port = c.nodes[f]->mp_port();
+    o.request_timeout = 10s;
+    o.max_redirects = redirects;
+    return o;
+  };
+  node::push_item it;
+  it.queue = q;
+  it.payload = R"({"n":1})";
+  client::client stays{at_follower(0)};
+  auto no = stays.push({it});
+  REQUIRE_FALSE(no);
+  CHECK(no.err().code == errc::not_leader);
+  REQUIRE(no.err().leader);
+  CHECK(no.err().leader->msgpack == mp_address(*c.nodes[l]));
+  CHECK(no.err().leader->node == "n" + std::to_string(l + 1));
+  CHECK(no.err().leader->slot == slot);
+  CHECK(no.err().leader->epoch >= 1);
+
+  // The client library follows: push, pop and ack all reach the leader.
+  client::client follows{at_follower(3)};
+  auto pushed = follows.push({it});
+  REQUIRE(pushed);
+  CHECK(follows.followed()
+        == std::vector<std::string>{mp_address(*c.nodes[l])});
+  node::pop_request p;
+  p.queue = q;
+  p.batch = 10;
+  auto got = follows.pop(p);
+  REQUIRE(got);
+  REQUIRE(got->messages.size() == 2);
+  auto acked = follows.ack_all(*got);
+  REQUIRE(acked);
+  for (auto& item : acked->items)
+    CHECK(item.success);
+  // Nothing is left on the leader: the acks landed there.
+  auto left = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
+  CHECK(left.status == 204);
+
+  // The CLI, pointed at the follower, too.
+  auto r = run_cli(mp_address(*c.nodes[f]), "push orders 5", "/dev/null", true);
+  INFO(r.out);
+  CHECK(r.code == 0);
+  auto one = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
+  REQUIRE(one.status == 200);
+  CHECK(one.body_json()["messages"].size() == 1);
 }

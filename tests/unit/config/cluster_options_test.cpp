@@ -87,8 +87,11 @@ TEST_CASE("a wrong --peers or cluster option is refused with what is wrong",
         == "peers needs cluster-secret-file: the file of the secret the "
            "nodes prove they share");
   CHECK(error_of({"--node-id", "n1"})
-        == "node-id and cluster-secret-file need peers (the cluster's nodes); "
-           "without peers the node runs alone");
+        == "node-id, cluster-secret-file and advertise-* need peers (the "
+           "cluster's nodes); without peers the node runs alone");
+  CHECK(error_of({"--advertise-http", "h:1"})
+        == "node-id, cluster-secret-file and advertise-* need peers (the "
+           "cluster's nodes); without peers the node runs alone");
   CHECK_THAT(error_of(three({"--durability", "relaxed"})),
              Catch::StartsWith("durability relaxed is refused with peers"));
 }
@@ -117,4 +120,29 @@ TEST_CASE("cluster options come from the environment and a TOML file too",
   REQUIRE(t.options);
   CHECK(t.options->cluster.cluster_id == "blue");
   CHECK(t.options->cluster.peers.size() == 1);
+}
+
+TEST_CASE("the advertised client addresses: as given, checked, or derived "
+          "from the listen address and this node's peers host",
+          "[config][cluster]") {
+  auto error_of = [](std::vector<std::string> args) {
+    return parse(three(std::move(args)), env_of({})).error;
+  };
+  auto ok = parse(three({"--advertise-http", "spool-2.example:80"}),
+                  env_of({{"SPOOL_ADVERTISE_MSGPACK", "10.9.9.9:7"}}));
+  REQUIRE(ok.options);
+  CHECK(ok.options->cluster.advertise_http == "spool-2.example:80");
+  CHECK(ok.options->cluster.advertise_msgpack == "10.9.9.9:7");
+  CHECK(error_of({"--advertise-msgpack", "nohost"})
+        == "advertise-msgpack's address 'nohost' is not host:port");
+  CHECK(error_of({"--advertise-http", "h:0"})
+        == "advertise-http's port must be 1..65535, got '0'");
+  CHECK(error_of({"--advertise-http", "h x:80"})
+        == "advertise-http's address 'h x:80' may hold only letters, digits "
+           "and . - _ : [ ]");
+  CHECK(advertised("lb.example:443", "0.0.0.0", 6632, "10.0.0.2")
+        == "lb.example:443");
+  CHECK(advertised("", "0.0.0.0", 6632, "10.0.0.2") == "10.0.0.2:6632");
+  CHECK(advertised("", "::", 6690, "fd00::2") == "[fd00::2]:6690");
+  CHECK(advertised("", "127.0.0.3", 40123, "10.0.0.2") == "127.0.0.3:40123");
 }

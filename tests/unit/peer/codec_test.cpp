@@ -45,7 +45,8 @@ std::string error_of(std::string_view body) {
 } // namespace
 
 TEST_CASE("every peer frame decodes to what was encoded", "[peer][codec]") {
-  round_trip(hello{protocol_version, n2, "prod", std::string(16, 'x')});
+  round_trip(hello{protocol_version, n2, "prod", std::string(16, 'x'),
+                   "10.0.0.2:6632", "10.0.0.2:6690"});
   round_trip(proof{std::string(32, '\xab')});
   round_trip(slot_msg(cl::fence_req{7, std::nullopt}));
   round_trip(slot_msg(cl::fence_req{7, 6}));

@@ -15,7 +15,13 @@ const cl::node_id n1{0}, n2{1}, n3{2}, n9{8};
 
 handshake side(cl::node_id self, std::string secret, char nonce_byte,
                std::string cluster = "prod") {
-  return handshake({self, std::move(cluster), std::move(secret), {n1, n2, n3}},
+  auto i = std::to_string(cl::index_of(self) + 1);
+  return handshake({self,
+                    std::move(cluster),
+                    std::move(secret),
+                    {n1, n2, n3},
+                    "10.0.0." + i + ":6632",
+                    "10.0.0." + i + ":6690"},
                    std::string(16, nonce_byte));
 }
 
@@ -78,7 +84,7 @@ TEST_CASE("a peer of another protocol version, another cluster, outside "
   auto r = a.on_hello(h);
   REQUIRE_FALSE(r);
   CHECK(r.err().message
-        == "peer n2 speaks peer protocol 2 and this node speaks 1: refused "
+        == "peer n2 speaks peer protocol 3 and this node speaks 2: refused "
            "(upgrade one of them)");
   r = a.on_hello(side(n2, "s3cret", 'b', "staging").start());
   REQUIRE_FALSE(r);
@@ -99,4 +105,67 @@ TEST_CASE("a peer of another protocol version, another cluster, outside "
   auto p = a.on_proof(proof{std::string(32, 'x')});
   REQUIRE_FALSE(p);
   CHECK(p.err().message == "a peer sent a proof before its hello: refused");
+}
+
+TEST_CASE("a hello carries the node's client addresses, and its proof "
+          "binds them: an address changed on the way fails the proof, and a "
+          "malformed one is refused",
+          "[peer][handshake]") {
+  auto a = side(n1, "s3cret", 'a');
+  auto b = side(n2, "s3cret", 'b');
+  auto hb = b.start();
+  CHECK(hb.http == "10.0.0.2:6632");
+  CHECK(hb.msgpack == "10.0.0.2:6690");
+  REQUIRE(a.on_hello(hb));
+  REQUIRE(a.theirs());
+  CHECK(a.theirs()->msgpack == "10.0.0.2:6690");
+  auto pb = b.on_hello(a.start());
+  REQUIRE(pb);
+  REQUIRE(a.on_proof(*pb));
+
+  // The same hello with another msgpack address, on a fresh link.
+  auto a2 = side(n1, "s3cret", 'c');
+  auto b2 = side(n2, "s3cret", 'd');
+  auto forged = b2.start();
+  forged.msgpack = "10.6.6.6:6690";
+  REQUIRE(a2.on_hello(forged));
+  auto pb2 = b2.on_hello(a2.start());
+  REQUIRE(pb2);
+  CHECK_FALSE(a2.on_proof(*pb2));
+
+  // An address over 255 bytes is refused.
+  auto a3 = side(n1, "s3cret", 'e');
+  auto long_one = side(n2, "s3cret", 'f').start();
+  long_one.http = std::string(256, 'h');
+  auto r = a3.on_hello(long_one);
+  REQUIRE_FALSE(r);
+  CHECK(r.err().message
+        == "peer n2 sent a bad client address (its client address is over "
+           "255 characters): refused");
+  // One that would break an HTTP header is refused too.
+  auto a4 = side(n1, "s3cret", 'g');
+  auto crlf = side(n2, "s3cret", 'h').start();
+  crlf.http = "h:1\r\nSet-Cookie: x";
+  r = a4.on_hello(crlf);
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.err().message,
+             Catch::Contains("may hold only letters, digits and . - _ : [ ]"));
+}
+
+TEST_CASE("a hello of peer protocol 1 (five elements, no addresses) decodes "
+          "and is refused by its version",
+          "[peer][handshake]") {
+  // [kind 1, version 1, node 1, "prod", bin nonce of 16]
+  std::string v1 = "\x95\x01\x01\x01\xa4prod\xc4\x10" + std::string(16, 'n');
+  auto f = decode(v1);
+  REQUIRE(f);
+  auto* h = std::get_if<hello>(&*f);
+  REQUIRE(h);
+  CHECK(h->version == 1);
+  auto a = side(n1, "s3cret", 'a');
+  auto r = a.on_hello(*h);
+  REQUIRE_FALSE(r);
+  CHECK(r.err().message
+        == "peer n2 speaks peer protocol 1 and this node speaks 2: refused "
+           "(upgrade one of them)");
 }

@@ -26,6 +26,12 @@ cl::node_id node(std::uint32_t i) {
   return cl::node_id{i};
 }
 
+/// Where node `i`'s clients would reach it (told in its hello).
+core::client_addresses addresses_of(std::uint32_t i) {
+  return {"127.0.0.1:" + std::to_string(6632 + 10 * i),
+          "127.0.0.1:" + std::to_string(6690 + 10 * i)};
+}
+
 struct three_processes {
   std::vector<std::unique_ptr<store_fixture>> stores;
   std::vector<std::shared_ptr<actors::committer>> commits;
@@ -73,8 +79,8 @@ struct three_processes {
     for (auto& n : nodes)
       for (std::uint32_t j = 0; j < 3; ++j)
         n->set_address(node(j), {"127.0.0.1", nodes[j]->peer_port()});
-    for (auto& n : nodes)
-      n->connect();
+    for (std::uint32_t i = 0; i < 3; ++i)
+      nodes[i]->connect(addresses_of(i));
   }
   ~three_processes() {
     for (auto& n : nodes)
@@ -159,6 +165,13 @@ TEST_CASE("three nodes on loopback replicate a slot: a write is durable once "
     CHECK(why->message
           == "Not the leader of slot " + std::to_string(s) + "; leader is "
                  + std::string(1, static_cast<char>('a' + l)));
+    // It names where the leader's clients reach it, as its hello said.
+    REQUIRE(why->leader);
+    CHECK(why->leader->slot == s);
+    CHECK(why->leader->epoch == 1);
+    CHECK(why->leader->node == std::string(1, static_cast<char>('a' + l)));
+    CHECK(why->leader->http == addresses_of(l).http);
+    CHECK(why->leader->msgpack == addresses_of(l).msgpack);
   }
   // A queue and its partition, with the leader's ids.
   auto& leader = *c.stores[l]->store;
