@@ -36,6 +36,13 @@ std::vector<envelope> election::lead_again() const {
   return {{cfg_.coordinator, *chosen_, lead_req{cfg_.epoch}}};
 }
 
+std::vector<envelope> election::settle() {
+  if (state_ != election_state::running || !cfg_.await_prefer || prefer_waived_)
+    return {};
+  prefer_waived_ = true;
+  return decide();
+}
+
 void election::give_up() {
   if (state_ == election_state::running)
     fail("no majority answered the fence for epoch "
@@ -91,6 +98,10 @@ std::vector<envelope> election::decide() {
   }
   if (good < quorum)
     return {};
+  if (cfg_.await_prefer && cfg_.prefer && !prefer_waived_
+      && std::none_of(answers_.begin(), answers_.end(),
+                      [&](const answer& a) { return a.from == *cfg_.prefer; }))
+    return {}; // its answer, or the deadline
   auto holds_best = [&](const answer& a) {
     return a.rep.granted && !a.rep.damaged && a.rep.log_end == *best;
   };

@@ -32,6 +32,10 @@ struct election_config {
   /// a majority with it (a restarted leader: a refused election must not
   /// raise its own epoch, which would depose a healthy leader on contact).
   bool self_last = false;
+  /// A leader's handoff: once a majority granted, wait (until the
+  /// deadline, `settle`) for `prefer`'s answer before choosing, so that it
+  /// leads whenever it holds the longest log.
+  bool await_prefer = false;
   /// How its reasons name a node (none: `n<index + 1>`).
   std::function<std::string(node_id)> name{};
 };
@@ -46,6 +50,10 @@ public:
   std::vector<envelope> start() const;
   /// An answer to a fence; returns the `lead_req` once one is chosen.
   std::vector<envelope> on_reply(node_id from, const fence_rep& r);
+  /// The deadline passed, first: an election that still waits for its
+  /// preferred replica's answer (`await_prefer`) with a majority's grants
+  /// chooses without it (the `lead_req`); anything else, nothing.
+  std::vector<envelope> settle();
   /// The coordinator gives up (its deadline passed): nothing more is sent.
   void give_up();
   /// Once elected, the `lead_req` again (a lost one would leave the slot
@@ -80,6 +88,8 @@ private:
     fence_rep rep;
   };
   std::vector<envelope> decide();
+  /// `await_prefer` no longer holds a decision (the deadline passed).
+  bool prefer_waived_ = false;
   void fail(std::string why);
 
   std::string name_of_(node_id n) const;

@@ -84,7 +84,7 @@ struct links::outgoing {
   std::deque<std::string> queue;
   std::size_t queued = 0;
   std::string writing_buf;
-  bool ready = false;
+  std::atomic<bool> ready{false}; ///< admitted (read by `up`, any thread)
   bool writing = false;
   std::uint64_t generation = 0;
   std::chrono::milliseconds backoff;
@@ -266,6 +266,11 @@ void links::set_address(cluster::node_id n, peer_address a) {
   if (auto it = out_.find(n); it != out_.end())
     it->second->addr = a;
   cfg_.nodes[n] = std::move(a);
+}
+
+bool links::up(cluster::node_id n) const {
+  auto it = out_.find(n); // made at construction, never changed
+  return it != out_.end() && it->second->ready.load();
 }
 
 void links::set_client_addresses(std::string http, std::string msgpack) {

@@ -89,6 +89,8 @@ public:
   /// Where node `n` listens (before `start`: a port learned after the
   /// configuration was made, as in tests that listen on port 0).
   void set_address(cluster::node_id n, peer_address a);
+  /// Whether this node's link to `n` is up and admitted now (any thread).
+  bool up(cluster::node_id n) const;
   /// Before `start`: where this node's clients reach it (its hello).
   void set_client_addresses(std::string http, std::string msgpack);
   /// Accepts, and dials every other node.

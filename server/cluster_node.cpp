@@ -202,6 +202,11 @@ void cluster_node::slot_replicas(
   });
 }
 
+replication::handoff_report
+cluster_node::hand_off(std::chrono::milliseconds budget) {
+  return repl_->hand_off(budget);
+}
+
 void cluster_node::stop() {
   if (repl_)
     repl_->stop();

@@ -55,6 +55,9 @@ public:
   /// metrics); `k` runs on the committer's thread.
   void slot_replicas(
       std::function<void(expected<std::vector<node::slot_replica>>)> k);
+  /// The SIGTERM handoff of every slot led here (replication::hand_off),
+  /// before the broker stops: blocks up to about `budget`.
+  replication::handoff_report hand_off(std::chrono::milliseconds budget);
   /// Stops the links, fails the writes still waiting for a quorum and
   /// drops the broker's handle (before the actor system ends).
   void stop();

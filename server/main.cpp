@@ -353,6 +353,17 @@ int main(int argc, char** argv) {
         std::thread mp_drain{[&] { mp->shutdown(grace); }};
         http->shutdown(grace);
         mp_drain.join();
+        // docs/cluster.md, "Handoff": the slots led here go to up-to-date
+        // followers while the links still run.
+        if (cluster) {
+          spdlog::info("front doors closed: handing off the slots led here");
+          auto r = cluster->hand_off(grace);
+          for (auto& line : r.lines)
+            spdlog::info("handoff: {}", line);
+          spdlog::info("handoff: {} of the {} slot(s) led here handed to "
+                       "other nodes",
+                       r.handed, r.led);
+        }
         spdlog::info("front doors closed: stopping the broker");
       }
       caf::anon_send_exit(*broker, caf::exit_reason::user_shutdown);

@@ -84,6 +84,20 @@ public:
   /// Every slot's replica here (the metrics), given to `done` on the
   /// committer's thread.
   void report(std::function<void(std::vector<core::slot_report>)> done);
+  /// The SIGTERM handoff (docs/cluster.md, "Handoff"): each slot this node
+  /// leads goes to a follower whose link is up and that holds the slot's
+  /// whole log, by an election that prefers it among the longest logs;
+  /// then it waits until the new leader's epoch start is committed as this
+  /// node sees it. Rounds repeat (a follower short of a tail catches up
+  /// meanwhile) until every slot is handed or `budget` ran out. Blocks the
+  /// caller (not the committer's thread). A slot not handed waits for this
+  /// node's return or a promote, as after a kill.
+  struct handoff_report {
+    std::size_t led = 0;            ///< slots this node led at the start
+    std::size_t handed = 0;         ///< handed to another node, confirmed
+    std::vector<std::string> lines; ///< one per slot led, what happened
+  };
+  handoff_report hand_off(std::chrono::milliseconds budget);
   /// Stops the links and the ticks, and fails every write still waiting.
   void stop();
   peer::links_stats link_stats() const;

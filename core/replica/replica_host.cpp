@@ -135,9 +135,20 @@ void replica_host::tick() {
       continue;
     auto& ss = *p;
     if (ss.elect && now >= ss.elect_deadline) {
-      ss.elect->give_up();
-      end_election(ss);
-      ss.elect.reset();
+      // A handoff's election chooses without its preferred replica, and
+      // sends `lead` again until a deadline of its own.
+      auto chosen = ss.elect->settle();
+      if (!chosen.empty()) {
+        for (auto& e : chosen)
+          post(ss.slot, std::move(e));
+        ss.elect_deadline = now + cfg_.election_deadline;
+        ss.lead_sent = now;
+        end_election(ss);
+      } else {
+        ss.elect->give_up();
+        end_election(ss);
+        ss.elect.reset();
+      }
     }
     if (ss.elect && ss.elect->state() == election_state::elected
         && now - ss.lead_sent >= cfg_.core.retry) {
@@ -159,7 +170,7 @@ void replica_host::tick() {
 }
 
 bool replica_host::promote(slot_t s, std::optional<node_id> to,
-                           promote_done done) {
+                           promote_done done, std::optional<node_id> prefer) {
   auto refuse = [&](errc code, auto&&... why) {
     if (done)
       done({s, std::nullopt, 0, make_error(code, why...)});
@@ -191,8 +202,10 @@ bool replica_host::promote(slot_t s, std::optional<node_id> to,
   auto e = std::max(known, ss->highest_seen) + 1;
   // A decided one stops sending `lead` again: the new epoch supersedes it.
   ss->elect.reset();
-  start_election(
-      *ss, {cfg_.self, ss->replicas, e, std::nullopt, to, std::nullopt, false});
+  election_config c{cfg_.self, ss->replicas, e,    std::nullopt,
+                    to,        prefer,       false};
+  c.await_prefer = prefer.has_value();
+  start_election(*ss, std::move(c));
   ss->promoted = std::move(done);
   drain_local();
   // Decided at once (a one-replica slot; or its own fence refused).

@@ -136,9 +136,11 @@ public:
   /// that one holds it). False when it cannot start (one already runs
   /// there, the slot is not held here or failed). `done`, if given, is
   /// called once on this thread with how it ended, also when it could not
-  /// start.
+  /// start. `prefer` (a leader's handoff at SIGTERM): among the replicas
+  /// that hold the longest log, this one leads.
   bool promote(slot_t s, std::optional<cluster::node_id> to,
-               promote_done done = {});
+               promote_done done = {},
+               std::optional<cluster::node_id> prefer = {});
 
   /// Waits until every mark is committed by a quorum in its epoch, or
   /// lost; calls `done` once with the slots lost.

@@ -128,3 +128,53 @@ TEST_CASE("a restarted leader alone in its replica set fences itself at once "
   REQUIRE(out.size() == 1);
   CHECK(std::holds_alternative<lead_req>(out[0].msg));
 }
+
+TEST_CASE("a handoff's election waits for its preferred replica's answer: it "
+          "leads when it holds the longest log, the longest leads when it "
+          "does not, and without its answer by the deadline the majority "
+          "decides",
+          "[cluster][election][handoff]") {
+  auto handoff = [] {
+    auto c = config();
+    c.prefer = n3;
+    c.await_prefer = true;
+    return c;
+  };
+  // n1 and n2 are a majority, with the same log: no choice before n3.
+  election e(handoff());
+  e.start();
+  CHECK(e.on_reply(n1, granted(5, {4, 9})).empty());
+  CHECK(e.on_reply(n2, granted(5, {4, 9})).empty());
+  CHECK(e.state() == election_state::running);
+  auto out = e.on_reply(n3, granted(5, {4, 9}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n3);
+  CHECK(e.settle().empty()); // decided already
+
+  // n3 lacks the end of the log: the lowest of the longest leads.
+  election short_one(handoff());
+  short_one.start();
+  short_one.on_reply(n2, granted(5, {4, 9}));
+  short_one.on_reply(n1, granted(5, {4, 9}));
+  out = short_one.on_reply(n3, granted(5, {4, 8}));
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n1);
+
+  // n3 never answers: at the deadline the majority decides.
+  election silent(handoff());
+  silent.start();
+  silent.on_reply(n1, granted(5, {4, 9}));
+  silent.on_reply(n2, granted(5, {4, 9}));
+  out = silent.settle();
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].to == n1);
+  CHECK(silent.state() == election_state::elected);
+
+  // Without a majority, settling does nothing: giving up fails it.
+  election alone(handoff());
+  alone.start();
+  alone.on_reply(n1, granted(5, {4, 9}));
+  CHECK(alone.settle().empty());
+  alone.give_up();
+  CHECK(alone.state() == election_state::failed);
+}

@@ -388,9 +388,20 @@ private:
 
   void tick(node_state& s) {
     if (s.elect && now_ >= s.elect_deadline) {
-      s.elect->give_up();
-      end_election(s);
-      s.elect.reset();
+      // A handoff's election chooses without its preferred replica, as
+      // the host does.
+      auto chosen = s.elect->settle();
+      if (!chosen.empty()) {
+        for (auto& e : chosen)
+          post(std::move(e));
+        s.elect_deadline = now_ + 300;
+        s.lead_sent = now_;
+        end_election(s);
+      } else {
+        s.elect->give_up();
+        end_election(s);
+        s.elect.reset();
+      }
     }
     if (s.elect && now_ - s.lead_sent >= cfg_.retry) {
       s.lead_sent = now_;
@@ -403,7 +414,8 @@ private:
   void start_election(node_state& s, election_config c) {
     ++res_.elections;
     note(name(s.id) + " runs an election for epoch " + std::to_string(c.epoch)
-         + (c.expect ? " (restart)" : "") + (c.to ? " to " + name(*c.to) : ""));
+         + (c.expect ? " (restart)" : "") + (c.to ? " to " + name(*c.to) : "")
+         + (c.await_prefer ? " (handoff to " + name(*c.prefer) + ")" : ""));
     s.elect.emplace(std::move(c));
     s.elect_deadline = now_ + 300;
     for (auto& e : s.elect->start())
@@ -423,11 +435,15 @@ private:
       s.elect.reset();
   }
 
-  void promote(node_state& s, std::optional<node_id> to) {
+  /// The operator's promote (`to`), or a leader's handoff (`prefer`).
+  void promote(node_state& s, std::optional<node_id> to,
+               std::optional<node_id> prefer = std::nullopt) {
     if (s.elect)
       return;
     auto e = std::max(s.disk->hard().epoch, s.highest_seen) + 1;
-    start_election(s, {s.id, cfg_.replicas, e, std::nullopt, to, std::nullopt});
+    election_config c{s.id, cfg_.replicas, e, std::nullopt, to, prefer};
+    c.await_prefer = prefer.has_value();
+    start_election(s, std::move(c));
   }
 
   void propose(node_state& s) {
@@ -563,10 +579,15 @@ private:
       cut_.assign(cut_.size(), false);
       return;
     case operator_promote:
-      if (s)
-        promote(*s, chance(0.3)
-                        ? std::optional(cfg_.replicas[pick(nodes_.size())])
-                        : std::nullopt);
+      if (s) {
+        auto some = std::optional(cfg_.replicas[pick(nodes_.size())]);
+        if (chance(0.3))
+          promote(*s, some);
+        else if (chance(0.1)) // a handoff
+          promote(*s, std::nullopt, some);
+        else
+          promote(*s, std::nullopt);
+      }
       return;
     case toggle_full: {
       auto& d = nodes_[pick(nodes_.size())];

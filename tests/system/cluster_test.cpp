@@ -3,8 +3,9 @@
 // answers them once a majority has them; the other nodes refuse the slot
 // with 421 naming the leader and where its clients reach it, which the
 // client library and the CLI follow; a push over two slots is refused with 409
-// cross_slot; SIGTERM stops every node cleanly; a dead leader's slot is
-// served again after the operator's `spool cluster promote`. Every wait has
+// cross_slot; SIGTERM on a leader hands its slots to up-to-date followers,
+// then stops it cleanly; a dead leader's slot is served again after the
+// operator's `spool cluster promote`. Every wait has
 // a deadline.
 
 #include <catch2/catch.hpp>
@@ -156,10 +157,10 @@ TEST_CASE("a whole cluster restarted together comes back with the same "
   REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2))
               .status
           == 201);
-  for (auto& n : c.nodes) {
-    n->signal(SIGTERM);
-    REQUIRE(n->wait_exit(20s) == 0);
-  }
+  // All at once, as a power cut does (SIGTERM would hand the slots over,
+  // one node after the other).
+  for (auto& n : c.nodes)
+    n->kill9();
   for (auto& n : c.nodes)
     n->start();
   // The restarted leader asks a majority before it serves again.
@@ -340,4 +341,43 @@ TEST_CASE("a follower's refusal names where the leader's clients reach it "
   auto one = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=10");
   REQUIRE(one.status == 200);
   CHECK(one.body_json()["messages"].size() == 1);
+}
+
+TEST_CASE("SIGTERM on a leader hands each of its slots to an up-to-date "
+          "follower, then exits: the new leader serves every acknowledged "
+          "message with no operator, and the old one rejoins as its follower",
+          "[system][cluster][handoff]") {
+  three_nodes c;
+  std::string q = "orders";
+  auto l = three_nodes::leader_of(q);
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push(q, 0, 3)).status
+          == 201);
+  c.nodes[l]->signal(SIGTERM);
+  REQUIRE(c.nodes[l]->wait_exit(30s) == 0);
+  auto log = c.nodes[l]->log();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains(
+                      "slot " + std::to_string(slot_of(q, default_slot_count))
+                      + ": handed to n"));
+  CHECK_THAT(log, !Catch::Contains("not handed off"));
+  // One survivor leads it now, the other names it: no promote needed.
+  auto f = (l + 1) % 3;
+  auto r = c.until_known(f, "POST", "/api/v1/push", keyed_push(q, 3, 2));
+  std::size_t nl = f;
+  if (r.status == 421) {
+    auto leader = r.body_json()["leaderNode"].get<std::string>();
+    nl = std::stoul(leader.substr(1)) - 1;
+    REQUIRE(nl != l);
+    r = c.until_known(nl, "POST", "/api/v1/push", keyed_push(q, 3, 2));
+  }
+  REQUIRE(r.status == 201);
+  auto pop = c.nodes[nl]->get("/api/v1/pop/queue/orders?batch=10");
+  REQUIRE(pop.status == 200);
+  CHECK(pop.body_json()["messages"].size() == 5);
+  // The old leader comes back as a follower of the new one.
+  c.nodes[l]->start();
+  auto refused = c.until_known(l, "GET", "/api/v1/pop/queue/orders");
+  CHECK(refused.status == 421);
+  CHECK_THAT(refused.body,
+             Catch::Contains("leader is n" + std::to_string(nl + 1)));
 }

@@ -509,3 +509,55 @@ TEST_CASE("the report gives each slot's role and epoch, and on its leader "
   CHECK(healed.entries == 0);
   CHECK(healed.bytes == 0);
 }
+
+TEST_CASE("a handoff's election makes the preferred follower lead when it "
+          "holds the longest log, and one that holds it when the preferred "
+          "one lacks the log's end",
+          "[replica][host][handoff]") {
+  three_nodes c;
+  c.start();
+  auto [s, l] = slot_and_leader(*c.stores[0]->store, "orders");
+  auto q = make_queue(*c.stores[l]->store, "orders");
+  REQUIRE(c.write(l, q.batch)->done);
+  auto f1 = (l + 1) % 3;
+  auto f2 = (l + 2) % 3;
+  // f2 misses a push (durable on the leader and f1): preferring it elects
+  // a replica with the longest log instead.
+  c.cut.insert({l, f2});
+  c.cut.insert({f2, l});
+  partition_log log{q.p};
+  REQUIRE(c.write(l, c.stores[l]->seal_next(log, 2))->done);
+  c.cut.clear(); // no tick before the election: it has not caught up
+  std::optional<core::promote_outcome> got;
+  REQUIRE(c.hosts[l]->promote(
+      s, std::nullopt, [&](const core::promote_outcome& o) { got = o; },
+      node(f2)));
+  c.pump();
+  REQUIRE(got);
+  REQUIRE_FALSE(got->failure);
+  REQUIRE(got->leader);
+  CHECK(*got->leader != node(f2));
+  auto cur = cl::index_of(*got->leader);
+  c.advance(3500); // caught up; the election's `lead` stops at its deadline
+  REQUIRE(c.hosts[cur]->view(s)->serving);
+  // Now f2 holds the whole log: preferred, it leads, the old leader
+  // follows it.
+  got.reset();
+  REQUIRE(c.hosts[cur]->promote(
+      s, std::nullopt, [&](const core::promote_outcome& o) { got = o; },
+      node(f2)));
+  c.pump();
+  REQUIRE(got);
+  REQUIRE_FALSE(got->failure);
+  CHECK(got->leader == node(f2));
+  c.advance(500);
+  auto v = c.hosts[f2]->view(s);
+  REQUIRE(v);
+  CHECK(v->serving);
+  CHECK(v->epoch == got->epoch);
+  auto old = c.hosts[cur]->view(s);
+  CHECK_FALSE(old->serving);
+  CHECK(old->leader == node(f2));
+  CHECK(rows_diff(c.rows(f2, s), c.rows(cur, s)) == "");
+  (void)f1;
+}
