@@ -28,6 +28,9 @@ struct spoold_child {
   int mp_port = 0; ///< msgpack
   std::filesystem::path dir;
 
+  /// More arguments for spoold (cluster mode's, set before `start`).
+  std::vector<std::string> extra;
+
   /// Starts `spoold` (durability, extra parked pops) unless `fixed_port`
   /// names a running one.
   void start(const std::string& spoold, int fixed_port,
@@ -38,33 +41,45 @@ struct spoold_child {
     }
     char tmpl[] = "/tmp/spool-bench-XXXXXX";
     dir = ::mkdtemp(tmpl);
+    binary_ = spoold;
+    durability_ = durability;
+    parked_ = parked_pops;
+    launch();
+  }
+
+  /// Starts it again on the same data (after `kill9` or `stop`).
+  void launch() {
     auto log = dir / "spoold.log";
+    std::error_code ec; // the last run's ports are not read as this one's
+    std::filesystem::remove(log, ec);
     pid = ::fork();
     if (pid == 0) {
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       std::string data = (dir / "data").string();
-      std::string parked = std::to_string(parked_pops + 100);
-      const char* argv[] = {spoold.c_str(),
-                            "--data-dir",
-                            data.c_str(),
-                            "--http-address",
-                            "127.0.0.1",
-                            "--http-port",
-                            "0",
-                            "--msgpack-address",
-                            "127.0.0.1",
-                            "--msgpack-port",
-                            "0",
-                            "--durability",
-                            durability.c_str(),
-                            "--pop-max-parked",
-                            parked.c_str(),
-                            "--log-level",
-                            "info",
-                            nullptr};
-      ::execv(spoold.c_str(), const_cast<char**>(argv));
+      std::string parked = std::to_string(parked_ + 100);
+      std::vector<const char*> argv = {binary_.c_str(),
+                                       "--data-dir",
+                                       data.c_str(),
+                                       "--http-address",
+                                       "127.0.0.1",
+                                       "--http-port",
+                                       "0",
+                                       "--msgpack-address",
+                                       "127.0.0.1",
+                                       "--msgpack-port",
+                                       "0",
+                                       "--durability",
+                                       durability_.c_str(),
+                                       "--pop-max-parked",
+                                       parked.c_str(),
+                                       "--log-level",
+                                       "info"};
+      for (auto& a : extra)
+        argv.push_back(a.c_str());
+      argv.push_back(nullptr);
+      ::execv(binary_.c_str(), const_cast<char**>(argv.data()));
       ::_exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{30};
@@ -83,6 +98,15 @@ struct spoold_child {
     }
     std::fprintf(stderr, "spoold did not start\n");
     std::exit(1);
+  }
+
+  /// Killed with SIGKILL (its data stays for `launch`).
+  void kill9() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
   }
 
   /// spoold's user+sys CPU seconds so far.
@@ -119,10 +143,17 @@ struct spoold_child {
     if (pid > 0) {
       ::kill(pid, SIGTERM);
       ::waitpid(pid, nullptr, 0);
+    }
+    if (!dir.empty()) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }
   }
+
+private:
+  std::string binary_;
+  std::string durability_ = "strict";
+  int parked_ = 100;
 };
 
 inline double self_cpu() {

@@ -40,7 +40,9 @@ std::vector<envelope> election::settle() {
   if (state_ != election_state::running || !cfg_.await_prefer || prefer_waived_)
     return {};
   prefer_waived_ = true;
-  return decide();
+  auto out = decide();
+  // Only a choice: anything else (none is due here) is not sent.
+  return state_ == election_state::elected ? out : std::vector<envelope>{};
 }
 
 void election::give_up() {

@@ -500,6 +500,7 @@ void links::stop() {
     self->accept_retry_.cancel();
     for (auto& [n, o] : self->out_) {
       ++o->generation;
+      o->ready = false;
       o->timer.cancel();
       o->resolver.cancel();
       o->sock.close(ec);

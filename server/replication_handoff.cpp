@@ -2,6 +2,7 @@
 // rounds of elections that each prefer an up-to-date follower, run on the
 // committer's thread and waited for here.
 
+#include <atomic>
 #include <future>
 #include <map>
 #include <thread>
@@ -20,6 +21,8 @@ struct attempt {
   slot_t slot = 0;
   std::optional<node_id> to; ///< none: no follower to hand it to
   bool any_up = false;       ///< a follower's link is up
+  /// It is not led here any more: who leads it (none: nobody).
+  std::optional<std::optional<node_id>> gone;
   core::promote_outcome out;
 };
 
@@ -32,6 +35,11 @@ replication::hand_off(std::chrono::milliseconds budget) {
   auto dir = host_->directory();
   auto name = [&](node_id n) { return dir->names().name(n); };
   handoff_report rep;
+  if (stopped_)
+    return rep;
+  // An election runs up to this long; a round is started only with that
+  // much time left (and waited for), so none is cut off midway.
+  auto election = std::chrono::milliseconds{host_->config().election_deadline};
   std::vector<slot_t> left; // slots still led here
   with_host([&](core::replica_host& h) {
     for (auto& r : h.report(0))
@@ -42,11 +50,15 @@ replication::hand_off(std::chrono::milliseconds budget) {
   std::map<slot_t, std::string> why;             // the last reason, if kept
   std::map<slot_t, core::promote_outcome> moved; // handed: its new leader
   std::vector<slot_t> given_up;                  // no follower is up
-  while (!left.empty() && clock::now() < until) {
+  std::vector<std::pair<slot_t, std::optional<node_id>>> elsewhere;
+  while (!left.empty()
+         && clock::now() + election + std::chrono::milliseconds{500} < until) {
     // A round: each slot to a follower that is up and has its whole log.
     auto round = std::make_shared<std::promise<std::vector<attempt>>>();
     auto done = round->get_future();
-    commits_->run([host = host_, links = links_, left, round] {
+    auto cancelled = std::make_shared<std::atomic<bool>>(false);
+    auto round_end = clock::now() + election + std::chrono::seconds{1};
+    commits_->run([host = host_, links = links_, left, round, cancelled] {
       struct tally {
         std::vector<attempt> all;
         std::size_t open = 0;
@@ -74,7 +86,10 @@ replication::hand_off(std::chrono::milliseconds budget) {
         t->all[i].slot = s;
         t->all[i].to = to[s];
         t->all[i].any_up = any_up[s];
-        if (!to[s]) {
+        auto v = host->view(s);
+        if (v && v->role != cluster::role::leader)
+          t->all[i].gone = v->leader;
+        if (!to[s] || t->all[i].gone || cancelled->load()) {
           one_done();
           continue;
         }
@@ -88,10 +103,16 @@ replication::hand_off(std::chrono::milliseconds budget) {
       }
       one_done();
     });
-    if (done.wait_until(until) != std::future_status::ready)
-      break; // the job or an election is still on its way: time is up
+    if (done.wait_until(round_end) != std::future_status::ready) {
+      *cancelled = true; // the committer is stuck: start nothing more
+      break;
+    }
     std::vector<slot_t> still;
     for (auto& a : done.get()) {
+      if (a.gone) { // another coordinator's election, or a failed one
+        elsewhere.emplace_back(a.slot, *a.gone);
+        continue;
+      }
       if (!a.to && !a.any_up) { // nobody to wait for
         why[a.slot] = "no follower of it is up";
         given_up.push_back(a.slot);
@@ -103,7 +124,8 @@ replication::hand_off(std::chrono::milliseconds budget) {
         why[a.slot] = a.out.failure->message;
       else if (!a.out.leader || *a.out.leader == self)
         why[a.slot] = "this node was elected again (" + name(*a.to)
-                      + " lacked the end of its log)";
+                      + " lacked the end of its log, or did not answer in "
+                        "time)";
       else {
         moved[a.slot] = a.out;
         why.erase(a.slot);
@@ -147,6 +169,11 @@ replication::hand_off(std::chrono::milliseconds budget) {
       line += ", its epoch start not yet seen committed here";
     rep.lines.push_back(std::move(line));
   }
+  for (auto& [s, by] : elsewhere)
+    rep.lines.push_back("slot " + std::to_string(s) + ": "
+                        + (by ? "led by " + name(*by) + " now (not handed here)"
+                              : "has no leader (an election failed): it "
+                                "waits for a promote"));
   left.insert(left.end(), given_up.begin(), given_up.end());
   for (auto s : left)
     rep.lines.push_back("slot " + std::to_string(s) + ": not handed off ("

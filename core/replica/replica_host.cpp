@@ -202,8 +202,11 @@ bool replica_host::promote(slot_t s, std::optional<node_id> to,
   auto e = std::max(known, ss->highest_seen) + 1;
   // A decided one stops sending `lead` again: the new epoch supersedes it.
   ss->elect.reset();
-  election_config c{cfg_.self, ss->replicas, e,    std::nullopt,
-                    to,        prefer,       false};
+  // A handoff (`prefer`) fences this node's own replica last, once the
+  // others' grants make a majority with it: one that fails (no follower
+  // answers) leaves it leading, not a slot without a leader.
+  election_config c{cfg_.self, ss->replicas, e, std::nullopt, to, prefer};
+  c.self_last = prefer.has_value();
   c.await_prefer = prefer.has_value();
   start_election(*ss, std::move(c));
   ss->promoted = std::move(done);

@@ -442,6 +442,7 @@ private:
       return;
     auto e = std::max(s.disk->hard().epoch, s.highest_seen) + 1;
     election_config c{s.id, cfg_.replicas, e, std::nullopt, to, prefer};
+    c.self_last = prefer.has_value(); // as the host's handoff
     c.await_prefer = prefer.has_value();
     start_election(s, std::move(c));
   }

@@ -107,9 +107,11 @@ std::string same_leader_other_slot(const std::string& queue) {
 
 } // namespace
 
-TEST_CASE("three spoold in cluster mode: a slot's leader serves it and the "
-          "others answer 421 naming the leader",
-          "[system][cluster]") {
+TEST_CASE(
+    "three spoold in cluster mode: a slot's leader serves it and the "
+    "others answer 421 naming the leader, and stopped one after the other "
+    "with SIGTERM, the last one leads every slot after a restart",
+    "[system][cluster]") {
   three_nodes c;
   auto l = three_nodes::leader_of("orders");
   auto r = c.until_known(l, "POST", "/api/v1/push", keyed_push("orders", 0, 2));
@@ -143,10 +145,26 @@ TEST_CASE("three spoold in cluster mode: a slot's leader serves it and the "
                           + other + R"(","payload":2}]})");
   CHECK(both.status == 409);
   CHECK_THAT(both.body, Catch::Contains("{tag}"));
+  // Stopped one after the other, each hands its slots to those still up:
+  // the last one leads every slot, and leads them again once restarted.
   for (auto& n : c.nodes) {
     n->signal(SIGTERM);
-    CHECK(n->wait_exit(20s) == 0);
+    CHECK(n->wait_exit(30s) == 0);
   }
+  CHECK(c.nodes[2]->log().find("not handed off (no follower of it is up)")
+        != std::string::npos);
+  for (auto& n : c.nodes)
+    n->start();
+  auto again
+      = c.until_known(2, "POST", "/api/v1/push", keyed_push("orders", 9, 1));
+  CHECK(again.status == 201);
+  auto pop_again = c.nodes[2]->get("/api/v1/pop/queue/orders?batch=10");
+  REQUIRE(pop_again.status == 200);
+  // Two of the three were leased before the stops: a lease lost with
+  // several unsettled frames isolates them (docs/consumption.md), so the
+  // first answer may hold one.
+  INFO(pop_again.body);
+  CHECK_FALSE(pop_again.body_json()["messages"].empty());
 }
 
 TEST_CASE("a whole cluster restarted together comes back with the same "
@@ -352,14 +370,23 @@ TEST_CASE("SIGTERM on a leader hands each of its slots to an up-to-date "
   auto l = three_nodes::leader_of(q);
   REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push(q, 0, 3)).status
           == 201);
+  // Two of them leased and not acked: the handoff is a restart for leases
+  // (semantics.md §12), so the new leader delivers them again.
+  auto leased = c.nodes[l]->get("/api/v1/pop/queue/orders?batch=2");
+  REQUIRE(leased.status == 200);
+  REQUIRE(leased.body_json()["messages"].size() == 2);
   c.nodes[l]->signal(SIGTERM);
   REQUIRE(c.nodes[l]->wait_exit(30s) == 0);
   auto log = c.nodes[l]->log();
-  INFO(log);
-  CHECK_THAT(log, Catch::Contains(
-                      "slot " + std::to_string(slot_of(q, default_slot_count))
-                      + ": handed to n"));
-  CHECK_THAT(log, !Catch::Contains("not handed off"));
+  std::string handoff_lines; // (Catch cannot print the whole log)
+  for (std::size_t at = log.find("handoff: "); at != std::string::npos;
+       at = log.find("handoff: ", at + 1))
+    handoff_lines += log.substr(at, log.find('\n', at) - at) + "; ";
+  INFO(handoff_lines.substr(0, 2000));
+  auto handed = "slot " + std::to_string(slot_of(q, default_slot_count))
+                + ": handed to n";
+  CHECK(log.find(handed) != std::string::npos);
+  CHECK(log.find("not handed off") == std::string::npos);
   // One survivor leads it now, the other names it: no promote needed.
   auto f = (l + 1) % 3;
   auto r = c.until_known(f, "POST", "/api/v1/push", keyed_push(q, 3, 2));
@@ -371,9 +398,13 @@ TEST_CASE("SIGTERM on a leader hands each of its slots to an up-to-date "
     r = c.until_known(nl, "POST", "/api/v1/push", keyed_push(q, 3, 2));
   }
   REQUIRE(r.status == 201);
+  // The lease lost with two unsettled frames isolates them
+  // (docs/consumption.md): the first is delivered again, alone.
   auto pop = c.nodes[nl]->get("/api/v1/pop/queue/orders?batch=10");
   REQUIRE(pop.status == 200);
-  CHECK(pop.body_json()["messages"].size() == 5);
+  auto got = pop.body_json()["messages"];
+  REQUIRE(got.size() >= 1);
+  CHECK(got[0]["transactionId"] == "m0");
   // The old leader comes back as a follower of the new one.
   c.nodes[l]->start();
   auto refused = c.until_known(l, "GET", "/api/v1/pop/queue/orders");
