@@ -498,7 +498,8 @@ TEST_CASE("the report gives each slot's role and epoch, and on its leader "
   CHECK(small.bytes > 0);
   CHECK(small.bytes >= full.bytes / lacked);
   // A follower reports no lags; it follows in the same epoch.
-  auto* fr = find(c.hosts[f1]->report());
+  auto follower_reports = c.hosts[f1]->report();
+  auto* fr = find(follower_reports);
   REQUIRE(fr);
   CHECK(fr->view.role == cl::role::follower);
   CHECK(fr->followers.empty());
