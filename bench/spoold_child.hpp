@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,8 +53,13 @@ struct spoold_child {
     auto log = dir / "spoold.log";
     std::error_code ec; // the last run's ports are not read as this one's
     std::filesystem::remove(log, ec);
+    auto parent = ::getpid();
     pid = ::fork();
     if (pid == 0) {
+      // Killed with the bench, even when it aborts before its destructors.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent)
+        ::_exit(127);
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);

@@ -48,6 +48,7 @@
 #include "protocol/tcp/server.hpp"
 #include "server/cluster_node.hpp"
 #include "storage/store.hpp"
+#include "vocab/fail_point.hpp"
 
 namespace {
 
@@ -64,6 +65,26 @@ to_store_options(const spool::config::server_options& opts) {
   s.env.slot_log.entries = opts.slot_log_entries;
   s.env.slot_log.bytes = opts.slot_log_mib << 20;
   return s;
+}
+
+/// Tests only (docs/cluster.md, "Fail points"): the points
+/// `SPOOL_FAIL_POINTS` names, armed by SIGUSR2. False: it cannot be read.
+bool arm_fail_points_on_sigusr2() {
+  const char* spec = std::getenv("SPOOL_FAIL_POINTS");
+  if (spec == nullptr || *spec == '\0')
+    return true;
+  if (auto err = spool::fail_points::configure(spec)) {
+    std::fprintf(stderr, "spoold: %s\n", err->c_str());
+    return false;
+  }
+  struct sigaction on_usr2 {};
+  on_usr2.sa_handler = [](int) { spool::fail_points::arm(); };
+  sigemptyset(&on_usr2.sa_mask);
+  ::sigaction(SIGUSR2, &on_usr2, nullptr);
+  spdlog::warn("fail points named ({}): SIGUSR2 makes this process kill "
+               "itself at them; never in production",
+               spec);
+  return true;
 }
 
 } // namespace
@@ -102,6 +123,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   spdlog::set_level(spdlog::level::from_str(opts.log_level));
+  if (!arm_fail_points_on_sigusr2())
+    return 2;
   // Every connection is a descriptor: take the hard limit.
   if (rlimit lim{};
       ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {

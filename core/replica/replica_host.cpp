@@ -1,4 +1,5 @@
 #include "core/replica/replica_host.hpp"
+#include "vocab/fail_point.hpp"
 
 #include <algorithm>
 
@@ -332,8 +333,11 @@ void replica_host::carry_out(slot_state& ss, ready r) {
   for (auto& e : r.send)
     post(ss.slot, std::move(e));
   // Strict durability: what the port committed is synced.
-  for (auto& e : r.after_sync)
+  for (auto& e : r.after_sync) {
+    if (std::holds_alternative<fence_rep>(e.msg))
+      fail_points::hit(fail_points::fenced_before_answer, ss.slot);
     post(ss.slot, std::move(e));
+  }
   if (!r.notices.empty())
     publish(ss); // what a notice's listener reads is current
   for (auto& n : r.notices)

@@ -3,6 +3,7 @@
 // and the durability policy over it.
 
 #include "core/replica/replica_host.hpp"
+#include "vocab/fail_point.hpp"
 
 #include <algorithm>
 
@@ -70,6 +71,8 @@ replica_host::committed(const std::vector<storage::slot_seq>& marks) {
     epochs.push_back(e.value_or(0));
     if (!e)
       continue;
+    // Durable here, not yet shipped: no quorum can hold it yet.
+    fail_points::hit(fail_points::leader_synced_before_quorum, m.slot);
     carry_out(*ss, ss->core->local_appended(now));
     if (!ss->failed)
       carry_out(*ss, ss->core->synced(m.seq, now));

@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,8 +254,13 @@ public:
         "0",         "--msgpack-address", "127.0.0.1",     "--msgpack-port",
         "0"};
     args.insert(args.end(), extra_.begin(), extra_.end());
+    auto parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+      // Killed with the test, even when it aborts before its destructors.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent)
+        ::_exit(127);
       int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
@@ -318,6 +324,20 @@ public:
 
   void signal(int sig) {
     ::kill(pid_, sig);
+  }
+
+  /// Waits until it died by SIGKILL (a fail point's end), up to `timeout`.
+  bool wait_killed(std::chrono::milliseconds timeout = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int st = 0;
+      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
   }
 
   /// Waits for the exit: the exit code, or none (a signal, or a timeout).

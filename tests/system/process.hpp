@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +24,13 @@ public:
     int fds[2];
     if (::pipe(fds) != 0)
       return;
+    auto parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+      // Killed with the test, even when it aborts before its destructors.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent)
+        ::_exit(127);
       ::dup2(fds[1], 1);
       ::dup2(fds[1], 2);
       ::close(fds[0]);

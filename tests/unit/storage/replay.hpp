@@ -12,10 +12,10 @@
 #include <tuple>
 #include <vector>
 
-#include "storage/keys.hpp"
 #include "storage/slot_log.hpp"
 #include "storage/store.hpp"
 #include "unit/storage/fixture.hpp"
+#include "unit/storage/slot_rows.hpp"
 
 namespace spool::test {
 
@@ -37,27 +37,6 @@ logged_slots(st::store& s) {
     auto m = st::slot_log::meta(*t, slot);
     REQUIRE(m);
     out.emplace_back(slot, *m);
-  }
-  return out;
-}
-
-/// Slot `slot`'s rows in every data table: (table, key, value), in order.
-using slot_rows_t
-    = std::vector<std::tuple<std::size_t, std::string, std::string>>;
-inline slot_rows_t slot_rows(st::store& s, slot_t slot) {
-  slot_rows_t out;
-  auto t = s.db().read();
-  REQUIRE(t);
-  auto end = st::keys::slot_end(slot);
-  for (std::size_t i = 0; i < st::dbis::data_tables; ++i) {
-    auto cur = t->open_cursor(t->db().data_table(i));
-    REQUIRE(cur);
-    auto found = cur->seek(st::keys::slot_begin(slot));
-    while (found && *found && cur->key() < end) {
-      out.emplace_back(i, std::string{cur->key()}, std::string{cur->value()});
-      found = cur->next();
-    }
-    REQUIRE(found);
   }
   return out;
 }
@@ -91,22 +70,6 @@ inline std::unique_ptr<st::store> fresh_like(st::store& src, temp_dir& dir) {
   auto s = st::store::open(opts);
   REQUIRE(s);
   return std::move(*s);
-}
-
-/// Where two slots' rows first differ ("" when equal), in a few words.
-inline std::string rows_diff(const slot_rows_t& a, const slot_rows_t& b) {
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    if (a[i] != b[i])
-      return "row " + std::to_string(i) + ": table "
-             + std::to_string(std::get<0>(a[i])) + "/"
-             + std::to_string(std::get<0>(b[i])) + ", key of "
-             + std::to_string(std::get<1>(a[i]).size()) + "/"
-             + std::to_string(std::get<1>(b[i]).size()) + " bytes, value of "
-             + std::to_string(std::get<2>(a[i]).size()) + "/"
-             + std::to_string(std::get<2>(b[i]).size()) + " bytes";
-  if (a.size() != b.size())
-    return "rows " + std::to_string(a.size()) + "/" + std::to_string(b.size());
-  return "";
 }
 
 /// Where two undo lists first differ ("" when equal), in a few words.
