@@ -22,6 +22,7 @@
 #include "node/api.hpp"
 #include "vocab/errors.hpp"
 #include "vocab/expected.hpp"
+#include "vocab/slot.hpp"
 
 namespace spool {
 
@@ -113,6 +114,13 @@ public:
   /// Every slot's replica on this node, by slot (the metrics); empty on
   /// one node.
   void slot_replicas(done<std::vector<node::slot_replica>> k);
+  /// Who says which slots this node serves: cluster mode gives one before
+  /// the doors open (none: one node, every slot).
+  using slot_server = std::function<std::vector<slot_t>()>;
+  void set_slot_server(slot_server s);
+  /// The slots this node serves now, which its listings cover
+  /// (docs/cluster.md, "Serving"); none on one node. Any thread.
+  std::optional<std::vector<slot_t>> served_slots() const;
   /// The operator's promote (docs/cluster.md, "Failover"): one slot's
   /// election, or every slot's held here, each answered once it ended;
   /// `invalid_argument` on a node without `--peers`.

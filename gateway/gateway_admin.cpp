@@ -250,6 +250,16 @@ void gateway::set_slot_reporter(slot_reporter r) {
   impl_->slot_report = std::move(r);
 }
 
+void gateway::set_slot_server(slot_server s) {
+  impl_->served = std::move(s);
+}
+
+std::optional<std::vector<slot_t>> gateway::served_slots() const {
+  if (!impl_->served)
+    return std::nullopt;
+  return impl_->served();
+}
+
 void gateway::slot_replicas(done<std::vector<node::slot_replica>> k) {
   if (!impl_->slot_report)
     return k(std::vector<node::slot_replica>{});

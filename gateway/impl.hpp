@@ -43,6 +43,7 @@ struct gateway::impl {
   std::shared_ptr<const actors::node_metrics> metrics; ///< none: not kept
   gateway::promoter promote;                           ///< none: one node
   gateway::slot_reporter slot_report;                  ///< none: one node
+  gateway::slot_server served;                         ///< none: one node
   /// Pop tokens: this gateway's random prefix and a counter (unique on the
   /// node, never reused while it runs).
   std::string prefix;

@@ -179,6 +179,15 @@ void cluster_node::promote(
                  });
 }
 
+std::vector<slot_t> cluster_node::served_slots() const {
+  std::vector<slot_t> out;
+  auto dir = directory();
+  for (std::uint32_t s = 0; s < dir->slots(); ++s)
+    if (dir->get(static_cast<slot_t>(s)).serving)
+      out.push_back(static_cast<slot_t>(s));
+  return out;
+}
+
 void cluster_node::slot_replicas(
     std::function<void(expected<std::vector<node::slot_replica>>)> k) {
   repl_->report([dir = directory(),

@@ -55,6 +55,9 @@ public:
   /// metrics); `k` runs on the committer's thread.
   void slot_replicas(
       std::function<void(expected<std::vector<node::slot_replica>>)> k);
+  /// The slots this node serves now (leads, its epoch start committed):
+  /// what its listings cover. Any thread.
+  std::vector<slot_t> served_slots() const;
   /// The SIGTERM handoff of every slot led here (replication::hand_off),
   /// before the broker stops: blocks up to about `budget`.
   replication::handoff_report hand_off(std::chrono::milliseconds budget);

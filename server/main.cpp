@@ -77,8 +77,11 @@ bool arm_fail_points_on_sigusr2() {
     std::fprintf(stderr, "spoold: %s\n", err->c_str());
     return false;
   }
+  if (!spool::fail_points::named())
+    return true;
   struct sigaction on_usr2 {};
   on_usr2.sa_handler = [](int) { spool::fail_points::arm(); };
+  on_usr2.sa_flags = SA_RESTART;
   sigemptyset(&on_usr2.sa_mask);
   ::sigaction(SIGUSR2, &on_usr2, nullptr);
   spdlog::warn("fail points named ({}): SIGUSR2 makes this process kill "
@@ -249,6 +252,7 @@ int main(int argc, char** argv) {
       });
       gw->set_slot_reporter(
           [c = cluster.get()](auto k) { c->slot_replicas(std::move(k)); });
+      gw->set_slot_server([c = cluster.get()] { return c->served_slots(); });
     }
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;

@@ -1,4 +1,7 @@
 #include "vocab/slot.hpp"
+#include "vocab/slot_ranges.hpp"
+
+#include <algorithm>
 
 #include <xxhash.h>
 
@@ -58,6 +61,26 @@ std::optional<std::uint64_t> queue_of_id(std::string_view id) noexcept {
   if (id.size() < 14 || id[8] != '-' || id[13] != '-')
     return std::nullopt;
   return lower_hex_of(id.substr(0, 13), 8);
+}
+
+std::string show_slot_ranges(std::vector<slot_t> slots) {
+  std::sort(slots.begin(), slots.end());
+  slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+  if (slots.empty())
+    return "none";
+  std::string out;
+  for (std::size_t i = 0; i < slots.size();) {
+    auto j = i;
+    while (j + 1 < slots.size() && slots[j + 1] == slots[j] + 1)
+      ++j;
+    if (!out.empty())
+      out += ',';
+    out += std::to_string(slots[i]);
+    if (j > i)
+      out += '-' + std::to_string(slots[j]);
+    i = j + 1;
+  }
+  return out;
 }
 
 } // namespace spool

@@ -95,7 +95,7 @@ void delete_filtered(service& svc, call& c) {
 } // namespace
 
 void add_dlq_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/api/v1/dlq", &list});
+  t.push_back({"GET", "/api/v1/dlq", &list, std::nullopt, true});
   t.push_back({"POST", "/api/v1/dlq/requeue", &requeue});
   t.push_back({"DELETE", "/api/v1/dlq/:dlqId", &delete_one});
   t.push_back({"DELETE", "/api/v1/dlq", &delete_filtered});

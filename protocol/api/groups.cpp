@@ -156,9 +156,12 @@ void delete_group_queue(service& svc, call& c) {
 } // namespace
 
 void add_group_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/api/v1/consumer-groups", &list_groups});
-  t.push_back({"GET", "/api/v1/consumer-groups/lagging", &lagging});
-  t.push_back({"GET", "/api/v1/consumer-groups/:group", &group_detail});
+  t.push_back(
+      {"GET", "/api/v1/consumer-groups", &list_groups, std::nullopt, true});
+  t.push_back(
+      {"GET", "/api/v1/consumer-groups/lagging", &lagging, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/consumer-groups/:group", &group_detail,
+               std::nullopt, true});
   t.push_back({"DELETE", "/api/v1/consumer-groups/:group", &delete_group_all});
   t.push_back({"DELETE", "/api/v1/consumer-groups/:group/queues/:queue",
                &delete_group_queue});

@@ -9,6 +9,7 @@
 
 #include "protocol/api/encode.hpp"
 #include "protocol/api/metrics.hpp"
+#include "vocab/slot_ranges.hpp"
 #include "protocol/api/mp_requests.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/shapes.hpp"
@@ -228,19 +229,28 @@ void transaction(const ctx& c) {
       });
 }
 
+/// A cluster node's listing says which slots it covered, as HTTP's
+/// `X-Spool-Slots` does: `slots`, the same ranges.
+void write_served(writer& w, const gateway& gw) {
+  if (auto served = gw.served_slots())
+    w.kv("slots", show_slot_ranges(std::move(*served)));
+}
+
 void queues(const ctx& c) {
   SPOOL_READ(name, read_queue_name(c.req, false));
-  c.svc.gw.queues(std::move(*name),
-                  c.answer<std::vector<node::queue_info>>(
-                      [](writer& w, const std::vector<node::queue_info>& qs) {
-                        w.key("queues").begin_array();
-                        for (auto& q : qs) {
-                          w.begin_object();
-                          api::write_queue_detail_fields(w, q);
-                          w.end_object();
-                        }
-                        w.end_array();
-                      }));
+  c.svc.gw.queues(
+      std::move(*name),
+      c.answer<std::vector<node::queue_info>>(
+          [&gw = c.svc.gw](writer& w, const std::vector<node::queue_info>& qs) {
+            write_served(w, gw);
+            w.key("queues").begin_array();
+            for (auto& q : qs) {
+              w.begin_object();
+              api::write_queue_detail_fields(w, q);
+              w.end_object();
+            }
+            w.end_array();
+          }));
 }
 
 void delete_queue(const ctx& c) {
@@ -273,7 +283,9 @@ void groups(const ctx& c) {
   SPOOL_READ(req, read_groups(c.req));
   c.svc.gw.groups(std::move(*req),
                   c.answer<std::vector<node::cursor_view>>(
-                      [](writer& w, const std::vector<node::cursor_view>& cs) {
+                      [&gw = c.svc.gw](
+                          writer& w, const std::vector<node::cursor_view>& cs) {
+                        write_served(w, gw);
                         auto now = system_wall_now();
                         w.key("groups").begin_array();
                         for (auto& v : cs) {
@@ -304,8 +316,9 @@ void dlq(const ctx& c) {
   SPOOL_READ(q, read_dlq_query(c.req));
   auto echo = *q;
   c.svc.gw.dlq_list(std::move(*q), c.answer<node::dlq_page>(
-                                       [echo = std::move(echo)](
+                                       [echo = std::move(echo), &gw = c.svc.gw](
                                            writer& w, const node::dlq_page& p) {
+                                         write_served(w, gw);
                                          api::write_dlq_page_fields(w, p, echo);
                                        }));
 }

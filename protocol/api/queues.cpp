@@ -194,13 +194,16 @@ void overview(service& svc, call& c) {
 
 void add_queue_routes(std::vector<route>& t) {
   t.push_back({"POST", "/api/v1/configure", &configure});
-  t.push_back({"GET", "/api/v1/resources/queues", &list_queues});
+  t.push_back(
+      {"GET", "/api/v1/resources/queues", &list_queues, std::nullopt, true});
   t.push_back({"GET", "/api/v1/resources/queues/:queue", &queue_detail});
   t.push_back({"DELETE", "/api/v1/resources/queues/:queue", &delete_queue});
   t.push_back({"POST", "/api/v1/resources/queues/:queue/purge", &purge});
-  t.push_back({"GET", "/api/v1/resources/overview", &overview});
-  t.push_back({"GET", "/api/v1/resources/namespaces", &namespaces});
-  t.push_back({"GET", "/api/v1/resources/tasks", &tasks});
+  t.push_back(
+      {"GET", "/api/v1/resources/overview", &overview, std::nullopt, true});
+  t.push_back(
+      {"GET", "/api/v1/resources/namespaces", &namespaces, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/resources/tasks", &tasks, std::nullopt, true});
   t.push_back({"GET", "/api/v1/messages", &browse});
 }
 

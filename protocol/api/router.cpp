@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "protocol/api/metrics.hpp"
+#include "vocab/slot_ranges.hpp"
 
 namespace spool::api {
 
@@ -62,6 +63,28 @@ private:
   std::string warning_;
 };
 
+/// Adds `X-Spool-Slots`: the slots this cluster node serves as it
+/// answers, which a listing covers.
+class slotted : public http::exchange {
+public:
+  slotted(std::shared_ptr<http::exchange> inner, const gateway& gw) :
+      inner_(std::move(inner)), gw_(gw) {
+  }
+  void respond(http::response r) override {
+    if (auto served = gw_.served_slots())
+      r.headers.emplace_back("X-Spool-Slots",
+                             show_slot_ranges(std::move(*served)));
+    inner_->respond(std::move(r));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  std::shared_ptr<http::exchange> inner_;
+  const gateway& gw_;
+};
+
 } // namespace
 
 std::vector<std::string> router::patterns() const {
@@ -98,7 +121,7 @@ http::header_list router::common_headers() {
           // own (an empty pop's reason, a warning, a cluster's leader)
           // would be hidden.
           {"Access-Control-Expose-Headers",
-           "X-Spool-Empty, X-Spool-Warning, X-Spool-Leader"},
+           "X-Spool-Empty, X-Spool-Warning, X-Spool-Leader, X-Spool-Slots"},
           {"Access-Control-Max-Age", "86400"}};
 }
 
@@ -131,6 +154,8 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     if (auto& keys = routes_[m->index].keys)
       if (auto w = http::unknown_keys_warning(*query, *keys); !w.empty())
         ex = std::make_shared<warned>(std::move(ex), std::move(w));
+    if (routes_[m->index].lists)
+      ex = std::make_shared<slotted>(std::move(ex), svc_.gw);
     call c{std::move(req), std::move(m->params), std::move(*query), ex};
     routes_[m->index].fn(svc_, c);
     return;

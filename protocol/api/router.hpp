@@ -27,6 +27,9 @@ struct route {
   /// warning (`X-Spool-Warning`, the access log): pops, push and seeks.
   /// None: not checked; empty: every key is unknown.
   std::optional<std::span<const std::string_view>> keys = std::nullopt;
+  /// A listing over queues of several slots: a cluster node's answer says
+  /// which slots it covered (`X-Spool-Slots`, docs/cluster.md "Serving").
+  bool lists = false;
 };
 
 /// Each file of routes adds its own.

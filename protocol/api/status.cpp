@@ -274,7 +274,8 @@ void status_queue(service& svc, call& c) {
 } // namespace
 
 void add_status_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/api/v1/status/queues", &status_queues});
+  t.push_back(
+      {"GET", "/api/v1/status/queues", &status_queues, std::nullopt, true});
   t.push_back({"GET", "/api/v1/status/queues/:queue", &status_queue});
 }
 

@@ -13,6 +13,7 @@
 #include "client/client.hpp"
 #include "system/cli_fixture.hpp"
 #include "system/cluster_fixture.hpp"
+#include "system/mp_fixture.hpp"
 
 using namespace spool;
 using namespace spool::test;
@@ -47,6 +48,28 @@ TEST_CASE(
   auto led = c.nodes[l]->get("/api/v1/resources/queues");
   CHECK(led.status == 200);
   CHECK(led.body.find("\"orders\"") != std::string::npos);
+  // A listing says which slots it covers: those this node serves.
+  auto orders_slot = slot_of("orders", default_slot_count);
+  auto covers = [](const std::string& ranges, slot_t s) {
+    std::istringstream in{ranges};
+    for (std::string r; std::getline(in, r, ',');) {
+      auto dash = r.find('-');
+      auto lo = std::stoul(r.substr(0, dash));
+      auto hi = dash == std::string::npos ? lo : std::stoul(r.substr(dash + 1));
+      if (lo <= s && s <= hi)
+        return true;
+    }
+    return false;
+  };
+  INFO("X-Spool-Slots: " << led.header("x-spool-slots"));
+  CHECK(covers(led.header("x-spool-slots"), orders_slot));
+  for (auto* route : {"/api/v1/consumer-groups", "/api/v1/dlq",
+                      "/api/v1/status/queues", "/api/v1/resources/overview"})
+    CHECK(c.nodes[l]->get(route).header("x-spool-slots")
+          == led.header("x-spool-slots"));
+  mp_conn mp{c.nodes[l]->mp_port()};
+  for (auto* op : {"queues", "groups", "dlq"})
+    CHECK(mp.ok({{"op", op}})["slots"] == led.header("x-spool-slots"));
   for (std::size_t f = 0; f < 3; ++f) {
     if (f == l)
       continue;
@@ -61,6 +84,8 @@ TEST_CASE(
     auto listed = c.nodes[f]->get("/api/v1/resources/queues");
     CHECK(listed.status == 200);
     CHECK(listed.body.find("\"orders\"") == std::string::npos);
+    CHECK_FALSE(listed.header("x-spool-slots").empty());
+    CHECK_FALSE(covers(listed.header("x-spool-slots"), orders_slot));
   }
   // A push over two slots is refused even where one node leads both.
   auto other = same_leader_other_slot("orders");

@@ -260,7 +260,9 @@ TEST_CASE("an unknown query key on a pop, push or seek is answered as before, "
   // A browser's script may read it (CORS), and the reason of an empty pop.
   CHECK(pop.header("access-control-allow-origin") == "*");
   CHECK(pop.header("access-control-expose-headers")
-        == "X-Spool-Empty, X-Spool-Warning, X-Spool-Leader");
+        == "X-Spool-Empty, X-Spool-Warning, X-Spool-Leader, X-Spool-Slots");
+  // One node serves every slot: its listings name none.
+  CHECK(s.get("/api/v1/resources/queues").header("x-spool-slots").empty());
   CHECK(s.wait_for_log("path=/api/v1/pop/queue/orders status=200 us=", 5s));
   CHECK(s.wait_for_log("note=\"unknown query key consumer_group (did you "
                        "mean consumerGroup?)\"",

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "vocab/slot.hpp"
+#include "vocab/slot_ranges.hpp"
 
 using namespace spool;
 
@@ -72,4 +73,13 @@ TEST_CASE("lowercase hex read once for every id Spool parses",
   CHECK(!lower_hex_of("0001-0002")); // a dash where none is expected
   CHECK(!lower_hex_of("00FF"));      // not ours: upper case
   CHECK(lower_hex_of("") == 0u);
+}
+
+TEST_CASE("a list of slots is shown as ascending ranges, each slot once, "
+          "and no slot as none",
+          "[vocab][slot]") {
+  CHECK(show_slot_ranges({}) == "none");
+  CHECK(show_slot_ranges({7}) == "7");
+  CHECK(show_slot_ranges({3, 0, 1, 2, 9, 12, 13, 15, 14, 9}) == "0-3,9,12-15");
+  CHECK(show_slot_ranges({65535, 65534}) == "65534-65535");
 }
