@@ -56,7 +56,8 @@ struct spoold_child {
     auto parent = ::getpid();
     pid = ::fork();
     if (pid == 0) {
-      // Killed with the bench, even when it aborts before its destructors.
+      // Killed with the bench, even when it aborts before its destructors
+      // (when the forking thread ends: every spawn is on the main thread).
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent)
         ::_exit(127);

@@ -27,7 +27,8 @@ inline constexpr std::string_view fenced_before_answer = "fenced-before-answer";
 std::optional<std::string> configure(std::string_view spec);
 /// Whether `configure` named any point.
 bool named() noexcept;
-/// Arms every named point. Async-signal-safe (SIGUSR2's handler).
+/// Arms every named point and writes `fail points armed` to stderr.
+/// Async-signal-safe (SIGUSR2's handler).
 void arm() noexcept;
 /// Kills this process with SIGKILL if `point` is armed for `slot`, after
 /// one line on stderr that says which point it was.

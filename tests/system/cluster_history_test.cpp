@@ -95,12 +95,12 @@ struct load {
             = r && k < r->size() && (*r)[k].status == node::push_status::queued;
         h.pushes.push_back({p, *items[k].transaction_id, items[k].payload, ok,
                             ok ? std::optional{(*r)[k].offset} : std::nullopt});
+        if (ok)
+          ++pushes_acked;
         if (ok && p == "p0")
           p0_end = std::max(p0_end.load(), (*r)[k].offset + 1);
       }
-      if (r)
-        pushes_acked += static_cast<int>(items.size());
-      else
+      if (!r)
         std::this_thread::sleep_for(50ms);
     }
   }
@@ -123,15 +123,19 @@ struct load {
           h.observed.push_back(
               {msg.partition, msg.offset, msg.transaction_id, msg.payload});
       }
-      auto acked = c.ack_all(*got);
-      if (!acked)
+      auto settle = c.ack_request_for(*got);
+      auto acked = c.ack(settle);
+      if (!acked || acked->items.size() != settle.items.size())
         continue;
       std::lock_guard lock{m};
-      for (auto& item : acked->items) {
-        if (!item.success)
+      for (std::size_t i = 0; i < settle.items.size(); ++i) {
+        if (!acked->items[i].success)
           continue;
+        auto& it = settle.items[i]; // cumulative (`upTo`), or one offset
+        auto last = it.up_to ? it.up_to : it.offset;
         for (auto& msg : got->messages)
-          if (msg.partition == item.partition)
+          if (msg.partition_id == it.partition_id && last
+              && msg.offset <= *last)
             h.acks.push_back({"g1", msg.partition, msg.offset});
       }
     }
@@ -240,6 +244,7 @@ TEST_CASE("under load, the leader killed between its local fsync and the "
 
   // The leader: its next write of the slot is on its disk and nowhere else.
   c.nodes[l]->signal(SIGUSR2);
+  REQUIRE(c.nodes[l]->wait_for_log("fail points armed", 10s));
   REQUIRE(c.nodes[l]->wait_killed());
   CHECK(c.nodes[l]->log().find(
             "fail point leader-synced-before-quorum hit (slot " + s + ")")
@@ -248,8 +253,11 @@ TEST_CASE("under load, the leader killed between its local fsync and the "
   // A follower persists the promote's fence and dies before it answers:
   // the election has no majority, and fails.
   c.nodes[f2]->signal(SIGUSR2);
+  REQUIRE(c.nodes[f2]->wait_for_log("fail points armed", 10s));
   auto failed = c.nodes[f1]->post("/api/v1/cluster/promote?slot=" + s, "");
+  INFO(failed.body);
   CHECK(failed.status == 503);
+  CHECK(failed.body.find("majority") != std::string::npos);
   REQUIRE(c.nodes[f2]->wait_killed());
   CHECK(c.nodes[f2]->log().find("fail point fenced-before-answer hit (slot " + s
                                 + ")")
@@ -261,6 +269,8 @@ TEST_CASE("under load, the leader killed between its local fsync and the "
   auto deadline = std::chrono::steady_clock::now() + 30s;
   do {
     promoted = c.nodes[f1]->post("/api/v1/cluster/promote?slot=" + s, "");
+    if (promoted.status != 200)
+      std::this_thread::sleep_for(200ms);
   } while (promoted.status != 200
            && std::chrono::steady_clock::now() < deadline);
   INFO(promoted.body);
@@ -301,18 +311,26 @@ TEST_CASE("under load, the leader killed between its local fsync and the "
   CHECK_FALSE(h.acks.empty());
   CHECK_FALSE(h.seeks.empty());
 
-  // Healed: the leader sees no follower lacking anything, then all three
-  // stop at once and their rows of the slot are the same bytes.
+  // Healed: the leader sees no follower lacking anything, and each
+  // follower's log ends where the leader's does. Then the leader stops
+  // first (nothing more is shipped), the others at once after it, and
+  // their rows of the slot are the same bytes.
   for (std::size_t f = 0; f < 3; ++f)
     if (f != nl)
       CHECK(c.nodes[nl]->metric_becomes(
           "spool_slot_follower_lag_entries{slot=\"" + s + "\",follower=\"n"
               + std::to_string(f + 1) + "\"}",
           0, 30s));
+  auto last = "spool_slot_last_seq{slot=\"" + s + "\"}";
+  auto end = c.nodes[nl]->metric(last);
+  for (std::size_t f = 0; f < 3; ++f)
+    if (f != nl)
+      CHECK(c.nodes[f]->metric_becomes(last, end, 10s));
+  INFO("the leader's log ends at seq " << end);
+  c.nodes[nl]->kill9();
   for (auto& n : c.nodes)
-    n->signal(SIGKILL);
-  for (auto& n : c.nodes)
-    n->kill9();
+    if (n->pid() > 0)
+      n->kill9();
   auto reference = rows_of(c.nodes[nl]->data(), slot);
   CHECK_FALSE(reference.empty());
   for (std::size_t f = 0; f < 3; ++f) {

@@ -27,7 +27,8 @@ public:
     auto parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
-      // Killed with the test, even when it aborts before its destructors.
+      // Killed with the test, even when it aborts before its destructors
+      // (when the forking thread ends: every spawn is on the main thread).
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent)
         ::_exit(127);
