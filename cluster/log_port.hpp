@@ -51,8 +51,10 @@ public:
   /// many as fit `max_bytes` of payload, at most `max_count`.
   virtual std::vector<entry> read(seq_t from, std::size_t max_count,
                                   std::size_t max_bytes) const = 0;
-  /// A copy of the applied state through `last()`.
-  virtual snapshot take_snapshot() const = 0;
+  /// A copy of the applied state through `last()`; none when its data
+  /// would be over `max_bytes` (then it read about that much, no more).
+  virtual std::optional<snapshot>
+  take_snapshot(std::size_t max_bytes) const = 0;
   /// Carries out `w` (not yet synced).
   virtual write_result write(const writes& w) = 0;
   /// Makes every write carried out so far durable; false when it failed

@@ -42,6 +42,13 @@ struct replica_config {
   millis heartbeat = 100;
   /// Entries unacknowledged this long are sent again.
   millis retry = 500;
+  /// The largest snapshot sent: it goes in one message, which must pass
+  /// the peer link's bound (64 MiB queued per peer, peer/links.hpp). A
+  /// follower that needs a larger one stays behind, told of once with
+  /// `snapshot_too_large` (chunked snapshots are not built yet).
+  std::size_t max_snapshot_bytes = std::size_t{60} << 20;
+  /// A snapshot found too large is tried again this often.
+  millis snapshot_retry = 30'000;
 };
 
 enum class role : std::uint8_t {
@@ -64,6 +71,9 @@ enum class notice_kind : std::uint8_t {
   damaged,
   /// Follower `peer` refused entries (its disk is full, or it is damaged).
   peer_refusing,
+  /// Follower `peer` needs a snapshot over `max_snapshot_bytes`: it stays
+  /// behind (the leader tries again every `snapshot_retry`).
+  snapshot_too_large,
   /// It led `epoch` before a restart: run an election for `epoch + 1`
   /// that expects `epoch` (docs/cluster.md, "Restart"); repeated on ticks
   /// until a leader is known.
@@ -105,6 +115,8 @@ struct peer_progress {
   bool paused = false;
   /// The `prev` seq of the probe out.
   seq_t probe_prev = 0;
+  /// Its last snapshot was too large to send (told of once).
+  bool snapshot_too_large = false;
 };
 
 class replica_core {

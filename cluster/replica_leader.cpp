@@ -49,16 +49,26 @@ void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
     return;
   if (p.refused == refusal::damaged || p.refused == refusal::needs_snapshot
       || p.next <= base.seq) {
-    if (p.last_send != 0 && now - p.last_send < cfg_.retry)
+    auto wait = p.snapshot_too_large ? cfg_.snapshot_retry : cfg_.retry;
+    if (p.last_send != 0 && now - p.last_send < wait)
       return; // one copy per retry interval: it is the slot's whole state
     // What it needs is no longer in the log, or it lost faith in its own
     // copy: the whole state, then entries from there.
-    snapshot_req s{epoch, log_.take_snapshot(), commit_};
+    auto snap = log_.take_snapshot(cfg_.max_snapshot_bytes);
+    p.last_send = now;
+    if (!snap) {
+      if (!p.snapshot_too_large)
+        out.notices.push_back(
+            {notice_kind::snapshot_too_large, epoch, to, refusal::none});
+      p.snapshot_too_large = true;
+      return;
+    }
+    p.snapshot_too_large = false;
+    snapshot_req s{epoch, std::move(*snap), commit_};
     p.next = s.snap.through.seq + 1;
     p.probing = true;
     p.paused = true;
     p.probe_prev = s.snap.through.seq;
-    p.last_send = now;
     out.send.push_back({cfg_.self, to, std::move(s)});
     return;
   }

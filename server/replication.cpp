@@ -32,6 +32,12 @@ std::string describe(slot_t s, const cluster::notice& n,
            + " refuses entries ("
            + (n.why == cluster::refusal::disk_full ? "disk full" : "damaged")
            + ")";
+  case notice_kind::snapshot_too_large:
+    return head + "follower " + (n.peer ? node_name(*n.peer) : std::string{"?"})
+           + " needs a snapshot of the slot over the peer link's bound "
+             "(60 MiB); chunked snapshots are not built yet, so it stays "
+             "behind until the slot's state is smaller (tried again every "
+             "30 s)";
   case notice_kind::restart_election:
     return head + "led epoch " + std::to_string(n.epoch)
            + " before a restart: asks a majority before it serves";

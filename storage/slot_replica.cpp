@@ -77,6 +77,14 @@ expected<std::optional<std::uint64_t>> epoch_of(txn& t, slot_t s,
 }
 
 expected<slot_copy> copy(txn& t, slot_t s) {
+  auto c = copy(t, s, SIZE_MAX);
+  if (!c)
+    return std::move(c).err();
+  return std::move(**c);
+}
+
+expected<std::optional<slot_copy>> copy(txn& t, slot_t s,
+                                        std::size_t max_bytes) {
   auto m = meta(t, s);
   if (!m)
     return std::move(m).err();
@@ -94,12 +102,16 @@ expected<slot_copy> copy(txn& t, slot_t s) {
     c.epoch = *b;
   }
   auto end = keys::slot_end(s);
+  std::size_t bytes = 0;
   for (std::size_t i = 0; i < dbis::data_tables; ++i) {
     auto cur = t.open_cursor(t.db().data_table(i));
     if (!cur)
       return std::move(cur).err();
     auto found = cur->seek(keys::slot_begin(s));
     while (found && *found && cur->key() < end) {
+      bytes += cur->key().size() + cur->value().size();
+      if (bytes > max_bytes)
+        return std::optional<slot_copy>{};
       c.rows.push_back({static_cast<std::uint8_t>(i), std::string{cur->key()},
                         std::string{cur->value()}});
       found = cur->next();
@@ -107,7 +119,7 @@ expected<slot_copy> copy(txn& t, slot_t s) {
     if (!found)
       return std::move(found).err();
   }
-  return c;
+  return std::optional<slot_copy>{std::move(c)};
 }
 
 expected<void> install(txn& t, slot_t s, const slot_copy& c) {

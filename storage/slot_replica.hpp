@@ -81,6 +81,10 @@ expected<std::optional<std::uint64_t>> epoch_of(txn& t, slot_t s,
 
 /// Slot `s`'s state as of `t`, through its last entry.
 expected<slot_copy> copy(txn& t, slot_t s);
+/// As `copy`, none once its rows' keys and values pass `max_bytes` (it
+/// stops reading there).
+expected<std::optional<slot_copy>> copy(txn& t, slot_t s,
+                                        std::size_t max_bytes);
 
 /// Replaces slot `s`'s rows in every data table with `c`'s and its log with
 /// none kept after `c.seq` (so the next entry applied is `c.seq + 1`).

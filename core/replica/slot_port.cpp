@@ -149,20 +149,26 @@ std::vector<entry> slot_port::read(seq_t from, std::size_t max_count,
   return out;
 }
 
-snapshot slot_port::take_snapshot() const {
+std::optional<snapshot> slot_port::take_snapshot(std::size_t max_bytes) const {
+  // A read that fails answers an empty copy and keeps the error: the host
+  // stops the slot before it acts on it (`read_failed`).
   auto t = env_.read();
   if (!t) {
     error_ = std::move(t).err();
-    return {};
+    return snapshot{};
   }
-  auto c = sl::copy(*t, slot_);
+  auto c = sl::copy(*t, slot_, max_bytes);
   if (!c) {
     error_ = std::move(c).err();
-    return {};
+    return snapshot{};
   }
+  if (!*c)
+    return std::nullopt;
   std::string data;
-  storage::append_bytes(data, *c);
-  return make_snapshot({c->epoch, c->seq}, std::move(data));
+  storage::append_bytes(data, **c);
+  if (data.size() > max_bytes)
+    return std::nullopt;
+  return make_snapshot({(*c)->epoch, (*c)->seq}, std::move(data));
 }
 
 write_result slot_port::write(const writes& w) {

@@ -36,7 +36,8 @@ public:
   std::optional<cluster::epoch_t> epoch_at(cluster::seq_t seq) const override;
   std::vector<cluster::entry> read(cluster::seq_t from, std::size_t max_count,
                                    std::size_t max_bytes) const override;
-  cluster::snapshot take_snapshot() const override;
+  std::optional<cluster::snapshot>
+  take_snapshot(std::size_t max_bytes) const override;
   cluster::write_result write(const cluster::writes& w) override;
   bool sync() override;
 

@@ -41,8 +41,12 @@ std::vector<entry> sim_disk::read(seq_t from, std::size_t max_count,
   return out;
 }
 
-snapshot sim_disk::take_snapshot() const {
-  return make_snapshot(last(), encode_history(now_.history));
+std::optional<snapshot> sim_disk::take_snapshot(std::size_t max_bytes) const {
+  ++snapshots_taken;
+  auto data = encode_history(now_.history);
+  if (data.size() > max_bytes)
+    return std::nullopt;
+  return make_snapshot(last(), std::move(data));
 }
 
 write_result sim_disk::write(const writes& w) {

@@ -29,7 +29,7 @@ public:
   std::optional<epoch_t> epoch_at(seq_t seq) const override;
   std::vector<entry> read(seq_t from, std::size_t max_count,
                           std::size_t max_bytes) const override;
-  snapshot take_snapshot() const override;
+  std::optional<snapshot> take_snapshot(std::size_t max_bytes) const override;
   write_result write(const writes& w) override;
   bool sync() override {
     if (fail_sync) {
@@ -46,6 +46,8 @@ public:
   }
   /// Writes fail with `disk_full` while set.
   bool full = false;
+  /// Snapshots taken (too large ones included).
+  mutable std::size_t snapshots_taken = 0;
   /// The next write fails as an apply that went wrong.
   bool fail_next = false;
   /// The next sync fails.

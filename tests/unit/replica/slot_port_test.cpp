@@ -116,7 +116,8 @@ TEST_CASE("a truncation through the slot port leaves the follower as if it "
 }
 
 TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
-          "slot's key range through the port, then entries after it",
+          "slot's key range through the port, then entries after it, and a "
+          "snapshot over its byte budget is not taken",
           "[replica][slot_port]") {
   pair_of_stores ps(log_window{3, std::uint64_t{1} << 30});
   auto from = ps.leader_port();
@@ -125,7 +126,12 @@ TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
   CHECK(base.epoch == 1);
   CHECK(from.epoch_at(base.seq) == 1u);
   CHECK_FALSE(from.epoch_at(base.seq - 1));
-  auto snap = from.take_snapshot();
+  // Over its budget it reads no further and answers none.
+  CHECK_FALSE(from.take_snapshot(16));
+  auto whole = from.take_snapshot(SIZE_MAX);
+  REQUIRE(whole);
+  CHECK_FALSE(from.take_snapshot(whole->data.size() - 1));
+  auto snap = *from.take_snapshot(whole->data.size());
   CHECK(snap.through == from.last());
   auto to = ps.follower_port();
   cl::writes w;
