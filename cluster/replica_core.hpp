@@ -43,10 +43,11 @@ struct replica_config {
   /// Entries unacknowledged this long are sent again.
   millis retry = 500;
   /// The largest snapshot sent: it goes in one message, which must pass
-  /// the peer link's bound (64 MiB queued per peer, peer/links.hpp). A
-  /// follower that needs a larger one stays behind, told of once with
-  /// `snapshot_too_large` (chunked snapshots are not built yet).
-  std::size_t max_snapshot_bytes = std::size_t{60} << 20;
+  /// the peer link's bound (64 MiB queued per peer, all slots' traffic
+  /// included: peer/links.hpp). A follower that needs a larger one stays
+  /// behind, told of once per term with `snapshot_too_large` (chunked
+  /// snapshots are not built yet).
+  std::size_t max_snapshot_bytes = std::size_t{48} << 20;
   /// A snapshot found too large is tried again this often.
   millis snapshot_retry = 30'000;
 };

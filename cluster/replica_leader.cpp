@@ -207,6 +207,7 @@ void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
     }
     p.next = std::max(p.next, p.match + 1);
     p.refused = refusal::none;
+    p.snapshot_too_large = false;
     advance_commit(out);
     ship(from, p, out, now, false);
     return;

@@ -1,6 +1,7 @@
 #include "server/replication.hpp"
 
 #include <future>
+#include <mutex>
 
 namespace spool::server {
 
@@ -14,7 +15,8 @@ cluster::millis steady_millis() {
 }
 
 std::string describe(slot_t s, const cluster::notice& n,
-                     const core::cluster_names& names) {
+                     const core::cluster_names& names,
+                     const cluster::replica_config& core) {
   auto node_name = [&](cluster::node_id p) { return names.name(p); };
   using cluster::notice_kind;
   auto head = "slot " + std::to_string(s) + ": ";
@@ -34,10 +36,12 @@ std::string describe(slot_t s, const cluster::notice& n,
            + ")";
   case notice_kind::snapshot_too_large:
     return head + "follower " + (n.peer ? node_name(*n.peer) : std::string{"?"})
-           + " needs a snapshot of the slot over the peer link's bound "
-             "(60 MiB); chunked snapshots are not built yet, so it stays "
-             "behind until the slot's state is smaller (tried again every "
-             "30 s)";
+           + " needs a snapshot of the slot over "
+           + std::to_string(core.max_snapshot_bytes >> 20)
+           + " MiB, the most one peer message carries; chunked snapshots "
+             "are not built yet, so it stays behind until the slot's state "
+             "is smaller (tried again every "
+           + std::to_string(core.snapshot_retry / 1000) + " s)";
   case notice_kind::restart_election:
     return head + "led epoch " + std::to_string(n.epoch)
            + " before a restart: asks a majority before it serves";
@@ -76,20 +80,21 @@ replication::start(storage::env& env, std::uint32_t slots,
   core::host_events ev;
   // The host, for its notices: set once it exists (they run inside it).
   auto self_host = std::make_shared<core::replica_host*>(nullptr);
-  ev.notice = [log, names, self_host, marks = opts.marks,
-               serving = opts.serving](slot_t s, const cluster::notice& n) {
-    log(describe(s, n, names));
-    using cluster::notice_kind;
-    if (n.kind == notice_kind::serving) {
-      if (marks && *self_host) {
-        storage::slot_seq m{s, (*self_host)->commit_of(s)};
-        marks->raise(std::span{&m, 1});
-      }
-      if (serving)
-        serving(s, n.epoch);
-    } else if (n.kind == notice_kind::deposed && serving)
-      serving(s, 0);
-  };
+  ev.notice
+      = [log, names, self_host, marks = opts.marks, serving = opts.serving,
+         core = cfg.core](slot_t s, const cluster::notice& n) {
+          log(describe(s, n, names, core));
+          using cluster::notice_kind;
+          if (n.kind == notice_kind::serving) {
+            if (marks && *self_host) {
+              storage::slot_seq m{s, (*self_host)->commit_of(s)};
+              marks->raise(std::span{&m, 1});
+            }
+            if (serving)
+              serving(s, n.epoch);
+          } else if (n.kind == notice_kind::deposed && serving)
+            serving(s, 0);
+        };
   ev.election_failed = [log](slot_t s, const std::string& why) {
     log("slot " + std::to_string(s) + ": election failed: " + why);
   };
@@ -173,12 +178,38 @@ void replication::connect(core::client_addresses self) {
 }
 
 void replication::with_host(const std::function<void(core::replica_host&)>& f) {
-  std::promise<void> done;
-  commits_->run([&] {
-    f(*host_);
-    done.set_value();
+  with_host(f, std::chrono::steady_clock::time_point::max());
+}
+
+bool replication::with_host(const std::function<void(core::replica_host&)>& f,
+                            std::chrono::steady_clock::time_point until) {
+  // `f` (and what it refers to) lives only while this call waits: a job
+  // that starts after the wait gave up must not touch it.
+  struct call {
+    std::mutex m;
+    bool abandoned = false;
+    std::promise<void> done;
+  };
+  auto c = std::make_shared<call>();
+  auto ran = c->done.get_future();
+  commits_->run([c, &f, host = host_] {
+    std::lock_guard lock{c->m};
+    if (c->abandoned)
+      return;
+    f(*host);
+    c->done.set_value();
   });
-  done.get_future().wait();
+  if (until == std::chrono::steady_clock::time_point::max()) {
+    ran.wait();
+    return true;
+  }
+  if (ran.wait_until(until) == std::future_status::ready)
+    return true;
+  std::lock_guard lock{c->m}; // waits for a run that just began
+  if (ran.wait_for(std::chrono::seconds{0}) == std::future_status::ready)
+    return true;
+  c->abandoned = true;
+  return false;
 }
 
 void replication::promote(

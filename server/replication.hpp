@@ -76,6 +76,10 @@ public:
   /// Runs `f` with the host on the committer's thread and waits for it
   /// (tests, metrics).
   void with_host(const std::function<void(core::replica_host&)>& f);
+  /// As `with_host`, waiting no later than `until`: false when `f` did not
+  /// run by then (a stuck committer), and then it never runs.
+  bool with_host(const std::function<void(core::replica_host&)>& f,
+                 std::chrono::steady_clock::time_point until);
   /// Runs the operator's promote on the committer's thread: an election
   /// for `slot`, or for every slot held here (none); `done` gets each
   /// slot's outcome, by slot, once every one ended (on that thread).

@@ -41,11 +41,17 @@ replication::hand_off(std::chrono::milliseconds budget) {
   // much time left (and waited for), so none is cut off midway.
   auto election = std::chrono::milliseconds{host_->config().election_deadline};
   std::vector<slot_t> left; // slots still led here
-  with_host([&](core::replica_host& h) {
-    for (auto& r : h.report(0))
-      if (r.view.role == cluster::role::leader)
-        left.push_back(r.slot);
-  });
+  if (!with_host(
+          [&](core::replica_host& h) {
+            for (auto& r : h.report(0))
+              if (r.view.role == cluster::role::leader)
+                left.push_back(r.slot);
+          },
+          until)) {
+    rep.lines.push_back("the writer thread did not answer within the "
+                        "budget: no slot was handed off");
+    return rep;
+  }
   rep.led = left.size();
   std::map<slot_t, std::string> why;             // the last reason, if kept
   std::map<slot_t, core::promote_outcome> moved; // handed: its new leader
@@ -144,19 +150,23 @@ replication::hand_off(std::chrono::milliseconds budget) {
   std::map<slot_t, cluster::seq_t> start_of; // the new epoch's first seq here
   std::map<slot_t, bool> confirmed;
   while (confirmed.size() < moved.size() && clock::now() < confirm_until) {
-    with_host([&](core::replica_host& h) {
-      for (auto& [s, o] : moved) {
-        if (confirmed.count(s))
-          continue;
-        auto v = h.view(s);
-        if (!v || v->epoch != o.epoch || v->last.epoch != o.epoch)
-          continue;
-        auto [it, fresh] = start_of.emplace(s, v->last.seq);
-        (void)fresh;
-        if (v->commit >= it->second)
-          confirmed[s] = true;
-      }
-    });
+    auto seen = with_host(
+        [&](core::replica_host& h) {
+          for (auto& [s, o] : moved) {
+            if (confirmed.count(s))
+              continue;
+            auto v = h.view(s);
+            if (!v || v->epoch != o.epoch || v->last.epoch != o.epoch)
+              continue;
+            auto [it, fresh] = start_of.emplace(s, v->last.seq);
+            (void)fresh;
+            if (v->commit >= it->second)
+              confirmed[s] = true;
+          }
+        },
+        confirm_until);
+    if (!seen)
+      break; // the writer thread is stuck: the report says what is unseen
     if (confirmed.size() < moved.size())
       std::this_thread::sleep_for(std::chrono::milliseconds{20});
   }

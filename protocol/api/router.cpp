@@ -63,17 +63,25 @@ private:
   std::string warning_;
 };
 
-/// Adds `X-Spool-Slots`: the slots this cluster node serves as it
-/// answers, which a listing covers.
+/// Adds `X-Spool-Slots` to a listing's answer: the slots this cluster
+/// node serves as it answers, which the listing covers. Past
+/// `max_listed` characters (many slots, interleaved over the nodes) only
+/// their count, so the header stays under what proxies accept.
 class slotted : public http::exchange {
 public:
+  static constexpr std::size_t max_listed = 2048;
+
   slotted(std::shared_ptr<http::exchange> inner, const gateway& gw) :
       inner_(std::move(inner)), gw_(gw) {
   }
   void respond(http::response r) override {
-    if (auto served = gw_.served_slots())
-      r.headers.emplace_back("X-Spool-Slots",
-                             show_slot_ranges(std::move(*served)));
+    if (auto served = gw_.served_slots(); served && r.status < 300) {
+      auto n = served->size();
+      auto ranges = show_slot_ranges(std::move(*served));
+      if (ranges.size() > max_listed)
+        ranges = std::to_string(n) + " slots";
+      r.headers.emplace_back("X-Spool-Slots", std::move(ranges));
+    }
     inner_->respond(std::move(r));
   }
   void on_abandon(std::function<void()> f) override {

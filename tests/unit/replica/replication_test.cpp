@@ -209,3 +209,28 @@ TEST_CASE("three nodes on loopback replicate a slot: a write is durable once "
   CHECK(lost[0].slot == s);
   CHECK_THAT(lost[0].why.message, Catch::Contains("has no quorum"));
 }
+
+TEST_CASE("a handoff whose writer thread is stuck gives up at its budget, "
+          "hands off nothing and says why",
+          "[replica][replication][handoff]") {
+  three_processes c;
+  auto s = slot_of("orders", c.stores[0]->store->slot_count());
+  auto l = static_cast<std::uint32_t>(s % 3);
+  REQUIRE(c.eventually([&] { return c.serves(l, s); }));
+  // The committer runs one job at a time: this one holds it.
+  std::promise<void> release;
+  auto held = release.get_future().share();
+  c.commits[l]->run([held] { held.wait(); });
+  auto t0 = std::chrono::steady_clock::now();
+  auto rep = c.nodes[l]->hand_off(500ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  release.set_value();
+  CHECK(took < 2s);
+  CHECK(rep.handed == 0);
+  REQUIRE(rep.lines.size() == 1);
+  CHECK(rep.lines[0]
+        == "the writer thread did not answer within the budget: no slot "
+           "was handed off");
+  // The job it gave up on never runs: the slot is still led here.
+  CHECK(c.view(l, s)->role == cluster::role::leader);
+}
