@@ -196,8 +196,10 @@ void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
   auto& p = it->second;
   switch (r.refused) {
   case refusal::none:
-    if (r.match > p.match)
+    if (r.match > p.match) {
       p.last_ack = now;
+      p.snapshot_too_large = false; // it took entries: no snapshot needed
+    }
     p.match = std::max(p.match, r.match);
     // The probe is taken (an answer to an older append or a heartbeat
     // below it ends nothing).
@@ -207,7 +209,6 @@ void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
     }
     p.next = std::max(p.next, p.match + 1);
     p.refused = refusal::none;
-    p.snapshot_too_large = false;
     advance_commit(out);
     ship(from, p, out, now, false);
     return;

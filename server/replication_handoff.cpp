@@ -2,6 +2,7 @@
 // rounds of elections that each prefer an up-to-date follower, run on the
 // committer's thread and waited for here.
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <map>
@@ -41,13 +42,15 @@ replication::hand_off(std::chrono::milliseconds budget) {
   // much time left (and waited for), so none is cut off midway.
   auto election = std::chrono::milliseconds{host_->config().election_deadline};
   std::vector<slot_t> left; // slots still led here
+  // At least a second for this first look, even with no budget: a writer
+  // thread that is merely busy is not called stuck.
   if (!with_host(
           [&](core::replica_host& h) {
             for (auto& r : h.report(0))
               if (r.view.role == cluster::role::leader)
                 left.push_back(r.slot);
           },
-          until)) {
+          std::max(until, clock::now() + std::chrono::seconds{1}))) {
     rep.lines.push_back("the writer thread did not answer within the "
                         "budget: no slot was handed off");
     return rep;

@@ -9,6 +9,7 @@
 #include "unit/storage/fixture.hpp"
 #include "unit/storage/replay.hpp"
 
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <set>
@@ -233,4 +234,22 @@ TEST_CASE("a handoff whose writer thread is stuck gives up at its budget, "
            "was handed off");
   // The job it gave up on never runs: the slot is still led here.
   CHECK(c.view(l, s)->role == cluster::role::leader);
+}
+
+TEST_CASE("a wait on the writer thread that gave up at its deadline never "
+          "runs its job afterwards",
+          "[replica][replication]") {
+  three_processes c;
+  std::promise<void> release;
+  auto held = release.get_future().share();
+  c.commits[0]->run([held] { held.wait(); });
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  CHECK_FALSE(c.nodes[0]->with_host([ran](core::replica_host&) { *ran = true; },
+                                    std::chrono::steady_clock::now() + 50ms));
+  release.set_value();
+  c.nodes[0]->with_host([](core::replica_host&) {}); // after it, in order
+  CHECK_FALSE(*ran);
+  CHECK(c.nodes[0]->with_host([ran](core::replica_host&) { *ran = true; },
+                              std::chrono::steady_clock::now() + 10s));
+  CHECK(*ran);
 }
