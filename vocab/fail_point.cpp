@@ -53,10 +53,13 @@ std::optional<std::string> configure(std::string_view spec) {
     std::size_t i = 0;
     while (i < known.size() && known[i] != name)
       ++i;
-    if (i == known.size())
+    if (i == known.size()) {
+      std::string names;
+      for (auto k : known)
+        names += (names.empty() ? "" : ", ") + std::string{k};
       return "SPOOL_FAIL_POINTS: unknown fail point '" + std::string{name}
-             + "' (known: " + std::string{known[0]} + ", "
-             + std::string{known[1]} + ")";
+             + "' (known: " + names + ")";
+    }
     p.which = i;
     if (at != std::string_view::npos) {
       auto s = item.substr(at + 1);

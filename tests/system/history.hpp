@@ -138,21 +138,24 @@ inline std::vector<std::string> check(const history& h) {
   }
   // No acknowledged seek undone: the last acknowledged one holds, or one
   // sent after it whose outcome is unknown.
-  std::map<std::pair<std::string, std::string>, std::set<std::int64_t>> may;
+  struct since_acked {
+    bool acked = false;             ///< one was acknowledged
+    std::set<std::int64_t> allowed; ///< it, and unknown ones after it
+  };
+  std::map<std::pair<std::string, std::string>, since_acked> may;
   for (auto& s : h.seeks) {
-    auto& allowed = may[{s.group, s.partition}];
-    if (s.acked)
-      allowed.clear();
-    allowed.insert(s.after);
+    auto& m = may[{s.group, s.partition}];
+    if (s.acked) {
+      m.acked = true;
+      m.allowed.clear();
+    }
+    m.allowed.insert(s.after);
   }
-  for (auto& [gp, allowed] : may) {
-    bool any_acked = false;
-    for (auto& s : h.seeks)
-      any_acked |= s.acked && s.group == gp.first && s.partition == gp.second;
-    if (!any_acked)
+  for (auto& [gp, m] : may) {
+    if (!m.acked)
       continue;
     auto c = cursor(gp.first, gp.second);
-    if (!c || allowed.count(*c) == 0)
+    if (!c || m.allowed.count(*c) == 0)
       bad.push_back("group " + gp.first + " on " + gp.second
                     + ": an acknowledged seek is undone (committed offset "
                     + (c ? std::to_string(*c) : std::string{"none"}) + ")");
