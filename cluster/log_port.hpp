@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cluster/types.hpp"
@@ -14,16 +15,22 @@
 namespace spool::cluster {
 
 /// One step's writes, carried out in this order and all or nothing:
-/// the hard state, the truncation, the snapshot, the appends.
+/// the hard state, the truncation, the staged piece, the install, the
+/// appends.
 struct writes {
   std::optional<hard_state> hard;
   /// Forget (and undo) every entry after this seq.
   std::optional<seq_t> truncate_after;
-  std::optional<snapshot> install;
+  /// Stage this piece of a snapshot after those staged before (its index
+  /// 0: instead of them).
+  std::optional<snapshot_piece> stage;
+  /// Replace the state and the log with the staged pieces, a copy through
+  /// this position (none staged after).
+  std::optional<log_pos> install;
   std::vector<entry> append;
 
   bool empty() const noexcept {
-    return !hard && !truncate_after && !install && append.empty();
+    return !hard && !truncate_after && !stage && !install && append.empty();
   }
 };
 
@@ -51,10 +58,20 @@ public:
   /// many as fit `max_bytes` of payload, at most `max_count`.
   virtual std::vector<entry> read(seq_t from, std::size_t max_count,
                                   std::size_t max_bytes) const = 0;
-  /// A copy of the applied state through `last()`; none when its data
-  /// would be over `max_bytes` (then it read about that much, no more).
-  virtual std::optional<snapshot>
-  take_snapshot(std::size_t max_bytes) const = 0;
+  /// Opens copy `id` of the applied state through `last()`, read in
+  /// pieces while it stays open, and answers its position; none when the
+  /// node has as many copies open as it may (try later). Reading one keeps
+  /// a view of the store open: close it when done.
+  virtual std::optional<log_pos> open_copy(std::uint64_t id) const = 0;
+  /// The piece of copy `id` from `from` (empty: its start; else the last
+  /// piece's `next`): at least one row when one is left, then as many as
+  /// fit about `max_bytes`. The same `from` and `max_bytes` give the same
+  /// piece. None when the copy is not open (closed, or ended by the store:
+  /// open another).
+  virtual std::optional<copy_read> read_copy(std::uint64_t id,
+                                             const std::string& from,
+                                             std::size_t max_bytes) const = 0;
+  virtual void close_copy(std::uint64_t id) const = 0;
   /// Carries out `w` (not yet synced).
   virtual write_result write(const writes& w) = 0;
   /// Makes every write carried out so far durable; false when it failed

@@ -79,15 +79,25 @@ struct append_rep {
   seq_t asked = 0;
 };
 
-/// Leader → follower: replace the log and state with this copy.
+/// Leader → follower: a piece of a copy of the slot's state; with the
+/// last one, replace the log and state with the copy.
 struct snapshot_req {
   epoch_t epoch = 0;
-  snapshot snap;
+  snapshot_piece piece;
   seq_t commit = 0;
 };
 
+/// Follower → leader: it holds the first `taken` pieces of copy `copy`
+/// staged (0: it holds none of it, and wants it from the start). The last
+/// piece is answered with an `append_rep` instead, once installed.
+struct snapshot_rep {
+  epoch_t epoch = 0;
+  std::uint64_t copy = 0;
+  std::uint32_t taken = 0;
+};
+
 using message = std::variant<fence_req, fence_rep, lead_req, append_req,
-                             append_rep, snapshot_req>;
+                             append_rep, snapshot_req, snapshot_rep>;
 
 /// A message with its sender and addressee.
 struct envelope {

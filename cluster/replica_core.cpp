@@ -78,12 +78,15 @@ ready replica_core::on_message(const envelope& m, millis now) {
     on_snapshot(m.from, *s, out);
   else if (auto* r = std::get_if<append_rep>(&m.msg))
     on_append_rep(m.from, *r, out, now);
+  else if (auto* c = std::get_if<snapshot_rep>(&m.msg))
+    on_snapshot_rep(m.from, *c, out, now);
   // A fence_rep is the coordinator's (election.hpp), not a replica's.
   return finish(std::move(out));
 }
 
 ready replica_core::finish(ready out) {
-  step_applies_ = !out.write.append.empty() || out.write.install.has_value();
+  step_applies_ = !out.write.append.empty() || out.write.stage.has_value()
+                  || out.write.install.has_value();
   return out;
 }
 
@@ -96,10 +99,11 @@ ready replica_core::write_failed(write_result r, millis) {
   bool applied = step_applies_;
   if (before_.r == role::leader)
     out.notices.push_back({notice_kind::deposed, log_.hard().epoch, {}, {}});
-  peers_.clear();
+  drop_peers();
   serving_ = false;
   commit_ = before_.commit;
   restart_pending_ = before_.restart_pending;
+  staging_ = before_.staged;
   auto h = log_.hard();
   role_ = h.leader && h.leader != cfg_.self ? role::follower : role::fenced;
   // A follower answers the leader whose entries its disk refused, in that
@@ -158,7 +162,7 @@ void replica_core::step_down(ready& out) {
     return;
   out.notices.push_back({notice_kind::deposed, log_.hard().epoch, {}, {}});
   role_ = role::fenced;
-  peers_.clear();
+  drop_peers();
   serving_ = false;
 }
 
@@ -168,6 +172,9 @@ void replica_core::follow(epoch_t epoch, node_id leader, ready& out) {
     step_down(out);
   role_ = role::follower;
   restart_pending_ = false;
+  // What is staged came from another reign: its rest never comes.
+  if (staging_ && (staging_->epoch != epoch || staging_->from != leader))
+    staging_.reset();
   if (h.epoch != epoch || h.leader != leader)
     out.write.hard = hard_state{epoch, leader, h.damaged};
 }
@@ -310,46 +317,6 @@ void replica_core::on_append(node_id from, const append_req& r, ready& out) {
   seq_t match = r.entries.empty() ? prev.seq : r.entries.back().seq;
   commit_ = std::max(commit_, std::min(r.commit, match));
   reply(from, {r.epoch, refusal::none, match, {}}, out, true);
-}
-
-void replica_core::on_snapshot(node_id from, const snapshot_req& r,
-                               ready& out) {
-  auto h = log_.hard();
-  if (r.epoch < h.epoch) {
-    reply(from, {h.epoch, refusal::stale_epoch, 0, {}}, out, false);
-    return;
-  }
-  if (role_ == role::leader && r.epoch == h.epoch)
-    return;
-  step_from_ = from;
-  step_epoch_ = r.epoch;
-  follow(r.epoch, from, out);
-  const auto& at = r.snap.through;
-  if (!checksum_ok(r.snap)) {
-    mark_damaged(from, out);
-    return;
-  }
-  if (!h.damaged && log_.epoch_at(at.seq) == at.epoch) {
-    // Already holds it (a duplicate, or the leader was not sure).
-    reply(from, {r.epoch, refusal::none, at.seq, {}}, out, true);
-    return;
-  }
-  // Never go back, damaged or not: everything its log holds may have been
-  // acknowledged (and counted) already. A late, older copy is dropped; the
-  // leader sends a newer one.
-  if (at < log_.last() || at.seq < commit_) {
-    // A damaged one says so (its own log may be what is wrong): the leader
-    // reports it rather than copying the slot for nothing.
-    if (h.damaged)
-      reply(from, {r.epoch, refusal::damaged, 0, {}}, out, true);
-    return;
-  }
-  auto nh = hard_after(out, log_);
-  nh.damaged = false;
-  out.write.hard = nh;
-  out.write.install = r.snap;
-  commit_ = std::max(commit_, std::min(r.commit, at.seq));
-  reply(from, {r.epoch, refusal::none, at.seq, {}}, out, true);
 }
 
 } // namespace spool::cluster

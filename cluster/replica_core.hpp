@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "cluster/log_port.hpp"
@@ -42,14 +43,15 @@ struct replica_config {
   millis heartbeat = 100;
   /// Entries unacknowledged this long are sent again.
   millis retry = 500;
-  /// The largest snapshot sent: it goes in one message, which must pass
-  /// the peer link's bound (64 MiB queued per peer, all slots' traffic
-  /// included: peer/links.hpp). A follower that needs a larger one stays
-  /// behind, told of once per term with `snapshot_too_large` (chunked
-  /// snapshots are not built yet).
-  std::size_t max_snapshot_bytes = std::size_t{48} << 20;
-  /// A snapshot found too large is tried again this often.
-  millis snapshot_retry = 30'000;
+  /// A snapshot goes in pieces of about this many bytes of rows (one
+  /// piece: at least one row),
+  std::size_t snapshot_piece_bytes = std::size_t{1} << 20;
+  /// at most this many sent and not taken per follower (so at most about
+  /// 4 MiB of a slot's snapshot waits in the peer link: peer/links.hpp);
+  std::size_t snapshot_pieces_in_flight = 4;
+  /// a copy the follower takes no piece of this long is closed (the view
+  /// of the store it keeps open ends) and a new one started.
+  millis snapshot_idle = 10'000;
 };
 
 enum class role : std::uint8_t {
@@ -72,9 +74,8 @@ enum class notice_kind : std::uint8_t {
   damaged,
   /// Follower `peer` refused entries (its disk is full, or it is damaged).
   peer_refusing,
-  /// Follower `peer` needs a snapshot over `max_snapshot_bytes`: it stays
-  /// behind (the leader tries again every `snapshot_retry`).
-  snapshot_too_large,
+  /// A follower installed a snapshot from `peer` (its leader).
+  installed,
   /// It led `epoch` before a restart: run an election for `epoch + 1`
   /// that expects `epoch` (docs/cluster.md, "Restart"); repeated on ticks
   /// until a leader is known.
@@ -116,8 +117,25 @@ struct peer_progress {
   bool paused = false;
   /// The `prev` seq of the probe out.
   seq_t probe_prev = 0;
-  /// Its last snapshot was too large to send (told of once).
-  bool snapshot_too_large = false;
+  /// The copy of the slot's state being sent to it, if any.
+  struct copy_out {
+    std::uint64_t id = 0;
+    log_pos through;
+    /// Pieces it took, and where the next one starts.
+    std::uint32_t taken = 0;
+    std::string taken_next;
+    /// The pieces sent after those, each one's `next`.
+    std::vector<std::string> sent_next;
+    bool sent_last = false;
+    millis last_sent = 0;
+    /// Times sent again since it last took a piece.
+    unsigned resends = 0;
+    /// When it last took a piece (or the copy was opened).
+    millis last_taken = 0;
+  };
+  std::optional<copy_out> copy;
+  /// No copy is opened for it before this.
+  millis copy_after = 0;
 };
 
 class replica_core {
@@ -159,7 +177,17 @@ private:
   void on_fence(node_id from, const fence_req& r, ready& out);
   void on_lead(const lead_req& r, ready& out, millis now);
   void on_append(node_id from, const append_req& r, ready& out);
+  // Snapshots (replica_snapshot.cpp).
   void on_snapshot(node_id from, const snapshot_req& r, ready& out);
+  void on_snapshot_rep(node_id from, const snapshot_rep& r, ready& out,
+                       millis now);
+  /// Sends follower `to` the pieces of a copy it may take now, opening one
+  /// first if none is open.
+  void send_copy(node_id to, peer_progress& p, epoch_t epoch, ready& out,
+                 millis now);
+  void close_copy(peer_progress& p) const;
+  /// Forgets every follower (their copies closed).
+  void drop_peers();
   void on_append_rep(node_id from, const append_rep& r, ready& out, millis now);
   /// Turns to following `leader` at `epoch` (written in `out`).
   void follow(epoch_t epoch, node_id leader, ready& out);
@@ -186,13 +214,23 @@ private:
   seq_t commit_ = 0;
   /// What a step may change in memory before its writes are carried out,
   /// as it was when the step began: `write_failed` puts it back.
+  /// The snapshot a follower is taking: pieces [0, taken) of `copy` are
+  /// staged (`writes::stage`).
+  struct staging {
+    node_id from{};
+    epoch_t epoch = 0;
+    std::uint64_t copy = 0;
+    std::uint32_t taken = 0;
+  };
+  std::optional<staging> staging_;
   struct memo {
     role r = role::follower;
     seq_t commit = 0;
     bool restart_pending = false;
+    std::optional<staging> staged;
   };
   void begin_step() {
-    before_ = {role_, commit_, restart_pending_};
+    before_ = {role_, commit_, restart_pending_, staging_};
     step_from_.reset();
     step_epoch_ = 0;
   }
@@ -210,6 +248,8 @@ private:
   millis last_restart_try_ = 0;
   // Leader only.
   std::map<node_id, peer_progress> peers_;
+  /// The last copy number opened.
+  std::uint64_t copies_ = 0;
   seq_t self_match_ = 0;
   seq_t epoch_start_ = 0;
   /// Its `(epoch, self)` and `epoch_start` are synced: until then nothing

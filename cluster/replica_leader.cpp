@@ -15,6 +15,7 @@ void replica_core::become_leader(epoch_t epoch, ready& out, millis now) {
   auto last = log_.last();
   role_ = role::leader;
   restart_pending_ = false;
+  staging_.reset();
   serving_ = false;
   office_synced_ = false;
   epoch_start_ = last.seq + 1;
@@ -47,29 +48,12 @@ void replica_core::ship(node_id to, peer_progress& p, ready& out, millis now,
     epoch = out.write.hard->epoch;
   if (!office_synced_)
     return;
-  if (p.refused == refusal::damaged || p.refused == refusal::needs_snapshot
-      || p.next <= base.seq) {
-    auto wait = p.snapshot_too_large ? cfg_.snapshot_retry : cfg_.retry;
-    if (p.last_send != 0 && now - p.last_send < wait)
-      return; // one copy per retry interval: it is the slot's whole state
-    // What it needs is no longer in the log, or it lost faith in its own
-    // copy: the whole state, then entries from there.
-    auto snap = log_.take_snapshot(cfg_.max_snapshot_bytes);
-    p.last_send = now;
-    if (!snap) {
-      if (!p.snapshot_too_large)
-        out.notices.push_back(
-            {notice_kind::snapshot_too_large, epoch, to, refusal::none});
-      p.snapshot_too_large = true;
-      return;
-    }
-    p.snapshot_too_large = false;
-    snapshot_req s{epoch, std::move(*snap), commit_};
-    p.next = s.snap.through.seq + 1;
-    p.probing = true;
-    p.paused = true;
-    p.probe_prev = s.snap.through.seq;
-    out.send.push_back({cfg_.self, to, std::move(s)});
+  // What it needs is no longer in the log, or it lost faith in its own
+  // copy: the whole state, then entries from there. A copy once started
+  // is sent whole.
+  if (p.copy || p.refused == refusal::damaged
+      || p.refused == refusal::needs_snapshot || p.next <= base.seq) {
+    send_copy(to, p, epoch, out, now);
     return;
   }
   auto batch_from = [&](seq_t from) {
@@ -196,10 +180,11 @@ void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
   auto& p = it->second;
   switch (r.refused) {
   case refusal::none:
-    if (r.match > p.match) {
+    if (r.match > p.match)
       p.last_ack = now;
-      p.snapshot_too_large = false; // it took entries: no snapshot needed
-    }
+    // Its copy is installed (or it holds what the copy would).
+    if (p.copy && r.match >= p.copy->through.seq)
+      close_copy(p);
     p.match = std::max(p.match, r.match);
     // The probe is taken (an answer to an older append or a heartbeat
     // below it ends nothing).

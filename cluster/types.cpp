@@ -24,17 +24,32 @@ entry make_entry(epoch_t epoch, seq_t seq, entry_kind kind,
   return e;
 }
 
-snapshot make_snapshot(log_pos through, std::string data) {
-  snapshot s{through, std::move(data), 0};
-  s.checksum
-      = checksum_of(through.epoch, through.seq, entry_kind::data, s.data);
-  return s;
+namespace {
+
+std::uint64_t piece_checksum(const snapshot_piece& p) noexcept {
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  std::uint8_t last = p.last ? 1 : 0;
+  XXH3_64bits_update(&st, &p.copy, sizeof p.copy);
+  XXH3_64bits_update(&st, &p.through.epoch, sizeof p.through.epoch);
+  XXH3_64bits_update(&st, &p.through.seq, sizeof p.through.seq);
+  XXH3_64bits_update(&st, &p.index, sizeof p.index);
+  XXH3_64bits_update(&st, &last, sizeof last);
+  XXH3_64bits_update(&st, p.data.data(), p.data.size());
+  return XXH3_64bits_digest(&st);
 }
 
-bool checksum_ok(const snapshot& s) noexcept {
-  return s.checksum
-         == checksum_of(s.through.epoch, s.through.seq, entry_kind::data,
-                        s.data);
+} // namespace
+
+snapshot_piece make_piece(std::uint64_t copy, log_pos through,
+                          std::uint32_t index, bool last, std::string data) {
+  snapshot_piece p{copy, through, index, last, std::move(data), 0};
+  p.checksum = piece_checksum(p);
+  return p;
+}
+
+bool checksum_ok(const snapshot_piece& p) noexcept {
+  return p.checksum == piece_checksum(p);
 }
 
 } // namespace spool::cluster

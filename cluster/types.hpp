@@ -83,17 +83,33 @@ struct hard_state {
   friend bool operator==(const hard_state&, const hard_state&) = default;
 };
 
-/// A copy of a slot's applied state through `through`, for a follower
-/// whose next entry the leader no longer keeps, or that is damaged.
-struct snapshot {
+/// A copy of a slot's applied state goes to a follower whose next entry
+/// the leader no longer keeps, or that is damaged, in pieces
+/// (docs/cluster.md, "Snapshots"): piece `index` of the leader's copy
+/// `copy`, all read from one view of the state through `through`.
+struct snapshot_piece {
+  /// The leader's number for the copy (new for each one it opens).
+  std::uint64_t copy = 0;
   log_pos through;
+  std::uint32_t index = 0;
+  /// The copy's last piece: the follower installs them all with it.
+  bool last = false;
   std::string data;
-  /// Over `through` and `data` (`make_snapshot`), checked on receipt.
+  /// Over every field above (`make_piece`), checked on receipt.
   std::uint64_t checksum = 0;
 };
 
-/// A snapshot with its checksum filled in.
-snapshot make_snapshot(log_pos through, std::string data);
-bool checksum_ok(const snapshot& s) noexcept;
+/// A piece with its checksum filled in.
+snapshot_piece make_piece(std::uint64_t copy, log_pos through,
+                          std::uint32_t index, bool last, std::string data);
+bool checksum_ok(const snapshot_piece& p) noexcept;
+
+/// What a leader reads of a copy at a time (`log_port::read_copy`): the
+/// piece's data and where the next one starts (opaque; empty once `last`).
+struct copy_read {
+  std::string data;
+  std::string next;
+  bool last = false;
+};
 
 } // namespace spool::cluster

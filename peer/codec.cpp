@@ -19,6 +19,7 @@ enum class msg_kind : std::uint8_t {
   append_req = 4,
   append_rep = 5,
   snapshot_req = 6,
+  snapshot_rep = 7,
 };
 
 struct sink {
@@ -101,14 +102,23 @@ void pack_msg(packer& pk, slot_t slot, const envelope& e) {
           pk.pack_uint64(m.hint.epoch);
           pk.pack_uint64(m.hint.seq);
           pk.pack_uint64(m.asked);
-        } else {
-          head(msg_kind::snapshot_req, 6);
+        } else if constexpr (std::is_same_v<T, snapshot_req>) {
+          head(msg_kind::snapshot_req, 9);
           pk.pack_uint64(m.epoch);
           pk.pack_uint64(m.commit);
-          pk.pack_uint64(m.snap.through.epoch);
-          pk.pack_uint64(m.snap.through.seq);
-          bin(pk, m.snap.data);
-          pk.pack_uint64(m.snap.checksum);
+          pk.pack_uint64(m.piece.copy);
+          pk.pack_uint64(m.piece.through.epoch);
+          pk.pack_uint64(m.piece.through.seq);
+          pk.pack_uint32(m.piece.index);
+          pk.pack(m.piece.last);
+          bin(pk, m.piece.data);
+          pk.pack_uint64(m.piece.checksum);
+        } else {
+          static_assert(std::is_same_v<T, snapshot_rep>);
+          head(msg_kind::snapshot_rep, 3);
+          pk.pack_uint64(m.epoch);
+          pk.pack_uint64(m.copy);
+          pk.pack_uint32(m.taken);
         }
       },
       e.msg);
@@ -295,15 +305,27 @@ expected<frame> read_slot(fields& f) {
     break;
   }
   case msg_kind::snapshot_req: {
-    want = 11;
+    want = 14;
     snapshot_req m;
     m.epoch = f.u64("epoch");
     m.commit = f.u64("commit");
-    m.snap.through.epoch = f.u64("through epoch");
-    m.snap.through.seq = f.u64("through seq");
-    m.snap.data = f.bytes("data");
-    m.snap.checksum = f.u64("checksum");
+    m.piece.copy = f.u64("copy");
+    m.piece.through.epoch = f.u64("through epoch");
+    m.piece.through.seq = f.u64("through seq");
+    m.piece.index = static_cast<std::uint32_t>(f.u64("index", UINT32_MAX));
+    m.piece.last = f.boolean("last");
+    m.piece.data = f.bytes("data");
+    m.piece.checksum = f.u64("checksum");
     out.env.msg = std::move(m);
+    break;
+  }
+  case msg_kind::snapshot_rep: {
+    want = 8;
+    snapshot_rep m;
+    m.epoch = f.u64("epoch");
+    m.copy = f.u64("copy");
+    m.taken = static_cast<std::uint32_t>(f.u64("taken", UINT32_MAX));
+    out.env.msg = m;
     break;
   }
   default:

@@ -20,8 +20,9 @@
 namespace spool::peer {
 
 /// The peer protocol this build speaks; a hello with another is refused.
-/// Version 2: the hello carries the node's client addresses.
-inline constexpr std::uint32_t protocol_version = 2;
+/// Version 2: the hello carries the node's client addresses. Version 3:
+/// snapshots go in pieces (`snapshot_rep`).
+inline constexpr std::uint32_t protocol_version = 3;
 
 /// The first frame each side sends: its protocol version, its node, the
 /// cluster it belongs to, a fresh random nonce for the other side's proof,

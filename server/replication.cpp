@@ -15,8 +15,7 @@ cluster::millis steady_millis() {
 }
 
 std::string describe(slot_t s, const cluster::notice& n,
-                     const core::cluster_names& names,
-                     const cluster::replica_config& core) {
+                     const core::cluster_names& names) {
   auto node_name = [&](cluster::node_id p) { return names.name(p); };
   using cluster::notice_kind;
   auto head = "slot " + std::to_string(s) + ": ";
@@ -34,14 +33,10 @@ std::string describe(slot_t s, const cluster::notice& n,
            + " refuses entries ("
            + (n.why == cluster::refusal::disk_full ? "disk full" : "damaged")
            + ")";
-  case notice_kind::snapshot_too_large:
-    return head + "follower " + (n.peer ? node_name(*n.peer) : std::string{"?"})
-           + " needs a snapshot of the slot over "
-           + std::to_string(core.max_snapshot_bytes >> 20)
-           + " MiB, the most one peer message carries; chunked snapshots "
-             "are not built yet, so it stays behind until the slot's state "
-             "is smaller (tried again every "
-           + std::to_string(core.snapshot_retry / 1000) + " s)";
+  case notice_kind::installed:
+    return head + "installed a snapshot from "
+           + (n.peer ? node_name(*n.peer) : std::string{"?"}) + " (epoch "
+           + std::to_string(n.epoch) + ")";
   case notice_kind::restart_election:
     return head + "led epoch " + std::to_string(n.epoch)
            + " before a restart: asks a majority before it serves";
@@ -80,21 +75,20 @@ replication::start(storage::env& env, std::uint32_t slots,
   core::host_events ev;
   // The host, for its notices: set once it exists (they run inside it).
   auto self_host = std::make_shared<core::replica_host*>(nullptr);
-  ev.notice
-      = [log, names, self_host, marks = opts.marks, serving = opts.serving,
-         core = cfg.core](slot_t s, const cluster::notice& n) {
-          log(describe(s, n, names, core));
-          using cluster::notice_kind;
-          if (n.kind == notice_kind::serving) {
-            if (marks && *self_host) {
-              storage::slot_seq m{s, (*self_host)->commit_of(s)};
-              marks->raise(std::span{&m, 1});
-            }
-            if (serving)
-              serving(s, n.epoch);
-          } else if (n.kind == notice_kind::deposed && serving)
-            serving(s, 0);
-        };
+  ev.notice = [log, names, self_host, marks = opts.marks,
+               serving = opts.serving](slot_t s, const cluster::notice& n) {
+    log(describe(s, n, names));
+    using cluster::notice_kind;
+    if (n.kind == notice_kind::serving) {
+      if (marks && *self_host) {
+        storage::slot_seq m{s, (*self_host)->commit_of(s)};
+        marks->raise(std::span{&m, 1});
+      }
+      if (serving)
+        serving(s, n.epoch);
+    } else if (n.kind == notice_kind::deposed && serving)
+      serving(s, 0);
+  };
   ev.election_failed = [log](slot_t s, const std::string& why) {
     log("slot " + std::to_string(s) + ": election failed: " + why);
   };

@@ -302,6 +302,7 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       {"traces", &d.traces},
       {"trace_names", &d.trace_names},
       {"slot_log", &d.slot_log},
+      {"slot_staging", &d.slot_staging},
   };
   for (auto& [name, dbi] : names) {
     if (auto rc = mdb_dbi_open(t, name, MDB_CREATE, dbi); rc != 0) {
@@ -322,12 +323,19 @@ expected<std::unique_ptr<env>> env::open(const env_options& opts) {
       return lmdb_error(rc, std::string{"drop database "} + old_name);
     }
   }
+  // A snapshot half taken before the restart is dropped: its leader sends
+  // a whole one again (docs/cluster.md, "Snapshots").
+  if (auto rc = mdb_drop(t, d.slot_staging, 0); rc != 0) {
+    mdb_txn_abort(t);
+    return lmdb_error(rc, "empty database slot_staging");
+  }
   if (auto rc = mdb_txn_commit(t); rc != 0)
     return lmdb_error(rc, "commit setup transaction");
   return result;
 }
 
 env::~env() {
+  held_.clear(); // their transactions end before the environment closes
   if (env_ != nullptr) {
     if (opts_.mode == durability::relaxed && !broken())
       mdb_env_sync(env_, 1);
@@ -393,7 +401,33 @@ expected<txn> env::write() {
   return txn{t, &dbis_, {}};
 }
 
+expected<std::optional<std::uint64_t>> env::hold_read(std::size_t max) {
+  using held_id = std::optional<std::uint64_t>;
+  SPOOL_TRY(check_usable());
+  if (held_.size() >= max)
+    return held_id{};
+  MDB_txn* t = nullptr;
+  if (auto rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t); rc != 0)
+    return lmdb_error(rc, "begin held read transaction");
+  auto id = ++last_hold_;
+  held_.emplace(id, txn{t, &dbis_, {}});
+  return held_id{id};
+}
+
+txn* env::held(std::uint64_t id) {
+  auto it = held_.find(id);
+  return it == held_.end() ? nullptr : &it->second;
+}
+
+void env::release(std::uint64_t id) {
+  held_.erase(id);
+}
+
 expected<void> env::grow() {
+  // Held reads run on this thread: waiting for them below would never end,
+  // and a growth must not leave them on the old map. They end here; their
+  // users open new ones.
+  held_.clear();
   std::lock_guard<std::mutex> gate{gate_};
   std::unique_lock<std::shared_mutex> lock{resize_mtx_};
   if (map_bytes_ >= opts_.max_map_bytes)

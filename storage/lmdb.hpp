@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,10 @@ struct dbis {
   MDB_dbi trace_names = 0;
   /// Not a slot's data: each slot's numbered log (`storage/slot_log.hpp`).
   MDB_dbi slot_log = 0;
+  /// Not a slot's data: the pieces of a snapshot a follower is taking,
+  /// until it installs them (`storage/slot_replica.hpp`). Emptied when the
+  /// store opens.
+  MDB_dbi slot_staging = 0;
 
   /// The databases a slot's data lives in, in a fixed order: an undo image
   /// names its table by its index here.
@@ -249,6 +254,18 @@ public:
   expected<txn> read();
   /// The write transaction (writer thread only).
   expected<txn> write();
+  /// A read-only transaction held across calls (a snapshot a leader sends
+  /// in pieces, docs/cluster.md "Snapshots"): writer thread only, like
+  /// `write`, and at most `max` at once (none past it). Unlike `read`, it
+  /// does not hold the resize lock: a growth of the map (on the same thread)
+  /// ends every held one first, after which `held` finds it no more.
+  expected<std::optional<std::uint64_t>> hold_read(std::size_t max);
+  /// The held transaction `id`; none once released or ended by a growth.
+  txn* held(std::uint64_t id);
+  void release(std::uint64_t id);
+  std::size_t held_count() const noexcept {
+    return held_.size();
+  }
   /// Doubles the map size (writer only, no write txn open). New readers wait
   /// while it waits for the running ones to finish.
   expected<void> grow();
@@ -282,6 +299,9 @@ private:
   std::atomic<bool> broken_{false};
   std::mutex gate_;
   std::shared_mutex resize_mtx_;
+  /// `hold_read`'s transactions (writer thread only).
+  std::map<std::uint64_t, txn> held_;
+  std::uint64_t last_hold_ = 0;
 };
 
 } // namespace spool::storage

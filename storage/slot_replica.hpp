@@ -49,16 +49,18 @@ struct slot_row {
   }
 };
 
-/// A slot's whole state after entry `seq` (of epoch `epoch`).
-struct slot_copy {
+/// One piece of a copy of a slot's rows, read in key order: the rows, and
+/// where the next piece starts (`next`; empty once `last`).
+struct copy_piece {
+  std::vector<slot_row> rows;
+  std::string next;
+  bool last = false;
+};
+
+/// Where a copy of a slot stands: after entry `seq`, of epoch `epoch`.
+struct copy_position {
   std::uint64_t epoch = 0;
   std::uint64_t seq = 0;
-  std::vector<slot_row> rows;
-
-  template <class F>
-  friend auto fields(F& f, slot_copy& x) {
-    return f(x.epoch, x.seq, x.rows);
-  }
 };
 
 namespace slot_log {
@@ -79,16 +81,22 @@ expected<void> put_base_epoch(txn& t, slot_t s, std::uint64_t epoch);
 expected<std::optional<std::uint64_t>> epoch_of(txn& t, slot_t s,
                                                 std::uint64_t seq);
 
-/// Slot `s`'s state as of `t`, through its last entry.
-expected<slot_copy> copy(txn& t, slot_t s);
-/// As `copy`, none once its rows' keys and values pass `max_bytes` (it
-/// stops reading there).
-expected<std::optional<slot_copy>> copy(txn& t, slot_t s,
-                                        std::size_t max_bytes);
+/// Slot `s`'s rows in `t` from `from` on (empty: the first; else a piece's
+/// `next`), in key order, table after table: at least one row when one is
+/// left, then as many as keep keys and values within `max_bytes`. The same
+/// `t`, `from` and `max_bytes` give the same piece.
+expected<copy_piece> read_piece(txn& t, slot_t s, std::string_view from,
+                                std::size_t max_bytes);
 
-/// Replaces slot `s`'s rows in every data table with `c`'s and its log with
-/// none kept after `c.seq` (so the next entry applied is `c.seq + 1`).
-expected<void> install(txn& t, slot_t s, const slot_copy& c);
+/// Stages `rows` (a piece's) for slot `s`'s next `install_staged`, after
+/// what is staged; `fresh`: drops what was staged first. Refuses a row
+/// outside the slot.
+expected<void> stage(txn& t, slot_t s, const std::vector<slot_row>& rows,
+                     bool fresh);
+/// Replaces slot `s`'s rows in every data table with the staged ones (none
+/// staged after) and its log with none kept after `at` (so the next entry
+/// applied is `at.seq + 1`).
+expected<void> install_staged(txn& t, slot_t s, copy_position at);
 
 } // namespace slot_log
 

@@ -149,26 +149,57 @@ std::vector<entry> slot_port::read(seq_t from, std::size_t max_count,
   return out;
 }
 
-std::optional<snapshot> slot_port::take_snapshot(std::size_t max_bytes) const {
-  // A read that fails answers an empty copy and keeps the error: the host
-  // stops the slot before it acts on it (`read_failed`).
-  auto t = env_.read();
-  if (!t) {
-    error_ = std::move(t).err();
-    return snapshot{};
-  }
-  auto c = sl::copy(*t, slot_, max_bytes);
-  if (!c) {
-    error_ = std::move(c).err();
-    return snapshot{};
-  }
-  if (!*c)
+slot_port::~slot_port() {
+  for (auto& [id, hold] : copies_)
+    env_.release(hold);
+}
+
+std::optional<log_pos> slot_port::open_copy(std::uint64_t id) const {
+  auto hold = env_.hold_read(max_copies_);
+  if (!hold) {
+    error_ = std::move(hold).err();
     return std::nullopt;
-  std::string data;
-  storage::append_bytes(data, **c);
-  if (data.size() > max_bytes)
+  }
+  if (!*hold)
+    return std::nullopt; // as many open as the node may
+  auto ends = ends_in(*env_.held(**hold), slot_);
+  if (!ends) {
+    env_.release(**hold);
+    error_ = std::move(ends).err();
     return std::nullopt;
-  return make_snapshot({(*c)->epoch, (*c)->seq}, std::move(data));
+  }
+  copies_[id] = **hold;
+  return ends->last;
+}
+
+std::optional<copy_read> slot_port::read_copy(std::uint64_t id,
+                                              const std::string& from,
+                                              std::size_t max_bytes) const {
+  auto it = copies_.find(id);
+  auto* t = it == copies_.end() ? nullptr : env_.held(it->second);
+  if (t == nullptr) {
+    if (it != copies_.end())
+      copies_.erase(it); // ended by a growth of the map
+    return std::nullopt;
+  }
+  auto piece = sl::read_piece(*t, slot_, from, max_bytes);
+  if (!piece) {
+    error_ = std::move(piece).err();
+    return std::nullopt;
+  }
+  copy_read out;
+  storage::append_bytes(out.data, piece->rows);
+  out.next = std::move(piece->next);
+  out.last = piece->last;
+  return out;
+}
+
+void slot_port::close_copy(std::uint64_t id) const {
+  auto it = copies_.find(id);
+  if (it == copies_.end())
+    return;
+  env_.release(it->second);
+  copies_.erase(it);
 }
 
 write_result slot_port::write(const writes& w) {
@@ -180,13 +211,17 @@ write_result slot_port::write(const writes& w) {
       SPOOL_TRY(sl::put_replica(*t, slot_, row_of(*w.hard)));
     if (w.truncate_after)
       SPOOL_TRY(sl::truncate(*t, slot_, *w.truncate_after));
-    if (w.install) {
-      storage::slot_copy c;
-      if (!storage::from_bytes(w.install->data, c))
+    if (w.stage) {
+      std::vector<storage::slot_row> rows;
+      if (!storage::from_bytes(w.stage->data, rows))
         return storage::make_error(storage::ec::invalid_argument, "slot ",
-                                   slot_, ": a snapshot does not decode");
-      SPOOL_TRY(sl::install(*t, slot_, c));
+                                   slot_, ": a snapshot's piece ",
+                                   w.stage->index, " does not decode");
+      SPOOL_TRY(sl::stage(*t, slot_, rows, w.stage->index == 0));
     }
+    if (w.install)
+      SPOOL_TRY(
+          sl::install_staged(*t, slot_, {w.install->epoch, w.install->seq}));
     for (const auto& e : w.append) {
       storage::log_entry le;
       le.epoch = e.epoch;

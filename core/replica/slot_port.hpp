@@ -6,7 +6,10 @@
 /// the payload, its epoch and seq; an `epoch_start` entry has no mutation.
 /// A follower applies an entry with `slot_log::apply_entry`, so it ends with
 /// the leader's rows byte for byte; a truncation is `slot_log::truncate`; a
-/// snapshot is the slot's whole key range (`slot_log::copy`).
+/// snapshot is the slot's whole key range, read in pieces from one held
+/// read transaction (`env::hold_read`, `slot_log::read_piece`), staged on
+/// the follower and installed with its last piece
+/// (`slot_log::install_staged`).
 ///
 /// Writes run in one write transaction each: call `write` where the node's
 /// single writer runs. Each read opens one short read transaction. A failed
@@ -15,6 +18,7 @@
 /// takes the error (`take_error`) after each step, before carrying out its
 /// `ready`, and stops the node on one, as on a failed sync.
 
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -27,8 +31,13 @@ namespace spool::core {
 
 class slot_port final : public cluster::log_port {
 public:
-  slot_port(storage::env& env, slot_t slot) : env_(env), slot_(slot) {
+  /// `max_copies`: the node's bound on copies open at once, all slots'.
+  slot_port(storage::env& env, slot_t slot, std::size_t max_copies = 8) :
+      env_(env), slot_(slot), max_copies_(max_copies) {
   }
+  ~slot_port() override;
+  slot_port(const slot_port&) = delete;
+  slot_port& operator=(const slot_port&) = delete;
 
   cluster::hard_state hard() const override;
   cluster::log_pos base() const override;
@@ -36,8 +45,11 @@ public:
   std::optional<cluster::epoch_t> epoch_at(cluster::seq_t seq) const override;
   std::vector<cluster::entry> read(cluster::seq_t from, std::size_t max_count,
                                    std::size_t max_bytes) const override;
-  std::optional<cluster::snapshot>
-  take_snapshot(std::size_t max_bytes) const override;
+  std::optional<cluster::log_pos> open_copy(std::uint64_t id) const override;
+  std::optional<cluster::copy_read>
+  read_copy(std::uint64_t id, const std::string& from,
+            std::size_t max_bytes) const override;
+  void close_copy(std::uint64_t id) const override;
   cluster::write_result write(const cluster::writes& w) override;
   bool sync() override;
 
@@ -59,6 +71,9 @@ private:
 
   storage::env& env_;
   slot_t slot_;
+  std::size_t max_copies_;
+  /// Open copies: the core's number → the store's held read.
+  mutable std::map<std::uint64_t, std::uint64_t> copies_;
   mutable std::optional<storage::error> error_;
 };
 

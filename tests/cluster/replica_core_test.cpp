@@ -3,76 +3,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "cluster/replica_core.hpp"
-#include "sim_disk.hpp"
+#include "replica_harness.hpp"
 
 using namespace spool::cluster;
+using namespace spool::cluster::test;
 using spool::cluster::sim::sim_disk;
-
-namespace {
-
-const node_id n1{0}, n2{1}, n3{2};
-
-struct replica {
-  explicit replica(node_id self, std::size_t keep = 1000) :
-      replica(config(self), keep) {
-  }
-  explicit replica(const replica_config& c, std::size_t keep = 1000) :
-      disk(keep), config_self(c.self), core(c, disk) {
-    run(core.start(0));
-  }
-  static replica_config config(node_id self) {
-    replica_config c;
-    c.self = self;
-    c.replicas = {n1, n2, n3};
-    c.max_batch_entries = 16;
-    return c;
-  }
-  /// Carries out `r` as the shell does; keeps what it sends.
-  ready run(ready r) {
-    if (!r.write.empty()) {
-      auto res = disk.write(r.write);
-      REQUIRE(res == write_result::ok);
-    }
-    disk.sync();
-    last = r;
-    return r;
-  }
-  ready in(node_id from, message m, millis now = 1) {
-    return run(core.on_message({from, core_id(), std::move(m)}, now));
-  }
-  node_id core_id() const {
-    return config_self;
-  }
-  void make_leader(epoch_t e) {
-    in(n3, fence_req{e, std::nullopt});
-    in(n3, lead_req{e});
-  }
-  /// Appends entries at `epoch` as a writer does.
-  void write(epoch_t epoch, std::initializer_list<const char*> payloads) {
-    writes w;
-    auto seq = disk.last().seq;
-    for (auto p : payloads)
-      w.append.push_back(make_entry(epoch, ++seq, entry_kind::data, p));
-    REQUIRE(disk.write(w) == write_result::ok);
-    disk.sync();
-  }
-  sim_disk disk;
-  node_id config_self{};
-  replica_core core;
-  ready last;
-};
-
-template <class T>
-const T* sent(const std::vector<envelope>& v, node_id to) {
-  for (auto& e : v)
-    if (e.to == to)
-      if (auto* m = std::get_if<T>(&e.msg))
-        return m;
-  return nullptr;
-}
-
-} // namespace
 
 TEST_CASE("a fence is answered only once its epoch is written and synced, "
           "with the replica's log end",
@@ -197,7 +132,7 @@ TEST_CASE("a bad checksum marks the follower damaged: it refuses entries until "
   w.append = {make_entry(1, 1, entry_kind::data, "a"),
               make_entry(1, 2, entry_kind::data, "b")};
   leader.write(w);
-  out = r.in(n3, snapshot_req{2, *leader.take_snapshot(SIZE_MAX), 2});
+  out = r.in(n3, snapshot_req{2, one_piece(leader), 2});
   CHECK_FALSE(r.disk.hard().damaged);
   CHECK(r.disk.last() == log_pos{1, 2});
   CHECK(sent<append_rep>(out.after_sync, n3)->match == 2);
@@ -341,7 +276,7 @@ TEST_CASE("a follower never installs a snapshot older than its log, damaged "
   writes w;
   w.append = {make_entry(1, 1, entry_kind::data, "a")};
   older.write(w);
-  auto snap = *older.take_snapshot(SIZE_MAX);
+  auto snap = one_piece(older);
   r.disk.fail_next = true;
   auto out = r.core.on_message(
       {n1, n2,
@@ -364,7 +299,7 @@ TEST_CASE("a snapshot whose checksum does not match is refused and the "
   writes w;
   w.append = {make_entry(1, 1, entry_kind::data, "a")};
   leader.write(w);
-  auto snap = *leader.take_snapshot(SIZE_MAX);
+  auto snap = one_piece(leader);
   snap.data += "!";
   auto out = r.in(n1, snapshot_req{1, snap, 1});
   CHECK(r.disk.last().seq == 0);
@@ -433,52 +368,4 @@ TEST_CASE("a follower whose disk refuses a newer leader's entries answers that "
   CHECK_FALSE(l.disk.hard().damaged);
   CHECK(out.send.empty());
   CHECK(l.core.current_role() != role::leader);
-}
-
-TEST_CASE("a follower that needs a snapshot over max_snapshot_bytes is told "
-          "of once and sent none, and the leader reads the slot again only "
-          "every snapshot_retry",
-          "[cluster][replica][leader][snapshot]") {
-  auto c = replica::config(n1);
-  c.max_snapshot_bytes = 1;
-  c.snapshot_retry = 10'000;
-  replica r(c);
-  r.write(1, {"a", "b"});
-  r.make_leader(2);
-  r.run(r.core.synced(3, 1));
-  auto too_large = [](const ready& out) {
-    std::size_t n = 0;
-    for (auto& x : out.notices)
-      n += x.kind == notice_kind::snapshot_too_large && x.peer == n2;
-    return n;
-  };
-  auto out = r.in(n2, append_rep{2, refusal::needs_snapshot, 0, {}}, 1000);
-  CHECK_FALSE(sent<snapshot_req>(out.send, n2));
-  CHECK(too_large(out) == 1);
-  CHECK(r.disk.snapshots_taken == 1);
-  // Within snapshot_retry: not read again, nothing sent, no notice.
-  out = r.run(r.core.tick(2000));
-  CHECK_FALSE(sent<snapshot_req>(out.send, n2));
-  CHECK(too_large(out) == 0);
-  CHECK(r.disk.snapshots_taken == 1);
-  // Past it: read again, still too large: still nothing sent, and the
-  // follower is not told of twice.
-  out = r.run(r.core.tick(11'500));
-  CHECK_FALSE(sent<snapshot_req>(out.send, n2));
-  CHECK(too_large(out) == 0);
-  CHECK(r.disk.snapshots_taken == 2);
-}
-
-TEST_CASE("a snapshot within max_snapshot_bytes is sent to a follower that "
-          "needs one",
-          "[cluster][replica][leader][snapshot]") {
-  replica r(n1);
-  r.write(1, {"a", "b"});
-  r.make_leader(2);
-  r.run(r.core.synced(3, 1));
-  auto out = r.in(n2, append_rep{2, refusal::needs_snapshot, 0, {}}, 1000);
-  auto* snap = sent<snapshot_req>(out.send, n2);
-  REQUIRE(snap);
-  CHECK(snap->snap.through == r.disk.last());
-  CHECK(out.notices.empty());
 }

@@ -71,6 +71,7 @@ TEST_CASE("replication keeps every invariant over thousands of seeded runs "
     total.crashes += r.crashes;
     total.truncations += r.truncations;
     total.snapshots += r.snapshots;
+    total.pieced_snapshots += r.pieced_snapshots;
   }
   // The runs did what they are for: writes committed and acknowledged
   // across crashes, elections, truncated tails and snapshots.
@@ -78,17 +79,20 @@ TEST_CASE("replication keeps every invariant over thousands of seeded runs "
             << total.committed << ", acknowledged " << total.acknowledged
             << ", elections " << total.elections << ", crashes "
             << total.crashes << ", truncations " << total.truncations
-            << ", snapshots " << total.snapshots << "\n";
+            << ", snapshots " << total.snapshots << " ("
+            << total.pieced_snapshots << " in pieces)\n";
   INFO("seeds " << seeds << ", committed " << total.committed
                 << ", acknowledged " << total.acknowledged << ", elections "
                 << total.elections << ", crashes " << total.crashes
                 << ", truncations " << total.truncations << ", snapshots "
-                << total.snapshots);
+                << total.snapshots << " (" << total.pieced_snapshots
+                << " in pieces)");
   CHECK(total.acknowledged > seeds * 5);
   CHECK(total.crashes > seeds);
   CHECK(total.elections > seeds);
   CHECK(total.truncations > seeds / 20);
   CHECK(total.snapshots > seeds / 20);
+  CHECK(total.pieced_snapshots > seeds / 40);
 }
 
 #else

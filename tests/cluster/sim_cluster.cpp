@@ -70,14 +70,19 @@ std::string describe(const message& m) {
       << " match " << p->match << " hint " << p->hint.epoch << ":"
       << p->hint.seq << ")";
   else if (auto* n = std::get_if<snapshot_req>(&m))
-    s << "snapshot(" << n->epoch << " through " << n->snap.through.epoch << ":"
-      << n->snap.through.seq << ")";
+    s << "snapshot(" << n->epoch << " copy " << n->piece.copy << " piece "
+      << n->piece.index << (n->piece.last ? " last" : "") << " through "
+      << n->piece.through.epoch << ":" << n->piece.through.seq << ")";
+  else if (auto* t = std::get_if<snapshot_rep>(&m))
+    s << "snapshot_rep(" << t->epoch << " copy " << t->copy << " taken "
+      << t->taken << ")";
   return s.str();
 }
 
 class world {
 public:
-  explicit world(const sim_options& o) : opt_(o), rng_(o.seed) {
+  explicit world(const sim_options& o) :
+      opt_(o), rng_(o.seed), snap_rng_(o.seed ^ 0x5eedc0b1) {
     std::size_t n = o.nodes ? o.nodes : (chance(0.7) ? 3 : 5);
     std::size_t keeps[] = {6, 24, 1000};
     std::size_t keep = keeps[pick(3)];
@@ -87,13 +92,21 @@ public:
     cfg_.max_in_flight = flights[pick(4)];
     cfg_.heartbeat = 30;
     cfg_.retry = 100;
+    // Snapshots of one piece, or of many (an entry is its payload and 33
+    // bytes in a piece), a few at a time.
+    // (Their own draws: the runs' other choices stay what they were.)
+    std::size_t pieces[] = {1 << 20, 1000, 200};
+    cfg_.snapshot_piece_bytes = pieces[snap_rng_() % 3];
+    cfg_.snapshot_pieces_in_flight = 1 + snap_rng_() % 4;
+    cfg_.snapshot_idle = 1000;
+    std::size_t copies = 1 + snap_rng_() % 2;
     for (std::size_t i = 0; i < n; ++i)
       cfg_.replicas.push_back(node_id{static_cast<std::uint32_t>(i)});
     choose_profile();
     for (auto id : cfg_.replicas) {
       auto& s = nodes_.emplace_back();
       s.id = id;
-      s.disk = std::make_unique<sim_disk>(keep);
+      s.disk = std::make_unique<sim_disk>(keep, copies);
     }
     for (auto& s : nodes_)
       boot(s);
@@ -174,8 +187,10 @@ private:
       }
       if (r.write.install) {
         ++res_.snapshots;
+        if (r.write.stage && r.write.stage->index > 0)
+          ++res_.pieced_snapshots;
         note(name(s.id) + " installed a snapshot through "
-             + std::to_string(r.write.install->through.seq));
+             + std::to_string(r.write.install->seq));
         check_holds_committed(s, "after a snapshot", true);
       }
     }
@@ -356,7 +371,7 @@ private:
     }
     if (auto* s = std::get_if<snapshot_req>(&e.msg);
         s && faults_ && chance(0.05) && !any_damaged()) {
-      s->snap.data += "!";
+      s->piece.data += "!";
       note("corrupted a snapshot to " + name(e.to));
     }
     note(name(e.from) + "->" + name(e.to) + " " + describe(e.msg));
@@ -597,7 +612,10 @@ private:
       return;
     }
     case fail_write:
-      if (s && chance(0.3)) {
+      if (s && snap_rng_() % 5 == 0) {
+        s->disk->end_copies();
+        note(name(s->id) + "'s open copies end (a map growth)");
+      } else if (s && chance(0.3)) {
         s->disk->fail_sync = true;
         note(name(s->id) + "'s next sync fails");
       } else if (s && !any_damaged()) {
@@ -698,6 +716,8 @@ private:
 
   sim_options opt_;
   std::mt19937_64 rng_;
+  /// The snapshot's settings and faults.
+  std::mt19937_64 snap_rng_;
   replica_config cfg_;
   std::vector<node_state> nodes_;
   struct flight {

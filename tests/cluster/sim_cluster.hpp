@@ -47,6 +47,8 @@ struct sim_result {
   std::size_t crashes = 0;
   std::size_t truncations = 0;
   std::size_t snapshots = 0;
+  /// Snapshots installed from more than one piece.
+  std::size_t pieced_snapshots = 0;
 };
 
 sim_result run(const sim_options& o);

@@ -41,12 +41,40 @@ std::vector<entry> sim_disk::read(seq_t from, std::size_t max_count,
   return out;
 }
 
-std::optional<snapshot> sim_disk::take_snapshot(std::size_t max_bytes) const {
-  ++snapshots_taken;
-  auto data = encode_history(now_.history);
-  if (data.size() > max_bytes)
+std::optional<log_pos> sim_disk::open_copy(std::uint64_t id) const {
+  if (copies_.size() >= max_copies_) {
+    ++copies_refused;
     return std::nullopt;
-  return make_snapshot(last(), std::move(data));
+  }
+  ++copies_opened;
+  copies_[id] = now_.history;
+  return last();
+}
+
+std::optional<copy_read> sim_disk::read_copy(std::uint64_t id,
+                                             const std::string& from,
+                                             std::size_t max_bytes) const {
+  auto it = copies_.find(id);
+  if (it == copies_.end())
+    return std::nullopt;
+  // `next`: the index of the next entry of the history, in decimal.
+  const auto& h = it->second;
+  std::size_t at = from.empty() ? 0 : std::stoull(from);
+  std::vector<entry> piece;
+  std::size_t bytes = 0;
+  for (; at < h.size(); ++at) {
+    auto n = h[at].payload.size() + 33;
+    if (!piece.empty() && bytes + n > max_bytes)
+      break;
+    bytes += n;
+    piece.push_back(h[at]);
+  }
+  copy_read out;
+  out.data = encode_history(piece);
+  out.last = at == h.size();
+  if (!out.last)
+    out.next = std::to_string(at);
+  return out;
 }
 
 write_result sim_disk::write(const writes& w) {
@@ -65,9 +93,18 @@ write_result sim_disk::write(const writes& w) {
     if (*w.truncate_after < next.history.size())
       next.history.resize(*w.truncate_after);
   }
+  if (w.stage) {
+    if (w.stage->index == 0)
+      next.staged.clear();
+    for (auto& e : decode_history(w.stage->data))
+      next.staged.push_back(std::move(e));
+  }
   if (w.install) {
-    next.history = decode_history(w.install->data);
-    next.base = w.install->through;
+    next.history = std::move(next.staged);
+    next.staged.clear();
+    if (next.history.size() != w.install->seq)
+      throw std::logic_error("sim_disk: a snapshot installed incomplete");
+    next.base = *w.install;
   }
   for (auto& e : w.append) {
     if (e.seq != next.history.size() + 1)

@@ -50,17 +50,21 @@ struct three_nodes {
   temp_dir dir;
   std::vector<std::unique_ptr<spoold_server>> nodes;
 
-  three_nodes() {
+  /// `extra`: more options for every node.
+  explicit three_nodes(const std::vector<std::string>& extra = {}) {
     auto secret = dir.path / "secret";
     std::ofstream{secret} << "a shared secret\n";
     std::string peers;
     for (int i = 1; i <= 3; ++i)
       peers += (i > 1 ? "," : "") + ("n" + std::to_string(i))
                + "=127.0.0.1:" + std::to_string(peer_port());
-    for (int i = 1; i <= 3; ++i)
-      nodes.push_back(std::make_unique<spoold_server>(std::vector<std::string>{
-          "--node-id", "n" + std::to_string(i), "--peers", peers,
-          "--cluster-secret-file", secret.string()}));
+    for (int i = 1; i <= 3; ++i) {
+      std::vector<std::string> args{
+          "--node-id", "n" + std::to_string(i), "--peers",
+          peers,       "--cluster-secret-file", secret.string()};
+      args.insert(args.end(), extra.begin(), extra.end());
+      nodes.push_back(std::make_unique<spoold_server>(std::move(args)));
+    }
   }
 
   /// Node (0-based) that first leads the slot of `queue`: its first replica.

@@ -60,8 +60,9 @@ TEST_CASE("every peer frame decodes to what was encoded", "[peer][codec]") {
   round_trip(slot_msg(a));
   round_trip(
       slot_msg(cl::append_rep{7, cl::refusal::mismatch, 0, {5, 30}, 41}));
-  round_trip(
-      slot_msg(cl::snapshot_req{7, cl::make_snapshot({7, 43}, "rows"), 40}));
+  round_trip(slot_msg(
+      cl::snapshot_req{7, cl::make_piece(3, {7, 43}, 2, true, "rows"), 40}));
+  round_trip(slot_msg(cl::snapshot_rep{7, 3, 2}));
 
   auto back = decode(encode(slot_msg(a)));
   REQUIRE(back);

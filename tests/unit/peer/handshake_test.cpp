@@ -84,7 +84,7 @@ TEST_CASE("a peer of another protocol version, another cluster, outside "
   auto r = a.on_hello(h);
   REQUIRE_FALSE(r);
   CHECK(r.err().message
-        == "peer n2 speaks peer protocol 3 and this node speaks 2: refused "
+        == "peer n2 speaks peer protocol 4 and this node speaks 3: refused "
            "(upgrade one of them)");
   r = a.on_hello(side(n2, "s3cret", 'b', "staging").start());
   REQUIRE_FALSE(r);
@@ -166,6 +166,6 @@ TEST_CASE("a hello of peer protocol 1 (five elements, no addresses) decodes "
   auto r = a.on_hello(*h);
   REQUIRE_FALSE(r);
   CHECK(r.err().message
-        == "peer n2 speaks peer protocol 1 and this node speaks 2: refused "
+        == "peer n2 speaks peer protocol 1 and this node speaks 3: refused "
            "(upgrade one of them)");
 }

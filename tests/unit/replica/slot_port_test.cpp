@@ -53,6 +53,44 @@ struct pair_of_stores {
   }
 };
 
+/// Copies the slot from `from` to `to` in pieces of about `piece` bytes, as
+/// a leader and its follower do; installs it unless `install` is false.
+/// Returns how many pieces it took.
+std::size_t copy_in_pieces(const core::slot_port& from, core::slot_port& to,
+                           std::size_t piece, bool install = true) {
+  auto at = from.open_copy(100);
+  REQUIRE(at);
+  std::string next;
+  std::uint32_t i = 0;
+  for (;;) {
+    auto r = from.read_copy(100, next, piece);
+    REQUIRE(r);
+    cl::writes w;
+    w.stage = cl::make_piece(100, *at, i, r->last, r->data);
+    if (r->last && install)
+      w.install = *at;
+    REQUIRE(to.write(w) == cl::write_result::ok);
+    ++i;
+    if (r->last)
+      break;
+    next = r->next;
+  }
+  from.close_copy(100);
+  return i;
+}
+
+/// The rows staged in `st`, every slot's.
+std::size_t staged_rows(store& st) {
+  auto t = st.db().read();
+  REQUIRE(t);
+  auto cur = t->open_cursor(t->db().slot_staging);
+  REQUIRE(cur);
+  std::size_t n = 0;
+  for (auto found = cur->first(); found && *found; found = cur->next())
+    ++n;
+  return n;
+}
+
 } // namespace
 
 TEST_CASE("a follower applying the leader's entries through the slot port ends "
@@ -116,9 +154,9 @@ TEST_CASE("a truncation through the slot port leaves the follower as if it "
 }
 
 TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
-          "slot's key range through the port, then entries after it, and a "
-          "snapshot over its byte budget is not taken",
-          "[replica][slot_port]") {
+          "slot's key range through the port, in pieces, then entries after "
+          "it",
+          "[replica][slot_port][snapshot]") {
   pair_of_stores ps(log_window{3, std::uint64_t{1} << 30});
   auto from = ps.leader_port();
   auto base = from.base();
@@ -126,22 +164,16 @@ TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
   CHECK(base.epoch == 1);
   CHECK(from.epoch_at(base.seq) == 1u);
   CHECK_FALSE(from.epoch_at(base.seq - 1));
-  // Over its budget it reads no further and answers none.
-  CHECK_FALSE(from.take_snapshot(16));
-  auto whole = from.take_snapshot(SIZE_MAX);
-  REQUIRE(whole);
-  CHECK_FALSE(from.take_snapshot(whole->data.size() - 1));
-  auto snap = *from.take_snapshot(whole->data.size());
-  CHECK(snap.through == from.last());
   auto to = ps.follower_port();
-  cl::writes w;
-  w.install = snap;
-  REQUIRE(to.write(w) == cl::write_result::ok);
+  auto pieces = copy_in_pieces(from, to, 64);
+  CHECK(pieces > 3); // a few rows each
   CHECK(to.last() == from.last());
   CHECK(to.base() == from.last());
   CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
                   slot_rows(*ps.follower, ps.s))
         == "");
+  CHECK(staged_rows(*ps.follower) == 0);
+  CHECK(ps.leader.store->db().held_count() == 0);
 
   REQUIRE(ps.leader.commit(
       write_batch{{mut::put_cursor{ps.p.queue, ps.p.id, "g", at(9)}}}));
@@ -152,6 +184,69 @@ TEST_CASE("a follower behind the leader's trimmed log takes a snapshot of the "
   CHECK(rows_diff(slot_rows(*ps.leader.store, ps.s),
                   slot_rows(*ps.follower, ps.s))
         == "");
+}
+
+TEST_CASE("a copy reads the slot as it was when it was opened, and staged "
+          "pieces change none of the follower's rows before the last one",
+          "[replica][slot_port][snapshot]") {
+  pair_of_stores ps;
+  auto from = ps.leader_port();
+  auto to = ps.follower_port();
+  auto leader_then = slot_rows(*ps.leader.store, ps.s);
+  auto follower_then = slot_rows(*ps.follower, ps.s);
+  auto then = from.last();
+  auto pos = from.open_copy(7);
+  REQUIRE(pos);
+  CHECK(*pos == then);
+  // Written after the copy was opened: not in it.
+  REQUIRE(ps.leader.commit(
+      write_batch{{mut::put_cursor{ps.p.queue, ps.p.id, "g", at(9)}}}));
+  std::string next;
+  std::uint32_t i = 0;
+  for (;; ++i) {
+    auto r = from.read_copy(7, next, 64);
+    REQUIRE(r);
+    // The same piece when read again.
+    CHECK(from.read_copy(7, next, 64)->data == r->data);
+    cl::writes w;
+    w.stage = cl::make_piece(7, *pos, i, r->last, r->data);
+    if (r->last) {
+      CHECK(rows_diff(follower_then, slot_rows(*ps.follower, ps.s)) == "");
+      CHECK(staged_rows(*ps.follower) > 0);
+      w.install = *pos;
+    }
+    REQUIRE(to.write(w) == cl::write_result::ok);
+    if (r->last)
+      break;
+    next = r->next;
+  }
+  from.close_copy(7);
+  CHECK_FALSE(from.read_copy(7, "", 64)); // closed
+  CHECK(to.last() == then);
+  CHECK(rows_diff(leader_then, slot_rows(*ps.follower, ps.s)) == "");
+}
+
+TEST_CASE("open copies are bounded node-wide, a growth of the map ends them, "
+          "and a restart drops what a follower staged",
+          "[replica][slot_port][snapshot]") {
+  pair_of_stores ps;
+  core::slot_port one{ps.leader.store->db(), ps.s, 1};
+  REQUIRE(one.open_copy(1));
+  CHECK_FALSE(one.open_copy(2)); // the node's bound
+  CHECK_FALSE(one.take_error());
+  REQUIRE(ps.leader.store->db().grow());
+  CHECK_FALSE(one.read_copy(1, "", 64)); // ended: open another
+  CHECK(ps.leader.store->db().held_count() == 0);
+  REQUIRE(one.open_copy(3));
+  CHECK(one.read_copy(3, "", 64));
+  one.close_copy(3);
+
+  auto to = ps.follower_port();
+  copy_in_pieces(one, to, 64, false);
+  CHECK(staged_rows(*ps.follower) > 0);
+  ps.follower.reset();
+  ps.follower = fresh_like(*ps.leader.store, ps.follower_dir); // reopened
+  CHECK(staged_rows(*ps.follower) == 0);
 }
 
 TEST_CASE("a truncation below what the slot log keeps fails through the port "

@@ -1,0 +1,77 @@
+// Three real spoold processes on loopback (docs/cluster.md, "Snapshots"): a
+// follower killed with -9 while the leader's slot log moved past what it
+// keeps catches up from a copy of the slot sent in pieces over the peer
+// link, staged, and installed with the last one; then it is part of the
+// quorum again, with the leader's log.
+
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <sstream>
+
+#include "system/cluster_fixture.hpp"
+
+using namespace spool;
+using namespace spool::test;
+
+TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
+          "catches up from a snapshot sent in pieces, and makes the quorum "
+          "again",
+          "[system][cluster][snapshot]") {
+  // The slot log keeps 4 batches: the follower misses many more.
+  three_nodes c({"--slot-log-entries", "4"});
+  const std::string q = "bulk";
+  auto l = three_nodes::leader_of(q);
+  auto f1 = (l + 1) % 3;
+  auto f2 = (l + 2) % 3;
+  REQUIRE(c.until_known(l, "POST", "/api/v1/push", keyed_push(q, 0, 1)).status
+          == 201);
+  c.nodes[f1]->kill9();
+  // About 12 MiB that does not compress: a dozen pieces of about 1 MiB.
+  std::mt19937 rng{7};
+  const char* alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                         "0123456789+/";
+  int n = 1;
+  for (int push = 0; push < 24; ++push) {
+    json items = json::array();
+    for (int i = 0; i < 8; ++i, ++n) {
+      std::string blob(64 * 1024, 'x');
+      for (auto& ch : blob)
+        ch = alphabet[rng() % 64];
+      items.push_back({{"queue", q},
+                       {"transactionId", "m" + std::to_string(n)},
+                       {"payload", {{"n", n}, {"blob", blob}}}});
+    }
+    REQUIRE(
+        c.nodes[l]->post("/api/v1/push", json{{"items", items}}.dump()).status
+        == 201);
+  }
+  auto slot = std::to_string(slot_of(q, default_slot_count));
+  auto lag = "spool_slot_follower_lag_entries{slot=\"" + slot
+             + "\",follower=\"n" + std::to_string(f1 + 1) + "\"}";
+  CHECK(c.nodes[l]->metric(lag) >= 24);
+  c.nodes[f1]->start();
+  bool installed = c.nodes[f1]->wait_for_log("installed a snapshot from", 60s);
+  if (!installed) {
+    // What each of the two said, but the start's lines of every slot.
+    for (auto n : {f1, l}) {
+      std::istringstream in{c.nodes[n]->log()};
+      for (std::string line; std::getline(in, line);)
+        if (line.find("serving here") == std::string::npos
+            && line.find("serves epoch") == std::string::npos
+            && line.find("leads epoch") == std::string::npos)
+          std::fprintf(stderr, "n%zu: %s\n", n + 1, line.c_str());
+    }
+  }
+  CHECK(installed);
+  CHECK(c.nodes[l]->metric_becomes(lag, 0, 60s));
+  auto last = "spool_slot_last_seq{slot=\"" + slot + "\"}";
+  CHECK(c.nodes[f1]->metric(last) == c.nodes[l]->metric(last));
+  // The other follower gone, a write needs the one that took the copy.
+  c.nodes[f2]->kill9();
+  auto r = c.until_known(l, "POST", "/api/v1/push", keyed_push(q, n, 1));
+  CHECK(r.status == 201);
+  auto pop = c.nodes[l]->get("/api/v1/pop/queue/" + q + "?batch=1000");
+  REQUIRE(pop.status == 200);
+  CHECK(pop.body_json()["messages"].size() == static_cast<std::size_t>(n + 1));
+}
