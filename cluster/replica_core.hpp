@@ -74,7 +74,8 @@ enum class notice_kind : std::uint8_t {
   damaged,
   /// Follower `peer` refused entries (its disk is full, or it is damaged).
   peer_refusing,
-  /// A follower installed a snapshot from `peer` (its leader).
+  /// A follower installed a snapshot from `peer` (its leader), of
+  /// `pieces` pieces.
   installed,
   /// It led `epoch` before a restart: run an election for `epoch + 1`
   /// that expects `epoch` (docs/cluster.md, "Restart"); repeated on ticks
@@ -87,6 +88,7 @@ struct notice {
   epoch_t epoch = 0;
   std::optional<node_id> peer;
   refusal why = refusal::none;
+  std::uint32_t pieces = 0;
 };
 
 struct ready {

@@ -85,7 +85,8 @@ void replica_core::on_snapshot(node_id from, const snapshot_req& r,
   out.write.hard = nh;
   out.write.install = at;
   commit_ = std::max(commit_, std::min(r.commit, at.seq));
-  out.notices.push_back({notice_kind::installed, r.epoch, from, {}});
+  out.notices.push_back(
+      {notice_kind::installed, r.epoch, from, {}, p.index + 1});
   reply(from, {r.epoch, refusal::none, at.seq, {}}, out, true);
 }
 
@@ -117,10 +118,16 @@ void replica_core::send_copy(node_id to, peer_progress& p, epoch_t epoch,
     p.copy->last_taken = now;
   }
   auto& c = *p.copy;
+  // The peer link is reliable and in order: a piece is lost only when the
+  // link's queue overflows or the connection drops. So nothing is sent
+  // again while pieces are being taken, however slowly, only after a
+  // silence of a quarter of `snapshot_idle` (at least `retry`), then twice
+  // as long each time nothing is taken.
+  auto silence = std::max(cfg_.retry, cfg_.snapshot_idle / 4)
+                 << std::min(c.resends, 3u);
   if (!c.sent_next.empty()
-      && now - c.last_sent >= cfg_.retry << std::min(c.resends, 4u)) {
-    // Sent and not taken for a while: lost on the way. From what it took,
-    // waiting longer each time nothing is taken.
+      && now - std::max(c.last_sent, c.last_taken) >= silence) {
+    // From what it took.
     c.sent_next.clear();
     c.sent_last = false;
     ++c.resends;
@@ -181,8 +188,9 @@ void replica_core::on_snapshot_rep(node_id from, const snapshot_rep& r,
     c.taken += static_cast<std::uint32_t>(n);
     c.last_taken = now;
     c.resends = 0;
-  } else if (r.taken == 0 && c.taken > 0) {
-    // It lost what it staged (a restart): the copy from its start.
+  } else if (r.taken < c.taken) {
+    // It lost what it staged (a restart), or took up this copy again from
+    // its start: the copy from its start (what it holds it answers again).
     c.taken = 0;
     c.taken_next.clear();
     c.sent_next.clear();

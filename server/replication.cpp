@@ -36,7 +36,8 @@ std::string describe(slot_t s, const cluster::notice& n,
   case notice_kind::installed:
     return head + "installed a snapshot from "
            + (n.peer ? node_name(*n.peer) : std::string{"?"}) + " (epoch "
-           + std::to_string(n.epoch) + ")";
+           + std::to_string(n.epoch) + ", " + std::to_string(n.pieces)
+           + " piece(s))";
   case notice_kind::restart_election:
     return head + "led epoch " + std::to_string(n.epoch)
            + " before a restart: asks a majority before it serves";

@@ -424,15 +424,15 @@ void env::release(std::uint64_t id) {
 }
 
 expected<void> env::grow() {
+  if (map_bytes_ >= opts_.max_map_bytes)
+    return make_error(ec::storage_full, "map size limit of ",
+                      opts_.max_map_bytes, " bytes reached");
   // Held reads run on this thread: waiting for them below would never end,
   // and a growth must not leave them on the old map. They end here; their
   // users open new ones.
   held_.clear();
   std::lock_guard<std::mutex> gate{gate_};
   std::unique_lock<std::shared_mutex> lock{resize_mtx_};
-  if (map_bytes_ >= opts_.max_map_bytes)
-    return make_error(ec::storage_full, "map size limit of ",
-                      opts_.max_map_bytes, " bytes reached");
   auto next = std::min(map_bytes_ * 2, opts_.max_map_bytes);
   if (auto rc = mdb_env_set_mapsize(env_, next); rc != 0) {
     // EINVAL comes before LMDB touches the map (a transaction is open).

@@ -612,10 +612,11 @@ private:
       return;
     }
     case fail_write:
-      if (s && snap_rng_() % 5 == 0) {
+      if (s && snap_rng_() % 5 == 0) { // besides the rest, by its own draw
         s->disk->end_copies();
         note(name(s->id) + "'s open copies end (a map growth)");
-      } else if (s && chance(0.3)) {
+      }
+      if (s && chance(0.3)) {
         s->disk->fail_sync = true;
         note(name(s->id) + "'s next sync fails");
       } else if (s && !any_damaged()) {

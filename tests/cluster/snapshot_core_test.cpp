@@ -122,7 +122,7 @@ TEST_CASE("a snapshot goes in pieces, at most snapshot_pieces_in_flight "
 }
 
 TEST_CASE("a piece lost on the way is sent again from what the follower "
-          "took, after the retry interval",
+          "took, after a silence of a quarter of snapshot_idle",
           "[cluster][replica][snapshot]") {
   replica l(pieced(n1)), f(pieced(n2));
   lead(l);
@@ -136,9 +136,9 @@ TEST_CASE("a piece lost on the way is sent again from what the follower "
     return false;
   });
   CHECK(f.disk.last().seq == 0); // stalled: piece 3 came before piece 2
-  w.tick(l, 1200);
+  w.tick(l, 3400);
   CHECK(w.flight.empty()); // not yet
-  w.tick(l, 1600);
+  w.tick(l, 3500);
   w.pump();
   check_same(f, l);
   CHECK(l.disk.copies_opened == 1); // the same copy, resumed
@@ -213,8 +213,8 @@ TEST_CASE("a copy the follower takes nothing of is sent again less and less "
     w.tick(l, t);
     w.pump(lose_all);
   }
-  // Two at first, then two more at 1.5 s, 2.5 s, 4.5 s and 8.5 s.
-  CHECK(w.pieces[n2].size() == 10);
+  // Two at first, then the same two again at 3.5 s and 8.5 s.
+  CHECK(w.pieces[n2].size() == 6);
   CHECK(l.disk.copies_open() == 1);
   w.tick(l, 11'000);
   CHECK(l.disk.copies_open() == 0);
@@ -252,4 +252,60 @@ TEST_CASE("a piece the follower's disk refuses leaves nothing staged of it: "
   w.collect(out);
   w.pump();
   check_same(f, l);
+}
+
+TEST_CASE("a slow follower that keeps taking pieces is sent none twice",
+          "[cluster][replica][snapshot]") {
+  replica l(pieced(n1)), f(pieced(n2));
+  lead(l);
+  net w({{n1, &l}, {n2, &f}});
+  needs_snapshot(w, l, n2);
+  // One message through every 600 ms: a piece taken about every 1.2 s,
+  // slower than retry.
+  for (millis t = 1000; !w.flight.empty() && t < 100'000; t += 600) {
+    w.tick(l, t);
+    auto e = w.flight.front();
+    w.flight.pop_front();
+    w.collect(w.nodes.at(e.to)->in(e.from, e.msg, w.now));
+    if (auto* r = std::get_if<snapshot_rep>(&e.msg))
+      w.taken[e.from] = std::max(w.taken[e.from], r->taken);
+  }
+  check_same(f, l);
+  CHECK(w.pieces[n2] == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("a leader that steps down closes its copies",
+          "[cluster][replica][snapshot]") {
+  replica l(pieced(n1)), f(pieced(n2));
+  lead(l);
+  net w({{n1, &l}, {n2, &f}});
+  needs_snapshot(w, l, n2);
+  REQUIRE(l.disk.copies_open() == 1);
+  l.in(n3, fence_req{3, std::nullopt}, w.now);
+  CHECK(l.core.current_role() != role::leader);
+  CHECK(l.disk.copies_open() == 0);
+}
+
+TEST_CASE("a follower that says it took fewer pieces than before gets the "
+          "copy again from its start, and takes it up where it was",
+          "[cluster][replica][snapshot]") {
+  replica l(pieced(n1)), f(pieced(n2));
+  lead(l);
+  net w({{n1, &l}, {n2, &f}});
+  needs_snapshot(w, l, n2);
+  for (int i = 0; i < 2; ++i) { // pieces 0 and 1 taken; 2 and 3 sent
+    auto e = w.flight.front();
+    w.flight.pop_front();
+    w.collect(f.in(n1, e.msg, w.now));
+  }
+  w.pump([](const envelope& e) {
+    return std::holds_alternative<snapshot_req>(e.msg); // 2 and 3 lost
+  });
+  auto id = l.core.peers().at(n2).copy->id;
+  w.collect(l.in(n2, snapshot_rep{2, id, 1}, w.now));
+  REQUIRE_FALSE(w.flight.empty());
+  CHECK(std::get<snapshot_req>(w.flight.front().msg).piece.index == 0);
+  w.pump();
+  check_same(f, l);
+  CHECK(l.disk.copies_opened == 1);
 }

@@ -214,16 +214,6 @@ void read_final(history& h, std::uint16_t entry) {
   }
 }
 
-slot_rows_t rows_of(const std::filesystem::path& data, slot_t slot) {
-  storage::store_options opts;
-  opts.env.dir = data;
-  opts.env.initial_map_bytes = std::size_t{16} << 20;
-  opts.slot_count = default_slot_count;
-  auto s = storage::store::open(opts);
-  REQUIRE(s);
-  return slot_rows(**s, slot);
-}
-
 } // namespace
 
 TEST_CASE("under load, the leader killed between its local fsync and the "
@@ -331,12 +321,12 @@ TEST_CASE("under load, the leader killed between its local fsync and the "
   for (auto& n : c.nodes)
     if (n->pid() > 0)
       n->kill9();
-  auto reference = rows_of(c.nodes[nl]->data(), slot);
+  auto reference = slot_rows_at(c.nodes[nl]->data(), slot);
   CHECK_FALSE(reference.empty());
   for (std::size_t f = 0; f < 3; ++f) {
     if (f == nl)
       continue;
     INFO("n" << f + 1 << " against the leader n" << nl + 1);
-    CHECK(rows_diff(rows_of(c.nodes[f]->data(), slot), reference) == "");
+    CHECK(rows_diff(slot_rows_at(c.nodes[f]->data(), slot), reference) == "");
   }
 }

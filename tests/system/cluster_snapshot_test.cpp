@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "system/cluster_fixture.hpp"
+#include "unit/storage/slot_rows.hpp"
 
 using namespace spool;
 using namespace spool::test;
@@ -64,9 +65,14 @@ TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
     }
   }
   CHECK(installed);
+  // Of more than one piece (about 1 MiB each): "(epoch E, N piece(s))".
+  auto text = c.nodes[f1]->log();
+  auto at = text.find("installed a snapshot from");
+  REQUIRE(at != std::string::npos);
+  auto comma = text.find(", ", at);
+  REQUIRE(comma != std::string::npos);
+  CHECK(std::stoi(text.substr(comma + 2)) > 4);
   CHECK(c.nodes[l]->metric_becomes(lag, 0, 60s));
-  auto last = "spool_slot_last_seq{slot=\"" + slot + "\"}";
-  CHECK(c.nodes[f1]->metric(last) == c.nodes[l]->metric(last));
   // The other follower gone, a write needs the one that took the copy.
   c.nodes[f2]->kill9();
   auto r = c.until_known(l, "POST", "/api/v1/push", keyed_push(q, n, 1));
@@ -74,4 +80,16 @@ TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
   auto pop = c.nodes[l]->get("/api/v1/pop/queue/" + q + "?batch=1000");
   REQUIRE(pop.status == 200);
   CHECK(pop.body_json()["messages"].size() == static_cast<std::size_t>(n + 1));
+  // Byte for byte the leader's rows, once it holds all the leader's log.
+  auto last = "spool_slot_last_seq{slot=\"" + slot + "\"}";
+  CHECK(c.nodes[f1]->metric_becomes(last, c.nodes[l]->metric(last), 10s));
+  c.nodes[l]->kill9();
+  c.nodes[f1]->kill9();
+  auto reference
+      = slot_rows_at(c.nodes[l]->data(), slot_of(q, default_slot_count));
+  CHECK(reference.size() > 24);
+  CHECK(rows_diff(
+            slot_rows_at(c.nodes[f1]->data(), slot_of(q, default_slot_count)),
+            reference)
+        == "");
 }

@@ -231,9 +231,11 @@ TEST_CASE("open copies are bounded node-wide, a growth of the map ends them, "
           "[replica][slot_port][snapshot]") {
   pair_of_stores ps;
   core::slot_port one{ps.leader.store->db(), ps.s, 1};
+  core::slot_port other{ps.leader.store->db(), static_cast<slot_t>(ps.s + 1),
+                        1};
   REQUIRE(one.open_copy(1));
-  CHECK_FALSE(one.open_copy(2)); // the node's bound
-  CHECK_FALSE(one.take_error());
+  CHECK_FALSE(other.open_copy(1)); // the node's bound, every slot's
+  CHECK_FALSE(other.take_error());
   REQUIRE(ps.leader.store->db().grow());
   CHECK_FALSE(one.read_copy(1, "", 64)); // ended: open another
   CHECK(ps.leader.store->db().held_count() == 0);

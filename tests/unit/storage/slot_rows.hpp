@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -34,6 +35,19 @@ inline slot_rows_t slot_rows(storage::store& s, slot_t slot) {
     REQUIRE(found);
   }
   return out;
+}
+
+/// Slot `slot`'s rows in the store at `data` (a stopped spoold's data
+/// directory).
+inline slot_rows_t slot_rows_at(const std::filesystem::path& data,
+                                slot_t slot) {
+  storage::store_options opts;
+  opts.env.dir = data;
+  opts.env.initial_map_bytes = std::size_t{16} << 20;
+  opts.slot_count = default_slot_count;
+  auto s = storage::store::open(opts);
+  REQUIRE(s);
+  return slot_rows(**s, slot);
 }
 
 /// Where two slots' rows first differ ("" when equal), in a few words.
