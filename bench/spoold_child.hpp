@@ -147,11 +147,28 @@ struct spoold_child {
   }
 
   ~spoold_child() {
+    bool hung = false;
     if (pid > 0) {
+      // A clean stop, within 30 s; past it, SIGKILL and say so (a stop that
+      // hangs is a bug to report, not a reason to hang the bench).
       ::kill(pid, SIGTERM);
-      ::waitpid(pid, nullptr, 0);
+      auto deadline
+          = std::chrono::steady_clock::now() + std::chrono::seconds{30};
+      while (::waitpid(pid, nullptr, WNOHANG) == 0) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          std::fprintf(stderr,
+                       "spoold (pid %d) did not stop within 30 s of SIGTERM: "
+                       "killed; its log stays: %s\n",
+                       static_cast<int>(pid), (dir / "spoold.log").c_str());
+          ::kill(pid, SIGKILL);
+          ::waitpid(pid, nullptr, 0);
+          hung = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      }
     }
-    if (!dir.empty()) {
+    if (!dir.empty() && !hung) {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
     }
