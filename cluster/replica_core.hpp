@@ -123,8 +123,9 @@ struct peer_progress {
   struct copy_out {
     std::uint64_t id = 0;
     log_pos through;
-    /// Pieces it took, and where the next one starts.
+    /// Pieces it took, where each one ends, and where the next one starts.
     std::uint32_t taken = 0;
+    std::vector<std::string> ends;
     std::string taken_next;
     /// The pieces sent after those, each one's `next`.
     std::vector<std::string> sent_next;
@@ -132,6 +133,8 @@ struct peer_progress {
     millis last_sent = 0;
     /// Times sent again since it last took a piece.
     unsigned resends = 0;
+    /// The longest recent time between two pieces taken.
+    millis gap = 0;
     /// When it last took a piece (or the copy was opened).
     millis last_taken = 0;
   };
@@ -191,6 +194,9 @@ private:
   /// Forgets every follower (their copies closed).
   void drop_peers();
   void on_append_rep(node_id from, const append_rep& r, ready& out, millis now);
+  /// A follower's answer names a newer epoch: steps down and keeps its
+  /// promise (true).
+  bool heard_newer(epoch_t epoch, ready& out);
   /// Turns to following `leader` at `epoch` (written in `out`).
   void follow(epoch_t epoch, node_id leader, ready& out);
   void step_down(ready& out);

@@ -156,17 +156,21 @@ ready replica_core::tick(millis now) {
   return finish(std::move(out));
 }
 
+bool replica_core::heard_newer(epoch_t epoch, ready& out) {
+  auto h = log_.hard();
+  if (epoch <= h.epoch)
+    return false;
+  // A newer epoch exists: stop, and keep its promise from now on.
+  step_down(out);
+  out.write.hard = hard_state{epoch, std::nullopt, h.damaged};
+  return true;
+}
+
 void replica_core::on_append_rep(node_id from, const append_rep& r, ready& out,
                                  millis now) {
-  if (role_ != role::leader)
+  if (role_ != role::leader || heard_newer(r.epoch, out))
     return;
   auto h = log_.hard();
-  if (r.epoch > h.epoch) {
-    // A newer epoch exists: stop, and keep its promise from now on.
-    step_down(out);
-    out.write.hard = hard_state{r.epoch, std::nullopt, h.damaged};
-    return;
-  }
   auto it = peers_.find(from);
 #ifdef SPOOL_PLANT_OLD_EPOCH_COMMIT
   if (it == peers_.end() || (r.epoch < h.epoch && r.refused != refusal::none))

@@ -13,7 +13,8 @@
 //
 // Nothing of a copy replaces the follower's state before its last piece: it
 // keeps its log and its vote meanwhile, and a restart drops what it staged.
-// A piece lost on the way is sent again from what was taken, after `retry`.
+// A piece lost on the way is sent again from what was taken, after a
+// silence longer than the follower's pace.
 
 namespace spool::cluster {
 
@@ -120,11 +121,12 @@ void replica_core::send_copy(node_id to, peer_progress& p, epoch_t epoch,
   auto& c = *p.copy;
   // The peer link is reliable and in order: a piece is lost only when the
   // link's queue overflows or the connection drops. So nothing is sent
-  // again while pieces are being taken, however slowly, only after a
-  // silence of a quarter of `snapshot_idle` (at least `retry`), then twice
+  // again while pieces are being taken at the pace seen so far, only after
+  // a silence of four times the longest recent gap between two pieces
+  // taken, at least a quarter of `snapshot_idle` (and `retry`); then twice
   // as long each time nothing is taken.
-  auto silence = std::max(cfg_.retry, cfg_.snapshot_idle / 4)
-                 << std::min(c.resends, 3u);
+  auto base = std::max({cfg_.retry, cfg_.snapshot_idle / 4, 4 * c.gap});
+  auto silence = base << std::min(c.resends, 3u);
   if (!c.sent_next.empty()
       && now - std::max(c.last_sent, c.last_taken) >= silence) {
     // From what it took.
@@ -162,15 +164,9 @@ void replica_core::send_copy(node_id to, peer_progress& p, epoch_t epoch,
 
 void replica_core::on_snapshot_rep(node_id from, const snapshot_rep& r,
                                    ready& out, millis now) {
-  if (role_ != role::leader)
+  if (role_ != role::leader || heard_newer(r.epoch, out))
     return;
   auto h = log_.hard();
-  if (r.epoch > h.epoch) {
-    // A newer epoch exists: stop, and keep its promise from now on.
-    step_down(out);
-    out.write.hard = hard_state{r.epoch, std::nullopt, h.damaged};
-    return;
-  }
   auto it = peers_.find(from);
   if (r.epoch < h.epoch || it == peers_.end())
     return;
@@ -182,17 +178,24 @@ void replica_core::on_snapshot_rep(node_id from, const snapshot_rep& r,
     auto n = std::min<std::size_t>(r.taken - c.taken, c.sent_next.size());
     if (n == 0)
       return;
-    c.taken_next = c.sent_next[n - 1];
+    for (std::size_t i = 0; i < n; ++i)
+      c.ends.push_back(std::move(c.sent_next[i]));
+    c.taken_next = c.ends.back();
     c.sent_next.erase(c.sent_next.begin(),
                       c.sent_next.begin() + static_cast<std::ptrdiff_t>(n));
     c.taken += static_cast<std::uint32_t>(n);
+    // The pace: the longest recent gap (it jumps up at once, and decays by
+    // a quarter per piece), a gap that took a resend left out.
+    c.gap
+        = std::max(c.resends == 0 ? now - c.last_taken : 0, c.gap - c.gap / 4);
     c.last_taken = now;
     c.resends = 0;
   } else if (r.taken < c.taken) {
-    // It lost what it staged (a restart), or took up this copy again from
-    // its start: the copy from its start (what it holds it answers again).
-    c.taken = 0;
-    c.taken_next.clear();
+    // It lost what it staged (a restart, `taken` 0), or an older answer
+    // came late: from what it says it holds.
+    c.taken = r.taken;
+    c.ends.resize(r.taken);
+    c.taken_next = r.taken == 0 ? std::string{} : c.ends.back();
     c.sent_next.clear();
     c.sent_last = false;
     c.last_taken = now;

@@ -298,3 +298,19 @@ TEST_CASE("an epoch_start entry goes through the slot port with no mutation "
   REQUIRE(got.size() == 1);
   CHECK(got[0] == w.append[0]);
 }
+
+TEST_CASE("a growth refused at the map's bound ends no open copy",
+          "[replica][slot_port][snapshot]") {
+  store_fixture fx;
+  fx.store.reset();
+  fx.opts.env.max_map_bytes = fx.opts.env.initial_map_bytes;
+  fx.open();
+  auto p = fx.make_partition();
+  core::slot_port port{fx.store->db(), slot_of_id(p.queue.value)};
+  REQUIRE(port.open_copy(1));
+  auto grown = fx.store->db().grow();
+  REQUIRE_FALSE(grown);
+  CHECK(grown.err().code == ec::storage_full);
+  CHECK(fx.store->db().held_count() == 1);
+  CHECK(port.read_copy(1, "", 1 << 20));
+}
