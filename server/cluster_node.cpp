@@ -1,9 +1,11 @@
 #include "server/cluster_node.hpp"
 
+#include <caf/logger.hpp>
 #include <caf/send.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <future>
 #include <sstream>
 
 #include "actors/atoms.hpp"
@@ -220,6 +222,15 @@ void cluster_node::stop() {
   if (repl_)
     repl_->stop();
   relay_->detach();
+}
+
+void cluster_node::leave_actor_system() {
+  std::promise<void> done;
+  commits_->run([&done] {
+    caf::logger::set_current_actor_system(nullptr);
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 } // namespace spool::server

@@ -64,6 +64,12 @@ public:
   /// Stops the links, fails the writes still waiting for a quorum and
   /// drops the broker's handle (before the actor system ends).
   void stop();
+  /// The committer's thread lets go of what CAF keeps per thread. A thread
+  /// that touched CAF holds CAF's logger (a thread-local) until it ends,
+  /// and `~actor_system` waits until the logger is gone: this thread
+  /// outlives the actor system, so without this a SIGTERM'd node could
+  /// wait there for good. Call once the writer stopped.
+  void leave_actor_system();
 
   /// Use `start`.
   struct relay;

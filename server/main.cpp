@@ -433,6 +433,8 @@ int main(int argc, char** argv) {
       caf::anon_send_exit(*writer, caf::exit_reason::user_shutdown);
       (*waiter)->receive([&](caf::down_msg&) {});
     }
+    if (cluster)
+      cluster->leave_actor_system();
     // The gateway's helpers answer what was still in flight (with errors,
     // the broker is gone); then the door and the gateway go, before the
     // actor system they use.

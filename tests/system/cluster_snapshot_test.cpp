@@ -52,7 +52,8 @@ TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
              + "\",follower=\"n" + std::to_string(f1 + 1) + "\"}";
   CHECK(c.nodes[l]->metric(lag) >= 24);
   c.nodes[f1]->start();
-  bool installed = c.nodes[f1]->wait_for_log("installed a snapshot from", 60s);
+  auto installed_line = "slot " + slot + ": installed a snapshot from";
+  bool installed = c.nodes[f1]->wait_for_log(installed_line, 60s);
   if (!installed) {
     // What each of the two said, but the start's lines of every slot.
     for (auto n : {f1, l}) {
@@ -65,13 +66,14 @@ TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
     }
   }
   CHECK(installed);
-  // Of more than one piece (about 1 MiB each): "(epoch E, N piece(s))".
+  // Of more than one piece (about 1 MiB of rows each, but at least one
+  // row: a segment may be larger): "(epoch E, N piece(s))".
   auto text = c.nodes[f1]->log();
-  auto at = text.find("installed a snapshot from");
+  auto at = text.find(installed_line);
   REQUIRE(at != std::string::npos);
   auto comma = text.find(", ", at);
   REQUIRE(comma != std::string::npos);
-  CHECK(std::stoi(text.substr(comma + 2)) > 4);
+  CHECK(std::stoi(text.substr(comma + 2)) > 1);
   CHECK(c.nodes[l]->metric_becomes(lag, 0, 60s));
   // The other follower gone, a write needs the one that took the copy.
   c.nodes[f2]->kill9();
@@ -83,8 +85,12 @@ TEST_CASE("a follower killed with -9 that the leader's log no longer covers "
   // Byte for byte the leader's rows, once it holds all the leader's log.
   auto last = "spool_slot_last_seq{slot=\"" + slot + "\"}";
   CHECK(c.nodes[f1]->metric_becomes(last, c.nodes[l]->metric(last), 10s));
-  c.nodes[l]->kill9();
-  c.nodes[f1]->kill9();
+  // Both stop cleanly on SIGTERM (a node whose writer thread touched CAF
+  // once waited for good at the end of its actor system).
+  c.nodes[f1]->signal(SIGTERM);
+  CHECK(c.nodes[f1]->wait_exit(30s) == 0);
+  c.nodes[l]->signal(SIGTERM);
+  CHECK(c.nodes[l]->wait_exit(30s) == 0);
   auto reference
       = slot_rows_at(c.nodes[l]->data(), slot_of(q, default_slot_count));
   CHECK(reference.size() > 24);
