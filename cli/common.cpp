@@ -26,6 +26,9 @@ exit_code code_of(const api_error& e) {
   case errc::tx_aborted:
   case errc::cross_slot:
     return exit_code::rejected;
+  case errc::unauthenticated:
+  case errc::forbidden:
+    return exit_code::denied;
   case errc::internal:
     return exit_code::failed;
   }
@@ -59,6 +62,8 @@ client::client& context::conn() {
     o.request_timeout = timeout;
     o.connect_timeout = std::min(timeout, o.connect_timeout);
     o.fail_unconnected = true; // a command is told at once, not in 30 s
+    if (!token.empty())
+      o.token = [t = token] { return t; };
     conn_ = std::make_unique<client::client>(o);
   }
   return *conn_;

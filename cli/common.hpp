@@ -30,6 +30,7 @@ enum exit_code : int {
   unavailable = 5, ///< no server, a timeout, the server busy or stopping
   rejected = 6,    ///< queue full, storage full, a transaction rolled back
   partial = 7,     ///< some items of the request failed (acks)
+  denied = 8,      ///< no valid token, or one without the right role
 };
 
 /// The exit code of an API error.
@@ -38,6 +39,8 @@ exit_code code_of(const api_error& e);
 /// The global options and the connection (made on first use).
 struct context {
   std::string server = "127.0.0.1:6690";
+  /// A JWT sent in `hello` (--token, SPOOL_TOKEN; docs/security.md).
+  std::string token;
   bool as_json = false;
   std::chrono::milliseconds timeout{30'000};
 

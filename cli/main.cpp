@@ -81,6 +81,8 @@ int main(int argc, char** argv) {
   spool::cli::context ctx;
   if (const char* env = std::getenv("SPOOL_SERVER"); env && *env)
     ctx.server = env;
+  if (const char* env = std::getenv("SPOOL_TOKEN"); env && *env)
+    ctx.token = env;
   CLI::App app{"spool: push, pop, replay and administer a Spool broker "
                "(msgpack protocol)"};
   app.set_version_flag("--version", "spool " SPOOL_VERSION " (protocol 1)");
@@ -90,6 +92,9 @@ int main(int argc, char** argv) {
   app.add_option("-s,--server", ctx.server,
                  "host:port of the msgpack door (env SPOOL_SERVER)")
       ->capture_default_str();
+  app.add_option("--token", ctx.token,
+                 "a JWT for a server with tokens on (env SPOOL_TOKEN; the "
+                 "variable keeps it out of the process list)");
   app.add_flag("--json", ctx.as_json, "print JSON (for scripts)");
   app.add_option("--timeout", timeout,
                  "a request's deadline (30s; a waiting pop adds its own)");

@@ -64,11 +64,8 @@ api_error error_of(const msgpack::object& root) {
   };
   auto code = str("code");
   e.message = str("message");
-  for (auto c : {errc::bad_request, errc::invalid_argument, errc::too_large,
-                 errc::not_found, errc::unknown_op, errc::tx_aborted,
-                 errc::queue_full, errc::unavailable, errc::storage_full,
-                 errc::internal, errc::not_leader, errc::cross_slot})
-    if (to_string(c) == code)
+  for (int i = 1; i <= static_cast<int>(last_errc); ++i)
+    if (auto c = static_cast<errc>(i); to_string(c) == code)
       e.code = c;
   if (e.code == errc::not_leader && mp::find(*err, "leaderNode")) {
     auto num = [&](std::string_view k) -> std::uint64_t {
@@ -123,14 +120,22 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     completion done;
     clock_type::time_point deadline;
     std::chrono::milliseconds timeout;
+    bool resent = false; ///< sent again after a fresh hello already
   };
   std::deque<waiting> queue;
+  /// Refused as `unauthenticated`: sent again, in order, after the next
+  /// hello.
+  std::deque<waiting> reauth;
   struct sent {
     completion done;
     clock_type::time_point deadline;
     std::chrono::milliseconds timeout;
     std::string frame; ///< until it is handed to the socket
     bool written = false;
+    /// With a token source: the frame kept once written, to send again if
+    /// it is refused as `unauthenticated` (once: `resent`).
+    std::string kept;
+    bool resent = false;
   };
   std::unordered_map<std::uint64_t, sent> in_flight;
 
@@ -180,8 +185,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         continue;
       }
       unsent.push_back(w.id);
-      in_flight.emplace(w.id, sent{std::move(w.done), w.deadline, w.timeout,
-                                   std::move(w.frame)});
+      in_flight.emplace(w.id, sent{std::move(w.done),
+                                   w.deadline,
+                                   w.timeout,
+                                   std::move(w.frame),
+                                   false,
+                                   {},
+                                   w.resent});
     }
     write();
   }
@@ -193,6 +203,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     for (auto id : unsent)
       if (auto it = in_flight.find(id); it != in_flight.end()) {
         outbuf += it->second.frame;
+        if (opt.token && id != hello_id)
+          it->second.kept = std::move(it->second.frame);
         it->second.frame.clear();
         it->second.frame.shrink_to_fit();
         it->second.written = true;
@@ -254,9 +266,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   void greet() {
     st = state::greeting;
     hello_id = next_id++;
-    auto frame = build_frame("hello", [](mp::writer& w) {
+    std::string token = opt.token ? opt.token() : std::string{};
+    auto frame = build_frame("hello", [&](mp::writer& w) {
       w.kv("version", protocol_version);
       w.kv("client", "spool-cpp");
+      if (!token.empty())
+        w.kv("token", token);
     });
     patch_id(frame, hello_id);
     unsent.push_front(hello_id);
@@ -265,7 +280,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                              self->greeted(std::move(r));
                            },
                            clock_type::now() + opt.connect_timeout,
-                           opt.connect_timeout, std::move(frame)});
+                           opt.connect_timeout,
+                           std::move(frame),
+                           false,
+                           {},
+                           false});
     tick();
     write();
   }
@@ -275,9 +294,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       // A refusal (a version this server does not speak) fails what waits;
       // the connection is tried again later (the server may change).
       auto err = r.err();
-      for (auto& w : queue)
-        w.done(err);
-      queue.clear();
+      for (auto* list : {&reauth, &queue}) {
+        for (auto& w : *list)
+          w.done(err);
+        list->clear();
+      }
       return lost(err.message);
     }
     auto& root = (*r)->root();
@@ -306,6 +327,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     up = true;
     ++connects;
     backoff = opt.backoff_min;
+    // What the server refused for an expired token goes first, in order.
+    while (!reauth.empty()) {
+      queue.push_front(std::move(reauth.back()));
+      reauth.pop_back();
+    }
     pump();
   }
 
@@ -386,6 +412,20 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     auto it = in_flight.find(*id);
     if (it == in_flight.end())
       return; // timed out before: dropped
+    if (!ok && opt.token && *id != hello_id && !it->second.resent
+        && !it->second.kept.empty()) {
+      auto err = error_of(root);
+      if (err.code == errc::unauthenticated) {
+        // Refused before it ran: said again after a fresh hello.
+        auto& s = it->second;
+        reauth.push_back({*id, std::move(s.kept), std::move(s.done), s.deadline,
+                          s.timeout, true});
+        in_flight.erase(it);
+        if (st == state::ready)
+          greet();
+        return;
+      }
+    }
     auto done = std::move(it->second.done);
     in_flight.erase(it);
     if (ok)
@@ -426,8 +466,12 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     std::sort(back.begin(), back.end(),
               [](auto& a, auto& b) { return a.first > b.first; });
     for (auto& [id, s] : back)
-      queue.push_front(
-          {id, std::move(s.frame), std::move(s.done), s.deadline, s.timeout});
+      queue.push_front({id, std::move(s.frame), std::move(s.done), s.deadline,
+                        s.timeout, s.resent});
+    while (!reauth.empty()) { // refused before they ran: sent again
+      queue.push_front(std::move(reauth.back()));
+      reauth.pop_back();
+    }
     if (opt.fail_unconnected && connects.load() == 0) {
       auto waiting = std::move(queue);
       queue.clear();
@@ -472,15 +516,16 @@ struct connection::impl : std::enable_shared_from_this<impl> {
       return make_error(errc::unavailable, "timed out after ", t.count(),
                         " ms");
     };
-    for (auto it = queue.begin(); it != queue.end();)
-      if (it->deadline <= now) {
-        auto done = std::move(it->done);
-        auto t = it->timeout;
-        it = queue.erase(it);
-        done(timed_out(t));
-      } else {
-        ++it;
-      }
+    for (auto* list : {&reauth, &queue})
+      for (auto it = list->begin(); it != list->end();)
+        if (it->deadline <= now) {
+          auto done = std::move(it->done);
+          auto t = it->timeout;
+          it = list->erase(it);
+          done(timed_out(t));
+        } else {
+          ++it;
+        }
     for (auto it = in_flight.begin(); it != in_flight.end();)
       if (it->second.deadline <= now) {
         auto done = std::move(it->second.done);
@@ -513,6 +558,9 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     for (auto& [id, s] : failed)
       if (id != hello_id)
         s.done(make_error(errc::unavailable, "client closed"));
+    for (auto& w : reauth)
+      w.done(make_error(errc::unavailable, "client closed"));
+    reauth.clear();
     for (auto& w : queue)
       w.done(make_error(errc::unavailable, "client closed"));
     queue.clear();

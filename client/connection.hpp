@@ -64,6 +64,12 @@ struct options {
   /// leader is sent again to that leader (the blocking API, client.hpp),
   /// at most this many times in a row (0: never; the error is the answer).
   int max_redirects = 3;
+  /// Tokens (docs/security.md): called for each `hello`, it gives the
+  /// token to send (a JWT, no `Bearer `); none: no token. A request the
+  /// server refuses as `unauthenticated` (the token expired since the
+  /// last hello) makes the connection say hello again with a fresh token
+  /// and send that request once more (it was refused before it ran).
+  std::function<std::string()> token;
 };
 
 /// An answer frame, decoded; its objects refer to `frame` and `zone`.

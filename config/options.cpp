@@ -1,5 +1,8 @@
 #include "config/options.hpp"
 
+#include "config/option_table.hpp"
+#include "config/security.hpp"
+
 #include <toml++/toml.h>
 
 #include <cctype>
@@ -8,64 +11,14 @@
 
 namespace spool::config {
 
+using detail::flag;
+using detail::num;
+using detail::option;
+
 namespace {
 
-/// Parses `value` as an integer in [lo, hi] into `out`; an error message
-/// naming the option, or "".
-std::string number(std::string_view name, const std::string& value,
-                   std::uint64_t lo, std::uint64_t hi, std::uint64_t& out) {
-  std::uint64_t n = 0;
-  auto [end, ec]
-      = std::from_chars(value.data(), value.data() + value.size(), n);
-  if (ec != std::errc{} || end != value.data() + value.size() || n < lo
-      || n > hi)
-    return std::string{name} + " must be " + std::to_string(lo) + ".."
-           + std::to_string(hi) + ", got '" + value + "'";
-  out = n;
-  return {};
-}
-
-/// One option: its name (the flag without `--`, the file key), its help
-/// line, how a value applies, and how its current value reads.
-struct option {
-  const char* name;
-  const char* help;
-  std::function<std::string(server_options&, const std::string&)> apply;
-  std::function<std::string(const server_options&)> show;
-};
-
-using u64_ref = std::uint64_t& (*)(server_options&);
-
-option num(const char* name, const char* help, std::uint64_t lo,
-           std::uint64_t hi, u64_ref get) {
-  return {name, help,
-          [=](server_options& o, const std::string& v) {
-            return number(name, v, lo, hi, get(o));
-          },
-          [=](const server_options& o) {
-            return std::to_string(get(const_cast<server_options&>(o)));
-          }};
-}
-
-option flag(const char* name, const char* help, bool& (*get)(server_options&)) {
-  return {name, help,
-          [=](server_options& o, const std::string& v) -> std::string {
-            if (v == "true" || v == "1")
-              get(o) = true;
-            else if (v == "false" || v == "0")
-              get(o) = false;
-            else
-              return std::string{name} + " must be true or false, got '" + v
-                     + "'";
-            return {};
-          },
-          [=](const server_options& o) {
-            return std::string{get(const_cast<server_options&>(o)) ? "true"
-                                                                   : "false"};
-          }};
-}
-
-const std::vector<option>& table() {
+/// The options of this file; `table` adds the others'.
+const std::vector<option>& base_table() {
   static const std::vector<option> t = {
       {"data-dir", "LMDB folder",
        [](server_options& o, const std::string& v) -> std::string {
@@ -323,6 +276,16 @@ const std::vector<option>& table() {
   return t;
 }
 
+const std::vector<option>& table() {
+  static const std::vector<option> t = [] {
+    auto all = base_table();
+    for (auto& o : detail::security_options())
+      all.push_back(std::move(o));
+    return all;
+  }();
+  return t;
+}
+
 /// SPOOL_ and the name in capitals, `-` as `_`.
 std::string env_name(std::string_view name) {
   std::string s = "SPOOL_";
@@ -417,6 +380,16 @@ parse_result parse(const std::vector<std::string>& args,
       result.error = "config " + err;
       return result;
     }
+  // Queen's variables, so that a Queen deployment switches over; Spool's
+  // own win.
+  for (auto [var, name] : detail::queen_variables()) {
+    if (const char* v = getenv(var); v != nullptr && *v != '\0') {
+      if (auto err = apply(opts, name, v); !err.empty()) {
+        result.error = std::string{var} + ": " + err;
+        return result;
+      }
+    }
+  }
   for (auto& o : table()) {
     auto var = env_name(o.name);
     if (const char* v = getenv(var.c_str()); v != nullptr && *v != '\0') {
@@ -455,6 +428,10 @@ parse_result parse(const std::vector<std::string>& args,
   if (auto err = check_cluster(opts.cluster,
                                opts.durability == durability_mode::relaxed);
       !err.empty()) {
+    result.error = err;
+    return result;
+  }
+  if (auto err = detail::check_security(opts); !err.empty()) {
     result.error = err;
     return result;
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/cluster.hpp"
+#include "config/security.hpp"
 
 namespace spool::config {
 
@@ -146,6 +147,8 @@ struct server_options {
   std::uint64_t shutdown_grace_ms = 10'000;
   /// Cluster mode (--peers and the rest; none: one node).
   cluster_settings cluster;
+  /// Tokens, roles, the audit log (docs/security.md).
+  auth_settings auth;
   /// The TOML file read (--config, SPOOL_CONFIG), "" for none.
   std::string config_file;
 };

@@ -59,13 +59,15 @@ import os
 import re
 import sys
 
-CHECKED = ["vocab", "wire", "storage", "config", "cluster", "peer", "core",
+CHECKED = ["vocab", "wire", "auth", "storage", "config", "cluster", "peer", "core",
            "node", "gateway", "actors", "protocol", "client", "cli", "server"]
 
 # Which project folders each layer may include (by top folder).
 ALLOWED = {
     "vocab": {"vocab"},
     "wire": {"vocab", "wire"},
+    # Tokens, keys and roles: pure, over OpenSSL (docs/security.md).
+    "auth": {"vocab", "auth"},
     "storage": {"vocab", "storage"},
     "config": {"vocab", "config"},
     # Replication's pure state machines: nothing but their own types.
@@ -77,7 +79,8 @@ ALLOWED = {
     "actors": {"vocab", "storage", "config", "core", "node", "actors"},
     "gateway": {"vocab", "storage", "config", "core", "node", "actors",
                 "gateway"},
-    "protocol": {"vocab", "wire", "node", "gateway", "protocol", "config"},
+    "protocol": {"vocab", "wire", "auth", "node", "gateway", "protocol",
+                 "config"},
     "client": {"vocab", "wire", "node", "client"},
     "cli": {"vocab", "wire", "node", "client", "cli"},
     "server": set(CHECKED),
@@ -87,6 +90,7 @@ ALLOWED = {
 FORBIDDEN_LIBS = {
     "vocab": ["caf/", "lmdb.h", "asio"],
     "wire": ["caf/", "lmdb.h", "asio"],
+    "auth": ["caf/", "lmdb.h", "asio"],
     "storage": ["caf/", "asio"],
     "config": ["caf/", "lmdb.h", "asio"],
     "cluster": ["caf/", "lmdb.h", "asio"],

@@ -47,6 +47,7 @@
 #include "protocol/io/pool.hpp"
 #include "protocol/tcp/server.hpp"
 #include "server/cluster_node.hpp"
+#include "server/security.hpp"
 #include "storage/store.hpp"
 #include "vocab/fail_point.hpp"
 
@@ -126,6 +127,18 @@ int main(int argc, char** argv) {
       return 2;
     }
   spdlog::set_level(spdlog::level::from_str(opts.log_level));
+  // Tokens (docs/security.md): keys that cannot be read or cannot verify
+  // safely stop the start, as a wrong option does.
+  std::unique_ptr<spool::auth::gate> gate;
+  if (opts.auth.enabled) {
+    auto g = spool::server::make_gate(opts.auth);
+    if (!g) {
+      std::fprintf(stderr, "spoold: %s\n", g.err().message.c_str());
+      return 2;
+    }
+    gate = std::move(*g);
+  }
+  spool::server::warn_if_open(opts);
   if (!arm_fail_points_on_sigusr2())
     return 2;
   // Every connection is a descriptor: take the hard limit.
@@ -141,6 +154,7 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGUSR1); // the main thread wakes the waiter
+  sigaddset(&stop_signals, SIGHUP);  // reload the key files
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   spdlog::info("spoold starting: data dir {}, durability {}", opts.data_dir,
@@ -256,6 +270,7 @@ int main(int argc, char** argv) {
     }
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
+    svc.sec = spool::server::door_security(gate.get(), opts.auth);
     spool::api::router routes{svc};
     std::vector<std::string> ops(spool::mp::op_names().begin(),
                                  spool::mp::op_names().end());
@@ -271,6 +286,10 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.http.request_timeout_ms)};
     limits.parser.max_body_bytes = opts.http.max_body_bytes;
     limits.parser.max_header_bytes = opts.http.max_header_bytes;
+    std::chrono::milliseconds auth_timeout{
+        gate ? static_cast<std::int64_t>(opts.auth.auth_timeout_ms) : 0};
+    limits.auth_timeout = auth_timeout;
+    limits.max_pending = opts.auth.max_pending_connections;
     auto pool = std::make_shared<spool::io::pool>();
     auto http = std::make_unique<spool::http::server>(
         limits,
@@ -287,6 +306,8 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.msgpack.idle_timeout_ms)};
     mlimits.frame_timeout = std::chrono::milliseconds{
         static_cast<std::int64_t>(opts.msgpack.frame_timeout_ms)};
+    mlimits.auth_timeout = auth_timeout;
+    mlimits.max_pending = opts.auth.max_pending_connections;
     auto mp = std::make_unique<spool::mp::server>(
         mlimits,
         spool::mp::make_handler(
@@ -363,7 +384,21 @@ int main(int argc, char** argv) {
     std::atomic<int> signalled{0};
     std::thread signals([&] {
       int sig = 0;
-      sigwait(&stop_signals, &sig);
+      for (;;) {
+        sigwait(&stop_signals, &sig);
+        if (sig != SIGHUP)
+          break;
+        if (!gate) {
+          spdlog::info("SIGHUP: tokens are off, no keys to reload");
+          continue;
+        }
+        auto err = spool::server::reload_keys(*gate, opts.auth);
+        if (err.empty())
+          spdlog::info("SIGHUP: token keys reloaded");
+        else
+          spdlog::error(
+              "SIGHUP: token keys not reloaded, the old ones stay: {}", err);
+      }
       signalled = sig;
       if (sig != SIGUSR1) { // SIGUSR1: the main thread's wake-up, no signal
         spdlog::info("signal {} received: draining", sig);

@@ -29,7 +29,16 @@ enum class errc : std::uint8_t {
   not_leader = 11,
   /// Cluster: one request needs several slots atomically (409).
   cross_slot = 12,
+  /// No token, or one that does not verify or has expired (401;
+  /// docs/security.md).
+  unauthenticated = 13,
+  /// A valid token without the role, or the queue or group, the request
+  /// needs (403).
+  forbidden = 14,
 };
+
+/// The highest `errc` (for loops over every code).
+inline constexpr errc last_errc = errc::forbidden;
 
 /// How an error travels: the HTTP status and the msgpack `code`.
 struct wire_code {

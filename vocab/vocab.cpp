@@ -71,6 +71,10 @@ wire_code wire_of(errc code) noexcept {
     return {421, "not_leader", false};
   case errc::cross_slot:
     return {409, "cross_slot", false};
+  case errc::unauthenticated:
+    return {401, "unauthenticated", false};
+  case errc::forbidden:
+    return {403, "forbidden", false};
   case errc::internal:
     break;
   }

@@ -60,6 +60,7 @@ void transaction(service& svc, call& c) {
   auto req = read_txn_body(c.req.body);
   if (!req)
     return reply_error(*c.ex, req.err());
+  stamp_producer(c.who, *req);
   auto ops = txn_echo(*req);
   svc.gw.transaction(
       std::move(*req),
@@ -76,10 +77,13 @@ void transaction(service& svc, call& c) {
 } // namespace
 
 void add_ack_routes(std::vector<route>& t) {
-  t.push_back({"POST", "/api/v1/ack", &ack});
-  t.push_back({"POST", "/api/v1/ack/batch", &ack_batch});
-  t.push_back({"POST", "/api/v1/lease/:leaseId/extend", &extend});
-  t.push_back({"POST", "/api/v1/transaction", &transaction});
+  t.push_back({"POST", "/api/v1/ack", auth::access::read_write, &ack});
+  t.push_back(
+      {"POST", "/api/v1/ack/batch", auth::access::read_write, &ack_batch});
+  t.push_back({"POST", "/api/v1/lease/:leaseId/extend",
+               auth::access::read_write, &extend});
+  t.push_back(
+      {"POST", "/api/v1/transaction", auth::access::read_write, &transaction});
 }
 
 } // namespace spool::api

@@ -32,7 +32,8 @@ void promote(service& svc, call& c) {
 } // namespace
 
 void add_cluster_routes(std::vector<route>& t) {
-  t.push_back({"POST", "/api/v1/cluster/promote", &promote});
+  t.push_back(
+      {"POST", "/api/v1/cluster/promote", auth::access::admin, &promote});
 }
 
 } // namespace spool::api

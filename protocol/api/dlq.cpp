@@ -95,10 +95,13 @@ void delete_filtered(service& svc, call& c) {
 } // namespace
 
 void add_dlq_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/api/v1/dlq", &list, std::nullopt, true});
-  t.push_back({"POST", "/api/v1/dlq/requeue", &requeue});
-  t.push_back({"DELETE", "/api/v1/dlq/:dlqId", &delete_one});
-  t.push_back({"DELETE", "/api/v1/dlq", &delete_filtered});
+  t.push_back({"GET", "/api/v1/dlq", auth::access::read_only, &list,
+               std::nullopt, true});
+  t.push_back(
+      {"POST", "/api/v1/dlq/requeue", auth::access::read_write, &requeue});
+  t.push_back(
+      {"DELETE", "/api/v1/dlq/:dlqId", auth::access::admin, &delete_one});
+  t.push_back({"DELETE", "/api/v1/dlq", auth::access::admin, &delete_filtered});
 }
 
 } // namespace spool::api

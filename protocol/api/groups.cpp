@@ -156,15 +156,16 @@ void delete_group_queue(service& svc, call& c) {
 } // namespace
 
 void add_group_routes(std::vector<route>& t) {
-  t.push_back(
-      {"GET", "/api/v1/consumer-groups", &list_groups, std::nullopt, true});
-  t.push_back(
-      {"GET", "/api/v1/consumer-groups/lagging", &lagging, std::nullopt, true});
-  t.push_back({"GET", "/api/v1/consumer-groups/:group", &group_detail,
-               std::nullopt, true});
-  t.push_back({"DELETE", "/api/v1/consumer-groups/:group", &delete_group_all});
+  t.push_back({"GET", "/api/v1/consumer-groups", auth::access::read_only,
+               &list_groups, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/consumer-groups/lagging",
+               auth::access::read_only, &lagging, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/consumer-groups/:group", auth::access::read_only,
+               &group_detail, std::nullopt, true});
+  t.push_back({"DELETE", "/api/v1/consumer-groups/:group", auth::access::admin,
+               &delete_group_all});
   t.push_back({"DELETE", "/api/v1/consumer-groups/:group/queues/:queue",
-               &delete_group_queue});
+               auth::access::admin, &delete_group_queue});
 }
 
 } // namespace spool::api

@@ -137,8 +137,8 @@ void message_detail(service& svc, call& c) {
 } // namespace
 
 void add_message_routes(std::vector<route>& t) {
-  t.push_back(
-      {"GET", "/api/v1/messages/:partitionId/:transactionId", &message_detail});
+  t.push_back({"GET", "/api/v1/messages/:partitionId/:transactionId",
+               auth::access::read_only, &message_detail});
 }
 
 } // namespace spool::api

@@ -9,10 +9,10 @@
 
 #include "protocol/api/encode.hpp"
 #include "protocol/api/metrics.hpp"
-#include "vocab/slot_ranges.hpp"
 #include "protocol/api/mp_requests.hpp"
 #include "protocol/api/requests.hpp"
 #include "protocol/api/shapes.hpp"
+#include "vocab/slot_ranges.hpp"
 #include "wire/writer.hpp"
 
 namespace spool::mp {
@@ -73,13 +73,27 @@ struct ctx {
     return c.fail(var.err());
 
 void hello(const ctx& c) {
-  SPOOL_READ(version, read_hello(c.req));
-  if (*version != protocol_version)
+  SPOOL_READ(h, read_hello(c.req));
+  if (h->version != protocol_version)
     return c.fail(make_error(errc::invalid_argument, "protocol version ",
-                             *version, " is not supported (this server speaks ",
+                             h->version,
+                             " is not supported (this server "
+                             "speaks ",
                              protocol_version, ")"));
+  if (auto& sec = c.svc.sec; sec.enabled()) {
+    // A new hello replaces who the connection is; a refused one ends it
+    // (docs/security.md).
+    c.sess.who.reset();
+    auto who = api::authenticate(sec, h->token.value_or(""), c.sess.peer,
+                                 "msgpack", "op hello");
+    if (!who) {
+      c.sess.close_after_answer = true;
+      return c.fail(who.err());
+    }
+    c.sess.who = std::move(*who);
+  }
   c.sess.greeted = true;
-  c.sess.version = *version;
+  c.sess.version = h->version;
   c.ok([&](writer& w) {
     w.kv("protocol", protocol_version);
     w.kv("server", "spool");
@@ -107,6 +121,7 @@ void health(const ctx& c) {
 
 void push(const ctx& c) {
   SPOOL_READ(items, api::read_push_body(c.req));
+  api::stamp_producer(c.sess.who, *items);
   if (items->empty())
     return c.ok([](writer& w) { w.key("items").begin_array().end_array(); });
   c.svc.gw.push(node::push_request{std::move(*items)},
@@ -214,6 +229,7 @@ void configure(const ctx& c) {
 
 void transaction(const ctx& c) {
   SPOOL_READ(req, api::read_txn_body(c.req));
+  api::stamp_producer(c.sess.who, *req);
   auto ops = api::txn_echo(*req);
   c.svc.gw.transaction(
       std::move(*req), [ex = c.ex, id = c.id,
@@ -355,33 +371,44 @@ using op_fn = void (*)(const ctx&);
 
 struct op_entry {
   std::string_view name;
+  /// The role it needs when tokens are on (docs/security.md, "Roles").
+  auth::access level;
   op_fn fn;
 };
 
+using auth::access;
+
 constexpr op_entry ops[] = {
-    {"hello", &hello},
-    {"health", &health},
-    {"push", &push},
-    {"pop", &pop},
-    {"ack", &ack},
-    {"extend", &extend},
-    {"seek", &seek},
-    {"subscription", &subscription},
-    {"configure", &configure},
-    {"transaction", &transaction},
-    {"queues", &queues},
-    {"delete_queue", &delete_queue},
-    {"purge", &purge},
-    {"groups", &groups},
-    {"delete_group", &delete_group},
-    {"dlq", &dlq},
-    {"dlq_requeue", &dlq_requeue},
-    {"dlq_delete", &dlq_delete},
-    {"browse", &browse},
-    {"promote", &promote},
+    {"hello", access::open, &hello},
+    {"health", access::open, &health},
+    {"push", access::read_write, &push},
+    {"pop", access::read_write, &pop},
+    {"ack", access::read_write, &ack},
+    {"extend", access::read_write, &extend},
+    {"seek", access::read_write, &seek},
+    {"subscription", access::read_write, &subscription},
+    {"configure", access::admin, &configure},
+    {"transaction", access::read_write, &transaction},
+    {"queues", access::read_only, &queues},
+    {"delete_queue", access::admin, &delete_queue},
+    {"purge", access::admin, &purge},
+    {"groups", access::read_only, &groups},
+    {"delete_group", access::admin, &delete_group},
+    {"dlq", access::read_only, &dlq},
+    {"dlq_requeue", access::read_write, &dlq_requeue},
+    {"dlq_delete", access::admin, &dlq_delete},
+    {"browse", access::read_only, &browse},
+    {"promote", access::admin, &promote},
 };
 
 } // namespace
+
+std::optional<auth::access> op_level(std::string_view op) {
+  for (auto& o : ops)
+    if (o.name == op)
+      return o.level;
+  return std::nullopt;
+}
 
 const std::vector<std::string_view>& op_names() {
   static const std::vector<std::string_view> names = [] {
@@ -423,6 +450,61 @@ private:
   std::atomic<bool> recorded_{false};
 };
 
+/// Writes an audit line for an admin op once it is answered.
+class audited : public exchange {
+public:
+  audited(exchange_ptr inner, const api::security& sec, auth::principal who,
+          std::string from, std::string what) :
+      inner_(std::move(inner)),
+      sec_(sec),
+      who_(std::move(who)),
+      from_(std::move(from)),
+      what_(std::move(what)) {
+  }
+  void respond(std::string frame, std::function<void()> on_unwritten) override {
+    sec_.write({who_.subject.empty() ? "-" : who_.subject,
+                auth::to_string(who_.granted), from_, "msgpack", what_,
+                answer_ok(frame) ? "ok" : "error"});
+    inner_->respond(std::move(frame), std::move(on_unwritten));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  exchange_ptr inner_;
+  const api::security& sec_;
+  auth::principal who_;
+  std::string from_;
+  std::string what_;
+};
+
+/// Tokens on: the connection's token still holds (each op is checked
+/// against its expiry as it arrives) and its role may use the op; else
+/// the error. An admin op is audited once answered (`ex` wrapped).
+std::optional<api_error> admit(const api::security& sec, session& sess,
+                               const op_entry& op, exchange_ptr& ex) {
+  auto what = concat("op ", op.name);
+  if (!sess.who || !sess.who->holds_at(sec.seconds(), 0)) {
+    bool expired = sess.who.has_value();
+    sec.write({sess.who && !sess.who->subject.empty() ? sess.who->subject : "-",
+               sess.who ? auth::to_string(sess.who->granted) : "-", sess.peer,
+               "msgpack", what,
+               expired ? "401 expired: send hello with a fresh token"
+                       : "401 no token"});
+    return make_error(errc::unauthenticated, expired
+                                                 ? "Token has expired"
+                                                 : "Authentication required");
+  }
+  if (auto refused
+      = api::authorize(sec, *sess.who, op.level, sess.peer, "msgpack", what))
+    return refused;
+  if (op.level == auth::access::admin)
+    ex = std::make_shared<audited>(std::move(ex), sec, *sess.who, sess.peer,
+                                   std::move(what));
+  return std::nullopt;
+}
+
 } // namespace
 
 handler make_handler(api::service& svc, door_info info) {
@@ -447,6 +529,10 @@ handler make_handler(api::service& svc, door_info info) {
         && it->fn != &hello)
       return ex->respond(error_frame(
           f.id, make_error(errc::unavailable, "Server busy: shutting down")));
+    if (auto& sec = svc.sec; sec.enabled() && it->level != auth::access::open) {
+      if (auto refused = admit(sec, sess, *it, ex))
+        return ex->respond(error_frame(f.id, *refused));
+    }
     it->fn(ctx{svc, info, *f.root, f.id, std::move(ex), sess});
   };
 }

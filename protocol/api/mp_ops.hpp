@@ -8,6 +8,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "auth/roles.hpp"
 
 #include "protocol/api/service.hpp"
 #include "protocol/tcp/server.hpp"
@@ -30,5 +35,9 @@ handler make_handler(api::service& svc, door_info info);
 
 /// The ops this server serves, in `hello`'s order.
 const std::vector<std::string_view>& op_names();
+
+/// The role an op needs when tokens are on; none for an unknown op (the
+/// role tests walk every op of `op_names`).
+std::optional<auth::access> op_level(std::string_view op);
 
 } // namespace spool::mp

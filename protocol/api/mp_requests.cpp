@@ -85,13 +85,16 @@ expected<void> read_limit(const object& req, std::size_t max,
 
 } // namespace
 
-expected<std::uint64_t> read_hello(const object& req) {
+expected<hello_request> read_hello(const object& req) {
   auto v = uint(req, "version");
   if (!v)
     return v.err();
   if (!*v)
     return make_error(errc::invalid_argument, "version is required");
-  return **v;
+  auto token = str(req, "token");
+  if (!token)
+    return token.err();
+  return hello_request{**v, std::move(*token)};
 }
 
 expected<bool> read_compact(const object& req) {

@@ -16,8 +16,13 @@
 
 namespace spool::mp {
 
-/// `hello`: the protocol version the client speaks (required).
-expected<std::uint64_t> read_hello(const object& req);
+/// `hello`: the protocol version the client speaks (required) and its
+/// token (docs/security.md; a JWT without `Bearer `).
+struct hello_request {
+  std::uint64_t version = 0;
+  std::optional<std::string> token;
+};
+expected<hello_request> read_hello(const object& req);
 
 /// `pop`: `queue` (and `partition`), or `namespace` (and `task`); `batch`,
 /// `partitions`, `wait`, `timeout` (ms), `consumerGroup`, `autoAck`,

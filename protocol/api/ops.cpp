@@ -94,24 +94,27 @@ void delete_message(service&, call& c) {
 } // namespace
 
 void add_ops_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/health", &health});
-  t.push_back({"GET", "/health/ready", &ready});
-  t.push_back({"GET", "/metrics", &metrics_json});
-  t.push_back(
-      {"GET", "/api/v1/status/queues/:queue/messages", &queue_messages});
+  t.push_back({"GET", "/health", auth::access::read_only, &health});
+  t.push_back({"GET", "/health/ready", auth::access::read_only, &ready});
+  t.push_back({"GET", "/metrics", auth::access::read_only, &metrics_json});
+  t.push_back({"GET", "/api/v1/status/queues/:queue/messages",
+               auth::access::read_only, &queue_messages});
   for (auto* m : {"GET", "POST"}) {
-    t.push_back({m, "/api/v1/status/buffers", &buffers});
-    t.push_back({m, "/api/v1/status", &dashboard});
-    t.push_back({m, "/api/v1/status/*", &dashboard});
-    t.push_back({m, "/api/v1/analytics/*", &dashboard});
-    t.push_back({m, "/api/v1/system/*", &maintenance});
-    t.push_back({m, "/api/v1/migration/*", &migration});
-    t.push_back({m, "/internal/api/*", &internal_routes});
-    t.push_back({m, "/streams/v1/*", &streams});
+    t.push_back(
+        {m, "/api/v1/status/buffers", auth::access::read_only, &buffers});
+    t.push_back({m, "/api/v1/status", auth::access::read_only, &dashboard});
+    t.push_back({m, "/api/v1/status/*", auth::access::read_only, &dashboard});
+    t.push_back(
+        {m, "/api/v1/analytics/*", auth::access::read_only, &dashboard});
+    t.push_back({m, "/api/v1/system/*", auth::access::admin, &maintenance});
+    t.push_back({m, "/api/v1/migration/*", auth::access::admin, &migration});
+    t.push_back({m, "/internal/api/*", auth::access::admin, &internal_routes});
+    t.push_back({m, "/streams/v1/*", auth::access::read_write, &streams});
   }
-  t.push_back({"POST", "/api/v1/stats/refresh", &stats_refresh});
+  t.push_back(
+      {"POST", "/api/v1/stats/refresh", auth::access::admin, &stats_refresh});
   t.push_back({"DELETE", "/api/v1/messages/:partitionId/:transactionId",
-               &delete_message});
+               auth::access::read_write, &delete_message});
 }
 
 } // namespace spool::api

@@ -324,7 +324,8 @@ void scrape_groups(std::shared_ptr<scrape> s, gateway& gw) {
 } // namespace
 
 void add_metrics_routes(std::vector<route>& t) {
-  t.push_back({"GET", "/metrics/prometheus", &prometheus});
+  t.push_back(
+      {"GET", "/metrics/prometheus", auth::access::read_only, &prometheus});
 }
 
 } // namespace spool::api

@@ -19,6 +19,7 @@ void push(service& svc, call& c) {
     return reply_error(*c.ex, items.err());
   if (items->empty()) // Queen: 201 [] without touching the store
     return reply_json(*c.ex, 201, "[]");
+  stamp_producer(c.who, *items);
   node::push_request req{std::move(*items)};
   svc.gw.push(std::move(req),
               answer<node::push_reply>(
@@ -103,12 +104,14 @@ void add_push_pop_routes(std::vector<route>& t) {
   // A push reads no query key; a queue's pops read all but the last two.
   std::span<const std::string_view> all{pop_query_keys};
   auto queue_pop = all.first(all.size() - 2);
-  t.push_back(
-      {"POST", "/api/v1/push", &push, std::span<const std::string_view>{}});
-  t.push_back({"GET", "/api/v1/pop/queue/:queue", &pop_queue, queue_pop});
+  t.push_back({"POST", "/api/v1/push", auth::access::read_write, &push,
+               std::span<const std::string_view>{}});
+  t.push_back({"GET", "/api/v1/pop/queue/:queue", auth::access::read_write,
+               &pop_queue, queue_pop});
   t.push_back({"GET", "/api/v1/pop/queue/:queue/partition/:partition",
-               &pop_partition, queue_pop});
-  t.push_back({"GET", "/api/v1/pop", &pop_namespace, all});
+               auth::access::read_write, &pop_partition, queue_pop});
+  t.push_back(
+      {"GET", "/api/v1/pop", auth::access::read_write, &pop_namespace, all});
 }
 
 } // namespace spool::api

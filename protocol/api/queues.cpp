@@ -193,18 +193,22 @@ void overview(service& svc, call& c) {
 } // namespace
 
 void add_queue_routes(std::vector<route>& t) {
-  t.push_back({"POST", "/api/v1/configure", &configure});
-  t.push_back(
-      {"GET", "/api/v1/resources/queues", &list_queues, std::nullopt, true});
-  t.push_back({"GET", "/api/v1/resources/queues/:queue", &queue_detail});
-  t.push_back({"DELETE", "/api/v1/resources/queues/:queue", &delete_queue});
-  t.push_back({"POST", "/api/v1/resources/queues/:queue/purge", &purge});
-  t.push_back(
-      {"GET", "/api/v1/resources/overview", &overview, std::nullopt, true});
-  t.push_back(
-      {"GET", "/api/v1/resources/namespaces", &namespaces, std::nullopt, true});
-  t.push_back({"GET", "/api/v1/resources/tasks", &tasks, std::nullopt, true});
-  t.push_back({"GET", "/api/v1/messages", &browse});
+  t.push_back({"POST", "/api/v1/configure", auth::access::admin, &configure});
+  t.push_back({"GET", "/api/v1/resources/queues", auth::access::read_only,
+               &list_queues, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/resources/queues/:queue",
+               auth::access::read_only, &queue_detail});
+  t.push_back({"DELETE", "/api/v1/resources/queues/:queue", auth::access::admin,
+               &delete_queue});
+  t.push_back({"POST", "/api/v1/resources/queues/:queue/purge",
+               auth::access::admin, &purge});
+  t.push_back({"GET", "/api/v1/resources/overview", auth::access::read_only,
+               &overview, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/resources/namespaces", auth::access::read_only,
+               &namespaces, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/resources/tasks", auth::access::read_only,
+               &tasks, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/messages", auth::access::read_only, &browse});
 }
 
 } // namespace spool::api

@@ -68,14 +68,14 @@ constexpr std::string_view seek_keys[] = {"dryRun"};
 } // namespace
 
 void add_replay_routes(std::vector<route>& t) {
-  t.push_back(
-      {"POST", "/api/v1/consumer-groups/:group/subscription", &subscription});
+  t.push_back({"POST", "/api/v1/consumer-groups/:group/subscription",
+               auth::access::read_write, &subscription});
   t.push_back({"POST", "/api/v1/consumer-groups/:group/queues/:queue/seek",
-               &seek_queue, seek_keys});
+               auth::access::read_write, &seek_queue, seek_keys});
   t.push_back({"POST",
                "/api/v1/consumer-groups/:group/queues/:queue/partitions/"
                ":partition/seek",
-               &seek_partition, seek_keys});
+               auth::access::read_write, &seek_partition, seek_keys});
 }
 
 } // namespace spool::api

@@ -9,6 +9,36 @@ namespace spool::api {
 
 namespace {
 
+/// Writes an audit line for an admin operation once it is answered: who,
+/// from where, what, and the status.
+class audited : public http::exchange {
+public:
+  audited(std::shared_ptr<http::exchange> inner, const security& sec,
+          auth::principal who, std::string from, std::string what) :
+      inner_(std::move(inner)),
+      sec_(sec),
+      who_(std::move(who)),
+      from_(std::move(from)),
+      what_(std::move(what)) {
+  }
+  void respond(http::response r) override {
+    auto status = std::to_string(r.status);
+    sec_.write({who_.subject.empty() ? "-" : who_.subject,
+                auth::to_string(who_.granted), from_, "http", what_, status});
+    inner_->respond(std::move(r));
+  }
+  void on_abandon(std::function<void()> f) override {
+    inner_->on_abandon(std::move(f));
+  }
+
+private:
+  std::shared_ptr<http::exchange> inner_;
+  const security& sec_;
+  auth::principal who_;
+  std::string from_;
+  std::string what_;
+};
+
 /// Routes a draining node still serves (an operator watches it drain).
 bool serves_while_draining(std::string_view path) {
   return path == "/health" || path == "/health/ready"
@@ -102,7 +132,7 @@ std::vector<std::string> router::patterns() const {
   return out;
 }
 
-router::router(service& svc) : svc_(svc) {
+std::vector<route> all_routes() {
   std::vector<route> table;
   add_push_pop_routes(table);
   add_ack_routes(table);
@@ -116,9 +146,12 @@ router::router(service& svc) : svc_(svc) {
   add_ops_routes(table);
   add_trace_routes(table);
   add_metrics_routes(table);
-  for (auto& r : table)
+  return table;
+}
+
+router::router(service& svc) : svc_(svc), routes_(all_routes()) {
+  for (auto& r : routes_)
     patterns_.push_back(http::compile(r.method, r.pattern));
-  routes_ = std::move(table);
 }
 
 http::header_list router::common_headers() {
@@ -147,9 +180,32 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
   std::string_view method = req.method;
   if (method == "HEAD" && serves_while_draining(req.path))
     method = "GET";
+  // Tokens (docs/security.md) before the route is looked up: without one,
+  // an unknown route reads as any other.
+  std::optional<auth::principal> who;
+  auto& sec = svc_.sec;
+  bool guarded = sec.enabled() && !sec.gate->is_public(req.path);
+  if (guarded) {
+    auto what = concat(req.method, " ", req.path);
+    auto w = authenticate(sec, auth::bearer_token(req.header("Authorization")),
+                          req.peer, "http", what);
+    if (!w)
+      return reply_error(*ex, w.err());
+    ex->authenticated();
+    who = std::move(*w);
+  }
   if (auto m = http::match(patterns_, method, req.path)) {
     if (svc_.stats)
       ex = std::make_shared<metered>(std::move(ex), *svc_.stats, m->index);
+    if (guarded) {
+      auto what = concat(req.method, " ", req.path);
+      auto level = routes_[m->index].level;
+      if (auto refused = authorize(sec, *who, level, req.peer, "http", what))
+        return reply_error(*ex, *refused);
+      if (level == auth::access::admin)
+        ex = std::make_shared<audited>(std::move(ex), sec, *who, req.peer,
+                                       std::move(what));
+    }
     if (m->bad_escape)
       return reply_error(*ex, make_error(errc::invalid_argument,
                                          "Invalid path: bad percent-encoding"));
@@ -164,7 +220,8 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
         ex = std::make_shared<warned>(std::move(ex), std::move(w));
     if (routes_[m->index].lists)
       ex = std::make_shared<slotted>(std::move(ex), svc_.gw);
-    call c{std::move(req), std::move(m->params), std::move(*query), ex};
+    call c{std::move(req), std::move(m->params), std::move(*query), ex,
+           std::move(who)};
     routes_[m->index].fn(svc_, c);
     return;
   }

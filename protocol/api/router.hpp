@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "auth/roles.hpp"
 #include "protocol/api/service.hpp"
 #include "protocol/http/routes.hpp"
 
@@ -22,6 +23,9 @@ using route_fn = void (*)(service&, call&);
 struct route {
   const char* method;
   const char* pattern; ///< `/api/v1/pop/queue/:queue`; `:x` is a parameter
+  /// The role it needs when tokens are on (docs/security.md, "Roles"); a
+  /// public path (`auth-public-paths`) needs none whatever this says.
+  auth::access level;
   route_fn fn;
   /// The query keys the route reads, when an unknown one is worth a
   /// warning (`X-Spool-Warning`, the access log): pops, push and seeks.
@@ -46,6 +50,10 @@ void add_cluster_routes(std::vector<route>& table);
 void add_trace_routes(std::vector<route>& table);
 void add_metrics_routes(std::vector<route>& table);
 
+/// Every route, in matching order (the router's table; the role tests
+/// walk it, so that no route escapes them).
+std::vector<route> all_routes();
+
 class router {
 public:
   explicit router(service& svc);
@@ -57,6 +65,10 @@ public:
 
   /// Every route's pattern, by index (the metrics' labels).
   std::vector<std::string> patterns() const;
+  /// Every route (the role tests walk them).
+  const std::vector<route>& routes() const noexcept {
+    return routes_;
+  }
 
 private:
   service& svc_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gateway/gateway.hpp"
+#include "protocol/api/access.hpp"
 #include "protocol/http/message.hpp"
 #include "protocol/http/server.hpp"
 #include "protocol/http/url.hpp"
@@ -37,6 +38,8 @@ struct service {
   std::function<std::size_t()> open_connections;
   /// The data folder, whose files' size the metrics report.
   std::string data_dir;
+  /// Tokens on both doors (off: no gate).
+  security sec;
 
   explicit service(gateway& g) : gw(g) {
   }
@@ -49,6 +52,8 @@ struct call {
   std::vector<std::string> params;
   http::query_params query;
   std::shared_ptr<http::exchange> ex;
+  /// Who sent it, when tokens are on and the path is not public.
+  std::optional<auth::principal> who;
 };
 
 using exchange_ptr = std::shared_ptr<http::exchange>;

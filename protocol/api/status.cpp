@@ -274,9 +274,10 @@ void status_queue(service& svc, call& c) {
 } // namespace
 
 void add_status_routes(std::vector<route>& t) {
-  t.push_back(
-      {"GET", "/api/v1/status/queues", &status_queues, std::nullopt, true});
-  t.push_back({"GET", "/api/v1/status/queues/:queue", &status_queue});
+  t.push_back({"GET", "/api/v1/status/queues", auth::access::read_only,
+               &status_queues, std::nullopt, true});
+  t.push_back({"GET", "/api/v1/status/queues/:queue", auth::access::read_only,
+               &status_queue});
 }
 
 } // namespace spool::api

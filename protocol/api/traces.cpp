@@ -139,12 +139,13 @@ void names(service& svc, call& c) {
 } // namespace
 
 void add_trace_routes(std::vector<route>& t) {
-  t.push_back({"POST", "/api/v1/traces", &add});
+  t.push_back({"POST", "/api/v1/traces", auth::access::read_write, &add});
   // Before the by-message route: both have two segments after /traces.
-  t.push_back({"GET", "/api/v1/traces/names", &names});
-  t.push_back({"GET", "/api/v1/traces/by-name/:traceName", &by_name});
-  t.push_back(
-      {"GET", "/api/v1/traces/:partitionId/:transactionId", &of_message});
+  t.push_back({"GET", "/api/v1/traces/names", auth::access::read_only, &names});
+  t.push_back({"GET", "/api/v1/traces/by-name/:traceName",
+               auth::access::read_only, &by_name});
+  t.push_back({"GET", "/api/v1/traces/:partitionId/:transactionId",
+               auth::access::read_only, &of_message});
 }
 
 } // namespace spool::api

@@ -62,6 +62,7 @@ connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
   if (!ec)
     peer = ep.address().to_string() + ":" + std::to_string(ep.port());
   last_activity = clock_type::now();
+  auth_deadline = last_activity + srv->limits.auth_timeout;
 }
 
 void connection::start() {
@@ -105,6 +106,10 @@ void connection::close() {
   if (closed)
     return;
   closed = true;
+  if (unauthenticated) {
+    unauthenticated = false;
+    srv->pending_auth.fetch_sub(1);
+  }
   asio::error_code ec;
   timer.cancel();
   socket.shutdown(tcp::socket::shutdown_both, ec);
@@ -232,7 +237,13 @@ void connection::dispatch(request req) {
   if (!req.keep_alive)
     close_after_write = true; // nothing after it is read
   slots.push_back(s);
+  req.peer = peer;
   srv->h(std::move(req), s);
+  if (unauthenticated && s->authed) { // its token verified
+    unauthenticated = false;
+    srv->pending_auth.fetch_sub(1);
+    arm_timer();
+  }
 }
 
 void connection::refuse(int status, const std::string& message) {
@@ -384,6 +395,8 @@ void connection::arm_timer() {
     deadline = parser.in_request() ? request_began + srv->limits.request_timeout
                                    : last_activity + srv->limits.idle_timeout;
   }
+  if (unauthenticated)
+    deadline = std::min(deadline, auth_deadline);
   if (deadline == clock_type::time_point::max()) {
     timer.cancel();
     return;
@@ -399,6 +412,8 @@ void connection::arm_timer() {
 
 void connection::on_timer() {
   auto now = clock_type::now();
+  if (unauthenticated && now >= auth_deadline)
+    return close(); // no valid token in time (docs/security.md)
   if (writing) {
     if (now >= write_began + srv->limits.request_timeout)
       return close(); // the client stopped reading

@@ -57,8 +57,12 @@ public:
   }
   void respond(response r) override;
   void on_abandon(std::function<void()> f) override;
+  void authenticated() override {
+    authed = true; // (the dispatch that made it reads it)
+  }
 
   std::weak_ptr<connection> conn;
+  bool authed = false;
   std::string method;
   std::string path;
   bool keep_alive;
@@ -81,6 +85,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::shared_ptr<io::listener> door;
   io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
+  /// Connections not yet authenticated (tokens on).
+  std::atomic<std::size_t> pending_auth{0};
   std::mutex stop_mx;
   bool stopped = false; ///< under stop_mx: nothing posted will run
   bool shut_down = false;
@@ -102,6 +108,11 @@ public:
   connection(std::shared_ptr<server::impl> s, tcp::socket sock);
 
   void start();
+  /// Counted among the connections not yet authenticated (set by `take`
+  /// before `start`).
+  void await_auth() {
+    unauthenticated = true;
+  }
   /// Graceful close: answer what is in flight, then close.
   void drain();
   /// Posts `r`, the answer of `s`, onto the strand (any thread).
@@ -177,6 +188,10 @@ private:
   bool close_after_write = false;
   bool ends_here = false; ///< the write in progress ends the connection
   bool lingering = false; ///< answered and half-closed: input is dropped
+  /// Tokens on and no request of it authenticated yet: counted in
+  /// `pending_auth`, closed at `auth_deadline`.
+  bool unauthenticated = false;
+  clock_type::time_point auth_deadline;
   clock_type::time_point last_activity;
   clock_type::time_point request_began;
 };

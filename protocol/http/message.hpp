@@ -25,6 +25,8 @@ struct request {
   /// place.
   std::string body;
   bool keep_alive = true;
+  /// The client's address, host:port (the audit log).
+  std::string peer;
 
   /// The first header of that name (ASCII case-insensitive), or "".
   std::string_view header(std::string_view name) const;

@@ -15,17 +15,28 @@ using detail::serialize;
 using detail::tcp;
 
 void server::impl::take(tcp::socket sock) {
-  auto c = conns.add(limits.max_connections, [&] {
-    return std::make_shared<connection>(shared_from_this(), std::move(sock));
-  });
-  if (c)
+  bool guarded = limits.auth_timeout.count() > 0;
+  bool over = guarded && pending_auth.fetch_add(1) >= limits.max_pending;
+  std::shared_ptr<connection> c;
+  if (!over)
+    c = conns.add(limits.max_connections, [&] {
+      return std::make_shared<connection>(shared_from_this(), std::move(sock));
+    });
+  if (c) {
+    if (guarded)
+      c->await_auth();
     return c->start();
+  }
+  if (guarded)
+    pending_auth.fetch_sub(1);
   std::string msg;
   response r;
   r.status = 503;
   r.headers.emplace_back("Content-Type", "application/json");
   r.headers.emplace_back("Retry-After", "1");
   r.body = draining ? R"({"error":"Server busy: shutting down"})"
+           : over   ? R"({"error":"Server busy: too many connections waiting )"
+                      R"(to authenticate"})"
                     : R"({"error":"Server busy: too many connections"})";
   serialize(msg, r, false, common);
   io::refuse(std::move(sock), std::move(msg));

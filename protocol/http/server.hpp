@@ -36,6 +36,11 @@ struct server_limits {
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds request_timeout{30'000};
   parser_limits parser;
+  /// Tokens on (docs/security.md): a connection closes unless one of its
+  /// requests carries a valid token this soon after it is accepted, and
+  /// at most `max_pending` connections wait so (503 beyond). 0: off.
+  std::chrono::milliseconds auth_timeout{0};
+  std::size_t max_pending = 256;
 };
 
 /// One request's answer.
@@ -47,6 +52,11 @@ public:
   /// `f` runs once if the client leaves before the answer is written (at
   /// once if it has left already). Any thread.
   virtual void on_abandon(std::function<void()> f) = 0;
+  /// The request's token verified: its connection is authenticated (no
+  /// longer closed at the auth timeout). Called by the handler before it
+  /// returns, on the connection's thread.
+  virtual void authenticated() {
+  }
 };
 
 using handler = std::function<void(request, std::shared_ptr<exchange>)>;

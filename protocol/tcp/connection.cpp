@@ -98,6 +98,11 @@ connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
     strand(asio::make_strand(srv->pool->context())),
     timer(strand) {
   last_activity = clock_type::now();
+  auth_deadline = last_activity + srv->limits.auth_timeout;
+  asio::error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  if (!ec)
+    sess.peer = ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
 void connection::start() {
@@ -140,6 +145,10 @@ void connection::close() {
   if (closed)
     return;
   closed = true;
+  if (unauthenticated) {
+    unauthenticated = false;
+    srv->pending_auth.fetch_sub(1);
+  }
   asio::error_code ec;
   timer.cancel();
   socket.shutdown(tcp::socket::shutdown_both, ec);
@@ -249,6 +258,12 @@ void connection::dispatch(std::string_view body) {
   } catch (const std::exception& e) {
     s->respond(error_frame(id, make_error(errc::internal, e.what())), {});
   }
+  if (unauthenticated && sess.who) { // its hello's token verified
+    unauthenticated = false;
+    srv->pending_auth.fetch_sub(1);
+  }
+  if (sess.close_after_answer)
+    close_after_write = true; // (the answer may be written already)
 }
 
 void connection::answer_now(std::string frame) {
@@ -329,6 +344,11 @@ void connection::arm_timer() {
   auto period = lingering ? std::chrono::milliseconds{250}
                           : std::min({srv->limits.idle_timeout, write_timeout,
                                       srv->limits.frame_timeout});
+  if (unauthenticated && !lingering)
+    period = std::max(
+        std::min(period, std::chrono::duration_cast<std::chrono::milliseconds>(
+                             auth_deadline - clock_type::now())),
+        std::chrono::milliseconds{1});
   timer.expires_after(period);
   timer.async_wait([self = shared_from_this()](asio::error_code ec) {
     if (!ec && !self->closed)
@@ -350,6 +370,8 @@ void connection::on_timer() {
     return close(); // the client stopped reading
   if (in_flight == 0 && now - last_activity >= srv->limits.idle_timeout)
     return close();
+  if (unauthenticated && now >= auth_deadline)
+    return close(); // no valid token in time (docs/security.md)
   arm_timer();
 }
 

@@ -50,6 +50,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::shared_ptr<io::listener> door;
   io::conn_set<detail::connection> conns;
   std::atomic<bool> draining{false};
+  /// Connections not yet authenticated (tokens on).
+  std::atomic<std::size_t> pending_auth{0};
   /// Named to HTTP requests (0: not known); set before `start`.
   std::atomic<std::uint16_t> http_port{0};
   bool shut_down = false;
@@ -105,6 +107,14 @@ private:
   void arm_timer();
   void on_timer();
 
+public:
+  /// Counted among the connections not yet authenticated (set by `take`
+  /// before `start`).
+  void await_auth() {
+    unauthenticated = true;
+  }
+
+private:
   asio::steady_timer timer;
   session sess;
   std::string inbuf; ///< bytes read, not yet cut into frames
@@ -124,6 +134,10 @@ private:
   bool close_after_write = false;
   bool framed = false; ///< a frame was cut: the first bytes are behind
   bool lingering = false;
+  /// Tokens on and not yet authenticated: counted in `pending_auth`,
+  /// closed at `auth_deadline`.
+  bool unauthenticated = false;
+  clock_type::time_point auth_deadline;
   clock_type::time_point linger_until;
   clock_type::time_point frame_began; ///< the first byte of `inbuf`
   clock_type::time_point last_activity;

@@ -15,11 +15,25 @@ using detail::connection;
 using detail::tcp;
 
 void server::impl::take(tcp::socket sock) {
+  bool guarded = limits.auth_timeout.count() > 0;
+  if (guarded && pending_auth.fetch_add(1) >= limits.max_pending) {
+    pending_auth.fetch_sub(1);
+    return io::refuse(
+        std::move(sock),
+        error_frame(0, make_error(errc::unavailable,
+                                  "Server busy: too many connections waiting "
+                                  "to authenticate")));
+  }
   auto c = conns.add(limits.max_connections, [&] {
     return std::make_shared<connection>(shared_from_this(), std::move(sock));
   });
-  if (c)
+  if (c) {
+    if (guarded)
+      c->await_auth();
     return c->start();
+  }
+  if (guarded)
+    pending_auth.fetch_sub(1);
   io::refuse(std::move(sock),
              error_frame(0, make_error(errc::unavailable,
                                        draining ? "Server busy: shutting down"

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "auth/principal.hpp"
 #include "protocol/msgpack/read.hpp"
 
 namespace spool::io {
@@ -46,6 +47,12 @@ struct server_limits {
   /// request timeout): a sender trickling a big frame holds its buffer no
   /// longer. Whole frames waiting for room in flight are not timed.
   std::chrono::milliseconds frame_timeout{30'000};
+  /// Tokens on (docs/security.md): a connection must authenticate (a
+  /// `hello` with a valid token) this soon after it is accepted, else it
+  /// closes; and at most `max_pending` connections wait so, beyond which
+  /// a new one is refused (`unavailable`). 0: tokens are off.
+  std::chrono::milliseconds auth_timeout{0};
+  std::size_t max_pending = 256;
 };
 
 /// What this door answers to a connection whose first bytes are an HTTP
@@ -77,6 +84,13 @@ public:
 struct session {
   bool greeted = false; ///< `hello` answered
   std::uint64_t version = 0;
+  /// Who its last `hello`'s token names (tokens on); none before, or
+  /// after a `hello` whose token was refused.
+  std::optional<auth::principal> who;
+  /// The handler sets it to close the connection once its answer is
+  /// written (a refused `hello`).
+  bool close_after_answer = false;
+  std::string peer; ///< host:port of the client
 };
 
 /// Takes a decoded request. The frame's objects refer to the connection's

@@ -24,7 +24,12 @@ TEST_CASE("every API error has the status and code of api.md's table",
       {errc::unavailable, 503, "unavailable", true},
       {errc::storage_full, 507, "storage_full", false},
       {errc::internal, 500, "internal", false},
+      {errc::not_leader, 421, "not_leader", false},
+      {errc::cross_slot, 409, "cross_slot", false},
+      {errc::unauthenticated, 401, "unauthenticated", false},
+      {errc::forbidden, 403, "forbidden", false},
   };
+  CHECK(std::size(table) == static_cast<std::size_t>(last_errc));
   for (auto& r : table) {
     INFO(r.msgpack);
     auto w = wire_of(r.code);

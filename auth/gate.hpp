@@ -1,0 +1,49 @@
+#pragma once
+
+/// The check both doors make (docs/security.md): whether a path is
+/// public, and who a token's bearer is. The keys can be replaced while
+/// requests are checked (a JWKS or PEM file reloaded): each check reads
+/// one whole key set.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "auth/jwt.hpp"
+
+namespace spool::auth {
+
+struct gate_settings {
+  token_rules rules;
+  /// Paths served without a token: exact, or a prefix when the entry ends
+  /// in `/` (and is longer than `/`), as Queen's JWT_SKIP_PATHS.
+  std::vector<std::string> public_paths{"/health", "/metrics",
+                                        "/metrics/prometheus", "/"};
+};
+
+class gate {
+public:
+  gate(gate_settings settings, std::shared_ptr<const key_set> keys);
+
+  bool is_public(std::string_view path) const;
+
+  /// Who bears `token` at unix time `now`.
+  token_check check(std::string_view token, std::int64_t now) const;
+
+  /// The keys from now on (a reload); checks under way finish with the
+  /// old ones.
+  void replace_keys(std::shared_ptr<const key_set> keys);
+
+  const gate_settings& settings() const noexcept {
+    return settings_;
+  }
+
+private:
+  gate_settings settings_;
+  std::atomic<std::shared_ptr<const key_set>> keys_;
+};
+
+} // namespace spool::auth

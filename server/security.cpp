@@ -1,0 +1,173 @@
+#include "server/security.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace spool::server {
+
+namespace {
+
+expected<std::string> read_text(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return make_error(errc::invalid_argument, "cannot read ", what, " '", path,
+                      "'");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Every key the options name, in one set.
+expected<auth::key_set> load_keys(const config::auth_settings& a) {
+  auth::key_set all;
+  auto add = [&](expected<auth::key_set> k,
+                 const std::string& source) -> std::optional<api_error> {
+    if (!k)
+      return make_error(errc::invalid_argument, source, ": ", k.err().message);
+    for (auto& key : k->keys)
+      all.keys.push_back(std::move(key));
+    return std::nullopt;
+  };
+  std::string secret = a.secret;
+  if (!a.secret_file.empty()) {
+    auto t = read_text(a.secret_file, "jwt-secret-file");
+    if (!t)
+      return t.err();
+    secret = *t;
+    while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r'))
+      secret.pop_back(); // a file's last newline is not the secret's
+  }
+  if (!secret.empty())
+    if (auto e = add(auth::keys_from_secret(secret), "jwt-secret"))
+      return *e;
+  std::string pem = a.public_key;
+  if (!a.public_key_file.empty()) {
+    auto t = read_text(a.public_key_file, "jwt-public-key-file");
+    if (!t)
+      return t.err();
+    pem = *t;
+  }
+  if (!pem.empty())
+    if (auto e = add(auth::keys_from_pem(pem), "jwt-public-key"))
+      return *e;
+  if (!a.jwks_file.empty()) {
+    auto t = read_text(a.jwks_file, "jwt-jwks-file");
+    if (!t)
+      return t.err();
+    if (auto e = add(auth::keys_from_jwks(*t), "jwt-jwks-file"))
+      return *e;
+  }
+  if (!a.jwks_url.empty())
+    return make_error(errc::invalid_argument,
+                      "jwt-jwks-url is not supported yet: fetch the JWKS "
+                      "yourself and give it as jwt-jwks-file (reloaded on "
+                      "SIGHUP)");
+  return all;
+}
+
+/// A value fit for one audit line: quotes and control characters as `?`
+/// (a request's path is the client's text).
+std::string clean(std::string_view v) {
+  std::string out{v.substr(0, 512)};
+  for (auto& c : out)
+    if (c == '"' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  return out;
+}
+
+bool loopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "::1" || host == "localhost"
+         || host.starts_with("127.");
+}
+
+} // namespace
+
+expected<std::unique_ptr<auth::gate>>
+make_gate(const config::auth_settings& a) {
+  auto keys = load_keys(a);
+  if (!keys)
+    return keys.err();
+  auth::gate_settings s;
+  auto& r = s.rules;
+  if (a.algorithm == "HS256")
+    r.algorithms = {auth::algorithm::hs256};
+  else if (a.algorithm == "RS256")
+    r.algorithms = {auth::algorithm::rs256};
+  else if (a.algorithm == "EdDSA")
+    r.algorithms = {auth::algorithm::eddsa};
+  bool usable = false;
+  for (auto& k : keys->keys)
+    usable = usable || r.algorithms.empty() || k.alg == r.algorithms.front();
+  if (!usable)
+    return make_error(errc::invalid_argument, "jwt-algorithm ", a.algorithm,
+                      ": none of the configured keys serves it");
+  r.issuer = a.issuer;
+  r.audience = a.audience;
+  r.clock_skew_s = static_cast<std::int64_t>(a.clock_skew_s);
+  r.role_claim = a.roles_claim;
+  r.roles_claim = a.roles_array_claim;
+  r.admin_value = a.role_admin;
+  r.read_write_value = a.role_read_write;
+  r.read_only_value = a.role_read_only;
+  r.queues_claim = a.queues_claim;
+  r.groups_claim = a.groups_claim;
+  s.public_paths = a.public_paths;
+  return std::make_unique<auth::gate>(
+      std::move(s), std::make_shared<const auth::key_set>(std::move(*keys)));
+}
+
+std::string reload_keys(auth::gate& g, const config::auth_settings& a) {
+  auto keys = load_keys(a);
+  if (!keys)
+    return keys.err().message;
+  g.replace_keys(std::make_shared<const auth::key_set>(std::move(*keys)));
+  return {};
+}
+
+api::security door_security(const auth::gate* g,
+                            const config::auth_settings& a) {
+  api::security sec;
+  sec.gate = g;
+  if (!g)
+    return sec;
+  std::shared_ptr<spdlog::logger> log;
+  if (!a.audit_log.empty()) {
+    log = spdlog::basic_logger_mt("audit", a.audit_log);
+    log->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %v",
+                     spdlog::pattern_time_type::utc);
+    log->flush_on(spdlog::level::info);
+  } else {
+    log = spdlog::default_logger();
+  }
+  sec.audit = [log](const api::audit_entry& e) {
+    log->info("audit who={} role={} from={} door={} what=\"{}\" outcome=\"{}\"",
+              clean(e.who), e.role, e.from, e.door, clean(e.what),
+              clean(e.outcome));
+  };
+  return sec;
+}
+
+void warn_if_open(const config::server_options& opts) {
+  if (opts.auth.enabled)
+    return;
+  std::string doors;
+  if (!loopback(opts.http.address))
+    doors += "HTTP on " + opts.http.address + ":"
+             + std::to_string(opts.http.port);
+  if (!loopback(opts.msgpack.address))
+    doors += (doors.empty() ? "" : " and ") + std::string{"msgpack on "}
+             + opts.msgpack.address + ":" + std::to_string(opts.msgpack.port);
+  if (doors.empty())
+    return;
+  spdlog::warn("tokens are off (--auth-enabled false) and {} listen(s) beyond "
+               "loopback: anyone who reaches them can push, pop, ack, "
+               "configure, purge and delete every queue, and read every "
+               "message; turn tokens on (docs/security.md) or listen on "
+               "127.0.0.1",
+               doors);
+}
+
+} // namespace spool::server

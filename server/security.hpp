@@ -1,0 +1,35 @@
+#pragma once
+
+/// The server's side of tokens (docs/security.md): the keys read from the
+/// options' files and texts into the doors' gate, their reload on SIGHUP,
+/// the audit log, and the warning a node open to the network without
+/// tokens logs at start.
+
+#include <memory>
+#include <string>
+
+#include "auth/gate.hpp"
+#include "config/options.hpp"
+#include "protocol/api/access.hpp"
+#include "vocab/expected.hpp"
+
+namespace spool::server {
+
+/// The gate the options describe (keys loaded), or what is wrong: a file
+/// that cannot be read, a key that cannot verify safely.
+expected<std::unique_ptr<auth::gate>> make_gate(const config::auth_settings& a);
+
+/// Reads the key files again into `g` (SIGHUP): "" or why not (the keys
+/// in force stay then).
+std::string reload_keys(auth::gate& g, const config::auth_settings& a);
+
+/// The doors' security: the gate (none: tokens off) and the audit log
+/// (a file of its own, or the server's log).
+api::security door_security(const auth::gate* g,
+                            const config::auth_settings& a);
+
+/// Logs a warning when tokens are off and a door listens beyond loopback,
+/// naming what anyone reaching it can do.
+void warn_if_open(const config::server_options& opts);
+
+} // namespace spool::server
