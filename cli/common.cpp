@@ -88,6 +88,16 @@ int fail(const context& ctx, const api_error& e) {
                  "door (port 6690 by default), not the HTTP door (6632); "
                  "name another with --server host:port or SPOOL_SERVER\n",
                  ctx.server.c_str());
+  if (e.code == errc::unauthenticated)
+    std::fprintf(stderr,
+                 ctx.token.empty()
+                     ? "hint: this server wants a token: give --token or "
+                       "SPOOL_TOKEN (docs/security.md)\n"
+                     : "hint: the server refused the token (expired, or "
+                       "signed with another key): get a fresh one\n");
+  if (e.code == errc::forbidden)
+    std::fprintf(stderr, "hint: the token's role does not allow this "
+                         "(docs/security.md, \"Roles\")\n");
   return code_of(e);
 }
 

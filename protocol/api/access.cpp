@@ -18,7 +18,9 @@ authenticate(const security& sec, std::string_view token, std::string_view from,
   auto c = sec.gate->check(token, sec.seconds());
   if (c.who)
     return std::move(*c.who);
-  auto outcome = concat("401 ", auth::to_string(c.why), ": ", c.detail);
+  auto outcome = c.why == auth::refusal::missing
+                     ? std::string{"401 no token"}
+                     : concat("401 ", auth::to_string(c.why), ": ", c.detail);
   sec.write({"-", "-", from, door, what, outcome});
   return make_error(errc::unauthenticated, auth::client_text(c.why));
 }
