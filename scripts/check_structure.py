@@ -59,7 +59,7 @@ import os
 import re
 import sys
 
-CHECKED = ["vocab", "wire", "auth", "storage", "config", "cluster", "peer", "core",
+CHECKED = ["vocab", "wire", "auth", "tls", "storage", "config", "cluster", "peer", "core",
            "node", "gateway", "actors", "protocol", "client", "cli", "server"]
 
 # Which project folders each layer may include (by top folder).
@@ -68,21 +68,23 @@ ALLOWED = {
     "wire": {"vocab", "wire"},
     # Tokens, keys and roles: pure, over OpenSSL (docs/security.md).
     "auth": {"vocab", "auth"},
+    # TLS as a byte transform over OpenSSL (docs/security.md, "TLS").
+    "tls": {"vocab", "tls"},
     "storage": {"vocab", "storage"},
     "config": {"vocab", "config"},
     # Replication's pure state machines: nothing but their own types.
     "cluster": {"cluster"},
     # The peer link's frames and handshake, over the replication cores.
-    "peer": {"vocab", "wire", "cluster", "peer"},
+    "peer": {"vocab", "wire", "tls", "cluster", "peer"},
     "core": {"vocab", "storage", "config", "cluster", "core"},
     "node": {"vocab", "node"},
     "actors": {"vocab", "storage", "config", "core", "node", "actors"},
     "gateway": {"vocab", "storage", "config", "core", "node", "actors",
                 "gateway"},
-    "protocol": {"vocab", "wire", "auth", "node", "gateway", "protocol",
-                 "config"},
-    "client": {"vocab", "wire", "node", "client"},
-    "cli": {"vocab", "wire", "node", "client", "cli"},
+    "protocol": {"vocab", "wire", "auth", "tls", "node", "gateway",
+                 "protocol", "config"},
+    "client": {"vocab", "wire", "tls", "node", "client"},
+    "cli": {"vocab", "wire", "tls", "node", "client", "cli"},
     "server": set(CHECKED),
 }
 
@@ -91,6 +93,7 @@ FORBIDDEN_LIBS = {
     "vocab": ["caf/", "lmdb.h", "asio"],
     "wire": ["caf/", "lmdb.h", "asio"],
     "auth": ["caf/", "lmdb.h", "asio"],
+    "tls": ["caf/", "lmdb.h", "asio"],
     "storage": ["caf/", "asio"],
     "config": ["caf/", "lmdb.h", "asio"],
     "cluster": ["caf/", "lmdb.h", "asio"],

@@ -13,7 +13,7 @@ cmake -S . -B build-fuzz -DSPOOL_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build build-fuzz -j "$(nproc)"
 echo "== time: fuzz build $((SECONDS - start)) s"
 start=$SECONDS
-for target in http_request json_bodies timestamp msgpack_requests token; do
+for target in http_request json_bodies timestamp msgpack_requests token tls_record; do
   corpus="build-fuzz/corpus/$target"
   mkdir -p "$corpus"
   echo "== fuzz $target for ${seconds}s"
