@@ -25,6 +25,7 @@ token_check gate::check(std::string_view token, std::int64_t now) const {
 
 void gate::replace_keys(std::shared_ptr<const key_set> keys) {
   keys_.store(std::move(keys));
+  generation_.fetch_add(1);
 }
 
 } // namespace spool::auth

@@ -41,9 +41,16 @@ public:
     return settings_;
   }
 
+  /// Counts `replace_keys`: a session that verified its token under an
+  /// older count verifies it again (a removed key ends it).
+  std::uint64_t generation() const noexcept {
+    return generation_.load();
+  }
+
 private:
   gate_settings settings_;
   std::atomic<std::shared_ptr<const key_set>> keys_;
+  std::atomic<std::uint64_t> generation_{0};
 };
 
 } // namespace spool::auth

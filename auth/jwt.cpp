@@ -247,8 +247,12 @@ token_check verify_token(std::string_view token, const key_set& keys,
 
   principal who;
   if (std::string_view sub;
-      (*claims)["sub"].get_string().get(sub) == simdjson::SUCCESS)
+      (*claims)["sub"].get_string().get(sub) == simdjson::SUCCESS) {
+    if (sub.size() > max_subject_bytes)
+      return refuse(refusal::claims,
+                    "sub longer than 255 bytes (it is stamped as producerSub)");
     who.subject = sub;
+  }
   who.expires = exp ? *exp + rules.clock_skew_s : 0;
   auto raise = [&](const std::vector<std::string>& names) {
     for (auto& n : names) {

@@ -18,6 +18,10 @@
 
 namespace spool::auth {
 
+/// The longest `sub` taken: it is stamped on pushes as `producerSub`,
+/// which the store bounds so.
+inline constexpr std::size_t max_subject_bytes = 255;
+
 struct token_rules {
   /// The algorithms accepted; empty: those of the configured keys.
   std::vector<algorithm> algorithms;

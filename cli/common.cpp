@@ -54,6 +54,18 @@ std::optional<std::string> context::check_server() {
   return std::nullopt;
 }
 
+std::optional<std::string> context::check_tls() {
+  if (!tls)
+    return std::nullopt;
+  tls::settings ts;
+  ts.ca_file = ca;
+  auto made = tls::context::client(ts);
+  if (!made)
+    return made.err().message;
+  tls_context = std::move(*made);
+  return std::nullopt;
+}
+
 client::client& context::conn() {
   if (!conn_) {
     client::options o;
@@ -64,6 +76,7 @@ client::client& context::conn() {
     o.fail_unconnected = true; // a command is told at once, not in 30 s
     if (!token.empty())
       o.token = [t = token] { return t; };
+    o.tls = tls_context;
     conn_ = std::make_unique<client::client>(o);
   }
   return *conn_;

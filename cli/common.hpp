@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/client.hpp"
+#include "tls/context.hpp"
 
 namespace spool::cli {
 
@@ -41,11 +42,19 @@ struct context {
   std::string server = "127.0.0.1:6690";
   /// A JWT sent in `hello` (--token, SPOOL_TOKEN; docs/security.md).
   std::string token;
+  /// TLS to the msgpack door (--tls), verified with the CA bundle `ca`
+  /// (--ca, SPOOL_CA; "": the system's).
+  bool tls = false;
+  std::string ca;
+  /// Made from `ca` once the command line is read (`check_tls`).
+  std::shared_ptr<const tls::context> tls_context;
   bool as_json = false;
   std::chrono::milliseconds timeout{30'000};
 
   /// Reads `server` into the host and port, or says what is wrong.
   std::optional<std::string> check_server();
+  /// Makes the TLS context when `tls`; what is wrong with `ca`, or none.
+  std::optional<std::string> check_tls();
   client::client& conn();
   /// A connection was asked for and the msgpack door never answered there
   /// (nobody listens, or something else does). A door that refused before

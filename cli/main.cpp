@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
     ctx.server = env;
   if (const char* env = std::getenv("SPOOL_TOKEN"); env && *env)
     ctx.token = env;
+  if (const char* env = std::getenv("SPOOL_CA"); env && *env) {
+    ctx.ca = env;
+    ctx.tls = true;
+  }
   CLI::App app{"spool: push, pop, replay and administer a Spool broker "
                "(msgpack protocol)"};
   app.set_version_flag("--version", "spool " SPOOL_VERSION " (protocol 1)");
@@ -95,6 +99,12 @@ int main(int argc, char** argv) {
   app.add_option("--token", ctx.token,
                  "a JWT for a server with tokens on (env SPOOL_TOKEN; the "
                  "variable keeps it out of the process list)");
+  app.add_flag("--tls", ctx.tls,
+               "speak TLS to the msgpack door (implied by --ca or SPOOL_CA)");
+  app.add_option("--ca", ctx.ca,
+                 "CA bundle (PEM) the server's certificate must chain to "
+                 "(env SPOOL_CA; default: the system's)")
+      ->each([&ctx](const std::string&) { ctx.tls = true; });
   app.add_flag("--json", ctx.as_json, "print JSON (for scripts)");
   app.add_option("--timeout", timeout,
                  "a request's deadline (30s; a waiting pop adds its own)");
@@ -110,6 +120,8 @@ int main(int argc, char** argv) {
     ctx.timeout = *t;
     if (auto bad = ctx.check_server())
       throw CLI::ValidationError("--server", *bad);
+    if (auto bad = ctx.check_tls())
+      throw CLI::ValidationError("--ca", *bad);
   });
   try {
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "tls/channel.hpp"
 #include "wire/find.hpp"
 #include "wire/frame.hpp"
 
@@ -148,6 +149,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
   bool writing = false;
   std::string inbuf;
   std::array<char, 64 * 1024> chunk;
+  /// TLS: this connection's channel (a new one per connection).
+  std::unique_ptr<tls::channel> secure;
 
   void submit(std::string frame, completion done,
               std::chrono::milliseconds timeout) {
@@ -210,6 +213,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         it->second.written = true;
       }
     unsent.clear();
+    if (secure) { // sealed, with what the handshake wants sent
+      std::string sealed;
+      secure->seal(outbuf, sealed);
+      outbuf = std::move(sealed);
+    }
     if (outbuf.empty())
       return;
     writing = true;
@@ -257,6 +265,11 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                                     + c.message());
                 asio::error_code ignore;
                 self->sock.set_option(tcp::no_delay(true), ignore);
+                if (self->opt.tls) { // hello waits in it for the handshake
+                  self->secure = std::make_unique<tls::channel>(
+                      self->opt.tls, false, self->opt.host);
+                  self->secure->start();
+                }
                 self->greet();
                 self->read();
               });
@@ -345,7 +358,13 @@ struct connection::impl : std::enable_shared_from_this<impl> {
             return self->lost(ec == asio::error::eof
                                   ? std::string{"the server closed"}
                                   : ec.message());
-          self->inbuf.append(self->chunk.data(), n);
+          if (self->secure) {
+            if (!self->secure->feed({self->chunk.data(), n}, self->inbuf))
+              return self->lost("TLS: " + self->secure->error());
+            self->write(); // the handshake's bytes, and what it held
+          } else {
+            self->inbuf.append(self->chunk.data(), n);
+          }
           if (self->st == state::greeting && self->inbuf.starts_with("HTTP/"))
             return self->lost("the server at " + self->opt.host + ":"
                               + std::to_string(self->opt.port)
@@ -421,6 +440,21 @@ struct connection::impl : std::enable_shared_from_this<impl> {
         reauth.push_back({*id, std::move(s.kept), std::move(s.done), s.deadline,
                           s.timeout, true});
         in_flight.erase(it);
+        // What was sent after it but not written yet goes back to the
+        // queue, behind it: nothing overtakes a request said again.
+        std::deque<std::uint64_t> keep; // a hello waiting to be written
+        for (auto u = unsent.rbegin(); u != unsent.rend(); ++u) {
+          auto f = in_flight.find(*u);
+          if (*u == hello_id)
+            keep.push_front(*u);
+          else if (f != in_flight.end() && !f->second.written) {
+            auto& w = f->second;
+            queue.push_front({*u, std::move(w.frame), std::move(w.done),
+                              w.deadline, w.timeout, w.resent});
+            in_flight.erase(f);
+          }
+        }
+        unsent = std::move(keep);
         if (st == state::ready)
           greet();
         return;
@@ -450,6 +484,7 @@ struct connection::impl : std::enable_shared_from_this<impl> {
     unsent.clear();
     outbuf.clear();
     inbuf.clear();
+    secure.reset();
     // Written: may or may not have been applied. Never written: back to
     // the queue, in order, for the next connection.
     auto failed = std::move(in_flight);

@@ -38,6 +38,7 @@
 #include <string>
 #include <string_view>
 
+#include "tls/context.hpp"
 #include "vocab/expected.hpp"
 #include "wire/writer.hpp"
 
@@ -70,6 +71,9 @@ struct options {
   /// last hello) makes the connection say hello again with a fresh token
   /// and send that request once more (it was refused before it ran).
   std::function<std::string()> token;
+  /// TLS (docs/security.md, "TLS"): a client context (tls::context::
+  /// client); none: plain. The server's certificate must name `host`.
+  std::shared_ptr<const tls::context> tls;
 };
 
 /// An answer frame, decoded; its objects refer to `frame` and `zone`.

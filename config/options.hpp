@@ -149,6 +149,8 @@ struct server_options {
   cluster_settings cluster;
   /// Tokens, roles, the audit log (docs/security.md).
   auth_settings auth;
+  /// TLS on the front doors (docs/security.md, "TLS").
+  tls_settings tls;
   /// The TOML file read (--config, SPOOL_CONFIG), "" for none.
   std::string config_file;
 };

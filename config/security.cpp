@@ -77,8 +77,8 @@ std::vector<option> security_options() {
       text("jwt-jwks-url", "https URL of a JWKS document",
            [](o_t& o) -> std::string& { return o.auth.jwks_url; }),
       num("jwt-jwks-refresh-interval",
-          "seconds between fetches of jwt-jwks-url (and reads of "
-          "jwt-jwks-file)",
+          "seconds between fetches of jwt-jwks-url (jwt-jwks-file is read "
+          "again on SIGHUP)",
           1, 7 * 86'400,
           [](o_t& o) -> std::uint64_t& { return o.auth.jwks_refresh_s; }),
       num("jwt-jwks-timeout-ms", "a fetch of jwt-jwks-url gives up after this",
@@ -123,6 +123,24 @@ std::vector<option> security_options() {
           "a connection that has not authenticated closes after this", 100,
           600'000,
           [](o_t& o) -> std::uint64_t& { return o.auth.auth_timeout_ms; }),
+      text("tls-cert-file",
+           "PEM certificate chain (leaf first): both front doors speak TLS "
+           "(reloaded on SIGHUP)",
+           [](o_t& o) -> std::string& { return o.tls.cert_file; }),
+      text("tls-key-file", "PEM private key of tls-cert-file",
+           [](o_t& o) -> std::string& { return o.tls.key_file; }),
+      text("tls-ca-file",
+           "PEM CA bundle clients' certificates must chain to (asked for "
+           "when set)",
+           [](o_t& o) -> std::string& { return o.tls.ca_file; }),
+      flag("tls-require-client-cert",
+           "every client must present a certificate of tls-ca-file (mutual "
+           "TLS)",
+           [](o_t& o) -> bool& { return o.tls.require_client_cert; }),
+      num("tls-handshake-timeout-ms",
+          "a TLS handshake not done this soon closes its connection", 100,
+          600'000,
+          [](o_t& o) -> std::uint64_t& { return o.tls.handshake_timeout_ms; }),
       num("auth-max-pending-connections",
           "connections not yet authenticated, per door, at most", 1, 1'000'000,
           [](o_t& o) -> std::uint64_t& {
@@ -154,6 +172,14 @@ const std::vector<std::pair<const char*, const char*>>& queen_variables() {
 }
 
 std::string check_security(const server_options& o) {
+  auto& t = o.tls;
+  if (t.enabled() && t.key_file.empty())
+    return "tls-cert-file needs tls-key-file";
+  if (!t.enabled() && (!t.key_file.empty() || !t.ca_file.empty()))
+    return "tls-key-file and tls-ca-file need tls-cert-file";
+  if (t.require_client_cert && t.ca_file.empty())
+    return "tls-require-client-cert needs tls-ca-file (the CA clients' "
+           "certificates must chain to)";
   auto& a = o.auth;
   if (!a.secret.empty() && !a.secret_file.empty())
     return "give jwt-secret or jwt-secret-file, not both";

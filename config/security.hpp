@@ -52,4 +52,22 @@ struct auth_settings {
   std::uint64_t max_pending_connections = 256;
 };
 
+/// TLS on both front doors (docs/security.md, "TLS"): on when a
+/// certificate is given.
+struct tls_settings {
+  std::string cert_file; ///< --tls-cert-file: PEM chain, leaf first
+  std::string key_file;  ///< --tls-key-file
+  /// --tls-ca-file: clients' certificates must chain to it (asked for when
+  /// set; required with `require_client_cert`).
+  std::string ca_file;
+  bool require_client_cert = false; ///< --tls-require-client-cert
+  /// A handshake not done this soon closes its connection
+  /// (--tls-handshake-timeout-ms).
+  std::uint64_t handshake_timeout_ms = 10'000;
+
+  bool enabled() const noexcept {
+    return !cert_file.empty();
+  }
+};
+
 } // namespace spool::config

@@ -138,6 +138,16 @@ int main(int argc, char** argv) {
     }
     gate = std::move(*g);
   }
+  auto door_sec = spool::server::door_security(gate.get(), opts.auth);
+  if (!door_sec) {
+    std::fprintf(stderr, "spoold: %s\n", door_sec.err().message.c_str());
+    return 2;
+  }
+  auto tls_ctx = spool::server::door_tls(opts.tls);
+  if (!tls_ctx) {
+    std::fprintf(stderr, "spoold: %s\n", tls_ctx.err().message.c_str());
+    return 2;
+  }
   spool::server::warn_if_open(opts);
   if (!arm_fail_points_on_sigusr2())
     return 2;
@@ -270,7 +280,7 @@ int main(int argc, char** argv) {
     }
     spool::api::service svc{*gw};
     svc.max_body_bytes = opts.http.max_body_bytes;
-    svc.sec = spool::server::door_security(gate.get(), opts.auth);
+    svc.sec = *door_sec;
     spool::api::router routes{svc};
     std::vector<std::string> ops(spool::mp::op_names().begin(),
                                  spool::mp::op_names().end());
@@ -290,6 +300,9 @@ int main(int argc, char** argv) {
         gate ? static_cast<std::int64_t>(opts.auth.auth_timeout_ms) : 0};
     limits.auth_timeout = auth_timeout;
     limits.max_pending = opts.auth.max_pending_connections;
+    std::chrono::milliseconds handshake_timeout{
+        static_cast<std::int64_t>(opts.tls.handshake_timeout_ms)};
+    limits.handshake_timeout = handshake_timeout;
     auto pool = std::make_shared<spool::io::pool>();
     auto http = std::make_unique<spool::http::server>(
         limits,
@@ -308,12 +321,24 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.msgpack.frame_timeout_ms)};
     mlimits.auth_timeout = auth_timeout;
     mlimits.max_pending = opts.auth.max_pending_connections;
+    mlimits.handshake_timeout = handshake_timeout;
     auto mp = std::make_unique<spool::mp::server>(
         mlimits,
         spool::mp::make_handler(
             svc, {mlimits.max_frame_bytes, mlimits.max_in_flight}),
         pool);
     http->set_common_headers(spool::api::router::common_headers());
+    if (*tls_ctx) {
+      http->set_tls(*tls_ctx);
+      mp->set_tls(*tls_ctx);
+      spdlog::info("TLS on both doors: certificate {} (expires {})",
+                   opts.tls.cert_file, (*tls_ctx)->not_after());
+    }
+    if (gate) // a client without a valid token sends no body in
+      http->set_head_check(
+          [&routes](const spool::http::request& head, std::string_view peer) {
+            return routes.check_head(head, peer);
+          });
     svc.open_connections
         = [&http, &mp] { return http->connections() + mp->connections(); };
     if (opts.http.access_log)
@@ -388,6 +413,20 @@ int main(int argc, char** argv) {
         sigwait(&stop_signals, &sig);
         if (sig != SIGHUP)
           break;
+        if (opts.tls.enabled()) {
+          // New connections take the new certificate; open ones keep theirs.
+          auto fresh = spool::server::door_tls(opts.tls);
+          if (fresh && *fresh) {
+            http->set_tls(*fresh);
+            mp->set_tls(*fresh);
+            spdlog::info("SIGHUP: TLS certificate reloaded (expires {})",
+                         (*fresh)->not_after());
+          } else if (!fresh) {
+            spdlog::error("SIGHUP: TLS certificate not reloaded, the old one "
+                          "stays: {}",
+                          fresh.err().message);
+          }
+        }
         if (!gate) {
           spdlog::info("SIGHUP: tokens are off, no keys to reload");
           continue;

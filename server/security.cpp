@@ -78,6 +78,31 @@ std::string clean(std::string_view v) {
   return out;
 }
 
+/// The algorithms `--jwt-algorithm` accepts (none: any, `auto`).
+std::vector<auth::algorithm> algorithms_of(const std::string& name) {
+  if (name == "HS256")
+    return {auth::algorithm::hs256};
+  if (name == "RS256")
+    return {auth::algorithm::rs256};
+  if (name == "EdDSA")
+    return {auth::algorithm::eddsa};
+  return {};
+}
+
+/// The keys, when one of them serves the configured algorithm (at start
+/// and at a reload alike).
+expected<auth::key_set> usable_keys(const config::auth_settings& a) {
+  auto keys = load_keys(a);
+  if (!keys)
+    return keys.err();
+  auto algs = algorithms_of(a.algorithm);
+  for (auto& k : keys->keys)
+    if (algs.empty() || k.alg == algs.front())
+      return keys;
+  return make_error(errc::invalid_argument, "jwt-algorithm ", a.algorithm,
+                    ": none of the configured keys serves it");
+}
+
 bool loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "::1" || host == "localhost"
          || host.starts_with("127.");
@@ -87,23 +112,12 @@ bool loopback(const std::string& host) {
 
 expected<std::unique_ptr<auth::gate>>
 make_gate(const config::auth_settings& a) {
-  auto keys = load_keys(a);
+  auto keys = usable_keys(a);
   if (!keys)
     return keys.err();
   auth::gate_settings s;
   auto& r = s.rules;
-  if (a.algorithm == "HS256")
-    r.algorithms = {auth::algorithm::hs256};
-  else if (a.algorithm == "RS256")
-    r.algorithms = {auth::algorithm::rs256};
-  else if (a.algorithm == "EdDSA")
-    r.algorithms = {auth::algorithm::eddsa};
-  bool usable = false;
-  for (auto& k : keys->keys)
-    usable = usable || r.algorithms.empty() || k.alg == r.algorithms.front();
-  if (!usable)
-    return make_error(errc::invalid_argument, "jwt-algorithm ", a.algorithm,
-                      ": none of the configured keys serves it");
+  r.algorithms = algorithms_of(a.algorithm);
   r.issuer = a.issuer;
   r.audience = a.audience;
   r.clock_skew_s = static_cast<std::int64_t>(a.clock_skew_s);
@@ -120,22 +134,27 @@ make_gate(const config::auth_settings& a) {
 }
 
 std::string reload_keys(auth::gate& g, const config::auth_settings& a) {
-  auto keys = load_keys(a);
+  auto keys = usable_keys(a);
   if (!keys)
     return keys.err().message;
   g.replace_keys(std::make_shared<const auth::key_set>(std::move(*keys)));
   return {};
 }
 
-api::security door_security(const auth::gate* g,
-                            const config::auth_settings& a) {
+expected<api::security> door_security(const auth::gate* g,
+                                      const config::auth_settings& a) {
   api::security sec;
   sec.gate = g;
   if (!g)
     return sec;
   std::shared_ptr<spdlog::logger> log;
   if (!a.audit_log.empty()) {
-    log = spdlog::basic_logger_mt("audit", a.audit_log);
+    try {
+      log = spdlog::basic_logger_mt("audit", a.audit_log);
+    } catch (const spdlog::spdlog_ex& e) {
+      return make_error(errc::invalid_argument, "audit-log '", a.audit_log,
+                        "': ", e.what());
+    }
     log->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %v",
                      spdlog::pattern_time_type::utc);
     log->flush_on(spdlog::level::info);
@@ -150,9 +169,31 @@ api::security door_security(const auth::gate* g,
   return sec;
 }
 
+expected<std::shared_ptr<const tls::context>>
+door_tls(const config::tls_settings& t) {
+  if (!t.enabled())
+    return std::shared_ptr<const tls::context>{};
+  tls::settings s;
+  s.cert_file = t.cert_file;
+  s.key_file = t.key_file;
+  s.ca_file = t.ca_file;
+  s.require_client_cert = t.require_client_cert;
+  auto made = tls::context::server(s);
+  if (!made)
+    return make_error(errc::invalid_argument, "TLS: ", made.err().message);
+  return std::move(*made);
+}
+
 void warn_if_open(const config::server_options& opts) {
-  if (opts.auth.enabled)
+  bool beyond = !loopback(opts.http.address) || !loopback(opts.msgpack.address);
+  if (opts.auth.enabled) {
+    if (beyond && !opts.tls.enabled())
+      spdlog::warn("tokens are on but TLS is off, and a door listens beyond "
+                   "loopback: tokens and payloads cross the network in clear, "
+                   "where a token can be read and replayed; set "
+                   "--tls-cert-file and --tls-key-file (docs/security.md)");
     return;
+  }
   std::string doors;
   if (!loopback(opts.http.address))
     doors += "HTTP on " + opts.http.address + ":"

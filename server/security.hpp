@@ -11,6 +11,7 @@
 #include "auth/gate.hpp"
 #include "config/options.hpp"
 #include "protocol/api/access.hpp"
+#include "tls/context.hpp"
 #include "vocab/expected.hpp"
 
 namespace spool::server {
@@ -24,9 +25,15 @@ expected<std::unique_ptr<auth::gate>> make_gate(const config::auth_settings& a);
 std::string reload_keys(auth::gate& g, const config::auth_settings& a);
 
 /// The doors' security: the gate (none: tokens off) and the audit log
-/// (a file of its own, or the server's log).
-api::security door_security(const auth::gate* g,
-                            const config::auth_settings& a);
+/// (a file of its own, or the server's log); an audit file that cannot be
+/// opened is an error.
+expected<api::security> door_security(const auth::gate* g,
+                                      const config::auth_settings& a);
+
+/// The doors' TLS context the options describe (none: TLS off), or why
+/// not (a file that cannot be read, a key of another certificate).
+expected<std::shared_ptr<const tls::context>>
+door_tls(const config::tls_settings& t);
 
 /// Logs a warning when tokens are off and a door listens beyond loopback,
 /// naming what anyone reaching it can do.

@@ -160,8 +160,8 @@ std::string channel::version() const {
 }
 
 bool looks_like_tls(std::string_view bytes) noexcept {
-  return bytes.size() >= 3 && static_cast<unsigned char>(bytes[0]) == 0x16
-         && bytes[1] == 0x03;
+  return !bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x16
+         && (bytes.size() < 2 || bytes[1] == 0x03);
 }
 
 } // namespace spool::tls

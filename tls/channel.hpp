@@ -72,8 +72,9 @@ private:
   std::string error_;
 };
 
-/// Whether `bytes`, a connection's first ones, look like a TLS handshake
-/// record (content type 22, version 3.x): a plain-text door can say so.
+/// Whether `bytes`, a connection's first ones (however few), begin as a
+/// TLS handshake record does (content type 22, version 3.x): a TLS door
+/// tells a plain client so in clear.
 bool looks_like_tls(std::string_view bytes) noexcept;
 
 } // namespace spool::tls

@@ -84,6 +84,8 @@ void hello(const ctx& c) {
     // A new hello replaces who the connection is; a refused one ends it
     // (docs/security.md).
     c.sess.who.reset();
+    c.sess.token.clear();
+    c.sess.key_generation = sec.gate->generation();
     auto who = api::authenticate(sec, h->token.value_or(""), c.sess.peer,
                                  "msgpack", "op hello");
     if (!who) {
@@ -91,6 +93,7 @@ void hello(const ctx& c) {
       return c.fail(who.err());
     }
     c.sess.who = std::move(*who);
+    c.sess.token = h->token.value_or("");
   }
   c.sess.greeted = true;
   c.sess.version = h->version;
@@ -485,6 +488,16 @@ private:
 std::optional<api_error> admit(const api::security& sec, session& sess,
                                const op_entry& op, exchange_ptr& ex) {
   auto what = concat("op ", op.name);
+  if (sess.who && sess.key_generation != sec.gate->generation()) {
+    // The keys were reloaded: the token must still verify under them.
+    sess.key_generation = sec.gate->generation();
+    auto again = api::authenticate(sec, sess.token, sess.peer, "msgpack", what);
+    if (!again) {
+      sess.who.reset();
+      return again.err();
+    }
+    sess.who = std::move(*again);
+  }
   if (!sess.who || !sess.who->holds_at(sec.seconds(), 0)) {
     bool expired = sess.who.has_value();
     sec.write({sess.who && !sess.who->subject.empty() ? sess.who->subject : "-",

@@ -166,6 +166,19 @@ http::header_list router::common_headers() {
           {"Access-Control-Max-Age", "86400"}};
 }
 
+std::optional<http::parse_error>
+router::check_head(const http::request& head, std::string_view peer) const {
+  auto& sec = svc_.sec;
+  if (!sec.enabled() || head.method == "OPTIONS"
+      || sec.gate->is_public(head.path))
+    return std::nullopt;
+  auto w = authenticate(sec, auth::bearer_token(head.header("Authorization")),
+                        peer, "http", concat(head.method, " ", head.path));
+  if (w)
+    return std::nullopt; // verified again when the request is handled
+  return http::parse_error{wire_of(w.err().code).http_status, w.err().message};
+}
+
 void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
   if (req.method == "OPTIONS") { // CORS preflight, as Queen answers it
     http::response r;

@@ -63,6 +63,16 @@ connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
     peer = ep.address().to_string() + ":" + std::to_string(ep.port());
   last_activity = clock_type::now();
   auth_deadline = last_activity + srv->limits.auth_timeout;
+  handshake_deadline = last_activity + srv->limits.handshake_timeout;
+  if (auto ctx = srv->tls.load())
+    tls = std::make_unique<tls::channel>(std::move(ctx), true);
+  if (srv->head_check)
+    parser.set_head_check(
+        [this](const request& head) -> std::optional<parse_error> {
+          if (!unauthenticated)
+            return std::nullopt;
+          return srv->head_check(head, peer);
+        });
 }
 
 void connection::start() {
@@ -152,13 +162,48 @@ void connection::read_available() {
   // io thread's other connections get their turn.
   // After a `Connection: close` request nothing more is answered: the
   // bytes are dropped, the reading only notices a client that leaves.
-  auto r = io::read_available(socket, close_after_write ? nullptr : &inbuf);
+  io::read_result r;
+  if (tls) {
+    thread_local std::string raw;
+    raw.clear();
+    r = io::read_available(socket, &raw);
+    if (!raw.empty() && !open_tls(raw))
+      return;
+  } else {
+    r = io::read_available(socket, close_after_write ? nullptr : &inbuf);
+  }
   if (r.gone)
     return close(); // the client left (EOF or an error)
   if (r.bytes > 0)
     last_activity = clock_type::now();
   parse();
   wait_readable();
+}
+
+bool connection::open_tls(std::string_view raw) {
+  if (plain_refusal)
+    return false;
+  if (std::exchange(first_read, false) && !tls::looks_like_tls(raw)) {
+    // Plain HTTP to the HTTPS port: told so in clear, then closed.
+    plain_refusal = true;
+    response r;
+    r.status = 400;
+    r.headers.emplace_back("Content-Type", "application/json");
+    r.body = R"({"error":"This port speaks HTTPS: use https://"})";
+    outbuf.clear();
+    serialize(outbuf, r, false, srv->common);
+    close_after_write = true;
+    ends_here = true;
+    if (!writing)
+      write_outbuf();
+    return false;
+  }
+  std::string dropped;
+  if (!tls->feed(raw, close_after_write ? dropped : inbuf))
+    return close(), false; // a failed handshake or a bad record
+  if (tls->has_output() && !writing)
+    write_outbuf(); // the handshake's bytes
+  return true;
 }
 
 void connection::parse() {
@@ -320,6 +365,13 @@ void connection::write_outbuf() {
   }
   if (from < outbuf.size())
     out_seq.push_back(asio::buffer(outbuf.data() + from, outbuf.size() - from));
+  if (tls && !plain_refusal) { // one sealed buffer, with the handshake's
+    sealed.clear();
+    for (auto& b : out_seq)
+      tls->seal({static_cast<const char*>(b.data()), b.size()}, sealed);
+    tls->take_output(sealed);
+    out_seq.assign(1, asio::buffer(sealed));
+  }
   asio::async_write(
       socket, out_seq,
       asio::bind_executor(strand, [self = shared_from_this()](
@@ -347,6 +399,9 @@ void connection::release_written() {
   out_seq.clear();
   head_ends.clear();
   out_bodies.clear(); // the bodies are freed as soon as they are written
+  sealed.clear();
+  if (sealed.capacity() > (1u << 20))
+    std::string{}.swap(sealed);
   outbuf.clear();
   if (outbuf.capacity() > (64u << 10)) // many heads: give the room back
     std::string{}.swap(outbuf);
@@ -397,6 +452,8 @@ void connection::arm_timer() {
   }
   if (unauthenticated)
     deadline = std::min(deadline, auth_deadline);
+  if (tls && !tls->handshake_done())
+    deadline = std::min(deadline, handshake_deadline);
   if (deadline == clock_type::time_point::max()) {
     timer.cancel();
     return;
@@ -414,6 +471,8 @@ void connection::on_timer() {
   auto now = clock_type::now();
   if (unauthenticated && now >= auth_deadline)
     return close(); // no valid token in time (docs/security.md)
+  if (tls && !tls->handshake_done() && now >= handshake_deadline)
+    return close(); // a handshake that stalls ends only its connection
   if (writing) {
     if (now >= write_began + srv->limits.request_timeout)
       return close(); // the client stopped reading

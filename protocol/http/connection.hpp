@@ -23,6 +23,7 @@
 #include "protocol/io/latch.hpp"
 #include "protocol/io/listener.hpp"
 #include "protocol/io/pool.hpp"
+#include "tls/channel.hpp"
 
 namespace spool::http {
 
@@ -87,6 +88,9 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::atomic<bool> draining{false};
   /// Connections not yet authenticated (tokens on).
   std::atomic<std::size_t> pending_auth{0};
+  /// TLS for new connections (none: plain).
+  std::atomic<std::shared_ptr<const tls::context>> tls;
+  server::head_check head_check; ///< set before `start`
   std::mutex stop_mx;
   bool stopped = false; ///< under stop_mx: nothing posted will run
   bool shut_down = false;
@@ -130,6 +134,10 @@ private:
   /// unparsed bytes a full pipeline or a held request stops the reading.
   void wait_readable();
   void read_available();
+  /// TLS: opens what was read into `inbuf` (or drops it); false when the
+  /// connection ends (its handshake failed, a record did not open, plain
+  /// text: answered in clear).
+  bool open_tls(std::string_view raw);
   void parse();
   /// RFC 9112 §9.3.2: only safe requests are processed side by side; a
   /// request that changes something waits until every earlier one is
@@ -192,6 +200,14 @@ private:
   /// `pending_auth`, closed at `auth_deadline`.
   bool unauthenticated = false;
   clock_type::time_point auth_deadline;
+  /// TLS: the connection's channel (none: plain), its handshake's
+  /// deadline, the write's sealed bytes, and a refusal written in clear to
+  /// a client that does not speak TLS.
+  std::unique_ptr<tls::channel> tls;
+  clock_type::time_point handshake_deadline;
+  std::string sealed;
+  bool plain_refusal = false;
+  bool first_read = true; ///< TLS: its first bytes are still to come
   clock_type::time_point last_activity;
   clock_type::time_point request_began;
 };

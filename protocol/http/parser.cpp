@@ -112,6 +112,11 @@ struct request_parser::callbacks {
     if (q != std::string_view::npos)
       req.query = std::string{target.substr(q + 1)};
     req.keep_alive = http_should_keep_alive(p) != 0;
+    if (r.head_check_)
+      if (auto refused = r.head_check_(req)) {
+        r.fail(refused->status, std::move(refused->message));
+        return -1;
+      }
     // A Content-Length over the limit is refused before its body comes.
     if ((p->flags & F_CONTENTLENGTH) != 0
         && p->content_length > r.limits_.max_body_bytes) {

@@ -15,6 +15,7 @@
 /// Content-Length; counted as chunks arrive).
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,6 +56,14 @@ public:
     return error_;
   }
 
+  /// Called once a request's head is read, before its body: an error
+  /// refuses the request there (its body is not read), as a limit does.
+  /// The connection uses it for tokens before a connection authenticated.
+  using head_check = std::function<std::optional<parse_error>(const request&)>;
+  void set_head_check(head_check check) {
+    head_check_ = std::move(check);
+  }
+
   /// Bytes of an unfinished request are buffered (for the idle and
   /// slow-client timeouts: a request has begun).
   bool in_request() const noexcept {
@@ -73,6 +82,7 @@ private:
 
   struct state;
   std::unique_ptr<state> st_;
+  head_check head_check_;
   parser_limits limits_;
   request cur_;
   std::string field_;

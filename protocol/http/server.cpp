@@ -14,19 +14,28 @@ using detail::connection;
 using detail::serialize;
 using detail::tcp;
 
+void server::set_head_check(head_check check) {
+  impl_->head_check = std::move(check);
+}
+
+void server::set_tls(std::shared_ptr<const tls::context> ctx) {
+  impl_->tls.store(std::move(ctx));
+}
+
 void server::impl::take(tcp::socket sock) {
   bool guarded = limits.auth_timeout.count() > 0;
   bool over = guarded && pending_auth.fetch_add(1) >= limits.max_pending;
   std::shared_ptr<connection> c;
   if (!over)
     c = conns.add(limits.max_connections, [&] {
-      return std::make_shared<connection>(shared_from_this(), std::move(sock));
+      auto made
+          = std::make_shared<connection>(shared_from_this(), std::move(sock));
+      if (guarded) // before anything else can see it
+        made->await_auth();
+      return made;
     });
-  if (c) {
-    if (guarded)
-      c->await_auth();
+  if (c)
     return c->start();
-  }
   if (guarded)
     pending_auth.fetch_sub(1);
   std::string msg;

@@ -19,10 +19,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "protocol/http/message.hpp"
 #include "protocol/http/parser.hpp"
+#include "tls/context.hpp"
 
 namespace spool::io {
 class pool;
@@ -41,6 +44,9 @@ struct server_limits {
   /// at most `max_pending` connections wait so (503 beyond). 0: off.
   std::chrono::milliseconds auth_timeout{0};
   std::size_t max_pending = 256;
+  /// TLS on (`set_tls`): a handshake not done this soon after the accept
+  /// closes its connection (and only it).
+  std::chrono::milliseconds handshake_timeout{10'000};
 };
 
 /// One request's answer.
@@ -85,12 +91,23 @@ public:
   void set_common_headers(header_list h);
   /// Called after each response is written, on an io thread.
   void set_observer(std::function<void(const request_record&)> f);
+  /// Tokens on: asked with each request's head (and the client's
+  /// address) while its connection has not authenticated, before the body
+  /// is read; an error answers it and closes the connection, so a client
+  /// without a valid token sends no body into the server's memory.
+  using head_check = std::function<std::optional<parse_error>(
+      const request&, std::string_view peer)>;
+  void set_head_check(head_check check);
 
   /// Binds `address:port` (port 0: a free one) and listens; "" on success,
   /// else why not.
   std::string listen(const std::string& address, std::uint16_t port);
   /// The bound port.
   std::uint16_t port() const;
+  /// TLS from now on (docs/security.md, "TLS"): each new connection
+  /// takes `ctx`, which a reload (SIGHUP) replaces; connections keep the
+  /// one they started with. Set before `start` to speak TLS only.
+  void set_tls(std::shared_ptr<const tls::context> ctx);
   /// Starts accepting, and `threads` io threads when the pool is its own
   /// (a shared pool is started by its owner).
   void start(unsigned threads);

@@ -74,6 +74,11 @@ constexpr std::chrono::milliseconds write_timeout{60'000};
 /// and its parked requests are cancelled, as HTTP's connection does.
 constexpr std::size_t full_read_bytes = std::size_t{64} << 10;
 
+/// A connection not yet authenticated (tokens on) sends frames of at most
+/// this (its hello; what it pipelines behind it is cut once the hello has
+/// verified).
+constexpr std::size_t unauthenticated_frame_bytes = std::size_t{64} << 10;
+
 } // namespace
 
 void slot::respond(std::string frame, std::function<void()> on_unwritten) {
@@ -99,6 +104,9 @@ connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
     timer(strand) {
   last_activity = clock_type::now();
   auth_deadline = last_activity + srv->limits.auth_timeout;
+  handshake_deadline = last_activity + srv->limits.handshake_timeout;
+  if (auto ctx = srv->tls.load())
+    tls = std::make_unique<tls::channel>(std::move(ctx), true);
   asio::error_code ec;
   auto ep = socket.remote_endpoint(ec);
   if (!ec)
@@ -169,7 +177,7 @@ void connection::close() {
 }
 
 void connection::wait_readable() {
-  if (closed || reading || draining || close_after_write
+  if (closed || reading || draining || close_after_write || close_when_answered
       || (full() && inbuf.size() >= full_read_bytes))
     return;
   reading = true;
@@ -189,23 +197,70 @@ void connection::read_available() {
   // At most 1 MiB per wake-up: the io thread's other connections get
   // their turn.
   bool was_empty = inbuf.empty();
-  auto r = io::read_available(socket, &inbuf);
+  io::read_result r;
+  if (tls) {
+    thread_local std::string raw;
+    raw.clear();
+    r = io::read_available(socket, &raw);
+    if (r.bytes > 0)
+      last_activity = clock_type::now();
+    auto before = inbuf.size();
+    if (!raw.empty() && !open_tls(raw))
+      return;
+    r.bytes = inbuf.size() - before;
+    flush(); // the handshake's bytes, and what waited for its end
+  } else {
+    r = io::read_available(socket, &inbuf);
+    if (r.bytes > 0)
+      last_activity = clock_type::now();
+  }
   if (r.gone)
     return close(); // the client left (EOF or an error)
-  if (r.bytes > 0) {
-    last_activity = clock_type::now();
-    if (was_empty)
-      frame_began = last_activity;
-  }
+  if (r.bytes > 0 && was_empty)
+    frame_began = clock_type::now();
   parse();
   wait_readable();
 }
 
+bool connection::open_tls(std::string_view raw) {
+  if (std::exchange(first_read, false) && !tls::looks_like_tls(raw)) {
+    // A client without TLS: told so in clear, then closed.
+    plain_refusal = true;
+    ++in_flight;
+    std::string text = "This is a TLS door: connect with TLS (spool --tls, "
+                       "client::options::tls)";
+    answer_now(http_refusal(raw, 0)
+                   ? "HTTP/1.1 400 Bad Request\r\nContent-Type: "
+                     "text/plain\r\nContent-Length: "
+                         + std::to_string(text.size() + 1)
+                         + "\r\nConnection: close\r\n\r\n" + text + "\n"
+                   : error_frame(0, make_error(errc::bad_request, text)));
+    close_after_write = true;
+    inbuf.clear();
+    return false;
+  }
+  if (plain_refusal)
+    return false;
+  if (!tls->feed(raw, inbuf)) {
+    tls->take_output(pending.emplace_back()); // its alert, if any
+    pending_unwritten.emplace_back();
+    close_after_write = true;
+    flush();
+    return false;
+  }
+  return true;
+}
+
 void connection::parse() {
   std::size_t pos = 0;
-  auto max = srv->limits.max_frame_bytes;
+  // Before its token verified, a connection's frames are small (a hello
+  // is): it holds no more than this of the server's memory.
+  auto max = unauthenticated ? std::min(srv->limits.max_frame_bytes,
+                                        unauthenticated_frame_bytes)
+                             : srv->limits.max_frame_bytes;
   frame_cut cut;
-  while (!closed && !draining && !close_after_write && !full()) {
+  while (!closed && !draining && !close_after_write && !close_when_answered
+         && !full()) {
     // A connection's first bytes: text where a length belongs is a client
     // speaking HTTP (or typing), whatever the frame limit.
     std::optional<std::string> refusal;
@@ -263,7 +318,7 @@ void connection::dispatch(std::string_view body) {
     srv->pending_auth.fetch_sub(1);
   }
   if (sess.close_after_answer)
-    close_after_write = true; // (the answer may be written already)
+    close_when_answered = true; // nothing more is read
 }
 
 void connection::answer_now(std::string frame) {
@@ -273,12 +328,22 @@ void connection::answer_now(std::string frame) {
 }
 
 void connection::flush() {
-  if (writing || closed || pending.empty())
+  if (writing || closed || (pending.empty() && !(tls && tls->has_output())))
     return;
   outbufs.swap(pending);
   pending.clear();
   out_unwritten.swap(pending_unwritten);
   pending_unwritten.clear();
+  written_frames = outbufs.size();
+  if (tls && !plain_refusal) {
+    // One sealed buffer for the answers (and the handshake's bytes).
+    std::string sealed;
+    for (auto& f : outbufs)
+      tls->seal(f, sealed);
+    tls->take_output(sealed);
+    outbufs.clear();
+    outbufs.push_back(std::move(sealed));
+  }
   writing = true;
   write_began = clock_type::now();
   std::vector<asio::const_buffer> bufs;
@@ -295,7 +360,7 @@ void connection::flush() {
         if (ec)
           return self->close();
         bool was_full = self->full();
-        self->in_flight -= std::min(self->in_flight, self->outbufs.size());
+        self->in_flight -= std::min(self->in_flight, self->written_frames);
         // What waited for room was not the sender's delay: a frame still
         // unfinished is timed from now.
         if (was_full && !self->full())
@@ -308,7 +373,8 @@ void connection::flush() {
         // connection closes once nothing is in flight.
         if (self->pending.empty()
             && (self->close_after_write
-                || (self->draining && self->in_flight == 0)))
+                || ((self->draining || self->close_when_answered)
+                    && self->in_flight == 0)))
           return self->linger_close();
         self->flush();
         self->parse();
@@ -344,11 +410,16 @@ void connection::arm_timer() {
   auto period = lingering ? std::chrono::milliseconds{250}
                           : std::min({srv->limits.idle_timeout, write_timeout,
                                       srv->limits.frame_timeout});
-  if (unauthenticated && !lingering)
+  auto until = [&](clock_type::time_point t) {
     period = std::max(
         std::min(period, std::chrono::duration_cast<std::chrono::milliseconds>(
-                             auth_deadline - clock_type::now())),
+                             t - clock_type::now())),
         std::chrono::milliseconds{1});
+  };
+  if (unauthenticated && !lingering)
+    until(auth_deadline);
+  if (tls && !tls->handshake_done() && !lingering)
+    until(handshake_deadline);
   timer.expires_after(period);
   timer.async_wait([self = shared_from_this()](asio::error_code ec) {
     if (!ec && !self->closed)
@@ -372,6 +443,8 @@ void connection::on_timer() {
     return close();
   if (unauthenticated && now >= auth_deadline)
     return close(); // no valid token in time (docs/security.md)
+  if (tls && !tls->handshake_done() && now >= handshake_deadline)
+    return close(); // a handshake that stalls ends only its connection
   arm_timer();
 }
 

@@ -19,6 +19,7 @@
 #include "protocol/io/listener.hpp"
 #include "protocol/io/pool.hpp"
 #include "protocol/tcp/server.hpp"
+#include "tls/channel.hpp"
 
 namespace spool::mp {
 
@@ -52,6 +53,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::atomic<bool> draining{false};
   /// Connections not yet authenticated (tokens on).
   std::atomic<std::size_t> pending_auth{0};
+  /// TLS for new connections (none: plain).
+  std::atomic<std::shared_ptr<const tls::context>> tls;
   /// Named to HTTP requests (0: not known); set before `start`.
   std::atomic<std::uint16_t> http_port{0};
   bool shut_down = false;
@@ -90,6 +93,9 @@ private:
   }
   void wait_readable();
   void read_available();
+  /// TLS: opens what was read into `inbuf`; false when the connection
+  /// ends (its handshake failed, a record did not open, plain text).
+  bool open_tls(std::string_view raw);
   /// Cuts and dispatches the whole frames buffered, while fewer than
   /// `max_in_flight` are unanswered.
   void parse();
@@ -132,12 +138,24 @@ private:
   bool closed = false;
   bool draining = false;
   bool close_after_write = false;
+  /// A refused hello: nothing more is read; closes once what is in flight
+  /// (that answer included) is written.
+  bool close_when_answered = false;
   bool framed = false; ///< a frame was cut: the first bytes are behind
   bool lingering = false;
   /// Tokens on and not yet authenticated: counted in `pending_auth`,
   /// closed at `auth_deadline`.
   bool unauthenticated = false;
   clock_type::time_point auth_deadline;
+  /// TLS: the connection's channel (none: plain), its handshake's
+  /// deadline, and a refusal written in clear to a client that does not
+  /// speak TLS.
+  std::unique_ptr<tls::channel> tls;
+  clock_type::time_point handshake_deadline;
+  bool plain_refusal = false;
+  bool first_read = true; ///< TLS: its first bytes are still to come
+  /// Answers in the write under way (one sealed buffer holds several).
+  std::size_t written_frames = 0;
   clock_type::time_point linger_until;
   clock_type::time_point frame_began; ///< the first byte of `inbuf`
   clock_type::time_point last_activity;

@@ -25,13 +25,14 @@ void server::impl::take(tcp::socket sock) {
                                   "to authenticate")));
   }
   auto c = conns.add(limits.max_connections, [&] {
-    return std::make_shared<connection>(shared_from_this(), std::move(sock));
+    auto made
+        = std::make_shared<connection>(shared_from_this(), std::move(sock));
+    if (guarded) // before anything else can see it
+      made->await_auth();
+    return made;
   });
-  if (c) {
-    if (guarded)
-      c->await_auth();
+  if (c)
     return c->start();
-  }
   if (guarded)
     pending_auth.fetch_sub(1);
   io::refuse(std::move(sock),
@@ -66,6 +67,10 @@ std::uint16_t server::port() const {
 
 void server::name_http_port(std::uint16_t port) {
   impl_->http_port = port;
+}
+
+void server::set_tls(std::shared_ptr<const tls::context> ctx) {
+  impl_->tls.store(std::move(ctx));
 }
 
 void server::start() {

@@ -28,6 +28,7 @@
 
 #include "auth/principal.hpp"
 #include "protocol/msgpack/read.hpp"
+#include "tls/context.hpp"
 
 namespace spool::io {
 class pool;
@@ -53,6 +54,9 @@ struct server_limits {
   /// a new one is refused (`unavailable`). 0: tokens are off.
   std::chrono::milliseconds auth_timeout{0};
   std::size_t max_pending = 256;
+  /// TLS on (`set_tls`): a handshake not done this soon after the accept
+  /// closes its connection (and only it).
+  std::chrono::milliseconds handshake_timeout{10'000};
 };
 
 /// What this door answers to a connection whose first bytes are an HTTP
@@ -87,6 +91,10 @@ struct session {
   /// Who its last `hello`'s token names (tokens on); none before, or
   /// after a `hello` whose token was refused.
   std::optional<auth::principal> who;
+  /// The token `who` came from, and the gate's key generation it was
+  /// verified under (a reload verifies it again).
+  std::string token;
+  std::uint64_t key_generation = 0;
   /// The handler sets it to close the connection once its answer is
   /// written (a refused `hello`).
   bool close_after_answer = false;
@@ -114,6 +122,10 @@ public:
   /// The HTTP door's port, named in the answer to an HTTP request sent to
   /// this door (`http_refusal`). Before `start`.
   void name_http_port(std::uint16_t port);
+  /// TLS from now on (docs/security.md, "TLS"): each new connection
+  /// takes `ctx`, which a reload (SIGHUP) replaces; connections keep the
+  /// one they started with. Set before `start` to speak TLS only.
+  void set_tls(std::shared_ptr<const tls::context> ctx);
   /// Starts accepting (the pool's threads are its owner's).
   void start();
   /// Graceful close, step 1: stops accepting.

@@ -462,11 +462,17 @@ TEST_CASE("SIGHUP reloads the secret file: the old secret's tokens are "
   spoold_server s{keys.args()};
   auto old_token = token("admin");
   CHECK(send(s, "GET", "/api/v1/resources/queues", old_token).status == 200);
+  mp_conn session{s.mp_port(), false};
+  REQUIRE(session.call({{"op", "hello"}, {"version", 1}, {"token", old_token}})
+              .value("ok", false));
   const std::string fresh = "a-fresh-secret-of-thirty-two-bytes-at-least";
   std::ofstream{keys.secret_file} << fresh;
   s.signal(SIGHUP);
   REQUIRE(s.wait_for_log("SIGHUP: token keys reloaded", 10s));
   CHECK(send(s, "GET", "/api/v1/resources/queues", old_token).status == 401);
+  // An open msgpack session's token is verified again under the new keys.
+  auto r = session.call({{"op", "queues"}});
+  CHECK(code_of(r) == "unauthenticated");
   CHECK(send(s, "GET", "/api/v1/resources/queues",
              token("admin", "alice", 600, fresh))
             .status
@@ -503,4 +509,31 @@ TEST_CASE("a node without tokens listening beyond loopback warns at start, "
                                    "--auth-enabled", "true"});
   CHECK(none.wait_exit(20s) == 2);
   CHECK(none.output().find("needs jwt-secret-file") != std::string::npos);
+}
+
+TEST_CASE("a client without a valid token sends no body and no big frame "
+          "into the server",
+          "[system][auth]") {
+  keys_dir keys;
+  spoold_server s{keys.args()};
+  // The head alone: 401 at once, the announced 50 MB never read.
+  http_conn c{s.port()};
+  c.send_raw("POST /api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Type: "
+             "application/json\r\nContent-Length: 50000000\r\n\r\n");
+  auto r = c.read_response(5s);
+  REQUIRE(r);
+  CHECK(r->status == 401);
+  CHECK(r->body == R"({"error":"Authentication required"})");
+  CHECK(c.closed_by_peer(5s));
+  // A valid token's first request may be large.
+  auto big = std::string(200'000, 'x');
+  CHECK(send(s, "POST", "/api/v1/push", token("read-write"),
+             R"({"items":[{"queue":"big","payload":")" + big + R"("}]})")
+            .status
+        == 201);
+  // msgpack: before the hello verified, a frame over 64 KiB is refused.
+  tcp_conn m{s.mp_port()};
+  m.send_raw(std::string{"\x00\x10\x00\x00", 4}); // 1 MiB announced
+  CHECK(m.closed_by_peer(5s));
+  CHECK(m.received().find("too_large") != std::string::npos);
 }

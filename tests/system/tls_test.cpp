@@ -1,0 +1,191 @@
+// TLS on both front doors (docs/security.md, "TLS"), against the real
+// spoold: HTTPS and the msgpack door over TLS (the CLI with --ca, the
+// client library), plain text sent to a TLS port, a handshake that stalls,
+// mutual TLS.
+
+#include <catch2/catch.hpp>
+
+#include <ctime>
+
+#include "cli_fixture.hpp"
+#include "client/client.hpp"
+#include "http_fixture.hpp"
+#include "mp_fixture.hpp"
+#include "tls/channel.hpp"
+#include "unit/auth/tokens.hpp"
+#include "unit/tls/certs.hpp"
+
+using namespace spool;
+using namespace spool::test;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+namespace {
+
+/// A TLS client connection over a plain socket, driven by hand.
+class tls_conn : public tcp_conn {
+public:
+  tls_conn(std::uint16_t port, std::shared_ptr<const tls::context> ctx,
+           const std::string& name = "localhost") :
+      tcp_conn(port), ch_(std::move(ctx), false, name) {
+    ch_.start();
+    push();
+  }
+  /// Until the handshake ended (true) or failed or timed out (false).
+  bool handshake(std::chrono::milliseconds timeout = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!ch_.handshake_done())
+      if (!pull(deadline))
+        return false;
+    push();
+    return true;
+  }
+  void send(const std::string& plain) {
+    std::string out;
+    ch_.seal(plain, out);
+    send_raw(out);
+  }
+  /// Plaintext read until it holds `needle` (or the timeout).
+  std::string read_until(const std::string& needle,
+                         std::chrono::milliseconds timeout = 10s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (plain_.find(needle) == std::string::npos)
+      if (!pull(deadline))
+        break;
+    return plain_;
+  }
+
+private:
+  void push() {
+    std::string out;
+    ch_.take_output(out);
+    if (!out.empty())
+      send_raw(out);
+  }
+  bool pull(std::chrono::steady_clock::time_point deadline) {
+    auto before = received().size();
+    if (!fill(deadline) || received().size() == before)
+      return false;
+    if (!ch_.feed(std::string_view{received()}.substr(before), plain_))
+      return false;
+    push();
+    return true;
+  }
+  tls::channel ch_;
+  std::string plain_;
+};
+
+struct tls_node {
+  temp_dir dir;
+  cert_maker certs{dir.path};
+  pem_pair server = certs.leaf("server", "spool", "DNS:localhost,IP:127.0.0.1");
+  pem_pair client = certs.leaf("client", "ops", "");
+
+  std::vector<std::string> args(std::vector<std::string> more = {}) const {
+    std::vector<std::string> a = {"--tls-cert-file",
+                                  server.cert_file,
+                                  "--tls-key-file",
+                                  server.key_file,
+                                  "--tls-handshake-timeout-ms",
+                                  "500"};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  }
+  std::shared_ptr<const tls::context> client_ctx(bool with_cert = false) {
+    tls::settings s;
+    s.ca_file = certs.ca_file();
+    if (with_cert) {
+      s.cert_file = client.cert_file;
+      s.key_file = client.key_file;
+    }
+    return *tls::context::client(s);
+  }
+};
+
+} // namespace
+
+TEST_CASE("with a certificate both doors speak TLS: HTTPS answers, the "
+          "client library pushes and the CLI pops with --ca",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args()};
+  tls_conn https{s.port(), n.client_ctx()};
+  REQUIRE(https.handshake());
+  https.send(http_conn::format(
+      "POST", "/api/v1/push", R"({"items":[{"queue":"sealed","payload":1}]})"));
+  CHECK(https.read_until("\r\n\r\n").starts_with("HTTP/1.1 201"));
+
+  client::options o;
+  o.port = s.mp_port();
+  o.tls = n.client_ctx();
+  client::client lib{o};
+  node::push_item item;
+  item.queue = "sealed";
+  item.payload = R"({"from":"library"})";
+  REQUIRE(lib.push({item}));
+
+  temp_dir empty;
+  auto in = (empty.path / "stdin").string();
+  std::ofstream{in} << "";
+  auto r = run_cli(
+      mp_address(s),
+      "--ca " + n.certs.ca_file() + " pop sealed --batch 10 --json", in, true);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("library") != std::string::npos);
+  // Without --ca the system's store does not know this CA.
+  auto refused = run_cli(mp_address(s), "--tls pop sealed", in, true);
+  CHECK(refused.code != 0);
+  CHECK(refused.out.find("certificate") != std::string::npos);
+}
+
+TEST_CASE("plain text sent to a TLS door is told so in clear, and that "
+          "connection alone closes",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args()};
+  http_conn plain{s.port()};
+  auto r = plain.request("GET", "/health");
+  CHECK(r.status == 400);
+  CHECK(r.body.find("This port speaks HTTPS") != std::string::npos);
+  mp_conn hello{s.mp_port(), false};
+  hello.send({{"op", "hello"}, {"version", 1}});
+  auto f = hello.read_frame(); // id 0: the request was never read
+  REQUIRE(f);
+  CHECK(code_of(*f) == "bad_request");
+  CHECK(message_of(*f).find("TLS door") != std::string::npos);
+  CHECK(hello.closed_by_peer(5s));
+  tls_conn ok{s.mp_port(), n.client_ctx()};
+  CHECK(ok.handshake());
+}
+
+TEST_CASE("a handshake that stalls times out and closes only its own "
+          "connection",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args()};
+  // The first bytes of a ClientHello, then nothing.
+  tcp_conn stalled{s.port()};
+  stalled.send_raw(std::string{"\x16\x03\x01\x02\x00\x01", 6});
+  tls_conn live{s.port(), n.client_ctx()};
+  REQUIRE(live.handshake());
+  CHECK(stalled.closed_by_peer(5s));
+  live.send(http_conn::format("GET", "/health"));
+  CHECK(live.read_until("healthy").find("healthy") != std::string::npos);
+}
+
+TEST_CASE("mutual TLS: a client without a certificate of the CA is refused, "
+          "one with it is served",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args({"--tls-ca-file", n.certs.ca_file(),
+                          "--tls-require-client-cert", "true"})};
+  tls_conn anonymous{s.port(), n.client_ctx(false)};
+  anonymous.handshake(3s);
+  anonymous.send(http_conn::format("GET", "/health"));
+  CHECK(anonymous.read_until("healthy", 3s).find("healthy")
+        == std::string::npos);
+  tls_conn known{s.port(), n.client_ctx(true)};
+  REQUIRE(known.handshake());
+  known.send(http_conn::format("GET", "/health"));
+  CHECK(known.read_until("healthy").find("healthy") != std::string::npos);
+}
