@@ -268,7 +268,8 @@ struct connection::impl : std::enable_shared_from_this<impl> {
                 if (self->opt.tls) { // hello waits in it for the handshake
                   self->secure = std::make_unique<tls::channel>(
                       self->opt.tls, false, self->opt.host);
-                  self->secure->start();
+                  if (!self->secure->start())
+                    return self->lost("TLS: " + self->secure->error());
                 }
                 self->greet();
                 self->read();

@@ -328,6 +328,16 @@ int main(int argc, char** argv) {
             svc, {mlimits.max_frame_bytes, mlimits.max_in_flight}),
         pool);
     http->set_common_headers(spool::api::router::common_headers());
+    // The doors' certificate in force (replaced by a reload), for the
+    // metrics' expiry gauge.
+    std::atomic<std::shared_ptr<const spool::tls::context>> doors_tls{*tls_ctx};
+    if (*tls_ctx)
+      svc.certificates = [&doors_tls] {
+        std::vector<std::pair<std::string, std::int64_t>> out;
+        if (auto c = doors_tls.load())
+          out.emplace_back("doors", c->not_after());
+        return out;
+      };
     if (*tls_ctx) {
       http->set_tls(*tls_ctx);
       mp->set_tls(*tls_ctx);
@@ -419,6 +429,7 @@ int main(int argc, char** argv) {
           if (fresh && *fresh) {
             http->set_tls(*fresh);
             mp->set_tls(*fresh);
+            doors_tls.store(*fresh);
             spdlog::info("SIGHUP: TLS certificate reloaded (expires {})",
                          (*fresh)->not_after());
           } else if (!fresh) {

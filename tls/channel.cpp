@@ -5,6 +5,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <algorithm>
 #include <array>
 
 namespace spool::tls {
@@ -40,11 +41,19 @@ channel::channel(std::shared_ptr<const context> ctx, bool server,
   }
   SSL_set_connect_state(ssl_);
   if (!server_name.empty()) {
-    if (ip_literal(server_name)) {
-      X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), server_name.c_str());
-    } else {
-      SSL_set_tlsext_host_name(ssl_, server_name.c_str());
-      SSL_set1_host(ssl_, server_name.c_str());
+    // A name that cannot be checked fails the channel: never a channel
+    // that checks no name at all.
+    bool set = ip_literal(server_name)
+                   ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_),
+                                                   server_name.c_str())
+                         == 1
+                   : SSL_set_tlsext_host_name(ssl_, server_name.c_str()) == 1
+                         && SSL_set1_host(ssl_, server_name.c_str()) == 1;
+    if (!set) {
+      ERR_clear_error();
+      failed_ = true;
+      error_ = "cannot check the server's certificate against '" + server_name
+               + "': give a DNS name or a plain IP address";
     }
   }
 }
@@ -53,9 +62,9 @@ channel::~channel() {
   SSL_free(ssl_);
 }
 
-void channel::start() {
+bool channel::start() {
   std::string none;
-  drive(none);
+  return drive(none);
 }
 
 void channel::fail(const char* what) {
@@ -87,8 +96,12 @@ bool channel::drive(std::string& plain) {
     }
     done_ = true;
     if (!held_.empty()) {
-      SSL_write(ssl_, held_.data(), static_cast<int>(held_.size()));
+      auto held = std::move(held_);
       held_.clear();
+      if (!write(held)) {
+        fail("TLS write failed");
+        return false;
+      }
     }
   }
   std::array<char, 16 * 1024> buf;
@@ -108,9 +121,22 @@ bool channel::drive(std::string& plain) {
   }
 }
 
+bool channel::write(std::string_view plain) {
+  // Memory BIOs take all of a write or none of it (no partial writes).
+  while (!plain.empty()) {
+    auto n = std::min<std::size_t>(plain.size(), 1u << 30);
+    if (SSL_write(ssl_, plain.data(), static_cast<int>(n))
+        != static_cast<int>(n))
+      return false;
+    plain.remove_prefix(n);
+  }
+  return true;
+}
+
 bool channel::feed(std::string_view cipher, std::string& plain) {
   if (failed_)
     return false;
+  ERR_clear_error(); // another connection's leftovers on this thread
   BIO* in = SSL_get_rbio(ssl_);
   if (!cipher.empty())
     BIO_write(in, cipher.data(), static_cast<int>(cipher.size()));
@@ -118,11 +144,12 @@ bool channel::feed(std::string_view cipher, std::string& plain) {
 }
 
 void channel::seal(std::string_view plain, std::string& cipher) {
-  if (!plain.empty()) {
+  if (!plain.empty() && !failed_) {
+    ERR_clear_error();
     if (!done_)
       held_.append(plain);
-    else
-      SSL_write(ssl_, plain.data(), static_cast<int>(plain.size()));
+    else if (!write(plain))
+      fail("TLS write failed"); // nothing more goes out sealed
   }
   take_output(cipher);
 }

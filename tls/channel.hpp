@@ -32,11 +32,12 @@ public:
   /// to `plain`. False when the connection must end: a failed handshake
   /// (`error()` says why: plain text sent to a TLS port, a protocol below
   /// TLS 1.2, a certificate refused) or a record that does not decrypt.
-  /// Bytes to send (handshake, alerts) wait in `pending_output`.
+  /// Bytes to send (handshake, alerts) wait for `take_output`.
   bool feed(std::string_view cipher, std::string& plain);
 
   /// Seals `plain` into records appended to `cipher`. Before the
-  /// handshake ends, the bytes are kept and sealed once it has.
+  /// handshake ends, the bytes are kept and sealed once it has. A channel
+  /// that failed seals nothing more (`feed` says it failed).
   void seal(std::string_view plain, std::string& cipher);
 
   /// Moves the bytes the engine wants sent now (the handshake's, alerts,
@@ -44,8 +45,9 @@ public:
   void take_output(std::string& cipher);
   bool has_output() const;
 
-  /// The client side's first flight: call once after construction.
-  void start();
+  /// The client side's first flight: call once after construction; false
+  /// when it cannot begin (`error()`: a server name OpenSSL cannot check).
+  bool start();
 
   bool handshake_done() const noexcept {
     return done_;
@@ -62,6 +64,7 @@ public:
 
 private:
   bool drive(std::string& plain);
+  bool write(std::string_view plain);
   void fail(const char* what);
 
   std::shared_ptr<const context> ctx_;

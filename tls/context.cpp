@@ -85,6 +85,11 @@ expected<std::shared_ptr<const context>> context::server(const settings& s) {
     return make_error(errc::internal, "SSL_CTX_new: ", last_error());
   if (auto ok = common(h.ctx, s); !ok)
     return ok.err();
+  // A resumed session (a ticket, a session id) is refused by a server that
+  // verifies client certificates unless this names what it belongs to.
+  static const unsigned char session_context[] = "spool";
+  SSL_CTX_set_session_id_context(h.ctx, session_context,
+                                 sizeof session_context - 1);
   if (!s.ca_file.empty()) {
     if (SSL_CTX_load_verify_locations(h.ctx, s.ca_file.c_str(), nullptr) != 1)
       return bad("cannot load the CA file", s.ca_file);

@@ -261,6 +261,15 @@ void prometheus(service& svc, call& c) {
   gauge(s->out, "spool_parked_pops", "",
         static_cast<std::int64_t>(svc.gw.pops_in_flight()));
   render_counters(s->out, svc.gw.counters());
+  if (svc.certificates) {
+    prom::help(s->out, "spool_tls_certificate_expiry_timestamp_seconds",
+               "gauge",
+               "When each TLS certificate in force expires (notAfter, unix "
+               "seconds); a SIGHUP reload replaces it.");
+    for (auto& [name, not_after] : svc.certificates())
+      gauge(s->out, "spool_tls_certificate_expiry_timestamp_seconds",
+            labels({{"certificate", name}}), not_after);
+  }
   prom::help(s->out, "spool_process_resident_bytes", "gauge",
              "Resident set size of spoold.");
   gauge(s->out, "spool_process_resident_bytes", "",

@@ -40,6 +40,10 @@ struct service {
   std::string data_dir;
   /// Tokens on both doors (off: no gate).
   security sec;
+  /// The TLS certificates in force and when each expires (unix seconds),
+  /// by name ("doors"), for the metrics; none: TLS off.
+  std::function<std::vector<std::pair<std::string, std::int64_t>>()>
+      certificates;
 
   explicit service(gateway& g) : gw(g) {
   }

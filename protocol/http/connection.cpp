@@ -167,8 +167,15 @@ void connection::read_available() {
     thread_local std::string raw;
     raw.clear();
     r = io::read_available(socket, &raw);
+    bool shaking = !tls->handshake_done();
+    auto before = inbuf.size();
     if (!raw.empty() && !open_tls(raw))
       return;
+    // Bytes that open to nothing (a record trickled a byte at a time) are
+    // not activity: the idle timeout still runs.
+    r.bytes = inbuf.size() - before;
+    if (shaking && !raw.empty())
+      r.bytes += 1;
   } else {
     r = io::read_available(socket, close_after_write ? nullptr : &inbuf);
   }
@@ -199,8 +206,19 @@ bool connection::open_tls(std::string_view raw) {
     return false;
   }
   std::string dropped;
-  if (!tls->feed(raw, close_after_write ? dropped : inbuf))
-    return close(), false; // a failed handshake or a bad record
+  if (!tls->feed(raw, close_after_write ? dropped : inbuf)) {
+    // A failed handshake or a bad record: its alert goes out as it is
+    // (already a record), then the connection closes.
+    if (writing || !tls->has_output())
+      return close(), false;
+    plain_refusal = true;
+    release_written();
+    tls->take_output(outbuf);
+    close_after_write = true;
+    ends_here = true;
+    write_outbuf();
+    return false;
+  }
   if (tls->has_output() && !writing)
     write_outbuf(); // the handshake's bytes
   return true;
@@ -391,6 +409,9 @@ void connection::write_outbuf() {
         if (self->draining && self->slots.empty())
           return self->close();
         self->flush();
+        // What the engine made meanwhile (a key update, tickets).
+        if (self->tls && !self->writing && self->tls->has_output())
+          self->write_outbuf();
         self->resume();
       }));
 }

@@ -202,12 +202,15 @@ void connection::read_available() {
     thread_local std::string raw;
     raw.clear();
     r = io::read_available(socket, &raw);
-    if (r.bytes > 0)
-      last_activity = clock_type::now();
+    bool shaking = !tls->handshake_done();
     auto before = inbuf.size();
     if (!raw.empty() && !open_tls(raw))
       return;
     r.bytes = inbuf.size() - before;
+    // Bytes that open to nothing (a record trickled a byte at a time) are
+    // not activity: the idle timeout still runs.
+    if (r.bytes > 0 || (shaking && !raw.empty()))
+      last_activity = clock_type::now();
     flush(); // the handshake's bytes, and what waited for its end
   } else {
     r = io::read_available(socket, &inbuf);
@@ -242,8 +245,17 @@ bool connection::open_tls(std::string_view raw) {
   if (plain_refusal)
     return false;
   if (!tls->feed(raw, inbuf)) {
-    tls->take_output(pending.emplace_back()); // its alert, if any
+    // Its alert goes out as it is (already a record), and nothing else:
+    // answers not written yet are dropped (their leases released).
+    for (auto& f : pending_unwritten)
+      if (f)
+        f();
+    pending.clear();
+    pending_unwritten.clear();
+    plain_refusal = true;
+    tls->take_output(pending.emplace_back());
     pending_unwritten.emplace_back();
+    ++in_flight;
     close_after_write = true;
     flush();
     return false;

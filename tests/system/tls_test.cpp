@@ -5,7 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include "cli_fixture.hpp"
 #include "client/client.hpp"
@@ -45,6 +48,10 @@ public:
     ch_.seal(plain, out);
     send_raw(out);
   }
+  /// The server's certificate subject (`CN=spool`).
+  std::string peer() const {
+    return ch_.peer_subject();
+  }
   /// Plaintext read until it holds `needle` (or the timeout).
   std::string read_until(const std::string& needle,
                          std::chrono::milliseconds timeout = 10s) {
@@ -82,12 +89,8 @@ struct tls_node {
   pem_pair client = certs.leaf("client", "ops", "");
 
   std::vector<std::string> args(std::vector<std::string> more = {}) const {
-    std::vector<std::string> a = {"--tls-cert-file",
-                                  server.cert_file,
-                                  "--tls-key-file",
-                                  server.key_file,
-                                  "--tls-handshake-timeout-ms",
-                                  "500"};
+    std::vector<std::string> a = {"--tls-cert-file", server.cert_file,
+                                  "--tls-key-file", server.key_file};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }
@@ -162,15 +165,26 @@ TEST_CASE("a handshake that stalls times out and closes only its own "
           "connection",
           "[system][tls]") {
   tls_node n;
-  spoold_server s{n.args()};
-  // The first bytes of a ClientHello, then nothing.
-  tcp_conn stalled{s.port()};
-  stalled.send_raw(std::string{"\x16\x03\x01\x02\x00\x01", 6});
-  tls_conn live{s.port(), n.client_ctx()};
-  REQUIRE(live.handshake());
-  CHECK(stalled.closed_by_peer(5s));
-  live.send(http_conn::format("GET", "/health"));
-  CHECK(live.read_until("healthy").find("healthy") != std::string::npos);
+  spoold_server s{n.args({"--tls-handshake-timeout-ms", "500"})};
+  for (auto port : {s.port(), s.mp_port()}) {
+    CAPTURE(port);
+    // The first bytes of a ClientHello, then nothing; and a single byte.
+    tcp_conn stalled{port};
+    stalled.send_raw(std::string{"\x16\x03\x01\x02\x00\x01", 6});
+    tcp_conn one{port};
+    one.send_raw(std::string{"\x16", 1});
+    tls_conn live{port, n.client_ctx()};
+    REQUIRE(live.handshake());
+    CHECK(stalled.closed_by_peer(5s));
+    CHECK(one.closed_by_peer(5s));
+    if (port == s.port()) {
+      live.send(http_conn::format("GET", "/health"));
+      CHECK(live.read_until("healthy").find("healthy") != std::string::npos);
+    } else {
+      live.send(frame_of(json{{"id", 1}, {"op", "hello"}, {"version", 1}}));
+      CHECK(live.read_until("spool").find("spool") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("mutual TLS: a client without a certificate of the CA is refused, "
@@ -184,8 +198,128 @@ TEST_CASE("mutual TLS: a client without a certificate of the CA is refused, "
   anonymous.send(http_conn::format("GET", "/health"));
   CHECK(anonymous.read_until("healthy", 3s).find("healthy")
         == std::string::npos);
+  CHECK(anonymous.closed_by_peer(5s)); // with its alert, not a hang
   tls_conn known{s.port(), n.client_ctx(true)};
   REQUIRE(known.handshake());
   known.send(http_conn::format("GET", "/health"));
   CHECK(known.read_until("healthy").find("healthy") != std::string::npos);
+}
+
+TEST_CASE("a certificate reload under load loses no request: open "
+          "connections go on, new ones get the new certificate, and the "
+          "expiry gauge moves",
+          "[system][tls]") {
+  tls_node n;
+  auto cert = (n.dir.path / "live.pem").string();
+  auto key = (n.dir.path / "live.key").string();
+  std::filesystem::copy_file(n.server.cert_file, cert);
+  std::filesystem::copy_file(n.server.key_file, key);
+  spoold_server s{{"--tls-cert-file", cert, "--tls-key-file", key}};
+  tls_conn before{s.port(), n.client_ctx()};
+  REQUIRE(before.handshake());
+  CHECK(before.peer() == "CN=spool");
+  auto gauge = [&](tls_conn& c) {
+    c.send(http_conn::format("GET", "/metrics/prometheus"));
+    auto text = c.read_until("spool_tls_certificate_expiry_timestamp_seconds{");
+    auto at = text.find("spool_tls_certificate_expiry_timestamp_seconds{");
+    REQUIRE(at != std::string::npos);
+    return std::stoll(text.substr(text.find("} ", at) + 2));
+  };
+  auto expiry_before = gauge(before);
+  CHECK(std::abs(expiry_before
+                 - (static_cast<std::int64_t>(std::time(nullptr)) + 30 * 86400))
+        < 120);
+
+  // Pushes on an open connection (the library) and on new connections
+  // (HTTPS, one each), while the certificate is replaced.
+  std::atomic<bool> stop{false};
+  std::atomic<int> lib_acked{0}, https_acked{0}, failures{0};
+  client::options o;
+  o.port = s.mp_port();
+  o.tls = n.client_ctx();
+  client::client lib{o};
+  std::thread pusher([&] {
+    for (int i = 0; !stop; ++i) {
+      node::push_item item;
+      item.queue = "reload";
+      item.transaction_id = "lib-" + std::to_string(i);
+      item.payload = "{}";
+      if (lib.push({item}))
+        ++lib_acked;
+      else
+        ++failures;
+    }
+  });
+  std::thread dialer([&] {
+    for (int i = 0; !stop; ++i) {
+      tls_conn c{s.port(), n.client_ctx()};
+      if (!c.handshake()) {
+        ++failures;
+        continue;
+      }
+      c.send(http_conn::format(
+          "POST", "/api/v1/push",
+          R"({"items":[{"queue":"reload","transactionId":"https-)"
+              + std::to_string(i) + R"(","payload":{}}]})"));
+      if (c.read_until("\r\n\r\n").starts_with("HTTP/1.1 201"))
+        ++https_acked;
+      else
+        ++failures;
+    }
+  });
+  std::this_thread::sleep_for(300ms); // load before the reload
+  auto fresh
+      = n.certs.leaf("fresh", "spool-2", "DNS:localhost,IP:127.0.0.1", 60);
+  std::filesystem::copy_file(fresh.cert_file, cert,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(fresh.key_file, key,
+                             std::filesystem::copy_options::overwrite_existing);
+  // Accepted before the reload, its handshake finished after it: it keeps
+  // the context it was accepted with.
+  tls_conn accepted_before{s.port(), n.client_ctx()};
+  std::this_thread::sleep_for(100ms);
+  s.signal(SIGHUP);
+  REQUIRE(s.wait_for_log("SIGHUP: TLS certificate reloaded", 10s));
+  int lib_at = lib_acked, https_at = https_acked;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((lib_acked <= lib_at + 10 || https_acked <= https_at + 2)
+         && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms); // load after it, on both
+  stop = true;
+  pusher.join();
+  dialer.join();
+  CHECK(failures == 0);
+  CHECK(lib_acked > 0);
+  CHECK(https_acked > 0);
+
+  // The connection opened before still works; a new one sees the new
+  // certificate; the gauge says its expiry.
+  before.send(http_conn::format("GET", "/health"));
+  CHECK(before.read_until("healthy").find("healthy") != std::string::npos);
+  tls_conn after{s.port(), n.client_ctx()};
+  REQUIRE(after.handshake());
+  CHECK(after.peer() == "CN=spool-2");
+  REQUIRE(accepted_before.handshake());
+  CHECK(accepted_before.peer() == "CN=spool");
+  CHECK(lib_acked > lib_at + 10);
+  CHECK(https_acked > https_at + 2);
+  tls_conn after_mp{s.mp_port(), n.client_ctx()};
+  REQUIRE(after_mp.handshake());
+  CHECK(after_mp.peer() == "CN=spool-2");
+  CHECK(gauge(after) - expiry_before > 29 * 86400);
+
+  // Every acknowledged push is there (popped in batches: pop.maxBatch).
+  std::size_t total = 0;
+  for (;;) {
+    node::pop_request pr;
+    pr.queue = "reload";
+    pr.batch = 10000;
+    auto popped = lib.pop(pr);
+    REQUIRE(popped);
+    if (popped->messages.empty())
+      break;
+    total += popped->messages.size();
+    REQUIRE(lib.ack_all(*popped));
+  }
+  CHECK(total == static_cast<std::size_t>(lib_acked + https_acked));
 }

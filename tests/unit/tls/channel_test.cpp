@@ -120,6 +120,7 @@ TEST_CASE("a client that offers only TLS 1.1 is refused", "[tls]") {
   std::string a, b;
   CHECK(!pump(client, server, a, b));
   CHECK(!server.handshake_done());
+  CHECK(server.error().find("unsupported protocol") != std::string::npos);
 }
 
 TEST_CASE("a server certificate for another name, or from another CA, is "
@@ -209,4 +210,13 @@ TEST_CASE("contexts refuse missing files, a key of another certificate, and "
   auto ok = p.server_ctx();
   auto in_30_days = static_cast<std::int64_t>(std::time(nullptr)) + 30 * 86400;
   CHECK(std::abs(ok->not_after() - in_30_days) < 120);
+}
+
+TEST_CASE("a client name that cannot be checked fails the channel instead of "
+          "checking nothing",
+          "[tls]") {
+  pki p;
+  tls::channel client{p.client_ctx(), false, "fe80::1%eth0"};
+  CHECK(!client.start());
+  CHECK(client.error().find("cannot check") != std::string::npos);
 }
