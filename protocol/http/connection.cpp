@@ -164,18 +164,13 @@ void connection::read_available() {
   // bytes are dropped, the reading only notices a client that leaves.
   io::read_result r;
   if (tls) {
-    thread_local std::string raw;
-    raw.clear();
-    r = io::read_available(socket, &raw);
-    bool shaking = !tls->handshake_done();
-    auto before = inbuf.size();
-    if (!raw.empty() && !open_tls(raw))
+    auto sr
+        = io::read_sealed(socket, *tls, inbuf, [this](std::string_view raw) {
+            return open_tls(raw);
+          });
+    if (sr.ended)
       return;
-    // Bytes that open to nothing (a record trickled a byte at a time) are
-    // not activity: the idle timeout still runs.
-    r.bytes = inbuf.size() - before;
-    if (shaking && !raw.empty())
-      r.bytes += 1;
+    r = sr;
   } else {
     r = io::read_available(socket, close_after_write ? nullptr : &inbuf);
   }

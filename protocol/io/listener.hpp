@@ -11,6 +11,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include "tls/channel.hpp"
 
 namespace spool::io {
 
@@ -53,5 +56,32 @@ struct read_result {
 /// `into` (none: the bytes are read and dropped).
 read_result read_available(tcp::socket& sock, std::string* into,
                            std::size_t max = std::size_t{1} << 20);
+
+/// A TLS connection's read: what `sock` holds now, in a per-thread buffer,
+/// handed to `open` (the door's: its first-bytes check, then the channel's
+/// feed into `into`; false: the connection ends, `ended`). `bytes` is what
+/// counts as activity: the plaintext appended to `into`, or one for bytes
+/// of a handshake under way. Bytes that open to nothing after the
+/// handshake (a record trickled a byte at a time) count as none, so the
+/// idle timeout still runs.
+struct sealed_read : read_result {
+  bool ended = false;
+};
+template <class Open>
+sealed_read read_sealed(tcp::socket& sock, const tls::channel& ch,
+                        const std::string& into, Open&& open) {
+  thread_local std::string raw;
+  raw.clear();
+  sealed_read out;
+  static_cast<read_result&>(out) = read_available(sock, &raw);
+  bool shaking = !ch.handshake_done();
+  auto before = into.size();
+  if (!raw.empty() && !open(std::string_view{raw})) {
+    out.ended = true;
+    return out;
+  }
+  out.bytes = into.size() - before + (shaking && !raw.empty() ? 1 : 0);
+  return out;
+}
 
 } // namespace spool::io

@@ -199,24 +199,19 @@ void connection::read_available() {
   bool was_empty = inbuf.empty();
   io::read_result r;
   if (tls) {
-    thread_local std::string raw;
-    raw.clear();
-    r = io::read_available(socket, &raw);
-    bool shaking = !tls->handshake_done();
-    auto before = inbuf.size();
-    if (!raw.empty() && !open_tls(raw))
+    auto sr
+        = io::read_sealed(socket, *tls, inbuf, [this](std::string_view raw) {
+            return open_tls(raw);
+          });
+    if (sr.ended)
       return;
-    r.bytes = inbuf.size() - before;
-    // Bytes that open to nothing (a record trickled a byte at a time) are
-    // not activity: the idle timeout still runs.
-    if (r.bytes > 0 || (shaking && !raw.empty()))
-      last_activity = clock_type::now();
+    r = sr;
     flush(); // the handshake's bytes, and what waited for its end
   } else {
     r = io::read_available(socket, &inbuf);
-    if (r.bytes > 0)
-      last_activity = clock_type::now();
   }
+  if (r.bytes > 0)
+    last_activity = clock_type::now();
   if (r.gone)
     return close(); // the client left (EOF or an error)
   if (r.bytes > 0 && was_empty)

@@ -95,13 +95,7 @@ struct tls_node {
     return a;
   }
   std::shared_ptr<const tls::context> client_ctx(bool with_cert = false) {
-    tls::settings s;
-    s.ca_file = certs.ca_file();
-    if (with_cert) {
-      s.cert_file = client.cert_file;
-      s.key_file = client.key_file;
-    }
-    return *tls::context::client(s);
+    return certs.client_context(with_cert ? &client : nullptr);
   }
 };
 

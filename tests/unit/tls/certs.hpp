@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "tls/context.hpp"
+
 namespace spool::test {
 
 struct pem_pair {
@@ -37,6 +39,22 @@ public:
 
   const std::string& ca_file() const {
     return ca_file_;
+  }
+
+  /// A client's context trusting this CA, presenting `own` (mutual TLS)
+  /// when given.
+  std::shared_ptr<const tls::context> client_context(const pem_pair* own
+                                                     = nullptr) const {
+    tls::settings s;
+    s.ca_file = ca_file_;
+    if (own) {
+      s.cert_file = own->cert_file;
+      s.key_file = own->key_file;
+    }
+    auto c = tls::context::client(s);
+    if (!c)
+      throw std::runtime_error("client context: " + c.err().message);
+    return *c;
   }
 
   /// A leaf for `cn`, signed by the CA, with `san` ("DNS:localhost,

@@ -49,15 +49,7 @@ struct pki {
     return *c;
   }
   std::shared_ptr<const tls::context> client_ctx(bool with_cert = false) {
-    tls::settings s;
-    s.ca_file = certs.ca_file();
-    if (with_cert) {
-      s.cert_file = client.cert_file;
-      s.key_file = client.key_file;
-    }
-    auto c = tls::context::client(s);
-    REQUIRE(c);
-    return *c;
+    return certs.client_context(with_cert ? &client : nullptr);
   }
 };
 
