@@ -11,6 +11,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
+#include "cipher/keyring.hpp"
 #include "core/writer/durable_marks.hpp"
 #include "storage/store.hpp"
 
@@ -33,6 +34,10 @@ struct node_context {
   storage::segment_limits segments;
   storage::frame_limits frames;
   storage::compression codec = storage::compression::zstd_when_smaller;
+  /// The keys of encryption at rest (docs/security.md): a queue with
+  /// `encryptionEnabled` has its payloads encrypted as its partitions seal
+  /// them. None: no key is configured, and no queue may enable it.
+  std::shared_ptr<const cipher::keyring> encryption_keys;
   /// Wall clock in µs (created_at stamps, visibility, DLQ times).
   std::function<storage::micros()> wall;
   /// Counters (none: not counted).

@@ -49,6 +49,9 @@ struct options {
   bool per_message_acks = false;
   /// Pops ask for the full answer shape instead of the compact one.
   bool full_shape = false;
+  /// The queue has encryptionEnabled (spoold gets a key): the cost of
+  /// encryption at rest against a run without.
+  bool encrypt = false;
 };
 
 /// The options (`--help` lists them); a bad one exits 2.
@@ -69,6 +72,8 @@ options parse(int argc, char** argv) {
   app.add_option("--durability", o.durability);
   app.add_option("--acks", acks)->check(CLI::IsMember({"upto", "each"}));
   app.add_option("--shape", shape)->check(CLI::IsMember({"compact", "full"}));
+  app.add_flag("--encrypt", o.encrypt,
+               "the queue encrypts its payloads at rest (AES-256-GCM)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -229,11 +234,25 @@ void report(const char* what, long msgs, double secs, double server_cpu,
 int main(int argc, char** argv) {
   auto o = parse(argc, argv);
   spool::bench::spoold_child s;
+  if (o.encrypt)
+    s.extra = {"--encryption-key", std::string(64, 'e')};
   s.start(o.spoold, 0, o.durability);
   client::options co;
   co.port = static_cast<std::uint16_t>(o.port ? o.port : s.mp_port);
   co.request_timeout = std::chrono::seconds{60};
   client::connection c{co};
+  if (o.encrypt) {
+    node::configure_request conf;
+    conf.queue = "bench";
+    conf.options.encryption_enabled = true;
+    client::client admin{co};
+    auto r = admin.configure(conf);
+    if (!r || !r->options.encryption_enabled.value_or(false)) {
+      std::fprintf(stderr, "configure encryptionEnabled failed: %s\n",
+                   r ? "not enabled" : r.err().message.c_str());
+      return 1;
+    }
+  }
   if (o.mode == "push") {
     auto cpu0 = s.cpu();
     auto self0 = spool::bench::self_cpu();

@@ -151,6 +151,8 @@ struct server_options {
   auth_settings auth;
   /// TLS on the front doors (docs/security.md, "TLS").
   tls_settings tls;
+  /// Encryption at rest (docs/security.md, "Encryption at rest").
+  encryption_settings encryption;
   /// The TOML file read (--config, SPOOL_CONFIG), "" for none.
   std::string config_file;
 };

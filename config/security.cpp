@@ -141,6 +141,15 @@ std::vector<option> security_options() {
           "a TLS handshake not done this soon closes its connection", 100,
           600'000,
           [](o_t& o) -> std::uint64_t& { return o.tls.handshake_timeout_ms; }),
+      text("encryption-key-file",
+           "file of the keys of encryption at rest: one of 64 hex characters "
+           "per line, the first encrypts (docs/security.md)",
+           [](o_t& o) -> std::string& { return o.encryption.key_file; }),
+      text(
+          "encryption-key",
+          "one key of encryption at rest as 64 hex characters (prefer "
+          "encryption-key-file: arguments and the environment leak)",
+          [](o_t& o) -> std::string& { return o.encryption.key; }, true),
       num("auth-max-pending-connections",
           "connections not yet authenticated, per door, at most", 1, 1'000'000,
           [](o_t& o) -> std::uint64_t& {
@@ -167,6 +176,7 @@ const std::vector<std::pair<const char*, const char*>>& queen_variables() {
       {"JWT_ROLE_ADMIN", "jwt-role-admin"},
       {"JWT_ROLE_READ_WRITE", "jwt-role-read-write"},
       {"JWT_ROLE_READ_ONLY", "jwt-role-read-only"},
+      {"QUEEN_ENCRYPTION_KEY", "encryption-key"},
   };
   return v;
 }
@@ -180,6 +190,8 @@ std::string check_security(const server_options& o) {
   if (t.require_client_cert && t.ca_file.empty())
     return "tls-require-client-cert needs tls-ca-file (the CA clients' "
            "certificates must chain to)";
+  if (!o.encryption.key.empty() && !o.encryption.key_file.empty())
+    return "give encryption-key or encryption-key-file, not both";
   auto& a = o.auth;
   if (!a.secret.empty() && !a.secret_file.empty())
     return "give jwt-secret or jwt-secret-file, not both";

@@ -70,4 +70,19 @@ struct tls_settings {
   }
 };
 
+/// Encryption at rest (docs/security.md, "Encryption at rest"): the keys a
+/// queue with `encryptionEnabled` has its payloads encrypted with.
+struct encryption_settings {
+  /// --encryption-key-file: one key of 64 hex characters per line, the
+  /// first encrypts, the others decrypt what they encrypted (rotation).
+  std::string key_file;
+  /// One key as 64 hex characters (--encryption-key, SPOOL_ENCRYPTION_KEY,
+  /// Queen's QUEEN_ENCRYPTION_KEY; leaks through arguments and the
+  /// environment: prefer the file).
+  std::string key;
+  bool enabled() const noexcept {
+    return !key_file.empty() || !key.empty();
+  }
+};
+
 } // namespace spool::config

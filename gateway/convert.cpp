@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cipher/envelope.hpp"
 #include "core/limits/names.hpp"
 #include "core/queue/subscription.hpp"
 #include "vocab/message_id.hpp"
@@ -102,10 +103,27 @@ actors::queue_pop_request to_broker(node::pop_request& req) {
   return out;
 }
 
-node::message from_stored(storage::stored_frame& f, const std::string& queue,
-                          const std::string& partition,
-                          const std::string& partition_id) {
+expected<node::message> from_stored(storage::stored_frame& f,
+                                    const cipher::keyring* keys,
+                                    const std::string& queue,
+                                    const std::string& partition,
+                                    const std::string& partition_id) {
   node::message m;
+  m.encrypted = storage::is_encrypted(f.data.encoding);
+  if (m.encrypted) {
+    auto where = [&] {
+      return concat("message at offset ", f.off.value, " of queue ", queue,
+                    " partition ", partition, ": ");
+    };
+    if (!keys)
+      return make_error(errc::internal, where(),
+                        "stored encrypted at rest, and this server has no "
+                        "encryption key (--encryption-key-file)");
+    auto clear = cipher::decrypt(*keys, f.data.payload);
+    if (!clear)
+      return make_error(clear.err().code, where(), clear.err().message);
+    f.data.payload = std::move(*clear);
+  }
   m.queue = queue;
   m.partition = partition;
   m.partition_id = partition_id;
@@ -115,13 +133,16 @@ node::message from_stored(storage::stored_frame& f, const std::string& queue,
   m.headers = std::move(f.data.headers);
   m.producer_sub = std::move(f.data.producer_sub);
   m.payload = std::move(f.data.payload);
-  m.binary = f.data.encoding == storage::payload_encoding::binary;
+  m.binary = storage::is_binary(f.data.encoding);
   m.created_at = f.created_at;
   return m;
 }
 
-node::pop_reply from_broker(const std::string& queue, const std::string& group,
-                            actors::queue_pop_reply& r, const clocks& now) {
+expected<node::pop_reply> from_broker(const std::string& queue,
+                                      const std::string& group,
+                                      actors::queue_pop_reply& r,
+                                      const clocks& now,
+                                      const cipher::keyring* keys) {
   node::pop_reply out;
   out.queue = queue;
   out.group = group;
@@ -134,7 +155,11 @@ node::pop_reply from_broker(const std::string& queue, const std::string& group,
   for (auto& d : r.claimed) {
     auto& lease = d.reply.lease;
     for (auto& dm : d.reply.messages) {
-      auto m = from_stored(dm.frame, queue, d.partition, d.partition_uuid);
+      auto decoded
+          = from_stored(dm.frame, keys, queue, d.partition, d.partition_uuid);
+      if (!decoded)
+        return decoded.err();
+      auto& m = *decoded;
       m.delivery_count = dm.delivery_count;
       m.requeued = dm.requeued;
       if (lease) {
@@ -276,7 +301,8 @@ node::cursor_view from_broker(actors::cursor_info& c) {
   return v;
 }
 
-node::dlq_message from_broker(core::dlq_item& item) {
+expected<node::dlq_message> from_broker(core::dlq_item& item,
+                                        const cipher::keyring* keys) {
   node::dlq_message m;
   m.dlq_id = item.entry.id;
   m.queue = item.queue;
@@ -285,8 +311,11 @@ node::dlq_message from_broker(core::dlq_item& item) {
   m.error = std::move(item.entry.error);
   m.retry_count = item.entry.deliveries;
   m.failed_at = item.entry.failed_at;
-  m.frame = from_stored(item.entry.message, item.queue, item.partition,
-                        item.partition_uuid);
+  auto frame = from_stored(item.entry.message, keys, item.queue, item.partition,
+                           item.partition_uuid);
+  if (!frame)
+    return frame.err();
+  m.frame = std::move(*frame);
   return m;
 }
 

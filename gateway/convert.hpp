@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "cipher/keyring.hpp"
 #include "node/api.hpp"
 
 namespace spool::gateway_detail {
@@ -35,8 +36,11 @@ expected<node::push_reply> from_broker(actors::queue_push_reply& r,
 
 actors::queue_pop_request to_broker(node::pop_request& req);
 
-node::pop_reply from_broker(const std::string& queue, const std::string& group,
-                            actors::queue_pop_reply& r, const clocks& now);
+expected<node::pop_reply> from_broker(const std::string& queue,
+                                      const std::string& group,
+                                      actors::queue_pop_reply& r,
+                                      const clocks& now,
+                                      const cipher::keyring* keys);
 
 /// The ack items as the broker takes them, or the request's error.
 expected<std::vector<actors::located_ack>> to_broker(node::ack_request& req);
@@ -47,15 +51,21 @@ from_broker(std::vector<actors::located_ack_reply>& rs);
 expected<node::extend_reply> from_broker(actors::lease_extend_reply& r,
                                          const clocks& now);
 
-node::message from_stored(storage::stored_frame& f, const std::string& queue,
-                          const std::string& partition,
-                          const std::string& partition_id);
+/// The message a stored frame is, its payload decrypted with `keys` when it
+/// is stored encrypted: without the key, or when the bytes fail their
+/// check, an error naming the message, never the bytes as they are.
+expected<node::message> from_stored(storage::stored_frame& f,
+                                    const cipher::keyring* keys,
+                                    const std::string& queue,
+                                    const std::string& partition,
+                                    const std::string& partition_id);
 
 node::queue_info from_record(const storage::queue_record& rec);
 
 node::cursor_view from_broker(actors::cursor_info& c);
 
-node::dlq_message from_broker(core::dlq_item& item);
+expected<node::dlq_message> from_broker(core::dlq_item& item,
+                                        const cipher::keyring* keys);
 
 /// A transaction for the broker; each push op's item ids go to `ids` (one
 /// entry per op, empty for an ack).

@@ -18,10 +18,12 @@ gateway::~gateway() = default;
 std::unique_ptr<gateway>
 make_gateway(caf::actor_system& sys, actors::node_api node,
              std::function<micros()> wall,
-             std::shared_ptr<const actors::node_metrics> metrics) {
+             std::shared_ptr<const actors::node_metrics> metrics,
+             std::shared_ptr<const cipher::keyring> encryption_keys) {
   auto i
       = std::make_unique<gateway::impl>(sys, std::move(node), std::move(wall));
   i->metrics = std::move(metrics);
+  i->encryption_keys = std::move(encryption_keys);
   return std::make_unique<gateway>(std::move(i));
 }
 
@@ -52,21 +54,22 @@ void gateway::pop(node::pop_request req, done<node::pop_reply> k) {
     nreq.pop = to_broker(req);
     impl_->ask_pop<actors::namespace_pop_reply>(
         token, std::nullopt, std::move(k),
-        [group](actors::namespace_pop_reply& r,
-                const clocks& now) -> expected<node::pop_reply> {
+        [group, keys = impl_->encryption_keys](
+            actors::namespace_pop_reply& r,
+            const clocks& now) -> expected<node::pop_reply> {
           if (r.reply.failure)
             return *r.reply.failure;
-          return from_broker(r.queue, group, r.reply, now);
+          return from_broker(r.queue, group, r.reply, now, keys.get());
         },
         std::make_tuple(std::move(nreq)));
     return;
   }
-  auto convert = [name = req.queue,
-                  group](actors::queue_pop_reply& r,
-                         const clocks& now) -> expected<node::pop_reply> {
+  auto convert = [name = req.queue, group, keys = impl_->encryption_keys](
+                     actors::queue_pop_reply& r,
+                     const clocks& now) -> expected<node::pop_reply> {
     if (r.failure)
       return *r.failure;
-    return from_broker(name, group, r, now);
+    return from_broker(name, group, r, now, keys.get());
   };
   auto queue = req.queue;
   auto pop = to_broker(req);

@@ -112,19 +112,24 @@ void gateway::browse(node::browse_request req, done<node::browse_reply> k) {
   b.max_frames = req.limit;
   b.max_bytes = req.max_bytes.value_or(SIZE_MAX);
   // (Captured before the queue's name is moved into the request.)
-  auto convert = [queue = req.queue, partition = req.partition](
-                     actors::browse_reply& r, const clocks&) {
-    return or_failure(r, [&](actors::browse_reply& r) {
-      node::browse_reply out;
-      for (auto& f : r.frames)
-        out.messages.push_back(
-            from_stored(f, queue, partition, r.partition_uuid));
-      out.next = r.next.value;
-      if (r.skipped)
-        out.skipped = node::skipped_range{partition, r.skipped->first.value,
-                                          r.skipped->last.value};
-      return out;
-    });
+  auto convert = [queue = req.queue, partition = req.partition,
+                  keys = impl_->encryption_keys](
+                     actors::browse_reply& r,
+                     const clocks&) -> expected<node::browse_reply> {
+    if (r.failure)
+      return *r.failure;
+    node::browse_reply out;
+    for (auto& f : r.frames) {
+      auto m = from_stored(f, keys.get(), queue, partition, r.partition_uuid);
+      if (!m)
+        return m.err();
+      out.messages.push_back(std::move(*m));
+    }
+    out.next = r.next.value;
+    if (r.skipped)
+      out.skipped = node::skipped_range{partition, r.skipped->first.value,
+                                        r.skipped->last.value};
+    return out;
   };
   impl_->ask<actors::browse_reply>(std::move(k), std::move(convert),
                                    actors::browse_atom::value,
@@ -134,12 +139,14 @@ void gateway::browse(node::browse_request req, done<node::browse_reply> k) {
 void gateway::find(node::find_request req, done<node::message> k) {
   impl_->ask<actors::find_reply>(
       std::move(k),
-      [](actors::find_reply& r, const clocks&) -> expected<node::message> {
+      [keys = impl_->encryption_keys](
+          actors::find_reply& r, const clocks&) -> expected<node::message> {
         if (r.failure)
           return *r.failure;
         if (!r.frame)
           return make_error(errc::not_found, "Message not found");
-        return from_stored(*r.frame, r.queue, r.partition, r.partition_uuid);
+        return from_stored(*r.frame, keys.get(), r.queue, r.partition,
+                           r.partition_uuid);
       },
       actors::browse_atom::value,
       actors::find_request{std::move(req.partition_id),
@@ -205,14 +212,19 @@ expected<node::dlq_count> count_of(actors::dlq_count_reply& r, const clocks&) {
 void gateway::dlq_list(dlq_query q, done<node::dlq_page> k) {
   impl_->ask<actors::dlq_list_reply>(
       std::move(k),
-      [](actors::dlq_list_reply& r, const clocks&) {
-        return or_failure(r, [](actors::dlq_list_reply& r) {
-          node::dlq_page out;
-          out.total = r.page.total;
-          for (auto& item : r.page.items)
-            out.messages.push_back(from_broker(item));
-          return out;
-        });
+      [keys = impl_->encryption_keys](actors::dlq_list_reply& r, const clocks&)
+          -> expected<node::dlq_page> {
+        if (r.failure)
+          return *r.failure;
+        node::dlq_page out;
+        out.total = r.page.total;
+        for (auto& item : r.page.items) {
+          auto m = from_broker(item, keys.get());
+          if (!m)
+            return m.err();
+          out.messages.push_back(std::move(*m));
+        }
+        return out;
       },
       actors::dlq_list_atom::value, std::move(q));
 }

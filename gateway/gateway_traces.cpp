@@ -63,22 +63,28 @@ void gateway::traces(node::find_request req, done<std::vector<node::trace>> k) {
 void gateway::traces_named(node::trace_name_query q, done<node::trace_page> k) {
   impl_->ask<actors::trace_named_reply>(
       std::move(k),
-      [](actors::trace_named_reply& r, const clocks&) {
-        return or_failure(r, [](actors::trace_named_reply& r) {
-          node::trace_page out;
-          out.total = r.total;
-          for (auto& h : r.hits) {
-            node::named_trace n;
-            n.t = from_record(h.rec, h.partition_uuid);
-            n.queue = h.queue;
-            n.partition = h.partition;
-            if (h.message)
-              n.msg = from_stored(*h.message, h.queue, h.partition,
-                                  h.partition_uuid);
-            out.traces.push_back(std::move(n));
+      [keys
+       = impl_->encryption_keys](actors::trace_named_reply& r,
+                                 const clocks&) -> expected<node::trace_page> {
+        if (r.failure)
+          return *r.failure;
+        node::trace_page out;
+        out.total = r.total;
+        for (auto& h : r.hits) {
+          node::named_trace n;
+          n.t = from_record(h.rec, h.partition_uuid);
+          n.queue = h.queue;
+          n.partition = h.partition;
+          if (h.message) {
+            auto m = from_stored(*h.message, keys.get(), h.queue, h.partition,
+                                 h.partition_uuid);
+            if (!m)
+              return m.err();
+            n.msg = std::move(*m);
           }
-          return out;
-        });
+          out.traces.push_back(std::move(n));
+        }
+        return out;
       },
       actors::trace_atom::value,
       actors::trace_named_request{std::move(q.name), q.limit, q.offset});

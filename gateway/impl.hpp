@@ -44,6 +44,8 @@ struct gateway::impl {
   gateway::promoter promote;                           ///< none: one node
   gateway::slot_reporter slot_report;                  ///< none: one node
   gateway::slot_server served;                         ///< none: one node
+  /// Decrypts payloads stored encrypted at rest; none: no key configured.
+  std::shared_ptr<const cipher::keyring> encryption_keys;
   /// Pop tokens: this gateway's random prefix and a counter (unique on the
   /// node, never reused while it runs).
   std::string prefix;

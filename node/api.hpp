@@ -106,6 +106,8 @@ struct message {
   std::string producer_sub;
   std::string payload;
   bool binary = false;
+  /// Stored encrypted at rest (`payload` is the decrypted text).
+  bool encrypted = false;
   micros created_at = 0;
   std::uint32_t delivery_count = 0;
   /// A requeued dead letter: its DLQ id.

@@ -59,7 +59,7 @@ import os
 import re
 import sys
 
-CHECKED = ["vocab", "wire", "auth", "tls", "storage", "config", "cluster", "peer", "core",
+CHECKED = ["vocab", "wire", "auth", "tls", "cipher", "storage", "config", "cluster", "peer", "core",
            "node", "gateway", "actors", "protocol", "client", "cli", "server"]
 
 # Which project folders each layer may include (by top folder).
@@ -70,7 +70,9 @@ ALLOWED = {
     "auth": {"vocab", "auth"},
     # TLS as a byte transform over OpenSSL (docs/security.md, "TLS").
     "tls": {"vocab", "tls"},
-    "storage": {"vocab", "storage"},
+    # Encryption at rest: payload envelopes over OpenSSL (docs/security.md).
+    "cipher": {"vocab", "cipher"},
+    "storage": {"vocab", "cipher", "storage"},
     "config": {"vocab", "config"},
     # Replication's pure state machines: nothing but their own types.
     "cluster": {"cluster"},
@@ -78,9 +80,10 @@ ALLOWED = {
     "peer": {"vocab", "wire", "tls", "cluster", "peer"},
     "core": {"vocab", "storage", "config", "cluster", "core"},
     "node": {"vocab", "node"},
-    "actors": {"vocab", "storage", "config", "core", "node", "actors"},
-    "gateway": {"vocab", "storage", "config", "core", "node", "actors",
-                "gateway"},
+    "actors": {"vocab", "cipher", "storage", "config", "core", "node",
+               "actors"},
+    "gateway": {"vocab", "cipher", "storage", "config", "core", "node",
+                "actors", "gateway"},
     "protocol": {"vocab", "wire", "auth", "tls", "node", "gateway",
                  "protocol", "config"},
     "client": {"vocab", "wire", "tls", "node", "client"},
@@ -94,6 +97,7 @@ FORBIDDEN_LIBS = {
     "wire": ["caf/", "lmdb.h", "asio"],
     "auth": ["caf/", "lmdb.h", "asio"],
     "tls": ["caf/", "lmdb.h", "asio"],
+    "cipher": ["caf/", "lmdb.h", "asio"],
     "storage": ["caf/", "asio"],
     "config": ["caf/", "lmdb.h", "asio"],
     "cluster": ["caf/", "lmdb.h", "asio"],

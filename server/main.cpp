@@ -148,6 +148,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "spoold: %s\n", tls_ctx.err().message.c_str());
     return 2;
   }
+  auto encryption = spool::server::encryption_keys(opts.encryption);
+  if (!encryption) {
+    std::fprintf(stderr, "spoold: %s\n", encryption.err().message.c_str());
+    return 2;
+  }
   spool::server::warn_if_open(opts);
   if (!arm_fail_points_on_sigusr2())
     return 2;
@@ -179,6 +184,13 @@ int main(int argc, char** argv) {
   auto& cat = (*st)->recovered();
   spdlog::info("recovered {} queue(s), {} partition(s)", cat.queues.size(),
                cat.partitions.size());
+  if (auto refused
+      = spool::server::check_encrypted_queues(cat.queues, encryption->get());
+      !refused.empty()) {
+    spdlog::critical("{}", refused);
+    std::fprintf(stderr, "spoold: %s\n", refused.c_str());
+    return 2;
+  }
   for (auto& p : cat.partitions)
     spdlog::info("  queue {} partition '{}' ({}): lastOffset {}, watermark {}",
                  p.queue.value, p.name, p.uuid, p.last_offset().value,
@@ -254,6 +266,7 @@ int main(int argc, char** argv) {
         static_cast<std::int64_t>(opts.retention.interval_s)};
     bc.node.wall = spool::system_wall_now;
     bc.node.metrics = std::make_shared<spool::actors::node_metrics>();
+    bc.node.encryption_keys = *encryption;
     if (cluster)
       bc.slots = cluster->directory();
     auto broker = spool::actors::spawn_broker(sys, bc);
@@ -269,7 +282,8 @@ int main(int argc, char** argv) {
     } else
       spdlog::info("broker running: {} queue(s) recovered as actors",
                    cat.queues.size());
-    auto gw = spool::make_gateway(sys, *broker, bc.node.wall, bc.node.metrics);
+    auto gw = spool::make_gateway(sys, *broker, bc.node.wall, bc.node.metrics,
+                                  *encryption);
     if (cluster) { // the doors close before the cluster node goes
       gw->set_promoter([c = cluster.get()](auto req, auto k) {
         c->promote(std::move(req), std::move(k));

@@ -3,6 +3,8 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -209,6 +211,53 @@ void warn_if_open(const config::server_options& opts) {
                "message; turn tokens on (docs/security.md) or listen on "
                "127.0.0.1",
                doors);
+}
+
+expected<std::shared_ptr<const cipher::keyring>>
+encryption_keys(const config::encryption_settings& e) {
+  std::shared_ptr<const cipher::keyring> none;
+  if (!e.enabled())
+    return none;
+  expected<cipher::keyring> ring = make_error(errc::internal, "no key");
+  if (!e.key_file.empty()) {
+    auto text = read_text(e.key_file, "encryption-key-file");
+    if (!text)
+      return text.err();
+    ring = cipher::keyring::from_text(*text,
+                                      "encryption-key-file " + e.key_file);
+    struct stat info {};
+    if (ring && ::stat(e.key_file.c_str(), &info) == 0
+        && (info.st_mode & 077) != 0)
+      spdlog::warn("encryption-key-file {} can be read by other users than "
+                   "its owner (mode {:o}): chmod 600 it",
+                   e.key_file, info.st_mode & 0777);
+  } else {
+    ring = cipher::keyring::from_hex(e.key, "encryption-key");
+  }
+  if (!ring)
+    return ring.err();
+  for (std::size_t i = 0; i < ring->keys().size(); ++i)
+    spdlog::info("encryption at rest: key {}{}",
+                 cipher::key_id_hex(ring->keys()[i].id),
+                 i == 0 ? " encrypts" : " decrypts only");
+  return std::make_shared<const cipher::keyring>(std::move(*ring));
+}
+
+std::string
+check_encrypted_queues(const std::vector<storage::queue_record>& queues,
+                       const cipher::keyring* keys) {
+  if (keys)
+    return {};
+  std::string names;
+  for (auto& q : queues)
+    if (q.options.encryption_enabled)
+      names += (names.empty() ? "" : ", ") + q.name;
+  if (names.empty())
+    return {};
+  return "queue(s) " + names
+         + " have encryptionEnabled, and no encryption key is configured: "
+           "start with --encryption-key-file (the key they were written "
+           "with)";
 }
 
 } // namespace spool::server

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "auth/gate.hpp"
+#include "cipher/keyring.hpp"
 #include "config/options.hpp"
 #include "protocol/api/access.hpp"
+#include "storage/records.hpp"
 #include "tls/context.hpp"
 #include "vocab/expected.hpp"
 
@@ -34,6 +36,19 @@ expected<api::security> door_security(const auth::gate* g,
 /// not (a file that cannot be read, a key of another certificate).
 expected<std::shared_ptr<const tls::context>>
 door_tls(const config::tls_settings& t);
+
+/// The keys of encryption at rest the options give (none: no key), or why
+/// not (a file that cannot be read, a key that is not 64 hex characters).
+/// Logs each key's id, and a warning when the key file can be read by
+/// others than its owner.
+expected<std::shared_ptr<const cipher::keyring>>
+encryption_keys(const config::encryption_settings& e);
+
+/// The queues that have `encryptionEnabled` when no key is configured
+/// (`keys` none): "" when there is none, else the refusal to start.
+std::string
+check_encrypted_queues(const std::vector<storage::queue_record>& queues,
+                       const cipher::keyring* keys);
 
 /// Logs a warning when tokens are off and a door listens beyond loopback,
 /// naming what anyone reaching it can do.

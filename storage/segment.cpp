@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "cipher/envelope.hpp"
 #include "storage/keys.hpp"
 #include "storage/serial.hpp"
 #include "vocab/message_id.hpp"
@@ -17,6 +18,7 @@ namespace {
 constexpr std::uint8_t magic = 'S';
 constexpr std::uint8_t frame_flag_binary = 1;
 constexpr std::uint8_t frame_flag_client_id = 2;
+constexpr std::uint8_t frame_flag_encrypted = 4;
 /// Checksummed part of the header: everything before the checksum field.
 constexpr std::size_t checksummed_header = 32;
 
@@ -129,7 +131,9 @@ expected<std::string_view> verified_body(std::string_view bytes,
 } // namespace
 
 expected<void> check_frame(const frame& f, const frame_limits& limits) {
-  if (f.payload.size() > limits.max_payload_bytes)
+  // An encrypted payload (a DLQ entry requeued) carries its envelope.
+  auto overhead = is_encrypted(f.encoding) ? cipher::envelope_overhead : 0;
+  if (f.payload.size() > limits.max_payload_bytes + overhead)
     return make_error(ec::frame_too_large, "payload exceeds ",
                       limits.max_payload_bytes, " bytes");
   if (f.transaction_id.size() > limits.max_id_bytes)
@@ -153,8 +157,7 @@ expected<void> check_frame(const frame& f, const frame_limits& limits) {
   if (header_bytes > limits.max_header_bytes)
     return make_error(ec::frame_too_large, "headers exceed ",
                       limits.max_header_bytes, " bytes");
-  if (f.encoding != payload_encoding::json
-      && f.encoding != payload_encoding::binary)
+  if (f.encoding > enum_limit(payload_encoding{}))
     return make_error(ec::invalid_argument, "unknown payload encoding");
   return {};
 }
@@ -163,6 +166,7 @@ expected<void> check_frame(const frame& f, const frame_limits& limits) {
 
 struct segment_encoder::impl {
   ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  cipher::encryptor crypt;
   std::string compressed;
   ~impl() {
     ZSTD_freeCCtx(cctx);
@@ -174,6 +178,11 @@ segment_encoder::segment_encoder(compression mode) :
 }
 
 segment_encoder::~segment_encoder() = default;
+
+void segment_encoder::encrypt_with(
+    std::shared_ptr<const cipher::keyring> keys) noexcept {
+  keys_ = std::move(keys);
+}
 
 expected<std::string> segment_encoder::encode(offset base, micros created_at,
                                               std::span<const frame> frames,
@@ -201,8 +210,11 @@ segment_encoder::encode(offset base, micros created_at,
     auto off = at;
     at = at + 1;
     std::uint8_t flags = 0;
-    if (f.encoding == payload_encoding::binary)
+    bool encrypt = keys_ && !is_encrypted(f.encoding);
+    if (is_binary(f.encoding))
       flags |= frame_flag_binary;
+    if (encrypt || is_encrypted(f.encoding))
+      flags |= frame_flag_encrypted;
     if (f.origin == txid_origin::client) {
       flags |= frame_flag_client_id;
       seg_flags |= segment_flag_client_ids;
@@ -220,7 +232,13 @@ segment_encoder::encode(offset base, micros created_at,
       put_str(raw_, k);
       put_str(raw_, v);
     }
-    put_str(raw_, f.payload);
+    if (!encrypt) {
+      put_str(raw_, f.payload);
+      continue;
+    }
+    put_varint(raw_, f.payload.size() + cipher::envelope_overhead);
+    if (auto ok = impl_->crypt.encrypt(*keys_, f.payload, raw_); !ok)
+      return make_error(ec::io_error, ok.err().message);
   }
   if (raw_.size() > UINT32_MAX)
     return make_error(ec::frame_too_large, "segment body of ", raw_.size(),
@@ -349,8 +367,10 @@ expected<segment_header> decode_segment(std::string_view bytes,
     sf.off = off;
     sf.created_at = h->created_at;
     auto& f = sf.data;
-    f.encoding = (fv.flags & frame_flag_binary) ? payload_encoding::binary
-                                                : payload_encoding::json;
+    f.encoding = with_encryption((fv.flags & frame_flag_binary)
+                                     ? payload_encoding::binary
+                                     : payload_encoding::json,
+                                 (fv.flags & frame_flag_encrypted) != 0);
     f.origin = (fv.flags & frame_flag_client_id) ? txid_origin::client
                                                  : txid_origin::generated;
     f.transaction_id = fv.txid;

@@ -8,7 +8,8 @@
 ///     u32 frame count | i64 base offset | i64 created_at µs
 ///     u32 raw size | u32 stored size | u64 xxh64(header[0..32) + body)
 ///   body: `stored size` bytes; the frames, zstd-compressed when codec = 1.
-///   frame: u8 flags (bit0 binary payload, bit1 client-given id)
+///   frame: u8 flags (bit0 binary payload, bit1 client-given id, bit2
+///          payload encrypted at rest: an envelope of cipher/envelope.hpp)
 ///          varint-length-prefixed transaction id, trace id, producer sub,
 ///          varint header count + (key, value) pairs, payload.
 ///
@@ -23,6 +24,10 @@
 #include <vector>
 
 #include "storage/error.hpp"
+
+namespace spool::cipher {
+class keyring;
+}
 #include "storage/types.hpp"
 
 namespace spool::storage {
@@ -88,9 +93,16 @@ public:
                                std::span<const frame* const> frames,
                                std::string_view id_space = {});
 
+  /// While set, every payload not yet encrypted is encrypted under
+  /// `keys->current()` (its frame's encoding gains the mark); none: payloads
+  /// are stored as given. Set where the write is proposed (the partition's
+  /// seal, from its queue's `encryptionEnabled`): apply never encrypts.
+  void encrypt_with(std::shared_ptr<const cipher::keyring> keys) noexcept;
+
 private:
   struct impl;
   compression mode_;
+  std::shared_ptr<const cipher::keyring> keys_;
   std::unique_ptr<impl> impl_;
   std::string raw_;
 };

@@ -28,8 +28,29 @@ inline std::string describe_partition(queue_id q, partition_id p) {
   return "partition " + std::to_string(q.value) + "/" + std::to_string(p.value);
 }
 
-/// How a payload is to be presented to consumers.
-enum class payload_encoding : std::uint8_t { json = 0, binary = 1 };
+/// How a payload is to be presented to consumers, and whether it is stored
+/// encrypted (cipher/envelope.hpp; docs/security.md "Encryption at rest").
+/// One byte in every record that holds a frame, so an encrypted frame keeps
+/// its mark through DLQ entries and requeues, and records stored before
+/// encryption existed read unchanged.
+enum class payload_encoding : std::uint8_t {
+  json = 0,
+  binary = 1,
+  json_encrypted = 2,
+  binary_encrypted = 3,
+};
+
+constexpr bool is_binary(payload_encoding e) {
+  return (static_cast<std::uint8_t>(e) & 1) != 0;
+}
+constexpr bool is_encrypted(payload_encoding e) {
+  return (static_cast<std::uint8_t>(e) & 2) != 0;
+}
+/// `e` with its encrypted mark set or cleared.
+constexpr payload_encoding with_encryption(payload_encoding e, bool on) {
+  return static_cast<payload_encoding>((static_cast<std::uint8_t>(e) & 1)
+                                       | (on ? 2 : 0));
+}
 
 /// Where a frame's transaction id came from. Only client-given ids are
 /// indexed for deduplication.
@@ -37,7 +58,7 @@ enum class txid_origin : std::uint8_t { generated = 0, client = 1 };
 
 /// The highest value of each serialized enum (the decoder rejects others).
 constexpr payload_encoding enum_limit(payload_encoding) {
-  return payload_encoding::binary;
+  return payload_encoding::binary_encrypted;
 }
 constexpr txid_origin enum_limit(txid_origin) {
   return txid_origin::client;

@@ -39,7 +39,8 @@ void configure_now(broker_ptr self, configure_request& req,
             });
     return;
   }
-  auto opts = core::apply_options(storage::queue_options{}, req.options);
+  auto opts = core::apply_options(storage::queue_options{}, req.options,
+                                  st.cfg.node.encryption_keys != nullptr);
   if (!opts)
     return fail(opts.err());
   auto rec = new_queue_record(self, req.queue);

@@ -57,6 +57,17 @@ seal_reply on_seal(partition_ptr self,
   auto t = st.cfg.node.store.read();
   if (!t)
     return seal_reply{std::nullopt, {}, t.err()};
+  // Encrypted here, where the write is proposed: what a follower applies
+  // is the same bytes, and apply draws no random nonce.
+  bool encrypt = st.cfg.options.encryption_enabled;
+  if (encrypt && !st.cfg.node.encryption_keys)
+    return seal_reply{
+        std::nullopt,
+        {},
+        make_error(errc::unavailable,
+                   "queue has encryptionEnabled but this server "
+                   "has no encryption key (--encryption-key-file)")};
+  st.enc->encrypt_with(encrypt ? st.cfg.node.encryption_keys : nullptr);
   auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
                              st.cfg.options.dedup_window_s);
   if (!sealed) // nothing changed

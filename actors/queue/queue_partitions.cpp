@@ -179,7 +179,8 @@ void configure_now(queue_ptr self, configure_request& req,
   auto fail = [&rp](api_error err) mutable {
     rp.deliver(failed<configure_reply>(std::move(err)));
   };
-  auto opts = core::apply_options(st.cfg.record.options, req.options);
+  auto opts = core::apply_options(st.cfg.record.options, req.options,
+                                  st.cfg.node.encryption_keys != nullptr);
   if (!opts)
     return fail(opts.err());
   auto rec = st.cfg.record;

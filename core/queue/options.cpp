@@ -65,7 +65,8 @@ const std::vector<option_range>& option_ranges() {
 }
 
 expected<storage::queue_options>
-apply_options(const storage::queue_options& base, const options_patch& p) {
+apply_options(const storage::queue_options& base, const options_patch& p,
+              bool encryption_keys) {
   auto out = base;
   auto& r = option_ranges();
   // Sets `field` from `value` when the patch names it, checking its range.
@@ -123,11 +124,12 @@ apply_options(const storage::queue_options& base, const options_patch& p) {
     return *failure;
   // Combinations, judged on the result (an option named earlier may meet
   // one that was already stored).
-  if (out.encryption_enabled)
+  if (out.encryption_enabled && !encryption_keys)
     return make_error(
         errc::invalid_argument,
-        "option encryptionEnabled: encryption at rest is not built in this "
-        "server; only false is accepted");
+        "option encryptionEnabled: this server has no encryption key; start "
+        "spoold with --encryption-key-file (docs/security.md, \"Encryption "
+        "at rest\")");
   if (out.max_wait_time_s > 0
       && out.delayed_processing_s >= out.max_wait_time_s)
     return make_error(

@@ -33,7 +33,10 @@ const std::vector<option_range>& option_ranges();
 /// maxWaitTimeSeconds; windowBufferMax not below windowBuffer). Otherwise an
 /// `invalid_argument` error naming the first offending option; nothing is
 /// applied then.
+/// `encryption_keys`: whether the server has an encryption key; without
+/// one, `encryptionEnabled: true` is refused (Queen would store clear text).
 expected<storage::queue_options>
-apply_options(const storage::queue_options& base, const options_patch& patch);
+apply_options(const storage::queue_options& base, const options_patch& patch,
+              bool encryption_keys = false);
 
 } // namespace spool::core

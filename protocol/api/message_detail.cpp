@@ -69,7 +69,7 @@ std::string detail_body(const node::message& m, const node::queue_info& q,
     w.null();
   else
     w.raw(m.payload);
-  w.kv("isEncrypted", false);
+  w.kv("isEncrypted", m.encrypted);
   w.kv_null("errorMessage"); // a dead letter's: GET /api/v1/dlq
   w.kv_null("retryCount");
   if (queue_state && queue_state->processing)

@@ -245,6 +245,11 @@ public:
     return dir_.path / "data";
   }
 
+  /// The options the next `start` passes after the fixture's own.
+  void set_options(std::vector<std::string> extra) {
+    extra_ = std::move(extra);
+  }
+
   /// Starts spoold (again) and waits until it listens.
   void start() {
     log_path_ = dir_.path / ("spoold-" + std::to_string(++runs_) + ".log");

@@ -143,13 +143,17 @@ TEST_CASE("windowBufferMax below windowBuffer is refused",
   CHECK(ok->window_buffer_max_s == 10);
 }
 
-TEST_CASE("encryptionEnabled true is refused until encryption is built",
+TEST_CASE("encryptionEnabled true is refused when the server has no key",
           "[options][bad-input]") {
   options_patch p;
   p.encryption_enabled = true;
   auto out = apply_options(queue_options{}, p);
   REQUIRE_FALSE(out);
   CHECK_THAT(out.err().message, Catch::Contains("option encryptionEnabled"));
+  CHECK_THAT(out.err().message, Catch::Contains("--encryption-key-file"));
+  auto keyed = apply_options(queue_options{}, p, true);
+  REQUIRE(keyed);
+  CHECK(keyed->encryption_enabled);
   p.encryption_enabled = false;
   CHECK(apply_options(queue_options{}, p));
 }
