@@ -27,6 +27,7 @@
 
 #include "client/client.hpp"
 #include "spoold_child.hpp"
+#include "tls/context.hpp"
 
 namespace {
 
@@ -52,6 +53,9 @@ struct options {
   /// The queue has encryptionEnabled (spoold gets a key): the cost of
   /// encryption at rest against a run without.
   bool encrypt = false;
+  /// A folder with cert.pem and key.pem (a certificate for 127.0.0.1,
+  /// its own CA): the door and the client speak TLS.
+  std::string tls_dir;
 };
 
 /// The options (`--help` lists them); a bad one exits 2.
@@ -72,6 +76,9 @@ options parse(int argc, char** argv) {
   app.add_option("--durability", o.durability);
   app.add_option("--acks", acks)->check(CLI::IsMember({"upto", "each"}));
   app.add_option("--shape", shape)->check(CLI::IsMember({"compact", "full"}));
+  app.add_option("--tls-dir", o.tls_dir,
+                 "cert.pem and key.pem for 127.0.0.1: TLS on the msgpack "
+                 "door (docs/security.md)");
   app.add_flag("--encrypt", o.encrypt,
                "the queue encrypts its payloads at rest (AES-256-GCM)");
   try {
@@ -236,8 +243,20 @@ int main(int argc, char** argv) {
   spool::bench::spoold_child s;
   if (o.encrypt)
     s.extra = {"--encryption-key", std::string(64, 'e')};
-  s.start(o.spoold, 0, o.durability);
   client::options co;
+  if (!o.tls_dir.empty()) {
+    s.extra.insert(s.extra.end(), {"--tls-cert-file", o.tls_dir + "/cert.pem",
+                                   "--tls-key-file", o.tls_dir + "/key.pem"});
+    tls::settings ts;
+    ts.ca_file = o.tls_dir + "/cert.pem";
+    auto ctx = tls::context::client(ts);
+    if (!ctx) {
+      std::fprintf(stderr, "TLS: %s\n", ctx.err().message.c_str());
+      return 2;
+    }
+    co.tls = *ctx;
+  }
+  s.start(o.spoold, 0, o.durability);
   co.port = static_cast<std::uint16_t>(o.port ? o.port : s.mp_port);
   co.request_timeout = std::chrono::seconds{60};
   client::connection c{co};

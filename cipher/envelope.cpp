@@ -15,10 +15,49 @@ constexpr std::size_t aad_bytes = 5;
 /// Nonces drawn per call to the DRBG: one call serves many payloads.
 constexpr std::size_t pool_nonces = 64;
 
-struct ctx_ptr {
+/// AES-256-GCM, fetched once: an implicit fetch on every init costs more
+/// than encrypting a small payload (OpenSSL 3).
+const EVP_CIPHER* aes_gcm() {
+  static EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, "AES-256-GCM", nullptr);
+  return c;
+}
+
+/// One OpenSSL context, keyed once per key: a payload then sets only its
+/// nonce (the key schedule is not computed again per payload).
+struct keyed_ctx {
   EVP_CIPHER_CTX* p = EVP_CIPHER_CTX_new();
-  ~ctx_ptr() {
+  std::uint32_t id = 0;
+  std::array<unsigned char, key_bytes> bytes{};
+  bool keyed = false;
+  bool encrypting = false;
+  ~keyed_ctx() {
     EVP_CIPHER_CTX_free(p);
+    OPENSSL_cleanse(bytes.data(), bytes.size());
+  }
+  keyed_ctx() = default;
+  keyed_ctx(const keyed_ctx&) = delete;
+  keyed_ctx& operator=(const keyed_ctx&) = delete;
+
+  /// Ready for one payload under `k` and `nonce`; false when OpenSSL fails.
+  bool start(const key& k, const unsigned char* nonce, bool encrypt) {
+    if (!p || !aes_gcm())
+      return false;
+    if (!keyed || encrypting != encrypt || id != k.id || bytes != k.bytes) {
+      keyed = false;
+      int ok = encrypt ? EVP_EncryptInit_ex(p, aes_gcm(), nullptr,
+                                            k.bytes.data(), nullptr)
+                       : EVP_DecryptInit_ex(p, aes_gcm(), nullptr,
+                                            k.bytes.data(), nullptr);
+      if (ok != 1)
+        return false;
+      keyed = true;
+      encrypting = encrypt;
+      id = k.id;
+      bytes = k.bytes;
+    }
+    return (encrypt ? EVP_EncryptInit_ex(p, nullptr, nullptr, nullptr, nonce)
+                    : EVP_DecryptInit_ex(p, nullptr, nullptr, nullptr, nonce))
+           == 1;
   }
 };
 
@@ -52,7 +91,7 @@ expected<std::uint32_t> envelope_key_id(std::string_view envelope) {
 }
 
 struct encryptor::impl {
-  ctx_ptr ctx;
+  keyed_ctx ctx;
   std::array<unsigned char, pool_nonces * nonce_bytes> pool{};
   std::size_t used = pool_nonces; ///< nonces taken from `pool`
 };
@@ -65,8 +104,6 @@ encryptor::~encryptor() = default;
 expected<void> encryptor::encrypt(const keyring& keys, std::string_view clear,
                                   std::string& out) {
   auto& s = *impl_;
-  if (!s.ctx.p)
-    return openssl_failed("EVP_CIPHER_CTX_new");
   if (clear.size() > static_cast<std::size_t>(INT32_MAX) - envelope_overhead)
     return make_error(errc::too_large, "payload too large to encrypt");
   if (s.used == pool_nonces) {
@@ -88,9 +125,7 @@ expected<void> encryptor::encrypt(const keyring& keys, std::string_view clear,
   int n = 0;
   int tail = 0;
   bool ok
-      = EVP_EncryptInit_ex(s.ctx.p, EVP_aes_256_gcm(), nullptr, k.bytes.data(),
-                           p + aad_bytes)
-            == 1
+      = s.ctx.start(k, p + aad_bytes, true)
         && EVP_EncryptUpdate(s.ctx.p, nullptr, &n, p, as_int(aad_bytes)) == 1
         && EVP_EncryptUpdate(
                s.ctx.p, ct, &n,
@@ -108,19 +143,31 @@ expected<void> encryptor::encrypt(const keyring& keys, std::string_view clear,
   return {};
 }
 
-expected<std::string> decrypt(const keyring& keys, std::string_view envelope) {
+expected<void> key_present(const keyring* keys, std::string_view envelope) {
   auto id = envelope_key_id(envelope);
   if (!id)
     return id.err();
-  const key* k = keys.find(*id);
-  if (!k)
+  if (!keys)
+    return make_error(errc::internal, "payload encrypted with key ",
+                      key_id_hex(*id),
+                      ", and this server has no encryption key (start it "
+                      "with --encryption-key-file)");
+  if (!keys->find(*id))
     return make_error(errc::internal, "payload encrypted with key ",
                       key_id_hex(*id),
                       ", which is not configured on this server (add it to "
                       "--encryption-key-file)");
-  ctx_ptr ctx;
-  if (!ctx.p)
-    return openssl_failed("EVP_CIPHER_CTX_new");
+  return {};
+}
+
+expected<std::string> decrypt(const keyring& keys, std::string_view envelope) {
+  if (auto ok = key_present(&keys, envelope); !ok)
+    return ok.err();
+  auto id = envelope_key_id(envelope);
+  const key* k = keys.find(*id);
+  // One context per thread (the gateway's conversions run on the actor
+  // system's threads), keyed again only when the key changes.
+  thread_local keyed_ctx ctx;
   auto* p = reinterpret_cast<const unsigned char*>(envelope.data());
   std::size_t len = envelope.size() - envelope_overhead;
   const unsigned char* ct = p + aad_bytes + nonce_bytes;
@@ -130,9 +177,7 @@ expected<std::string> decrypt(const keyring& keys, std::string_view envelope) {
   std::copy(ct + len, ct + len + tag_bytes, tag.begin());
   int n = 0;
   int tail = 0;
-  bool ok = EVP_DecryptInit_ex(ctx.p, EVP_aes_256_gcm(), nullptr,
-                               k->bytes.data(), p + aad_bytes)
-                == 1
+  bool ok = ctx.start(*k, p + aad_bytes, false)
             && EVP_DecryptUpdate(ctx.p, nullptr, &n, p, as_int(aad_bytes)) == 1
             && EVP_DecryptUpdate(ctx.p, pt, &n, ct, as_int(len)) == 1
             && EVP_CIPHER_CTX_ctrl(ctx.p, EVP_CTRL_GCM_SET_TAG,

@@ -49,6 +49,10 @@ private:
   std::unique_ptr<impl> impl_;
 };
 
+/// Whether `keys` (none: no key configured) holds the key `envelope`
+/// names: the error `decrypt` gives for a missing key, without decrypting.
+expected<void> key_present(const keyring* keys, std::string_view envelope);
+
 /// The payload in `envelope`, or an error that says why it cannot be given:
 /// an unknown key id (the key is not configured), or a failed tag (another
 /// key under the same id, or changed bytes). Never returns unchecked bytes.

@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 
 #include <cstdio>
+#include <optional>
 
 namespace spool::cipher {
 
@@ -19,7 +20,9 @@ int hex_value(char c) {
   return -1;
 }
 
-std::uint32_t derive_id(const std::array<unsigned char, key_bytes>& k) {
+/// The key's id; none when OpenSSL cannot hash.
+std::optional<std::uint32_t>
+derive_id(const std::array<unsigned char, key_bytes>& k) {
   static constexpr std::string_view label = "spool encryption key id";
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
@@ -30,7 +33,7 @@ std::uint32_t derive_id(const std::array<unsigned char, key_bytes>& k) {
             && EVP_DigestFinal_ex(ctx, md, &len) == 1;
   EVP_MD_CTX_free(ctx);
   if (!ok || len < 4)
-    return 0;
+    return std::nullopt;
   return (std::uint32_t{md[0]} << 24) | (std::uint32_t{md[1]} << 16)
          | (std::uint32_t{md[2]} << 8) | std::uint32_t{md[3]};
 }
@@ -58,7 +61,11 @@ expected<key> parse_key(std::string_view hex, std::string_view source,
     }
     k.bytes[i] = static_cast<unsigned char>(hi * 16 + lo);
   }
-  k.id = derive_id(k.bytes);
+  auto id = derive_id(k.bytes);
+  if (!id)
+    return make_error(errc::internal, where(),
+                      ": OpenSSL could not hash the key (SHA-256) for its id");
+  k.id = *id;
   return k;
 }
 
@@ -73,6 +80,10 @@ std::string_view trim(std::string_view s) {
 }
 
 } // namespace
+
+key::~key() {
+  OPENSSL_cleanse(bytes.data(), bytes.size());
+}
 
 std::string key_id_hex(std::uint32_t id) {
   char buf[9];

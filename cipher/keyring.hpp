@@ -23,6 +23,11 @@ struct key {
   /// big-endian: stored beside each payload, never a secret.
   std::uint32_t id = 0;
   std::array<unsigned char, key_bytes> bytes{};
+
+  key() = default;
+  key(const key&) = default;
+  key& operator=(const key&) = default;
+  ~key(); ///< the bytes are cleansed
 };
 
 /// "0x1a2b3c4d"-free spelling of a key id: eight lowercase hex digits.

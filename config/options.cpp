@@ -272,6 +272,17 @@ const std::vector<option>& base_table() {
           [](server_options& o) -> std::uint64_t& {
             return o.retention.interval_s;
           }),
+      {"segment-compression",
+       "zstd: compress a segment's body when that makes it smaller | off",
+       [](server_options& o, const std::string& v) -> std::string {
+         if (v != "zstd" && v != "off")
+           return "segment-compression must be zstd or off, got '" + v + "'";
+         o.segment_compression = v == "zstd";
+         return {};
+       },
+       [](const server_options& o) {
+         return std::string{o.segment_compression ? "zstd" : "off"};
+       }},
   };
   return t;
 }

@@ -120,6 +120,9 @@ struct server_options {
   /// strict = fsync per group commit (default); relaxed = one fsync per commit,
   /// not two (MDB_NOMETASYNC).
   durability_mode durability = durability_mode::strict;
+  /// Segment bodies are zstd-compressed when that makes them smaller
+  /// (--segment-compression zstd, the default), or stored raw (off).
+  bool segment_compression = true;
   /// spdlog level name (SPOOL_LOG_LEVEL, --log-level).
   std::string log_level = "info";
   /// First LMDB map size in MiB; the map grows on demand.

@@ -115,10 +115,8 @@ expected<node::message> from_stored(storage::stored_frame& f,
       return concat("message at offset ", f.off.value, " of queue ", queue,
                     " partition ", partition, ": ");
     };
-    if (!keys)
-      return make_error(errc::internal, where(),
-                        "stored encrypted at rest, and this server has no "
-                        "encryption key (--encryption-key-file)");
+    if (auto ok = cipher::key_present(keys, f.data.payload); !ok)
+      return make_error(ok.err().code, where(), ok.err().message);
     auto clear = cipher::decrypt(*keys, f.data.payload);
     if (!clear)
       return make_error(clear.err().code, where(), clear.err().message);

@@ -267,6 +267,9 @@ int main(int argc, char** argv) {
     bc.node.wall = spool::system_wall_now;
     bc.node.metrics = std::make_shared<spool::actors::node_metrics>();
     bc.node.encryption_keys = *encryption;
+    bc.node.codec = opts.segment_compression
+                        ? spool::storage::compression::zstd_when_smaller
+                        : spool::storage::compression::off;
     if (cluster)
       bc.slots = cluster->directory();
     auto broker = spool::actors::spawn_broker(sys, bc);

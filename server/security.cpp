@@ -3,6 +3,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 
 #include <fstream>

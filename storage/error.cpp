@@ -30,6 +30,8 @@ const char* to_string(ec code) noexcept {
     return "compression_error";
   case ec::io_error:
     return "io_error";
+  case ec::encryption_error:
+    return "encryption_error";
   case ec::storage_full:
     return "storage_full";
   case ec::shutting_down:
@@ -64,6 +66,7 @@ api_error to_api(const error& err) {
   case ec::conflict:
   case ec::compression_error:
   case ec::io_error:
+  case ec::encryption_error:
     break;
   }
   return {errc::internal, to_string(err)};

@@ -32,7 +32,8 @@ enum class ec : std::uint8_t {
   shutting_down = 13,      ///< The writer no longer takes batches.
   // 14 and 15 (busy, queue_full) were refusals of the actor layer; they
   // are API errors now (`spool::errc`). Not to be reused.
-  not_found = 16, ///< A named entry (a DLQ id, a group) does not exist.
+  not_found = 16,        ///< A named entry (a DLQ id, a group) does not exist.
+  encryption_error = 17, ///< OpenSSL failed to encrypt a payload.
 };
 
 const char* to_string(ec code) noexcept;

@@ -131,7 +131,8 @@ expected<std::string_view> verified_body(std::string_view bytes,
 } // namespace
 
 expected<void> check_frame(const frame& f, const frame_limits& limits) {
-  // An encrypted payload (a DLQ entry requeued) carries its envelope.
+  // A frame already encrypted (given back to an encoder) carries its
+  // envelope.
   auto overhead = is_encrypted(f.encoding) ? cipher::envelope_overhead : 0;
   if (f.payload.size() > limits.max_payload_bytes + overhead)
     return make_error(ec::frame_too_large, "payload exceeds ",
@@ -204,6 +205,7 @@ segment_encoder::encode(offset base, micros created_at,
     return make_error(ec::frame_too_large, "too many frames for one segment");
   raw_.clear();
   std::uint8_t seg_flags = 0;
+  bool any_encrypted = false;
   auto at = base;
   for (const frame* fp : frames) {
     const frame& f = *fp;
@@ -213,8 +215,10 @@ segment_encoder::encode(offset base, micros created_at,
     bool encrypt = keys_ && !is_encrypted(f.encoding);
     if (is_binary(f.encoding))
       flags |= frame_flag_binary;
-    if (encrypt || is_encrypted(f.encoding))
+    if (encrypt || is_encrypted(f.encoding)) {
       flags |= frame_flag_encrypted;
+      any_encrypted = true;
+    }
     if (f.origin == txid_origin::client) {
       flags |= frame_flag_client_id;
       seg_flags |= segment_flag_client_ids;
@@ -238,7 +242,9 @@ segment_encoder::encode(offset base, micros created_at,
     }
     put_varint(raw_, f.payload.size() + cipher::envelope_overhead);
     if (auto ok = impl_->crypt.encrypt(*keys_, f.payload, raw_); !ok)
-      return make_error(ec::io_error, ok.err().message);
+      return make_error(ok.err().code == errc::too_large ? ec::frame_too_large
+                                                         : ec::encryption_error,
+                        ok.err().message);
   }
   if (raw_.size() > UINT32_MAX)
     return make_error(ec::frame_too_large, "segment body of ", raw_.size(),
@@ -261,7 +267,8 @@ segment_encoder::encode(offset base, micros created_at,
   seg.resize(segment_header_size + body.size());
   char* h = seg.data();
   h[0] = static_cast<char>(magic);
-  h[1] = static_cast<char>(segment_format_version);
+  h[1] = static_cast<char>(any_encrypted ? segment_format_encrypted
+                                         : segment_format_version);
   h[2] = static_cast<char>(codec);
   h[3] = static_cast<char>(seg_flags);
   put_u32(h + 4, static_cast<std::uint32_t>(frames.size()));
@@ -286,7 +293,8 @@ expected<segment_header> peek_segment_header(std::string_view bytes,
   if (static_cast<std::uint8_t>(p[0]) != magic)
     return corrupt(at, "bad magic");
   h.version = static_cast<std::uint8_t>(p[1]);
-  if (h.version != segment_format_version)
+  if (h.version != segment_format_version
+      && h.version != segment_format_encrypted)
     return corrupt(at, "unknown format version " + std::to_string(h.version));
   auto codec = static_cast<std::uint8_t>(p[2]);
   if (codec > 1)

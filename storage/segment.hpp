@@ -33,6 +33,10 @@ class keyring;
 namespace spool::storage {
 
 inline constexpr std::uint8_t segment_format_version = 1;
+/// The version of a segment holding an encrypted frame: a build that knows
+/// only version 1 refuses it as corrupt instead of giving an envelope out
+/// as a payload (there is no downgrade once a queue encrypts).
+inline constexpr std::uint8_t segment_format_encrypted = 2;
 inline constexpr std::size_t segment_header_size = 40;
 
 enum class segment_codec : std::uint8_t { none = 0, zstd = 1 };

@@ -14,6 +14,7 @@
 
 #include "actors/interfaces.hpp"
 #include "actors/metrics.hpp"
+#include "cipher/keyring.hpp"
 #include "core/partition/visibility.hpp"
 #include "storage/store.hpp"
 
@@ -46,6 +47,9 @@ struct cursor_config {
   /// Counts dropped dead letters, skipped and overdue frames (none: not
   /// counted).
   std::shared_ptr<node_metrics> metrics;
+  /// The node's keys of encryption at rest: a pop delivers an encrypted
+  /// frame only when its key is here (none: no key configured).
+  std::shared_ptr<const cipher::keyring> encryption_keys;
 };
 
 /// A seek its partition staged for a group whose cursor was not live (no

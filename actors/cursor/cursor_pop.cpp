@@ -3,6 +3,7 @@
 // the cursor's storage: frames and DLQ entries read, its record's batch.
 
 #include "actors/cursor/cursor_state.hpp"
+#include "cipher/envelope.hpp"
 
 namespace spool::actors::cursor_detail {
 
@@ -33,6 +34,24 @@ expected<frame_list> load_frames(const cursor_config& cfg,
     if (std::binary_search(offs.begin(), offs.end(), f.off))
       out.push_back(std::move(f));
   return out;
+}
+
+/// `frames` if a pop can give each in clear: a frame encrypted with a key
+/// this node does not have fails the pop before anything of it is written
+/// (its lease, its autoAck commit), so it stays where it is until its key
+/// is configured (docs/security.md, "Encryption at rest").
+expected<frame_list> deliverable(const cursor_config& cfg,
+                                 expected<frame_list> frames) {
+  if (!frames)
+    return frames;
+  for (auto& f : *frames)
+    if (storage::is_encrypted(f.data.encoding))
+      if (auto ok
+          = cipher::key_present(cfg.encryption_keys.get(), f.data.payload);
+          !ok)
+        return make_error(ok.err().code, "message at offset ", f.off.value,
+                          ": ", ok.err().message);
+  return frames;
 }
 
 /// The stored DLQ entry `id` of this cursor's group, or none (gone).
@@ -133,7 +152,7 @@ caf::result<pop_reply> on_pop(cursor_ptr self, pop_request& req,
   auto out = plan_pop(
       self, req, view,
       [&](const std::vector<storage::offset>& offs, std::size_t max_bytes) {
-        return load_frames(st.cfg, offs, max_bytes);
+        return deliverable(st.cfg, load_frames(st.cfg, offs, max_bytes));
       });
   arm(self);
   if (!out.write)
@@ -178,7 +197,7 @@ claim_reply on_claim(cursor_ptr self, const pop_request& req,
                    for (auto it = split; it != offs.end(); ++it)
                      if (auto* f = find_frame(sealed, *it))
                        frames->push_back(std::move(*f));
-                   return frames;
+                   return deliverable(st.cfg, std::move(frames));
                  });
   // Only a lease and delivery counts (or an autoAck commit) ride on the
   // push; anything else (nothing found, a requeue, dead letters, a read

@@ -111,6 +111,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
   cc.overdue_step = st.cfg.node.delete_step;
   cc.watcher = st.cfg.watcher;
   cc.metrics = st.cfg.node.metrics;
+  cc.encryption_keys = st.cfg.node.encryption_keys;
   auto c = spawn_cursor(self, std::move(cc), std::move(pos.row), held);
   if (!c)
     return c;

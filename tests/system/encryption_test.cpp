@@ -101,8 +101,11 @@ TEST_CASE("encryption at rest: no payload byte in clear in the data folder "
           "retention",
           "[system][encryption]") {
   temp_dir keys;
+  // Segments stored raw: a payload stored in clear would show verbatim
+  // (zstd could hide it from the grep).
   spoold_server s({"--encryption-key-file", key_file(keys, "keys", {key_a}),
-                   "--retention-interval-seconds", "1"});
+                   "--retention-interval-seconds", "1", "--segment-compression",
+                   "off"});
   auto conf = s.post("/api/v1/configure",
                      configure_body("vault", {{"encryptionEnabled", true}}));
   REQUIRE(conf.status == 200);
@@ -210,13 +213,16 @@ TEST_CASE("encryption at rest: a wrong key is a clear error, never the "
           == 201);
   s.signal(SIGTERM);
   REQUIRE(s.wait_exit() == 0);
-  // Only another key: the message cannot be read, and says why.
+  // Only another key: the message cannot be read, and says why; the pop
+  // changes nothing (an autoAck pop does not consume it).
   s.set_options({"--encryption-key-file", key_file(keys, "b", {key_b})});
   s.start();
-  auto pop = s.get("/api/v1/pop/queue/vault?batch=1&wait=false");
+  auto pop = s.get("/api/v1/pop/queue/vault?batch=1&wait=false&autoAck=true");
   CHECK(pop.status == 500);
   CHECK_THAT(pop.body, Catch::Contains("not configured on this server"));
+  CHECK_THAT(pop.body, Catch::Contains("message at offset 0"));
   CHECK(pop.body.find("zebra") == std::string::npos);
+  CHECK(s.get("/api/v1/pop/queue/vault?batch=1&wait=false").status == 500);
   auto browse = s.get("/api/v1/messages?queue=vault");
   CHECK(browse.status == 500);
   CHECK(browse.body.find("zebra") == std::string::npos);
@@ -237,6 +243,14 @@ TEST_CASE("encryption at rest: a wrong key is a clear error, never the "
   REQUIRE(b.status == 200);
   CHECK_THAT(b.body, Catch::Contains("zebra-0"));
   CHECK_THAT(b.body, Catch::Contains("zebra-1"));
+  // Nothing was consumed by the failed pops: both come, with their first
+  // delivery.
+  auto p = s.get("/api/v1/pop/queue/vault?batch=10&wait=false");
+  REQUIRE(p.status == 200);
+  auto got = p.body_json()["messages"];
+  REQUIRE(got.size() == 2);
+  CHECK(got[0]["data"]["secret"] == "zebra-0");
+  CHECK(got[0]["deliveryCount"] == 1);
 }
 
 TEST_CASE("encryption at rest: without a key, encryptionEnabled is refused "
@@ -272,7 +286,8 @@ TEST_CASE("encryption at rest: a follower that catches up holds the payloads "
           "as sealed as its leader does",
           "[system][encryption][cluster]") {
   temp_dir keys;
-  three_nodes c({"--encryption-key-file", key_file(keys, "keys", {key_a})});
+  three_nodes c({"--encryption-key-file", key_file(keys, "keys", {key_a}),
+                 "--segment-compression", "off"});
   auto l = three_nodes::leader_of("vault");
   auto f = (l + 1) % 3;
   REQUIRE(c.until_known(l, "POST", "/api/v1/configure",
@@ -308,7 +323,8 @@ TEST_CASE("encryption at rest: turned on for a queue holding clear messages, "
           "timestamp walk finds sealed segments",
           "[system][encryption]") {
   temp_dir keys;
-  spoold_server s({"--encryption-key-file", key_file(keys, "keys", {key_a})});
+  spoold_server s({"--encryption-key-file", key_file(keys, "keys", {key_a}),
+                   "--segment-compression", "off"});
   auto push = [&](const std::string& id) {
     json items = json::array({secret_item("mixed", id, "zebra-" + id)});
     REQUIRE(s.post("/api/v1/push", json{{"items", items}}.dump()).status

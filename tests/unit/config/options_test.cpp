@@ -209,3 +209,28 @@ TEST_CASE("HTTP options have defaults and bounds", "[config]") {
   CHECK(parse({"--io-threads", "0"}, env_of({})).error
         == "io-threads must be 1..64, got '0'");
 }
+
+TEST_CASE("the encryption key comes from Queen's QUEEN_ENCRYPTION_KEY, "
+          "SPOOL_ENCRYPTION_KEY or a file, never two at once",
+          "[config][encryption]") {
+  std::string hex(64, 'a');
+  auto queen = parse({}, env_of({{"QUEEN_ENCRYPTION_KEY", hex}}));
+  REQUIRE(queen.options);
+  CHECK(queen.options->encryption.key == hex);
+  CHECK(queen.options->encryption.enabled());
+  auto own
+      = parse({}, env_of({{"SPOOL_ENCRYPTION_KEY", hex},
+                          {"QUEEN_ENCRYPTION_KEY", std::string(64, 'b')}}));
+  REQUIRE(own.options);
+  CHECK(own.options->encryption.key == hex);
+  auto file = parse({"--encryption-key-file", "/etc/spool/keys"}, env_of({}));
+  REQUIRE(file.options);
+  CHECK(file.options->encryption.key_file == "/etc/spool/keys");
+  CHECK(parse({"--encryption-key-file", "/etc/spool/keys"},
+              env_of({{"QUEEN_ENCRYPTION_KEY", hex}}))
+            .error
+        == "give encryption-key or encryption-key-file, not both");
+  CHECK(parse({"--segment-compression", "lz4"}, env_of({})).error
+        == "segment-compression must be zstd or off, got 'lz4'");
+  CHECK_FALSE(parse({}, env_of({})).options->encryption.enabled());
+}

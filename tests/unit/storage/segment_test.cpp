@@ -70,6 +70,7 @@ TEST_CASE("a segment round-trips every frame field", "[storage][segment]") {
     std::vector<stored_frame> out;
     auto h = decode_segment(*bytes, at(40), out);
     REQUIRE(h);
+    CHECK(h->version == segment_format_version);
     CHECK(h->base == offset{40});
     CHECK(h->frame_count == 3);
     CHECK(h->created_at == 1'700'000'000'000'000);
@@ -271,7 +272,11 @@ TEST_CASE("an encrypting encoder stores no payload byte in clear and keeps "
       CHECK(bytes->find("content-type") != std::string::npos);
     }
     std::vector<stored_frame> out;
-    REQUIRE(decode_segment(*bytes, at(40), out));
+    auto h = decode_segment(*bytes, at(40), out);
+    REQUIRE(h);
+    // Version 2: a build without encryption refuses it, never serves the
+    // envelopes as payloads.
+    CHECK(h->version == segment_format_encrypted);
     REQUIRE(out.size() == 3);
     CHECK(out[0].data.encoding == payload_encoding::json_encrypted);
     CHECK(out[1].data.encoding == payload_encoding::binary_encrypted);
@@ -280,7 +285,7 @@ TEST_CASE("an encrypting encoder stores no payload byte in clear and keeps "
     for (std::size_t i = 0; i < 3; ++i)
       CHECK(spool::cipher::decrypt(*keys, out[i].data.payload).value()
             == frames[i].payload);
-    // An encrypted frame sealed again (a dead letter requeued) keeps its
+    // An encrypted frame given to an encoder again keeps its
     // envelope: not encrypted twice, with or without a key.
     for (bool with_keys : {true, false}) {
       segment_encoder again{mode};
