@@ -6,19 +6,11 @@
 #include <cstdio>
 #include <optional>
 
+#include "vocab/hex.hpp"
+
 namespace spool::cipher {
 
 namespace {
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /// The key's id; none when OpenSSL cannot hash.
 std::optional<std::uint32_t>
@@ -51,8 +43,8 @@ expected<key> parse_key(std::string_view hex, std::string_view source,
                       hex.size(), " characters");
   key k;
   for (std::size_t i = 0; i < key_bytes; ++i) {
-    int hi = hex_value(hex[2 * i]);
-    int lo = hex_value(hex[2 * i + 1]);
+    int hi = hex_digit(hex[2 * i]);
+    int lo = hex_digit(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       OPENSSL_cleanse(k.bytes.data(), k.bytes.size());
       return make_error(errc::invalid_argument, where(),

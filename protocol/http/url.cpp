@@ -6,16 +6,6 @@
 
 namespace spool::http {
 
-int hex_digit(char c) noexcept {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 std::optional<std::string> percent_decode(std::string_view s,
                                           bool plus_is_space) {
   std::string out;

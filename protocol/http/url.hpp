@@ -12,10 +12,12 @@
 #include <utility>
 #include <vector>
 
+#include "vocab/hex.hpp"
+
 namespace spool::http {
 
 /// A hex digit's value (either case), or -1 (percent escapes, chunk sizes).
-int hex_digit(char c) noexcept;
+using spool::hex_digit;
 
 /// The decoded text, or none when a `%` is not followed by two hex digits.
 std::optional<std::string> percent_decode(std::string_view s,
