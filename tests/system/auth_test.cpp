@@ -337,9 +337,11 @@ TEST_CASE("a msgpack op after the token's expiry is unauthenticated until a "
   keys_dir keys;
   spoold_server s{keys.args({"--jwt-clock-skew", "0"})};
   mp_conn c{s.mp_port(), false};
-  REQUIRE(c.call({{"op", "hello"},
-                  {"version", 1},
-                  {"token", token("read-write", "alice", 2)}})
+  // Both short tokens are made together, so they expire in the same second
+  // (or the library's one second later: waited for below).
+  auto alice = token("read-write", "alice", 2);
+  auto carol = token("read-write", "carol", 2);
+  REQUIRE(c.call({{"op", "hello"}, {"version", 1}, {"token", alice}})
               .value("ok", false));
   push_one(c, "expiring", json{{"n", 1}});
   // The client library, given a source whose first token expires as the
@@ -347,8 +349,8 @@ TEST_CASE("a msgpack op after the token's expiry is unauthenticated until a "
   int calls = 0;
   client::options o;
   o.port = s.mp_port();
-  o.token = [&calls] {
-    return token("read-write", "carol", ++calls == 1 ? 2 : 600);
+  o.token = [&calls, carol] {
+    return ++calls == 1 ? carol : token("read-write", "carol", 600);
   };
   client::client lib{o};
   node::push_item item;
@@ -368,6 +370,9 @@ TEST_CASE("a msgpack op after the token's expiry is unauthenticated until a "
                   {"token", token("read-write", "alice")}})
               .value("ok", false));
   CHECK(code_of(c.call({{"op", "queues"}})).empty());
+  // The library's token was made at most a second after alice's: past
+  // this, it has expired too (however slow the build).
+  std::this_thread::sleep_for(1100ms);
   item.payload = R"({"n":3})";
   REQUIRE(lib.push({item})); // refused once, then sent again
   CHECK(calls >= 2);
