@@ -161,10 +161,12 @@ expected<void> key_present(const keyring* keys, std::string_view envelope) {
 }
 
 expected<std::string> decrypt(const keyring& keys, std::string_view envelope) {
-  if (auto ok = key_present(&keys, envelope); !ok)
-    return ok.err();
   auto id = envelope_key_id(envelope);
+  if (!id)
+    return id.err();
   const key* k = keys.find(*id);
+  if (!k) // the error `key_present` words
+    return key_present(&keys, envelope).err();
   // One context per thread (the gateway's conversions run on the actor
   // system's threads), keyed again only when the key changes.
   thread_local keyed_ctx ctx;

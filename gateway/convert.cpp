@@ -115,8 +115,10 @@ expected<node::message> from_stored(storage::stored_frame& f,
       return concat("message at offset ", f.off.value, " of queue ", queue,
                     " partition ", partition, ": ");
     };
-    if (auto ok = cipher::key_present(keys, f.data.payload); !ok)
-      return make_error(ok.err().code, where(), ok.err().message);
+    if (!keys) // the error says there is no key
+      return make_error(
+          errc::internal, where(),
+          cipher::key_present(nullptr, f.data.payload).err().message);
     auto clear = cipher::decrypt(*keys, f.data.payload);
     if (!clear)
       return make_error(clear.err().code, where(), clear.err().message);

@@ -61,6 +61,13 @@ json secret_item(const std::string& queue, const std::string& id,
           {"payload", {{"secret", text}}}};
 }
 
+/// Pushes one item of `secret_item` to `s`: 201 required.
+void push_secret(spoold_server& s, const std::string& queue,
+                 const std::string& id, const std::string& text) {
+  json items = json::array({secret_item(queue, id, text)});
+  REQUIRE(s.post("/api/v1/push", json{{"items", items}}.dump()).status == 201);
+}
+
 std::string configure_body(const std::string& queue, json options) {
   return json{{"queue", queue}, {"options", std::move(options)}}.dump();
 }
@@ -176,12 +183,7 @@ TEST_CASE("encryption at rest: no payload byte in clear in the data folder "
                  configure_body("vault", {{"retentionSeconds", 1}}))
               .status
           == 200);
-  REQUIRE(s.post("/api/v1/push",
-                 json{{"items", json::array({secret_item("vault", "late",
-                                                         "zebra-late")})}}
-                     .dump())
-              .status
-          == 201);
+  push_secret(s, "vault", "late", "zebra-late");
   bool retained = false;
   for (int i = 0; i < 100 && !retained; ++i) {
     auto q = s.get("/api/v1/resources/queues/vault").body_json();
@@ -205,12 +207,7 @@ TEST_CASE("encryption at rest: a wrong key is a clear error, never the "
                  configure_body("vault", {{"encryptionEnabled", true}}))
               .status
           == 200);
-  REQUIRE(s.post("/api/v1/push",
-                 json{{"items",
-                       json::array({secret_item("vault", "m0", "zebra-0")})}}
-                     .dump())
-              .status
-          == 201);
+  push_secret(s, "vault", "m0", "zebra-0");
   s.signal(SIGTERM);
   REQUIRE(s.wait_exit() == 0);
   // Only another key: the message cannot be read, and says why; the pop
@@ -227,12 +224,7 @@ TEST_CASE("encryption at rest: a wrong key is a clear error, never the "
   CHECK(browse.status == 500);
   CHECK(browse.body.find("zebra") == std::string::npos);
   // New pushes use the new key meanwhile.
-  REQUIRE(s.post("/api/v1/push",
-                 json{{"items",
-                       json::array({secret_item("vault", "m1", "zebra-1")})}}
-                     .dump())
-              .status
-          == 201);
+  push_secret(s, "vault", "m1", "zebra-1");
   s.signal(SIGTERM);
   REQUIRE(s.wait_exit() == 0);
   // The new key first, the old one kept: both messages read again.
@@ -326,9 +318,7 @@ TEST_CASE("encryption at rest: turned on for a queue holding clear messages, "
   spoold_server s({"--encryption-key-file", key_file(keys, "keys", {key_a}),
                    "--segment-compression", "off"});
   auto push = [&](const std::string& id) {
-    json items = json::array({secret_item("mixed", id, "zebra-" + id)});
-    REQUIRE(s.post("/api/v1/push", json{{"items", items}}.dump()).status
-            == 201);
+    push_secret(s, "mixed", id, "zebra-" + id);
   };
   push("c0");
   push("c1");
