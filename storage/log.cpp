@@ -103,7 +103,8 @@ expected<sealed_append> partition_log::seal(txn& read,
     std::size_t end = begin;
     std::size_t bytes = 0;
     while (end < stored.size() && end - begin < seg_.max_frames) {
-      auto size = approx_size(*stored[end]);
+      auto size
+          = approx_size(*stored[end]) + enc.added_per_payload(*stored[end]);
       if (end > begin && bytes + size > seg_.max_bytes)
         break;
       bytes += size;

@@ -185,6 +185,10 @@ void segment_encoder::encrypt_with(
   keys_ = std::move(keys);
 }
 
+std::size_t segment_encoder::added_per_payload(const frame& f) const noexcept {
+  return keys_ && !is_encrypted(f.encoding) ? cipher::envelope_overhead : 0;
+}
+
 expected<std::string> segment_encoder::encode(offset base, micros created_at,
                                               std::span<const frame> frames,
                                               std::string_view id_space) {
@@ -212,7 +216,7 @@ segment_encoder::encode(offset base, micros created_at,
     auto off = at;
     at = at + 1;
     std::uint8_t flags = 0;
-    bool encrypt = keys_ && !is_encrypted(f.encoding);
+    bool encrypt = added_per_payload(f) > 0;
     if (is_binary(f.encoding))
       flags |= frame_flag_binary;
     if (encrypt || is_encrypted(f.encoding)) {

@@ -103,6 +103,10 @@ public:
   /// seal, from its queue's `encryptionEnabled`): apply never encrypts.
   void encrypt_with(std::shared_ptr<const cipher::keyring> keys) noexcept;
 
+  /// The bytes `encode` adds to `f`'s payload: the envelope while
+  /// encrypting a payload not yet encrypted, else 0. Segment cuts count it.
+  std::size_t added_per_payload(const frame& f) const noexcept;
+
 private:
   struct impl;
   compression mode_;

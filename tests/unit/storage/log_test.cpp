@@ -2,6 +2,9 @@
 
 #include "unit/storage/fixture.hpp"
 
+#include "cipher/envelope.hpp"
+#include "cipher/keyring.hpp"
+
 using namespace spool::test;
 using spool::storage::ec;
 using spool::storage::frame_result;
@@ -31,6 +34,35 @@ TEST_CASE("offsets are dense from 0 across appends and segments",
   CHECK(all.frames[7].data.payload == "r1-2");
   CHECK(all.next == offset{20});
   CHECK(fx.stored(p).next_offset == offset{20});
+}
+
+TEST_CASE("segment cuts count the envelope of a payload being encrypted",
+          "[storage][log][encryption]") {
+  // A 40-byte payload with a generated id counts about 92 bytes, 125 once
+  // its 33-byte envelope is added: two fit under 200 bytes in clear, one
+  // when encrypted. Counting the clear size would let an encrypted segment
+  // outgrow its limit.
+  store_fixture fx;
+  auto p = fx.make_partition();
+  partition_log log{p, {.max_frames = 100, .max_bytes = 200}};
+  auto four = [] {
+    std::vector<spool::storage::frame> out;
+    for (int i = 0; i < 4; ++i)
+      out.push_back(msg(std::string(40, static_cast<char>('a' + i))));
+    return out;
+  };
+  auto clear = fx.append(log, four(), 1'000'000);
+  REQUIRE(clear);
+  CHECK(clear->mutations.size() == 2);
+  fx.enc.encrypt_with(std::make_shared<const spool::cipher::keyring>(
+      spool::cipher::keyring::from_hex(std::string(64, '7'), "test").value()));
+  auto sealed = fx.append(log, four(), 2'000'000);
+  REQUIRE(sealed);
+  CHECK(sealed->mutations.size() == 4);
+  auto all = fx.read(p, offset{4});
+  REQUIRE(all.frames.size() == 4);
+  CHECK(all.frames[3].data.payload.size()
+        == 40 + spool::cipher::envelope_overhead);
 }
 
 TEST_CASE("created_at stays monotone when the wall clock steps back",
