@@ -97,9 +97,12 @@ std::string advertised(const std::string& given, const std::string& listen_host,
 std::string check_cluster(const cluster_settings& c, bool relaxed) {
   if (!c.enabled()) {
     if (!c.node_id.empty() || !c.secret_file.empty()
-        || !c.advertise_http.empty() || !c.advertise_msgpack.empty())
-      return "node-id, cluster-secret-file and advertise-* need peers (the "
-             "cluster's nodes); without peers the node runs alone";
+        || !c.advertise_http.empty() || !c.advertise_msgpack.empty()
+        || !c.peer_tls_cert_file.empty() || !c.peer_tls_key_file.empty()
+        || !c.peer_tls_ca_file.empty())
+      return "node-id, cluster-secret-file, advertise-* and peer-tls-* need "
+             "peers (the cluster's nodes); without peers the node runs "
+             "alone";
     return {};
   }
   if (c.node_id.empty())
@@ -116,6 +119,12 @@ std::string check_cluster(const cluster_settings& c, bool relaxed) {
     return "replication-factor must be 1.." + std::to_string(c.peers.size())
            + " (the nodes of peers), got "
            + std::to_string(c.replication_factor);
+  int tls_files = !c.peer_tls_cert_file.empty() + !c.peer_tls_key_file.empty()
+                  + !c.peer_tls_ca_file.empty();
+  if (tls_files != 0 && tls_files != 3)
+    return "TLS on the peer links needs all of peer-tls-cert-file, "
+           "peer-tls-key-file and peer-tls-ca-file (mutual TLS: each node "
+           "presents its certificate and checks its peers' against the CA)";
   if (c.secret_file.empty())
     return "peers needs cluster-secret-file: the file of the secret the "
            "nodes prove they share";

@@ -38,6 +38,18 @@ struct cluster_settings {
   /// derived at start (`advertised`).
   std::string advertise_http;
   std::string advertise_msgpack;
+  /// Mutual TLS on the peer links (docs/security.md, "TLS on the peer
+  /// links"): this node's certificate and key (presented to the peers it
+  /// dials and to those that dial it), and the CA every peer's must chain
+  /// to (--peer-tls-cert-file, --peer-tls-key-file, --peer-tls-ca-file:
+  /// all three or none).
+  std::string peer_tls_cert_file;
+  std::string peer_tls_key_file;
+  std::string peer_tls_ca_file;
+
+  bool peer_tls() const noexcept {
+    return !peer_tls_cert_file.empty();
+  }
 
   bool enabled() const noexcept {
     return !peers.empty();

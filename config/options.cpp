@@ -113,6 +113,27 @@ const std::vector<option>& base_table() {
          return {};
        },
        [](const server_options& o) { return o.cluster.secret_file; }},
+      {"peer-tls-cert-file",
+       "PEM certificate chain of this node on the peer links (mutual TLS "
+       "between peers; reloaded on SIGHUP)",
+       [](server_options& o, const std::string& v) -> std::string {
+         o.cluster.peer_tls_cert_file = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.peer_tls_cert_file; }},
+      {"peer-tls-key-file", "PEM private key of peer-tls-cert-file",
+       [](server_options& o, const std::string& v) -> std::string {
+         o.cluster.peer_tls_key_file = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.peer_tls_key_file; }},
+      {"peer-tls-ca-file",
+       "PEM CA bundle every peer's certificate must chain to",
+       [](server_options& o, const std::string& v) -> std::string {
+         o.cluster.peer_tls_ca_file = v;
+         return {};
+       },
+       [](const server_options& o) { return o.cluster.peer_tls_ca_file; }},
       {"advertise-http",
        "host:port where clients reach this node's HTTP door, as refusals "
        "of its slots name it (cluster mode; default: the listen address, "

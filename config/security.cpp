@@ -115,6 +115,11 @@ std::vector<option> security_options() {
          return parse_paths(v, o.auth.public_paths);
        },
        [](const o_t& o) { return join(o.auth.public_paths); }},
+      text("auth-cert-roles-file",
+           "file of client certificates' roles, '<role> <subject>' per line: "
+           "a client with a verified certificate listed there and no token "
+           "gets that role (reloaded on SIGHUP)",
+           [](o_t& o) -> std::string& { return o.auth.cert_roles_file; }),
       text("audit-log",
            "file of the audit log: auth failures and admin operations "
            "(empty: the server's log)",
@@ -190,6 +195,14 @@ std::string check_security(const server_options& o) {
   if (t.require_client_cert && t.ca_file.empty())
     return "tls-require-client-cert needs tls-ca-file (the CA clients' "
            "certificates must chain to)";
+  if (!o.auth.cert_roles_file.empty()) {
+    if (!o.auth.enabled)
+      return "auth-cert-roles-file needs auth-enabled (without it every "
+             "client may do everything)";
+    if (t.ca_file.empty())
+      return "auth-cert-roles-file needs tls-ca-file: clients' certificates "
+             "are asked for, and verified, only with it";
+  }
   if (!o.encryption.key.empty() && !o.encryption.key_file.empty())
     return "give encryption-key or encryption-key-file, not both";
   auto& a = o.auth;
@@ -208,15 +221,17 @@ std::string check_security(const server_options& o) {
   bool pub = !a.public_key.empty() || !a.public_key_file.empty()
              || !a.jwks_file.empty() || !a.jwks_url.empty();
   if (a.algorithm == "HS256" && !secret && a.jwks_file.empty()
-      && a.jwks_url.empty())
+      && a.jwks_url.empty() && a.cert_roles_file.empty())
     return "auth-enabled with jwt-algorithm HS256 needs jwt-secret-file (or "
            "jwt-secret, or a JWKS of oct keys)";
-  if ((a.algorithm == "RS256" || a.algorithm == "EdDSA") && !pub)
+  if ((a.algorithm == "RS256" || a.algorithm == "EdDSA") && !pub
+      && a.cert_roles_file.empty())
     return "auth-enabled with jwt-algorithm " + a.algorithm
            + " needs jwt-public-key-file, jwt-jwks-file or jwt-jwks-url";
-  if (a.algorithm == "auto" && !secret && !pub)
+  if (a.algorithm == "auto" && !secret && !pub && a.cert_roles_file.empty())
     return "auth-enabled needs keys: jwt-secret-file, jwt-public-key-file, "
-           "jwt-jwks-file or jwt-jwks-url";
+           "jwt-jwks-file or jwt-jwks-url (or auth-cert-roles-file, for "
+           "client certificates only)";
   return {};
 }
 

@@ -44,6 +44,10 @@ struct auth_settings {
                                         "/metrics/prometheus", "/"};
   /// The audit log's file; "": the server's own log (--audit-log).
   std::string audit_log;
+  /// The table of client certificates' roles: `<role> <subject>` per line
+  /// (--auth-cert-roles-file; docs/security.md, "Client certificates as
+  /// roles"); reloaded on SIGHUP.
+  std::string cert_roles_file;
   /// A connection that has not authenticated is closed after this
   /// (--auth-timeout-ms).
   std::uint64_t auth_timeout_ms = 10'000;

@@ -8,6 +8,7 @@
 
 #include "peer/codec.hpp"
 #include "peer/handshake.hpp"
+#include "peer/stream.hpp"
 
 namespace spool::peer {
 
@@ -44,33 +45,12 @@ handshake_config handshake_of(const links_config& c) {
   return h;
 }
 
-std::uint32_t length_of(const std::array<char, 4>& h) {
-  return (std::uint32_t(std::uint8_t(h[0])) << 24)
-         | (std::uint32_t(std::uint8_t(h[1])) << 16)
-         | (std::uint32_t(std::uint8_t(h[2])) << 8) | std::uint8_t(h[3]);
-}
-
-/// Reads one frame's body from `sock` into `body`, refusing one over
-/// `max`; then `k(error, why)` ("" when read).
-template <class K>
-void read_frame(tcp::socket& sock, std::array<char, 4>& head, std::string& body,
-                std::size_t max, K k) {
-  asio::async_read(
-      sock, asio::buffer(head),
-      [&sock, &head, &body, max, k](std::error_code ec, std::size_t) mutable {
-        if (ec)
-          return k(std::string{"closed: "} + ec.message());
-        auto len = length_of(head);
-        if (len == 0 || len > max)
-          return k("a frame of " + std::to_string(len) + " bytes (at most "
-                   + std::to_string(max) + ")");
-        body.resize(len);
-        asio::async_read(sock, asio::buffer(body),
-                         [k](std::error_code ec2, std::size_t) mutable {
-                           k(ec2 ? std::string{"closed: "} + ec2.message()
-                                 : std::string{});
-                         });
-      });
+/// How an admitted link is secured, for its log line.
+std::string secured_by(const stream& s) {
+  if (!s.secured())
+    return "";
+  auto who = s.peer_subject();
+  return " over TLS" + (who.empty() ? std::string{} : " (" + who + ")");
 }
 
 } // namespace
@@ -78,20 +58,17 @@ void read_frame(tcp::socket& sock, std::array<char, 4>& head, std::string& body,
 struct links::outgoing {
   cluster::node_id peer{};
   peer_address addr;
-  tcp::socket sock;
+  tcp::socket sock; ///< dialing; moved into `conn` once connected
+  std::shared_ptr<stream> conn;
   tcp::resolver resolver;
-  asio::steady_timer timer;
+  asio::steady_timer timer; ///< the backoff, then the handshake's deadline
   std::deque<std::string> queue;
   std::size_t queued = 0;
-  std::string writing_buf;
   std::atomic<bool> ready{false}; ///< admitted (read by `up`, any thread)
   bool writing = false;
   std::uint64_t generation = 0;
   std::chrono::milliseconds backoff;
   std::optional<handshake> hs;
-  std::array<char, 4> head{};
-  std::string body;
-  char probe = 0;
 
   outgoing(asio::io_context& io, cluster::node_id p, peer_address a,
            std::chrono::milliseconds b) :
@@ -102,39 +79,47 @@ struct links::outgoing {
       timer(io),
       backoff(b) {
   }
+  void close() {
+    std::error_code ec;
+    sock.close(ec);
+    if (conn)
+      conn->close();
+  }
 };
 
 struct links::incoming : std::enable_shared_from_this<links::incoming> {
   std::shared_ptr<links> owner;
-  tcp::socket sock;
+  std::string where;
+  std::shared_ptr<stream> conn;
   asio::steady_timer timer;
   handshake hs;
   std::optional<cluster::node_id> peer;
-  std::array<char, 4> head{};
-  std::string body;
   bool paused = false;
-  std::string where;
 
   incoming(std::shared_ptr<links> o, tcp::socket s) :
       owner(std::move(o)),
-      sock(std::move(s)),
-      timer(sock.get_executor()),
+      where(endpoint_of(s)),
+      conn(
+          std::make_shared<stream>(std::move(s), owner->cfg_.tls_server, true)),
+      timer(owner->io_),
       hs(handshake_of(owner->cfg_), random_nonce()) {
+  }
+
+  static std::string endpoint_of(const tcp::socket& s) {
     std::error_code ec;
-    auto ep = sock.remote_endpoint(ec);
-    where = ec ? std::string{"?"}
-               : ep.address().to_string() + ":" + std::to_string(ep.port());
+    auto ep = s.remote_endpoint(ec);
+    return ec ? std::string{"?"}
+              : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
   void close(const std::string& why) {
-    if (!sock.is_open())
+    if (!conn->is_open())
       return;
     if (!why.empty())
       owner->log_("peer link from " + where
                   + (peer ? " (" + node_name(*peer) + ")" : std::string{})
                   + " closed: " + why);
-    std::error_code ec;
-    sock.close(ec);
+    conn->close();
     timer.cancel();
   }
 
@@ -153,15 +138,19 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
   }
 
   void next() {
-    auto self = shared_from_this();
-    read_frame(sock, head, body,
-               peer ? owner->cfg_.max_frame : max_handshake_frame,
-               [self](const std::string& err) { self->on_frame(err); });
+    conn->read_frame(
+        peer ? owner->cfg_.max_frame : max_handshake_frame,
+        [self = shared_from_this()](read_status s, const std::string& why) {
+          self->on_frame(s, why);
+        });
   }
 
-  void on_frame(const std::string& err) {
-    if (!err.empty())
-      return close(peer ? err : std::string{});
+  void on_frame(read_status s, const std::string& why) {
+    if (s == read_status::closed) // a probe that left says nothing
+      return close(peer ? "closed: " + why : std::string{});
+    if (s == read_status::refused)
+      return refuse(why);
+    auto& body = conn->body();
     auto f = decode(body);
     if (!f)
       return refuse("an undecodable frame: " + f.err().message);
@@ -170,14 +159,11 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
         auto p = hs.on_hello(*h);
         if (!p)
           return refuse(p.err().message);
-        auto out = std::make_shared<std::string>(encode_frame(hs.start()));
-        *out += encode_frame(*p);
-        asio::async_write(
-            sock, asio::buffer(*out),
-            [self = shared_from_this(), out](std::error_code ec, std::size_t) {
-              if (ec)
-                self->close("");
-            });
+        conn->write(encode_frame(hs.start()) + encode_frame(*p),
+                    [self = shared_from_this()](const std::string& err) {
+                      if (!err.empty())
+                        self->close("");
+                    });
         return next();
       }
       if (auto* p = std::get_if<proof>(&*f)) {
@@ -190,7 +176,7 @@ struct links::incoming : std::enable_shared_from_this<links::incoming> {
           owner->cfg_.on_admitted(*peer, hs.theirs()->http,
                                   hs.theirs()->msgpack);
         owner->log_("peer link from " + node_name(*peer) + " (" + where
-                    + ") admitted");
+                    + ") admitted" + secured_by(*conn));
         // A peer dials again after its link broke: an older connection
         // from it (perhaps half-open) goes.
         for (auto& w : owner->in_)
@@ -291,13 +277,20 @@ void links::accept() {
       [self = shared_from_this()](std::error_code ec, tcp::socket s) {
         if (self->stopped_)
           return;
-        if (!ec) {
-          s.set_option(tcp::no_delay(true), ec);
-          std::erase_if(self->in_, [](auto& w) { return w.expired(); });
-          auto in = std::make_shared<incoming>(self, std::move(s));
-          self->in_.push_back(in);
-          in->start();
+        if (ec) {
+          // Out of descriptors, most likely: wait, rather than spin.
+          self->accept_retry_.expires_after(100ms);
+          self->accept_retry_.async_wait([self](std::error_code ec2) {
+            if (!ec2 && !self->stopped_)
+              self->accept();
+          });
+          return;
         }
+        s.set_option(tcp::no_delay(true), ec);
+        std::erase_if(self->in_, [](auto& w) { return w.expired(); });
+        auto in = std::make_shared<incoming>(self, std::move(s));
+        self->in_.push_back(in);
+        in->start();
         self->accept();
       });
 }
@@ -324,86 +317,106 @@ void links::dial(const std::shared_ptr<outgoing>& o) {
           return;
         if (ec)
           return fail("cannot resolve: " + ec.message());
-        asio::async_connect(
-            o->sock, r, [self, o, gen, fail](std::error_code ec2, auto) {
-              if (o->generation != gen)
-                return;
-              if (ec2)
-                return fail(""); // not up yet: quietly again
-              std::error_code ignore;
-              o->sock.set_option(tcp::no_delay(true), ignore);
-              o->hs.emplace(handshake_of(self->cfg_), random_nonce());
-              auto hello_frame
-                  = std::make_shared<std::string>(encode_frame(o->hs->start()));
-              asio::async_write(o->sock, asio::buffer(*hello_frame),
-                                [hello_frame](std::error_code, std::size_t) {});
-              read_frame(
-                  o->sock, o->head, o->body, self->cfg_.max_frame,
-                  [self, o, gen, fail](const std::string& err) {
-                    if (o->generation != gen)
-                      return;
-                    if (!err.empty())
-                      return fail(err);
-                    auto f = decode(o->body);
-                    auto* h = f ? std::get_if<hello>(&*f) : nullptr;
-                    if (h == nullptr)
-                      return fail("refused: no hello");
-                    auto p = o->hs->on_hello(*h);
-                    if (!p) {
-                      ++self->n_.refused;
-                      return fail("refused: " + p.err().message);
-                    }
-                    auto proof_frame
-                        = std::make_shared<std::string>(encode_frame(*p));
-                    asio::async_write(
-                        o->sock, asio::buffer(*proof_frame),
-                        [proof_frame](std::error_code, std::size_t) {});
-                    read_frame(
-                        o->sock, o->head, o->body, self->cfg_.max_frame,
-                        [self, o, gen, fail](const std::string& err2) {
-                          if (o->generation != gen)
-                            return;
-                          if (!err2.empty())
-                            return fail(err2);
-                          auto f2 = decode(o->body);
-                          auto* pr = f2 ? std::get_if<proof>(&*f2) : nullptr;
-                          auto who
-                              = pr != nullptr
-                                    ? o->hs->on_proof(*pr)
-                                    : expected<cluster::node_id>{make_error(
-                                        errc::bad_request, "no proof")};
-                          if (!who || *who != o->peer) {
-                            ++self->n_.refused;
-                            return fail("refused: "
-                                        + (who ? std::string{"another node"}
-                                               : who.err().message));
-                          }
-                          o->ready = true;
-                          o->backoff = self->cfg_.reconnect_min;
-                          if (self->cfg_.on_admitted)
-                            self->cfg_.on_admitted(o->peer,
-                                                   o->hs->theirs()->http,
-                                                   o->hs->theirs()->msgpack);
-                          ++self->n_.connects;
-                          self->log_("peer link to " + node_name(o->peer)
-                                     + " admitted");
-                          // The other side sends nothing more: a read ends only
-                          // when the link does.
-                          asio::async_read(
-                              o->sock, asio::buffer(&o->probe, 1),
-                              [fail, o, gen](std::error_code, std::size_t) {
-                                fail("closed by the peer");
-                              });
-                          self->write_next(o);
-                        });
-                  });
-            });
+        asio::async_connect(o->sock, r,
+                            [self, o, gen, fail](std::error_code ec2, auto) {
+                              if (o->generation != gen)
+                                return;
+                              if (ec2)
+                                return fail(""); // not up yet: quietly again
+                              self->handshake_out(o, gen, fail);
+                            });
       });
 }
 
+void links::handshake_out(const std::shared_ptr<outgoing>& o, std::uint64_t gen,
+                          const fail_fn& fail) {
+  std::error_code ignore;
+  o->sock.set_option(tcp::no_delay(true), ignore);
+  // The --peers host is the name (or address) the peer's certificate
+  // must carry.
+  o->conn = std::make_shared<stream>(std::move(o->sock), cfg_.tls_client, false,
+                                     o->addr.host);
+  if (auto err = o->conn->start(); !err.empty())
+    return fail(err);
+  o->timer.expires_after(cfg_.handshake_timeout);
+  o->timer.async_wait([o, gen, fail](std::error_code ec) {
+    if (!ec && o->generation == gen && !o->ready)
+      fail("refused: no handshake within the timeout");
+  });
+  o->hs.emplace(handshake_of(cfg_), random_nonce());
+  o->conn->write(encode_frame(o->hs->start()));
+  auto self = shared_from_this();
+  // A refusal by either side counts once, here or in the peer's log.
+  auto failed = [self, fail](read_status s, const std::string& why) {
+    if (s == read_status::refused)
+      ++self->n_.refused;
+    fail((s == read_status::closed ? "closed: " : "refused: ") + why);
+  };
+  o->conn->read_frame(max_handshake_frame, [self, o, gen, fail,
+                                            failed](read_status s,
+                                                    const std::string& why) {
+    if (o->generation != gen)
+      return;
+    if (s != read_status::frame)
+      return failed(s, why);
+    auto f = decode(o->conn->body());
+    auto* h = f ? std::get_if<hello>(&*f) : nullptr;
+    if (h == nullptr)
+      return fail("refused: no hello");
+    auto p = o->hs->on_hello(*h);
+    if (!p) {
+      ++self->n_.refused;
+      return fail("refused: " + p.err().message);
+    }
+    o->conn->write(encode_frame(*p));
+    o->conn->read_frame(max_handshake_frame, [self, o, gen, fail,
+                                              failed](read_status s2,
+                                                      const std::string& why2) {
+      if (o->generation != gen)
+        return;
+      if (s2 != read_status::frame)
+        return failed(s2, why2);
+      auto f2 = decode(o->conn->body());
+      auto* pr = f2 ? std::get_if<proof>(&*f2) : nullptr;
+      auto who = pr != nullptr ? o->hs->on_proof(*pr)
+                               : expected<cluster::node_id>{
+                                   make_error(errc::bad_request, "no proof")};
+      if (!who || *who != o->peer) {
+        ++self->n_.refused;
+        return fail("refused: "
+                    + (who ? std::string{"another node"} : who.err().message));
+      }
+      self->admitted(o, gen, fail);
+    });
+  });
+}
+
+void links::admitted(const std::shared_ptr<outgoing>& o, std::uint64_t gen,
+                     const fail_fn& fail) {
+  o->ready = true;
+  o->timer.cancel();
+  o->backoff = cfg_.reconnect_min;
+  if (cfg_.on_admitted)
+    cfg_.on_admitted(o->peer, o->hs->theirs()->http, o->hs->theirs()->msgpack);
+  ++n_.connects;
+  log_("peer link to " + node_name(o->peer) + " admitted"
+       + secured_by(*o->conn));
+  // The other side sends nothing more: a read ends only when the link
+  // does (TLS's own records, as session tickets, open to nothing).
+  o->conn->read_frame(
+      max_handshake_frame,
+      [fail, o, gen](read_status s, const std::string& why) {
+        if (o->generation != gen)
+          return;
+        fail(s == read_status::frame ? "refused: a frame after the handshake"
+             : s == read_status::refused ? "refused: " + why
+                                         : "closed by the peer");
+      });
+  write_next(o);
+}
+
 void links::redial(const std::shared_ptr<outgoing>& o) {
-  std::error_code ec;
-  o->sock.close(ec);
+  o->close();
   o->ready = false;
   o->writing = false;
   ++o->generation;
@@ -420,30 +433,30 @@ void links::write_next(const std::shared_ptr<outgoing>& o) {
   if (!o->ready || o->writing || o->queue.empty())
     return;
   // Frames together up to about 1 MB: one write, one wake-up of the peer.
-  o->writing_buf.clear();
-  while (
-      !o->queue.empty()
-      && (o->writing_buf.empty()
-          || o->writing_buf.size() + o->queue.front().size() <= (1u << 20))) {
-    o->writing_buf += o->queue.front();
+  std::string batch;
+  while (!o->queue.empty()
+         && (batch.empty()
+             || batch.size() + o->queue.front().size() <= (1u << 20))) {
+    if (batch.empty())
+      batch = std::move(o->queue.front());
+    else
+      batch += o->queue.front();
     o->queued -= o->queue.front().size();
     o->queue.pop_front();
   }
   o->writing = true;
   auto gen = o->generation;
-  asio::async_write(
-      o->sock, asio::buffer(o->writing_buf),
-      [self = shared_from_this(), o, gen](std::error_code ec, std::size_t) {
-        if (o->generation != gen)
-          return;
-        o->writing = false;
-        if (ec) {
-          self->log_("peer link to " + node_name(o->peer)
-                     + " broke: " + ec.message());
-          return self->redial(o);
-        }
-        self->write_next(o);
-      });
+  o->conn->write(std::move(batch), [self = shared_from_this(), o,
+                                    gen](const std::string& err) {
+    if (o->generation != gen)
+      return;
+    o->writing = false;
+    if (!err.empty()) {
+      self->log_("peer link to " + node_name(o->peer) + " broke: " + err);
+      return self->redial(o);
+    }
+    self->write_next(o);
+  });
 }
 
 void links::send(cluster::slot_message m) {
@@ -503,11 +516,20 @@ void links::stop() {
       o->ready = false;
       o->timer.cancel();
       o->resolver.cancel();
-      o->sock.close(ec);
+      o->close();
     }
     for (auto& w : self->in_)
       if (auto in = w.lock())
         in->close("");
+  });
+}
+
+void links::set_tls(std::shared_ptr<const tls::context> server,
+                    std::shared_ptr<const tls::context> client) {
+  asio::post(io_, [self = shared_from_this(), server = std::move(server),
+                   client = std::move(client)]() mutable {
+    self->cfg_.tls_server = std::move(server);
+    self->cfg_.tls_client = std::move(client);
   });
 }
 

@@ -11,7 +11,13 @@
 /// but the handshake is read or sent, and a refusal is logged and closes
 /// it. After it, every message must come from that peer, to this node.
 ///
-/// Bounds: a frame is at most `max_frame` bytes (refused and closed past
+/// With TLS (`tls_server`, `tls_client`), every link is mutual TLS first,
+/// then the same handshake inside it (peer/stream.hpp carries the bytes).
+/// A handshake, TLS's and ours, must end within `handshake_timeout` on
+/// both sides; a failed one closes only its own connection, with a line.
+///
+/// Bounds: a handshake frame is at most 4 KiB; a frame is at most
+/// `max_frame` bytes (refused and closed past
 /// it); messages waiting to be sent to a peer are at most
 /// `max_queued_bytes` (past it new ones are dropped and counted:
 /// replication sends again on its retry timer); received messages not yet
@@ -31,6 +37,7 @@
 #include <string>
 
 #include "cluster/messages.hpp"
+#include "tls/context.hpp"
 
 namespace spool::peer {
 
@@ -51,6 +58,12 @@ struct links_config {
   std::chrono::milliseconds reconnect_min{100};
   std::chrono::milliseconds reconnect_max{2000};
   std::chrono::milliseconds handshake_timeout{5000};
+  /// TLS on every link (docs/security.md, "TLS on the peer links"), both
+  /// or neither: the server side requires a client certificate (mutual
+  /// TLS); the client side checks that the peer's carries its `--peers`
+  /// host. None: the links are plain TCP.
+  std::shared_ptr<const tls::context> tls_server;
+  std::shared_ptr<const tls::context> tls_client;
   /// Where this node's clients reach it (host:port of its doors), told in
   /// its hello.
   std::string http;
@@ -101,6 +114,10 @@ public:
   void consumed(std::size_t bytes);
   /// Closes every connection (any thread; completes on the io thread).
   void stop();
+  /// New TLS contexts (a reload, any thread): connections made from now
+  /// on use them, open ones keep theirs.
+  void set_tls(std::shared_ptr<const tls::context> server,
+               std::shared_ptr<const tls::context> client);
   links_stats stats() const;
 
   struct outgoing;
@@ -109,6 +126,11 @@ public:
 private:
   void accept();
   void dial(const std::shared_ptr<outgoing>& o);
+  using fail_fn = std::function<void(const std::string&)>;
+  void handshake_out(const std::shared_ptr<outgoing>& o, std::uint64_t gen,
+                     const fail_fn& fail);
+  void admitted(const std::shared_ptr<outgoing>& o, std::uint64_t gen,
+                const fail_fn& fail);
   void redial(const std::shared_ptr<outgoing>& o);
   void write_next(const std::shared_ptr<outgoing>& o);
   void resume_reading();

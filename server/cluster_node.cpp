@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "actors/atoms.hpp"
+#include "server/security.hpp"
 
 namespace spool::server {
 
@@ -76,7 +77,12 @@ cluster_node::start(storage::store& st, const config::cluster_settings& c,
   auto secret = read_secret(c.secret_file);
   if (!secret)
     return std::move(secret).err();
+  auto tls = peer_tls(c);
+  if (!tls)
+    return std::move(tls).err();
   replication_options o;
+  o.tls_server = tls->server;
+  o.tls_client = tls->client;
   std::optional<cluster::node_id> self;
   for (std::uint32_t i = 0; i < c.peers.size(); ++i) {
     auto& p = c.peers[i];
@@ -109,7 +115,19 @@ cluster_node::start(storage::store& st, const config::cluster_settings& c,
   if (!repl)
     return std::move(repl).err();
   node->repl_ = std::move(*repl);
+  if (tls->server)
+    node->peer_not_after_ = tls->server->not_after();
   return node;
+}
+
+std::string cluster_node::reload_tls(const config::cluster_settings& c) {
+  auto tls = peer_tls(c);
+  if (!tls)
+    return tls.err().message;
+  if (tls->server)
+    peer_not_after_ = tls->server->not_after();
+  repl_->set_tls(std::move(tls->server), std::move(tls->client));
+  return "";
 }
 
 cluster_node::~cluster_node() {

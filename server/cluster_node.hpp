@@ -7,6 +7,8 @@
 /// Notices that come before the broker exists are kept and given to it
 /// when it attaches.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +63,13 @@ public:
   /// The SIGTERM handoff of every slot led here (replication::hand_off),
   /// before the broker stops: blocks up to about `budget`.
   replication::handoff_report hand_off(std::chrono::milliseconds budget);
+  /// Reads the peer TLS files again (SIGHUP): links made from now on use
+  /// them, open ones keep theirs. "" or why not (the old ones stay).
+  std::string reload_tls(const config::cluster_settings& c);
+  /// The peer links' certificate's notAfter, unix seconds (0: no TLS).
+  std::int64_t peer_certificate_expiry() const noexcept {
+    return peer_not_after_.load();
+  }
   /// Stops the links, fails the writes still waiting for a quorum and
   /// drops the broker's handle (before the actor system ends).
   void stop();
@@ -82,6 +91,7 @@ private:
   std::shared_ptr<actors::durable_marks> marks_;
   std::shared_ptr<relay> relay_;
   std::unique_ptr<replication> repl_;
+  std::atomic<std::int64_t> peer_not_after_{0};
 };
 
 /// The secret in file `path`: its content without a final line end; an

@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
     }
     gate = std::move(*g);
   }
+  // --jwt-jwks-url: fetched at start (above) and every refresh interval.
+  spool::server::key_refresher refresher{gate.get(), opts.auth};
   auto door_sec = spool::server::door_security(gate.get(), opts.auth);
   if (!door_sec) {
     std::fprintf(stderr, "spoold: %s\n", door_sec.err().message.c_str());
@@ -207,9 +209,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     cluster = std::move(*node);
-    spdlog::info("cluster mode: node {} of {}, replication factor {}",
+    spdlog::info("cluster mode: node {} of {}, replication factor {}, peer "
+                 "links {}",
                  opts.cluster.node_id, opts.cluster.peers.size(),
-                 opts.cluster.replication_factor);
+                 opts.cluster.replication_factor,
+                 opts.cluster.peer_tls()
+                     ? "over mutual TLS (certificate "
+                           + opts.cluster.peer_tls_cert_file + ")"
+                     : std::string{"in clear"});
   }
   int exit_code = 0;
   {
@@ -348,11 +355,13 @@ int main(int argc, char** argv) {
     // The doors' certificate in force (replaced by a reload), for the
     // metrics' expiry gauge.
     std::atomic<std::shared_ptr<const spool::tls::context>> doors_tls{*tls_ctx};
-    if (*tls_ctx)
-      svc.certificates = [&doors_tls] {
+    if (*tls_ctx || opts.cluster.peer_tls())
+      svc.certificates = [&doors_tls, &cluster] {
         std::vector<std::pair<std::string, std::int64_t>> out;
         if (auto c = doors_tls.load())
           out.emplace_back("doors", c->not_after());
+        if (cluster && cluster->peer_certificate_expiry() != 0)
+          out.emplace_back("peers", cluster->peer_certificate_expiry());
         return out;
       };
     if (*tls_ctx) {
@@ -362,10 +371,11 @@ int main(int argc, char** argv) {
                    opts.tls.cert_file, (*tls_ctx)->not_after());
     }
     if (gate) // a client without a valid token sends no body in
-      http->set_head_check(
-          [&routes](const spool::http::request& head, std::string_view peer) {
-            return routes.check_head(head, peer);
-          });
+      http->set_head_check([&routes](const spool::http::request& head,
+                                     std::string_view peer,
+                                     std::string_view client_subject) {
+        return routes.check_head(head, peer, client_subject);
+      });
     svc.open_connections
         = [&http, &mp] { return http->connections() + mp->connections(); };
     if (opts.http.access_log)
@@ -454,6 +464,16 @@ int main(int argc, char** argv) {
                           "stays: {}",
                           fresh.err().message);
           }
+        }
+        if (cluster && opts.cluster.peer_tls()) {
+          auto err = cluster->reload_tls(opts.cluster);
+          if (err.empty())
+            spdlog::info("SIGHUP: peer TLS certificate reloaded (expires {})",
+                         cluster->peer_certificate_expiry());
+          else
+            spdlog::error("SIGHUP: peer TLS certificate not reloaded, the old "
+                          "one stays: {}",
+                          err);
         }
         if (!gate) {
           spdlog::info("SIGHUP: tokens are off, no keys to reload");

@@ -117,6 +117,8 @@ replication::start(storage::env& env, std::uint32_t slots,
   lc.nodes = opts.nodes;
   lc.cluster_id = opts.cluster_id;
   lc.secret = opts.secret;
+  lc.tls_server = opts.tls_server;
+  lc.tls_client = opts.tls_client;
   lc.on_admitted = [dir = (*host)->directory()](cluster::node_id n,
                                                 const std::string& http,
                                                 const std::string& msgpack) {
@@ -164,6 +166,11 @@ std::uint16_t replication::peer_port() const {
 
 void replication::set_address(cluster::node_id n, peer::peer_address a) {
   links_->set_address(n, std::move(a));
+}
+
+void replication::set_tls(std::shared_ptr<const tls::context> server,
+                          std::shared_ptr<const tls::context> client) {
+  links_->set_tls(std::move(server), std::move(client));
 }
 
 void replication::connect(core::client_addresses self) {

@@ -31,6 +31,9 @@ struct replication_options {
   std::uint32_t replication_factor = 3;
   std::string cluster_id;
   std::string secret;
+  /// Mutual TLS on the peer links (both or neither; peer/links.hpp).
+  std::shared_ptr<const tls::context> tls_server;
+  std::shared_ptr<const tls::context> tls_client;
   /// The host's timers and bounds (`self`, `nodes`, `replication_factor`,
   /// `slots` are filled in from the rest).
   core::host_config host{};
@@ -73,6 +76,9 @@ public:
   /// node's clients reach it (its hello tells the peers; refusals of the
   /// slots it leads name it).
   void connect(core::client_addresses self);
+  /// New peer TLS contexts (SIGHUP): links made from now on use them.
+  void set_tls(std::shared_ptr<const tls::context> server,
+               std::shared_ptr<const tls::context> client);
   /// Runs `f` with the host on the committer's thread and waits for it
   /// (tests, metrics).
   void with_host(const std::function<void(core::replica_host&)>& f);

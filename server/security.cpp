@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/https_get.hpp"
+
 namespace spool::server {
 
 namespace {
@@ -63,11 +65,15 @@ expected<auth::key_set> load_keys(const config::auth_settings& a) {
     if (auto e = add(auth::keys_from_jwks(*t), "jwt-jwks-file"))
       return *e;
   }
-  if (!a.jwks_url.empty())
-    return make_error(errc::invalid_argument,
-                      "jwt-jwks-url is not supported yet: fetch the JWKS "
-                      "yourself and give it as jwt-jwks-file (reloaded on "
-                      "SIGHUP)");
+  if (!a.jwks_url.empty()) {
+    auto doc = https_get(a.jwks_url,
+                         std::chrono::milliseconds{
+                             static_cast<std::int64_t>(a.jwks_timeout_ms)});
+    if (!doc)
+      return make_error(doc.err().code, "jwt-jwks-url: ", doc.err().message);
+    if (auto e = add(auth::keys_from_jwks(*doc), "jwt-jwks-url " + a.jwks_url))
+      return *e;
+  }
   return all;
 }
 
@@ -98,6 +104,8 @@ expected<auth::key_set> usable_keys(const config::auth_settings& a) {
   auto keys = load_keys(a);
   if (!keys)
     return keys.err();
+  if (keys->keys.empty() && !a.cert_roles_file.empty())
+    return keys; // client certificates only: every token is refused
   auto algs = algorithms_of(a.algorithm);
   for (auto& k : keys->keys)
     if (algs.empty() || k.alg == algs.front())
@@ -111,6 +119,20 @@ bool loopback(const std::string& host) {
          || host.starts_with("127.");
 }
 
+/// The certificate table the options name (none: no table).
+expected<std::shared_ptr<const auth::cert_roles>>
+cert_table(const config::auth_settings& a) {
+  if (a.cert_roles_file.empty())
+    return std::shared_ptr<const auth::cert_roles>{};
+  auto t = read_text(a.cert_roles_file, "auth-cert-roles-file");
+  if (!t)
+    return t.err();
+  auto table = auth::cert_roles::parse(*t, a.cert_roles_file);
+  if (!table)
+    return table.err();
+  return std::make_shared<const auth::cert_roles>(std::move(*table));
+}
+
 } // namespace
 
 expected<std::unique_ptr<auth::gate>>
@@ -118,6 +140,9 @@ make_gate(const config::auth_settings& a) {
   auto keys = usable_keys(a);
   if (!keys)
     return keys.err();
+  auto table = cert_table(a);
+  if (!table)
+    return table.err();
   auth::gate_settings s;
   auto& r = s.rules;
   r.algorithms = algorithms_of(a.algorithm);
@@ -132,16 +157,84 @@ make_gate(const config::auth_settings& a) {
   r.queues_claim = a.queues_claim;
   r.groups_claim = a.groups_claim;
   s.public_paths = a.public_paths;
-  return std::make_unique<auth::gate>(
+  auto g = std::make_unique<auth::gate>(
       std::move(s), std::make_shared<const auth::key_set>(std::move(*keys)));
+  if (*table)
+    g->replace_cert_roles(std::move(*table));
+  return g;
 }
 
 std::string reload_keys(auth::gate& g, const config::auth_settings& a) {
   auto keys = usable_keys(a);
   if (!keys)
     return keys.err().message;
-  g.replace_keys(std::make_shared<const auth::key_set>(std::move(*keys)));
+  auto table = cert_table(a);
+  if (!table)
+    return table.err().message;
+  g.replace(std::make_shared<const auth::key_set>(std::move(*keys)),
+            std::move(*table));
   return {};
+}
+
+key_refresher::key_refresher(auth::gate* g, const config::auth_settings& a) {
+  if (g == nullptr || a.jwks_url.empty())
+    return;
+  g->on_unknown_key([this] { nudge(); });
+  thread_ = std::thread{[this, g, a] {
+    using clock = std::chrono::steady_clock;
+    const auto every
+        = std::chrono::seconds{static_cast<std::int64_t>(a.jwks_refresh_s)};
+    const auto retry
+        = std::min<clock::duration>(every, std::chrono::seconds{30});
+    const auto nudge_gap = std::chrono::seconds{10};
+    auto last = clock::now(); // the start fetched
+    auto next = last + every;
+    std::unique_lock lock{mtx_};
+    for (;;) {
+      cv_.wait_until(lock, next, [this] { return stop_ || nudged_; });
+      if (stop_)
+        return;
+      if (nudged_) {
+        nudged_ = false;
+        next = std::min(next, last + nudge_gap);
+      }
+      if (clock::now() < next)
+        continue;
+      lock.unlock();
+      auto err = reload_keys(*g, a);
+      lock.lock();
+      last = clock::now();
+      if (err.empty()) {
+        spdlog::debug("jwt-jwks-url: keys refreshed");
+        next = last + every;
+      } else {
+        next = last + retry;
+        spdlog::error(
+            "jwt-jwks-url: keys not refreshed, the old ones stay "
+            "(again in {} s): {}",
+            std::chrono::duration_cast<std::chrono::seconds>(retry).count(),
+            err);
+      }
+    }
+  }};
+}
+
+void key_refresher::nudge() {
+  {
+    std::lock_guard lock{mtx_};
+    nudged_ = true;
+  }
+  cv_.notify_all();
+}
+
+key_refresher::~key_refresher() {
+  {
+    std::lock_guard lock{mtx_};
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
 }
 
 expected<api::security> door_security(const auth::gate* g,
@@ -165,9 +258,13 @@ expected<api::security> door_security(const auth::gate* g,
     log = spdlog::default_logger();
   }
   sec.audit = [log](const api::audit_entry& e) {
+    // A certificate's subject (CN=ops,O=acme) is quoted, to keep the line
+    // key=value.
+    auto who = clean(e.who);
+    if (who.find_first_of(" ,=") != std::string::npos)
+      who = "\"" + who + "\"";
     log->info("audit who={} role={} from={} door={} what=\"{}\" outcome=\"{}\"",
-              clean(e.who), e.role, e.from, e.door, clean(e.what),
-              clean(e.outcome));
+              who, e.role, e.from, e.door, clean(e.what), clean(e.outcome));
   };
   return sec;
 }
@@ -185,6 +282,26 @@ door_tls(const config::tls_settings& t) {
   if (!made)
     return make_error(errc::invalid_argument, "TLS: ", made.err().message);
   return std::move(*made);
+}
+
+expected<peer_tls_contexts> peer_tls(const config::cluster_settings& c) {
+  if (!c.peer_tls())
+    return peer_tls_contexts{};
+  tls::settings s;
+  s.cert_file = c.peer_tls_cert_file;
+  s.key_file = c.peer_tls_key_file;
+  s.ca_file = c.peer_tls_ca_file;
+  s.require_client_cert = true;
+  s.verify_peer = true;
+  auto server = tls::context::server(s);
+  if (!server)
+    return make_error(errc::invalid_argument,
+                      "peer TLS: ", server.err().message);
+  auto client = tls::context::client(s);
+  if (!client)
+    return make_error(errc::invalid_argument,
+                      "peer TLS: ", client.err().message);
+  return peer_tls_contexts{std::move(*server), std::move(*client)};
 }
 
 void warn_if_open(const config::server_options& opts) {

@@ -13,14 +13,16 @@ std::int64_t security::seconds() const {
 }
 
 expected<auth::principal>
-authenticate(const security& sec, std::string_view token, std::string_view from,
+authenticate(const security& sec, std::string_view token,
+             std::string_view cert_subject, std::string_view from,
              std::string_view door, std::string_view what) {
-  auto c = sec.gate->check(token, sec.seconds());
+  auto c = sec.gate->identify(token, cert_subject, sec.seconds());
   if (c.who)
     return std::move(*c.who);
-  auto outcome = c.why == auth::refusal::missing
-                     ? std::string{"401 no token"}
-                     : concat("401 ", auth::to_string(c.why), ": ", c.detail);
+  auto outcome = c.why != auth::refusal::missing
+                     ? concat("401 ", auth::to_string(c.why), ": ", c.detail)
+                 : c.detail.empty() ? std::string{"401 no token"}
+                                    : concat("401 no token: ", c.detail);
   sec.write({"-", "-", from, door, what, outcome});
   return make_error(errc::unauthenticated, auth::client_text(c.why));
 }

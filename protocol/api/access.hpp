@@ -48,10 +48,13 @@ struct security {
   }
 };
 
-/// Who bears `token`: the principal, or 401 with Queen's text (the reason
-/// goes to the audit log, with `from`, `door` and `what`).
+/// Who the client is (`auth::gate::identify`: its token, else its
+/// verified certificate's subject through the certificate table): the
+/// principal, or 401 with Queen's text (the reason goes to the audit log,
+/// with `from`, `door` and `what`).
 expected<auth::principal>
-authenticate(const security& sec, std::string_view token, std::string_view from,
+authenticate(const security& sec, std::string_view token,
+             std::string_view cert_subject, std::string_view from,
              std::string_view door, std::string_view what);
 
 /// `who` may use what needs `level`; else 403 `Insufficient permissions`

@@ -86,8 +86,9 @@ void hello(const ctx& c) {
     c.sess.who.reset();
     c.sess.token.clear();
     c.sess.key_generation = sec.gate->generation();
-    auto who = api::authenticate(sec, h->token.value_or(""), c.sess.peer,
-                                 "msgpack", "op hello");
+    auto who
+        = api::authenticate(sec, h->token.value_or(""), c.sess.cert_subject,
+                            c.sess.peer, "msgpack", "op hello");
     if (!who) {
       c.sess.close_after_answer = true;
       return c.fail(who.err());
@@ -491,7 +492,8 @@ std::optional<api_error> admit(const api::security& sec, session& sess,
   if (sess.who && sess.key_generation != sec.gate->generation()) {
     // The keys were reloaded: the token must still verify under them.
     sess.key_generation = sec.gate->generation();
-    auto again = api::authenticate(sec, sess.token, sess.peer, "msgpack", what);
+    auto again = api::authenticate(sec, sess.token, sess.cert_subject,
+                                   sess.peer, "msgpack", what);
     if (!again) {
       sess.who.reset();
       return again.err();

@@ -167,13 +167,15 @@ http::header_list router::common_headers() {
 }
 
 std::optional<http::parse_error>
-router::check_head(const http::request& head, std::string_view peer) const {
+router::check_head(const http::request& head, std::string_view peer,
+                   std::string_view client_subject) const {
   auto& sec = svc_.sec;
   if (!sec.enabled() || head.method == "OPTIONS"
       || sec.gate->is_public(head.path))
     return std::nullopt;
   auto w = authenticate(sec, auth::bearer_token(head.header("Authorization")),
-                        peer, "http", concat(head.method, " ", head.path));
+                        client_subject, peer, "http",
+                        concat(head.method, " ", head.path));
   if (w)
     return std::nullopt; // verified again when the request is handled
   return http::parse_error{wire_of(w.err().code).http_status, w.err().message};
@@ -201,7 +203,7 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
   if (guarded) {
     auto what = concat(req.method, " ", req.path);
     auto w = authenticate(sec, auth::bearer_token(req.header("Authorization")),
-                          req.peer, "http", what);
+                          req.client_subject, req.peer, "http", what);
     if (!w)
       return reply_error(*ex, w.err());
     ex->authenticated();

@@ -63,8 +63,9 @@ public:
   /// Tokens on: a request's head refused before its body is read (the
   /// server's head check, while its connection has not authenticated): a
   /// guarded path without a token that verifies is 401, audited.
-  std::optional<http::parse_error> check_head(const http::request& head,
-                                              std::string_view peer) const;
+  std::optional<http::parse_error>
+  check_head(const http::request& head, std::string_view peer,
+             std::string_view client_subject) const;
 
   /// The headers every answer carries (Queen's CORS).
   static http::header_list common_headers();

@@ -71,7 +71,7 @@ connection::connection(std::shared_ptr<server::impl> s, tcp::socket sock) :
         [this](const request& head) -> std::optional<parse_error> {
           if (!unauthenticated)
             return std::nullopt;
-          return srv->head_check(head, peer);
+          return srv->head_check(head, peer, client_subject);
         });
 }
 
@@ -214,6 +214,8 @@ bool connection::open_tls(std::string_view raw) {
     write_outbuf();
     return false;
   }
+  if (client_subject.empty() && tls->handshake_done())
+    client_subject = tls->peer_subject();
   if (tls->has_output() && !writing)
     write_outbuf(); // the handshake's bytes
   return true;
@@ -296,6 +298,7 @@ void connection::dispatch(request req) {
     close_after_write = true; // nothing after it is read
   slots.push_back(s);
   req.peer = peer;
+  req.client_subject = client_subject;
   srv->h(std::move(req), s);
   if (unauthenticated && s->authed) { // its token verified
     unauthenticated = false;

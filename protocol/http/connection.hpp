@@ -173,6 +173,8 @@ private:
   asio::steady_timer timer;
   request_parser parser;
   std::string peer;
+  /// The verified client certificate's subject, once the handshake ended.
+  std::string client_subject;
   std::string inbuf; ///< bytes read, not yet parsed
   std::deque<std::shared_ptr<slot>> slots;
   std::optional<request> held; ///< parsed, waiting for its turn

@@ -27,6 +27,10 @@ struct request {
   bool keep_alive = true;
   /// The client's address, host:port (the audit log).
   std::string peer;
+  /// The subject of the client's verified TLS certificate, RFC 2253
+  /// (`CN=ops,O=acme`); "" when it sent none (docs/security.md, "Client
+  /// certificates as roles").
+  std::string client_subject;
 
   /// The first header of that name (ASCII case-insensitive), or "".
   std::string_view header(std::string_view name) const;

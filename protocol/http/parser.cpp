@@ -321,6 +321,10 @@ std::string_view reason_phrase(int status) noexcept {
     return "No Content";
   case 400:
     return "Bad Request";
+  case 401:
+    return "Unauthorized";
+  case 403:
+    return "Forbidden";
   case 404:
     return "Not Found";
   case 405:

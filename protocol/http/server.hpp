@@ -96,7 +96,7 @@ public:
   /// is read; an error answers it and closes the connection, so a client
   /// without a valid token sends no body into the server's memory.
   using head_check = std::function<std::optional<parse_error>(
-      const request&, std::string_view peer)>;
+      const request&, std::string_view peer, std::string_view client_subject)>;
   void set_head_check(head_check check);
 
   /// Binds `address:port` (port 0: a free one) and listens; "" on success,

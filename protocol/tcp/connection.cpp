@@ -255,6 +255,8 @@ bool connection::open_tls(std::string_view raw) {
     flush();
     return false;
   }
+  if (sess.cert_subject.empty() && tls->handshake_done())
+    sess.cert_subject = tls->peer_subject();
   return true;
 }
 

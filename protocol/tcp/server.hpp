@@ -99,6 +99,9 @@ struct session {
   /// written (a refused `hello`).
   bool close_after_answer = false;
   std::string peer; ///< host:port of the client
+  /// The client's verified TLS certificate subject, RFC 2253 (""), set
+  /// when the handshake ends: without a token, `hello` maps it to a role.
+  std::string cert_subject;
 };
 
 /// Takes a decoded request. The frame's objects refer to the connection's

@@ -1,17 +1,19 @@
 // TLS on both front doors (docs/security.md, "TLS"), against the real
 // spoold: HTTPS and the msgpack door over TLS (the CLI with --ca, the
 // client library), plain text sent to a TLS port, a handshake that stalls,
-// mutual TLS.
+// mutual TLS; and mutual TLS on a three-node cluster's peer links.
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cli_fixture.hpp"
 #include "client/client.hpp"
+#include "cluster_fixture.hpp"
 #include "http_fixture.hpp"
 #include "mp_fixture.hpp"
 #include "tls/channel.hpp"
@@ -316,4 +318,130 @@ TEST_CASE("a certificate reload under load loses no request: open "
     REQUIRE(lib.ack_all(*popped));
   }
   CHECK(total == static_cast<std::size_t>(lib_acked + https_acked));
+}
+
+TEST_CASE("peer TLS: three nodes whose links are mutual TLS replicate to a "
+          "majority, a follower killed catches up, and the gauge and a "
+          "reload name the peer certificate",
+          "[system][tls][cluster]") {
+  tls_node n; // one certificate naming 127.0.0.1 serves every node here
+  three_nodes c({"--peer-tls-cert-file", n.server.cert_file,
+                 "--peer-tls-key-file", n.server.key_file, "--peer-tls-ca-file",
+                 n.certs.ca_file()});
+  auto l = three_nodes::leader_of("sealed");
+  auto f = (l + 1) % 3;
+  auto push = [&](const std::string& what) {
+    return c.until_known(l, "POST", "/api/v1/push",
+                         R"({"items":[{"queue":"sealed","payload":")" + what
+                             + R"("}]})");
+  };
+  // 201: a majority of the slot's replicas synced it, over the TLS links.
+  REQUIRE(push("first").status == 201);
+  for (auto& node : c.nodes)
+    CHECK(node->wait_for_log("admitted over TLS (CN=spool)", 20s));
+  CHECK(c.nodes[l]->log().find("peer links over mutual TLS")
+        != std::string::npos);
+  auto now = static_cast<std::int64_t>(std::time(nullptr));
+  CHECK(
+      c.nodes[l]->metric(
+          R"(spool_tls_certificate_expiry_timestamp_seconds{certificate="peers"})")
+      > now);
+  c.nodes[f]->kill9();
+  for (int i = 0; i < 5; ++i)
+    REQUIRE(push("while n" + std::to_string(f + 1) + " is down").status == 201);
+  c.nodes[f]->start();
+  auto lag = "spool_slot_follower_lag_entries{slot=\""
+             + std::to_string(slot_of("sealed", default_slot_count))
+             + "\",follower=\"n" + std::to_string(f + 1) + "\"}";
+  CHECK(c.nodes[l]->metric_becomes(lag, 0, 20s));
+  c.nodes[l]->signal(SIGHUP);
+  CHECK(c.nodes[l]->wait_for_log("SIGHUP: peer TLS certificate reloaded", 10s));
+  REQUIRE(push("after the reload").status == 201);
+}
+
+TEST_CASE("client certificates as roles: a listed certificate without a "
+          "token gets its role on both doors, an unlisted one is 401, and a "
+          "token decides over the certificate",
+          "[system][tls][auth]") {
+  tls_node n; // n.client is CN=ops
+  auto viewer = n.certs.leaf("viewer", "viewer", "");
+  auto stranger = n.certs.leaf("stranger", "stranger", "");
+  const std::string secret = "a secret of at least thirty-two bytes!!";
+  auto secret_file = (n.dir.path / "secret").string();
+  auto roles_file = (n.dir.path / "roles").string();
+  auto audit_file = (n.dir.path / "audit.log").string();
+  std::ofstream{secret_file} << secret << "\n";
+  std::ofstream{roles_file} << "# role subject\nadmin CN=ops\n"
+                               "read-only CN=viewer\n";
+  spoold_server s{
+      n.args({"--tls-ca-file", n.certs.ca_file(), "--auth-enabled", "true",
+              "--jwt-secret-file", secret_file, "--auth-cert-roles-file",
+              roles_file, "--audit-log", audit_file})};
+  auto https = [&](const pem_pair* cert, const std::string& method,
+                   const std::string& target, const std::string& body = "",
+                   const std::string& headers = "") {
+    tls_conn c{s.port(), n.certs.client_context(cert)};
+    REQUIRE(c.handshake());
+    c.send(http_conn::format(method, target, body, headers));
+    auto got = c.read_until("\r\n\r\n");
+    return got.substr(0, got.find("\r\n"));
+  };
+  const std::string push_body
+      = R"({"items":[{"queue":"certs","payload":{"n":1}}]})";
+  CHECK(https(&n.client, "POST", "/api/v1/configure", R"({"queue":"certs"})")
+        == "HTTP/1.1 200 OK");
+  CHECK(https(&n.client, "POST", "/api/v1/push", push_body)
+        == "HTTP/1.1 201 Created");
+  CHECK(https(&viewer, "GET", "/api/v1/resources/queues") == "HTTP/1.1 200 OK");
+  CHECK(https(&viewer, "POST", "/api/v1/push", push_body)
+        == "HTTP/1.1 403 Forbidden");
+  CHECK(https(&stranger, "GET", "/api/v1/resources/queues")
+        == "HTTP/1.1 401 Unauthorized");
+  CHECK(https(nullptr, "GET", "/api/v1/resources/queues")
+        == "HTTP/1.1 401 Unauthorized");
+  // A token, when sent, decides: read-write over the viewer's read-only,
+  // and a bad one is not saved by an admin's certificate.
+  auto rw = sign_hs256(secret, R"({"alg":"HS256","typ":"JWT"})",
+                       R"({"sub":"writer","role":"read-write","exp":)"
+                           + std::to_string(std::time(nullptr) + 600) + "}");
+  CHECK(https(&viewer, "POST", "/api/v1/push", push_body,
+              "Authorization: Bearer " + rw + "\r\n")
+        == "HTTP/1.1 201 Created");
+  CHECK(https(&n.client, "POST", "/api/v1/push", push_body,
+              "Authorization: Bearer not.a.token\r\n")
+        == "HTTP/1.1 401 Unauthorized");
+
+  // msgpack: the library with a certificate and no token.
+  auto lib_push = [&](const pem_pair& cert) {
+    client::options o;
+    o.port = s.mp_port();
+    o.tls = n.certs.client_context(&cert);
+    o.fail_unconnected = true;
+    client::client lib{o};
+    node::push_item item;
+    item.queue = "certs";
+    item.payload = R"({"n":2})";
+    return lib.push({item});
+  };
+  CHECK(lib_push(n.client));
+  auto as_viewer = lib_push(viewer);
+  REQUIRE_FALSE(as_viewer);
+  CHECK(as_viewer.err().code == errc::forbidden);
+  auto as_stranger = lib_push(stranger);
+  REQUIRE_FALSE(as_stranger);
+  CHECK(as_stranger.err().code == errc::unauthenticated);
+
+  // The pushes by certificate carry its subject as producerSub, and the
+  // audit log names it (quoted: it holds '=').
+  tls_conn c{s.port(), n.certs.client_context(&n.client)};
+  REQUIRE(c.handshake());
+  c.send(
+      http_conn::format("GET", "/api/v1/pop/queue/certs?batch=10&wait=false"));
+  auto popped = c.read_until("]}");
+  CHECK(popped.find(R"("producerSub":"CN=ops")") != std::string::npos);
+  std::ifstream in{audit_file};
+  std::string audit{std::istreambuf_iterator<char>{in}, {}};
+  CHECK(audit.find(R"(who="CN=ops" role=admin)") != std::string::npos);
+  CHECK(audit.find("certificate 'CN=stranger' is not in the certificate table")
+        != std::string::npos);
 }

@@ -86,14 +86,39 @@ TEST_CASE("a wrong --peers or cluster option is refused with what is wrong",
                   "--replication-factor", "1"})
         == "peers needs cluster-secret-file: the file of the secret the "
            "nodes prove they share");
-  CHECK(error_of({"--node-id", "n1"})
-        == "node-id, cluster-secret-file and advertise-* need peers (the "
-           "cluster's nodes); without peers the node runs alone");
-  CHECK(error_of({"--advertise-http", "h:1"})
-        == "node-id, cluster-secret-file and advertise-* need peers (the "
-           "cluster's nodes); without peers the node runs alone");
+  auto need_peers = "node-id, cluster-secret-file, advertise-* and "
+                    "peer-tls-* need peers (the cluster's nodes); without "
+                    "peers the node runs alone";
+  CHECK(error_of({"--node-id", "n1"}) == need_peers);
+  CHECK(error_of({"--advertise-http", "h:1"}) == need_peers);
+  CHECK(error_of({"--peer-tls-ca-file", "/ca.pem"}) == need_peers);
   CHECK_THAT(error_of(three({"--durability", "relaxed"})),
              Catch::StartsWith("durability relaxed is refused with peers"));
+}
+
+TEST_CASE("TLS on the peer links takes its three files together",
+          "[config][cluster][tls]") {
+  auto r
+      = parse(three({"--peer-tls-cert-file", "/n2.pem", "--peer-tls-key-file",
+                     "/n2.key", "--peer-tls-ca-file", "/ca.pem"}),
+              env_of({}));
+  REQUIRE(r.options);
+  CHECK(r.options->cluster.peer_tls());
+  CHECK(r.options->cluster.peer_tls_ca_file == "/ca.pem");
+  CHECK_FALSE(parse(three(), env_of({})).options->cluster.peer_tls());
+  auto two = parse(three({"--peer-tls-cert-file", "/n2.pem",
+                          "--peer-tls-key-file", "/n2.key"}),
+                   env_of({}));
+  CHECK_FALSE(two.options);
+  CHECK(two.error
+        == "TLS on the peer links needs all of peer-tls-cert-file, "
+           "peer-tls-key-file and peer-tls-ca-file (mutual TLS: each node "
+           "presents its certificate and checks its peers' against the CA)");
+  auto from_env = parse(three(), env_of({{"SPOOL_PEER_TLS_CERT_FILE", "/c"},
+                                         {"SPOOL_PEER_TLS_KEY_FILE", "/k"},
+                                         {"SPOOL_PEER_TLS_CA_FILE", "/a"}}));
+  REQUIRE(from_env.options);
+  CHECK(from_env.options->cluster.peer_tls_key_file == "/k");
 }
 
 TEST_CASE("cluster options come from the environment and a TOML file too",

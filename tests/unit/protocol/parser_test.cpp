@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "protocol/http/parser.hpp"
+#include "vocab/errors.hpp"
 
 using namespace spool::http;
 
@@ -168,4 +169,15 @@ TEST_CASE("100-continue is never offered to an HTTP/1.0 client, headers "
             4096);
   REQUIRE(big.error());
   CHECK(big.error()->status == 431);
+}
+
+TEST_CASE("every status an error is answered with has its reason phrase",
+          "[http][answer]") {
+  for (int c = 1; c <= static_cast<int>(spool::last_errc); ++c) {
+    auto status = spool::wire_of(static_cast<spool::errc>(c)).http_status;
+    INFO("status " << status);
+    CHECK(reason_phrase(status) != "Unknown");
+  }
+  CHECK(reason_phrase(401) == "Unauthorized");
+  CHECK(reason_phrase(403) == "Forbidden");
 }
