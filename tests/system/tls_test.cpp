@@ -183,6 +183,57 @@ TEST_CASE("a handshake that stalls times out and closes only its own "
   }
 }
 
+TEST_CASE("pipelined HTTPS requests are answered in order, and a connection "
+          "that sends a corrupted record closes alone",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args()};
+  tls_conn a{s.port(), n.client_ctx()};
+  REQUIRE(a.handshake());
+  tls_conn b{s.port(), n.client_ctx()};
+  REQUIRE(b.handshake());
+  // Three requests in one record.
+  a.send(http_conn::format("POST", "/api/v1/push",
+                           R"({"items":[{"queue":"piped","payload":1}]})")
+         + http_conn::format("GET", "/api/v1/resources/queues/piped")
+         + http_conn::format("GET", "/health"));
+  auto got = a.read_until("healthy");
+  auto first = got.find("HTTP/1.1 201");
+  auto second = got.find("HTTP/1.1 200", first);
+  auto third = got.find("HTTP/1.1 200", second + 1);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+  CHECK(third != std::string::npos);
+  CHECK(got.find("piped", second) < third);
+  // An application record whose bytes were changed on the way: that
+  // connection is refused and closed, and the other goes on.
+  b.send_raw(std::string{"\x17\x03\x03\x00\x20", 5} + std::string(32, 'x'));
+  CHECK(b.closed_by_peer(5s));
+  a.send(http_conn::format("GET", "/api/v1/no-such-route"));
+  CHECK(a.read_until("HTTP/1.1 404").find("HTTP/1.1 404") != std::string::npos);
+}
+
+TEST_CASE("an HTTPS answer of megabytes to a client that reads late arrives "
+          "whole",
+          "[system][tls]") {
+  tls_node n;
+  spoold_server s{n.args()};
+  std::string big(3'000'000, 'x');
+  big += "END";
+  tls_conn c{s.port(), n.client_ctx()};
+  REQUIRE(c.handshake());
+  c.send(http_conn::format("POST", "/api/v1/push",
+                           R"({"items":[{"queue":"big","payload":")" + big
+                               + R"("}]})"));
+  CHECK(c.read_until("\r\n\r\n").starts_with("HTTP/1.1 201"));
+  c.send(http_conn::format("GET", "/api/v1/pop/queue/big?batch=1&wait=false"));
+  // The server's writes fill the socket's buffers and wait.
+  std::this_thread::sleep_for(500ms);
+  auto got = c.read_until("xEND", 30s);
+  CHECK(got.find("xEND") != std::string::npos);
+  CHECK(got.size() > big.size());
+}
+
 TEST_CASE("mutual TLS: a client without a certificate of the CA is refused, "
           "one with it is served",
           "[system][tls]") {
