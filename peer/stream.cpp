@@ -4,8 +4,16 @@ namespace spool::peer {
 
 namespace {
 
-/// Bytes asked of the socket per read.
+/// Bytes asked of the socket per read: before a first frame, and after.
+constexpr std::size_t first_chunk = 4 * 1024;
 constexpr std::size_t chunk = 64 * 1024;
+
+/// A TLS record's first bytes (a handshake's, or an alert's: the answer of
+/// a TLS node to a plain hello).
+bool tls_record(const std::string& first) {
+  return first.size() >= 2 && (first[0] == '\x16' || first[0] == '\x15')
+         && first[1] == '\x03';
+}
 
 constexpr const char* same_options
     = ": give every node the same --peer-tls-* options";
@@ -20,7 +28,7 @@ std::uint32_t length_at(const std::string& s) {
 stream::stream(asio::ip::tcp::socket sock,
                std::shared_ptr<const tls::context> tls, bool server,
                const std::string& server_name) :
-    sock_(std::move(sock)), server_(server), in_(new char[chunk]) {
+    sock_(std::move(sock)), server_(server), in_(first_chunk) {
   if (tls)
     tls_ = std::make_unique<tls::channel>(std::move(tls), server, server_name);
 }
@@ -71,7 +79,7 @@ void stream::advance() {
   if (plain_.size() >= 4) {
     auto len = length_at(plain_);
     if (len == 0 || len > max_) {
-      if (!delivered_any_ && !tls_ && tls::looks_like_tls(first_))
+      if (!delivered_any_ && !tls_ && tls_record(first_))
         return deliver(read_status::refused,
                        std::string{"a TLS handshake, but this node's peer "
                                    "links have no TLS"}
@@ -84,16 +92,26 @@ void stream::advance() {
       body_.assign(plain_, 4, len);
       plain_.erase(0, 4 + std::size_t{len});
       delivered_any_ = true;
+      if (in_.size() < chunk)
+        in_.resize(chunk);
       return deliver(read_status::frame, "");
     }
     plain_.reserve(4 + std::size_t{len});
   }
   sock_.async_read_some(
-      asio::buffer(in_.get(), chunk),
+      asio::buffer(in_),
       [self = shared_from_this()](std::error_code ec, std::size_t n) {
+        // (A probe that connects and leaves, saying nothing, is quiet.)
+        if (ec && self->tls_ && !self->tls_->handshake_done()
+            && ec != asio::error::operation_aborted
+            && (!self->server_ || !self->first_.empty()))
+          return self->deliver(
+              read_status::refused,
+              "closed during the TLS handshake (" + ec.message()
+                  + "; the peer's links may have no TLS)" + same_options);
         if (ec)
           return self->deliver(read_status::closed, ec.message());
-        std::string_view got{self->in_.get(), n};
+        std::string_view got{self->in_.data(), n};
         if (self->first_.size() < 3)
           self->first_.append(got.substr(0, 3 - self->first_.size()));
         if (!self->tls_) {
@@ -120,6 +138,12 @@ void stream::write(std::string plain, done_fn done) {
     return finish_writes(failed_);
   if (tls_) {
     tls_->seal(plain, pending_);
+    if (!tls_->error().empty()) { // nothing more goes out sealed
+      failed_ = "TLS: " + tls_->error();
+      std::error_code ignore;
+      sock_.close(ignore);
+      return finish_writes(failed_);
+    }
     take_tls_output();
   } else if (pending_.empty()) {
     pending_ = std::move(plain);

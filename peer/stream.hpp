@@ -82,9 +82,11 @@ private:
   std::unique_ptr<tls::channel> tls_;
   bool server_;
   // in
-  std::unique_ptr<char[]> in_; ///< one read's bytes
-  std::string first_;          ///< the connection's first bytes (up to 3)
-  std::string plain_;          ///< plaintext received, not yet taken as frames
+  /// One read's bytes: small until a first frame came (a connection that
+  /// has not spoken holds little), then larger.
+  std::vector<char> in_;
+  std::string first_; ///< the connection's first bytes (up to 3)
+  std::string plain_; ///< plaintext received, not yet taken as frames
   std::string body_;
   std::size_t max_ = 0;
   read_fn reading_;

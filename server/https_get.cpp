@@ -28,12 +28,14 @@ expected<url_parts> parse_url(const std::string& url) {
   std::string_view rest{url};
   rest.remove_prefix(scheme.size());
   url_parts p;
-  auto slash = rest.find('/');
+  auto slash = rest.find_first_of("/?#");
   auto authority = rest.substr(0, slash);
   if (slash != std::string_view::npos)
     p.path = std::string{rest.substr(slash)};
   if (auto hash = p.path.find('#'); hash != std::string::npos)
     p.path.resize(hash);
+  if (p.path.empty() || p.path.front() != '/')
+    p.path.insert(0, "/");
   std::string_view port;
   if (authority.starts_with("[")) { // [v6]:port
     auto close = authority.find(']');
@@ -51,6 +53,10 @@ expected<url_parts> parse_url(const std::string& url) {
   }
   if (!port.empty())
     p.port = std::string{port};
+  if (p.port.empty() || p.port.size() > 5
+      || p.port.find_first_not_of("0123456789") != std::string::npos)
+    return make_error(errc::invalid_argument, "'", url,
+                      "': the port must be a number");
   if (p.host.empty() || authority.find('@') != std::string_view::npos
       || p.path.find_first_of(" \r\n") != std::string::npos)
     return make_error(errc::invalid_argument, "'", url, "' is not a URL ",
@@ -81,6 +87,29 @@ struct session {
     return asio::error::timed_out;
   }
 };
+
+/// The Content-Length of an answer's head (up to its blank line), when
+/// it has one; -1 when it has none, -2 when it is not a number.
+long long content_length(const std::string& head) {
+  std::string lower = head;
+  for (auto& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto at = lower.find("\r\ncontent-length:");
+  if (at == std::string::npos)
+    return -1;
+  auto begin = at + 17;
+  auto end = lower.find("\r\n", begin);
+  auto value = lower.substr(begin, end - begin);
+  auto first = value.find_first_not_of(" \t");
+  auto last = value.find_last_not_of(" \t");
+  if (first == std::string::npos)
+    return -2;
+  value = value.substr(first, last - first + 1);
+  if (value.size() > 18
+      || value.find_first_not_of("0123456789") != std::string::npos)
+    return -2;
+  return std::stoll(value);
+}
 
 } // namespace
 
@@ -117,7 +146,11 @@ expected<std::string> https_get(const std::string& url,
   tls::channel ch{*ctx, false, p->host};
   if (!ch.start())
     return fail(ch.error());
-  std::string request = "GET " + p->path + " HTTP/1.0\r\nHost: " + p->host
+  auto host
+      = p->host.find(':') != std::string::npos ? "[" + p->host + "]" : p->host;
+  if (p->port != "443")
+    host += ":" + p->port;
+  std::string request = "GET " + p->path + " HTTP/1.0\r\nHost: " + host
                         + "\r\nAccept: application/json\r\n"
                           "User-Agent: spoold\r\n\r\n";
   std::string out, plain;
@@ -153,6 +186,13 @@ expected<std::string> https_get(const std::string& url,
       return fail(ch.error());
     if (plain.size() > max_body + 16 * 1024)
       return fail("an answer over ", max_body, " bytes");
+    // Whole once its Content-Length is in (a server may keep the
+    // connection open).
+    if (auto end = plain.find("\r\n\r\n"); end != std::string::npos) {
+      auto n = content_length(plain.substr(0, end + 2));
+      if (n >= 0 && plain.size() - end - 4 >= static_cast<std::size_t>(n))
+        break;
+    }
   }
   if (!ch.handshake_done())
     return fail("closed during the TLS handshake");
@@ -170,18 +210,14 @@ expected<std::string> https_get(const std::string& url,
   if (body.size() > max_body)
     return fail("an answer over ", max_body, " bytes");
   // A connection cut short (no close_notify) must not pass for the end.
-  std::string head = plain.substr(0, head_end + 2);
-  for (auto& c : head)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (auto at = head.find("\r\ncontent-length:"); at != std::string::npos) {
-    auto value = head.substr(at + 17, head.find("\r\n", at + 2) - at - 17);
-    while (!value.empty() && value.front() == ' ')
-      value.erase(0, 1);
-    if (value.find_first_not_of("0123456789") != std::string::npos
-        || value.empty() || std::stoull(value.substr(0, 18)) != body.size())
-      return fail("an answer of ", body.size(),
-                  " bytes where Content-Length says ", value);
-  }
+  auto n = content_length(plain.substr(0, head_end + 2));
+  if (n == -2)
+    return fail("a Content-Length that is not a number");
+  if (n >= 0 && static_cast<std::size_t>(n) > body.size())
+    return fail("an answer of ", body.size(),
+                " bytes where Content-Length says ", n);
+  if (n >= 0)
+    body.resize(static_cast<std::size_t>(n));
   return body;
 }
 

@@ -138,8 +138,6 @@ int main(int argc, char** argv) {
     }
     gate = std::move(*g);
   }
-  // --jwt-jwks-url: fetched at start (above) and every refresh interval.
-  spool::server::key_refresher refresher{gate.get(), opts.auth};
   auto door_sec = spool::server::door_security(gate.get(), opts.auth);
   if (!door_sec) {
     std::fprintf(stderr, "spoold: %s\n", door_sec.err().message.c_str());
@@ -173,6 +171,11 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGUSR1); // the main thread wakes the waiter
   sigaddset(&stop_signals, SIGHUP);  // reload the key files
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // --jwt-jwks-url: fetched at start (make_gate) and every refresh
+  // interval, on a thread made once the signals are blocked (it inherits
+  // the mask: a signal never lands on it). It outlives the doors (its
+  // hook in the gate is called from their checks).
+  spool::server::key_refresher refresher{gate.get(), opts.auth};
 
   spdlog::info("spoold starting: data dir {}, durability {}", opts.data_dir,
                opts.durability == spool::config::durability_mode::strict

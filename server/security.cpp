@@ -165,6 +165,10 @@ make_gate(const config::auth_settings& a) {
 }
 
 std::string reload_keys(auth::gate& g, const config::auth_settings& a) {
+  // One reload at a time (SIGHUP and the JWKS refresher): a slow fetch
+  // must not replace the keys a later reload read.
+  static std::mutex one_at_a_time;
+  std::lock_guard lock{one_at_a_time};
   auto keys = usable_keys(a);
   if (!keys)
     return keys.err().message;
@@ -179,6 +183,7 @@ std::string reload_keys(auth::gate& g, const config::auth_settings& a) {
 key_refresher::key_refresher(auth::gate* g, const config::auth_settings& a) {
   if (g == nullptr || a.jwks_url.empty())
     return;
+  gate_ = g;
   g->on_unknown_key([this] { nudge(); });
   thread_ = std::thread{[this, g, a] {
     using clock = std::chrono::steady_clock;
@@ -228,6 +233,8 @@ void key_refresher::nudge() {
 }
 
 key_refresher::~key_refresher() {
+  if (gate_ != nullptr)
+    gate_->on_unknown_key(nullptr); // (the doors that call it are gone)
   {
     std::lock_guard lock{mtx_};
     stop_ = true;

@@ -47,6 +47,7 @@ private:
   std::condition_variable cv_;
   bool stop_ = false;
   bool nudged_ = false;
+  auth::gate* gate_ = nullptr;
   std::thread thread_;
 };
 

@@ -414,8 +414,8 @@ TEST_CASE("client certificates as roles: a listed certificate without a "
           "token gets its role on both doors, an unlisted one is 401, and a "
           "token decides over the certificate",
           "[system][tls][auth]") {
-  tls_node n; // n.client is CN=ops
-  auto viewer = n.certs.leaf("viewer", "viewer", "");
+  tls_node n;                                             // n.client is CN=ops
+  auto viewer = n.certs.leaf("viewer", "viewer, ro", ""); // an escaped ','
   auto stranger = n.certs.leaf("stranger", "stranger", "");
   const std::string secret = "a secret of at least thirty-two bytes!!";
   auto secret_file = (n.dir.path / "secret").string();
@@ -423,7 +423,7 @@ TEST_CASE("client certificates as roles: a listed certificate without a "
   auto audit_file = (n.dir.path / "audit.log").string();
   std::ofstream{secret_file} << secret << "\n";
   std::ofstream{roles_file} << "# role subject\nadmin CN=ops\n"
-                               "read-only CN=viewer\n";
+                               "read-only CN=viewer\\, ro\n";
   spoold_server s{
       n.args({"--tls-ca-file", n.certs.ca_file(), "--auth-enabled", "true",
               "--jwt-secret-file", secret_file, "--auth-cert-roles-file",

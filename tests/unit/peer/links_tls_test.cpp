@@ -87,6 +87,10 @@ struct raw_client {
       if (ec || !ch.feed({buf.data(), n}, plain))
         return "";
     }
+    std::string last; // the client's last flight (its certificate)
+    ch.take_output(last);
+    if (!last.empty())
+      asio::write(sock, asio::buffer(last));
     return ch.handshake_done() ? ch.peer_subject() : "";
   }
 };
@@ -142,6 +146,27 @@ TEST_CASE("a peer whose certificate is of another CA is refused, and the "
   CHECK(t.boxes[2]->received() == 0);
   CHECK(t.boxes[0]->received() == 0);
   CHECK(t.nodes[0]->stats().refused > 0);
+}
+
+TEST_CASE("a node accepting a link refuses a client certificate of another "
+          "CA, and only that connection",
+          "[peer][links][tls]") {
+  peer_pki pki;
+  three_links t{{"s3cret", "s3cret", "s3cret"}, pki.three()};
+  temp_dir other_dir;
+  cert_maker other{other_dir.path};
+  auto stranger = other.leaf("n2", "n2", "IP:127.0.0.1");
+  tls::settings s; // trusts the cluster's CA, presents another's
+  s.cert_file = stranger.cert_file;
+  s.key_file = stranger.key_file;
+  s.ca_file = pki.certs.ca_file();
+  raw_client c{t.nodes[0]->port()};
+  c.tls_handshake(tls::context::client(s).value());
+  CHECK(c.closed_by_peer());
+  CHECK(t.boxes[0]->wait_log("refused: TLS: TLS handshake failed"));
+
+  send_some(t, 1, 0, 2, "still #");
+  CHECK(t.boxes[0]->wait_for(2));
 }
 
 TEST_CASE("a peer certificate that does not name the peer's --peers host is "
