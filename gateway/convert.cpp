@@ -103,26 +103,28 @@ actors::queue_pop_request to_broker(node::pop_request& req) {
   return out;
 }
 
-expected<node::message> from_stored(storage::stored_frame& f,
-                                    const cipher::keyring* keys,
-                                    const std::string& queue,
-                                    const std::string& partition,
-                                    const std::string& partition_id) {
+expected<node::message>
+from_stored(storage::stored_frame& f, const cipher::keyring* keys,
+            const std::string& queue, const std::string& partition,
+            const std::string& partition_id, unreadable_is how) {
   node::message m;
   m.encrypted = storage::is_encrypted(f.data.encoding);
   if (m.encrypted) {
-    auto where = [&] {
-      return concat("message at offset ", f.off.value, " of queue ", queue,
-                    " partition ", partition, ": ");
-    };
-    if (!keys) // the error says there is no key
-      return make_error(
-          errc::internal, where(),
-          cipher::key_present(nullptr, f.data.payload).err().message);
-    auto clear = cipher::decrypt(*keys, f.data.payload);
-    if (!clear)
-      return make_error(clear.err().code, where(), clear.err().message);
-    f.data.payload = std::move(*clear);
+    auto clear = keys != nullptr
+                     ? cipher::decrypt(*keys, f.data.payload)
+                     : expected<std::string>{
+                         cipher::key_present(nullptr, f.data.payload).err()};
+    if (clear) {
+      f.data.payload = std::move(*clear);
+    } else if (how == unreadable_is::an_error) {
+      return make_error(keys != nullptr ? clear.err().code : errc::internal,
+                        "message at offset ", f.off.value, " of queue ", queue,
+                        " partition ", partition, ": ", clear.err().message);
+    } else {
+      m.unreadable = std::move(clear.err().message);
+      f.data.payload.clear();
+      f.data.encoding = storage::payload_encoding::json;
+    }
   }
   m.queue = queue;
   m.partition = partition;
@@ -312,7 +314,7 @@ expected<node::dlq_message> from_broker(core::dlq_item& item,
   m.retry_count = item.entry.deliveries;
   m.failed_at = item.entry.failed_at;
   auto frame = from_stored(item.entry.message, keys, item.queue, item.partition,
-                           item.partition_uuid);
+                           item.partition_uuid, unreadable_is::listed);
   if (!frame)
     return frame.err();
   m.frame = std::move(*frame);

@@ -51,14 +51,21 @@ from_broker(std::vector<actors::located_ack_reply>& rs);
 expected<node::extend_reply> from_broker(actors::lease_extend_reply& r,
                                          const clocks& now);
 
+/// What an encrypted payload that cannot be decrypted makes of its
+/// message: an error (a pop: nothing is delivered), or a listed entry
+/// without its payload (browse, DLQ listings, traces, message detail: the
+/// other entries of the page stay readable).
+enum class unreadable_is : std::uint8_t { an_error, listed };
+
 /// The message a stored frame is, its payload decrypted with `keys` when it
 /// is stored encrypted: without the key, or when the bytes fail their
-/// check, an error naming the message, never the bytes as they are.
-expected<node::message> from_stored(storage::stored_frame& f,
-                                    const cipher::keyring* keys,
-                                    const std::string& queue,
-                                    const std::string& partition,
-                                    const std::string& partition_id);
+/// check, an error naming the message (or, `listed`, the message with
+/// `unreadable` saying why), never the bytes as they are.
+expected<node::message>
+from_stored(storage::stored_frame& f, const cipher::keyring* keys,
+            const std::string& queue, const std::string& partition,
+            const std::string& partition_id,
+            unreadable_is how = unreadable_is::an_error);
 
 node::queue_info from_record(const storage::queue_record& rec);
 

@@ -120,7 +120,8 @@ void gateway::browse(node::browse_request req, done<node::browse_reply> k) {
       return *r.failure;
     node::browse_reply out;
     for (auto& f : r.frames) {
-      auto m = from_stored(f, keys.get(), queue, partition, r.partition_uuid);
+      auto m = from_stored(f, keys.get(), queue, partition, r.partition_uuid,
+                           unreadable_is::listed);
       if (!m)
         return m.err();
       out.messages.push_back(std::move(*m));
@@ -146,7 +147,7 @@ void gateway::find(node::find_request req, done<node::message> k) {
         if (!r.frame)
           return make_error(errc::not_found, "Message not found");
         return from_stored(*r.frame, keys.get(), r.queue, r.partition,
-                           r.partition_uuid);
+                           r.partition_uuid, unreadable_is::listed);
       },
       actors::browse_atom::value,
       actors::find_request{std::move(req.partition_id),

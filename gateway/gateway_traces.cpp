@@ -77,7 +77,7 @@ void gateway::traces_named(node::trace_name_query q, done<node::trace_page> k) {
           n.partition = h.partition;
           if (h.message) {
             auto m = from_stored(*h.message, keys.get(), h.queue, h.partition,
-                                 h.partition_uuid);
+                                 h.partition_uuid, unreadable_is::listed);
             if (!m)
               return m.err();
             n.msg = std::move(*m);

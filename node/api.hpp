@@ -108,6 +108,10 @@ struct message {
   bool binary = false;
   /// Stored encrypted at rest (`payload` is the decrypted text).
   bool encrypted = false;
+  /// A listing's entry whose encrypted payload cannot be given (its key
+  /// is not configured, its bytes fail their check): why; `payload` is
+  /// then empty (`data` null, `dataError` says why). Never in a pop.
+  std::string unreadable;
   micros created_at = 0;
   std::uint32_t delivery_count = 0;
   /// A requeued dead letter: its DLQ id.

@@ -46,6 +46,8 @@ void write_payload(json::writer& w, std::string_view key,
   } else {
     w.raw(m.payload);
   }
+  if (!m.unreadable.empty())
+    w.kv("dataError", m.unreadable);
 }
 
 void write_payload(mp::writer& w, std::string_view key, const node::message& m,
@@ -53,6 +55,8 @@ void write_payload(mp::writer& w, std::string_view key, const node::message& m,
   w.key(key).bin(m.binary || !m.payload.empty() ? std::string_view{m.payload}
                                                 : std::string_view{"null"});
   w.kv(encoding_key, m.binary ? "binary" : "json");
+  if (!m.unreadable.empty())
+    w.kv("dataError", m.unreadable);
 }
 
 /// What a run of messages (one pop's answer) shares, kept per thread: the
