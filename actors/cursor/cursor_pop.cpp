@@ -36,21 +36,29 @@ expected<frame_list> load_frames(const cursor_config& cfg,
   return out;
 }
 
-/// `frames` if a pop can give each in clear: a frame encrypted with a key
-/// this node does not have fails the pop before anything of it is written
-/// (its lease, its autoAck commit), so it stays where it is until its key
-/// is configured (docs/security.md, "Encryption at rest").
+/// Why a pop cannot give `f` in clear (none: it can): a frame encrypted
+/// with a key this node does not have fails the pop before anything of it
+/// is written (its lease, its autoAck commit), so it stays where it is
+/// until its key is configured (docs/security.md, "Encryption at rest").
+std::optional<api_error> undeliverable(const cursor_config& cfg,
+                                       const storage::stored_frame& f) {
+  if (!storage::is_encrypted(f.data.encoding))
+    return std::nullopt;
+  auto ok = cipher::key_present(cfg.encryption_keys.get(), f.data.payload);
+  if (ok)
+    return std::nullopt;
+  return make_error(ok.err().code, "message at offset ", f.off.value, ": ",
+                    ok.err().message);
+}
+
+/// `frames` if a pop can give each in clear.
 expected<frame_list> deliverable(const cursor_config& cfg,
                                  expected<frame_list> frames) {
   if (!frames)
     return frames;
   for (auto& f : *frames)
-    if (storage::is_encrypted(f.data.encoding))
-      if (auto ok
-          = cipher::key_present(cfg.encryption_keys.get(), f.data.payload);
-          !ok)
-        return make_error(ok.err().code, "message at offset ", f.off.value,
-                          ": ", ok.err().message);
+    if (auto why = undeliverable(cfg, f))
+      return std::move(*why);
   return frames;
 }
 
@@ -135,7 +143,16 @@ plan_pop(cursor_ptr self, const pop_request& req, const partition_view& view,
   std::tie(in.expired, in.dead) = end_due(self, in.now);
   in.needs_seed = st.needs_seed();
   in.load = std::move(load);
-  in.load_entry = [&st](std::uint64_t id) { return load_entry(st.cfg, id); };
+  // A requeued dead letter is checked as a frame is: its key first.
+  in.load_entry
+      = [&st](std::uint64_t id) -> expected<std::optional<storage::dlq_entry>> {
+    auto e = load_entry(st.cfg, id);
+    if (e)
+      if (auto why = undeliverable(st.cfg, e->message))
+        return make_error(why->code, "dead letter ", id, " (", why->message,
+                          ")");
+    return e;
+  };
   auto out = core::plan_pop(*st.core, req, view, std::move(in));
   if (auto& s = out.reply.skipped; s && st.cfg.metrics)
     st.cfg.metrics->retention_skipped

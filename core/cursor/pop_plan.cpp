@@ -59,7 +59,12 @@ pop_outcome plan_pop(cursor_core& core, const pop_request& req,
   while (auto* p = std::get_if<delivery_plan>(&planned)) {
     if (!p->requeued)
       break;
-    requeued = in.load_entry(*p->requeued);
+    auto loaded = in.load_entry(*p->requeued);
+    if (!loaded) {
+      out.reply.failure = loaded.err();
+      return finish(expired);
+    }
+    requeued = std::move(*loaded);
     if (requeued || !core.drop_requeued(*p->requeued))
       break;
     expired = true; // the record changed

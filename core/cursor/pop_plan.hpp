@@ -104,8 +104,10 @@ struct pop_inputs {
   std::function<expected<frame_list>(const std::vector<storage::offset>&,
                                      std::size_t)>
       load;
-  /// Reads DLQ entry `id` (none: deleted or expired).
-  std::function<std::optional<storage::dlq_entry>(std::uint64_t)> load_entry;
+  /// Reads DLQ entry `id` (none: deleted or expired); an error fails the
+  /// pop as a failed `load` does (its message cannot be delivered now).
+  std::function<expected<std::optional<storage::dlq_entry>>(std::uint64_t)>
+      load_entry;
 };
 
 /// Runs one pop on `core` up to the view's readable end.

@@ -255,6 +255,51 @@ TEST_CASE("encryption at rest: a wrong key is a clear error, never the "
   CHECK(got[0]["deliveryCount"] == 1);
 }
 
+TEST_CASE("encryption at rest: a requeued dead letter whose key is gone "
+          "fails its pop and changes nothing, and is delivered once the key "
+          "is back",
+          "[system][encryption]") {
+  temp_dir keys;
+  spoold_server s({"--encryption-key-file", key_file(keys, "a", {key_a})});
+  REQUIRE(s.post("/api/v1/configure",
+                 configure_body("vault", {{"encryptionEnabled", true}}))
+              .status
+          == 200);
+  push_secret(s, "vault", "d0", "zebra-dead");
+  auto first = s.get("/api/v1/pop/queue/vault?batch=1&wait=false");
+  REQUIRE(first.status == 200);
+  auto m = first.body_json()["messages"][0];
+  json ack{{"transactionId", m["transactionId"]},
+           {"partitionId", m["partitionId"]},
+           {"leaseId", m["leaseId"]},
+           {"status", "dlq"},
+           {"error", "to the DLQ"}};
+  REQUIRE(s.post("/api/v1/ack", ack.dump()).body_json()[0]["dlq"] == true);
+  s.signal(SIGTERM);
+  REQUIRE(s.wait_exit() == 0);
+  s.set_options({"--encryption-key-file", key_file(keys, "b", {key_b})});
+  s.start();
+  REQUIRE(s.post("/api/v1/dlq/requeue", R"({"queue":"vault"})")
+              .body_json()["requeued"]
+          == 1);
+  // An autoAck pop must not consume what it cannot give.
+  auto pop = s.get("/api/v1/pop/queue/vault?batch=1&wait=false&autoAck=true");
+  CHECK(pop.status == 500);
+  CHECK_THAT(pop.body, Catch::Contains("dead letter"));
+  CHECK_THAT(pop.body, Catch::Contains("not configured on this server"));
+  CHECK(pop.body.find("zebra") == std::string::npos);
+  s.signal(SIGTERM);
+  REQUIRE(s.wait_exit() == 0);
+  s.set_options(
+      {"--encryption-key-file", key_file(keys, "ab", {key_b, key_a})});
+  s.start();
+  auto again = s.get("/api/v1/pop/queue/vault?batch=1&wait=false");
+  REQUIRE(again.status == 200);
+  auto got = again.body_json()["messages"];
+  REQUIRE(got.size() == 1);
+  CHECK(got[0]["data"]["secret"] == "zebra-dead");
+}
+
 TEST_CASE("encryption at rest: without a key, encryptionEnabled is refused "
           "at configure, and a store holding such a queue refuses to start",
           "[system][encryption][bad-input]") {

@@ -24,6 +24,8 @@ struct pop_fixture {
   /// Offsets the store no longer has (deleted meanwhile).
   std::vector<std::int64_t> missing;
   std::optional<storage::dlq_entry> entry; ///< the DLQ entry a requeue reads
+  /// Set: reading the DLQ entry fails so (its key is not configured).
+  std::optional<api_error> entry_failure;
   std::size_t reads = 0;
 
   explicit pop_fixture(storage::cursor_record rec = {}) :
@@ -67,7 +69,12 @@ struct pop_fixture {
         }
       return out;
     };
-    in.load_entry = [this](std::uint64_t) { return entry; };
+    in.load_entry
+        = [this](std::uint64_t) -> expected<std::optional<storage::dlq_entry>> {
+      if (entry_failure)
+        return *entry_failure;
+      return entry;
+    };
     return plan_pop(cur, req, view(), std::move(in));
   }
 };
@@ -186,6 +193,34 @@ TEST_CASE("a requeued dead letter is delivered from its DLQ entry, alone, "
   CHECK(fx.reads == 0); // its segment is not read
 }
 
+TEST_CASE("a requeued dead letter that cannot be delivered now fails the "
+          "pop, which grants nothing, counts no delivery and commits nothing",
+          "[unit][core][pop][requeue]") {
+  pop_fixture fx{with_requeued()};
+  fx.entry = storage::dlq_entry{};
+  fx.entry->id = 7;
+  fx.entry_failure = make_error(errc::internal, "dead letter 7 (its key is "
+                                                "not configured)");
+  auto before = fx.cur.record();
+  auto out = fx.pop(5, true); // autoAck
+  REQUIRE(out.reply.failure);
+  CHECK(out.reply.failure->message
+        == "dead letter 7 (its key is not "
+           "configured)");
+  CHECK(out.reply.messages.empty());
+  CHECK_FALSE(out.reply.lease);
+  CHECK_FALSE(out.write);
+  CHECK(out.changes.done.empty());
+  CHECK(fx.cur.record() == before);
+  // Once it can be read, it is delivered, first.
+  fx.entry_failure.reset();
+  fx.entry->message.off = offset{2};
+  fx.entry->message.data.payload = "dead";
+  auto later = fx.pop(5);
+  REQUIRE(later.reply.messages.size() == 1);
+  CHECK(later.reply.messages[0].frame.data.payload == "dead");
+}
+
 TEST_CASE("a requeued dead letter whose DLQ entry is gone is forgotten and "
           "the pop goes on after the committed offset",
           "[unit][core][pop][requeue]") {
@@ -211,7 +246,8 @@ TEST_CASE("a pop whose read fails answers the failure and delivers nothing",
       = [](const std::vector<offset>&, std::size_t) -> expected<frame_list> {
     return storage::make_error(storage::ec::io_error, "disk gone");
   };
-  in.load_entry = [](std::uint64_t) { return std::nullopt; };
+  in.load_entry
+      = [](std::uint64_t) { return std::optional<storage::dlq_entry>{}; };
   auto out = plan_pop(fx.cur, req, fx.view(), std::move(in));
   REQUIRE(out.reply.failure);
   CHECK(out.reply.messages.empty());
