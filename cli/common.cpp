@@ -166,7 +166,9 @@ std::string time_text(micros t) {
 
 std::string payload_text(const node::message& m, std::size_t max) {
   std::string out;
-  if (!m.binary) {
+  if (!m.unreadable.empty()) {
+    out = "(unreadable: " + m.unreadable + ")";
+  } else if (!m.binary) {
     out = m.payload;
   } else {
     for (unsigned char c : m.payload) {
@@ -233,6 +235,8 @@ json message_json(const node::message& m) {
     auto parsed = json::parse(m.payload, nullptr, false);
     j["data"] = parsed.is_discarded() ? json(m.payload) : parsed;
   }
+  if (!m.unreadable.empty())
+    j["dataError"] = m.unreadable;
   if (!m.lease_id.empty()) {
     j["leaseId"] = m.lease_id;
     j["leaseEpoch"] = m.lease_epoch;

@@ -124,6 +124,8 @@ node::message read_message(const view& m) {
       out.delivery_count = static_cast<std::uint32_t>(int_of(v));
     else if (k == "dataEncoding")
       out.binary = text_of(v) == "binary";
+    else if (k == "dataError") // a listed payload that cannot be decrypted
+      out.unreadable = text_of(v);
     else if (k == "queue")
       out.queue = text_of(v);
     else if (k == "partition")

@@ -62,6 +62,20 @@ expected<frame_list> deliverable(const cursor_config& cfg,
   return frames;
 }
 
+/// The stored DLQ entry `id` of this cursor's group, none when it is gone,
+/// or why it cannot be read (a pop then fails: an entry it could not read
+/// is not forgotten as if deleted).
+expected<std::optional<storage::dlq_entry>> read_entry(const cursor_config& cfg,
+                                                       std::uint64_t id) {
+  auto t = cfg.store.read();
+  if (!t)
+    return std::move(t).err();
+  auto e = storage::tables::get_dlq(*t, cfg.queue, cfg.group, id);
+  if (!e)
+    return std::move(e).err();
+  return std::move(*e);
+}
+
 /// The stored DLQ entry `id` of this cursor's group, or none (gone).
 std::optional<storage::dlq_entry> load_entry(const cursor_config& cfg,
                                              std::uint64_t id) {
@@ -146,9 +160,9 @@ plan_pop(cursor_ptr self, const pop_request& req, const partition_view& view,
   // A requeued dead letter is checked as a frame is: its key first.
   in.load_entry
       = [&st](std::uint64_t id) -> expected<std::optional<storage::dlq_entry>> {
-    auto e = load_entry(st.cfg, id);
-    if (e)
-      if (auto why = undeliverable(st.cfg, e->message))
+    auto e = read_entry(st.cfg, id);
+    if (e && *e)
+      if (auto why = undeliverable(st.cfg, (*e)->message))
         return make_error(why->code, "dead letter ", id, " (", why->message,
                           ")");
     return e;

@@ -36,7 +36,8 @@ void str_or_null(W& w, std::string_view k, const std::string& v) {
 } // namespace
 
 void write_payload(json::writer& w, std::string_view key,
-                   const node::message& m, std::string_view encoding_key) {
+                   const node::message& m, std::string_view encoding_key,
+                   std::string_view error_key) {
   w.key(key);
   if (m.binary) {
     w.str(base64(m.payload));
@@ -47,16 +48,16 @@ void write_payload(json::writer& w, std::string_view key,
     w.raw(m.payload);
   }
   if (!m.unreadable.empty())
-    w.kv("dataError", m.unreadable);
+    w.kv(error_key, m.unreadable);
 }
 
 void write_payload(mp::writer& w, std::string_view key, const node::message& m,
-                   std::string_view encoding_key) {
+                   std::string_view encoding_key, std::string_view error_key) {
   w.key(key).bin(m.binary || !m.payload.empty() ? std::string_view{m.payload}
                                                 : std::string_view{"null"});
   w.kv(encoding_key, m.binary ? "binary" : "json");
   if (!m.unreadable.empty())
-    w.kv("dataError", m.unreadable);
+    w.kv(error_key, m.unreadable);
 }
 
 /// What a run of messages (one pop's answer) shares, kept per thread: the

@@ -19,13 +19,16 @@ namespace spool::api {
 std::string message_id(const std::string& partition_id, std::int64_t offset);
 
 /// The message's payload under `key`: its JSON text (none: null), or for a
-/// binary payload its base64 and `encoding_key: "base64"`.
+/// binary payload its base64 and `encoding_key: "base64"`; for a listed
+/// payload that cannot be decrypted, null and why under `error_key`.
 void write_payload(json::writer& w, std::string_view key,
-                   const node::message& m, std::string_view encoding_key);
+                   const node::message& m, std::string_view encoding_key,
+                   std::string_view error_key = "dataError");
 /// msgpack: the payload's bytes as bin under `key`, and `encoding_key`:
 /// "binary", or "json" for JSON text (a JSON payload, `null` when none).
 void write_payload(mp::writer& w, std::string_view key, const node::message& m,
-                   std::string_view encoding_key);
+                   std::string_view encoding_key,
+                   std::string_view error_key = "dataError");
 
 /// A message of a compact pop (docs/protocol.md): its own fields only,
 /// `createdAt` as µs since the epoch, empty ones left out.

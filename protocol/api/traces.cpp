@@ -108,7 +108,8 @@ void by_name(service& svc, call& c) {
                                w.kv("partition_name", n.partition);
                                if (n.msg)
                                  write_payload(w, "message_payload", *n.msg,
-                                               "message_payload_encoding");
+                                               "message_payload_encoding",
+                                               "message_payload_error");
                                else
                                  w.kv_null("message_payload");
                              });

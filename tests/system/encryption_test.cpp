@@ -279,6 +279,14 @@ TEST_CASE("encryption at rest: a requeued dead letter whose key is gone "
   REQUIRE(s.wait_exit() == 0);
   s.set_options({"--encryption-key-file", key_file(keys, "b", {key_b})});
   s.start();
+  // Listed without its payload, saying why.
+  auto dlq = s.get("/api/v1/dlq?queue=vault");
+  REQUIRE(dlq.status == 200);
+  auto dead = dlq.body_json()["messages"];
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0]["data"].is_null());
+  CHECK_THAT(dead[0]["dataError"].get<std::string>(),
+             Catch::Contains("not configured on this server"));
   REQUIRE(s.post("/api/v1/dlq/requeue", R"({"queue":"vault"})")
               .body_json()["requeued"]
           == 1);
