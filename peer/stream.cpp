@@ -53,27 +53,21 @@ void stream::close() {
     failed_ = "closed here";
   std::error_code ec;
   sock_.close(ec);
+  finish_writes(failed_); // (posted: held by the io context, not here)
 }
 
 // --- in ---
 
 void stream::read_frame(std::size_t max, read_fn k) {
   max_ = max;
-  reading_ = std::move(k);
   asio::post(sock_.get_executor(),
-             [self = shared_from_this()] { self->advance(); });
+             [self = shared_from_this(), k = std::move(k)]() mutable {
+               self->advance(std::move(k));
+             });
 }
 
-void stream::deliver(read_status s, const std::string& why) {
-  auto k = std::move(reading_);
-  reading_ = nullptr;
-  if (k)
-    k(s, why);
-}
-
-void stream::advance() {
-  if (!reading_)
-    return;
+void stream::advance(read_fn k) {
+  auto deliver = [&k](read_status s, const std::string& why) { k(s, why); };
   if (!sock_.is_open())
     return deliver(read_status::closed, failed_);
   if (plain_.size() >= 4) {
@@ -99,33 +93,35 @@ void stream::advance() {
     plain_.reserve(4 + std::size_t{len});
   }
   sock_.async_read_some(
-      asio::buffer(in_),
-      [self = shared_from_this()](std::error_code ec, std::size_t n) {
+      asio::buffer(in_), [self = shared_from_this(), k = std::move(k)](
+                             std::error_code ec, std::size_t n) mutable {
+        auto deliver
+            = [&k](read_status s, const std::string& why) { k(s, why); };
         // (A probe that connects and leaves, saying nothing, is quiet.)
         if (ec && self->tls_ && !self->tls_->handshake_done()
             && ec != asio::error::operation_aborted
             && (!self->server_ || !self->first_.empty()))
-          return self->deliver(
-              read_status::refused,
-              "closed during the TLS handshake (" + ec.message()
-                  + "; the peer's links may have no TLS)" + same_options);
+          return deliver(read_status::refused,
+                         "closed during the TLS handshake (" + ec.message()
+                             + "; the peer's links may have no TLS)"
+                             + same_options);
         if (ec)
-          return self->deliver(read_status::closed, ec.message());
+          return deliver(read_status::closed, ec.message());
         std::string_view got{self->in_.data(), n};
         if (self->first_.size() < 3)
           self->first_.append(got.substr(0, 3 - self->first_.size()));
         if (!self->tls_) {
           self->plain_.append(got);
-          return self->advance();
+          return self->advance(std::move(k));
         }
         bool ok = self->tls_->feed(got, self->plain_);
         self->take_tls_output();
         if (ok)
-          return self->advance();
+          return self->advance(std::move(k));
         auto why = "TLS: " + self->tls_->error();
         if (!self->tls_->handshake_done() && !tls::looks_like_tls(self->first_))
           why = std::string{"plain text on a TLS peer link"} + same_options;
-        self->deliver(read_status::refused, why);
+        deliver(read_status::refused, why);
       });
 }
 
@@ -168,19 +164,27 @@ void stream::pump() {
     return;
   }
   writing_.swap(pending_);
-  asio::async_write(
-      sock_, asio::buffer(writing_),
-      [self = shared_from_this()](std::error_code ec, std::size_t) {
-        self->writing_.clear();
-        if (ec) {
-          if (self->failed_.empty())
-            self->failed_ = ec.message();
-          std::error_code ignore;
-          self->sock_.close(ignore);
-          return self->finish_writes(self->failed_);
-        }
-        self->pump();
-      });
+  // The writes waiting for these bytes ride on the operation (before the
+  // handshake ends, their bytes are still held by the channel).
+  std::vector<done_fn> done;
+  if (!tls_ || tls_->handshake_done())
+    done.swap(waiting_);
+  asio::async_write(sock_, asio::buffer(writing_),
+                    [self = shared_from_this(), done = std::move(done)](
+                        std::error_code ec, std::size_t) mutable {
+                      self->writing_.clear();
+                      if (ec) {
+                        if (self->failed_.empty())
+                          self->failed_ = ec.message();
+                        std::error_code ignore;
+                        self->sock_.close(ignore);
+                      }
+                      for (auto& d : done)
+                        d(ec ? self->failed_ : std::string{});
+                      if (ec)
+                        return self->finish_writes(self->failed_);
+                      self->pump();
+                    });
 }
 
 void stream::finish_writes(const std::string& err) {

@@ -72,8 +72,10 @@ public:
   std::string peer_subject() const;
 
 private:
-  void advance();
-  void deliver(read_status s, const std::string& why);
+  // The continuations are held by the pending operations, never by the
+  // stream: a continuation holds its owner, which holds the stream, and a
+  // stream holding it back would be a cycle that outlives the io context.
+  void advance(read_fn k);
   void pump();
   void take_tls_output();
   void finish_writes(const std::string& err);
@@ -89,7 +91,6 @@ private:
   std::string plain_; ///< plaintext received, not yet taken as frames
   std::string body_;
   std::size_t max_ = 0;
-  read_fn reading_;
   bool delivered_any_ = false;
   // out
   std::string pending_; ///< bytes to write next
