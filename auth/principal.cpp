@@ -2,13 +2,12 @@
 
 #include <algorithm>
 
+#include "vocab/queries.hpp"
+
 namespace spool::auth {
 
 bool principal::may_use_queue(std::string_view name) const {
-  if (!queue_prefixes)
-    return true;
-  return std::any_of(queue_prefixes->begin(), queue_prefixes->end(),
-                     [&](const std::string& p) { return name.starts_with(p); });
+  return named_by_prefixes(name, queue_prefixes);
 }
 
 bool principal::may_use_group(std::string_view name) const {

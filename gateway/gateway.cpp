@@ -51,6 +51,7 @@ void gateway::pop(node::pop_request req, done<node::pop_reply> k) {
     actors::namespace_pop_request nreq;
     nreq.name_space = *req.name_space;
     nreq.task = req.task;
+    nreq.queue_prefixes = std::move(req.queue_prefixes);
     nreq.pop = to_broker(req);
     impl_->ask_pop<actors::namespace_pop_reply>(
         token, std::nullopt, std::move(k),

@@ -92,6 +92,9 @@ struct pop_request {
   /// The group's first pop on the queue: where it starts (semantics.md §5).
   std::string subscription_mode;
   std::string subscription_from;
+  /// A namespace pop serves only the queues whose names start with one of
+  /// these (a token's `queues` claim, docs/security.md); none: all.
+  std::optional<std::vector<std::string>> queue_prefixes = {};
 };
 
 /// A message as a pop or a browse delivers it.

@@ -1,17 +1,32 @@
 #pragma once
 
-/// What a seek and a DLQ operation select (semantics.md §4, §6): plain
-/// structs shared by the cores, the actors and the node API.
+/// What a seek, a DLQ operation and a token's queues claim select
+/// (semantics.md §4, §6): plain structs shared by the cores, the actors and
+/// the node API.
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vocab/time.hpp"
 
 namespace spool {
+
+/// `name` starts with one of `prefixes` (a token's `queues` claim); none:
+/// every name does.
+inline bool named_by_prefixes(
+    std::string_view name,
+    const std::optional<std::vector<std::string>>& prefixes) noexcept {
+  if (!prefixes)
+    return true;
+  for (auto& p : *prefixes)
+    if (name.starts_with(p))
+      return true;
+  return false;
+}
 
 /// The body of a seek: `toEnd`, `timestamp` and Spool's additions
 /// `toStart`, `offset`, `shiftBy`. An unset field is absent (a false flag

@@ -2,6 +2,7 @@
 // aging, parked across queues, woken by the queues that may serve them.
 
 #include "actors/broker/broker_state.hpp"
+#include "vocab/queries.hpp"
 
 namespace spool::actors::broker_detail {
 
@@ -56,7 +57,8 @@ void try_namespace(broker_ptr self, const namespace_pop_request& req,
   std::vector<core::queue_candidate> candidates;
   std::vector<queue_actor> actors;
   for (auto& [name, rec] : st.records)
-    if (core::serves(rec.name_space, rec.task, req.name_space, req.task)) {
+    if (core::serves(rec.name_space, rec.task, req.name_space, req.task)
+        && named_by_prefixes(name, req.queue_prefixes)) {
       candidates.push_back({name, rec.options.priority, std::nullopt});
       actors.push_back(st.queues.at(name));
     }

@@ -124,6 +124,9 @@ struct namespace_pop_request {
   std::optional<std::string> task;
   /// Wildcard over each queue's partitions; `wait` parks across the queues.
   queue_pop_request pop;
+  /// Only the queues whose names start with one of these (a token's
+  /// `queues` claim); none: every queue of the namespace.
+  std::optional<std::vector<std::string>> queue_prefixes = {};
 };
 
 struct namespace_pop_reply {

@@ -30,20 +30,11 @@ authenticate(const security& sec, std::string_view token,
 std::optional<api_error>
 authorize(const security& sec, const auth::principal& who, auth::access level,
           std::string_view from, std::string_view door, std::string_view what) {
-  const char* why = nullptr;
-  if (!auth::permits(who.granted, level))
-    why = "403 role too low";
-  else if (!who.unrestricted() && level != auth::access::open)
-    why = "403 queues or groups claim (not enforced by this server)";
-  if (why == nullptr)
-    return std::nullopt;
-  auto needs = concat(why, ": needs ", auth::to_string(level));
-  sec.write({who.subject.empty() ? "-" : who.subject,
-             auth::to_string(who.granted), from, door, what, needs});
   if (auth::permits(who.granted, level))
-    return make_error(errc::forbidden,
-                      "Insufficient permissions: tokens restricted to queues "
-                      "or groups are not supported by this server yet");
+    return std::nullopt;
+  sec.write({who.subject.empty() ? "-" : who.subject,
+             auth::to_string(who.granted), from, door, what,
+             concat("403 role too low: needs ", auth::to_string(level))});
   return make_error(errc::forbidden, "Insufficient permissions");
 }
 

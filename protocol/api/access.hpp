@@ -58,9 +58,8 @@ authenticate(const security& sec, std::string_view token,
              std::string_view door, std::string_view what);
 
 /// `who` may use what needs `level`; else 403 `Insufficient permissions`
-/// (audited). A token restricted by a `queues` or `groups` claim is
-/// refused as well: this server does not enforce those restrictions yet,
-/// so it serves such a token nothing rather than everything.
+/// (audited). Its `queues` and `groups` claims are the scoped gateway's
+/// (protocol/api/scoped.hpp).
 std::optional<api_error>
 authorize(const security& sec, const auth::principal& who, auth::access level,
           std::string_view from, std::string_view door, std::string_view what);

@@ -9,7 +9,10 @@ namespace spool::api {
 
 namespace {
 
-void promote(service& svc, call& c) {
+void promote(service&, call& c) {
+  auto whole = c.gw.whole();
+  if (!whole)
+    return reply_error(*c.ex, whole.err());
   node::promote_request req;
   auto slot = query_int(c, "slot");
   if (!slot)
@@ -20,13 +23,14 @@ void promote(service& svc, call& c) {
   req.slot = *slot;
   req.all = all->value_or(false);
   req.to = query_str(c, "to");
-  svc.gw.promote(std::move(req), answer<node::promote_reply>(c.ex, [](auto& r) {
-                   json::writer w;
-                   w.begin_object();
-                   write_promote_fields(w, r);
-                   w.end_object();
-                   return std::pair{200, w.take()};
-                 }));
+  (*whole)->promote(std::move(req),
+                    answer<node::promote_reply>(c.ex, [](auto& r) {
+                      json::writer w;
+                      w.begin_object();
+                      write_promote_fields(w, r);
+                      w.end_object();
+                      return std::pair{200, w.take()};
+                    }));
 }
 
 } // namespace

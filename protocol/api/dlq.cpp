@@ -14,7 +14,7 @@ namespace spool::api {
 
 namespace {
 
-void list(service& svc, call& c) {
+void list(service&, call& c) {
   auto f = read_dlq_filter_query(c);
   if (!f)
     return reply_error(*c.ex, f.err());
@@ -34,14 +34,14 @@ void list(service& svc, call& c) {
     q.after = static_cast<std::uint64_t>(**after);
   }
   auto echo = q;
-  svc.gw.dlq_list(std::move(q),
-                  answer<node::dlq_page>(c.ex, [echo](const node::dlq_page& p) {
-                    json::writer w;
-                    w.begin_object();
-                    write_dlq_page_fields(w, p, echo);
-                    w.end_object();
-                    return std::pair{200, w.take()};
-                  }));
+  c.gw.dlq_list(std::move(q),
+                answer<node::dlq_page>(c.ex, [echo](const node::dlq_page& p) {
+                  json::writer w;
+                  w.begin_object();
+                  write_dlq_page_fields(w, p, echo);
+                  w.end_object();
+                  return std::pair{200, w.take()};
+                }));
 }
 
 std::pair<int, std::string> count_body(const char* what,
@@ -53,17 +53,17 @@ std::pair<int, std::string> count_body(const char* what,
   return {200, w.take()};
 }
 
-void requeue(service& svc, call& c) {
+void requeue(service&, call& c) {
   auto f = read_dlq_filter_body(c.req.body);
   if (!f)
     return reply_error(*c.ex, f.err());
-  svc.gw.dlq_requeue(std::move(*f), answer<node::dlq_count>(
-                                        c.ex, [](const node::dlq_count& n) {
-                                          return count_body("requeued", n);
-                                        }));
+  c.gw.dlq_requeue(std::move(*f),
+                   answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
+                     return count_body("requeued", n);
+                   }));
 }
 
-void delete_one(service& svc, call& c) {
+void delete_one(service&, call& c) {
   auto& s = c.params.at(0);
   std::uint64_t id = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), id);
@@ -73,23 +73,27 @@ void delete_one(service& svc, call& c) {
                                   "dlqId must be a non-negative integer"));
   dlq_filter f;
   f.ids.push_back(id);
-  svc.gw.dlq_delete(std::move(f),
-                    answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
-                      return count_body("deleted", n);
-                    }));
+  // Optional: the entry must be of this queue (and group); a token with a
+  // queues or groups claim names them.
+  f.queue = query_str(c, "queue");
+  f.group = query_str(c, "consumerGroup");
+  c.gw.dlq_delete(std::move(f),
+                  answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
+                    return count_body("deleted", n);
+                  }));
 }
 
-void delete_filtered(service& svc, call& c) {
+void delete_filtered(service&, call& c) {
   auto f = read_dlq_filter_query(c);
   if (!f)
     return reply_error(*c.ex, f.err());
   if (!f->queue) // a delete of every queue's dead letters is not an accident
     return reply_error(*c.ex,
                        make_error(errc::invalid_argument, "queue is required"));
-  svc.gw.dlq_delete(std::move(*f),
-                    answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
-                      return count_body("deleted", n);
-                    }));
+  c.gw.dlq_delete(std::move(*f),
+                  answer<node::dlq_count>(c.ex, [](const node::dlq_count& n) {
+                    return count_body("deleted", n);
+                  }));
 }
 
 } // namespace

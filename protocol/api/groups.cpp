@@ -14,52 +14,52 @@ namespace spool::api {
 
 namespace {
 
-void list_groups(service& svc, call& c) {
-  svc.gw.groups(
-      {}, answer<std::vector<node::cursor_view>>(
-              c.ex, [](const std::vector<node::cursor_view>& cs) {
-                auto now = system_wall_now();
-                std::map<std::pair<std::string, std::string>,
-                         std::vector<const node::cursor_view*>>
-                    by;
-                for (auto& v : cs)
-                  by[{v.group, v.queue}].push_back(&v);
-                json::writer w;
-                w.begin_array();
-                for (auto& [key, vs] : by) {
-                  std::int64_t total = 0, max_lag_s = 0;
-                  std::size_t with_lag = 0;
-                  bool consumed = false;
-                  for (auto* v : vs) {
-                    total += v->lag;
-                    with_lag += v->lag > 0;
-                    max_lag_s = std::max(max_lag_s, time_lag_s(*v, now));
-                    consumed |= v->committed >= 0;
-                  }
-                  w.begin_object();
-                  w.kv("name", key.first);
-                  w.key("topics").begin_array().str(key.second).end_array();
-                  w.kv("queueName", key.second);
-                  w.kv("members", vs.size());
-                  w.kv("partitionsWithLag", with_lag);
-                  w.kv("totalLag", total);
-                  w.kv("maxTimeLag", max_lag_s);
-                  w.kv("state", max_lag_s > 300 ? "Lagging"
-                                : consumed      ? "Stable"
-                                                : "Dead");
-                  w.end_object();
-                }
-                w.end_array();
-                return std::pair{200, w.take()};
-              }));
+void list_groups(service&, call& c) {
+  c.gw.groups({},
+              answer<std::vector<node::cursor_view>>(
+                  c.ex, [](const std::vector<node::cursor_view>& cs) {
+                    auto now = system_wall_now();
+                    std::map<std::pair<std::string, std::string>,
+                             std::vector<const node::cursor_view*>>
+                        by;
+                    for (auto& v : cs)
+                      by[{v.group, v.queue}].push_back(&v);
+                    json::writer w;
+                    w.begin_array();
+                    for (auto& [key, vs] : by) {
+                      std::int64_t total = 0, max_lag_s = 0;
+                      std::size_t with_lag = 0;
+                      bool consumed = false;
+                      for (auto* v : vs) {
+                        total += v->lag;
+                        with_lag += v->lag > 0;
+                        max_lag_s = std::max(max_lag_s, time_lag_s(*v, now));
+                        consumed |= v->committed >= 0;
+                      }
+                      w.begin_object();
+                      w.kv("name", key.first);
+                      w.key("topics").begin_array().str(key.second).end_array();
+                      w.kv("queueName", key.second);
+                      w.kv("members", vs.size());
+                      w.kv("partitionsWithLag", with_lag);
+                      w.kv("totalLag", total);
+                      w.kv("maxTimeLag", max_lag_s);
+                      w.kv("state", max_lag_s > 300 ? "Lagging"
+                                    : consumed      ? "Stable"
+                                                    : "Dead");
+                      w.end_object();
+                    }
+                    w.end_array();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
-void lagging(service& svc, call& c) {
+void lagging(service&, call& c) {
   auto min = query_int(c, "minLagSeconds");
   if (!min)
     return reply_error(*c.ex, min.err());
   auto threshold = min->value_or(3600);
-  svc.gw.groups(
+  c.gw.groups(
       {}, answer<std::vector<node::cursor_view>>(
               c.ex, [threshold](const std::vector<node::cursor_view>& cs) {
                 auto now = system_wall_now();
@@ -96,10 +96,10 @@ void lagging(service& svc, call& c) {
               }));
 }
 
-void group_detail(service& svc, call& c) {
+void group_detail(service&, call& c) {
   node::groups_request req;
   req.group = c.params.at(0);
-  svc.gw.groups(
+  c.gw.groups(
       req,
       answer<std::vector<node::cursor_view>>(
           c.ex, [](const std::vector<node::cursor_view>& cs) {
@@ -123,7 +123,7 @@ void group_detail(service& svc, call& c) {
           }));
 }
 
-void delete_group(service& svc, call& c, bool one_queue) {
+void delete_group(service&, call& c, bool one_queue) {
   node::delete_group_request req;
   req.group = c.params.at(0);
   if (one_queue)
@@ -133,7 +133,7 @@ void delete_group(service& svc, call& c, bool one_queue) {
     return reply_error(*c.ex, meta.err());
   req.delete_metadata = meta->value_or(true);
   auto echo = req;
-  svc.gw.delete_group(
+  c.gw.delete_group(
       std::move(req),
       answer<node::delete_group_reply>(
           c.ex, [echo = std::move(echo)](const node::delete_group_reply& r) {

@@ -109,29 +109,33 @@ std::string detail_body(const node::message& m, const node::queue_info& q,
 /// GET /api/v1/messages/:partitionId/:transactionId: the message, then its
 /// queue, then the queue's cursors (three reads; the answer is as of the
 /// last one).
-void message_detail(service& svc, call& c) {
-  auto* gw = &svc.gw;
+void message_detail(service&, call& c) {
+  auto gw = c.gw;
   auto ex = c.ex;
-  gw->find({c.params.at(0), c.params.at(1)}, [gw,
-                                              ex](expected<node::message> m) {
-    if (!m)
-      return reply_error(*ex, m.err());
-    auto msg = std::make_shared<node::message>(std::move(*m));
-    gw->queues(msg->queue, [gw, ex,
-                            msg](expected<std::vector<node::queue_info>> qs) {
-      if (!qs)
-        return reply_error(*ex, qs.err());
-      if (qs->empty()) // deleted between the two reads
-        return reply_error(*ex,
-                           make_error(errc::not_found, "Message not found"));
-      auto q = std::make_shared<node::queue_info>(std::move(qs->front()));
-      gw->groups({std::nullopt, msg->queue, msg->partition},
-                 answer<std::vector<node::cursor_view>>(
-                     ex, [msg, q](const std::vector<node::cursor_view>& cs) {
-                       return std::pair{200, detail_body(*msg, *q, cs)};
-                     }));
-    });
-  });
+  c.gw.find(
+      {c.params.at(0), c.params.at(1)},
+      [gw, ex](expected<node::message> m) mutable {
+        if (!m)
+          return reply_error(*ex, m.err());
+        auto msg = std::make_shared<node::message>(std::move(*m));
+        gw.queues(
+            msg->queue,
+            [gw, ex, msg](expected<std::vector<node::queue_info>> qs) mutable {
+              if (!qs)
+                return reply_error(*ex, qs.err());
+              if (qs->empty()) // deleted between the two reads
+                return reply_error(
+                    *ex, make_error(errc::not_found, "Message not found"));
+              auto q
+                  = std::make_shared<node::queue_info>(std::move(qs->front()));
+              gw.groups(
+                  {std::nullopt, msg->queue, msg->partition},
+                  answer<std::vector<node::cursor_view>>(
+                      ex, [msg, q](const std::vector<node::cursor_view>& cs) {
+                        return std::pair{200, detail_body(*msg, *q, cs)};
+                      }));
+            });
+      });
 }
 
 } // namespace

@@ -29,6 +29,8 @@ struct ctx {
   std::uint64_t id;
   exchange_ptr ex;
   session& sess;
+  /// The node as the connection's token sees it.
+  api::scoped_gateway gw;
 
   void fail(const api_error& e) const {
     ex->respond(error_frame(id, e));
@@ -128,22 +130,22 @@ void push(const ctx& c) {
   api::stamp_producer(c.sess.who, *items);
   if (items->empty())
     return c.ok([](writer& w) { w.key("items").begin_array().end_array(); });
-  c.svc.gw.push(node::push_request{std::move(*items)},
-                c.answer<node::push_reply>(
-                    [m = c.svc.stats](writer& w, const node::push_reply& r) {
-                      api::count_push(m, r);
-                      w.key("items");
-                      api::write_push_items(w, r);
-                    }));
+  c.gw.push(node::push_request{std::move(*items)},
+            c.answer<node::push_reply>(
+                [m = c.svc.stats](writer& w, const node::push_reply& r) {
+                  api::count_push(m, r);
+                  w.key("items");
+                  api::write_push_items(w, r);
+                }));
 }
 
 void pop(const ctx& c) {
   SPOOL_READ(req, read_pop(c.req));
   SPOOL_READ(compact, read_compact(c.req));
-  auto& gw = c.svc.gw;
+  auto gw = c.gw;
   auto token = gw.new_token();
   req->token = token;
-  gw.pop(std::move(*req), [&gw, ex = c.ex, id = c.id, compact = *compact,
+  gw.pop(std::move(*req), [gw, ex = c.ex, id = c.id, compact = *compact,
                            stats = c.svc.stats](expected<node::pop_reply> r) {
     if (!r)
       return ex->respond(error_frame(id, r.err()));
@@ -167,11 +169,11 @@ void pop(const ctx& c) {
         = r->messages.empty() ? std::string{} : r->messages.front().lease_id;
     std::function<void()> release;
     if (!lease.empty()) // the client left before reading it: release now
-      release = [&gw, lease] { gw.release(lease, [](expected<bool>) {}); };
+      release = [gw, lease] { gw.release(lease, [](expected<bool>) {}); };
     ex->respond(std::move(frame), std::move(release));
   });
   // A client that leaves while the pop is parked cancels it.
-  c.ex->on_abandon([&gw, token] { gw.cancel(token); });
+  c.ex->on_abandon([gw, token] { gw.cancel(token); });
 }
 
 void ack(const ctx& c) {
@@ -179,41 +181,41 @@ void ack(const ctx& c) {
   if (req->items.empty())
     return c.ok([](writer& w) { w.key("items").begin_array().end_array(); });
   auto txids = api::ack_txids(*req);
-  c.svc.gw.ack(std::move(*req), c.answer<node::ack_reply>(
-                                    [txids = std::move(txids), m = c.svc.stats](
-                                        writer& w, const node::ack_reply& r) {
-                                      api::count_ack(m, r);
-                                      w.key("items");
-                                      api::write_ack_items(w, r, txids);
-                                    }));
+  c.gw.ack(std::move(*req), c.answer<node::ack_reply>(
+                                [txids = std::move(txids), m = c.svc.stats](
+                                    writer& w, const node::ack_reply& r) {
+                                  api::count_ack(m, r);
+                                  w.key("items");
+                                  api::write_ack_items(w, r, txids);
+                                }));
 }
 
 void extend(const ctx& c) {
   SPOOL_READ(req, read_extend(c.req));
   auto lease = req->lease_id;
-  c.svc.gw.extend(std::move(*req),
-                  c.answer<node::extend_reply>(
-                      [lease](writer& w, const node::extend_reply& r) {
-                        w.key("items");
-                        api::write_extend_items(w, lease, r);
-                      }));
+  c.gw.extend(std::move(*req),
+              c.answer<node::extend_reply>(
+                  [lease](writer& w, const node::extend_reply& r) {
+                    w.key("items");
+                    api::write_extend_items(w, lease, r);
+                  }));
 }
 
 void seek(const ctx& c) {
   SPOOL_READ(req, read_seek(c.req));
   auto echo = *req;
-  c.svc.gw.seek(std::move(*req), c.answer<node::seek_reply>(
-                                     [echo = std::move(echo), m = c.svc.stats](
-                                         writer& w, const node::seek_reply& r) {
-                                       api::count_seek(m, echo.dry_run);
-                                       api::write_seek_fields(w, echo, r);
-                                     }));
+  c.gw.seek(std::move(*req), c.answer<node::seek_reply>(
+                                 [echo = std::move(echo), m = c.svc.stats](
+                                     writer& w, const node::seek_reply& r) {
+                                   api::count_seek(m, echo.dry_run);
+                                   api::write_seek_fields(w, echo, r);
+                                 }));
 }
 
 void subscription(const ctx& c) {
   SPOOL_READ(req, read_subscription(c.req));
   auto echo = *req;
-  c.svc.gw.update_subscription(
+  c.gw.update_subscription(
       std::move(*req),
       c.answer<node::subscription_reply>(
           [echo](writer& w, const node::subscription_reply& r) {
@@ -223,19 +225,19 @@ void subscription(const ctx& c) {
 
 void configure(const ctx& c) {
   SPOOL_READ(body, api::read_configure_body(c.req));
-  c.svc.gw.configure(std::move(body->req),
-                     c.answer<node::configure_reply>(
-                         [unknown = std::move(body->unknown_options)](
-                             writer& w, const node::configure_reply& r) {
-                           api::write_configure_fields(w, r, unknown);
-                         }));
+  c.gw.configure(std::move(body->req),
+                 c.answer<node::configure_reply>(
+                     [unknown = std::move(body->unknown_options)](
+                         writer& w, const node::configure_reply& r) {
+                       api::write_configure_fields(w, r, unknown);
+                     }));
 }
 
 void transaction(const ctx& c) {
   SPOOL_READ(req, api::read_txn_body(c.req));
   api::stamp_producer(c.sess.who, *req);
   auto ops = api::txn_echo(*req);
-  c.svc.gw.transaction(
+  c.gw.transaction(
       std::move(*req), [ex = c.ex, id = c.id,
                         ops = std::move(ops)](expected<node::txn_reply> r) {
         // api.md: a rolled-back transaction is msgpack's `tx_aborted`.
@@ -251,17 +253,17 @@ void transaction(const ctx& c) {
 
 /// A cluster node's listing says which slots it covered, as HTTP's
 /// `X-Spool-Slots` does: `slots`, the same ranges.
-void write_served(writer& w, const gateway& gw) {
+void write_served(writer& w, const api::scoped_gateway& gw) {
   if (auto served = gw.served_slots())
     w.kv("slots", show_slot_ranges(std::move(*served)));
 }
 
 void queues(const ctx& c) {
   SPOOL_READ(name, read_queue_name(c.req, false));
-  c.svc.gw.queues(
+  c.gw.queues(
       std::move(*name),
       c.answer<std::vector<node::queue_info>>(
-          [&gw = c.svc.gw](writer& w, const std::vector<node::queue_info>& qs) {
+          [gw = c.gw](writer& w, const std::vector<node::queue_info>& qs) {
             write_served(w, gw);
             w.key("queues").begin_array();
             for (auto& q : qs) {
@@ -275,77 +277,76 @@ void queues(const ctx& c) {
 
 void delete_queue(const ctx& c) {
   SPOOL_READ(name, read_queue_name(c.req, true));
-  c.svc.gw.delete_queue(
-      **name, c.answer<bool>([name = **name](writer& w, bool existed) {
-        api::write_delete_queue_fields(w, name, existed);
-      }));
+  c.gw.delete_queue(**name,
+                    c.answer<bool>([name = **name](writer& w, bool existed) {
+                      api::write_delete_queue_fields(w, name, existed);
+                    }));
 }
 
 void purge(const ctx& c) {
   SPOOL_READ(req, read_purge(c.req));
   auto name = req->queue;
-  c.svc.gw.purge(std::move(*req),
-                 c.answer<std::size_t>([name](writer& w, std::size_t n) {
-                   api::write_purge_fields(w, name, n);
-                 }));
+  c.gw.purge(std::move(*req),
+             c.answer<std::size_t>([name](writer& w, std::size_t n) {
+               api::write_purge_fields(w, name, n);
+             }));
 }
 
 void browse(const ctx& c) {
   SPOOL_READ(req, read_browse(c.req));
-  c.svc.gw.browse(
-      std::move(*req),
-      c.answer<node::browse_reply>([](writer& w, const node::browse_reply& r) {
-        api::write_browse_fields(w, r);
-      }));
+  c.gw.browse(std::move(*req), c.answer<node::browse_reply>(
+                                   [](writer& w, const node::browse_reply& r) {
+                                     api::write_browse_fields(w, r);
+                                   }));
 }
 
 void groups(const ctx& c) {
   SPOOL_READ(req, read_groups(c.req));
-  c.svc.gw.groups(std::move(*req),
-                  c.answer<std::vector<node::cursor_view>>(
-                      [&gw = c.svc.gw](
-                          writer& w, const std::vector<node::cursor_view>& cs) {
-                        write_served(w, gw);
-                        auto now = system_wall_now();
-                        w.key("groups").begin_array();
-                        for (auto& v : cs) {
-                          w.begin_object();
-                          w.kv("consumerGroup", v.group);
-                          w.kv("queue", v.queue);
-                          api::write_cursor_fields(w, v, now);
-                          w.kv("doneAbove", v.done_above);
-                          w.kv("inFlight", v.in_flight);
-                          w.end_object();
-                        }
-                        w.end_array();
-                      }));
+  c.gw.groups(
+      std::move(*req),
+      c.answer<std::vector<node::cursor_view>>(
+          [gw = c.gw](writer& w, const std::vector<node::cursor_view>& cs) {
+            write_served(w, gw);
+            auto now = system_wall_now();
+            w.key("groups").begin_array();
+            for (auto& v : cs) {
+              w.begin_object();
+              w.kv("consumerGroup", v.group);
+              w.kv("queue", v.queue);
+              api::write_cursor_fields(w, v, now);
+              w.kv("doneAbove", v.done_above);
+              w.kv("inFlight", v.in_flight);
+              w.end_object();
+            }
+            w.end_array();
+          }));
 }
 
 void delete_group(const ctx& c) {
   SPOOL_READ(req, read_delete_group(c.req));
   auto echo = *req;
-  c.svc.gw.delete_group(std::move(*req),
-                        c.answer<node::delete_group_reply>(
-                            [echo = std::move(echo)](
-                                writer& w, const node::delete_group_reply& r) {
-                              api::write_delete_group_fields(w, echo, r);
-                            }));
+  c.gw.delete_group(std::move(*req),
+                    c.answer<node::delete_group_reply>(
+                        [echo = std::move(echo)](
+                            writer& w, const node::delete_group_reply& r) {
+                          api::write_delete_group_fields(w, echo, r);
+                        }));
 }
 
 void dlq(const ctx& c) {
   SPOOL_READ(q, read_dlq_query(c.req));
   auto echo = *q;
-  c.svc.gw.dlq_list(std::move(*q), c.answer<node::dlq_page>(
-                                       [echo = std::move(echo), &gw = c.svc.gw](
-                                           writer& w, const node::dlq_page& p) {
-                                         write_served(w, gw);
-                                         api::write_dlq_page_fields(w, p, echo);
-                                       }));
+  c.gw.dlq_list(std::move(*q), c.answer<node::dlq_page>(
+                                   [echo = std::move(echo), gw = c.gw](
+                                       writer& w, const node::dlq_page& p) {
+                                     write_served(w, gw);
+                                     api::write_dlq_page_fields(w, p, echo);
+                                   }));
 }
 
 void dlq_requeue(const ctx& c) {
   SPOOL_READ(f, api::read_dlq_filter_body(c.req));
-  c.svc.gw.dlq_requeue(
+  c.gw.dlq_requeue(
       std::move(*f),
       c.answer<node::dlq_count>([](writer& w, const node::dlq_count& n) {
         api::write_dlq_count_fields(w, "requeued", n);
@@ -354,7 +355,7 @@ void dlq_requeue(const ctx& c) {
 
 void dlq_delete(const ctx& c) {
   SPOOL_READ(f, read_dlq_delete(c.req));
-  c.svc.gw.dlq_delete(
+  c.gw.dlq_delete(
       std::move(*f),
       c.answer<node::dlq_count>([](writer& w, const node::dlq_count& n) {
         api::write_dlq_count_fields(w, "deleted", n);
@@ -362,11 +363,14 @@ void dlq_delete(const ctx& c) {
 }
 void promote(const ctx& c) {
   SPOOL_READ(req, read_promote(c.req));
-  c.svc.gw.promote(std::move(*req),
-                   c.answer<node::promote_reply>(
-                       [](writer& w, const node::promote_reply& r) {
-                         api::write_promote_fields(w, r);
-                       }));
+  auto whole = c.gw.whole();
+  if (!whole)
+    return c.fail(whole.err());
+  (*whole)->promote(std::move(*req),
+                    c.answer<node::promote_reply>(
+                        [](writer& w, const node::promote_reply& r) {
+                          api::write_promote_fields(w, r);
+                        }));
 }
 
 #undef SPOOL_READ
@@ -548,7 +552,11 @@ handler make_handler(api::service& svc, door_info info) {
       if (auto refused = admit(sec, sess, *it, ex))
         return ex->respond(error_frame(f.id, *refused));
     }
-    it->fn(ctx{svc, info, *f.root, f.id, std::move(ex), sess});
+    // The audit log's name of the op, made only for a restricted token.
+    bool restricted = sess.who && !sess.who->unrestricted();
+    auto gw = svc.scoped(sess.who, sess.peer, "msgpack",
+                         restricted ? concat("op ", it->name) : std::string{});
+    it->fn(ctx{svc, info, *f.root, f.id, std::move(ex), sess, std::move(gw)});
   };
 }
 

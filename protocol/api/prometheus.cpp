@@ -247,6 +247,11 @@ void render_usage(std::string& out, const node::storage_usage& u) {
 void scrape_node(std::shared_ptr<scrape> s, gateway& gw);
 
 void prometheus(service& svc, call& c) {
+  auto whole = c.gw.whole();
+  if (!whole)
+    return reply_error(*c.ex, whole.err());
+  gateway& gw = **whole;
+  gateway* node_gw = *whole;
   auto s = std::make_shared<scrape>();
   s->ex = c.ex;
   if (svc.stats)
@@ -259,8 +264,8 @@ void prometheus(service& svc, call& c) {
   prom::help(s->out, "spool_parked_pops", "gauge",
              "Pops in flight in the node (parked long polls among them).");
   gauge(s->out, "spool_parked_pops", "",
-        static_cast<std::int64_t>(svc.gw.pops_in_flight()));
-  render_counters(s->out, svc.gw.counters());
+        static_cast<std::int64_t>(gw.pops_in_flight()));
+  render_counters(s->out, gw.counters());
   if (svc.certificates) {
     prom::help(s->out, "spool_tls_certificate_expiry_timestamp_seconds",
                "gauge",
@@ -280,12 +285,11 @@ void prometheus(service& svc, call& c) {
     gauge(s->out, "spool_storage_bytes", "",
           static_cast<std::int64_t>(dir_bytes(svc.data_dir)));
   }
-  auto& gw = svc.gw;
-  gw.storage_usage([s, &gw](expected<node::storage_usage> u) {
+  gw.storage_usage([s, node_gw](expected<node::storage_usage> u) {
     if (!u)
       return reply_error(*s->ex, u.err());
     render_usage(s->out, *u);
-    scrape_node(s, gw);
+    scrape_node(s, *node_gw);
   });
 }
 

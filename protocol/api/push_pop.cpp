@@ -21,22 +21,22 @@ void push(service& svc, call& c) {
     return reply_json(*c.ex, 201, "[]");
   stamp_producer(c.who, *items);
   node::push_request req{std::move(*items)};
-  svc.gw.push(std::move(req),
-              answer<node::push_reply>(
-                  c.ex, [m = svc.stats](const node::push_reply& r) {
-                    count_push(m, r);
-                    json::writer w;
-                    write_push_items(w, r);
-                    return std::pair{201, w.take()};
-                  }));
+  c.gw.push(std::move(req),
+            answer<node::push_reply>(
+                c.ex, [m = svc.stats](const node::push_reply& r) {
+                  count_push(m, r);
+                  json::writer w;
+                  write_push_items(w, r);
+                  return std::pair{201, w.take()};
+                }));
 }
 
 void pop(service& svc, call& c, node::pop_request req) {
-  auto token = svc.gw.new_token();
+  auto gw = c.gw;
+  auto token = gw.new_token();
   req.token = token;
-  auto& gw = svc.gw;
   auto ex = c.ex;
-  gw.pop(std::move(req), [&gw, ex, m = svc.stats](expected<node::pop_reply> r) {
+  gw.pop(std::move(req), [gw, ex, m = svc.stats](expected<node::pop_reply> r) {
     if (!r)
       return reply_error(*ex, r.err());
     count_pop(m, *r);
@@ -61,12 +61,12 @@ void pop(service& svc, call& c, node::pop_request req) {
     auto lease = r->messages.front().lease_id;
     if (!lease.empty()) // the client left before reading it: release now
       resp.on_unwritten
-          = [&gw, lease] { gw.release(lease, [](expected<bool>) {}); };
+          = [gw, lease]() mutable { gw.release(lease, [](expected<bool>) {}); };
     ex->respond(std::move(resp));
   });
   // A client that leaves while the pop is parked cancels it (nothing is
   // leased for it); after the answer this does nothing.
-  c.ex->on_abandon([&gw, token] { gw.cancel(token); });
+  c.ex->on_abandon([gw, token]() mutable { gw.cancel(token); });
 }
 
 void pop_queue(service& svc, call& c) {

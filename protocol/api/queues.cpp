@@ -13,40 +13,40 @@ namespace spool::api {
 
 namespace {
 
-void configure(service& svc, call& c) {
+void configure(service&, call& c) {
   auto body = read_configure_body(c.req.body);
   if (!body)
     return reply_error(*c.ex, body.err());
-  svc.gw.configure(std::move(body->req),
-                   answer<node::configure_reply>(
-                       c.ex, [unknown = std::move(body->unknown_options)](
-                                 const node::configure_reply& r) {
-                         json::writer w;
-                         w.begin_object();
-                         write_configure_fields(w, r, unknown);
-                         w.end_object();
-                         return std::pair{200, w.take()};
-                       }));
+  c.gw.configure(std::move(body->req),
+                 answer<node::configure_reply>(
+                     c.ex, [unknown = std::move(body->unknown_options)](
+                               const node::configure_reply& r) {
+                       json::writer w;
+                       w.begin_object();
+                       write_configure_fields(w, r, unknown);
+                       w.end_object();
+                       return std::pair{200, w.take()};
+                     }));
 }
 
-void list_queues(service& svc, call& c) {
-  svc.gw.queues(std::nullopt,
-                answer<std::vector<node::queue_info>>(
-                    c.ex, [](const std::vector<node::queue_info>& qs) {
-                      json::writer w;
-                      w.begin_object().key("queues").begin_array();
-                      for (auto& q : qs) {
-                        w.begin_object();
-                        write_queue_summary_fields(w, q);
-                        w.end_object();
-                      }
-                      w.end_array().end_object();
-                      return std::pair{200, w.take()};
-                    }));
+void list_queues(service&, call& c) {
+  c.gw.queues(std::nullopt,
+              answer<std::vector<node::queue_info>>(
+                  c.ex, [](const std::vector<node::queue_info>& qs) {
+                    json::writer w;
+                    w.begin_object().key("queues").begin_array();
+                    for (auto& q : qs) {
+                      w.begin_object();
+                      write_queue_summary_fields(w, q);
+                      w.end_object();
+                    }
+                    w.end_array().end_object();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
-void queue_detail(service& svc, call& c) {
-  svc.gw.queues(
+void queue_detail(service&, call& c) {
+  c.gw.queues(
       c.params.at(0),
       answer<std::vector<node::queue_info>>(
           c.ex, [](const std::vector<node::queue_info>& qs) {
@@ -60,18 +60,18 @@ void queue_detail(service& svc, call& c) {
           }));
 }
 
-void delete_queue(service& svc, call& c) {
+void delete_queue(service&, call& c) {
   auto name = c.params.at(0);
-  svc.gw.delete_queue(name, answer<bool>(c.ex, [name](bool existed) {
-                        json::writer w;
-                        w.begin_object();
-                        write_delete_queue_fields(w, name, existed);
-                        w.end_object();
-                        return std::pair{200, w.take()};
-                      }));
+  c.gw.delete_queue(name, answer<bool>(c.ex, [name](bool existed) {
+                      json::writer w;
+                      w.begin_object();
+                      write_delete_queue_fields(w, name, existed);
+                      w.end_object();
+                      return std::pair{200, w.take()};
+                    }));
 }
 
-void purge(service& svc, call& c) {
+void purge(service&, call& c) {
   node::purge_request req;
   req.queue = c.params.at(0);
   req.partition = query_str(c, "partition");
@@ -80,16 +80,16 @@ void purge(service& svc, call& c) {
     return reply_error(*c.ex, below.err());
   req.below = *below;
   auto name = req.queue;
-  svc.gw.purge(std::move(req), answer<std::size_t>(c.ex, [name](std::size_t n) {
-                 json::writer w;
-                 w.begin_object();
-                 write_purge_fields(w, name, n);
-                 w.end_object();
-                 return std::pair{200, w.take()};
-               }));
+  c.gw.purge(std::move(req), answer<std::size_t>(c.ex, [name](std::size_t n) {
+               json::writer w;
+               w.begin_object();
+               write_purge_fields(w, name, n);
+               w.end_object();
+               return std::pair{200, w.take()};
+             }));
 }
 
-void browse(service& svc, call& c) {
+void browse(service&, call& c) {
   node::browse_request req;
   auto queue = query_str(c, "queue");
   if (!queue)
@@ -110,51 +110,51 @@ void browse(service& svc, call& c) {
           *c.ex, make_error(errc::invalid_argument, "limit must be 1..10000"));
     req.limit = static_cast<std::size_t>(**limit);
   }
-  svc.gw.browse(std::move(req), answer<node::browse_reply>(
-                                    c.ex, [](const node::browse_reply& r) {
-                                      json::writer w;
-                                      w.begin_object();
-                                      write_browse_fields(w, r);
-                                      w.end_object();
-                                      return std::pair{200, w.take()};
-                                    }));
+  c.gw.browse(std::move(req),
+              answer<node::browse_reply>(c.ex, [](const node::browse_reply& r) {
+                json::writer w;
+                w.begin_object();
+                write_browse_fields(w, r);
+                w.end_object();
+                return std::pair{200, w.take()};
+              }));
 }
 
 /// `/resources/namespaces` and `/resources/tasks`: the queues grouped.
-void grouped(service& svc, call& c, bool by_task) {
-  svc.gw.queues(std::nullopt,
-                answer<std::vector<node::queue_info>>(
-                    c.ex, [by_task](const std::vector<node::queue_info>& qs) {
-                      struct sums {
-                        std::size_t queues = 0, partitions = 0;
-                        std::int64_t total = 0;
-                      };
-                      std::map<std::string, sums> m;
-                      for (auto& q : qs) {
-                        auto& s = m[by_task ? q.task : q.name_space];
-                        ++s.queues;
-                        s.partitions += q.partitions.size();
-                        for (auto& p : q.partitions)
-                          s.total += retained(p);
-                      }
-                      json::writer w;
-                      w.begin_object()
-                          .key(by_task ? "tasks" : "namespaces")
-                          .begin_array();
-                      for (auto& [name, s] : m) {
-                        w.begin_object();
-                        w.kv(by_task ? "task" : "namespace", name);
-                        w.kv("queues", s.queues);
-                        w.kv("partitions", s.partitions);
-                        w.key("messages").begin_object();
-                        w.kv("total", s.total);
-                        w.kv_null("pending");
-                        w.end_object();
-                        w.end_object();
-                      }
-                      w.end_array().end_object();
-                      return std::pair{200, w.take()};
-                    }));
+void grouped(service&, call& c, bool by_task) {
+  c.gw.queues(std::nullopt,
+              answer<std::vector<node::queue_info>>(
+                  c.ex, [by_task](const std::vector<node::queue_info>& qs) {
+                    struct sums {
+                      std::size_t queues = 0, partitions = 0;
+                      std::int64_t total = 0;
+                    };
+                    std::map<std::string, sums> m;
+                    for (auto& q : qs) {
+                      auto& s = m[by_task ? q.task : q.name_space];
+                      ++s.queues;
+                      s.partitions += q.partitions.size();
+                      for (auto& p : q.partitions)
+                        s.total += retained(p);
+                    }
+                    json::writer w;
+                    w.begin_object()
+                        .key(by_task ? "tasks" : "namespaces")
+                        .begin_array();
+                    for (auto& [name, s] : m) {
+                      w.begin_object();
+                      w.kv(by_task ? "task" : "namespace", name);
+                      w.kv("queues", s.queues);
+                      w.kv("partitions", s.partitions);
+                      w.key("messages").begin_object();
+                      w.kv("total", s.total);
+                      w.kv_null("pending");
+                      w.end_object();
+                      w.end_object();
+                    }
+                    w.end_array().end_object();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
 void namespaces(service& svc, call& c) {
@@ -165,29 +165,29 @@ void tasks(service& svc, call& c) {
   grouped(svc, c, true);
 }
 
-void overview(service& svc, call& c) {
-  svc.gw.queues(std::nullopt,
-                answer<std::vector<node::queue_info>>(
-                    c.ex, [](const std::vector<node::queue_info>& qs) {
-                      std::size_t partitions = 0;
-                      std::int64_t total = 0;
-                      for (auto& q : qs) {
-                        partitions += q.partitions.size();
-                        for (auto& p : q.partitions)
-                          total += retained(p);
-                      }
-                      json::writer w;
-                      w.begin_object();
-                      w.kv("queues", qs.size());
-                      w.kv("partitions", partitions);
-                      w.key("messages").begin_object();
-                      w.kv("total", total);
-                      w.kv_null("pending");
-                      w.kv_null("processing");
-                      w.end_object();
-                      w.end_object();
-                      return std::pair{200, w.take()};
-                    }));
+void overview(service&, call& c) {
+  c.gw.queues(std::nullopt,
+              answer<std::vector<node::queue_info>>(
+                  c.ex, [](const std::vector<node::queue_info>& qs) {
+                    std::size_t partitions = 0;
+                    std::int64_t total = 0;
+                    for (auto& q : qs) {
+                      partitions += q.partitions.size();
+                      for (auto& p : q.partitions)
+                        total += retained(p);
+                    }
+                    json::writer w;
+                    w.begin_object();
+                    w.kv("queues", qs.size());
+                    w.kv("partitions", partitions);
+                    w.key("messages").begin_object();
+                    w.kv("total", total);
+                    w.kv_null("pending");
+                    w.kv_null("processing");
+                    w.end_object();
+                    w.end_object();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
 } // namespace

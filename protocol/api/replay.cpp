@@ -27,16 +27,16 @@ void seek(service& svc, call& c, bool per_partition) {
   req.target = *target;
   req.dry_run = dry->value_or(false);
   auto echo = req;
-  svc.gw.seek(std::move(req), answer<node::seek_reply>(
-                                  c.ex, [echo = std::move(echo), m = svc.stats](
-                                            const node::seek_reply& r) {
-                                    count_seek(m, echo.dry_run);
-                                    json::writer w;
-                                    w.begin_object();
-                                    write_seek_fields(w, echo, r);
-                                    w.end_object();
-                                    return std::pair{200, w.take()};
-                                  }));
+  c.gw.seek(std::move(req), answer<node::seek_reply>(
+                                c.ex, [echo = std::move(echo), m = svc.stats](
+                                          const node::seek_reply& r) {
+                                  count_seek(m, echo.dry_run);
+                                  json::writer w;
+                                  w.begin_object();
+                                  write_seek_fields(w, echo, r);
+                                  w.end_object();
+                                  return std::pair{200, w.take()};
+                                }));
 }
 
 void seek_queue(service& svc, call& c) {
@@ -47,20 +47,20 @@ void seek_partition(service& svc, call& c) {
   seek(svc, c, true);
 }
 
-void subscription(service& svc, call& c) {
+void subscription(service&, call& c) {
   auto ts = read_subscription_body(c.req.body);
   if (!ts)
     return reply_error(*c.ex, ts.err());
   node::subscription_request req{c.params.at(0), *ts};
-  svc.gw.update_subscription(
-      req, answer<node::subscription_reply>(
-               c.ex, [req](const node::subscription_reply& r) {
-                 json::writer w;
-                 w.begin_object();
-                 write_subscription_fields(w, req, r);
-                 w.end_object();
-                 return std::pair{200, w.take()};
-               }));
+  c.gw.update_subscription(req,
+                           answer<node::subscription_reply>(
+                               c.ex, [req](const node::subscription_reply& r) {
+                                 json::writer w;
+                                 w.begin_object();
+                                 write_subscription_fields(w, req, r);
+                                 w.end_object();
+                                 return std::pair{200, w.take()};
+                               }));
 }
 
 constexpr std::string_view seek_keys[] = {"dryRun"};

@@ -101,8 +101,8 @@ class slotted : public http::exchange {
 public:
   static constexpr std::size_t max_listed = 2048;
 
-  slotted(std::shared_ptr<http::exchange> inner, const gateway& gw) :
-      inner_(std::move(inner)), gw_(gw) {
+  slotted(std::shared_ptr<http::exchange> inner, scoped_gateway gw) :
+      inner_(std::move(inner)), gw_(std::move(gw)) {
   }
   void respond(http::response r) override {
     if (auto served = gw_.served_slots(); served && r.status < 300) {
@@ -120,7 +120,7 @@ public:
 
 private:
   std::shared_ptr<http::exchange> inner_;
-  const gateway& gw_;
+  scoped_gateway gw_;
 };
 
 } // namespace
@@ -200,8 +200,9 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
   std::optional<auth::principal> who;
   auto& sec = svc_.sec;
   bool guarded = sec.enabled() && !sec.gate->is_public(req.path);
+  std::string what; // the audit log's name of the request
   if (guarded) {
-    auto what = concat(req.method, " ", req.path);
+    what = concat(req.method, " ", req.path);
     auto w = authenticate(sec, auth::bearer_token(req.header("Authorization")),
                           req.client_subject, req.peer, "http", what);
     if (!w)
@@ -213,13 +214,12 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     if (svc_.stats)
       ex = std::make_shared<metered>(std::move(ex), *svc_.stats, m->index);
     if (guarded) {
-      auto what = concat(req.method, " ", req.path);
       auto level = routes_[m->index].level;
       if (auto refused = authorize(sec, *who, level, req.peer, "http", what))
         return reply_error(*ex, *refused);
       if (level == auth::access::admin)
         ex = std::make_shared<audited>(std::move(ex), sec, *who, req.peer,
-                                       std::move(what));
+                                       what);
     }
     if (m->bad_escape)
       return reply_error(*ex, make_error(errc::invalid_argument,
@@ -233,10 +233,11 @@ void router::handle(http::request req, std::shared_ptr<http::exchange> ex) {
     if (auto& keys = routes_[m->index].keys)
       if (auto w = http::unknown_keys_warning(*query, *keys); !w.empty())
         ex = std::make_shared<warned>(std::move(ex), std::move(w));
+    auto gw = svc_.scoped(who, req.peer, "http", what);
     if (routes_[m->index].lists)
-      ex = std::make_shared<slotted>(std::move(ex), svc_.gw);
+      ex = std::make_shared<slotted>(std::move(ex), gw);
     call c{std::move(req), std::move(m->params), std::move(*query), ex,
-           std::move(who)};
+           std::move(who), std::move(gw)};
     routes_[m->index].fn(svc_, c);
     return;
   }

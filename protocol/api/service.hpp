@@ -15,6 +15,7 @@
 
 #include "gateway/gateway.hpp"
 #include "protocol/api/access.hpp"
+#include "protocol/api/scoped.hpp"
 #include "protocol/http/message.hpp"
 #include "protocol/http/server.hpp"
 #include "protocol/http/url.hpp"
@@ -29,7 +30,6 @@ const char* to_string(readiness st);
 class metrics;
 
 struct service {
-  gateway& gw;
   std::atomic<readiness> state{readiness::starting};
   metrics* stats = nullptr; ///< none: counters are not kept
   /// The server's parsing limits (413 texts), for the routes' own checks.
@@ -45,8 +45,22 @@ struct service {
   std::function<std::vector<std::pair<std::string, std::int64_t>>()>
       certificates;
 
-  explicit service(gateway& g) : gw(g) {
+  explicit service(gateway& g) : gw_(g) {
   }
+
+  /// The node as a request from `who` sees it (`scoped_gateway`): routes
+  /// and ops reach the node only through this, so none escapes the
+  /// tokens' queues and groups claims. `from`, `door` and `what` name
+  /// the request in the audit log.
+  scoped_gateway scoped(const std::optional<auth::principal>& who,
+                        std::string_view from, std::string_view door,
+                        std::string_view what) {
+    return scope_for(gw_, names_, sec, who, from, door, what);
+  }
+
+private:
+  gateway& gw_;
+  queue_directory names_;
 };
 
 /// One routed request: the request, its decoded path parameters in route
@@ -58,6 +72,8 @@ struct call {
   std::shared_ptr<http::exchange> ex;
   /// Who sent it, when tokens are on and the path is not public.
   std::optional<auth::principal> who;
+  /// The node as `who` sees it.
+  scoped_gateway gw;
 };
 
 using exchange_ptr = std::shared_ptr<http::exchange>;

@@ -109,34 +109,34 @@ void write_counts(json::writer& w, const mode_counts& n, bool detail,
 
 /// The queue-mode group's cursors (every queue's, or `queue`'s), then `k`.
 template <class K>
-void queue_mode_cursors(service& svc, exchange_ptr ex,
+void queue_mode_cursors(scoped_gateway gw, exchange_ptr ex,
                         std::optional<std::string> queue, K k) {
   node::groups_request req;
   req.group = std::string{queue_mode_group};
   req.queue = std::move(queue);
-  svc.gw.groups(std::move(req),
-                [ex, k = std::move(k)](
-                    expected<std::vector<node::cursor_view>> cs) mutable {
-                  if (!cs)
-                    return reply_error(*ex, cs.err());
-                  k(std::move(*cs));
-                });
+  gw.groups(std::move(req),
+            [ex, k = std::move(k)](
+                expected<std::vector<node::cursor_view>> cs) mutable {
+              if (!cs)
+                return reply_error(*ex, cs.err());
+              k(std::move(*cs));
+            });
 }
 
 /// GET /api/v1/status/queues: each queue (namespace, task filters; limit,
 /// offset) with its retained total and the queue-mode group's pending and
 /// processing.
-void status_queues(service& svc, call& c) {
+void status_queues(service&, call& c) {
   auto page = read_page_query(c, 100, 1000);
   if (!page)
     return reply_error(*c.ex, page.err());
   auto ns = query_str(c, "namespace");
   auto task = query_str(c, "task");
-  auto* s = &svc;
+  auto gw = c.gw;
   auto ex = c.ex;
-  svc.gw.queues(std::nullopt, [s, ex, ns, task, limit = page->first,
-                               offset = page->second](
-                                  expected<std::vector<node::queue_info>> qs) {
+  c.gw.queues(std::nullopt, [gw, ex, ns, task, limit = page->first,
+                             offset = page->second](
+                                expected<std::vector<node::queue_info>> qs) {
     if (!qs)
       return reply_error(*ex, qs.err());
     auto list = std::make_shared<std::vector<node::queue_info>>();
@@ -149,7 +149,7 @@ void status_queues(service& svc, call& c) {
                                           : a.name < b.name;
     });
     queue_mode_cursors(
-        *s, ex, std::nullopt,
+        gw, ex, std::nullopt,
         [ex, list, limit, offset](std::vector<node::cursor_view> cs) {
           auto ix = index_of(cs);
           json::writer w;
@@ -239,19 +239,18 @@ std::string queue_body(const node::queue_info& q,
 /// and the queue-mode cursor there; the queue-mode group's dead letters in
 /// the totals (three reads, one after the other: a push or an ack between
 /// them can shift a count by what it did).
-void status_queue(service& svc, call& c) {
-  auto* s = &svc;
+void status_queue(service&, call& c) {
+  auto gw = c.gw;
   auto ex = c.ex;
   auto name = c.params.at(0);
-  svc.gw.queues(name, [s, ex,
-                       name](expected<std::vector<node::queue_info>> qs) {
+  c.gw.queues(name, [gw, ex, name](expected<std::vector<node::queue_info>> qs) {
     if (!qs)
       return reply_error(*ex, qs.err());
     if (qs->empty())
       return reply_error(*ex, make_error(errc::not_found, "Queue not found"));
     auto q = std::make_shared<node::queue_info>(std::move(qs->front()));
     queue_mode_cursors(
-        *s, ex, name, [s, ex, q](std::vector<node::cursor_view> cs) {
+        gw, ex, name, [gw, ex, q](std::vector<node::cursor_view> cs) mutable {
           dlq_query dq;
           dq.filter.queue = q->name;
           dq.filter.group = std::string{queue_mode_group};
@@ -260,7 +259,7 @@ void status_queue(service& svc, call& c) {
               = std::make_shared<std::vector<node::cursor_view>>(std::move(cs));
           // A group the queue does not know yet has no dead letters (any
           // other failure, a queue deleted meanwhile, is the answer).
-          s->gw.dlq_list(
+          gw.dlq_list(
               std::move(dq), [ex, q, cursors](expected<node::dlq_page> page) {
                 if (!page && !unknown_group(page.err()))
                   return reply_error(*ex, page.err());

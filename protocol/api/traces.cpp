@@ -55,40 +55,40 @@ page_body(const char* key, const std::vector<Item>& items, std::uint64_t total,
 }
 
 /// POST /api/v1/traces → 201 {success, traceId}.
-void add(service& svc, call& c) {
+void add(service&, call& c) {
   auto t = read_trace_body(c.req.body);
   if (!t)
     return reply_error(*c.ex, t.err());
-  svc.gw.add_trace(std::move(*t),
-                   answer<std::string>(c.ex, [](const std::string& id) {
-                     json::writer w;
-                     w.begin_object();
-                     w.kv("success", true);
-                     w.kv("traceId", id);
-                     w.end_object();
-                     return std::pair{201, w.take()};
-                   }));
+  c.gw.add_trace(std::move(*t),
+                 answer<std::string>(c.ex, [](const std::string& id) {
+                   json::writer w;
+                   w.begin_object();
+                   w.kv("success", true);
+                   w.kv("traceId", id);
+                   w.end_object();
+                   return std::pair{201, w.take()};
+                 }));
 }
 
 /// GET /api/v1/traces/:partitionId/:transactionId → {traces}, oldest first.
-void of_message(service& svc, call& c) {
-  svc.gw.traces({c.params.at(0), c.params.at(1)},
-                answer<std::vector<node::trace>>(
-                    c.ex, [](const std::vector<node::trace>& ts) {
-                      json::writer w;
-                      w.begin_object().key("traces").begin_array();
-                      for (auto& t : ts) {
-                        w.begin_object();
-                        write_trace(w, t);
-                        w.end_object();
-                      }
-                      w.end_array().end_object();
-                      return std::pair{200, w.take()};
-                    }));
+void of_message(service&, call& c) {
+  c.gw.traces({c.params.at(0), c.params.at(1)},
+              answer<std::vector<node::trace>>(
+                  c.ex, [](const std::vector<node::trace>& ts) {
+                    json::writer w;
+                    w.begin_object().key("traces").begin_array();
+                    for (auto& t : ts) {
+                      w.begin_object();
+                      write_trace(w, t);
+                      w.end_object();
+                    }
+                    w.end_array().end_object();
+                    return std::pair{200, w.take()};
+                  }));
 }
 
 /// GET /api/v1/traces/by-name/:traceName → {traces, total, pagination}.
-void by_name(service& svc, call& c) {
+void by_name(service&, call& c) {
   auto& name = c.params.at(0);
   if (name.empty() || name.size() > 255)
     return reply_error(*c.ex, make_error(errc::invalid_argument,
@@ -97,32 +97,32 @@ void by_name(service& svc, call& c) {
   if (!page)
     return reply_error(*c.ex, page.err());
   auto [limit, offset] = *page;
-  svc.gw.traces_named(
-      {c.params.at(0), limit, offset},
-      answer<node::trace_page>(
-          c.ex, [limit, offset](const node::trace_page& p) {
-            return page_body("traces", p.traces, p.total, limit, offset,
-                             [](json::writer& w, const node::named_trace& n) {
-                               write_trace(w, n.t);
-                               w.kv("queue_name", n.queue);
-                               w.kv("partition_name", n.partition);
-                               if (n.msg)
-                                 write_payload(w, "message_payload", *n.msg,
-                                               "message_payload_encoding",
-                                               "message_payload_error");
-                               else
-                                 w.kv_null("message_payload");
-                             });
-          }));
+  c.gw.traces_named({c.params.at(0), limit, offset},
+                    answer<node::trace_page>(
+                        c.ex, [limit, offset](const node::trace_page& p) {
+                          return page_body(
+                              "traces", p.traces, p.total, limit, offset,
+                              [](json::writer& w, const node::named_trace& n) {
+                                write_trace(w, n.t);
+                                w.kv("queue_name", n.queue);
+                                w.kv("partition_name", n.partition);
+                                if (n.msg)
+                                  write_payload(w, "message_payload", *n.msg,
+                                                "message_payload_encoding",
+                                                "message_payload_error");
+                                else
+                                  w.kv_null("message_payload");
+                              });
+                        }));
 }
 
 /// GET /api/v1/traces/names → {trace_names, total, pagination}.
-void names(service& svc, call& c) {
+void names(service&, call& c) {
   auto page = read_page_query(c, 50, 1000);
   if (!page)
     return reply_error(*c.ex, page.err());
   auto [limit, offset] = *page;
-  svc.gw.trace_names(
+  c.gw.trace_names(
       {limit, offset},
       answer<node::trace_names_page>(
           c.ex, [limit, offset](const node::trace_names_page& p) {

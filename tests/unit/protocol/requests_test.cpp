@@ -23,7 +23,7 @@ errc code_of(const expected<T>& r) {
 }
 
 call query(const std::string& q) {
-  return call{{}, {}, *http::query_params::parse(q), nullptr, std::nullopt};
+  return call{{}, {}, *http::query_params::parse(q), nullptr, std::nullopt, {}};
 }
 
 } // namespace

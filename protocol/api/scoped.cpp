@@ -1,0 +1,547 @@
+#include "protocol/api/scoped.hpp"
+
+#include <algorithm>
+
+#include "vocab/delivery.hpp"
+#include "vocab/slot.hpp"
+
+namespace spool::api {
+
+// -- queue_directory ----------------------------------------------------------
+
+std::optional<std::string> queue_directory::name_of(std::uint64_t id) const {
+  std::lock_guard lock{m_};
+  if (auto it = names_.find(id); it != names_.end())
+    return it->second;
+  return std::nullopt;
+}
+
+void queue_directory::learn(std::uint64_t id, const std::string& name) {
+  std::lock_guard lock{m_};
+  names_.try_emplace(id, name);
+}
+
+void queue_directory::learn_id(std::string_view id, const std::string& name) {
+  if (auto q = queue_of_id(id))
+    learn(*q, name);
+}
+
+bool queue_directory::all_known(const std::vector<std::uint64_t>& ids) const {
+  return std::all_of(ids.begin(), ids.end(),
+                     [&](std::uint64_t id) { return names_.contains(id); });
+}
+
+void queue_directory::resolve(gateway& gw,
+                              const std::vector<std::uint64_t>& ids,
+                              std::function<void()> then) {
+  bool now_ok = false; // `then` runs outside the lock (it reads names)
+  {
+    std::lock_guard lock{m_};
+    if (all_known(ids)
+        || (!refreshing_
+            && std::chrono::steady_clock::now() - last_refresh_
+                   < refresh_interval)) {
+      now_ok = true;
+    } else {
+      waiting_.push_back(std::move(then));
+      if (refreshing_)
+        return;
+      refreshing_ = true;
+    }
+  }
+  if (now_ok)
+    return then();
+  gw.queues(std::nullopt, [this](expected<std::vector<node::queue_info>> qs) {
+    refreshed(qs);
+  });
+}
+
+void queue_directory::refreshed(
+    const expected<std::vector<node::queue_info>>& qs) {
+  std::vector<std::function<void()>> run;
+  {
+    std::lock_guard lock{m_};
+    if (qs)
+      for (auto& q : *qs)
+        names_.try_emplace(q.id, q.name);
+    refreshing_ = false;
+    last_refresh_ = std::chrono::steady_clock::now();
+    run.swap(waiting_);
+  }
+  for (auto& f : run)
+    f();
+}
+
+// -- scoped_gateway -----------------------------------------------------------
+
+namespace {
+
+const char* const insufficient = "Insufficient permissions: ";
+
+} // namespace
+
+void scoped_gateway::audit(std::string_view outcome) const {
+  auto& c = *ctx_;
+  if (c.sec == nullptr)
+    return;
+  c.sec->write({c.who.subject.empty() ? "-" : c.who.subject,
+                auth::to_string(c.who.granted), c.from, c.door, c.what,
+                outcome});
+}
+
+std::optional<api_error>
+scoped_gateway::refuse_queue(std::string_view queue) const {
+  if (!ctx_ || ctx_->who.may_use_queue(queue))
+    return std::nullopt;
+  audit(concat("403 queues claim: queue ", queue));
+  return make_error(errc::forbidden, insufficient,
+                    "the token's queues claim does not cover queue ", queue);
+}
+
+std::optional<api_error>
+scoped_gateway::refuse_group(const std::optional<std::string>& group) const {
+  std::string_view g = group ? std::string_view{*group} : queue_mode_group;
+  if (!ctx_ || ctx_->who.may_use_group(g))
+    return std::nullopt;
+  audit(concat("403 groups claim: group ", g));
+  if (!group)
+    return make_error(errc::forbidden, insufficient,
+                      "the token's groups claim does not cover queue mode (",
+                      queue_mode_group, "): name a consumer group");
+  return make_error(errc::forbidden, insufficient,
+                    "the token's groups claim does not cover consumer group ",
+                    g);
+}
+
+std::optional<api_error>
+scoped_gateway::refuse_spanning(bool queues, bool groups,
+                                std::string_view why) const {
+  if (!ctx_
+      || !((queues && ctx_->who.queue_prefixes)
+           || (groups && ctx_->who.groups)))
+    return std::nullopt;
+  audit(concat("403 queues or groups claim: ", why));
+  return make_error(errc::forbidden, insufficient, why);
+}
+
+std::optional<api_error> scoped_gateway::refuse_dlq(const dlq_filter& f) const {
+  if (!ctx_)
+    return std::nullopt;
+  if (auto e = f.queue ? refuse_queue(*f.queue)
+                       : refuse_spanning(true, false,
+                                         "a token with a queues claim must "
+                                         "name the queue"))
+    return e;
+  if (!f.group)
+    return refuse_spanning(false, true,
+                           "a token with a groups claim must name the "
+                           "consumer group");
+  return refuse_group(f.group);
+}
+
+std::optional<std::uint64_t>
+scoped_gateway::queue_to_check(std::string_view id) const {
+  if (!ctx_->who.queue_prefixes)
+    return std::nullopt; // every queue: nothing to resolve
+  auto q = queue_of_id(id);
+  if (!q)
+    return std::nullopt; // names no queue: the node refuses it as it is
+  // A slot another node serves: the node answers where its leader is,
+  // touching nothing (docs/cluster.md, "What is refused").
+  if (auto served = gw_->served_slots();
+      served
+      && std::find(served->begin(), served->end(), slot_of_id(*q))
+             == served->end())
+    return std::nullopt;
+  return q;
+}
+
+bool scoped_gateway::covers_id(std::string_view id) const {
+  auto q = queue_to_check(id);
+  if (!q)
+    return true;
+  auto name = dir_->name_of(*q);
+  return name && ctx_->who.may_use_queue(*name);
+}
+
+void scoped_gateway::resolve(const std::vector<std::string_view>& ids,
+                             std::function<void()> then) const {
+  std::vector<std::uint64_t> qids;
+  for (auto id : ids)
+    if (auto q = queue_to_check(id))
+      qids.push_back(*q);
+  dir_->resolve(*gw_, qids, std::move(then));
+}
+
+expected<gateway*> scoped_gateway::whole() const {
+  if (auto e = refuse_spanning(true, true,
+                               "this spans the whole node: it needs a token "
+                               "without a queues or groups claim"))
+    return std::move(*e);
+  return gw_;
+}
+
+void scoped_gateway::push(node::push_request req,
+                          done<node::push_reply> k) const {
+  if (!ctx_)
+    return gw_->push(std::move(req), std::move(k));
+  for (auto& i : req.items)
+    if (auto e = refuse_queue(i.queue))
+      return k(*e);
+  gw_->push(std::move(req),
+            [dir = dir_, k = std::move(k)](expected<node::push_reply> r) {
+              if (r)
+                for (auto& i : r->items)
+                  dir->learn_id(i.partition_id, i.queue);
+              k(std::move(r));
+            });
+}
+
+void scoped_gateway::pop(node::pop_request req, done<node::pop_reply> k) const {
+  if (!ctx_)
+    return gw_->pop(std::move(req), std::move(k));
+  if (auto e = refuse_group(req.group))
+    return k(*e);
+  if (req.name_space)
+    req.queue_prefixes = ctx_->who.queue_prefixes; // the node filters
+  else if (auto e = refuse_queue(req.queue))
+    return k(*e);
+  gw_->pop(std::move(req),
+           [dir = dir_, k = std::move(k)](expected<node::pop_reply> r) {
+             if (r)
+               for (auto& m : r->messages)
+                 dir->learn_id(m.partition_id, m.queue);
+             k(std::move(r));
+           });
+}
+
+void scoped_gateway::ack(node::ack_request req, done<node::ack_reply> k) const {
+  if (!ctx_)
+    return gw_->ack(std::move(req), std::move(k));
+  for (auto& i : req.items)
+    if (auto e = refuse_group(req.group ? req.group : i.group))
+      return k(*e);
+  auto all = std::make_shared<node::ack_request>(std::move(req));
+  std::vector<std::string_view> ids;
+  for (auto& i : all->items)
+    ids.push_back(i.partition_id);
+  resolve(ids, [self = *this, all, k = std::move(k)]() mutable {
+    // An item of a queue the claim leaves out answers as an unknown
+    // partition's; the others go to the node.
+    node::ack_request in;
+    in.group = all->group;
+    std::vector<std::size_t> kept;
+    for (std::size_t i = 0; i < all->items.size(); ++i)
+      if (self.covers_id(all->items[i].partition_id)) {
+        kept.push_back(i);
+        in.items.push_back(std::move(all->items[i]));
+      }
+    if (kept.size() == all->items.size())
+      return self.gw_->ack(std::move(in), std::move(k));
+    node::ack_reply out;
+    out.items.resize(all->items.size());
+    for (auto& o : out.items)
+      o.error = to_string(ack_error::not_found);
+    if (kept.empty())
+      return k(std::move(out));
+    self.gw_->ack(
+        std::move(in), [out = std::move(out), kept = std::move(kept),
+                        k = std::move(k)](expected<node::ack_reply> r) mutable {
+          if (!r)
+            return k(std::move(r));
+          for (std::size_t j = 0; j < kept.size() && j < r->items.size(); ++j)
+            out.items[kept[j]] = std::move(r->items[j]);
+          k(std::move(out));
+        });
+  });
+}
+
+void scoped_gateway::extend(node::extend_request req,
+                            done<node::extend_reply> k) const {
+  if (!ctx_)
+    return gw_->extend(std::move(req), std::move(k));
+  auto not_found = [](done<node::extend_reply>& k) {
+    node::extend_reply none;
+    none.error = to_string(extend_error::not_found);
+    k(std::move(none));
+  };
+  auto q = queue_of_id(req.lease_id);
+  auto id = req.lease_id; // the views outlive the request's move
+  if (!ctx_->who.groups || !q)
+    return resolve({id}, [self = *this, req = std::move(req), k = std::move(k),
+                          not_found]() mutable {
+      if (!self.covers_id(req.lease_id))
+        return not_found(k);
+      self.gw_->extend(std::move(req), std::move(k));
+    });
+  // A groups claim: the lease must be one of a covered group's, which
+  // the queue's cursors say (a lease id names its queue, not its group).
+  dir_->resolve(*gw_, {*q},
+                [self = *this, req = std::move(req), k = std::move(k),
+                 not_found, q = *q]() mutable {
+                  auto name = self.dir_->name_of(q);
+                  if (!name || !self.ctx_->who.may_use_queue(*name))
+                    return not_found(k);
+                  node::groups_request cursors;
+                  cursors.queue = *name;
+                  auto gw = self.gw_;
+                  gw->groups(
+                      std::move(cursors),
+                      [self, req = std::move(req), k = std::move(k), not_found](
+                          expected<std::vector<node::cursor_view>> cs) mutable {
+                        if (!cs)
+                          return k(std::move(cs).err());
+                        auto held = std::find_if(
+                            cs->begin(), cs->end(),
+                            [&](const node::cursor_view& v) {
+                              return v.lease && v.lease->id == req.lease_id;
+                            });
+                        if (held == cs->end()
+                            || !self.ctx_->who.may_use_group(held->group))
+                          return not_found(k);
+                        self.gw_->extend(std::move(req), std::move(k));
+                      });
+                });
+}
+
+void scoped_gateway::seek(node::seek_request req,
+                          done<node::seek_reply> k) const {
+  if (ctx_) {
+    if (auto e = refuse_queue(req.queue))
+      return k(*e);
+    if (auto e = refuse_group(req.group))
+      return k(*e);
+  }
+  gw_->seek(std::move(req), std::move(k));
+}
+
+void scoped_gateway::update_subscription(
+    node::subscription_request req, done<node::subscription_reply> k) const {
+  if (ctx_) {
+    if (auto e = refuse_group(req.group))
+      return k(*e);
+    if (auto e = refuse_spanning(true, false,
+                                 "a subscription change spans every queue "
+                                 "of the group: it needs a token without a "
+                                 "queues claim"))
+      return k(*e);
+  }
+  gw_->update_subscription(std::move(req), std::move(k));
+}
+
+void scoped_gateway::configure(node::configure_request req,
+                               done<node::configure_reply> k) const {
+  if (!ctx_)
+    return gw_->configure(std::move(req), std::move(k));
+  if (auto e = refuse_queue(req.queue))
+    return k(*e);
+  gw_->configure(std::move(req), [dir = dir_, k = std::move(k)](
+                                     expected<node::configure_reply> r) {
+    if (r)
+      dir->learn(r->queue.id, r->queue.name);
+    k(std::move(r));
+  });
+}
+
+void scoped_gateway::queues(std::optional<std::string> name,
+                            done<std::vector<node::queue_info>> k) const {
+  if (!ctx_)
+    return gw_->queues(std::move(name), std::move(k));
+  if (name)
+    if (auto e = refuse_queue(*name))
+      return k(*e);
+  gw_->queues(std::move(name), [ctx = ctx_, dir = dir_, k = std::move(k)](
+                                   expected<std::vector<node::queue_info>> qs) {
+    if (qs) {
+      for (auto& q : *qs)
+        dir->learn(q.id, q.name);
+      std::erase_if(*qs, [&](const node::queue_info& q) {
+        return !ctx->who.may_use_queue(q.name);
+      });
+    }
+    k(std::move(qs));
+  });
+}
+
+void scoped_gateway::delete_queue(const std::string& name, done<bool> k) const {
+  if (auto e = refuse_queue(name))
+    return k(*e);
+  gw_->delete_queue(name, std::move(k));
+}
+
+void scoped_gateway::purge(node::purge_request req, done<std::size_t> k) const {
+  if (auto e = refuse_queue(req.queue))
+    return k(*e);
+  gw_->purge(std::move(req), std::move(k));
+}
+
+void scoped_gateway::browse(node::browse_request req,
+                            done<node::browse_reply> k) const {
+  if (auto e = refuse_queue(req.queue))
+    return k(*e);
+  gw_->browse(std::move(req), std::move(k));
+}
+
+void scoped_gateway::find(node::find_request req, done<node::message> k) const {
+  if (!ctx_)
+    return gw_->find(std::move(req), std::move(k));
+  auto id = req.partition_id;
+  resolve(
+      {id}, [self = *this, req = std::move(req), k = std::move(k)]() mutable {
+        if (self.covers_id(req.partition_id))
+          return self.gw_->find(std::move(req), std::move(k));
+        k(make_error(errc::not_found, "Partition not found")); // as the node
+      });
+}
+
+void scoped_gateway::groups(node::groups_request req,
+                            done<std::vector<node::cursor_view>> k) const {
+  if (!ctx_)
+    return gw_->groups(std::move(req), std::move(k));
+  if (req.group)
+    if (auto e = refuse_group(req.group))
+      return k(*e);
+  if (req.queue)
+    if (auto e = refuse_queue(*req.queue))
+      return k(*e);
+  // A listing: only the cursors the claims cover.
+  gw_->groups(std::move(req), [ctx = ctx_, k = std::move(k)](
+                                  expected<std::vector<node::cursor_view>> cs) {
+    if (cs)
+      std::erase_if(*cs, [&](const node::cursor_view& v) {
+        return !ctx->who.may_use_queue(v.queue)
+               || !ctx->who.may_use_group(v.group);
+      });
+    k(std::move(cs));
+  });
+}
+
+void scoped_gateway::delete_group(node::delete_group_request req,
+                                  done<node::delete_group_reply> k) const {
+  if (ctx_) {
+    if (auto e = refuse_group(req.group))
+      return k(*e);
+    auto e = req.queue ? refuse_queue(*req.queue)
+                       : refuse_spanning(true, false,
+                                         "a token with a queues claim must "
+                                         "name the queue");
+    if (e)
+      return k(*e);
+  }
+  gw_->delete_group(std::move(req), std::move(k));
+}
+
+void scoped_gateway::dlq_list(dlq_query q, done<node::dlq_page> k) const {
+  if (auto e = refuse_dlq(q.filter))
+    return k(*e);
+  gw_->dlq_list(std::move(q), std::move(k));
+}
+
+void scoped_gateway::dlq_requeue(dlq_filter f, done<node::dlq_count> k) const {
+  if (auto e = refuse_dlq(f))
+    return k(*e);
+  gw_->dlq_requeue(std::move(f), std::move(k));
+}
+
+void scoped_gateway::dlq_delete(dlq_filter f, done<node::dlq_count> k) const {
+  if (auto e = refuse_dlq(f))
+    return k(*e);
+  gw_->dlq_delete(std::move(f), std::move(k));
+}
+
+void scoped_gateway::transaction(node::txn_request req,
+                                 done<node::txn_reply> k) const {
+  if (!ctx_)
+    return gw_->transaction(std::move(req), std::move(k));
+  std::vector<std::string_view> ids;
+  for (auto& op : req.operations) {
+    if (auto* p = std::get_if<node::txn_push>(&op)) {
+      for (auto& i : p->items)
+        if (auto e = refuse_queue(i.queue))
+          return k(*e);
+      continue;
+    }
+    auto& a = std::get<node::txn_ack>(op).ack;
+    if (auto e = refuse_group(a.group))
+      return k(*e);
+    ids.push_back(a.partition_id);
+  }
+  auto all = std::make_shared<node::txn_request>(std::move(req));
+  resolve(ids, [self = *this, all, k = std::move(k)]() mutable {
+    for (std::size_t i = 0; i < all->operations.size(); ++i)
+      if (auto* a = std::get_if<node::txn_ack>(&all->operations[i]);
+          a && !self.covers_id(a->ack.partition_id)) {
+        // As the node answers an ack of an unknown partition: rolled back.
+        node::txn_reply r;
+        r.transaction_id = all->transaction_id.value_or("");
+        r.failed_op = i;
+        r.error
+            = concat("operations[", i, "]: ", to_string(ack_error::not_found));
+        return k(std::move(r));
+      }
+    self.gw_->transaction(std::move(*all), std::move(k));
+  });
+}
+
+void scoped_gateway::add_trace(node::trace_request req,
+                               done<std::string> k) const {
+  if (!ctx_)
+    return gw_->add_trace(std::move(req), std::move(k));
+  if (auto e = refuse_group(req.consumer_group))
+    return k(*e);
+  auto id = req.partition_id;
+  resolve(
+      {id}, [self = *this, req = std::move(req), k = std::move(k)]() mutable {
+        if (self.covers_id(req.partition_id))
+          return self.gw_->add_trace(std::move(req), std::move(k));
+        k(make_error(errc::not_found, "Partition not found")); // as the node
+      });
+}
+
+void scoped_gateway::traces(node::find_request req,
+                            done<std::vector<node::trace>> k) const {
+  if (!ctx_)
+    return gw_->traces(std::move(req), std::move(k));
+  auto id = req.partition_id;
+  resolve({id},
+          [self = *this, req = std::move(req), k = std::move(k)]() mutable {
+            if (self.covers_id(req.partition_id))
+              return self.gw_->traces(std::move(req), std::move(k));
+            k(std::vector<node::trace>{}); // as an unknown message's
+          });
+}
+
+void scoped_gateway::traces_named(node::trace_name_query q,
+                                  done<node::trace_page> k) const {
+  if (auto e = refuse_spanning(true, false,
+                               "traces by name span every queue: they need "
+                               "a token without a queues claim"))
+    return k(*e);
+  gw_->traces_named(std::move(q), std::move(k));
+}
+
+void scoped_gateway::trace_names(node::trace_names_query q,
+                                 done<node::trace_names_page> k) const {
+  if (auto e = refuse_spanning(true, false,
+                               "trace names span every queue: they need a "
+                               "token without a queues claim"))
+    return k(*e);
+  gw_->trace_names(std::move(q), std::move(k));
+}
+
+scoped_gateway scope_for(gateway& gw, queue_directory& dir, const security& sec,
+                         const std::optional<auth::principal>& who,
+                         std::string_view from, std::string_view door,
+                         std::string_view what) {
+  if (!sec.enabled() || !who || who->unrestricted())
+    return scoped_gateway{gw, dir};
+  auto ctx = std::make_shared<scope_context>();
+  ctx->who = *who;
+  ctx->sec = &sec;
+  ctx->from = from;
+  ctx->door = door;
+  ctx->what = what;
+  return scoped_gateway{gw, dir, std::move(ctx)};
+}
+
+} // namespace spool::api
