@@ -51,8 +51,10 @@ void queue_directory::resolve(gateway& gw,
   }
   if (now_ok)
     return then();
-  gw.queues(std::nullopt, [this](expected<std::vector<node::queue_info>> qs) {
-    refreshed(qs);
+  // The listing may answer after the doors closed: it holds the table.
+  gw.queues(std::nullopt, [self = shared_from_this()](
+                              expected<std::vector<node::queue_info>> qs) {
+    self->refreshed(qs);
   });
 }
 
@@ -453,8 +455,9 @@ void scoped_gateway::transaction(node::txn_request req,
                                  done<node::txn_reply> k) const {
   if (!ctx_)
     return gw_->transaction(std::move(req), std::move(k));
-  std::vector<std::string_view> ids;
-  for (auto& op : req.operations) {
+  auto all = std::make_shared<node::txn_request>(std::move(req));
+  std::vector<std::string_view> ids; // views of `all`'s strings
+  for (auto& op : all->operations) {
     if (auto* p = std::get_if<node::txn_push>(&op)) {
       for (auto& i : p->items)
         if (auto e = refuse_queue(i.queue))
@@ -466,7 +469,6 @@ void scoped_gateway::transaction(node::txn_request req,
       return k(*e);
     ids.push_back(a.partition_id);
   }
-  auto all = std::make_shared<node::txn_request>(std::move(req));
   resolve(ids, [self = *this, all, k = std::move(k)]() mutable {
     for (std::size_t i = 0; i < all->operations.size(); ++i)
       if (auto* a = std::get_if<node::txn_ack>(&all->operations[i]);

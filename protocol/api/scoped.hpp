@@ -40,8 +40,9 @@ namespace spool::api {
 /// Queue ids → names, learned from the answers that pass and from the
 /// node's listing: a partition uuid and a lease id carry their queue's id
 /// (vocab/slot.hpp), and ids are never reused (the store keeps its
-/// counters), so what is learned stays true. Thread-safe.
-class queue_directory {
+/// counters), so what is learned stays true. Thread-safe; held by a
+/// `shared_ptr` (a listing in flight holds it).
+class queue_directory : public std::enable_shared_from_this<queue_directory> {
 public:
   /// A missed id refreshes the listing at most this often (a client
   /// sending made-up ids costs one listing per interval, not one each).

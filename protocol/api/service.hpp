@@ -55,12 +55,12 @@ struct service {
   scoped_gateway scoped(const std::optional<auth::principal>& who,
                         std::string_view from, std::string_view door,
                         std::string_view what) {
-    return scope_for(gw_, names_, sec, who, from, door, what);
+    return scope_for(gw_, *names_, sec, who, from, door, what);
   }
 
 private:
   gateway& gw_;
-  queue_directory names_;
+  std::shared_ptr<queue_directory> names_ = std::make_shared<queue_directory>();
 };
 
 /// One routed request: the request, its decoded path parameters in route

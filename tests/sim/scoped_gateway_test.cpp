@@ -15,7 +15,8 @@ using namespace spool::test;
 namespace {
 
 struct scoped_sim : gateway_sim {
-  api::queue_directory dir;
+  std::shared_ptr<api::queue_directory> dir
+      = std::make_shared<api::queue_directory>();
 
   /// The gateway for a token with these claims (none: that claim unset).
   api::scoped_gateway scoped(std::optional<std::vector<std::string>> queues,
@@ -25,7 +26,7 @@ struct scoped_sim : gateway_sim {
     ctx->who.granted = auth::role::admin;
     ctx->who.queue_prefixes = std::move(queues);
     ctx->who.groups = std::move(groups);
-    return api::scoped_gateway{*gw, dir, std::move(ctx)};
+    return api::scoped_gateway{*gw, *dir, std::move(ctx)};
   }
 
   node::ack_item completed(const node::message& m) {
@@ -97,7 +98,7 @@ TEST_CASE("a token with only a groups claim acks by id without the queue "
       [&](auto k) { gw.ack(std::move(mine), std::move(k)); });
   REQUIRE(r);
   CHECK(r->items[0].success);
-  CHECK_FALSE(fx.dir.name_of(*queue_of_id(popped->messages[0].partition_id)));
+  CHECK_FALSE(fx.dir->name_of(*queue_of_id(popped->messages[0].partition_id)));
 }
 
 TEST_CASE("a restricted namespace pop serves only the queues its claim "
