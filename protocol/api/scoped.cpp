@@ -531,12 +531,12 @@ void scoped_gateway::trace_names(node::trace_names_query q,
   gw_->trace_names(std::move(q), std::move(k));
 }
 
-scoped_gateway scope_for(gateway& gw, queue_directory& dir, const security& sec,
-                         const std::optional<auth::principal>& who,
-                         std::string_view from, std::string_view door,
-                         std::string_view what) {
+scoped_gateway
+scope_for(gateway& gw, const std::shared_ptr<queue_directory>& dir,
+          const security& sec, const std::optional<auth::principal>& who,
+          std::string_view from, std::string_view door, std::string_view what) {
   if (!sec.enabled() || !who || who->unrestricted())
-    return scoped_gateway{gw, dir};
+    return scoped_gateway{gw, nullptr};
   auto ctx = std::make_shared<scope_context>();
   ctx->who = *who;
   ctx->sec = &sec;

@@ -88,9 +88,9 @@ public:
   scoped_gateway() = default;
   /// `ctx` none: nothing restricts the requests (auth off, or a token
   /// without either claim).
-  scoped_gateway(gateway& gw, queue_directory& dir,
+  scoped_gateway(gateway& gw, std::shared_ptr<queue_directory> dir,
                  std::shared_ptr<const scope_context> ctx = nullptr) :
-      gw_(&gw), dir_(&dir), ctx_(std::move(ctx)) {
+      gw_(&gw), dir_(std::move(dir)), ctx_(std::move(ctx)) {
   }
 
   /// A claim restricts what this request may touch.
@@ -171,14 +171,16 @@ private:
                std::function<void()> then) const;
 
   gateway* gw_ = nullptr;
-  queue_directory* dir_ = nullptr;
+  /// Held while a request's completions may still learn (none when
+  /// unrestricted: nothing is resolved then).
+  std::shared_ptr<queue_directory> dir_;
   std::shared_ptr<const scope_context> ctx_;
 };
 
 /// The scoped gateway for `who` (none, or no claim: unrestricted).
-scoped_gateway scope_for(gateway& gw, queue_directory& dir, const security& sec,
-                         const std::optional<auth::principal>& who,
-                         std::string_view from, std::string_view door,
-                         std::string_view what);
+scoped_gateway
+scope_for(gateway& gw, const std::shared_ptr<queue_directory>& dir,
+          const security& sec, const std::optional<auth::principal>& who,
+          std::string_view from, std::string_view door, std::string_view what);
 
 } // namespace spool::api

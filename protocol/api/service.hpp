@@ -55,7 +55,7 @@ struct service {
   scoped_gateway scoped(const std::optional<auth::principal>& who,
                         std::string_view from, std::string_view door,
                         std::string_view what) {
-    return scope_for(gw_, *names_, sec, who, from, door, what);
+    return scope_for(gw_, names_, sec, who, from, door, what);
   }
 
 private:

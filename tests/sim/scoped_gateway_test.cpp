@@ -26,7 +26,7 @@ struct scoped_sim : gateway_sim {
     ctx->who.granted = auth::role::admin;
     ctx->who.queue_prefixes = std::move(queues);
     ctx->who.groups = std::move(groups);
-    return api::scoped_gateway{*gw, *dir, std::move(ctx)};
+    return api::scoped_gateway{*gw, dir, std::move(ctx)};
   }
 
   node::ack_item completed(const node::message& m) {
