@@ -31,47 +31,59 @@ bool queue_directory::all_known(const std::vector<std::uint64_t>& ids) const {
                      [&](std::uint64_t id) { return names_.contains(id); });
 }
 
-void queue_directory::resolve(gateway& gw,
-                              const std::vector<std::uint64_t>& ids,
-                              std::function<void()> then) {
-  bool now_ok = false; // `then` runs outside the lock (it reads names)
+void queue_directory::resolve(
+    gateway& gw, const std::vector<std::uint64_t>& ids,
+    std::function<void(std::optional<api_error>)> then) {
   {
     std::lock_guard lock{m_};
-    if (all_known(ids)
-        || (!refreshing_
-            && std::chrono::steady_clock::now() - last_refresh_
-                   < refresh_interval)) {
-      now_ok = true;
-    } else {
-      waiting_.push_back(std::move(then));
-      if (refreshing_)
+    if (!all_known(ids)) {
+      if (refreshing_) {
+        // The listing in flight may have been read before these queues
+        // were made: the next one answers them.
+        next_.push_back(std::move(then));
         return;
+      }
       refreshing_ = true;
+      waiting_.push_back(std::move(then));
+      then = nullptr;
     }
   }
-  if (now_ok)
-    return then();
+  if (then)
+    return then(std::nullopt); // outside the lock: it reads names
+  list(gw);
+}
+
+void queue_directory::list(gateway& gw) {
   // The listing may answer after the doors closed: it holds the table.
-  gw.queues(std::nullopt, [self = shared_from_this()](
+  gw.queues(std::nullopt, [self = shared_from_this(), g = &gw](
                               expected<std::vector<node::queue_info>> qs) {
-    self->refreshed(qs);
+    self->refreshed(*g, qs);
   });
 }
 
 void queue_directory::refreshed(
-    const expected<std::vector<node::queue_info>>& qs) {
-  std::vector<std::function<void()>> run;
+    gateway& gw, const expected<std::vector<node::queue_info>>& qs) {
+  std::vector<std::function<void(std::optional<api_error>)>> run;
+  bool again = false;
   {
     std::lock_guard lock{m_};
     if (qs)
       for (auto& q : *qs)
         names_.try_emplace(q.id, q.name);
-    refreshing_ = false;
-    last_refresh_ = std::chrono::steady_clock::now();
     run.swap(waiting_);
+    again = !next_.empty();
+    if (again)
+      waiting_.swap(next_);
+    else
+      refreshing_ = false;
   }
+  std::optional<api_error> failed;
+  if (!qs)
+    failed = qs.err(); // the listing's failure answers its waiters
   for (auto& f : run)
-    f();
+    f(failed);
+  if (again)
+    list(gw);
 }
 
 // -- scoped_gateway -----------------------------------------------------------
@@ -109,7 +121,7 @@ scoped_gateway::refuse_group(const std::optional<std::string>& group) const {
   if (!group)
     return make_error(errc::forbidden, insufficient,
                       "the token's groups claim does not cover queue mode (",
-                      queue_mode_group, "): name a consumer group");
+                      queue_mode_group, ", a request without consumerGroup)");
   return make_error(errc::forbidden, insufficient,
                     "the token's groups claim does not cover consumer group ",
                     g);
@@ -124,6 +136,15 @@ scoped_gateway::refuse_spanning(bool queues, bool groups,
     return std::nullopt;
   audit(concat("403 queues or groups claim: ", why));
   return make_error(errc::forbidden, insufficient, why);
+}
+
+std::optional<api_error>
+scoped_gateway::refuse_whole_queue(std::string_view queue) const {
+  if (auto e = refuse_queue(queue))
+    return e;
+  return refuse_spanning(false, true,
+                         "this acts on every consumer group of the queue: "
+                         "it needs a token without a groups claim");
 }
 
 std::optional<api_error> scoped_gateway::refuse_dlq(const dlq_filter& f) const {
@@ -141,38 +162,50 @@ std::optional<api_error> scoped_gateway::refuse_dlq(const dlq_filter& f) const {
   return refuse_group(f.group);
 }
 
-std::optional<std::uint64_t>
-scoped_gateway::queue_to_check(std::string_view id) const {
-  if (!ctx_->who.queue_prefixes)
-    return std::nullopt; // every queue: nothing to resolve
-  auto q = queue_of_id(id);
-  if (!q)
-    return std::nullopt; // names no queue: the node refuses it as it is
-  // A slot another node serves: the node answers where its leader is,
-  // touching nothing (docs/cluster.md, "What is refused").
-  if (auto served = gw_->served_slots();
-      served
-      && std::find(served->begin(), served->end(), slot_of_id(*q))
-             == served->end())
-    return std::nullopt;
-  return q;
-}
-
-bool scoped_gateway::covers_id(std::string_view id) const {
-  auto q = queue_to_check(id);
-  if (!q)
-    return true;
-  auto name = dir_->name_of(*q);
-  return name && ctx_->who.may_use_queue(*name);
+bool scoped_gateway::served_here(std::uint64_t queue) const {
+  auto served = gw_->served_slots();
+  return !served
+         || std::find(served->begin(), served->end(), slot_of_id(queue))
+                != served->end();
 }
 
 void scoped_gateway::resolve(const std::vector<std::string_view>& ids,
-                             std::function<void()> then) const {
-  std::vector<std::uint64_t> qids;
-  for (auto id : ids)
-    if (auto q = queue_to_check(id))
-      qids.push_back(*q);
-  dir_->resolve(*gw_, qids, std::move(then));
+                             covered_fn then) const {
+  auto n = ids.size();
+  std::vector<std::optional<std::uint64_t>> queues(n);
+  std::vector<bool> local(n, true);
+  std::vector<std::uint64_t> wanted;
+  if (ctx_->who.queue_prefixes) {      // else every queue is covered
+    auto served = gw_->served_slots(); // read once for the request
+    for (std::size_t i = 0; i < n; ++i) {
+      queues[i] = queue_of_id(ids[i]); // none: the node refuses the id
+      if (!queues[i])
+        continue;
+      local[i]
+          = !served
+            || std::find(served->begin(), served->end(), slot_of_id(*queues[i]))
+                   != served->end();
+      if (local[i])
+        wanted.push_back(*queues[i]);
+    }
+  }
+  dir_->resolve(*gw_, wanted,
+                [self = *this, queues = std::move(queues),
+                 local = std::move(local),
+                 then = std::move(then)](std::optional<api_error> failed) {
+                  if (failed)
+                    return then(std::move(*failed));
+                  std::vector<bool> covered(queues.size(), true);
+                  for (std::size_t i = 0; i < queues.size(); ++i) {
+                    if (!queues[i])
+                      continue;
+                    if (auto name = self.dir_->name_of(*queues[i]))
+                      covered[i] = self.ctx_->who.may_use_queue(*name);
+                    else // another node's slot: it answers where the
+                      covered[i] = !local[i]; // leader is, touching nothing
+                  }
+                  then(std::move(covered));
+                });
 }
 
 expected<gateway*> scoped_gateway::whole() const {
@@ -227,14 +260,17 @@ void scoped_gateway::ack(node::ack_request req, done<node::ack_reply> k) const {
   std::vector<std::string_view> ids;
   for (auto& i : all->items)
     ids.push_back(i.partition_id);
-  resolve(ids, [self = *this, all, k = std::move(k)]() mutable {
+  resolve(ids, [self = *this, all,
+                k = std::move(k)](expected<std::vector<bool>> covered) mutable {
+    if (!covered)
+      return k(std::move(covered).err());
     // An item of a queue the claim leaves out answers as an unknown
     // partition's; the others go to the node.
     node::ack_request in;
     in.group = all->group;
     std::vector<std::size_t> kept;
     for (std::size_t i = 0; i < all->items.size(); ++i)
-      if (self.covers_id(all->items[i].partition_id)) {
+      if ((*covered)[i]) {
         kept.push_back(i);
         in.items.push_back(std::move(all->items[i]));
       }
@@ -258,38 +294,53 @@ void scoped_gateway::ack(node::ack_request req, done<node::ack_reply> k) const {
   });
 }
 
+namespace {
+
+node::extend_reply lease_not_found() {
+  node::extend_reply none;
+  none.error = to_string(extend_error::not_found);
+  return none;
+}
+
+} // namespace
+
 void scoped_gateway::extend(node::extend_request req,
                             done<node::extend_reply> k) const {
   if (!ctx_)
     return gw_->extend(std::move(req), std::move(k));
-  auto not_found = [](done<node::extend_reply>& k) {
-    node::extend_reply none;
-    none.error = to_string(extend_error::not_found);
-    k(std::move(none));
-  };
-  auto q = queue_of_id(req.lease_id);
-  auto id = req.lease_id; // the views outlive the request's move
-  if (!ctx_->who.groups || !q)
-    return resolve({id}, [self = *this, req = std::move(req), k = std::move(k),
-                          not_found]() mutable {
-      if (!self.covers_id(req.lease_id))
-        return not_found(k);
-      self.gw_->extend(std::move(req), std::move(k));
-    });
-  // A groups claim: the lease must be one of a covered group's, which
-  // the queue's cursors say (a lease id names its queue, not its group).
-  dir_->resolve(*gw_, {*q},
-                [self = *this, req = std::move(req), k = std::move(k),
-                 not_found, q = *q]() mutable {
-                  auto name = self.dir_->name_of(q);
-                  if (!name || !self.ctx_->who.may_use_queue(*name))
-                    return not_found(k);
+  auto id = req.lease_id; // the view outlives the request's move
+  resolve({id}, [self = *this, req = std::move(req), k = std::move(k)](
+                    expected<std::vector<bool>> covered) mutable {
+    if (!covered)
+      return k(std::move(covered).err());
+    if (!(*covered)[0])
+      return k(lease_not_found());
+    auto q = queue_of_id(req.lease_id);
+    if (!self.ctx_->who.groups || !q || !self.served_here(*q))
+      return self.gw_->extend(std::move(req), std::move(k));
+    self.extend_as_group(*q, std::move(req), std::move(k));
+  });
+}
+
+void scoped_gateway::extend_as_group(std::uint64_t queue,
+                                     node::extend_request req,
+                                     done<node::extend_reply> k) const {
+  // The lease must be one of a covered group's, which the queue's cursors
+  // say (a lease id names its queue, not its group).
+  dir_->resolve(*gw_, {queue},
+                [self = *this, queue, req = std::move(req),
+                 k = std::move(k)](std::optional<api_error> failed) mutable {
+                  if (failed)
+                    return k(std::move(*failed));
+                  auto name = self.dir_->name_of(queue);
+                  if (!name)
+                    return k(lease_not_found());
                   node::groups_request cursors;
                   cursors.queue = *name;
-                  auto gw = self.gw_;
+                  auto* gw = self.gw_;
                   gw->groups(
                       std::move(cursors),
-                      [self, req = std::move(req), k = std::move(k), not_found](
+                      [self, req = std::move(req), k = std::move(k)](
                           expected<std::vector<node::cursor_view>> cs) mutable {
                         if (!cs)
                           return k(std::move(cs).err());
@@ -300,7 +351,7 @@ void scoped_gateway::extend(node::extend_request req,
                             });
                         if (held == cs->end()
                             || !self.ctx_->who.may_use_group(held->group))
-                          return not_found(k);
+                          return k(lease_not_found());
                         self.gw_->extend(std::move(req), std::move(k));
                       });
                 });
@@ -335,7 +386,7 @@ void scoped_gateway::configure(node::configure_request req,
                                done<node::configure_reply> k) const {
   if (!ctx_)
     return gw_->configure(std::move(req), std::move(k));
-  if (auto e = refuse_queue(req.queue))
+  if (auto e = refuse_whole_queue(req.queue))
     return k(*e);
   gw_->configure(std::move(req), [dir = dir_, k = std::move(k)](
                                      expected<node::configure_reply> r) {
@@ -366,13 +417,13 @@ void scoped_gateway::queues(std::optional<std::string> name,
 }
 
 void scoped_gateway::delete_queue(const std::string& name, done<bool> k) const {
-  if (auto e = refuse_queue(name))
+  if (auto e = refuse_whole_queue(name))
     return k(*e);
   gw_->delete_queue(name, std::move(k));
 }
 
 void scoped_gateway::purge(node::purge_request req, done<std::size_t> k) const {
-  if (auto e = refuse_queue(req.queue))
+  if (auto e = refuse_whole_queue(req.queue))
     return k(*e);
   gw_->purge(std::move(req), std::move(k));
 }
@@ -384,16 +435,26 @@ void scoped_gateway::browse(node::browse_request req,
   gw_->browse(std::move(req), std::move(k));
 }
 
+template <class Req, class T, class Call>
+void scoped_gateway::by_partition(Req req, done<T> k, Call call) const {
+  auto id = req.partition_id;
+  resolve({id}, [self = *this, req = std::move(req), k = std::move(k),
+                 call](expected<std::vector<bool>> covered) mutable {
+    if (!covered)
+      return k(std::move(covered).err());
+    if (!(*covered)[0]) // as the node answers an unknown uuid
+      return k(make_error(errc::not_found, "Partition not found"));
+    call(*self.gw_, std::move(req), std::move(k));
+  });
+}
+
 void scoped_gateway::find(node::find_request req, done<node::message> k) const {
   if (!ctx_)
     return gw_->find(std::move(req), std::move(k));
-  auto id = req.partition_id;
-  resolve(
-      {id}, [self = *this, req = std::move(req), k = std::move(k)]() mutable {
-        if (self.covers_id(req.partition_id))
-          return self.gw_->find(std::move(req), std::move(k));
-        k(make_error(errc::not_found, "Partition not found")); // as the node
-      });
+  by_partition(std::move(req), std::move(k),
+               [](gateway& gw, node::find_request r, done<node::message> k) {
+                 gw.find(std::move(r), std::move(k));
+               });
 }
 
 void scoped_gateway::groups(node::groups_request req,
@@ -457,10 +518,12 @@ void scoped_gateway::transaction(node::txn_request req,
     return gw_->transaction(std::move(req), std::move(k));
   auto all = std::make_shared<node::txn_request>(std::move(req));
   std::vector<std::string_view> ids; // views of `all`'s strings
-  for (auto& op : all->operations) {
+  std::vector<std::size_t> op_of;    // each id's operation
+  for (std::size_t i = 0; i < all->operations.size(); ++i) {
+    auto& op = all->operations[i];
     if (auto* p = std::get_if<node::txn_push>(&op)) {
-      for (auto& i : p->items)
-        if (auto e = refuse_queue(i.queue))
+      for (auto& item : p->items)
+        if (auto e = refuse_queue(item.queue))
           return k(*e);
       continue;
     }
@@ -468,17 +531,20 @@ void scoped_gateway::transaction(node::txn_request req,
     if (auto e = refuse_group(a.group))
       return k(*e);
     ids.push_back(a.partition_id);
+    op_of.push_back(i);
   }
-  resolve(ids, [self = *this, all, k = std::move(k)]() mutable {
-    for (std::size_t i = 0; i < all->operations.size(); ++i)
-      if (auto* a = std::get_if<node::txn_ack>(&all->operations[i]);
-          a && !self.covers_id(a->ack.partition_id)) {
+  resolve(ids, [self = *this, all, op_of = std::move(op_of),
+                k = std::move(k)](expected<std::vector<bool>> covered) mutable {
+    if (!covered)
+      return k(std::move(covered).err());
+    for (std::size_t j = 0; j < op_of.size(); ++j)
+      if (!(*covered)[j]) {
         // As the node answers an ack of an unknown partition: rolled back.
         node::txn_reply r;
         r.transaction_id = all->transaction_id.value_or("");
-        r.failed_op = i;
-        r.error
-            = concat("operations[", i, "]: ", to_string(ack_error::not_found));
+        r.failed_op = op_of[j];
+        r.error = concat("operations[", op_of[j],
+                         "]: ", to_string(ack_error::not_found));
         return k(std::move(r));
       }
     self.gw_->transaction(std::move(*all), std::move(k));
@@ -491,13 +557,10 @@ void scoped_gateway::add_trace(node::trace_request req,
     return gw_->add_trace(std::move(req), std::move(k));
   if (auto e = refuse_group(req.consumer_group))
     return k(*e);
-  auto id = req.partition_id;
-  resolve(
-      {id}, [self = *this, req = std::move(req), k = std::move(k)]() mutable {
-        if (self.covers_id(req.partition_id))
-          return self.gw_->add_trace(std::move(req), std::move(k));
-        k(make_error(errc::not_found, "Partition not found")); // as the node
-      });
+  by_partition(std::move(req), std::move(k),
+               [](gateway& gw, node::trace_request r, done<std::string> k) {
+                 gw.add_trace(std::move(r), std::move(k));
+               });
 }
 
 void scoped_gateway::traces(node::find_request req,
@@ -505,28 +568,41 @@ void scoped_gateway::traces(node::find_request req,
   if (!ctx_)
     return gw_->traces(std::move(req), std::move(k));
   auto id = req.partition_id;
-  resolve({id},
-          [self = *this, req = std::move(req), k = std::move(k)]() mutable {
-            if (self.covers_id(req.partition_id))
-              return self.gw_->traces(std::move(req), std::move(k));
-            k(std::vector<node::trace>{}); // as an unknown message's
-          });
+  resolve({id}, [self = *this, req = std::move(req), k = std::move(k)](
+                    expected<std::vector<bool>> covered) mutable {
+    if (!covered)
+      return k(std::move(covered).err());
+    if (!(*covered)[0])
+      return k(std::vector<node::trace>{}); // as an unknown message's
+    // Only the traces the groups claim covers.
+    self.gw_->traces(std::move(req),
+                     [ctx = self.ctx_,
+                      k = std::move(k)](expected<std::vector<node::trace>> ts) {
+                       if (ts)
+                         std::erase_if(*ts, [&](const node::trace& t) {
+                           return !ctx->who.may_use_group(t.consumer_group);
+                         });
+                       k(std::move(ts));
+                     });
+  });
 }
 
 void scoped_gateway::traces_named(node::trace_name_query q,
                                   done<node::trace_page> k) const {
-  if (auto e = refuse_spanning(true, false,
-                               "traces by name span every queue: they need "
-                               "a token without a queues claim"))
+  if (auto e = refuse_spanning(true, true,
+                               "traces by name span every queue and group: "
+                               "they need a token without a queues or "
+                               "groups claim"))
     return k(*e);
   gw_->traces_named(std::move(q), std::move(k));
 }
 
 void scoped_gateway::trace_names(node::trace_names_query q,
                                  done<node::trace_names_page> k) const {
-  if (auto e = refuse_spanning(true, false,
-                               "trace names span every queue: they need a "
-                               "token without a queues claim"))
+  if (auto e = refuse_spanning(true, true,
+                               "trace names span every queue and group: "
+                               "they need a token without a queues or "
+                               "groups claim"))
     return k(*e);
   gw_->trace_names(std::move(q), std::move(k));
 }

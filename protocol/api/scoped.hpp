@@ -21,7 +21,6 @@
 ///   for a token whose claim would need it narrowed.
 /// A token without either claim (or auth off) passes straight through.
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,29 +43,30 @@ namespace spool::api {
 /// `shared_ptr` (a listing in flight holds it).
 class queue_directory : public std::enable_shared_from_this<queue_directory> {
 public:
-  /// A missed id refreshes the listing at most this often (a client
-  /// sending made-up ids costs one listing per interval, not one each).
-  static constexpr std::chrono::milliseconds refresh_interval{250};
-
   /// The name of queue id `id`, when known.
   std::optional<std::string> name_of(std::uint64_t id) const;
   void learn(std::uint64_t id, const std::string& name);
   /// Learns the queue a partition uuid or lease id carries.
   void learn_id(std::string_view id, const std::string& name);
-  /// Calls `then` once every id in `ids` is known or the node's listing
-  /// was read for them (now, or less than `refresh_interval` ago).
+  /// Calls `then` once every id in `ids` is known, or the node's listing
+  /// was read after the call (its failure: `then` gets the error). One
+  /// listing runs at a time; the calls that came while it ran wait for
+  /// the next. A made-up id costs a listing, as a queue listing by any
+  /// token does.
   void resolve(gateway& gw, const std::vector<std::uint64_t>& ids,
-               std::function<void()> then);
+               std::function<void(std::optional<api_error>)> then);
 
 private:
   bool all_known(const std::vector<std::uint64_t>& ids) const;
-  void refreshed(const expected<std::vector<node::queue_info>>& qs);
+  void list(gateway& gw);
+  void refreshed(gateway& gw,
+                 const expected<std::vector<node::queue_info>>& qs);
 
   mutable std::mutex m_;
   std::unordered_map<std::uint64_t, std::string> names_;
   bool refreshing_ = false;
-  std::chrono::steady_clock::time_point last_refresh_{};
-  std::vector<std::function<void()>> waiting_;
+  std::vector<std::function<void(std::optional<api_error>)>> waiting_;
+  std::vector<std::function<void(std::optional<api_error>)>> next_;
 };
 
 /// Who asks, for the audit line of a refusal.
@@ -154,21 +154,30 @@ private:
   /// when that claim is set.
   std::optional<api_error> refuse_spanning(bool queues, bool groups,
                                            std::string_view why) const;
+  /// What acts on a whole queue (configure, purge, delete): the queue
+  /// covered, and no groups claim (every group's messages and cursors).
+  std::optional<api_error> refuse_whole_queue(std::string_view queue) const;
   /// A DLQ filter must name a queue (and a group) the claims cover.
   std::optional<api_error> refuse_dlq(const dlq_filter& f) const;
   void audit(std::string_view outcome) const;
-  /// The queue whose name decides whether id `id` (a partition uuid, a
-  /// lease id) is covered; none when nothing needs checking here (no
-  /// queues claim; an id naming no queue, or a slot another node serves:
-  /// the node refuses those as they are).
-  std::optional<std::uint64_t> queue_to_check(std::string_view id) const;
-  /// The queue id `id` carries is in a queue the claims cover (after the
-  /// directory resolved it).
-  bool covers_id(std::string_view id) const;
-  /// Resolves the queues of `ids` (partition uuids, lease ids), then
-  /// `then`.
-  void resolve(const std::vector<std::string_view>& ids,
-               std::function<void()> then) const;
+  /// Each id's queue (partition uuids, lease ids) is covered: `then`
+  /// gets a flag per id once the directory knows the queues (or the
+  /// listing's error). An id naming no queue, or of a slot another node
+  /// serves and not known here, counts as covered: the node refuses it as
+  /// it is (there, the leader's address), touching nothing.
+  using covered_fn = std::function<void(expected<std::vector<bool>>)>;
+  void resolve(const std::vector<std::string_view>& ids, covered_fn then) const;
+  /// `req` (naming a partition by uuid) goes to the node through
+  /// `call(gateway, req, k)` when the claims cover its queue; else
+  /// `Partition not found`, as the node answers an unknown uuid.
+  template <class Req, class T, class Call>
+  void by_partition(Req req, done<T> k, Call call) const;
+  /// This node serves the slot of queue id `queue`.
+  bool served_here(std::uint64_t queue) const;
+  /// extend for a token with a groups claim: the lease's group, from its
+  /// queue's cursors, must be covered.
+  void extend_as_group(std::uint64_t queue, node::extend_request req,
+                       done<node::extend_reply> k) const;
 
   gateway* gw_ = nullptr;
   /// Held while a request's completions may still learn (none when

@@ -155,9 +155,21 @@ TEST_CASE("a token restricted to queues and groups uses those and is "
              R"({"toEnd":true})")
             .status
         == 200);
-  CHECK(send(s, "POST", "/api/v1/configure", tok, R"({"queue":"nope"})").status
-        == 403);
-  auto made = send(s, "POST", "/api/v1/configure", tok,
+  // What acts on a whole queue needs no groups claim: every group's
+  // messages and cursors are in it.
+  auto queues_admin
+      = token("admin", "q", 600, secret, R"("queues":["shop.orders"])");
+  CHECK(
+      send(s, "POST", "/api/v1/configure", queues_admin, R"({"queue":"nope"})")
+          .status
+      == 403);
+  auto whole = send(s, "POST", "/api/v1/configure", tok,
+                    R"({"queue":"shop.orders.us"})");
+  CHECK(whole.status == 403);
+  CHECK(body_of(whole)["error"]
+        == "Insufficient permissions: this acts on every consumer group of "
+           "the queue: it needs a token without a groups claim");
+  auto made = send(s, "POST", "/api/v1/configure", queues_admin,
                    R"({"queue":"shop.orders.us"})");
   CHECK(made.status == 200);
   CHECK(body_of(made)["created"] == true);
