@@ -109,8 +109,13 @@ int fail(const context& ctx, const api_error& e) {
                      : "hint: the server refused the token (expired, or "
                        "signed with another key): get a fresh one\n");
   if (e.code == errc::forbidden)
-    std::fprintf(stderr, "hint: the token's role does not allow this "
-                         "(docs/security.md, \"Roles\")\n");
+    std::fprintf(stderr,
+                 e.message.find(" claim") != std::string::npos
+                     ? "hint: the token is restricted to some queues or "
+                       "consumer groups (docs/security.md, \"Tokens "
+                       "restricted to queues and groups\")\n"
+                     : "hint: the token's role does not allow this "
+                       "(docs/security.md, \"Roles\")\n");
   return code_of(e);
 }
 
