@@ -215,9 +215,10 @@ public:
 
   http_response request(const std::string& method, const std::string& target,
                         const std::string& body = "",
-                        const std::string& extra_headers = "") {
+                        const std::string& extra_headers = "",
+                        std::chrono::milliseconds timeout = 15s) {
     send_raw(format(method, target, body, extra_headers));
-    auto r = read_response();
+    auto r = read_response(timeout);
     if (!r)
       throw std::runtime_error("no response to " + method + " " + target);
     return *r;
@@ -365,11 +366,12 @@ public:
     return std::nullopt;
   }
 
-  /// One request on a connection of its own.
+  /// One request on a connection of its own, answered within `timeout`.
   http_response request(const std::string& method, const std::string& target,
-                        const std::string& body = "") {
+                        const std::string& body = "",
+                        std::chrono::milliseconds timeout = 15s) {
     http_conn c{port_};
-    return c.request(method, target, body);
+    return c.request(method, target, body, "", timeout);
   }
   http_response get(const std::string& target) {
     return request("GET", target);
