@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 namespace spool::actors {
 
@@ -38,6 +39,36 @@ struct node_metrics {
   /// Long polls parked in the node now, across its queues and namespaces
   /// (the pop.maxParked cap counts these): the broker's count itself.
   std::atomic<std::size_t> pops_parked{0};
+  /// Partitions in the node's loaded queues, and of those the ones with a
+  /// live actor now (spawned at first contact; issue 38).
+  std::atomic<std::int64_t> partitions_loaded{0};
+  std::atomic<std::int64_t> partition_actors{0};
+};
+
+/// A share of one of the node's gauges, taken back when it goes (a
+/// queue's partitions, a partition's actor).
+class gauge_share {
+public:
+  using field = std::atomic<std::int64_t> node_metrics::*;
+  gauge_share(std::shared_ptr<node_metrics> m, field f) :
+      m_(std::move(m)), f_(f) {
+  }
+  gauge_share(const gauge_share&) = delete;
+  gauge_share& operator=(const gauge_share&) = delete;
+  ~gauge_share() {
+    add(-n_);
+  }
+  void add(std::int64_t n) {
+    if (m_) {
+      (m_.get()->*f_) += n;
+      n_ += n;
+    }
+  }
+
+private:
+  std::shared_ptr<node_metrics> m_;
+  field f_;
+  std::int64_t n_ = 0;
 };
 
 } // namespace spool::actors

@@ -18,9 +18,7 @@
 // consume >= 1,000,000 msgs/s at B = 1000, S = 100; see bench/README.md.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -28,11 +26,13 @@
 #include "client/client.hpp"
 #include "spoold_child.hpp"
 #include "tls/context.hpp"
+#include "window.hpp"
 
 namespace {
 
 using clk = std::chrono::steady_clock;
 using namespace spool;
+using bench::window;
 
 struct options {
   std::string mode = "push";
@@ -90,50 +90,6 @@ options parse(int argc, char** argv) {
   o.full_shape = shape == "full";
   return o;
 }
-
-/// Keeps `n` requests in flight until `more()` says stop; waits for the
-/// last answer.
-class window {
-public:
-  explicit window(int n) : n_(n) {
-  }
-  template <class Send>
-  void run(Send send) {
-    std::unique_lock lock{mx_};
-    while (true) {
-      cv_.wait(lock, [&] { return open_ < n_ || failed_; });
-      if (failed_ || stop_)
-        break;
-      ++open_;
-      lock.unlock();
-      bool go = send();
-      lock.lock();
-      if (!go) {
-        --open_;
-        stop_ = true;
-      }
-    }
-    cv_.wait(lock, [&] { return open_ == 0; });
-  }
-  void done(bool ok) {
-    std::lock_guard lock{mx_};
-    --open_;
-    if (!ok)
-      failed_ = true;
-    cv_.notify_all();
-  }
-  bool failed() const {
-    return failed_;
-  }
-
-private:
-  int n_;
-  int open_ = 0;
-  bool stop_ = false;
-  bool failed_ = false;
-  std::mutex mx_;
-  std::condition_variable cv_;
-};
 
 /// One push request's fields, made once and sent again and again (the
 /// cost measured is the server's and the wire's, not the encoding's).

@@ -116,6 +116,15 @@ struct spoold_child {
     }
   }
 
+  /// Stopped with SIGTERM, waited for (its data stays for `launch`).
+  void stop() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+
   /// spoold's user+sys CPU seconds so far.
   double cpu() const {
     if (pid <= 0)
@@ -138,11 +147,17 @@ struct spoold_child {
   }
 
   long rss_kb() const {
+    return status_kb("VmRSS:");
+  }
+
+  /// A field of /proc/PID/status in kB (`VmRSS:`, `RssAnon:`, `VmHWM:`);
+  /// 0 if absent.
+  long status_kb(const std::string& field) const {
     std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
     std::string line;
     while (std::getline(in, line))
-      if (line.rfind("VmRSS:", 0) == 0)
-        return std::stol(line.substr(6));
+      if (line.rfind(field, 0) == 0)
+        return std::stol(line.substr(field.size()));
     return 0;
   }
 

@@ -115,6 +115,8 @@ node::node_counters gateway::counters() const {
     c.retention_deleted = m->retention_frames_deleted.load();
     c.actor_restarts = m->actor_restarts.load();
     c.pops_parked = m->pops_parked.load();
+    c.partitions_loaded = m->partitions_loaded.load();
+    c.partition_actors = m->partition_actors.load();
   }
   return c;
 }

@@ -284,7 +284,10 @@ struct node_counters {
   std::uint64_t dead_letters_expired = 0; ///< DLQ entries past retention
   std::uint64_t retention_deleted = 0;    ///< frames retention deleted
   std::uint64_t actor_restarts = 0;       ///< actors restarted (a bug)
-  std::uint64_t pops_parked = 0;          ///< long polls parked now
+  /// Partitions in the loaded queues, and those with a live actor.
+  std::int64_t partitions_loaded = 0;
+  std::int64_t partition_actors = 0;
+  std::uint64_t pops_parked = 0; ///< long polls parked now
 };
 
 /// The store's space: its LMDB map (metrics).

@@ -180,6 +180,12 @@ segment_encoder::segment_encoder(compression mode) :
 
 segment_encoder::~segment_encoder() = default;
 
+segment_encoder& thread_encoder(compression mode) {
+  thread_local segment_encoder off{compression::off};
+  thread_local segment_encoder zstd{compression::zstd_when_smaller};
+  return mode == compression::off ? off : zstd;
+}
+
 void segment_encoder::encrypt_with(
     std::shared_ptr<const cipher::keyring> keys) noexcept {
   keys_ = std::move(keys);

@@ -115,6 +115,12 @@ private:
   std::string raw_;
 };
 
+/// This thread's encoder for `mode`: one zstd context and its buffers per
+/// worker thread, not per partition (an encoder holds what its largest
+/// segment needed). Whoever uses it sets `encrypt_with` before each
+/// encode, and keeps it no longer than one synchronous call.
+segment_encoder& thread_encoder(compression mode);
+
 /// Reads and validates the fixed header (sizes, magic, version, base offset)
 /// without verifying the checksum. Errors read "<partition>: segment at offset
 /// <base>: <problem>".

@@ -137,9 +137,10 @@ partition_actor::behavior_type partition(partition_ptr self,
                                          partition_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
+  st.counted.emplace(st.cfg.node.metrics, &node_metrics::partition_actors);
+  st.counted->add(1);
   st.log = std::make_unique<storage::partition_log>(
       st.cfg.record, st.cfg.node.segments, st.cfg.node.frames);
-  st.enc = std::make_unique<storage::segment_encoder>(st.cfg.node.codec);
   st.retention = core::retention_policy::from(st.cfg.options);
   if (st.log->record().next_offset > st.log->record().watermark)
     retention_after_push(self); // recovered frames: looked at one interval on

@@ -36,7 +36,6 @@ struct partition_state {
   static inline const char* name = "spool.partition";
   partition_config cfg;
   std::unique_ptr<storage::partition_log> log;
-  std::unique_ptr<storage::segment_encoder> enc;
   std::unordered_map<std::string, cursor_actor> cursors;
   /// Seals handed out for a caller's batch, by first offset, until the
   /// writer settles them (their mutations went to the caller).
@@ -96,6 +95,8 @@ struct partition_state {
   std::unordered_set<std::string> barrier_pending;
   /// Cursor deaths allowed before the partition gives up.
   restart_budget restarts;
+  /// This actor in the node's count of live partition actors.
+  std::optional<gauge_share> counted;
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;

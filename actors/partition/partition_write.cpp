@@ -67,10 +67,14 @@ seal_reply on_seal(partition_ptr self,
         make_error(errc::unavailable,
                    "queue has encryptionEnabled but this server "
                    "has no encryption key (--encryption-key-file)")};
-  st.enc->encrypt_with(encrypt ? st.cfg.node.encryption_keys : nullptr);
-  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), *st.enc,
+  // The worker thread's encoder: a zstd context per partition held tens
+  // of kB each (bench/README.md, partitions_bench).
+  auto& enc = storage::thread_encoder(st.cfg.node.codec);
+  enc.encrypt_with(encrypt ? st.cfg.node.encryption_keys : nullptr);
+  auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), enc,
                              st.cfg.options.dedup_window_s);
-  if (!sealed) // nothing changed
+  enc.encrypt_with(nullptr); // holds no key past the seal
+  if (!sealed)               // nothing changed
     return seal_reply{std::nullopt, {}, sealed.err()};
   auto& s = *sealed;
   // Only duplicates (perhaps with guards that their originals in

@@ -94,23 +94,23 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   auto& st = self->state;
   st.cfg = std::move(cfg);
   for (auto& rec : st.cfg.partitions)
-    if (auto ok = add_partition(self, rec); !ok)
-      self->quit(caf::make_error(caf::sec::runtime_error, to_string(ok.err())));
+    add_partition(self, rec);
   supervise(
       self,
       [self](const caf::actor_addr& src, const caf::error& why) {
-        for (auto& [name, entry] : self->state.partitions)
-          if (entry.actor.address() == src) {
-            if (why)
-              restart_partition(self, std::string{name}, why);
-            return true;
-          }
-        return false;
+        auto& st = self->state;
+        auto it = st.names_by_actor.find(src);
+        if (it == st.names_by_actor.end())
+          return false;
+        if (why) // a death (there is no other way to end but the queue's)
+          restart_partition(self, std::string{it->second}, why);
+        return true;
       },
       // Stopped (SIGTERM): parked pops are answered empty.
       [self] {
         self->state.parked.drop([](const queue_pop_request&) { return true; });
       });
+  spawn_for_retention(self);
   st.parked.setup(
       st.cfg.parked_total, st.cfg.max_parked,
       {.attempt =
@@ -197,7 +197,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         if (part == nullptr)
           return failed<browse_reply>(
               make_error(errc::not_found, "Partition not found"));
-        return self->delegate(part->actor, browse_atom::value, std::move(req));
+        return self->delegate(live(self, *part), browse_atom::value,
+                              std::move(req));
       },
       [self](groups_atom, const groups_request& req) {
         return on_groups(self, req);
@@ -255,8 +256,8 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         // Through here, not delegated: the stage is recorded until its
         // settle (`open_stages`).
         auto rp = promise_for<stage_reply>(self);
-        self->request(part->actor, caf::infinite, stage_atom::value, group,
-                      std::move(reqs))
+        self->request(live(self, *part), caf::infinite, stage_atom::value,
+                      group, std::move(reqs))
             .then(
                 [self, rp, partition = part->rec.name](stage_reply& r) mutable {
                   if (!r.parts.empty()) { // open until the writer settles

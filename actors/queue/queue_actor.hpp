@@ -22,7 +22,8 @@ namespace spool::actors {
 struct queue_config {
   node_context node;
   storage::queue_record record;
-  /// The queue's partitions as recovered (spawned at start).
+  /// The queue's partitions as recovered (each spawned at its first
+  /// contact).
   std::vector<storage::partition_record> partitions;
   /// Parked long-poll pops across the server (shared by every queue), and
   /// the count beyond which a pop is refused instead of parked.

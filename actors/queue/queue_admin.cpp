@@ -11,7 +11,7 @@ namespace spool::actors::queue_detail {
 std::vector<partition_actor> all_partitions(queue_ptr self) {
   std::vector<partition_actor> out;
   for (auto& name : self->state.ring)
-    out.push_back(self->state.partitions.at(name).actor);
+    out.push_back(live(self, self->state.partitions.at(name)));
   return out;
 }
 
@@ -21,7 +21,7 @@ caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req) {
   if (req.partition) {
     if (auto it = self->state.partitions.find(*req.partition);
         it != self->state.partitions.end())
-      asked.push_back(it->second.actor);
+      asked.push_back(live(self, it->second));
   } else {
     asked = all_partitions(self);
   }
@@ -262,7 +262,7 @@ caf::result<purge_reply> on_purge(queue_ptr self, const purge_request& req) {
     if (it == self->state.partitions.end())
       return failed<purge_reply>(
           make_error(errc::not_found, "Partition not found"));
-    parts.push_back(it->second.actor);
+    parts.push_back(live(self, it->second));
   } else {
     parts = all_partitions(self);
   }

@@ -61,7 +61,7 @@ void write_push(queue_ptr self, std::shared_ptr<push_run> run, submission sub,
         auto& slot = (*slots)[i];
         auto& entry = self->state.partitions.at(run->names[slot.part]);
         return self->request(
-            entry.actor, caf::infinite, claim_atom::value,
+            live(self, entry), caf::infinite, claim_atom::value,
             run->seals[slot.part].part->first,
             share_of(slot.req, slot.req.batch, slot.req.max_bytes),
             core::sealed_frames(run->seals[slot.part].sealed,

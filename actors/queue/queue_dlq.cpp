@@ -59,7 +59,7 @@ on_requeue(queue_ptr self, const std::string& group,
       });
   std::vector<partition_actor> parts;
   for (auto& name : groups.names)
-    parts.push_back(st.partitions.at(name).actor);
+    parts.push_back(live(self, st.partitions.at(name)));
   auto rp = promise_for<dlq_count_reply>(self);
   gather<dlq_count_reply>(
       parts.size(),

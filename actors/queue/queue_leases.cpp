@@ -30,7 +30,7 @@ partitions_of(queue_ptr self, const core::lease_entry& lease) {
   for (auto& p : lease.partitions)
     if (auto it = self->state.partitions.find(p);
         it != self->state.partitions.end()) {
-      out.first.push_back(it->second.actor);
+      out.first.push_back(live(self, it->second));
       out.second.push_back(p);
     }
   return out;
@@ -144,7 +144,7 @@ bool end_leases(queue_ptr self, const std::string& partition,
 /// The acks of one (partition, group) of a located list, with their item
 /// indices.
 struct ack_share {
-  const partition_entry* part;
+  partition_entry* part;
   std::string group;
   std::vector<std::size_t> items;
   std::vector<ack_request> reqs;
@@ -157,7 +157,7 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
   auto& st = self->state;
   std::vector<located_ack_reply> out(acks.size());
   std::vector<ack_share> shares;
-  std::map<std::pair<const partition_entry*, std::string_view>, std::size_t>
+  std::map<std::pair<partition_entry*, std::string_view>, std::size_t>
       index; // the group views point into `acks`
   for (std::size_t i = 0; i < acks.size(); ++i) {
     auto* part = find_partition(st, {{}, acks[i].partition_uuid});
@@ -183,8 +183,8 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks) {
       run->first.size(),
       [self, run](std::size_t k) {
         auto& s = run->first[k]; // asked once: its acks are not needed after
-        return self->request(s.part->actor, caf::infinite, ack_atom::value,
-                             s.group, std::move(s.reqs));
+        return self->request(live(self, *s.part), caf::infinite,
+                             ack_atom::value, s.group, std::move(s.reqs));
       },
       [self, rp, run](std::vector<fanned<std::vector<ack_reply>>> rs) mutable {
         auto& [shares, out] = *run;

@@ -3,6 +3,7 @@
 // the queue's configure (options, the Default partition).
 
 #include "actors/queue/queue_state.hpp"
+#include "core/partition/retention.hpp"
 
 namespace spool::actors::queue_detail {
 
@@ -24,23 +25,84 @@ start_partition(queue_ptr self, const storage::partition_record& rec) {
 
 } // namespace
 
-expected<void> add_partition(queue_ptr self,
-                             const storage::partition_record& rec) {
+void add_partition(queue_ptr self, const storage::partition_record& rec) {
   auto& st = self->state;
-  auto p = start_partition(self, rec);
-  if (!p)
-    return std::move(p).err();
-  st.partitions.emplace(
-      rec.name, partition_entry{rec, *p, st.ring.size(), rec.next_offset - 1});
+  st.partitions.emplace(rec.name,
+                        partition_entry{rec, partition_actor{}, st.ring.size(),
+                                        rec.next_offset - 1});
   st.ring.push_back(rec.name);
   st.names_by_id.emplace(rec.id.value, rec.name);
   st.names_by_uuid.emplace(rec.uuid, rec.name);
   st.candidates.resize(st.ring.size());
-  return {};
+  if (!st.counted)
+    st.counted.emplace(st.cfg.node.metrics, &node_metrics::partitions_loaded);
+  st.counted->add(1);
 }
 
-const partition_entry* find_partition(const queue_state& st,
-                                      const partition_ref& ref) {
+namespace {
+
+/// Partition `entry`'s record as stored now (its actor, gone, may have
+/// moved it on since the queue read it).
+expected<storage::partition_record>
+stored_record(queue_ptr self, const partition_entry& entry) {
+  auto& st = self->state;
+  auto t = st.cfg.node.store.read();
+  if (!t)
+    return std::move(t).err();
+  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
+  if (!rec)
+    return std::move(rec).err();
+  if (!*rec)
+    return make_error(errc::internal, "partition ", entry.rec.name,
+                      ": its record is gone");
+  return std::move(**rec);
+}
+
+/// Spawns `entry`'s actor from its stored record; false (the queue ends)
+/// if that fails.
+bool spawn_entry(queue_ptr self, partition_entry& entry) {
+  auto& st = self->state;
+  auto fail = [self](std::string what) {
+    end_queue(self, caf::make_error(caf::sec::runtime_error, std::move(what)));
+    return false;
+  };
+  auto rec = stored_record(self, entry);
+  if (!rec)
+    return fail(to_string(rec.err()));
+  auto p = start_partition(self, *rec);
+  if (!p)
+    return fail(to_string(p.err()));
+  if (entry.actor)
+    st.names_by_actor.erase(entry.actor.address());
+  entry.rec = std::move(*rec);
+  entry.actor = *p;
+  entry.dead = false;
+  st.names_by_actor.emplace(p->address(), entry.rec.name);
+  return true;
+}
+
+} // namespace
+
+partition_actor live(queue_ptr self, partition_entry& entry) {
+  // A deleted queue's rows are gone: a request still in flight to one of
+  // its partitions never spawned fails as one to a dead partition does.
+  if (!entry.actor && !self->state.deleted)
+    spawn_entry(self, entry);
+  return entry.actor;
+}
+
+void spawn_for_retention(queue_ptr self) {
+  auto& st = self->state;
+  if (!core::retention_policy::from(st.cfg.record.options).active())
+    return;
+  for (auto& name : st.ring) {
+    auto& entry = st.partitions.at(name);
+    if (!entry.actor && entry.rec.next_offset > entry.rec.watermark)
+      live(self, entry);
+  }
+}
+
+partition_entry* find_partition(queue_state& st, const partition_ref& ref) {
   const std::string* name = &ref.name;
   if (!ref.uuid.empty()) {
     auto by = st.names_by_uuid.find(ref.uuid);
@@ -66,26 +128,10 @@ namespace {
 void respawn_partition(queue_ptr self, const std::string& name,
                        const caf::actor_addr& dead) {
   auto& st = self->state;
-  auto fail = [self](std::string what) {
-    end_queue(self, caf::make_error(caf::sec::runtime_error, std::move(what)));
-  };
   auto it = st.partitions.find(name);
   if (it == st.partitions.end() || it->second.actor.address() != dead)
     return; // deleted or replaced meanwhile
-  auto& entry = it->second;
-  auto t = st.cfg.node.store.read();
-  if (!t)
-    return fail(to_string(t.err()));
-  auto rec = storage::tables::get_partition(*t, st.cfg.record.id, entry.rec.id);
-  if (!rec || !*rec)
-    return fail(rec ? "partition record gone" : to_string(rec.err()));
-  t->abort();
-  auto p = start_partition(self, **rec);
-  if (!p)
-    return fail(to_string(p.err()));
-  entry.rec = **rec;
-  entry.actor = *p;
-  entry.dead = false;
+  spawn_entry(self, it->second);
 }
 
 } // namespace
@@ -163,8 +209,9 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
         auto& st = self->state;
         return new_partition_record(st.cfg.node, st.cfg.record.id, n);
       },
-      [self](const storage::partition_record& rec) {
-        return add_partition(self, rec);
+      [self](const storage::partition_record& rec) -> expected<void> {
+        add_partition(self, rec);
+        return {};
       },
       std::move(k));
 }
@@ -209,10 +256,12 @@ void configure_now(queue_ptr self, configure_request& req,
       if (rec.options.dlq_retention_s != old_retention)
         arm_sweep(self, st.cfg.node.wall());
       if (fresh)
-        if (auto ok = add_partition(self, *fresh); !ok)
-          failure = ok.err();
+        add_partition(self, *fresh);
+      // The live partitions; the others take the options at their spawn.
       for (auto& [_, p] : st.partitions)
-        self->send(p.actor, options_atom::value, rec.options);
+        if (p.actor)
+          self->send(p.actor, options_atom::value, rec.options);
+      spawn_for_retention(self);
     }
     if (failure) {
       reply.failure = std::move(failure);

@@ -49,7 +49,7 @@ void step(queue_ptr self, std::shared_ptr<pop_run> run) {
       run->reply.retry_at = run->claim.retry_at();
       run->done(std::move(run->reply));
     };
-    self->request(it->second.actor, caf::infinite, pop_atom::value,
+    self->request(live(self, it->second), caf::infinite, pop_atom::value,
                   share_of(run->req, ask->batch, ask->max_bytes))
         .then(
             [self, run, name, asked_at, fail](pop_reply& r) {

@@ -108,7 +108,7 @@ void seal_all(queue_ptr self, std::shared_ptr<push_run> run) {
           self->state.stages.opened(name);
           run->opened.push_back(name);
         }
-        return self->request(entry.actor, caf::infinite, seal_atom::value,
+        return self->request(live(self, entry), caf::infinite, seal_atom::value,
                              std::move(run->frames[k]));
       },
       [run](std::vector<fanned<seal_reply>> slots) {

@@ -172,7 +172,7 @@ caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
   if (auto rule = core::seek_rule_of(req.target); !rule)
     return failed<seek_reply>(rule.err());
   auto run = std::make_shared<seek_run>();
-  std::vector<const partition_entry*> chosen;
+  std::vector<partition_entry*> chosen;
   for (auto& [name, p] : st.partitions)
     if (!req.partition || name == *req.partition)
       chosen.push_back(&p);
@@ -182,7 +182,7 @@ caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req) {
             [](auto* a, auto* b) { return a->rec.uuid < b->rec.uuid; });
   for (auto* p : chosen) {
     run->names.push_back(p->rec.name);
-    run->parts.push_back(p->actor);
+    run->parts.push_back(live(self, *p));
   }
   if (run->parts.empty())
     return failed<seek_reply>(

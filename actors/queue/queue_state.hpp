@@ -47,7 +47,11 @@ namespace spool::actors::queue_detail {
 using core::async_mutex;
 
 struct partition_entry {
+  /// The record as last read: its name, id and uuid never change; the rest
+  /// is the actor's (read again from the store at each spawn).
   storage::partition_record rec;
+  /// None until its first contact (`live`): recovery and creation spawn
+  /// nothing (issue 38).
   partition_actor actor;
   std::size_t index = 0; ///< in `ring`
   /// The last offset of the pushes this queue settled (a lower bound of
@@ -72,6 +76,10 @@ struct queue_state {
   /// a partition by the wire's `partitionId`; the broker routed it here by
   /// the queue id the uuid carries).
   std::unordered_map<std::string, std::string> names_by_uuid;
+  /// This queue's partitions in the node's count.
+  std::optional<gauge_share> counted;
+  /// Partition names by their live actor (its exit finds its entry).
+  std::unordered_map<caf::actor_addr, std::string> names_by_actor;
   /// Partition names in creation order (the rotation ring).
   std::vector<std::string> ring;
   /// Per group: where its next wildcard pop starts in `ring`.
@@ -185,8 +193,15 @@ async_mutex& group_gate(queue_ptr self, const std::string& group);
 
 void leave_group_gate(queue_ptr self, const std::string& group);
 
-expected<void> add_partition(queue_ptr self,
-                             const storage::partition_record& rec);
+/// Adds partition `rec` to the queue's directory; its actor is spawned at
+/// its first contact (`live`).
+void add_partition(queue_ptr self, const storage::partition_record& rec);
+
+/// The partition's actor, spawned from its stored record if it has none
+/// (every message to a partition goes to this handle). A spawn that fails
+/// (the store unreadable) ends the queue and answers a dead handle, whose
+/// requests fail as a dead partition's do.
+partition_actor live(queue_ptr self, partition_entry& entry);
 
 void end_queue(queue_ptr self, caf::error why);
 
@@ -216,6 +231,14 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 caf::result<configure_reply> on_configure(queue_ptr self,
                                           configure_request& req);
 
+/// Spawns the partitions that hold frames when the queue's options have
+/// a retention rule: retention runs on each partition's timer, so one
+/// never spawned would never run it (until a per-queue schedule over the
+/// stored rows runs it without the actors, issue 38).
+void spawn_for_retention(queue_ptr self);
+
+/// Every partition's actor, in ring order (each spawned if it has none:
+/// the queue-wide operations still visit every partition).
 std::vector<partition_actor> all_partitions(queue_ptr self);
 
 caf::result<groups_reply> on_groups(queue_ptr self, const groups_request& req);
@@ -276,8 +299,7 @@ on_located_ack(queue_ptr self, std::vector<located_ack>& acks);
 
 /// The partition `ref` names (by uuid when it has one), if it is one of
 /// this queue's (nullptr otherwise).
-const partition_entry* find_partition(const queue_state& st,
-                                      const partition_ref& ref);
+partition_entry* find_partition(queue_state& st, const partition_ref& ref);
 
 caf::result<seek_reply> on_seek(queue_ptr self, seek_request& req);
 

@@ -227,6 +227,14 @@ void render_counters(std::string& out, const node::node_counters& c) {
   prom::help(out, "spool_pops_parked", "gauge",
              "Long polls parked in the node now (pop.maxParked caps them).");
   gauge(out, "spool_pops_parked", "", static_cast<std::int64_t>(c.pops_parked));
+  prom::help(out, "spool_partitions", "gauge",
+             "Partitions of the queues this node serves, by state: live (an "
+             "actor now) or passive (its rows only; spawned at first "
+             "contact).");
+  gauge(out, "spool_partitions", labels({{"state", "live"}}),
+        c.partition_actors);
+  gauge(out, "spool_partitions", labels({{"state", "passive"}}),
+        c.partitions_loaded - c.partition_actors);
 }
 
 void render_usage(std::string& out, const node::storage_usage& u) {
