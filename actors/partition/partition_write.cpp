@@ -73,7 +73,7 @@ seal_reply on_seal(partition_ptr self,
   enc.encrypt_with(encrypt ? st.cfg.node.encryption_keys : nullptr);
   auto sealed = st.log->seal(*t, frames, st.cfg.node.wall(), enc,
                              st.cfg.options.dedup_window_s);
-  enc.encrypt_with(nullptr); // holds no key past the seal
+  enc.encrypt_with(nullptr); // keeps no keyring alive past the seal
   if (!sealed)               // nothing changed
     return seal_reply{std::nullopt, {}, sealed.err()};
   auto& s = *sealed;

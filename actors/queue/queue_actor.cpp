@@ -110,7 +110,6 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
       [self] {
         self->state.parked.drop([](const queue_pop_request&) { return true; });
       });
-  spawn_for_retention(self);
   st.parked.setup(
       st.cfg.parked_total, st.cfg.max_parked,
       {.attempt =
@@ -152,6 +151,7 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
   arm_sweep(self, st.cfg.node.wall());
   plan_sweep(self);
   arm(self);
+  spawn_for_retention(self);
   return {
       [self](push_atom, std::vector<push_item>& items) {
         return on_push(self, items);
@@ -197,8 +197,12 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         if (part == nullptr)
           return failed<browse_reply>(
               make_error(errc::not_found, "Partition not found"));
-        return self->delegate(live(self, *part), browse_atom::value,
-                              std::move(req));
+        // A delegation to no actor is dropped unanswered (CAF 0.17).
+        auto p = live(self, *part);
+        if (!p)
+          return failed<browse_reply>(
+              make_error(errc::not_found, "Partition not found"));
+        return self->delegate(p, browse_atom::value, std::move(req));
       },
       [self](groups_atom, const groups_request& req) {
         return on_groups(self, req);

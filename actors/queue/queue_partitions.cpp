@@ -257,11 +257,13 @@ void configure_now(queue_ptr self, configure_request& req,
         arm_sweep(self, st.cfg.node.wall());
       if (fresh)
         add_partition(self, *fresh);
-      // The live partitions; the others take the options at their spawn.
+      // A rule turned on spawns the partitions holding frames first, so
+      // they run it at once as the live ones do on `options_atom`; the
+      // others take the options at their spawn.
+      spawn_for_retention(self);
       for (auto& [_, p] : st.partitions)
         if (p.actor)
           self->send(p.actor, options_atom::value, rec.options);
-      spawn_for_retention(self);
     }
     if (failure) {
       reply.failure = std::move(failure);

@@ -198,9 +198,11 @@ void leave_group_gate(queue_ptr self, const std::string& group);
 void add_partition(queue_ptr self, const storage::partition_record& rec);
 
 /// The partition's actor, spawned from its stored record if it has none
-/// (every message to a partition goes to this handle). A spawn that fails
-/// (the store unreadable) ends the queue and answers a dead handle, whose
-/// requests fail as a dead partition's do.
+/// (every message to a partition goes to this handle). None (a null
+/// handle) in a deleted queue, or when the spawn failed (the store
+/// unreadable; the queue ends): a request to it fails with
+/// `invalid_argument`, but a delegation or a send is dropped, so those
+/// check it first.
 partition_actor live(queue_ptr self, partition_entry& entry);
 
 void end_queue(queue_ptr self, caf::error why);

@@ -83,4 +83,10 @@ TEST_CASE("a queue with a retention rule spawns its partitions holding "
   fx.advance(75s);
   CHECK(fx.metrics->retention_frames_deleted == 2);
   CHECK(fx.metrics->partition_actors == 2);
+  // A rule turned on spawns the partitions holding frames, which run it at
+  // once, as a live one does.
+  fx.configure("plain", o);
+  fx.advance(1s); // the retention interval is 10 s
+  CHECK(fx.metrics->partition_actors == 3);
+  CHECK(fx.metrics->retention_frames_deleted == 3);
 }
