@@ -62,5 +62,7 @@ using reap_atom = caf::atom_constant<caf::atom("reap")>;
 using usage_atom = caf::atom_constant<caf::atom("usage")>;
 using trace_atom = caf::atom_constant<caf::atom("trace")>;
 using slot_atom = caf::atom_constant<caf::atom("slot")>;
+using passivate_atom = caf::atom_constant<caf::atom("passivate")>;
+using quit_atom = caf::atom_constant<caf::atom("quit")>;
 
 } // namespace spool::actors

@@ -118,7 +118,13 @@ using cursor_actor = caf::typed_actor<
     caf::reacts_to<retention_atom, partition_view, storage::offset>,
     /// Stages a seek: the new record is computed and held until settled
     /// (`settled_atom`); a dry run only answers the positions.
-    caf::replies_to<seek_atom, cursor_seek, partition_view>::with<seek_stage>>;
+    caf::replies_to<seek_atom, cursor_seek, partition_view>::with<seek_stage>,
+    /// Passivation (docs/architecture.md): whether it holds nothing but its
+    /// stored row (no lease, stage, timer, write); it stays until told to
+    /// quit.
+    caf::replies_to<passivate_atom>::with<bool>,
+    /// Ends it (a normal exit) after it answered idle.
+    caf::reacts_to<quit_atom>>;
 
 /// One partition: owns its log (append, seal, dedup) and its cursors.
 using partition_actor = caf::typed_actor<
@@ -186,7 +192,14 @@ using partition_actor = caf::typed_actor<
     /// Stages a group's seek (the timestamp walk done here, the cursor
     /// created if the group never met the partition, except for a dry run).
     caf::replies_to<seek_atom, std::string, core::seek_target, bool,
-                    bool>::with<seek_stage>>;
+                    bool>::with<seek_stage>,
+    /// Passivation (docs/architecture.md): true when it and every cursor
+    /// hold nothing but their stored rows and nothing reached a cursor
+    /// while they were asked; the cursors are gone then. It stays until
+    /// told to quit.
+    caf::replies_to<passivate_atom>::with<bool>,
+    /// Ends it (a normal exit) after it answered idle.
+    caf::reacts_to<quit_atom>>;
 
 /// A queue's coordinator: partitions by name, created on first push;
 /// queue-wide pushes (all or nothing), pops (named or wildcard, long poll),
@@ -251,6 +264,8 @@ using queue_actor = caf::typed_actor<
     caf::reacts_to<dead_atom, storage::micros>,
     /// Internal: the DLQ retention sweep's one timer, by id.
     caf::reacts_to<dlq_sweep_atom, std::uint64_t>,
+    /// Internal: the passivation sweep's one timer, by id.
+    caf::reacts_to<passivate_atom, std::uint64_t>,
     /// Stages a transaction's acks of (partition, group); its parts (and
     /// the queue's mark among them: a durable one wakes parked pops) are
     /// settled by the writer.

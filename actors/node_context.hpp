@@ -49,6 +49,12 @@ struct node_context {
   /// Retention runs on each partition at least this often
   /// (`retention.intervalSeconds`, semantics.md §7).
   std::chrono::seconds retention_interval{10};
+  /// Passivation (docs/architecture.md): a partition actor untouched this
+  /// long is asked to stop (zero: never), and past this many live
+  /// partition actors on the node the least recently used idle ones are
+  /// asked first (zero: no cap).
+  std::chrono::milliseconds partition_idle{60'000};
+  std::size_t max_partition_actors = 100'000;
   /// Segments one deletion step (retention, purge, maxSize trim) removes in
   /// one write at most; frames one maxWaitTimeSeconds step dead-letters.
   std::size_t delete_step = 1024;

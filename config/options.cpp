@@ -288,6 +288,18 @@ const std::vector<option>& base_table() {
        [](const server_options& o) {
          return std::string{o.default_subscription_new ? "new" : "all"};
        }},
+      num("partition-idle-seconds",
+          "a partition actor untouched this long stops if it holds nothing "
+          "but its stored rows (0: never)",
+          0, 86'400,
+          [](server_options& o)
+              -> std::uint64_t& { return o.partitions.idle_s; }),
+      num("partition-max-live",
+          "past this many live partition actors the least recently used "
+          "idle ones stop first (0: no cap)",
+          0, 100'000'000,
+          [](server_options& o)
+              -> std::uint64_t& { return o.partitions.max_live; }),
       num("retention-interval-seconds",
           "retention runs on each partition at least this often", 1, 86'400,
           [](server_options& o) -> std::uint64_t& {

@@ -61,6 +61,16 @@ struct retention_settings {
   std::uint64_t interval_s = 10;
 };
 
+/// Partitions as virtual actors (docs/architecture.md, "Passivation").
+struct partition_settings {
+  /// A partition actor untouched this long stops, if it holds nothing but
+  /// its stored rows (--partition-idle-seconds; 0 = never).
+  std::uint64_t idle_s = 60;
+  /// Past this many live partition actors on the node, the least recently
+  /// used idle ones stop first (--partition-max-live; 0 = no cap).
+  std::uint64_t max_live = 100'000;
+};
+
 /// The HTTP front door (protocol/http/server.hpp).
 struct http_settings {
   /// Listen address (--http-address); 0.0.0.0 = every interface.
@@ -143,6 +153,7 @@ struct server_options {
   /// SPOOL_DEFAULT_SUBSCRIPTION_MODE; semantics.md §5).
   bool default_subscription_new = false;
   retention_settings retention;
+  partition_settings partitions;
   http_settings http;
   msgpack_settings msgpack;
   /// On SIGTERM, in-flight requests get this long to be answered before

@@ -274,6 +274,10 @@ int main(int argc, char** argv) {
               : spool::storage::subscription_mode::all;
     bc.node.retention_interval = std::chrono::seconds{
         static_cast<std::int64_t>(opts.retention.interval_s)};
+    bc.node.partition_idle = std::chrono::seconds{
+        static_cast<std::int64_t>(opts.partitions.idle_s)};
+    bc.node.max_partition_actors
+        = static_cast<std::size_t>(opts.partitions.max_live);
     bc.node.wall = spool::system_wall_now;
     bc.node.metrics = std::make_shared<spool::actors::node_metrics>();
     bc.node.encryption_keys = *encryption;

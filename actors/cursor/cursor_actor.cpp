@@ -319,6 +319,8 @@ cursor_actor::behavior_type cursor(cursor_ptr self, cursor_config cfg,
         }
         return on_seek(self, req, view);
       },
+      [self](passivate_atom) { return holds_only_its_row(self->state); },
+      [self](quit_atom) { self->quit(); },
   };
 }
 

@@ -77,6 +77,16 @@ struct cursor_state {
   }
 };
 
+/// Passivation: nothing here but what its stored row holds (no lease, no
+/// stage or write in flight, no timer, nothing owed to the store), so a
+/// cursor spawned from the row later is the same.
+inline bool holds_only_its_row(const cursor_state& st) {
+  if (st.busy() || st.deleting || st.timer.armed() || st.backoff_until
+      || st.lost_pending || st.needs_seed())
+    return false;
+  return !st.core || (!st.core->lease() && !st.core->next_deadline());
+}
+
 using cursor_ptr = cursor_actor::stateful_pointer<cursor_state>;
 
 /// What a change does to the DLQ besides the cursor record (the rule:

@@ -76,6 +76,7 @@ expected<stored_position> read_position(partition_ptr self, storage::txn& t,
 expected<cursor_actor> cursor_for(partition_ptr self,
                                   const std::string& group) {
   auto& st = self->state;
+  ++st.contacts;
   if (auto it = st.cursors.find(group); it != st.cursors.end())
     return it->second;
   if (st.respawning.contains(group))
@@ -129,6 +130,7 @@ expected<cursor_actor> cursor_for(partition_ptr self,
 void watermark_moved(partition_ptr self, storage::offset watermark) {
   auto& st = self->state;
   st.log->watermark_moved(watermark);
+  ++st.contacts;
   for (auto& [_, c] : st.cursors)
     self->send(c, retention_atom::value, view_of(*st.log), st.overdue);
 }
@@ -225,6 +227,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           arm_retention(self, st.cfg.node.wall());
         auto policy = policy_of(st);
         auto visibility = core::visibility_policy::from(st.cfg.options);
+        ++st.contacts;
         for (auto& [_, c] : st.cursors)
           self->send(c, options_atom::value, policy, visibility);
       },
@@ -249,6 +252,7 @@ partition_actor::behavior_type partition(partition_ptr self,
           // Spawned but never stored (e.g. by a late ack after the group was
           // deleted): nothing of it is durable. It ends, so the group's next
           // contact reads the seed instead of its in-memory start.
+          ++st.contacts;
           self->send(it->second, verdict_atom::value, true);
           st.cursors.erase(it);
         }
@@ -301,8 +305,11 @@ partition_actor::behavior_type partition(partition_ptr self,
         auto it = self->state.cursors.find(group);
         if (it == self->state.cursors.end()) // no live cursor, no lease
           return false;
+        ++self->state.contacts;
         return self->delegate(it->second, release_atom::value, lease_id);
       },
+      [self](passivate_atom) { return on_passivate(self); },
+      [self](quit_atom) { self->quit(); },
       [self](trim_atom, std::int64_t need) {
         auto rp = promise_for<trim_reply>(self);
         trim(self, need, rp);

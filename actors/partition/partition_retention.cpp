@@ -67,6 +67,7 @@ void tell_overdue(partition_ptr self, storage::micros before) {
   if (through <= st.overdue)
     return;
   st.overdue = through;
+  ++st.contacts;
   // Every live cursor hears it whatever the read below does: a boundary
   // once moved is not told again.
   for (auto& [g, c] : st.cursors)

@@ -97,6 +97,12 @@ struct partition_state {
   restart_budget restarts;
   /// This actor in the node's count of live partition actors.
   std::optional<gauge_share> counted;
+  /// Messages this partition sent or routed to its cursors (every path to
+  /// a cursor counts one): a passivation that saw it move while it asked
+  /// the cursors keeps them (`on_passivate`).
+  std::uint64_t contacts = 0;
+  /// A passivation is asking the cursors.
+  bool passivating = false;
 };
 
 using partition_ptr = partition_actor::stateful_pointer<partition_state>;
@@ -211,6 +217,10 @@ void on_retention_timer(partition_ptr self, std::uint64_t id);
 
 caf::result<storage::micros> on_oldest(partition_ptr self,
                                        const std::string& group);
+
+/// Passivation (docs/architecture.md): whether this partition and every
+/// cursor hold nothing but their stored rows; if so the cursors quit.
+caf::result<bool> on_passivate(partition_ptr self);
 
 caf::result<seek_stage> on_seek(partition_ptr self, const std::string& group,
                                 const core::seek_target& target, bool dry_run,

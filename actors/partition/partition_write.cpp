@@ -46,8 +46,10 @@ void on_stage_settled(partition_ptr self, const core::part_key& key,
   unstaged(self, group);
   // A held seek passed to a cursor spawned since: only to that one.
   if (auto it = st.cursors.find(group);
-      forward && it != st.cursors.end() && it->second.address() == cursor)
+      forward && it != st.cursors.end() && it->second.address() == cursor) {
+    ++st.contacts;
     self->send(it->second, settled_atom::value, key, outcome);
+  }
 }
 
 /// Seals `frames` for a batch the caller submits: the part is kept here.
@@ -111,6 +113,7 @@ void on_settled(partition_ptr self, const core::part_key& key,
     auto c = std::move(stopped->second);
     st.stopping.erase(stopped);
     bool durable = outcome == core::part_outcome::durable;
+    ++st.contacts;
     self->send(c, verdict_atom::value, durable);
     if (auto it = st.cursors.find(key.group);
         durable && it != st.cursors.end() && it->second == c)

@@ -174,6 +174,9 @@ queue_actor::behavior_type queue(queue_ptr self, queue_config cfg) {
         return on_located_ack(self, acks);
       },
       [self](timeout_atom, std::uint64_t id) { on_timeout(self, id); },
+      [self](passivate_atom, std::uint64_t id) {
+        on_passivation_tick(self, id);
+      },
       [self](requeue_atom, const std::string& group,
              std::vector<storage::dlq_entry>& entries) {
         return on_requeue(self, group, entries);

@@ -77,7 +77,11 @@ bool spawn_entry(queue_ptr self, partition_entry& entry) {
   entry.rec = std::move(*rec);
   entry.actor = *p;
   entry.dead = false;
+  entry.stopping = false;
+  entry.touched = false;
   st.names_by_actor.emplace(p->address(), entry.rec.name);
+  contacted(self, entry);
+  plan_passivation(self);
   return true;
 }
 
@@ -86,8 +90,12 @@ bool spawn_entry(queue_ptr self, partition_entry& entry) {
 partition_actor live(queue_ptr self, partition_entry& entry) {
   // A deleted queue's rows are gone: a request still in flight to one of
   // its partitions never spawned fails as one to a dead partition does.
-  if (!entry.actor && !self->state.deleted)
-    spawn_entry(self, entry);
+  if (!entry.actor) {
+    if (!self->state.deleted)
+      spawn_entry(self, entry);
+  } else {
+    contacted(self, entry);
+  }
   return entry.actor;
 }
 

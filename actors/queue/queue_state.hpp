@@ -37,6 +37,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
+#include <list>
 #include <map>
 #include <memory>
 #include <spdlog/spdlog.h>
@@ -61,6 +62,13 @@ struct partition_entry {
   /// it opens no stage there: it cannot store anything through it, and a
   /// stream of such pushes must not hold the respawn off.
   bool dead = false;
+  /// Passivation (queue_passivate.cpp): the last contact; its place in
+  /// `lru` while live and not asked; asked to stop, and contacted since.
+  mono_time last_contact{};
+  std::list<std::string>::iterator lru_at{};
+  bool in_lru = false;
+  bool stopping = false;
+  bool touched = false;
 };
 
 struct push_run;
@@ -76,6 +84,11 @@ struct queue_state {
   /// a partition by the wire's `partitionId`; the broker routed it here by
   /// the queue id the uuid carries).
   std::unordered_map<std::string, std::string> names_by_uuid;
+  /// The live partitions not being asked to stop, least recently
+  /// contacted first (passivation), and the sweep's one timer.
+  std::list<std::string> lru;
+  core::one_timer<mono_time> passivation_timer;
+  std::size_t asking = 0; ///< partitions asked to stop, not answered yet
   /// This queue's partitions in the node's count.
   std::optional<gauge_share> counted;
   /// Partition names by their live actor (its exit finds its entry).
@@ -232,6 +245,18 @@ void ensure_partitions(queue_ptr self, std::vector<std::string> names,
 
 caf::result<configure_reply> on_configure(queue_ptr self,
                                           configure_request& req);
+
+/// Passivation (docs/architecture.md): `entry` was contacted now (it goes
+/// to the back of the LRU order, or is marked touched while asked to stop).
+void contacted(queue_ptr self, partition_entry& entry);
+
+/// Arms the passivation sweep for the oldest contact's idle time, or now
+/// when the node is over its cap of live partition actors.
+void plan_passivation(queue_ptr self);
+
+/// The sweep's timer: asks the partitions idle too long (or the oldest,
+/// over the cap) to stop, a bounded number per tick.
+void on_passivation_tick(queue_ptr self, std::uint64_t id);
 
 /// Spawns the partitions that hold frames when the queue's options have
 /// a retention rule: retention runs on each partition's timer, so one

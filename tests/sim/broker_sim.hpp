@@ -78,6 +78,9 @@ struct broker_sim : sim_fixture {
   std::chrono::seconds retention_interval{10};
   std::size_t delete_step = 1024;
   std::size_t sweep_step = 10'000;
+  /// Passivation for the next `start()` (docs/architecture.md).
+  std::chrono::milliseconds partition_idle{60'000};
+  std::size_t max_partition_actors = 100'000;
   /// How far each slot is durable (shared by the writer and the broker).
   std::shared_ptr<actors::durable_marks> marks;
   /// How the next `start()`'s broker cuts segments.
@@ -285,6 +288,8 @@ struct broker_sim : sim_fixture {
     cfg.node.retention_interval = retention_interval;
     cfg.node.delete_step = delete_step;
     cfg.node.sweep_step = sweep_step;
+    cfg.node.partition_idle = partition_idle;
+    cfg.node.max_partition_actors = max_partition_actors;
     cfg.node.segments = segments;
     cfg.slots = slots;
     auto b = actors::spawn_broker(sys, cfg);
