@@ -65,10 +65,10 @@ struct retention_settings {
 struct partition_settings {
   /// A partition actor untouched this long stops, if it holds nothing but
   /// its stored rows (--partition-idle-seconds; 0 = never).
-  std::uint64_t idle_s = 60;
+  std::uint64_t idle_s = 0;
   /// Past this many live partition actors on the node, the least recently
   /// used idle ones stop first (--partition-max-live; 0 = no cap).
-  std::uint64_t max_live = 100'000;
+  std::uint64_t max_live = 0;
 };
 
 /// The HTTP front door (protocol/http/server.hpp).

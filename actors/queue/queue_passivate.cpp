@@ -12,9 +12,10 @@ namespace spool::actors::queue_detail {
 
 namespace {
 
-/// Asks at most this many partitions per tick (the next tick follows at
-/// once when there are more).
-constexpr std::size_t passivation_step = 256;
+/// At most this many questions in flight per queue (CAF 0.17 looks up a
+/// response handler linearly: 100,000 at once hung the queue); each answer
+/// re-plans the sweep, so the next ones go as these come back.
+constexpr std::size_t passivation_step = 64;
 
 /// Over the cap, a partition is asked only once untouched this long (one
 /// that answers busy is not asked again at once).
@@ -116,23 +117,17 @@ void on_passivation_tick(queue_ptr self, std::uint64_t id) {
   auto now = self->clock().now();
   auto idle = st.cfg.node.partition_idle;
   auto over = excess(st);
-  std::size_t asked = 0;
-  while (!st.lru.empty() && asked < passivation_step) {
+  while (!st.lru.empty() && st.asking < passivation_step) {
     auto& entry = st.partitions.at(st.lru.front());
     bool expired = idle.count() > 0 && entry.last_contact + idle <= now;
     bool for_cap = over > 0 && entry.last_contact + cap_min_age <= now;
     if (!expired && !for_cap)
       break;
     ask(self, entry);
-    ++asked;
     --over;
   }
-  if (asked == passivation_step && !st.lru.empty()) {
-    if (auto next = st.passivation_timer.arm(now))
-      self->send(self, passivate_atom::value, *next);
-    return;
-  }
-  plan_passivation(self);
+  if (st.asking < passivation_step)
+    plan_passivation(self); // else each answer does
 }
 
 } // namespace spool::actors::queue_detail
